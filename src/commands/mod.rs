@@ -1,0 +1,29 @@
+//! Commands: pure decisions over the projections. Each takes `&Projections` and a `Ctx` and
+//! returns the events to append plus a reply, or a Zulip-shaped rejection. Nothing here does
+//! I/O, reads a clock or draws randomness: random nonces and password hashes are made by the
+//! caller beforehand and passed in.
+
+pub mod users;
+
+use crate::engine::Ctx;
+use crate::error::{ApiError, ApiResult};
+use crate::projections::{Projections, User};
+
+/// The acting user, re-read from the decision state: a user deactivated or demoted by an
+/// earlier command of the same batch is refused here even though authentication passed.
+pub fn actor<'a>(state: &'a Projections, ctx: &Ctx) -> ApiResult<&'a User> {
+    ctx.actor
+        .and_then(|id| state.users.get(id))
+        .filter(|user| user.is_active)
+        .ok_or_else(|| ApiError::unauthorized("Account is deactivated"))
+}
+
+/// The acting user, who must be an owner or administrator.
+pub fn admin<'a>(state: &'a Projections, ctx: &Ctx) -> ApiResult<&'a User> {
+    let user = actor(state, ctx)?;
+    if user.role.is_admin() {
+        Ok(user)
+    } else {
+        Err(ApiError::must_be_admin())
+    }
+}

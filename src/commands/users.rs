@@ -1,0 +1,300 @@
+//! Organization setup and account lifecycle.
+
+use super::{actor, admin};
+use crate::engine::Ctx;
+use crate::error::{ApiError, ApiResult};
+use crate::events::{Event, Role};
+use crate::ids::UserId;
+use crate::projections::Projections;
+
+/// Zulip's `UserProfile.MAX_NAME_LENGTH`.
+pub const MAX_FULL_NAME_LENGTH: usize = 100;
+/// Zulip's minimum password length (`PASSWORD_MIN_LENGTH`).
+pub const MIN_PASSWORD_LENGTH: usize = 6;
+
+/// A new account, with its secrets already prepared by the caller.
+#[derive(Debug, Clone)]
+pub struct NewUser {
+    pub email: String,
+    pub full_name: String,
+    pub role: Role,
+    pub password_hash: Option<String>,
+    pub api_key_nonce: String,
+}
+
+/// Checks an address the way a user would expect: one `@`, something on both sides, a dot-free
+/// or dotted domain without spaces, at most 254 characters.
+pub fn validate_email(email: &str) -> bool {
+    let Some((local, domain)) = email.rsplit_once('@') else {
+        return false;
+    };
+    email.len() <= 254
+        && !local.is_empty()
+        && !domain.is_empty()
+        && !local.contains('@')
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && !domain.contains("..")
+}
+
+/// Zulip's `check_full_name`: trimmed, non-empty, at most 100 characters, no control characters.
+pub fn check_full_name(name: &str) -> ApiResult<String> {
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(ApiError::bad_request("Name too short!"));
+    }
+    if name.chars().count() > MAX_FULL_NAME_LENGTH {
+        return Err(ApiError::bad_request("Name too long!"));
+    }
+    if name.chars().any(|c| c.is_control()) {
+        return Err(ApiError::bad_request("Invalid characters in name!"));
+    }
+    Ok(name.to_owned())
+}
+
+/// First start: the organization and its owner, who may create users.
+pub fn create_realm(
+    state: &Projections,
+    name: &str,
+    description: &str,
+    owner: NewUser,
+) -> ApiResult<(Vec<Event>, UserId)> {
+    if state.realm.exists {
+        return Err(ApiError::bad_request("The organization already exists"));
+    }
+    if !validate_email(&owner.email) {
+        return Err(ApiError::bad_request(format!(
+            "Invalid email '{}'",
+            owner.email
+        )));
+    }
+    let user_id = UserId(state.users.max_id().0 + 1);
+    Ok((
+        vec![
+            Event::RealmCreated {
+                name: name.to_owned(),
+                description: description.to_owned(),
+            },
+            user_created(user_id, owner, true),
+        ],
+        user_id,
+    ))
+}
+
+fn user_created(user_id: UserId, user: NewUser, can_create_users: bool) -> Event {
+    Event::UserCreated {
+        user_id,
+        email: user.email,
+        full_name: user.full_name,
+        role: user.role,
+        bot_type: None,
+        bot_owner_id: None,
+        timezone: String::new(),
+        can_create_users,
+        password_hash: user.password_hash,
+        api_key_nonce: user.api_key_nonce,
+    }
+}
+
+/// `POST /users`: an administrator with the `can_create_users` permission creates a member.
+pub fn create_user(
+    state: &Projections,
+    ctx: &Ctx,
+    user: NewUser,
+) -> ApiResult<(Vec<Event>, UserId)> {
+    let creator = admin(state, ctx)?;
+    if !creator.can_create_users {
+        return Err(ApiError::bad_request("User not authorized to create users"));
+    }
+    if !validate_email(&user.email) {
+        return Err(ApiError::bad_request(format!(
+            "Invalid email '{}'",
+            user.email
+        )));
+    }
+    if state.users.by_email(&user.email).is_some() {
+        return Err(ApiError::bad_request("Email is already in use."));
+    }
+    let user = NewUser {
+        full_name: check_full_name(&user.full_name)?,
+        ..user
+    };
+    let user_id = UserId(state.users.max_id().0 + 1);
+    Ok((vec![user_created(user_id, user, false)], user_id))
+}
+
+/// `POST /users/me/api_key/regenerate`.
+pub fn regenerate_api_key(
+    state: &Projections,
+    ctx: &Ctx,
+    api_key_nonce: String,
+) -> ApiResult<(Vec<Event>, UserId)> {
+    let me = actor(state, ctx)?;
+    Ok((
+        vec![Event::ApiKeyRegenerated {
+            user_id: me.user_id,
+            api_key_nonce,
+        }],
+        me.user_id,
+    ))
+}
+
+/// `DELETE /users/{user_id}`: deactivates a human account, its bots first.
+pub fn deactivate_user(
+    state: &Projections,
+    ctx: &Ctx,
+    target: UserId,
+) -> ApiResult<(Vec<Event>, ())> {
+    let me = admin(state, ctx)?;
+    let user = state
+        .users
+        .get(target)
+        .filter(|u| !u.is_bot())
+        .ok_or_else(|| ApiError::bad_request("No such user"))?;
+    if !user.is_active {
+        return Err(ApiError::bad_request("User is deactivated"));
+    }
+    if user.role == Role::Owner {
+        if me.role != Role::Owner {
+            return Err(ApiError::must_be_owner());
+        }
+        if state.users.active_owner_count() <= 1 {
+            return Err(ApiError::bad_request(
+                "Cannot deactivate the only organization owner",
+            ));
+        }
+    }
+    let mut events: Vec<Event> = state
+        .users
+        .iter()
+        .filter(|bot| bot.is_active && bot.bot_owner_id == Some(target))
+        .map(|bot| Event::UserDeactivated {
+            user_id: bot.user_id,
+        })
+        .collect();
+    events.push(Event::UserDeactivated { user_id: target });
+    Ok((events, ()))
+}
+
+/// `POST /users/{user_id}/reactivate`.
+pub fn reactivate_user(
+    state: &Projections,
+    ctx: &Ctx,
+    target: UserId,
+) -> ApiResult<(Vec<Event>, ())> {
+    admin(state, ctx)?;
+    let user = state
+        .users
+        .get(target)
+        .ok_or_else(|| ApiError::bad_request("No such user"))?;
+    if user.is_active {
+        return Err(ApiError::bad_request("User is already active"));
+    }
+    Ok((vec![Event::UserReactivated { user_id: target }], ()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCode;
+    use crate::events::{Envelope, SCHEMA_VERSION};
+    use crate::ids::Seq;
+
+    fn new_user(email: &str, role: Role) -> NewUser {
+        NewUser {
+            email: email.into(),
+            full_name: "Someone".into(),
+            role,
+            password_hash: None,
+            api_key_nonce: "n".into(),
+        }
+    }
+
+    /// Given a list of (actor, events), folds them like the engine does.
+    fn given(batches: Vec<Vec<Event>>) -> Projections {
+        let mut state = Projections::default();
+        for events in batches {
+            for event in events {
+                let env = Envelope {
+                    seq: state.seq.next(),
+                    at: 1_000,
+                    actor: None,
+                    schema_version: SCHEMA_VERSION,
+                    event,
+                };
+                state.apply(&env);
+            }
+        }
+        state
+    }
+
+    fn ctx(actor: u64) -> Ctx {
+        Ctx {
+            now_ms: 2_000,
+            actor: Some(UserId(actor)),
+        }
+    }
+
+    fn org() -> Projections {
+        let (events, _) = create_realm(
+            &Projections::default(),
+            "Org",
+            "",
+            new_user("owner@example.com", Role::Owner),
+        )
+        .unwrap();
+        given(vec![events])
+    }
+
+    #[test]
+    fn owner_creates_users_and_duplicates_are_refused() {
+        let state = org();
+        let (events, id) =
+            create_user(&state, &ctx(1), new_user("A@example.com", Role::Member)).unwrap();
+        assert_eq!(id, UserId(2));
+        let state = given(vec![
+            create_realm(
+                &Projections::default(),
+                "Org",
+                "",
+                new_user("owner@example.com", Role::Owner),
+            )
+            .unwrap()
+            .0,
+            events,
+        ]);
+        let err =
+            create_user(&state, &ctx(1), new_user("a@EXAMPLE.com", Role::Member)).unwrap_err();
+        assert_eq!(err.body()["msg"], "Email is already in use.");
+        // A member cannot create users.
+        let err =
+            create_user(&state, &ctx(2), new_user("b@example.com", Role::Member)).unwrap_err();
+        assert_eq!(err.code(), Some(ErrorCode::UnauthorizedPrincipal));
+    }
+
+    #[test]
+    fn the_only_owner_cannot_be_deactivated() {
+        let state = org();
+        let err = deactivate_user(&state, &ctx(1), UserId(1)).unwrap_err();
+        assert_eq!(
+            err.body()["msg"],
+            "Cannot deactivate the only organization owner"
+        );
+        let err = deactivate_user(&state, &ctx(1), UserId(99)).unwrap_err();
+        assert_eq!(err.body()["msg"], "No such user");
+    }
+
+    #[test]
+    fn names_and_emails_are_validated() {
+        assert!(validate_email("a@b.c"));
+        assert!(validate_email("owner@localhost"));
+        assert!(!validate_email("no-at-sign"));
+        assert!(!validate_email("a b@c.d"));
+        assert!(!validate_email("@c.d"));
+        assert!(!validate_email("a@"));
+        assert!(check_full_name("  ").is_err());
+        assert!(check_full_name(&"x".repeat(101)).is_err());
+        assert_eq!(check_full_name(" Ada ").unwrap(), "Ada");
+    }
+}

@@ -1,0 +1,300 @@
+//! The single write path: decide → append → flush → apply → reply.
+//!
+//! One writer thread owns the decision state. Commands queue on a channel; the writer drains
+//! whatever is waiting (up to `MAX_BATCH`), decides each command in order against the decision
+//! state (which already includes the events of the commands decided before it, so every
+//! decision is serializable), appends all resulting events as one atomic batch and flushes once
+//! (group commit). Only then are the events applied to the read state and the callers answered:
+//! nothing is visible or acknowledged before it is durable, and readers never wait on an fsync
+//! because the read lock is taken only to apply already-durable events.
+//!
+//! Why two copies of the projections: deciding a batch needs the effects of its earlier,
+//! not-yet-durable commands, and readers must not see them. `docs/adr/0001-two-states.md`
+//! weighs this against the alternatives.
+//!
+//! A storage error stops all writes for the life of the process (the decision state may then be
+//! ahead of the disk); every later command gets a 500 and the error is logged loudly. A restart
+//! replays the log and continues from what is durable.
+
+use crate::error::{ApiError, ApiResult};
+use crate::events::{Envelope, Event, SCHEMA_VERSION};
+use crate::ids::{Seq, UserId};
+use crate::projections::Projections;
+use crate::store::EventLog;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use tokio::sync::{mpsc, oneshot};
+
+/// Most commands decided and flushed together.
+pub const MAX_BATCH: usize = 4096;
+
+/// Commands waiting for the writer. Bounded so that a flood of writes applies back-pressure to
+/// the HTTP workers instead of growing memory without limit.
+const QUEUE_CAPACITY: usize = 16_384;
+
+/// What a command sees besides the state: the clock reading and who is acting.
+#[derive(Debug, Clone, Copy)]
+pub struct Ctx {
+    /// Milliseconds since the epoch; also the `at` of the events the command returns.
+    pub now_ms: i64,
+    pub actor: Option<UserId>,
+}
+
+type Completion = Box<dyn FnOnce(ApiResult<Seq>) + Send>;
+type Decide = Box<dyn FnOnce(&Projections, &Ctx) -> (Vec<Event>, Completion) + Send>;
+
+enum Job {
+    Command {
+        actor: Option<UserId>,
+        decide: Decide,
+    },
+    Shutdown(oneshot::Sender<()>),
+}
+
+/// Handle to the write path and the read state.
+pub struct Engine {
+    tx: mpsc::Sender<Job>,
+    read: Arc<RwLock<Projections>>,
+    log: Arc<dyn EventLog>,
+    failed: Arc<AtomicBool>,
+    writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+/// A committed command's reply and the seq of the batch that made it durable.
+#[derive(Debug)]
+pub struct Committed<T> {
+    pub value: T,
+    pub seq: Seq,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl Engine {
+    /// Starts the writer over a log whose contents are already folded into `state`.
+    pub fn start(log: Arc<dyn EventLog>, state: Projections) -> std::io::Result<Engine> {
+        let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
+        let read = Arc::new(RwLock::new(state.clone()));
+        let failed = Arc::new(AtomicBool::new(false));
+        let writer = Writer {
+            log: log.clone(),
+            read: read.clone(),
+            failed: failed.clone(),
+            decided: state,
+            last_at: 0,
+        };
+        let handle = std::thread::Builder::new()
+            .name("chronicle-writer".into())
+            .spawn(move || writer.run(rx))?;
+        Ok(Engine {
+            tx,
+            read,
+            log,
+            failed,
+            writer: Mutex::new(Some(handle)),
+        })
+    }
+
+    /// Runs `f` with the read state. The closure form makes it impossible to hold the lock
+    /// across an `.await`.
+    pub fn read<R>(&self, f: impl FnOnce(&Projections) -> R) -> R {
+        let guard = self
+            .read
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        f(&guard)
+    }
+
+    /// The log, for the admin listing and time-travel dumps.
+    pub fn log(&self) -> &Arc<dyn EventLog> {
+        &self.log
+    }
+
+    /// True once a storage error has stopped writes.
+    pub fn has_failed(&self) -> bool {
+        self.failed.load(Ordering::SeqCst)
+    }
+
+    /// Decides `f` on the writer and answers once its events are durable and applied.
+    ///
+    /// `f` must be pure: it reads the decision state and the context and returns the events to
+    /// append plus the reply. Returning an error appends nothing.
+    pub async fn execute<T, F>(&self, actor: Option<UserId>, f: F) -> ApiResult<Committed<T>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Projections, &Ctx) -> ApiResult<(Vec<Event>, T)> + Send + 'static,
+    {
+        let (reply_tx, reply_rx) = oneshot::channel::<ApiResult<Committed<T>>>();
+        let decide: Decide = Box::new(move |state, ctx| match f(state, ctx) {
+            Ok((events, value)) => {
+                let done: Completion = Box::new(move |batch: ApiResult<Seq>| {
+                    let _ = reply_tx.send(batch.map(|seq| Committed { value, seq }));
+                });
+                (events, done)
+            }
+            Err(rejection) => {
+                // Even a rejection waits for its batch: it may rest on state that only becomes
+                // real once the batch is durable.
+                let done: Completion = Box::new(move |batch: ApiResult<Seq>| {
+                    let _ = reply_tx.send(batch.and(Err(rejection)));
+                });
+                (Vec::new(), done)
+            }
+        });
+        self.tx
+            .send(Job::Command { actor, decide })
+            .await
+            .map_err(|_| ApiError::internal("the writer has stopped"))?;
+        reply_rx
+            .await
+            .map_err(|_| ApiError::internal("the writer dropped a command"))?
+    }
+
+    /// Lets the writer finish every queued command, then stops it.
+    pub async fn shutdown(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Job::Shutdown(tx)).await.is_ok() {
+            let _ = rx.await;
+        }
+        let handle = self
+            .writer
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(handle) = handle {
+            let _ = tokio::task::spawn_blocking(move || handle.join()).await;
+        }
+    }
+}
+
+struct Writer {
+    log: Arc<dyn EventLog>,
+    read: Arc<RwLock<Projections>>,
+    failed: Arc<AtomicBool>,
+    /// The decision state: the read state plus the batch being written.
+    decided: Projections,
+    /// Keeps `at` non-decreasing along the log even if the wall clock steps back.
+    last_at: i64,
+}
+
+impl Writer {
+    fn run(mut self, mut rx: mpsc::Receiver<Job>) {
+        while let Some(first) = rx.blocking_recv() {
+            let mut commands = Vec::new();
+            let mut shutdown = None;
+            let mut next = Some(first);
+            while let Some(job) = next.take() {
+                match job {
+                    Job::Command { actor, decide } => commands.push((actor, decide)),
+                    Job::Shutdown(ack) => {
+                        shutdown = Some(ack);
+                        break;
+                    }
+                }
+                if commands.len() < MAX_BATCH {
+                    next = rx.try_recv().ok();
+                }
+            }
+            self.write_batch(commands);
+            if let Some(ack) = shutdown {
+                let _ = ack.send(());
+                return;
+            }
+        }
+    }
+
+    fn write_batch(&mut self, commands: Vec<(Option<UserId>, Decide)>) {
+        if commands.is_empty() {
+            return;
+        }
+        if self.failed.load(Ordering::SeqCst) {
+            for (_, decide) in commands {
+                let (_, done) = (decide)(&self.decided, &self.ctx(None));
+                done(Err(ApiError::internal(
+                    "writes are stopped after a storage error",
+                )));
+            }
+            return;
+        }
+        self.last_at = self.last_at.max(now_ms());
+        let mut staged: Vec<Envelope> = Vec::new();
+        let mut completions: Vec<Completion> = Vec::with_capacity(commands.len());
+        for (actor, decide) in commands {
+            let ctx = self.ctx(actor);
+            // A panicking command must not take the writer down; it only had `&` access to
+            // the state, so nothing is half-applied.
+            let decided = catch_unwind(AssertUnwindSafe(|| decide(&self.decided, &ctx)));
+            let Ok((events, done)) = decided else {
+                tracing::error!("a command panicked while deciding; it was rejected");
+                continue;
+            };
+            for event in events {
+                let env = Envelope {
+                    seq: self.decided.seq.next(),
+                    at: ctx.now_ms,
+                    actor,
+                    schema_version: SCHEMA_VERSION,
+                    event,
+                };
+                self.decided.apply(&env);
+                staged.push(env);
+            }
+            completions.push(done);
+        }
+        if staged.is_empty() {
+            let seq = self.decided.seq;
+            completions.into_iter().for_each(|done| done(Ok(seq)));
+            return;
+        }
+        match self.persist(&staged) {
+            Ok(()) => {
+                {
+                    let mut read = self.read.write().unwrap_or_else(|p| p.into_inner());
+                    for env in &staged {
+                        read.apply(env);
+                    }
+                }
+                let seq = self.decided.seq;
+                completions.into_iter().for_each(|done| done(Ok(seq)));
+            }
+            Err(err) => {
+                self.failed.store(true, Ordering::SeqCst);
+                tracing::error!(
+                    error = %err,
+                    first_seq = staged[0].seq.0,
+                    events = staged.len(),
+                    "STORAGE FAILURE: the batch was not made durable; all writes are stopped \
+                     until restart (restart replays what is on disk)"
+                );
+                completions
+                    .into_iter()
+                    .for_each(|done| done(Err(ApiError::internal(format!("storage: {err}")))));
+            }
+        }
+    }
+
+    fn ctx(&self, actor: Option<UserId>) -> Ctx {
+        Ctx {
+            now_ms: self.last_at,
+            actor,
+        }
+    }
+
+    fn persist(&self, staged: &[Envelope]) -> Result<(), crate::store::StoreError> {
+        let records = staged
+            .iter()
+            .map(|env| {
+                env.encode()
+                    .map(|bytes| (env.seq, bytes))
+                    .map_err(|e| crate::store::StoreError::Encode(e.to_string()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.log.append_batch(&records)?;
+        self.log.flush()
+    }
+}

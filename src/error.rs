@@ -1,0 +1,259 @@
+//! The one error type every handler returns, and the code table that maps a Zulip error code to
+//! its wire string and HTTP status.
+//!
+//! Zulip clients match on `code`, never on `msg` (which Zulip translates), so the codes and their
+//! statuses follow Zulip 10.2's `ErrorCode` table exactly; `schema/errors.md` lists them.
+
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use serde_json::{json, Map, Value};
+use std::fmt;
+
+/// Zulip's error codes that Chronicle emits, each with its HTTP status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorCode {
+    BadRequest,
+    RequestVariableMissing,
+    RequestVariableInvalid,
+    RequestConfusingVar,
+    InvalidJson,
+    BadNarrow,
+    CannotDeactivateLastUser,
+    StreamDoesNotExist,
+    UnauthorizedPrincipal,
+    BadEventQueueId,
+    InvitationFailed,
+    RateLimitHit,
+    UserDeactivated,
+    AuthenticationFailed,
+    Unauthorized,
+    ReactionAlreadyExists,
+    ReactionDoesNotExist,
+    ChannelAlreadyExists,
+    /// `BAD_REQUEST` with 404: an unknown route or a resource that does not exist.
+    NotFound,
+    /// `BAD_REQUEST` with 403.
+    AccessDenied,
+}
+
+impl ErrorCode {
+    /// The string clients see in `code`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::BadRequest | ErrorCode::NotFound | ErrorCode::AccessDenied => "BAD_REQUEST",
+            ErrorCode::RequestVariableMissing => "REQUEST_VARIABLE_MISSING",
+            ErrorCode::RequestVariableInvalid => "REQUEST_VARIABLE_INVALID",
+            ErrorCode::RequestConfusingVar => "REQUEST_CONFUSING_VAR",
+            ErrorCode::InvalidJson => "INVALID_JSON",
+            ErrorCode::BadNarrow => "BAD_NARROW",
+            ErrorCode::CannotDeactivateLastUser => "CANNOT_DEACTIVATE_LAST_USER",
+            ErrorCode::StreamDoesNotExist => "STREAM_DOES_NOT_EXIST",
+            ErrorCode::UnauthorizedPrincipal => "UNAUTHORIZED_PRINCIPAL",
+            ErrorCode::BadEventQueueId => "BAD_EVENT_QUEUE_ID",
+            ErrorCode::InvitationFailed => "INVITATION_FAILED",
+            ErrorCode::RateLimitHit => "RATE_LIMIT_HIT",
+            ErrorCode::UserDeactivated => "USER_DEACTIVATED",
+            ErrorCode::AuthenticationFailed => "AUTHENTICATION_FAILED",
+            ErrorCode::Unauthorized => "UNAUTHORIZED",
+            ErrorCode::ReactionAlreadyExists => "REACTION_ALREADY_EXISTS",
+            ErrorCode::ReactionDoesNotExist => "REACTION_DOES_NOT_EXIST",
+            ErrorCode::ChannelAlreadyExists => "CHANNEL_ALREADY_EXISTS",
+        }
+    }
+
+    /// The HTTP status Zulip 10.2 sends with this code.
+    pub fn status(self) -> StatusCode {
+        match self {
+            ErrorCode::Unauthorized
+            | ErrorCode::UserDeactivated
+            | ErrorCode::AuthenticationFailed => StatusCode::UNAUTHORIZED,
+            ErrorCode::RateLimitHit => StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::NotFound => StatusCode::NOT_FOUND,
+            ErrorCode::AccessDenied => StatusCode::FORBIDDEN,
+            _ => StatusCode::BAD_REQUEST,
+        }
+    }
+}
+
+/// An error answer in Zulip's shape: `{"result":"error","msg":..,"code":..,<extra>}`.
+///
+/// `Internal` is kept apart: its details go to the server log only, and the client sees Zulip's
+/// generic 500 body.
+#[derive(Debug)]
+pub enum ApiError {
+    Client {
+        code: ErrorCode,
+        msg: String,
+        extra: Map<String, Value>,
+    },
+    Internal(String),
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    pub fn new(code: ErrorCode, msg: impl Into<String>) -> Self {
+        ApiError::Client {
+            code,
+            msg: msg.into(),
+            extra: Map::new(),
+        }
+    }
+
+    /// A generic `BAD_REQUEST` (400) with a message.
+    pub fn bad_request(msg: impl Into<String>) -> Self {
+        Self::new(ErrorCode::BadRequest, msg)
+    }
+
+    /// Adds an extra top-level field to the error body (for example `var_name`).
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        if let ApiError::Client { extra, .. } = &mut self {
+            extra.insert(key.to_owned(), value.into());
+        }
+        self
+    }
+
+    /// `REQUEST_VARIABLE_MISSING` naming the parameter.
+    pub fn missing(var: &str) -> Self {
+        Self::new(
+            ErrorCode::RequestVariableMissing,
+            format!("Missing '{var}' argument"),
+        )
+        .with("var_name", var)
+    }
+
+    /// `REQUEST_VARIABLE_INVALID` naming the parameter and the value it had.
+    pub fn invalid(var: &str, bad_value: &str) -> Self {
+        Self::new(
+            ErrorCode::RequestVariableInvalid,
+            format!("Bad value for '{var}': {bad_value}"),
+        )
+        .with("var_name", var)
+        .with("bad_value", bad_value)
+    }
+
+    /// 401 `UNAUTHORIZED`, sent with `WWW-Authenticate: Basic realm="zulip"`.
+    pub fn unauthorized(msg: impl Into<String>) -> Self {
+        Self::new(ErrorCode::Unauthorized, msg)
+    }
+
+    pub fn not_found() -> Self {
+        Self::new(ErrorCode::NotFound, "Not Found")
+    }
+
+    pub fn must_be_admin() -> Self {
+        Self::new(
+            ErrorCode::UnauthorizedPrincipal,
+            "Must be an organization administrator",
+        )
+    }
+
+    pub fn must_be_owner() -> Self {
+        Self::new(
+            ErrorCode::UnauthorizedPrincipal,
+            "Must be an organization owner",
+        )
+    }
+
+    /// A server-side failure; `detail` is logged, never sent.
+    pub fn internal(detail: impl Into<String>) -> Self {
+        ApiError::Internal(detail.into())
+    }
+
+    /// The code, for tests and logs (`None` for internal errors).
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            ApiError::Client { code, .. } => Some(*code),
+            ApiError::Internal(_) => None,
+        }
+    }
+
+    /// The error body as JSON.
+    pub fn body(&self) -> Value {
+        match self {
+            ApiError::Client { code, msg, extra } => {
+                let mut body = Map::new();
+                body.insert("result".into(), json!("error"));
+                body.insert("msg".into(), json!(msg));
+                body.insert("code".into(), json!(code.as_str()));
+                for (k, v) in extra {
+                    body.insert(k.clone(), v.clone());
+                }
+                Value::Object(body)
+            }
+            ApiError::Internal(_) => json!({"result": "error", "msg": "Internal server error"}),
+        }
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ApiError::Client { code, msg, .. } => write!(f, "{}: {msg}", code.as_str()),
+            ApiError::Internal(detail) => write!(f, "internal error: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            ApiError::Client { code, .. } => code.status(),
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        if let ApiError::Internal(detail) = self {
+            tracing::error!(%detail, "request failed with an internal error");
+        }
+        let mut response = HttpResponse::build(self.status_code());
+        if matches!(self.code(), Some(ErrorCode::Unauthorized)) {
+            response.insert_header((
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Basic realm=\"zulip\""),
+            ));
+        }
+        response.json(self.body())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_names_the_variable() {
+        let body = ApiError::missing("content").body();
+        assert_eq!(
+            body,
+            json!({"result":"error","msg":"Missing 'content' argument",
+                   "code":"REQUEST_VARIABLE_MISSING","var_name":"content"})
+        );
+    }
+
+    #[test]
+    fn internal_errors_hide_details() {
+        let err = ApiError::internal("sled exploded at /secret/path");
+        assert_eq!(
+            err.body(),
+            json!({"result":"error","msg":"Internal server error"})
+        );
+        assert_eq!(err.status_code(), StatusCode::INTERNAL_SERVER_ERROR);
+    }
+
+    #[test]
+    fn unauthorized_sends_basic_challenge() {
+        let resp = ApiError::unauthorized("Invalid API key").error_response();
+        assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            resp.headers()
+                .get(header::WWW_AUTHENTICATE)
+                .map(|v| v.as_bytes()),
+            Some(&b"Basic realm=\"zulip\""[..])
+        );
+    }
+}

@@ -1,0 +1,152 @@
+//! Authentication: the `Auth` extractor (HTTP Basic `email:api_key`), `POST /fetch_api_key` and
+//! `POST /users/me/api_key/regenerate`.
+
+use super::{AppState, Params};
+use crate::auth::{constant_time_eq, has_api_key_format, new_api_key_nonce, verify_password};
+use crate::commands;
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::events::Role;
+use crate::ids::UserId;
+use actix_web::dev::Payload;
+use actix_web::http::header;
+use actix_web::{web, FromRequest, HttpRequest, HttpResponse};
+use base64::Engine as _;
+use serde_json::json;
+use std::future::{ready, Ready};
+
+/// A caller whose Basic credentials were valid for an active account.
+#[derive(Debug, Clone)]
+pub struct Auth {
+    pub user_id: UserId,
+    pub role: Role,
+}
+
+impl Auth {
+    /// Owners and administrators pass; everyone else gets `UNAUTHORIZED_PRINCIPAL`.
+    pub fn require_admin(&self) -> ApiResult<()> {
+        if self.role.is_admin() {
+            Ok(())
+        } else {
+            Err(ApiError::must_be_admin())
+        }
+    }
+}
+
+fn authenticate(req: &HttpRequest) -> ApiResult<Auth> {
+    let state = req
+        .app_data::<web::Data<AppState>>()
+        .ok_or_else(|| ApiError::internal("application state missing"))?;
+    let Some(value) = req.headers().get(header::AUTHORIZATION) else {
+        return Err(ApiError::unauthorized(
+            "Not logged in: API authentication or user session required",
+        ));
+    };
+    let value = value.to_str().unwrap_or_default();
+    let (scheme, encoded) = value.split_once(' ').unwrap_or((value, ""));
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return Err(ApiError::bad_request(
+            "This endpoint requires HTTP basic authentication.",
+        ));
+    }
+    let malformed = || ApiError::unauthorized("Invalid authorization header for basic auth");
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .map_err(|_| malformed())?;
+    let decoded = String::from_utf8(decoded).map_err(|_| malformed())?;
+    let (email, key) = decoded.split_once(':').ok_or_else(malformed)?;
+    if !has_api_key_format(key) {
+        return Err(ApiError::unauthorized("Malformed API key"));
+    }
+    state.engine.read(|s| {
+        let user = s
+            .users
+            .by_email(email)
+            .filter(|u| {
+                let expected = state.secret.api_key(u.user_id, &u.api_key_nonce);
+                constant_time_eq(expected.as_bytes(), key.as_bytes())
+            })
+            .ok_or_else(|| ApiError::unauthorized("Invalid API key"))?;
+        if !user.is_active {
+            return Err(ApiError::unauthorized("Account is deactivated"));
+        }
+        Ok(Auth {
+            user_id: user.user_id,
+            role: user.role,
+        })
+    })
+}
+
+impl FromRequest for Auth {
+    type Error = ApiError;
+    type Future = Ready<Result<Auth, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(authenticate(req))
+    }
+}
+
+/// `POST /fetch_api_key`: exchanges a username (email) and password for the API key.
+pub async fn fetch_api_key(
+    state: web::Data<AppState>,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let username = params.required_str("username")?;
+    let password = params.required_str("password")?;
+    let account = state.engine.read(|s| {
+        s.users.by_email(&username).map(|u| {
+            (
+                u.user_id,
+                u.email.clone(),
+                u.password_hash.clone(),
+                u.is_active,
+            )
+        })
+    });
+    // An unknown account is checked against a dummy hash so it costs the same time.
+    let hash = account
+        .as_ref()
+        .and_then(|(_, _, hash, _)| hash.clone())
+        .unwrap_or_else(|| crate::auth::dummy_password_hash().to_owned());
+    let verified = web::block(move || verify_password(&hash, &password))
+        .await
+        .map_err(|e| ApiError::internal(format!("password check: {e}")))?;
+    let Some((user_id, email, Some(_), is_active)) = account.filter(|_| verified) else {
+        return Err(ApiError::new(
+            ErrorCode::AuthenticationFailed,
+            "Your username or password is incorrect",
+        ));
+    };
+    if !is_active {
+        return Err(ApiError::new(
+            ErrorCode::UserDeactivated,
+            "Account is deactivated",
+        ));
+    }
+    let api_key = state
+        .engine
+        .read(|s| {
+            s.users
+                .get(user_id)
+                .map(|u| state.secret.api_key(user_id, &u.api_key_nonce))
+        })
+        .ok_or_else(|| ApiError::internal("account vanished"))?;
+    Ok(params.success(json!({"api_key": api_key, "email": email, "user_id": user_id.0})))
+}
+
+/// `POST /users/me/api_key/regenerate`: a new key; the old one stops working at once.
+pub async fn regenerate_api_key(
+    state: web::Data<AppState>,
+    auth: Auth,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let nonce = new_api_key_nonce();
+    let committed = state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            let (events, user_id) = commands::users::regenerate_api_key(s, ctx, nonce.clone())?;
+            Ok((events, (user_id, nonce)))
+        })
+        .await?;
+    let (user_id, nonce) = committed.value;
+    Ok(params.success(json!({"api_key": state.secret.api_key(user_id, &nonce)})))
+}

@@ -1,0 +1,130 @@
+//! The HTTP layer: application state, the whole route table in one function, and the handlers
+//! that turn every routing failure into Zulip's error JSON.
+//!
+//! Handlers are thin: an `Auth` extractor (which exists only after Basic auth succeeded),
+//! `Params` for the parameters, then a command on the engine or a read of the projections.
+
+pub mod admin;
+pub mod auth;
+pub mod params;
+pub mod server_settings;
+pub mod users;
+
+use crate::auth::ServerSecret;
+use crate::engine::Engine;
+use crate::error::ApiError;
+use actix_web::body::BoxBody;
+use actix_web::dev::{Service, ServiceResponse};
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpResponse, ResponseError};
+use futures_util::FutureExt;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+pub use auth::Auth;
+pub use params::Params;
+
+/// Facts about how the server is reached.
+#[derive(Debug, Clone)]
+pub struct Site {
+    /// The organization's base URL, e.g. `http://127.0.0.1:9991` (no trailing slash).
+    pub realm_url: String,
+}
+
+/// Everything a handler may touch.
+pub struct AppState {
+    pub engine: Arc<Engine>,
+    pub secret: ServerSecret,
+    pub site: Site,
+}
+
+/// Registers one path with its methods; every other method gets Zulip's 405 body.
+macro_rules! endpoint {
+    ($cfg:expr, $path:expr, $($method:ident => $handler:expr),+ $(,)?) => {
+        $cfg.service(
+            web::resource($path)
+                $(.route(web::$method().to($handler)))+
+                .default_service(web::to(|| async {
+                    method_not_allowed(&[$(stringify!($method)),+])
+                })),
+        )
+    };
+}
+
+/// The whole route table.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::scope("/api/v1")
+            .configure(|api| {
+                endpoint!(api, "/server_settings", get => server_settings::get_server_settings);
+                endpoint!(api, "/fetch_api_key", post => auth::fetch_api_key);
+                endpoint!(api, "/users/me", get => users::get_own_user);
+                endpoint!(api, "/users/me/api_key/regenerate", post => auth::regenerate_api_key);
+                endpoint!(api, "/users", post => users::create_user);
+                endpoint!(api, "/users/{user_id}", delete => users::deactivate_user);
+                endpoint!(api, "/users/{user_id}/reactivate", post => users::reactivate_user);
+                endpoint!(api, "/admin/projections", get => admin::get_projections);
+                endpoint!(api, "/admin/events", get => admin::get_events);
+            })
+            .default_service(web::to(not_found)),
+    );
+    endpoint!(cfg, "/avatar/{key}", get => users::get_avatar);
+}
+
+/// Builds the application with shared state, the house error format for everything, and a
+/// guard that turns a panicking handler into a 500 instead of a dropped connection.
+pub fn app(
+    state: web::Data<AppState>,
+) -> actix_web::App<
+    impl actix_web::dev::ServiceFactory<
+        actix_web::dev::ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<BoxBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    actix_web::App::new()
+        .app_data(state)
+        .configure(configure)
+        .default_service(web::to(not_found))
+        .wrap_fn(|req, srv| {
+            let request = req.request().clone();
+            let response = srv.call(req);
+            async move {
+                match AssertUnwindSafe(response).catch_unwind().await {
+                    Ok(result) => result.map(ServiceResponse::map_into_boxed_body),
+                    Err(_) => {
+                        tracing::error!(path = %request.path(), "a handler panicked");
+                        let body = ApiError::internal("handler panicked").error_response();
+                        Ok(ServiceResponse::new(request, body))
+                    }
+                }
+            }
+        })
+}
+
+async fn not_found() -> HttpResponse {
+    ApiError::not_found().error_response()
+}
+
+/// Zulip's 405 body: no `code`, the allowed methods listed.
+fn method_not_allowed(allowed: &[&str]) -> HttpResponse {
+    let methods: Vec<String> = allowed.iter().map(|m| m.to_ascii_uppercase()).collect();
+    let mut response = HttpResponse::build(StatusCode::METHOD_NOT_ALLOWED);
+    if let Ok(value) = HeaderValue::from_str(&methods.join(", ")) {
+        response.insert_header((header::ALLOW, value));
+    }
+    response.json(serde_json::json!({
+        "result": "error",
+        "msg": "Method Not Allowed",
+        "allowed_methods": methods,
+    }))
+}
+
+/// Reads an integer path segment.
+pub fn path_id(req: &actix_web::HttpRequest, name: &str) -> Result<u64, ApiError> {
+    let raw = req.match_info().get(name).unwrap_or_default();
+    raw.parse::<u64>().map_err(|_| ApiError::invalid(name, raw))
+}

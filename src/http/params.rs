@@ -1,0 +1,210 @@
+//! Request parameters, Zulip style: from the query string and the form body (the body wins),
+//! where list and object values arrive as JSON text. Every parameter a handler reads is
+//! remembered, so the success reply can list the rest in `ignored_parameters_unsupported`.
+
+use crate::error::{ApiError, ApiResult};
+use actix_web::dev::Payload;
+use actix_web::http::header;
+use actix_web::{FromRequest, HttpRequest, HttpResponse};
+use futures_util::StreamExt;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::pin::Pin;
+
+/// Largest request body accepted (a 10,000-character message is far below it).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// The parameters of one request.
+#[derive(Debug, Default)]
+pub struct Params {
+    values: BTreeMap<String, String>,
+    used: BTreeSet<String>,
+}
+
+impl Params {
+    /// Parameters from already-parsed pairs (later pairs win).
+    pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Params {
+        Params {
+            values: pairs.into_iter().collect(),
+            used: BTreeSet::new(),
+        }
+    }
+
+    fn take(&mut self, name: &str) -> Option<&str> {
+        self.used.insert(name.to_owned());
+        self.values.get(name).map(String::as_str)
+    }
+
+    /// True if the request carried the parameter (marks it as read).
+    pub fn has(&mut self, name: &str) -> bool {
+        self.take(name).is_some()
+    }
+
+    /// An optional string.
+    pub fn str(&mut self, name: &str) -> Option<String> {
+        self.take(name).map(str::to_owned)
+    }
+
+    /// A required string.
+    pub fn required_str(&mut self, name: &str) -> ApiResult<String> {
+        self.str(name).ok_or_else(|| ApiError::missing(name))
+    }
+
+    /// An optional boolean, sent as JSON `true`/`false`.
+    pub fn bool(&mut self, name: &str) -> ApiResult<Option<bool>> {
+        match self.take(name) {
+            None => Ok(None),
+            Some(raw) => match raw.trim() {
+                "true" | "True" => Ok(Some(true)),
+                "false" | "False" => Ok(Some(false)),
+                _ => Err(ApiError::bad_request(format!("{name} is not a boolean"))
+                    .with("var_name", name)),
+            },
+        }
+    }
+
+    /// An optional integer of any width, sent as JSON number text.
+    pub fn int<T: std::str::FromStr>(&mut self, name: &str) -> ApiResult<Option<T>> {
+        match self.take(name) {
+            None => Ok(None),
+            Some(raw) => raw.trim().parse::<T>().map(Some).map_err(|_| {
+                ApiError::bad_request(format!("{name} is not an integer")).with("var_name", name)
+            }),
+        }
+    }
+
+    /// A required integer.
+    pub fn required_int<T: std::str::FromStr>(&mut self, name: &str) -> ApiResult<T> {
+        self.int(name)?.ok_or_else(|| ApiError::missing(name))
+    }
+
+    /// An optional JSON-encoded value (a list, an object, ...).
+    pub fn json<T: DeserializeOwned>(&mut self, name: &str) -> ApiResult<Option<T>> {
+        let Some(raw) = self.take(name) else {
+            return Ok(None);
+        };
+        let raw = raw.to_owned();
+        let value: Value = serde_json::from_str(&raw).map_err(|_| {
+            ApiError::bad_request(format!("{name} is not valid JSON")).with("var_name", name)
+        })?;
+        serde_json::from_value(value)
+            .map(Some)
+            .map_err(|_| ApiError::invalid(name, &raw))
+    }
+
+    /// Names the request carried that no code read, sorted.
+    pub fn ignored(&self) -> Vec<String> {
+        self.values
+            .keys()
+            .filter(|k| !self.used.contains(k.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// `{"result":"success","msg":"", ...data}`, with `ignored_parameters_unsupported` when the
+    /// request had parameters this endpoint does not take.
+    pub fn success(&self, data: Value) -> HttpResponse {
+        let mut body = Map::new();
+        body.insert("result".into(), Value::from("success"));
+        body.insert("msg".into(), Value::from(""));
+        if let Value::Object(fields) = data {
+            body.extend(fields);
+        }
+        let ignored = self.ignored();
+        if !ignored.is_empty() {
+            body.insert(
+                "ignored_parameters_unsupported".into(),
+                Value::from(ignored),
+            );
+        }
+        HttpResponse::Ok().json(Value::Object(body))
+    }
+}
+
+fn parse_pairs(bytes: &[u8]) -> ApiResult<Vec<(String, String)>> {
+    serde_urlencoded::from_bytes::<Vec<(String, String)>>(bytes)
+        .map_err(|_| ApiError::bad_request("Malformed form-encoded parameters"))
+}
+
+fn is_form(req: &HttpRequest) -> bool {
+    match req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    {
+        None => true,
+        Some(ct) => ct.split(';').next().is_some_and(|mime| {
+            mime.trim()
+                .eq_ignore_ascii_case("application/x-www-form-urlencoded")
+        }),
+    }
+}
+
+impl FromRequest for Params {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Params, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let query = parse_pairs(req.query_string().as_bytes());
+        let form = is_form(req);
+        let mut payload = payload.take();
+        Box::pin(async move {
+            let mut pairs = query?;
+            let mut body = Vec::new();
+            while let Some(chunk) = payload.next().await {
+                let chunk = chunk.map_err(|e| {
+                    ApiError::bad_request(format!("Could not read the request body: {e}"))
+                })?;
+                if body.len() + chunk.len() > MAX_BODY_BYTES {
+                    return Err(ApiError::bad_request("Request body too large"));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            if form && !body.is_empty() {
+                pairs.extend(parse_pairs(&body)?);
+            }
+            Ok(Params::from_pairs(pairs))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(pairs: &[(&str, &str)]) -> Params {
+        Params::from_pairs(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+    }
+
+    #[test]
+    fn typed_getters_and_errors() {
+        let mut p = params(&[("a", "true"), ("n", "42"), ("l", "[1,2]"), ("bad", "x")]);
+        assert_eq!(p.bool("a").unwrap(), Some(true));
+        assert_eq!(p.int::<u64>("n").unwrap(), Some(42));
+        assert_eq!(p.json::<Vec<u64>>("l").unwrap(), Some(vec![1, 2]));
+        assert_eq!(
+            p.bool("bad").unwrap_err().body()["msg"],
+            "bad is not a boolean"
+        );
+        assert_eq!(
+            p.required_str("missing").unwrap_err().body()["var_name"],
+            "missing"
+        );
+        let mut p = params(&[("l", "[1,"), ("m", "{\"a\":1}")]);
+        assert_eq!(
+            p.json::<Vec<u64>>("l").unwrap_err().body()["msg"],
+            "l is not valid JSON"
+        );
+        let err = p.json::<Vec<u64>>("m").unwrap_err();
+        assert_eq!(err.body()["code"], "REQUEST_VARIABLE_INVALID");
+    }
+
+    #[test]
+    fn unread_parameters_are_reported() {
+        let mut p = params(&[("used", "1"), ("zeta", "2"), ("alpha", "3")]);
+        let _ = p.str("used");
+        assert_eq!(p.ignored(), vec!["alpha".to_string(), "zeta".to_string()]);
+    }
+}

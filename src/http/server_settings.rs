@@ -1,0 +1,45 @@
+//! `GET /server_settings` (no authentication): what a client needs before logging in.
+
+use super::{AppState, Params};
+use crate::error::ApiResult;
+use crate::markdown::render_paragraphs;
+use actix_web::{web, HttpResponse};
+use serde_json::json;
+
+/// The Zulip feature level whose behaviour Chronicle implements (see docs/zulip-compat.md).
+pub const ZULIP_FEATURE_LEVEL: u32 = 478;
+/// Reported as `zulip_version`: the Zulip release line we follow, plus our own version.
+pub const ZULIP_VERSION: &str = concat!("12.0-dev+chronicle-", env!("CARGO_PKG_VERSION"));
+/// Reported as `zulip_merge_base`.
+pub const ZULIP_MERGE_BASE: &str = "12.0-dev";
+
+pub async fn get_server_settings(
+    state: web::Data<AppState>,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let (name, description) = state
+        .engine
+        .read(|s| (s.realm.name.clone(), s.realm.description.clone()));
+    let url = &state.site.realm_url;
+    Ok(params.success(json!({
+        "authentication_methods": {
+            "password": true, "dev": false, "email": true, "ldap": false,
+            "remoteuser": false, "github": false, "azuread": false, "gitlab": false,
+            "apple": false, "google": false, "saml": false, "openid connect": false,
+        },
+        "external_authentication_methods": [],
+        "zulip_version": ZULIP_VERSION,
+        "zulip_merge_base": ZULIP_MERGE_BASE,
+        "zulip_feature_level": ZULIP_FEATURE_LEVEL,
+        "push_notifications_enabled": false,
+        "is_incompatible": false,
+        "email_auth_enabled": true,
+        "require_email_format_usernames": true,
+        "realm_url": url,
+        "realm_uri": url,
+        "realm_name": name,
+        "realm_icon": format!("{url}/avatar/realm"),
+        "realm_description": render_paragraphs(&description),
+        "realm_web_public_access_enabled": false,
+    })))
+}

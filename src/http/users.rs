@@ -1,0 +1,149 @@
+//! Accounts: `GET /users/me`, `POST /users`, `DELETE /users/{user_id}`,
+//! `POST /users/{user_id}/reactivate`, and the avatar image behind `avatar_url`.
+
+use super::{path_id, AppState, Auth, Params};
+use crate::auth::{hash_password, new_api_key_nonce};
+use crate::commands::users::{NewUser, MIN_PASSWORD_LENGTH};
+use crate::error::{ApiError, ApiResult};
+use crate::events::Role;
+use crate::ids::UserId;
+use crate::projections::User;
+use crate::time::iso8601_ms;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde_json::{json, Value};
+
+/// `avatar_url` of a user: Chronicle serves a generated image for everyone.
+pub fn avatar_url(site: &super::Site, user: &User) -> String {
+    format!(
+        "{}/avatar/{}?version={}",
+        site.realm_url, user.user_id, user.avatar_version
+    )
+}
+
+/// `GET /users/me`.
+pub async fn get_own_user(
+    state: web::Data<AppState>,
+    auth: Auth,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let body = state.engine.read(|s| {
+        let user = s
+            .users
+            .get(auth.user_id)
+            .ok_or_else(|| ApiError::internal("authenticated user missing"))?;
+        Ok::<Value, ApiError>(json!({
+            "avatar_url": avatar_url(&state.site, user),
+            "avatar_version": user.avatar_version,
+            "email": user.email,
+            "delivery_email": user.email,
+            "full_name": user.full_name,
+            "is_admin": user.role.is_admin(),
+            "is_owner": user.role == Role::Owner,
+            "is_guest": user.role == Role::Guest,
+            "role": user.role.code(),
+            "is_bot": user.is_bot(),
+            "is_active": user.is_active,
+            "timezone": user.timezone,
+            "date_joined": iso8601_ms(user.date_joined_ms),
+            // No messages exist yet in this build of the server.
+            "max_message_id": -1,
+            "user_id": user.user_id.0,
+            "profile_data": {},
+        }))
+    })?;
+    Ok(params.success(body))
+}
+
+/// `POST /users`: an administrator with `can_create_users` creates a member account.
+pub async fn create_user(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    auth.require_admin()?;
+    let email = params.required_str("email")?;
+    let password = params.required_str("password")?;
+    let full_name = params.required_str("full_name")?;
+    if password.chars().count() < MIN_PASSWORD_LENGTH {
+        return Err(ApiError::bad_request("The password is too weak."));
+    }
+    // argon2id is CPU-heavy: run it on the blocking pool, never on an async worker.
+    let password_hash = web::block(move || hash_password(&password))
+        .await
+        .map_err(|e| ApiError::internal(format!("hashing: {e}")))?
+        .map_err(ApiError::internal)?;
+    let user = NewUser {
+        email: email.trim().to_owned(),
+        full_name,
+        role: Role::Member,
+        password_hash: Some(password_hash),
+        api_key_nonce: new_api_key_nonce(),
+    };
+    let committed = state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::users::create_user(s, ctx, user)
+        })
+        .await?;
+    Ok(params.success(json!({"user_id": committed.value.0})))
+}
+
+/// `DELETE /users/{user_id}`.
+pub async fn deactivate_user(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    auth.require_admin()?;
+    let target = UserId(path_id(&req, "user_id")?);
+    if let Some(comment) = params.str("deactivation_notification_comment") {
+        if comment.chars().count() > 2000 {
+            return Err(ApiError::bad_request(
+                "deactivation_notification_comment is too long (limit: 2000 characters)",
+            ));
+        }
+    }
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::users::deactivate_user(s, ctx, target)
+        })
+        .await?;
+    Ok(params.success(json!({})))
+}
+
+/// `POST /users/{user_id}/reactivate`.
+pub async fn reactivate_user(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    auth.require_admin()?;
+    let target = UserId(path_id(&req, "user_id")?);
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::users::reactivate_user(s, ctx, target)
+        })
+        .await?;
+    Ok(params.success(json!({})))
+}
+
+/// `GET /avatar/{key}`: a generated, anonymous avatar (a colored disc derived from the key).
+pub async fn get_avatar(req: HttpRequest) -> HttpResponse {
+    let key = req.match_info().get("key").unwrap_or_default();
+    let hash = key.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    let svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100\" height=\"100\">\
+         <circle cx=\"50\" cy=\"50\" r=\"50\" fill=\"hsl({},55%,50%)\"/></svg>",
+        hash % 360
+    );
+    HttpResponse::Ok()
+        .content_type("image/svg+xml")
+        .insert_header(("Cache-Control", "public, max-age=86400"))
+        .body(svg)
+}

@@ -1,0 +1,37 @@
+//! Chronicle: a team chat server that speaks the Zulip REST API, built as an event-sourced
+//! service over an append-only log.
+//!
+//! Every mutation is a command that decides, against in-memory projections, which events to
+//! append. The engine appends them to the log (sled), flushes once for many concurrent requests
+//! (group commit), folds them into the projections, and only then answers. Reads are served from
+//! the projections alone. Restarting is replaying: the same `apply` folds the log at start-up and
+//! folds live events, so the two cannot drift apart.
+//!
+//! # Layout
+//!
+//! - [`events`]: the stored envelope, its checksummed named-field msgpack encoding, and the
+//!   `Event` enum of each schema version.
+//! - [`store`]: the log trait (append batch, flush, scan) with the sled backend, and the
+//!   open-time integrity check that handles a torn tail.
+//! - [`projections`]: in-memory state, one file per area, folded by infallible `apply`.
+//! - [`commands`]: pure decisions `(&Projections, &Ctx) -> events + reply`.
+//! - [`engine`]: the single write path and its group commit.
+//! - [`http`]: the route table, extractors (`Auth`, `Params`) and handlers, one file per resource.
+//! - [`auth`]: the server secret, API-key derivation, argon2id passwords.
+//! - [`server`]: opening a data directory, first-start setup, serving until a signal.
+//!
+//! `docs/architecture.md` tells the same story at length, with the lock rules and the
+//! durability promise.
+
+pub mod auth;
+pub mod commands;
+pub mod engine;
+pub mod error;
+pub mod events;
+pub mod http;
+pub mod ids;
+pub mod markdown;
+pub mod projections;
+pub mod server;
+pub mod store;
+pub mod time;

@@ -1,0 +1,162 @@
+//! Users and bots, indexed by id and by lower-cased email.
+
+use crate::events::{Envelope, Event, Role};
+use crate::ids::UserId;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+
+/// One account as the server knows it.
+#[derive(Debug, Clone)]
+pub struct User {
+    pub user_id: UserId,
+    pub email: String,
+    pub full_name: String,
+    pub role: Role,
+    pub bot_type: Option<u8>,
+    pub bot_owner_id: Option<UserId>,
+    pub timezone: String,
+    /// Milliseconds since the epoch.
+    pub date_joined_ms: i64,
+    pub is_active: bool,
+    pub can_create_users: bool,
+    /// argon2id PHC string (secret: never dumped).
+    pub password_hash: Option<String>,
+    /// Nonce the API key is derived from (secret: never dumped).
+    pub api_key_nonce: String,
+    pub avatar_version: u64,
+}
+
+impl User {
+    pub fn is_bot(&self) -> bool {
+        self.bot_type.is_some()
+    }
+}
+
+/// All accounts.
+#[derive(Debug, Clone, Default)]
+pub struct Users {
+    by_id: BTreeMap<UserId, User>,
+    by_email: HashMap<String, UserId>,
+}
+
+/// The key emails are looked up by: Zulip compares addresses case-insensitively.
+pub fn email_key(email: &str) -> String {
+    email.trim().to_lowercase()
+}
+
+impl Users {
+    pub fn get(&self, id: UserId) -> Option<&User> {
+        self.by_id.get(&id)
+    }
+
+    pub fn by_email(&self, email: &str) -> Option<&User> {
+        self.by_email
+            .get(&email_key(email))
+            .and_then(|id| self.by_id.get(id))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &User> {
+        self.by_id.values()
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+
+    /// The highest user id ever allocated (ids are never reused).
+    pub fn max_id(&self) -> UserId {
+        self.by_id.keys().next_back().copied().unwrap_or(UserId(0))
+    }
+
+    /// Active owners, for the "only organization owner" rule.
+    pub fn active_owner_count(&self) -> usize {
+        self.by_id
+            .values()
+            .filter(|u| u.is_active && u.role == Role::Owner && !u.is_bot())
+            .count()
+    }
+
+    pub fn apply(&mut self, env: &Envelope) {
+        match &env.event {
+            Event::UserCreated {
+                user_id,
+                email,
+                full_name,
+                role,
+                bot_type,
+                bot_owner_id,
+                timezone,
+                can_create_users,
+                password_hash,
+                api_key_nonce,
+            } => {
+                self.by_email.insert(email_key(email), *user_id);
+                self.by_id.insert(
+                    *user_id,
+                    User {
+                        user_id: *user_id,
+                        email: email.clone(),
+                        full_name: full_name.clone(),
+                        role: *role,
+                        bot_type: *bot_type,
+                        bot_owner_id: *bot_owner_id,
+                        timezone: timezone.clone(),
+                        date_joined_ms: env.at,
+                        is_active: true,
+                        can_create_users: *can_create_users,
+                        password_hash: password_hash.clone(),
+                        api_key_nonce: api_key_nonce.clone(),
+                        avatar_version: 1,
+                    },
+                );
+            }
+            Event::ApiKeyRegenerated {
+                user_id,
+                api_key_nonce,
+            } => {
+                if let Some(user) = self.by_id.get_mut(user_id) {
+                    user.api_key_nonce = api_key_nonce.clone();
+                }
+            }
+            Event::UserDeactivated { user_id } => {
+                if let Some(user) = self.by_id.get_mut(user_id) {
+                    user.is_active = false;
+                }
+            }
+            Event::UserReactivated { user_id } => {
+                if let Some(user) = self.by_id.get_mut(user_id) {
+                    user.is_active = true;
+                }
+            }
+            Event::RealmCreated { .. } => {}
+        }
+    }
+
+    pub fn dump(&self) -> Value {
+        Value::Array(
+            self.by_id
+                .values()
+                .map(|u| {
+                    json!({
+                        "user_id": u.user_id.0,
+                        "email": u.email,
+                        "full_name": u.full_name,
+                        "role": u.role.code(),
+                        "bot_type": u.bot_type,
+                        "bot_owner_id": u.bot_owner_id.map(|id| id.0),
+                        "timezone": u.timezone,
+                        "date_joined": u.date_joined_ms,
+                        "is_active": u.is_active,
+                        "can_create_users": u.can_create_users,
+                        "has_password": u.password_hash.is_some(),
+                        "avatar_version": u.avatar_version,
+                    })
+                })
+                .collect(),
+        )
+    }
+}

@@ -1,0 +1,227 @@
+//! Opening a data directory (integrity check, replay, the server secret), first-start setup of
+//! the organization, and the HTTP server's life from bind to clean shutdown.
+
+use crate::auth::{
+    generate_password, hash_password, new_api_key_nonce, write_private_file, ServerSecret,
+};
+use crate::commands::users::{create_realm, NewUser};
+use crate::engine::Engine;
+use crate::events::Role;
+use crate::http::{AppState, Site};
+use crate::ids::{Seq, UserId};
+use crate::projections::Projections;
+use crate::store::{check_integrity, EventLog, Integrity, SledLog};
+use actix_web::web;
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// A start-up or command-line failure, printed to the operator as it is.
+pub type Fatal = Box<dyn std::error::Error + Send + Sync>;
+
+/// Options of `chronicle serve`.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    pub data_dir: PathBuf,
+    pub bind: String,
+    pub owner_email: String,
+    pub realm_name: String,
+    /// Overrides the URL clients are told to use (default: `http://<bound address>`).
+    pub external_url: Option<String>,
+}
+
+/// The files of a data directory.
+pub struct Layout {
+    pub dir: PathBuf,
+}
+
+impl Layout {
+    pub fn new(dir: &Path) -> Layout {
+        Layout {
+            dir: dir.to_path_buf(),
+        }
+    }
+    pub fn log(&self) -> PathBuf {
+        self.dir.join("log")
+    }
+    pub fn secret(&self) -> PathBuf {
+        self.dir.join("secret.key")
+    }
+    pub fn zuliprc(&self) -> PathBuf {
+        self.dir.join("zuliprc")
+    }
+    pub fn initial_password(&self) -> PathBuf {
+        self.dir.join("initial-password")
+    }
+}
+
+/// Opens the log read-only in spirit (no recovery) and folds it up to `until`.
+pub fn fold_data_dir(dir: &Path, until: Option<Seq>) -> Result<(Projections, u64), Fatal> {
+    let log = SledLog::open(&Layout::new(dir).log())?;
+    let state = Projections::fold(&log, until, |seq| {
+        tracing::info!(seq = seq.0, "replaying");
+    })?;
+    let events = state.seq.0;
+    Ok((state, events))
+}
+
+/// Opens the log for serving: integrity check (quarantining a torn tail), then replay.
+pub fn open_for_serving(layout: &Layout) -> Result<(Arc<SledLog>, Projections), Fatal> {
+    std::fs::create_dir_all(&layout.dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&layout.dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    let log = Arc::new(SledLog::open(&layout.log())?);
+    match check_integrity(log.as_ref())? {
+        Integrity::Clean { last } => tracing::info!(last_seq = last.0, "log checked: clean"),
+        Integrity::RecoveredTail {
+            last,
+            first_bad,
+            quarantined,
+            reason,
+        } => tracing::error!(
+            first_bad_seq = first_bad.0,
+            quarantined,
+            last_valid_seq = last.0,
+            %reason,
+            "LOG TAIL DAMAGED: the damaged records were never acknowledged (a torn write); they \
+             were moved to the quarantine tree and the log continues from the last valid record"
+        ),
+    }
+    let started = Instant::now();
+    let state = Projections::fold(log.as_ref(), None, |seq| {
+        tracing::info!(seq = seq.0, "replaying");
+    })?;
+    let seconds = started.elapsed().as_secs_f64();
+    tracing::info!(
+        events = state.seq.0,
+        seconds,
+        "replayed the log into the projections"
+    );
+    Ok((log, state))
+}
+
+fn load_secret(layout: &Layout, realm_exists: bool) -> Result<ServerSecret, Fatal> {
+    let path = layout.secret();
+    if path.exists() {
+        return Ok(ServerSecret::load(&path)?);
+    }
+    if realm_exists {
+        return Err(format!(
+            "{} is missing: API keys cannot be derived without it. Restore it from the backup \
+             of this data directory.",
+            path.display()
+        )
+        .into());
+    }
+    let secret = ServerSecret::generate();
+    secret.store(&path)?;
+    Ok(secret)
+}
+
+/// First start: writes the owner's credentials, then creates the organization.
+///
+/// The files are written before the events are committed (the owner's id is known: the log is
+/// empty), so a crash in between leaves an empty log that the next start sets up afresh instead
+/// of an owner nobody can log in as.
+async fn create_organization(
+    engine: &Engine,
+    layout: &Layout,
+    secret: &ServerSecret,
+    config: &ServeConfig,
+    realm_url: &str,
+) -> Result<(), Fatal> {
+    let password = generate_password(20);
+    let hashed = {
+        let password = password.clone();
+        tokio::task::spawn_blocking(move || hash_password(&password)).await??
+    };
+    let nonce = new_api_key_nonce();
+    let owner_id = UserId(1);
+    let zuliprc = format!(
+        "[api]\nemail={}\nkey={}\nsite={}\n",
+        config.owner_email,
+        secret.api_key(owner_id, &nonce),
+        realm_url
+    );
+    for stale in [layout.zuliprc(), layout.initial_password()] {
+        if stale.exists() {
+            std::fs::remove_file(&stale)?;
+        }
+    }
+    write_private_file(&layout.zuliprc(), zuliprc.as_bytes())?;
+    write_private_file(
+        &layout.initial_password(),
+        format!("{password}\n").as_bytes(),
+    )?;
+    let owner = NewUser {
+        email: config.owner_email.clone(),
+        full_name: "Owner".into(),
+        role: Role::Owner,
+        password_hash: Some(hashed),
+        api_key_nonce: nonce,
+    };
+    let name = config.realm_name.clone();
+    let committed = engine
+        .execute(None, move |state, _| create_realm(state, &name, "", owner))
+        .await
+        .map_err(|e| format!("creating the organization failed: {e}"))?;
+    if committed.value != owner_id {
+        return Err("the first owner did not get user id 1".into());
+    }
+    println!(
+        "Created the organization \"{}\" with owner {}.\n  Password: in {}\n  API credentials \
+         (zuliprc for the official clients): {}",
+        config.realm_name,
+        config.owner_email,
+        layout.initial_password().display(),
+        layout.zuliprc().display()
+    );
+    Ok(())
+}
+
+/// Runs the server until SIGINT or SIGTERM, then stops cleanly: in-flight requests finish, the
+/// writer drains its queue, and everything acknowledged is on disk.
+pub async fn serve(config: ServeConfig) -> Result<(), Fatal> {
+    let layout = Layout::new(&config.data_dir);
+    let (log, state) = open_for_serving(&layout)?;
+    let realm_exists = state.realm.exists;
+    let secret = load_secret(&layout, realm_exists)?;
+    let listener = TcpListener::bind(&config.bind)
+        .map_err(|e| format!("cannot listen on {}: {e}", config.bind))?;
+    let addr: SocketAddr = listener.local_addr()?;
+    let realm_url = config
+        .external_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}"))
+        .trim_end_matches('/')
+        .to_owned();
+    let log_dyn: Arc<dyn EventLog> = log;
+    let engine = Arc::new(Engine::start(log_dyn, state)?);
+    if !realm_exists {
+        create_organization(&engine, &layout, &secret, &config, &realm_url).await?;
+    }
+    let data = web::Data::new(AppState {
+        engine: engine.clone(),
+        secret,
+        site: Site {
+            realm_url: realm_url.clone(),
+        },
+    });
+    let server = actix_web::HttpServer::new(move || crate::http::app(data.clone()))
+        .listen(listener)?
+        .shutdown_timeout(10)
+        .run();
+    println!("Chronicle listening on {realm_url} (bound to {addr})");
+    server.await?;
+    engine.shutdown().await;
+    let seq = engine.read(|s| s.seq);
+    tracing::info!(
+        last_seq = seq.0,
+        "stopped cleanly; everything acknowledged is on disk"
+    );
+    Ok(())
+}

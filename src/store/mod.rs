@@ -1,0 +1,141 @@
+//! The append-only log: a small trait over ordered `seq → record` storage, the sled backend, and
+//! the open-time integrity check that decides what happens to a damaged tail.
+//!
+//! The trait deals in encoded records so that every backend shares one codec
+//! (`events::Envelope::encode`/`decode`) and one recovery policy (`check_integrity`).
+
+mod sled_log;
+
+pub use sled_log::SledLog;
+
+use crate::events::{DecodeError, Envelope};
+use crate::ids::Seq;
+
+/// A storage failure. Writes stop when one happens; it is never swallowed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("storage I/O: {0}")]
+    Io(String),
+    #[error("log record {seq} is damaged: {reason}")]
+    Corrupt { seq: u64, reason: String },
+    #[error("the log has a gap: expected seq {expected}, found {found}")]
+    Gap { expected: u64, found: u64 },
+    #[error("encoding an event failed: {0}")]
+    Encode(String),
+}
+
+/// An append-only, ordered event log.
+pub trait EventLog: Send + Sync + 'static {
+    /// Writes records atomically (all or none); not yet durable until `flush`.
+    fn append_batch(&self, records: &[(Seq, Vec<u8>)]) -> Result<(), StoreError>;
+    /// Makes everything appended so far durable (one fsync for many appends: group commit).
+    fn flush(&self) -> Result<(), StoreError>;
+    /// Raw records with `seq >= from`, in order.
+    fn scan_from(
+        &self,
+        from: Seq,
+    ) -> Box<dyn Iterator<Item = Result<(Seq, Vec<u8>), StoreError>> + Send + '_>;
+    /// The highest stored seq, if any record is stored.
+    fn last_seq(&self) -> Result<Option<Seq>, StoreError>;
+    /// Moves the records with `seq >= from` out of the log into a quarantine area, kept for
+    /// forensics, and makes that durable. Used only by recovery of a damaged tail.
+    fn quarantine_from(&self, from: Seq) -> Result<usize, StoreError>;
+}
+
+/// Decodes every record from `from` on, checking checksums and that seqs have no gap.
+pub fn read_envelopes<'a>(
+    log: &'a dyn EventLog,
+    from: Seq,
+) -> impl Iterator<Item = Result<Envelope, StoreError>> + 'a {
+    let mut expected = from;
+    log.scan_from(from).map(move |item| {
+        let (seq, record) = item?;
+        if seq != expected {
+            return Err(StoreError::Gap {
+                expected: expected.0,
+                found: seq.0,
+            });
+        }
+        expected = seq.next();
+        Envelope::decode(seq, &record).map_err(|e: DecodeError| StoreError::Corrupt {
+            seq: seq.0,
+            reason: e.to_string(),
+        })
+    })
+}
+
+/// What the open-time check found.
+#[derive(Debug, PartialEq)]
+pub enum Integrity {
+    /// Every record decodes; `last` is the highest seq (0 for an empty log).
+    Clean { last: Seq },
+    /// The records from `first_bad` on were damaged and have been quarantined; the log now ends
+    /// at `last`.
+    RecoveredTail {
+        last: Seq,
+        first_bad: Seq,
+        quarantined: usize,
+        reason: String,
+    },
+}
+
+/// How far a damaged record may sit from the end and still count as a torn tail.
+///
+/// sled applies a batch atomically, so a torn write can only ever damage the records of the last
+/// batch written before a crash, which was never acknowledged. Damage followed by many valid
+/// records is something else (bit rot, tampering): the server refuses to start rather than drop
+/// acknowledged history.
+pub const MAX_TORN_TAIL: u64 = 4096;
+
+/// Checks the whole log at open. A damaged tail (no valid record after the damage) is moved to
+/// quarantine and the log continues from the last valid record; damage anywhere else is an error
+/// that stops start-up with a clear message.
+pub fn check_integrity(log: &dyn EventLog) -> Result<Integrity, StoreError> {
+    let mut last = Seq(0);
+    let mut damage: Option<(Seq, String)> = None;
+    let mut expected = Seq(1);
+    for item in log.scan_from(Seq(1)) {
+        let (seq, record) = item?;
+        let problem = if seq != expected {
+            Some(format!("gap: expected seq {expected}, found {seq}"))
+        } else {
+            Envelope::decode(seq, &record).err().map(|e| e.to_string())
+        };
+        expected = seq.next();
+        match (&damage, problem) {
+            (None, None) => last = seq,
+            (None, Some(reason)) => damage = Some((seq, reason)),
+            (Some(_), Some(_)) => {}
+            (Some((first_bad, reason)), None) => {
+                return Err(StoreError::Corrupt {
+                    seq: first_bad.0,
+                    reason: format!(
+                        "{reason}; valid records follow it (seq {seq}), so this is not a torn \
+                         tail and nothing was changed. Restore the data directory from a backup."
+                    ),
+                });
+            }
+        }
+    }
+    let Some((first_bad, reason)) = damage else {
+        return Ok(Integrity::Clean { last });
+    };
+    let end = log.last_seq()?.unwrap_or(first_bad);
+    if end.0 - first_bad.0 >= MAX_TORN_TAIL {
+        return Err(StoreError::Corrupt {
+            seq: first_bad.0,
+            reason: format!(
+                "{reason}; the damage spans {} records, too many for a torn write. Nothing was \
+                 changed. Restore the data directory from a backup.",
+                end.0 - first_bad.0 + 1
+            ),
+        });
+    }
+    let quarantined = log.quarantine_from(first_bad)?;
+    Ok(Integrity::RecoveredTail {
+        last,
+        first_bad,
+        quarantined,
+        reason,
+    })
+}
