@@ -25,7 +25,9 @@ id_type!(
 
 /// Position of an event in the log: 1 for the first event, gapless, strictly increasing.
 /// Stored as big-endian bytes so that sled's key order is log order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct Seq(pub u64);
 

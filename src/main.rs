@@ -1,7 +1,8 @@
-//! The `chronicle` command line: `serve`, `dump`, `replay`.
+//! The `chronicle` command line: `serve`, `dump`, `replay`, `export`, `import`.
 
 use chronicle::ids::Seq;
-use chronicle::server::{fold_data_dir, serve, Fatal, ServeConfig};
+use chronicle::server::{fold_data_dir, serve, Fatal, Layout, ServeConfig};
+use chronicle::store::{check_integrity, export_records, import_records, Integrity, SledLog};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -43,6 +44,20 @@ enum Command {
         #[arg(long)]
         at_seq: Option<u64>,
     },
+    /// Write the log, byte for byte, to a portable file (a backup; the server must be stopped).
+    Export {
+        #[arg(long)]
+        data_dir: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Restore an exported log into an empty data directory (copy secret.key beside it too).
+    Import {
+        #[arg(long)]
+        data_dir: PathBuf,
+        #[arg(long)]
+        from: PathBuf,
+    },
     /// Replay the log and report events, seconds, events/second and the projections' digest
     /// (the server must be stopped).
     Replay {
@@ -76,6 +91,30 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             println!("{}", serde_json::to_string_pretty(&state.dump())?);
             Ok(())
         }
+        Command::Export { data_dir, out } => {
+            let log = SledLog::open(&Layout::new(&data_dir).log())?;
+            let mut file = std::io::BufWriter::new(std::fs::File::create(&out)?);
+            let count = export_records(&log, &mut file)?;
+            file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+            println!("exported {count} events to {}", out.display());
+            Ok(())
+        }
+        Command::Import { data_dir, from } => {
+            let bytes = std::fs::read(&from)?;
+            std::fs::create_dir_all(&data_dir)?;
+            let log = SledLog::open(&Layout::new(&data_dir).log())?;
+            let count = import_records(&log, &bytes)?;
+            match check_integrity(&log)? {
+                Integrity::Clean { last } => {
+                    println!(
+                        "imported {count} events (last seq {last}) into {}",
+                        data_dir.display()
+                    )
+                }
+                damaged => return Err(format!("the imported log is damaged: {damaged:?}").into()),
+            }
+            Ok(())
+        }
         Command::Replay { data_dir, to_seq } => {
             let started = Instant::now();
             let (state, events) = fold_data_dir(&data_dir, to_seq.map(Seq))?;
@@ -100,6 +139,7 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,

@@ -199,7 +199,6 @@ mod tests {
     use super::*;
     use crate::error::ErrorCode;
     use crate::events::{Envelope, SCHEMA_VERSION};
-    use crate::ids::Seq;
 
     fn new_user(email: &str, role: Role) -> NewUser {
         NewUser {

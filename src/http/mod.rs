@@ -90,15 +90,15 @@ pub fn app(
         .configure(configure)
         .default_service(web::to(not_found))
         .wrap_fn(|req, srv| {
-            let request = req.request().clone();
+            let path = req.path().to_owned();
             let response = srv.call(req);
             async move {
                 match AssertUnwindSafe(response).catch_unwind().await {
                     Ok(result) => result.map(ServiceResponse::map_into_boxed_body),
                     Err(_) => {
-                        tracing::error!(path = %request.path(), "a handler panicked");
-                        let body = ApiError::internal("handler panicked").error_response();
-                        Ok(ServiceResponse::new(request, body))
+                        tracing::error!(%path, "a handler panicked");
+                        // The dispatcher renders this error with `ApiError::error_response`.
+                        Err(ApiError::internal("handler panicked").into())
                     }
                 }
             }

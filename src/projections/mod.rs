@@ -25,12 +25,6 @@ pub struct Projections {
     pub users: Users,
 }
 
-impl Default for Seq {
-    fn default() -> Self {
-        Seq(0)
-    }
-}
-
 impl Projections {
     /// Folds one envelope into every area.
     pub fn apply(&mut self, env: &Envelope) {

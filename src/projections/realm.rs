@@ -35,7 +35,7 @@ impl Realm {
             "exists": self.exists,
             "name": self.name,
             "description": self.description,
-            "date_created": self.date_created_ms / 1000,
+            "date_created_ms": self.date_created_ms,
         })
     }
 }

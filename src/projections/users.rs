@@ -149,7 +149,7 @@ impl Users {
                         "bot_type": u.bot_type,
                         "bot_owner_id": u.bot_owner_id.map(|id| id.0),
                         "timezone": u.timezone,
-                        "date_joined": u.date_joined_ms,
+                        "date_joined_ms": u.date_joined_ms,
                         "is_active": u.is_active,
                         "can_create_users": u.can_create_users,
                         "has_password": u.password_hash.is_some(),

@@ -1,6 +1,6 @@
 //! The sled backend: one tree of `seq (big-endian u64) → record`, one quarantine tree.
 
-use super::{EventLog, StoreError};
+use super::{EventLog, RecordIter, StoreError};
 use crate::ids::Seq;
 use std::path::Path;
 
@@ -24,7 +24,10 @@ impl SledLog {
             .flush_every_ms(None)
             .open()
             .map_err(|e| match e {
-                sled::Error::Io(ref io_err) if io_err.kind() == std::io::ErrorKind::WouldBlock => {
+                sled::Error::Io(ref io_err)
+                    if io_err.kind() == std::io::ErrorKind::WouldBlock
+                        || io_err.to_string().contains("could not acquire lock") =>
+                {
                     StoreError::Io(format!(
                         "{} is in use by another process (is the server running?)",
                         dir.display()
@@ -79,10 +82,7 @@ impl EventLog for SledLog {
         self.db.flush().map(|_| ()).map_err(io)
     }
 
-    fn scan_from(
-        &self,
-        from: Seq,
-    ) -> Box<dyn Iterator<Item = Result<(Seq, Vec<u8>), StoreError>> + Send + '_> {
+    fn scan_from(&self, from: Seq) -> RecordIter<'_> {
         Box::new(self.events.range(from.to_key()..).map(|item| {
             let (k, v) = item.map_err(io)?;
             let seq = Seq::from_key(&k).ok_or_else(|| StoreError::Corrupt {

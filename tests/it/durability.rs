@@ -1,0 +1,218 @@
+//! State survives restarts and `kill -9`; damaged logs are handled as documented; no secret is
+//! ever written to the log.
+
+use crate::support::{Server, OWNER};
+use chronicle::events::{Envelope, Event, SCHEMA_VERSION};
+use chronicle::ids::{Seq, UserId};
+use chronicle::store::{EventLog, SledLog};
+use reqwest::StatusCode;
+use std::sync::Arc;
+
+#[tokio::test]
+async fn restart_keeps_state() {
+    let server = Server::start();
+    let (bob_id, bob) = server.create_member("bob@example.com", "Bob").await;
+    let owner = server.api(Some(&server.owner()));
+    let (_, before) = owner.get("/admin/projections", &[]).await;
+    let server = server.stop().restart();
+    assert!(
+        server.stderr().contains("replayed the log"),
+        "{}",
+        server.stderr()
+    );
+    let (_, after) = server
+        .api(Some(&server.owner()))
+        .get("/admin/projections", &[])
+        .await;
+    assert_eq!(before["projections"], after["projections"]);
+    let (status, body) = server.api(Some(&bob)).get("/users/me", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["user_id"], bob_id);
+    // The zuliprc is written once and not replaced by later starts.
+    assert_eq!(
+        crate::support::zuliprc_value(&server.dir.join("zuliprc"), "key"),
+        server.owner_key
+    );
+}
+
+#[tokio::test]
+async fn kill_9_loses_no_acknowledged_mutation() {
+    let server = Server::start();
+    let owner = Arc::new(server.api(Some(&server.owner())));
+    // Concurrent creations, so that several land in one group-committed batch.
+    let mut tasks = Vec::new();
+    for i in 0..24 {
+        let owner = owner.clone();
+        tasks.push(tokio::spawn(async move {
+            let email = format!("user{i}@example.com");
+            let (status, body) = owner
+                .post(
+                    "/users",
+                    &[
+                        ("email", &email),
+                        ("password", "password1"),
+                        ("full_name", "U"),
+                    ],
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            (email, body["user_id"].as_u64().unwrap())
+        }));
+    }
+    let mut acknowledged = Vec::new();
+    for task in tasks {
+        acknowledged.push(task.await.unwrap());
+    }
+    // And a burst of key regenerations right before the kill.
+    let (_, body) = owner.post("/users/me/api_key/regenerate", &[]).await;
+    let last_key = body["api_key"].as_str().unwrap().to_owned();
+
+    let server = server.kill9().restart();
+    let owner = server.api(Some(&crate::support::Creds {
+        email: OWNER.into(),
+        key: last_key,
+    }));
+    let (status, body) = owner.get("/admin/projections", &[]).await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "the last acknowledged key must work: {body}"
+    );
+    let users = body["projections"]["users"].as_array().unwrap();
+    for (email, id) in acknowledged {
+        assert!(
+            users
+                .iter()
+                .any(|u| u["email"] == email.as_str() && u["user_id"] == id),
+            "{email} was acknowledged but is gone"
+        );
+    }
+}
+
+fn last_seq(dir: &std::path::Path) -> Seq {
+    SledLog::open(&dir.join("log"))
+        .unwrap()
+        .last_seq()
+        .unwrap()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn torn_tail_is_quarantined_and_the_log_continues() {
+    let server = Server::start();
+    server.create_member("carol@example.com", "Carol").await;
+    let stopped = server.stop();
+    let valid_last = last_seq(&stopped.dir);
+    {
+        let log = SledLog::open(&stopped.dir.join("log")).unwrap();
+        // Half a record: the shape a torn write leaves behind.
+        let env = Envelope {
+            seq: valid_last.next(),
+            at: 0,
+            actor: None,
+            schema_version: SCHEMA_VERSION,
+            event: Event::UserDeactivated { user_id: UserId(1) },
+        };
+        let record = env.encode().unwrap();
+        log.insert_raw_for_tests(valid_last.next(), &record[..record.len() / 2])
+            .unwrap();
+    }
+    let server = stopped.restart();
+    let stderr = server.stderr();
+    assert!(stderr.contains("LOG TAIL DAMAGED"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("first_bad_seq={}", valid_last.next())),
+        "{stderr}"
+    );
+    let owner = server.api(Some(&server.owner()));
+    // The garbage was not folded: the owner is still active, and new writes continue the log.
+    let (status, body) = owner.get("/users/me", &[]).await;
+    assert_eq!(
+        (status, body["is_active"].as_bool()),
+        (StatusCode::OK, Some(true))
+    );
+    server.create_member("dave@example.com", "Dave").await;
+    let (_, events) = owner
+        .get("/admin/events", &[("after_seq", &valid_last.0.to_string())])
+        .await;
+    assert_eq!(events["events"][0]["seq"], valid_last.next().0);
+    assert_eq!(events["events"][0]["type"], "UserCreated");
+    let stopped = server.stop();
+    let log = SledLog::open(&stopped.dir.join("log")).unwrap();
+    assert_eq!(log.quarantined().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn damage_inside_the_log_refuses_to_start() {
+    let server = Server::start();
+    server.create_member("erin@example.com", "Erin").await;
+    let stopped = server.stop();
+    {
+        let log = SledLog::open(&stopped.dir.join("log")).unwrap();
+        let (seq, mut record) = log.scan_from(Seq(2)).next().unwrap().unwrap();
+        record[8] ^= 0x5a;
+        log.insert_raw_for_tests(seq, &record).unwrap();
+    }
+    let err = Server::start_in(&stopped.dir)
+        .err()
+        .expect("must refuse to start");
+    assert!(err.contains("log record 2 is damaged"), "{err}");
+    assert!(err.contains("not a torn tail"), "{err}");
+}
+
+#[tokio::test]
+async fn no_plaintext_secret_reaches_the_disk_log_or_listing() {
+    let server = Server::start();
+    let (_, frank) = server.create_member("frank@example.com", "Frank").await;
+    let password = std::fs::read_to_string(server.dir.join("initial-password")).unwrap();
+    let owner = server.api(Some(&server.owner()));
+    let (_, listing) = owner.get("/admin/events", &[]).await;
+    let (_, dump) = owner.get("/admin/projections", &[]).await;
+    let secrets = [
+        server.owner_key.clone(),
+        frank.key.clone(),
+        password.trim().to_owned(),
+        "password123".into(),
+    ];
+    for text in [listing.to_string(), dump.to_string()] {
+        for secret in &secrets {
+            assert!(
+                !text.contains(secret.as_str()),
+                "a secret leaked into {text}"
+            );
+        }
+        assert!(!text.contains("$argon2id$"), "a password hash leaked");
+    }
+    let stderr_before_stop = server.stderr();
+    let stopped = server.stop();
+    // Every byte sled wrote for the log.
+    let mut blobs = Vec::new();
+    for entry in walk(&stopped.dir.join("log")) {
+        blobs.push(std::fs::read(entry).unwrap());
+    }
+    for secret in &secrets {
+        for blob in &blobs {
+            assert!(
+                !blob.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                "a plaintext secret is in the log files"
+            );
+        }
+        assert!(
+            !stderr_before_stop.contains(secret.as_str()),
+            "a secret was logged"
+        );
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

@@ -1,0 +1,9 @@
+//! The one integration-test binary: every test starts the real `chronicle` binary on port 0 in
+//! a temporary data directory and talks to it over HTTP, as a client would.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod admin;
+mod api;
+mod durability;
+mod fixtures;
+mod support;

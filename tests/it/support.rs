@@ -1,0 +1,264 @@
+//! A real server in a temp dir, and a small client for it.
+
+use reqwest::{Client, Method, StatusCode};
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+pub const OWNER: &str = "owner@chronicle.local";
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_chronicle")
+}
+
+/// A running `chronicle serve`.
+pub struct Server {
+    pub dir: PathBuf,
+    _tmp: Option<tempfile::TempDir>,
+    pub child: Child,
+    pub url: String,
+    pub owner_key: String,
+    stderr_path: PathBuf,
+}
+
+/// Credentials of one account.
+#[derive(Clone, Debug)]
+pub struct Creds {
+    pub email: String,
+    pub key: String,
+}
+
+impl Server {
+    /// A fresh organization in a new temp dir.
+    pub fn start() -> Server {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("data");
+        let mut server = Server::start_in(&dir).expect("server starts");
+        server._tmp = Some(tmp);
+        server
+    }
+
+    /// Starts on an existing (or empty) data dir; `Err(stderr)` if the process exits instead.
+    pub fn start_in(dir: &Path) -> Result<Server, String> {
+        std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
+        let stderr_path = dir.with_extension(format!("stderr-{}", rand_suffix()));
+        let stderr = std::fs::File::create(&stderr_path).unwrap();
+        let mut child = Command::new(bin())
+            .args(["serve", "--data-dir"])
+            .arg(dir)
+            .args(["--bind", "127.0.0.1:0"])
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(stderr)
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Some(rest) = line.strip_prefix("Chronicle listening on ") {
+                    let url = rest
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or_default()
+                        .to_owned();
+                    let _ = tx.send(url);
+                }
+            }
+        });
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(url) => {
+                let owner_key = zuliprc_value(&dir.join("zuliprc"), "key");
+                Ok(Server {
+                    dir: dir.to_path_buf(),
+                    _tmp: None,
+                    child,
+                    url,
+                    owner_key,
+                    stderr_path,
+                })
+            }
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(std::fs::read_to_string(&stderr_path).unwrap_or_default())
+            }
+        }
+    }
+
+    pub fn owner(&self) -> Creds {
+        Creds {
+            email: OWNER.into(),
+            key: self.owner_key.clone(),
+        }
+    }
+
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr_path).unwrap_or_default()
+    }
+
+    /// SIGTERM, and waits for a clean exit.
+    pub fn stop(mut self) -> Stopped {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let exit = self.child.wait().unwrap();
+        assert!(
+            exit.success(),
+            "server exited with {exit}: {}",
+            self.stderr()
+        );
+        self.into_stopped()
+    }
+
+    /// SIGKILL by the child's own pid: no chance to flush anything.
+    pub fn kill9(mut self) -> Stopped {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        self.into_stopped()
+    }
+
+    fn into_stopped(mut self) -> Stopped {
+        Stopped {
+            dir: self.dir.clone(),
+            tmp: self._tmp.take(),
+        }
+    }
+
+    pub fn api(&self, creds: Option<&Creds>) -> Api {
+        Api {
+            client: Client::builder()
+                .timeout(Duration::from_secs(60))
+                .build()
+                .unwrap(),
+            base: format!("{}/api/v1", self.url),
+            creds: creds.cloned(),
+        }
+    }
+
+    /// Creates a member through `POST /users` and fetches its API key.
+    pub async fn create_member(&self, email: &str, name: &str) -> (u64, Creds) {
+        let owner = self.api(Some(&self.owner()));
+        let (status, body) = owner
+            .post(
+                "/users",
+                &[
+                    ("email", email),
+                    ("password", "password123"),
+                    ("full_name", name),
+                ],
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let user_id = body["user_id"].as_u64().unwrap();
+        let (status, body) = self
+            .api(None)
+            .post(
+                "/fetch_api_key",
+                &[("username", email), ("password", "password123")],
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let key = body["api_key"].as_str().unwrap().to_owned();
+        (
+            user_id,
+            Creds {
+                email: email.into(),
+                key,
+            },
+        )
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A data directory whose server has exited.
+pub struct Stopped {
+    pub dir: PathBuf,
+    tmp: Option<tempfile::TempDir>,
+}
+
+impl Stopped {
+    pub fn restart(mut self) -> Server {
+        let mut server = Server::start_in(&self.dir).expect("server restarts");
+        server._tmp = self.tmp.take();
+        server
+    }
+}
+
+fn rand_suffix() -> String {
+    uuid::Uuid::new_v4().simple().to_string()[..8].to_owned()
+}
+
+pub fn zuliprc_value(path: &Path, key: &str) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}=")))
+        .unwrap_or_else(|| panic!("no {key} in zuliprc"))
+        .to_owned()
+}
+
+/// A client bound to one set of credentials (or none).
+pub struct Api {
+    pub client: Client,
+    pub base: String,
+    pub creds: Option<Creds>,
+}
+
+impl Api {
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        params: &[(&str, &str)],
+    ) -> (StatusCode, Value) {
+        let (status, _, body) = self.call_raw(method, path, params).await;
+        let json = serde_json::from_str(&body)
+            .unwrap_or_else(|_| panic!("non-JSON body ({status}): {body}"));
+        (status, json)
+    }
+
+    pub async fn call_raw(
+        &self,
+        method: Method,
+        path: &str,
+        params: &[(&str, &str)],
+    ) -> (StatusCode, reqwest::header::HeaderMap, String) {
+        let url = format!("{}{}", self.base, path);
+        let mut req = self.client.request(method.clone(), &url);
+        if method == Method::GET {
+            req = req.query(params);
+        } else {
+            req = req.form(params);
+        }
+        if let Some(c) = &self.creds {
+            req = req.basic_auth(&c.email, Some(&c.key));
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        (status, headers, resp.text().await.unwrap())
+    }
+
+    pub async fn get(&self, path: &str, params: &[(&str, &str)]) -> (StatusCode, Value) {
+        self.call(Method::GET, path, params).await
+    }
+
+    pub async fn post(&self, path: &str, params: &[(&str, &str)]) -> (StatusCode, Value) {
+        self.call(Method::POST, path, params).await
+    }
+
+    pub async fn delete(&self, path: &str, params: &[(&str, &str)]) -> (StatusCode, Value) {
+        self.call(Method::DELETE, path, params).await
+    }
+}
