@@ -1,0 +1,51 @@
+"""Starts a real `chronicle serve` on port 0 in a temporary data directory for the suite."""
+
+import os
+import pathlib
+import re
+import subprocess
+import tempfile
+import threading
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+class RunningServer:
+    def __init__(self, data_dir: pathlib.Path):
+        binary = os.environ.get("CHRONICLE_BIN", str(ROOT / "target" / "debug" / "chronicle"))
+        self.data_dir = data_dir
+        self.process = subprocess.Popen(
+            [binary, "serve", "--data-dir", str(data_dir), "--bind", "127.0.0.1:0"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self.url = None
+        ready = threading.Event()
+
+        def read_stdout():
+            for line in self.process.stdout:
+                match = re.match(r"Chronicle listening on (\S+)", line)
+                if match:
+                    self.url = match.group(1)
+                    ready.set()
+
+        threading.Thread(target=read_stdout, daemon=True).start()
+        if not ready.wait(60):
+            self.process.kill()
+            raise RuntimeError("chronicle did not start")
+        self.zuliprc = data_dir / "zuliprc"
+
+    def stop(self):
+        self.process.terminate()
+        assert self.process.wait(30) == 0
+
+
+@pytest.fixture(scope="session")
+def server():
+    with tempfile.TemporaryDirectory() as tmp:
+        running = RunningServer(pathlib.Path(tmp) / "data")
+        yield running
+        running.stop()

@@ -1,0 +1,73 @@
+"""The official `zulip` Python client (0.9.1), unchanged, against Chronicle."""
+
+import requests
+import zulip
+
+
+def owner_client(server):
+    return zulip.Client(config_file=str(server.zuliprc))
+
+
+def test_client_is_built_from_the_written_zuliprc(server):
+    client = owner_client(server)
+    # Client() already called GET /server_settings; the feature level steers its behaviour.
+    settings = client.get_server_settings()
+    assert settings["result"] == "success"
+    assert settings["realm_url"] == server.url
+    assert isinstance(settings["zulip_feature_level"], int)
+    profile = client.get_profile()
+    assert profile["result"] == "success"
+    assert profile["user_id"] == 1
+    assert profile["role"] == 100
+    assert profile["email"] == client.email
+
+
+def test_user_lifecycle_through_the_client(server):
+    owner = owner_client(server)
+    created = owner.create_user(
+        {"email": "compat@example.com", "password": "compat-password", "full_name": "Compat"}
+    )
+    assert created["result"] == "success", created
+    user_id = created["user_id"]
+
+    fetched = requests.post(
+        f"{server.url}/api/v1/fetch_api_key",
+        data={"username": "compat@example.com", "password": "compat-password"},
+        timeout=15,
+    ).json()
+    assert fetched["result"] == "success"
+    member = zulip.Client(email="compat@example.com", api_key=fetched["api_key"], site=server.url)
+    assert member.get_profile()["user_id"] == user_id
+
+    # A member is refused on administrator endpoints, in Zulip's shape.
+    refused = member.create_user({"email": "x@example.com", "password": "xxxxxxxx", "full_name": "X"})
+    assert refused["result"] == "error"
+    assert refused["code"] == "UNAUTHORIZED_PRINCIPAL"
+
+    assert owner.deactivate_user_by_id(user_id)["result"] == "success"
+    denied = member.get_profile()
+    assert denied["result"] == "error"
+    assert denied["code"] == "UNAUTHORIZED"
+    assert owner.reactivate_user_by_id(user_id)["result"] == "success"
+    assert member.get_profile()["result"] == "success"
+
+
+def test_regenerated_key_replaces_the_old_one(server):
+    fetched = requests.post(
+        f"{server.url}/api/v1/fetch_api_key",
+        data={"username": "compat@example.com", "password": "compat-password"},
+        timeout=15,
+    ).json()
+    old = zulip.Client(email="compat@example.com", api_key=fetched["api_key"], site=server.url)
+    answer = old.call_endpoint(url="users/me/api_key/regenerate", method="POST")
+    assert answer["result"] == "success"
+    assert old.get_profile()["code"] == "UNAUTHORIZED"
+    new = zulip.Client(email="compat@example.com", api_key=answer["api_key"], site=server.url)
+    assert new.get_profile()["result"] == "success"
+
+
+def test_unknown_parameters_are_reported(server):
+    client = owner_client(server)
+    answer = client.call_endpoint(url="users/me", method="GET", request={"not_a_parameter": 1})
+    assert answer["result"] == "success"
+    assert answer["ignored_parameters_unsupported"] == ["not_a_parameter"]
