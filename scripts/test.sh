@@ -13,3 +13,6 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/pip install --quiet --disable-pip-version-check -r tests/compat/requirements.txt
 CHRONICLE_BIN="$PWD/target/debug/chronicle" .venv/bin/python -m pytest -q tests/compat
+
+echo "== benchmark smoke run (asserts nothing about speed)"
+cargo run --release --quiet -- bench --quick --out target/bench-quick

@@ -18,12 +18,14 @@
 //! - [`engine`]: the single write path and its group commit.
 //! - [`http`]: the route table, extractors (`Auth`, `Params`) and handlers, one file per resource.
 //! - [`auth`]: the server secret, API-key derivation, argon2id passwords.
+//! - [`bench`]: `chronicle bench`, measurements against same-run baselines.
 //! - [`server`]: opening a data directory, first-start setup, serving until a signal.
 //!
 //! `docs/architecture.md` tells the same story at length, with the lock rules and the
 //! durability promise.
 
 pub mod auth;
+pub mod bench;
 pub mod commands;
 pub mod engine;
 pub mod error;

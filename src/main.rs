@@ -58,6 +58,24 @@ enum Command {
         #[arg(long)]
         from: PathBuf,
     },
+    /// Measure Chronicle against baselines measured in the same run (see docs/performance.md).
+    Bench {
+        /// Small sizes for a smoke run (under a minute); asserts nothing about speed.
+        #[arg(long)]
+        quick: bool,
+        /// Run one scenario only: http, writes, replay, memory.
+        #[arg(long)]
+        scenario: Option<String>,
+        /// Where bench.json and bench.svg are written.
+        #[arg(long, default_value = "./bench-out")]
+        out: PathBuf,
+    },
+    /// Internal: the benchmark's clean-process memory measurement.
+    #[command(hide = true)]
+    MemoryProbe {
+        #[arg(long)]
+        users: u64,
+    },
     /// Replay the log and report events, seconds, events/second and the projections' digest
     /// (the server must be stopped).
     Replay {
@@ -89,6 +107,19 @@ fn run(cli: Cli) -> Result<(), Fatal> {
         Command::Dump { data_dir, at_seq } => {
             let (state, _) = fold_data_dir(&data_dir, at_seq.map(Seq))?;
             println!("{}", serde_json::to_string_pretty(&state.dump())?);
+            Ok(())
+        }
+        Command::Bench {
+            quick,
+            scenario,
+            out,
+        } => chronicle::bench::run(chronicle::bench::BenchOptions {
+            quick,
+            scenario,
+            out,
+        }),
+        Command::MemoryProbe { users } => {
+            println!("{}", chronicle::bench::memory_probe(users)?);
             Ok(())
         }
         Command::Export { data_dir, out } => {
@@ -133,15 +164,21 @@ fn run(cli: Cli) -> Result<(), Fatal> {
 }
 
 fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // The server reports its life at info; the offline commands only warnings.
+    let default_level = match cli.command {
+        Command::Serve { .. } => "info",
+        _ => "warn",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
         )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    match run(Cli::parse()) {
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("chronicle: {err}");

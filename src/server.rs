@@ -186,6 +186,20 @@ async fn create_organization(
 /// Runs the server until SIGINT or SIGTERM, then stops cleanly: in-flight requests finish, the
 /// writer drains its queue, and everything acknowledged is on disk.
 pub async fn serve(config: ServeConfig) -> Result<(), Fatal> {
+    serve_with(config, |_| {}).await
+}
+
+/// What a running server tells whoever started it.
+#[derive(Clone)]
+pub struct Running {
+    pub url: String,
+    /// Stops the HTTP server (gracefully with `stop(true)`); `serve_with` then drains the writer.
+    pub handle: actix_web::dev::ServerHandle,
+}
+
+/// `serve`, calling `on_ready` once the listener accepts connections (for in-process use by
+/// the benchmarks).
+pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> Result<(), Fatal> {
     let layout = Layout::new(&config.data_dir);
     let (log, state) = open_for_serving(&layout)?;
     let realm_exists = state.realm.exists;
@@ -216,6 +230,10 @@ pub async fn serve(config: ServeConfig) -> Result<(), Fatal> {
         .shutdown_timeout(10)
         .run();
     println!("Chronicle listening on {realm_url} (bound to {addr})");
+    on_ready(Running {
+        url: realm_url.clone(),
+        handle: server.handle(),
+    });
     server.await?;
     engine.shutdown().await;
     let seq = engine.read(|s| s.seq);

@@ -1,0 +1,502 @@
+//! The scenarios. Each returns rows of (Chronicle figure, same-run baseline, ratio).
+
+use super::load::{drive, Stats};
+use super::Row;
+use crate::events::{Envelope, Event, Role, SCHEMA_VERSION};
+use crate::ids::{Seq, UserId};
+use crate::projections::Projections;
+use crate::server::{serve_with, Fatal, Running, ServeConfig};
+use crate::store::{read_envelopes, EventLog, SledLog};
+use reqwest::Client;
+use std::time::{Duration, Instant};
+
+/// A Chronicle server in this process, on a temporary data directory.
+struct InProcess {
+    running: Running,
+    thread: std::thread::JoinHandle<Result<(), String>>,
+    owner_key: String,
+    _tmp: tempfile::TempDir,
+}
+
+const OWNER: &str = "owner@bench.local";
+
+impl InProcess {
+    fn start() -> Result<InProcess, Fatal> {
+        let tmp = tempfile::tempdir()?;
+        let dir = tmp.path().join("data");
+        let config = ServeConfig {
+            data_dir: dir.clone(),
+            bind: "127.0.0.1:0".into(),
+            owner_email: OWNER.into(),
+            realm_name: "Bench".into(),
+            external_url: None,
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            actix_web::rt::System::new()
+                .block_on(serve_with(config, move |running| {
+                    let _ = tx.send(running);
+                }))
+                .map_err(|e| e.to_string())
+        });
+        let running = rx
+            .recv_timeout(Duration::from_secs(60))
+            .map_err(|_| "the in-process server did not start")?;
+        let zuliprc = std::fs::read_to_string(dir.join("zuliprc"))?;
+        let owner_key = zuliprc
+            .lines()
+            .find_map(|l| l.strip_prefix("key="))
+            .ok_or("no key in zuliprc")?
+            .to_owned();
+        Ok(InProcess {
+            running,
+            thread,
+            owner_key,
+            _tmp: tmp,
+        })
+    }
+
+    fn api(&self, path: &str) -> String {
+        format!("{}/api/v1{path}", self.running.url)
+    }
+
+    async fn stop(self) -> Result<(), Fatal> {
+        self.running.handle.stop(true).await;
+        let joined = tokio::task::spawn_blocking(move || self.thread.join()).await?;
+        joined.map_err(|_| "server thread panicked")??;
+        Ok(())
+    }
+}
+
+fn client() -> Result<Client, Fatal> {
+    Ok(Client::builder()
+        .pool_max_idle_per_host(512)
+        .timeout(Duration::from_secs(30))
+        .build()?)
+}
+
+fn row(
+    scenario: &str,
+    case: &str,
+    stats: &Stats,
+    unit: &str,
+    baseline: Option<f64>,
+    label: &str,
+) -> Row {
+    Row {
+        scenario: scenario.into(),
+        case: case.into(),
+        value: stats.per_second,
+        unit: unit.into(),
+        p50_ms: Some(stats.p50_ms),
+        p99_ms: Some(stats.p99_ms),
+        baseline,
+        baseline_label: label.into(),
+        ratio: baseline.map(|b| stats.per_second / b.max(1e-9)),
+        higher_is_better: true,
+        samples: stats.ok,
+        errors: stats.errors,
+    }
+}
+
+/// Scenario 1: an authenticated cheap read vs a bare actix-web JSON route.
+pub async fn http_ceiling(quick: bool) -> Result<Vec<Row>, Fatal> {
+    let (budget, deadline) = if quick { (3_000, 5) } else { (60_000, 30) };
+    let deadline = Duration::from_secs(deadline);
+    let concurrency = 32;
+
+    let bare = actix_web::HttpServer::new(|| {
+        actix_web::App::new().route(
+            "/api/v1/users/me",
+            actix_web::web::get().to(|| async {
+                actix_web::HttpResponse::Ok()
+                    .json(serde_json::json!({"result": "success", "msg": "", "user_id": 1}))
+            }),
+        )
+    })
+    .bind("127.0.0.1:0")?;
+    let bare_addr = bare.addrs()[0];
+    let bare = bare.run();
+    let bare_handle = bare.handle();
+    let bare_thread = std::thread::spawn(move || actix_web::rt::System::new().block_on(bare));
+
+    let http = client()?;
+    let url = format!("http://{bare_addr}/api/v1/users/me");
+    let (base, _) = drive(concurrency, budget, deadline, |_| (), {
+        let http = http.clone();
+        move |()| {
+            let http = http.clone();
+            let url = url.clone();
+            async move {
+                let ok = matches!(http.get(&url).send().await, Ok(r) if r.status().is_success());
+                ((), ok)
+            }
+        }
+    })
+    .await;
+    bare_handle.stop(true).await;
+    let _ = tokio::task::spawn_blocking(move || bare_thread.join()).await;
+
+    let server = InProcess::start()?;
+    let url = server.api("/users/me");
+    let key = server.owner_key.clone();
+    let (ours, _) = drive(concurrency, budget, deadline, |_| (), {
+        let http = http.clone();
+        move |()| {
+            let http = http.clone();
+            let url = url.clone();
+            let key = key.clone();
+            async move {
+                let sent = http.get(&url).basic_auth(OWNER, Some(&key)).send().await;
+                ((), matches!(sent, Ok(r) if r.status().is_success()))
+            }
+        }
+    })
+    .await;
+    server.stop().await?;
+    let mut baseline_row = row("http", "bare actix JSON route", &base, "req/s", None, "");
+    baseline_row.errors = base.errors;
+    Ok(vec![
+        baseline_row,
+        row(
+            "http",
+            "GET /users/me (32 clients)",
+            &ours,
+            "req/s",
+            Some(base.per_second),
+            "bare actix route, same load",
+        ),
+    ])
+}
+
+/// The fsync rate of this disk: serial sled insert + flush for `seconds`.
+fn sled_flush_rate(seconds: f64) -> Result<f64, Fatal> {
+    let tmp = tempfile::tempdir()?;
+    let db = sled::Config::new()
+        .path(tmp.path())
+        .flush_every_ms(None)
+        .open()?;
+    let value = [7u8; 200];
+    let started = Instant::now();
+    let mut n: u64 = 0;
+    while started.elapsed().as_secs_f64() < seconds && n < 1_000_000 {
+        db.insert(n.to_be_bytes(), &value[..])?;
+        db.flush()?;
+        n += 1;
+    }
+    Ok(n as f64 / started.elapsed().as_secs_f64())
+}
+
+/// Scenario 2: durable writes at several concurrencies vs the disk's serial fsync rate.
+///
+/// Until messages land, the cheapest durable mutation is `POST /users/me/api_key/regenerate`;
+/// each client acts as its own user and carries its new key into the next request.
+pub async fn durable_writes(quick: bool) -> Result<Vec<Row>, Fatal> {
+    let levels: &[usize] = if quick {
+        &[1, 16, 64]
+    } else {
+        &[1, 16, 64, 256]
+    };
+    let (budget, seconds) = if quick {
+        (3_000u64, 2u64)
+    } else {
+        (200_000, 8)
+    };
+    let users = levels.iter().copied().max().unwrap_or(1);
+    let server = InProcess::start()?;
+    let http = client()?;
+
+    // One account per client (hashing passwords is the slow part of setup, not of the test).
+    let mut creds = Vec::with_capacity(users);
+    for chunk in (0..users).collect::<Vec<_>>().chunks(8) {
+        let mut pending = Vec::new();
+        for &i in chunk {
+            let http = http.clone();
+            let create = server.api("/users");
+            let fetch = server.api("/fetch_api_key");
+            let owner_key = server.owner_key.clone();
+            pending.push(tokio::spawn(async move {
+                let email = format!("writer{i}@bench.local");
+                let form = [
+                    ("email", email.as_str()),
+                    ("password", "bench-password"),
+                    ("full_name", "Writer"),
+                ];
+                http.post(&create)
+                    .basic_auth(OWNER, Some(&owner_key))
+                    .form(&form)
+                    .send()
+                    .await?
+                    .error_for_status()?;
+                let form = [("username", email.as_str()), ("password", "bench-password")];
+                let body: serde_json::Value =
+                    http.post(&fetch).form(&form).send().await?.json().await?;
+                let key = body["api_key"].as_str().unwrap_or_default().to_owned();
+                Ok::<_, reqwest::Error>((email, key))
+            }));
+        }
+        for task in pending {
+            creds.push(task.await??);
+        }
+    }
+
+    let baseline = sled_flush_rate(if quick { 1.0 } else { 4.0 })?;
+    let mut rows = vec![Row {
+        scenario: "writes".into(),
+        case: "sled insert+flush, serial".into(),
+        value: baseline,
+        unit: "flushes/s".into(),
+        p50_ms: None,
+        p99_ms: None,
+        baseline: None,
+        baseline_label: String::new(),
+        ratio: None,
+        higher_is_better: true,
+        samples: 0,
+        errors: 0,
+    }];
+    let url = server.api("/users/me/api_key/regenerate");
+    for &clients in levels {
+        let current = creds.clone();
+        let (stats, finals) = drive(
+            clients,
+            budget,
+            Duration::from_secs(seconds),
+            |i| current[i].clone(),
+            {
+                let http = http.clone();
+                let url = url.clone();
+                move |(email, key): (String, String)| {
+                    let http = http.clone();
+                    let url = url.clone();
+                    async move {
+                        let sent = http.post(&url).basic_auth(&email, Some(&key)).send().await;
+                        let new_key = match sent {
+                            Ok(r) if r.status().is_success() => r
+                                .json::<serde_json::Value>()
+                                .await
+                                .ok()
+                                .and_then(|b| b["api_key"].as_str().map(str::to_owned)),
+                            _ => None,
+                        };
+                        match new_key {
+                            Some(k) => ((email, k), true),
+                            None => ((email, key), false),
+                        }
+                    }
+                }
+            },
+        )
+        .await;
+        // Keys changed with every write: carry the latest ones into the next level.
+        for (slot, latest) in creds.iter_mut().zip(finals) {
+            *slot = latest;
+        }
+        rows.push(row(
+            "writes",
+            &format!("durable mutation, {clients} clients"),
+            &stats,
+            "writes/s",
+            Some(baseline),
+            "sled insert+flush, serial",
+        ));
+    }
+    server.stop().await?;
+    Ok(rows)
+}
+
+fn user_created(i: u64) -> Event {
+    Event::UserCreated {
+        user_id: UserId(i),
+        email: format!("user{i}@example.com"),
+        full_name: format!("User Number {i}"),
+        role: Role::Member,
+        bot_type: None,
+        bot_owner_id: None,
+        timezone: "Europe/Berlin".into(),
+        can_create_users: false,
+        // A realistic PHC string length, not a real hash.
+        password_hash: Some(format!(
+            "$argon2id$v=19$m=19456,t=2,p=1${:022}${:043}",
+            i, i
+        )),
+        api_key_nonce: format!("{i:032x}"),
+    }
+}
+
+/// A deterministic mix of every event type that exists so far.
+fn generated_event(i: u64, users: u64) -> Event {
+    if i == 1 {
+        return Event::RealmCreated {
+            name: "Bench".into(),
+            description: "Generated".into(),
+        };
+    }
+    if i <= users + 1 {
+        return user_created(i - 1);
+    }
+    let user_id = UserId(1 + (i * 7919) % users);
+    match i % 10 {
+        0 => Event::UserDeactivated { user_id },
+        1 => Event::UserReactivated { user_id },
+        _ => Event::ApiKeyRegenerated {
+            user_id,
+            api_key_nonce: format!("{:032x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        },
+    }
+}
+
+/// Scenario 3: folding the log into projections vs a raw scan with decode and no fold; plus
+/// the space amplification of the log on disk.
+pub fn replay(quick: bool) -> Result<Vec<Row>, Fatal> {
+    let total: u64 = if quick { 50_000 } else { 1_000_000 };
+    let users = 10_000.min(total / 2);
+    let tmp = tempfile::tempdir()?;
+    let log = SledLog::open(tmp.path())?;
+    let mut encoded_bytes: u64 = 0;
+    let mut batch = Vec::with_capacity(10_000);
+    for i in 1..=total {
+        let env = Envelope {
+            seq: Seq(i),
+            at: 1_700_000_000_000 + i as i64,
+            actor: Some(UserId(1)),
+            schema_version: SCHEMA_VERSION,
+            event: generated_event(i, users),
+        };
+        let record = env.encode()?;
+        encoded_bytes += record.len() as u64;
+        batch.push((Seq(i), record));
+        if batch.len() == 10_000 {
+            log.append_batch(&batch)?;
+            batch.clear();
+        }
+    }
+    log.append_batch(&batch)?;
+    log.flush()?;
+
+    // One untimed pass so that both timed passes read from a warm page cache.
+    read_envelopes(&log, Seq(1)).for_each(drop);
+    let started = Instant::now();
+    let mut decoded = 0u64;
+    for env in read_envelopes(&log, Seq(1)) {
+        env?;
+        decoded += 1;
+    }
+    let raw_rate = decoded as f64 / started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    let state = Projections::fold(&log, None, |_| {})?;
+    let fold_rate = state.seq.0 as f64 / started.elapsed().as_secs_f64();
+    let disk = log.size_on_disk()? as f64;
+    let plain = |case: &str, value: f64, unit: &str, baseline: Option<f64>, label: &str| Row {
+        scenario: "replay".into(),
+        case: case.into(),
+        value,
+        unit: unit.into(),
+        p50_ms: None,
+        p99_ms: None,
+        baseline,
+        baseline_label: label.into(),
+        ratio: baseline.map(|b| value / b.max(1e-9)),
+        higher_is_better: true,
+        samples: 0,
+        errors: 0,
+    };
+    Ok(vec![
+        plain(
+            &format!("raw scan + decode, {total} events"),
+            raw_rate,
+            "events/s",
+            None,
+            "",
+        ),
+        plain(
+            &format!("fold into projections, {total} events"),
+            fold_rate,
+            "events/s",
+            Some(raw_rate),
+            "raw scan + decode",
+        ),
+        plain(
+            "log bytes on disk per encoded byte",
+            disk / encoded_bytes as f64,
+            "ratio",
+            None,
+            "",
+        ),
+    ])
+}
+
+fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(kb * 1024)
+}
+
+/// Runs in a fresh child process (`chronicle memory-probe`), so that the allocator's state
+/// left by other scenarios does not hide growth: folds `users` accounts and prints
+/// `resident_before resident_after encoded_bytes`.
+pub fn memory_probe(users: u64) -> Result<String, Fatal> {
+    let before = resident_bytes().ok_or("cannot read /proc/self/status")?;
+    let mut state = Projections::default();
+    let mut encoded = 0u64;
+    for i in 1..=users {
+        let env = Envelope {
+            seq: Seq(i),
+            at: 1_700_000_000_000,
+            actor: None,
+            schema_version: SCHEMA_VERSION,
+            event: user_created(i),
+        };
+        encoded += env.encode()?.len() as u64;
+        state.apply(&env);
+    }
+    let after = resident_bytes().ok_or("cannot read /proc/self/status")?;
+    std::hint::black_box(&state);
+    Ok(format!("{before} {after} {encoded}"))
+}
+
+/// Scenario 7 (the part that exists so far): resident memory per 10,000 users, against the
+/// encoded size of the events that made them.
+pub fn memory(_quick: bool) -> Result<Vec<Row>, Fatal> {
+    let users = 10_000u64;
+    let out = std::process::Command::new(std::env::current_exe()?)
+        .args(["memory-probe", "--users", &users.to_string()])
+        .output()?;
+    if !out.status.success() {
+        return Err(format!(
+            "memory probe failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+        .into());
+    }
+    let text = String::from_utf8(out.stdout)?;
+    let numbers: Vec<f64> = text
+        .split_whitespace()
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    let [before, after, encoded] = numbers[..] else {
+        return Err(format!("memory probe printed {text:?}").into());
+    };
+    let grown = (after - before).max(0.0);
+    Ok(vec![Row {
+        scenario: "memory".into(),
+        case: "resident bytes per 10,000 users".into(),
+        value: grown,
+        unit: "bytes".into(),
+        p50_ms: None,
+        p99_ms: None,
+        baseline: Some(encoded),
+        baseline_label: "encoded size of their events".into(),
+        ratio: Some(grown / encoded.max(1.0)),
+        higher_is_better: false,
+        samples: 0,
+        errors: 0,
+    }])
+}
