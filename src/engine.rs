@@ -298,3 +298,153 @@ impl Writer {
         self.log.flush()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::users::{create_realm, create_user, NewUser};
+    use crate::events::Role;
+    use crate::store::{RecordIter, StoreError};
+    use std::sync::atomic::AtomicUsize;
+
+    /// An in-memory log that counts flushes and can be told to fail.
+    #[derive(Default)]
+    struct MemLog {
+        records: Mutex<Vec<(Seq, Vec<u8>)>>,
+        flushes: AtomicUsize,
+        fail: AtomicBool,
+    }
+
+    impl EventLog for MemLog {
+        fn append_batch(&self, records: &[(Seq, Vec<u8>)]) -> Result<(), StoreError> {
+            if self.fail.load(Ordering::SeqCst) {
+                return Err(StoreError::Io("disk on fire".into()));
+            }
+            self.records.lock().unwrap().extend_from_slice(records);
+            Ok(())
+        }
+        fn flush(&self) -> Result<(), StoreError> {
+            self.flushes.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+        fn scan_from(&self, from: Seq) -> RecordIter<'_> {
+            let records: Vec<_> = self.records.lock().unwrap().clone();
+            Box::new(records.into_iter().filter(move |(s, _)| *s >= from).map(Ok))
+        }
+        fn last_seq(&self) -> Result<Option<Seq>, StoreError> {
+            Ok(self.records.lock().unwrap().last().map(|(s, _)| *s))
+        }
+        fn quarantine_from(&self, _: Seq) -> Result<usize, StoreError> {
+            Ok(0)
+        }
+    }
+
+    fn user(email: &str, role: Role) -> NewUser {
+        NewUser {
+            email: email.into(),
+            full_name: "Name".into(),
+            role,
+            password_hash: None,
+            api_key_nonce: "n".into(),
+        }
+    }
+
+    async fn started() -> (Arc<MemLog>, Arc<Engine>) {
+        let log = Arc::new(MemLog::default());
+        let engine = Arc::new(Engine::start(log.clone(), Projections::default()).unwrap());
+        engine
+            .execute(None, |s, _| {
+                create_realm(s, "Org", "", user("owner@example.com", Role::Owner))
+            })
+            .await
+            .unwrap();
+        (log, engine)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_commands_share_flushes_and_see_each_other() {
+        let (log, engine) = started().await;
+        let flushes_before = log.flushes.load(Ordering::SeqCst);
+        // 200 concurrent sign-ups, 100 distinct emails each requested twice.
+        let mut tasks = Vec::new();
+        for i in 0..200 {
+            let engine = engine.clone();
+            tasks.push(tokio::spawn(async move {
+                let email = format!("u{}@example.com", i % 100);
+                engine
+                    .execute(Some(UserId(1)), move |s, ctx| {
+                        create_user(s, ctx, user(&email, Role::Member))
+                    })
+                    .await
+            }));
+        }
+        let mut ok = 0;
+        let mut duplicates = 0;
+        for task in tasks {
+            match task.await.unwrap() {
+                Ok(_) => ok += 1,
+                Err(e) => {
+                    assert_eq!(e.body()["msg"], "Email is already in use.");
+                    duplicates += 1;
+                }
+            }
+        }
+        assert_eq!((ok, duplicates), (100, 100));
+        let flushes = log.flushes.load(Ordering::SeqCst) - flushes_before;
+        assert!(
+            flushes < 200,
+            "group commit: {flushes} flushes for 200 commands"
+        );
+        // Ids are unique and the log is gapless.
+        engine.read(|s| {
+            assert_eq!(s.users.len(), 101);
+            assert_eq!(s.users.max_id(), UserId(101));
+            assert_eq!(s.seq, Seq(102));
+        });
+        let folded = Projections::fold(log.as_ref(), None, |_| {}).unwrap();
+        assert_eq!(folded.digest(), engine.read(Projections::digest));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_storage_error_stops_writes_and_leaves_reads_intact() {
+        let (log, engine) = started().await;
+        let before = engine.read(Projections::digest);
+        log.fail.store(true, Ordering::SeqCst);
+        let err = engine
+            .execute(Some(UserId(1)), |s, ctx| {
+                create_user(s, ctx, user("x@example.com", Role::Member))
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ApiError::Internal(_)));
+        assert!(engine.has_failed());
+        assert_eq!(engine.read(Projections::digest), before);
+        // Even after the disk recovers, writes stay stopped until a restart.
+        log.fail.store(false, Ordering::SeqCst);
+        let err = engine
+            .execute(Some(UserId(1)), |s, ctx| {
+                create_user(s, ctx, user("y@example.com", Role::Member))
+            })
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ApiError::Internal(_)));
+        assert_eq!(engine.read(|s| s.users.len()), 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_panicking_command_is_contained() {
+        let (_, engine) = started().await;
+        let result: ApiResult<Committed<()>> = engine
+            .execute(Some(UserId(1)), |_, _| panic!("bug in a command"))
+            .await;
+        assert!(matches!(result, Err(ApiError::Internal(_))));
+        // The writer is still alive.
+        engine
+            .execute(Some(UserId(1)), |s, ctx| {
+                create_user(s, ctx, user("z@example.com", Role::Member))
+            })
+            .await
+            .unwrap();
+        engine.shutdown().await;
+    }
+}

@@ -294,7 +294,10 @@ pub async fn durable_writes(quick: bool) -> Result<Vec<Row>, Fatal> {
         }
         rows.push(row(
             "writes",
-            &format!("durable mutation, {clients} clients"),
+            &format!(
+                "durable mutation, {clients} client{}",
+                if clients == 1 { "" } else { "s" }
+            ),
             &stats,
             "writes/s",
             Some(baseline),
