@@ -31,6 +31,9 @@ pub enum ErrorCode {
     ReactionAlreadyExists,
     ReactionDoesNotExist,
     ChannelAlreadyExists,
+    SystemGroupRequired,
+    ExpectationMismatch,
+    CannotDeactivateGroupInUse,
     /// `BAD_REQUEST` with 404: an unknown route or a resource that does not exist.
     NotFound,
     /// `BAD_REQUEST` with 403.
@@ -59,6 +62,9 @@ impl ErrorCode {
             ErrorCode::ReactionAlreadyExists => "REACTION_ALREADY_EXISTS",
             ErrorCode::ReactionDoesNotExist => "REACTION_DOES_NOT_EXIST",
             ErrorCode::ChannelAlreadyExists => "CHANNEL_ALREADY_EXISTS",
+            ErrorCode::SystemGroupRequired => "SYSTEM_GROUP_REQUIRED",
+            ErrorCode::ExpectationMismatch => "EXPECTATION_MISMATCH",
+            ErrorCode::CannotDeactivateGroupInUse => "CANNOT_DEACTIVATE_GROUP_IN_USE",
         }
     }
 
@@ -69,6 +75,7 @@ impl ErrorCode {
             | ErrorCode::UserDeactivated
             | ErrorCode::AuthenticationFailed => StatusCode::UNAUTHORIZED,
             ErrorCode::RateLimitHit => StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::ChannelAlreadyExists => StatusCode::CONFLICT,
             ErrorCode::NotFound => StatusCode::NOT_FOUND,
             ErrorCode::AccessDenied => StatusCode::FORBIDDEN,
             _ => StatusCode::BAD_REQUEST,

@@ -23,6 +23,21 @@ id_type!(
     UserId
 );
 
+id_type!(
+    /// A user group's id (system groups included).
+    GroupId
+);
+
+id_type!(
+    /// A channel's `stream_id`.
+    ChannelId
+);
+
+id_type!(
+    /// A channel folder's id.
+    FolderId
+);
+
 /// Position of an event in the log: 1 for the first event, gapless, strictly increasing.
 /// Stored as big-endian bytes so that sled's key order is log order.
 #[derive(

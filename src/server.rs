@@ -215,7 +215,15 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         .to_owned();
     let log_dyn: Arc<dyn EventLog> = log;
     let engine = Arc::new(Engine::start(log_dyn, state)?);
-    if !realm_exists {
+    if realm_exists {
+        // Organizations created before system groups existed get them now (a no-op after).
+        engine
+            .execute(None, |state, _| {
+                Ok((crate::commands::groups::ensure_system_groups(state), ()))
+            })
+            .await
+            .map_err(|e| format!("creating the system groups failed: {e}"))?;
+    } else {
         create_organization(&engine, &layout, &secret, &config, &realm_url).await?;
     }
     let data = web::Data::new(AppState {

@@ -3,6 +3,8 @@
 //! I/O, reads a clock or draws randomness: random nonces and password hashes are made by the
 //! caller beforehand and passed in.
 
+pub mod channels;
+pub mod groups;
 pub mod users;
 
 use crate::engine::Ctx;

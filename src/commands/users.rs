@@ -70,16 +70,15 @@ pub fn create_realm(
         )));
     }
     let user_id = UserId(state.users.max_id().0 + 1);
-    Ok((
-        vec![
-            Event::RealmCreated {
-                name: name.to_owned(),
-                description: description.to_owned(),
-            },
-            user_created(user_id, owner, true),
-        ],
-        user_id,
-    ))
+    let mut events = vec![
+        Event::RealmCreated {
+            name: name.to_owned(),
+            description: description.to_owned(),
+        },
+        user_created(user_id, owner, true),
+    ];
+    events.extend(super::groups::ensure_system_groups(state));
+    Ok((events, user_id))
 }
 
 fn user_created(user_id: UserId, user: NewUser, can_create_users: bool) -> Event {

@@ -7,7 +7,10 @@
 
 pub mod v1;
 
-pub use v1::{Event, Role};
+pub use v1::{
+    ChannelChange, ChannelPermissions, Event, GroupChange, GroupPermissions, GroupSetting,
+    NewSubscription, Role, SubscriptionProperty, SystemGroup, TopicsPolicy,
+};
 
 use crate::ids::{Seq, UserId};
 use serde::{Deserialize, Serialize};

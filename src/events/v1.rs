@@ -3,7 +3,7 @@
 //! Names of variants and fields are a storage contract: a change means freezing this file,
 //! adding `v2.rs` and an upcast, and a fixture of v1 bytes in `replay-fixtures/`.
 
-use crate::ids::UserId;
+use crate::ids::{ChannelId, FolderId, GroupId, UserId};
 use serde::{Deserialize, Serialize};
 
 /// An organization-level role. Stored and sent as Zulip's integer (100 owner ... 600 guest).
@@ -58,6 +58,202 @@ impl TryFrom<u16> for Role {
     }
 }
 
+/// A permission held by a group: a named group, or an anonymous set of users and groups.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GroupSetting {
+    Group(GroupId),
+    Anonymous {
+        direct_members: Vec<UserId>,
+        direct_subgroups: Vec<GroupId>,
+    },
+}
+
+/// The built-in groups every organization has; membership follows roles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum SystemGroup {
+    Owners,
+    Administrators,
+    Moderators,
+    FullMembers,
+    Members,
+    Everyone,
+    Internet,
+    Nobody,
+}
+
+impl SystemGroup {
+    /// Creation order in a new organization.
+    pub const ALL: [SystemGroup; 8] = [
+        SystemGroup::Nobody,
+        SystemGroup::Owners,
+        SystemGroup::Administrators,
+        SystemGroup::Moderators,
+        SystemGroup::FullMembers,
+        SystemGroup::Members,
+        SystemGroup::Everyone,
+        SystemGroup::Internet,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SystemGroup::Owners => "role:owners",
+            SystemGroup::Administrators => "role:administrators",
+            SystemGroup::Moderators => "role:moderators",
+            SystemGroup::FullMembers => "role:fullmembers",
+            SystemGroup::Members => "role:members",
+            SystemGroup::Everyone => "role:everyone",
+            SystemGroup::Internet => "role:internet",
+            SystemGroup::Nobody => "role:nobody",
+        }
+    }
+}
+
+/// Declares a set of named group-setting permissions with by-name access, so that API code can
+/// loop over them and update one by its wire name.
+macro_rules! permission_set {
+    ($(#[$doc:meta])* $name:ident { $($field:ident),+ $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+        pub struct $name {
+            $(pub $field: GroupSetting,)+
+        }
+
+        impl $name {
+            /// The settings' API names, in documented order.
+            pub const NAMES: &'static [&'static str] = &[$(stringify!($field)),+];
+
+            pub fn get(&self, name: &str) -> Option<&GroupSetting> {
+                match name {
+                    $(stringify!($field) => Some(&self.$field),)+
+                    _ => None,
+                }
+            }
+
+            pub fn get_mut(&mut self, name: &str) -> Option<&mut GroupSetting> {
+                match name {
+                    $(stringify!($field) => Some(&mut self.$field),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+permission_set!(
+    /// The permission settings of a user group.
+    GroupPermissions {
+        can_add_members_group,
+        can_join_group,
+        can_leave_group,
+        can_manage_group,
+        can_mention_group,
+        can_remove_members_group,
+    }
+);
+
+permission_set!(
+    /// The permission settings of a channel.
+    ChannelPermissions {
+        can_add_subscribers_group,
+        can_remove_subscribers_group,
+        can_administer_channel_group,
+        can_delete_any_message_group,
+        can_delete_own_message_group,
+        can_move_messages_out_of_channel_group,
+        can_move_messages_within_channel_group,
+        can_send_message_group,
+        can_subscribe_group,
+        can_resolve_topics_group,
+        can_create_topic_group,
+    }
+);
+
+/// Where a channel stands on the empty topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TopicsPolicy {
+    Inherit,
+    AllowEmptyTopic,
+    DisableEmptyTopic,
+    EmptyTopicOnly,
+}
+
+impl TopicsPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TopicsPolicy::Inherit => "inherit",
+            TopicsPolicy::AllowEmptyTopic => "allow_empty_topic",
+            TopicsPolicy::DisableEmptyTopic => "disable_empty_topic",
+            TopicsPolicy::EmptyTopicOnly => "empty_topic_only",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<TopicsPolicy> {
+        Some(match text {
+            "inherit" => TopicsPolicy::Inherit,
+            "allow_empty_topic" => TopicsPolicy::AllowEmptyTopic,
+            "disable_empty_topic" => TopicsPolicy::DisableEmptyTopic,
+            "empty_topic_only" => TopicsPolicy::EmptyTopicOnly,
+            _ => return None,
+        })
+    }
+}
+
+/// One user's new subscription, with the color chosen for them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NewSubscription {
+    pub user_id: UserId,
+    pub color: String,
+}
+
+/// A personal setting of one subscription. Notification settings are `None` to inherit the
+/// user's defaults.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SubscriptionProperty {
+    Color(String),
+    IsMuted(bool),
+    PinToTop(bool),
+    DesktopNotifications(Option<bool>),
+    AudibleNotifications(Option<bool>),
+    PushNotifications(Option<bool>),
+    EmailNotifications(Option<bool>),
+    WildcardMentionsNotify(Option<bool>),
+}
+
+/// A change to a channel's settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ChannelChange {
+    Name(String),
+    Description(String),
+    Privacy {
+        invite_only: bool,
+        history_public_to_subscribers: bool,
+        is_web_public: bool,
+    },
+    MessageRetentionDays(Option<i32>),
+    Folder(Option<FolderId>),
+    TopicsPolicy(TopicsPolicy),
+    /// One of the `can_*_group` settings, by its API name.
+    Permission {
+        setting: String,
+        value: GroupSetting,
+    },
+    Archived(bool),
+    DefaultForNewUsers(bool),
+}
+
+/// A change to a user group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum GroupChange {
+    Name(String),
+    Description(String),
+    /// One of the `can_*_group` settings, by its API name.
+    Permission {
+        setting: String,
+        value: GroupSetting,
+    },
+    Deactivated(bool),
+}
+
 /// Everything that ever happened, in past tense. Each variant carries every non-deterministic
 /// input (ids, generated nonces, password hashes); the envelope carries time and actor.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -92,6 +288,92 @@ pub enum Event {
     UserDeactivated { user_id: UserId },
     /// A deactivated account was reactivated.
     UserReactivated { user_id: UserId },
+    /// A user group came into being. System groups (`system` set) take their members from
+    /// roles; `members` and `subgroups` are their direct members and subgroups otherwise.
+    UserGroupCreated {
+        group_id: GroupId,
+        name: String,
+        description: String,
+        system: Option<SystemGroup>,
+        members: Vec<UserId>,
+        subgroups: Vec<GroupId>,
+        permissions: Box<GroupPermissions>,
+    },
+    /// Direct members of a user-defined group changed.
+    UserGroupMembersChanged {
+        group_id: GroupId,
+        added: Vec<UserId>,
+        removed: Vec<UserId>,
+    },
+    /// Direct subgroups of a user-defined group changed.
+    UserGroupSubgroupsChanged {
+        group_id: GroupId,
+        added: Vec<GroupId>,
+        removed: Vec<GroupId>,
+    },
+    /// A user group's name, description, permission or activity changed.
+    UserGroupChanged {
+        group_id: GroupId,
+        change: GroupChange,
+    },
+    /// A channel was created (its creator is the envelope's actor).
+    ChannelCreated {
+        channel_id: ChannelId,
+        name: String,
+        description: String,
+        invite_only: bool,
+        is_web_public: bool,
+        history_public_to_subscribers: bool,
+        /// `None` inherits the organization's setting; `Some(-1)` keeps messages forever.
+        message_retention_days: Option<i32>,
+        folder_id: Option<FolderId>,
+        topics_policy: TopicsPolicy,
+        is_default: bool,
+        permissions: Box<ChannelPermissions>,
+    },
+    /// A channel setting changed.
+    ChannelChanged {
+        channel_id: ChannelId,
+        change: ChannelChange,
+    },
+    /// Users were subscribed to a channel.
+    Subscribed {
+        channel_id: ChannelId,
+        subscriptions: Vec<NewSubscription>,
+    },
+    /// Users were unsubscribed from a channel.
+    Unsubscribed {
+        channel_id: ChannelId,
+        user_ids: Vec<UserId>,
+    },
+    /// A user changed a personal setting of one subscription.
+    SubscriptionPropertyChanged {
+        user_id: UserId,
+        channel_id: ChannelId,
+        property: SubscriptionProperty,
+    },
+    /// A channel folder was created.
+    ChannelFolderCreated {
+        folder_id: FolderId,
+        name: String,
+        description: String,
+    },
+    /// A channel folder was renamed, described, archived or unarchived.
+    ChannelFolderChanged {
+        folder_id: FolderId,
+        name: Option<String>,
+        description: Option<String>,
+        is_archived: Option<bool>,
+    },
+    /// The order of all channel folders was set.
+    ChannelFoldersReordered { order: Vec<FolderId> },
+    /// A user set their visibility policy for a topic (0 none, 1 muted, 2 unmuted, 3 followed).
+    TopicVisibilitySet {
+        user_id: UserId,
+        channel_id: ChannelId,
+        topic: String,
+        policy: u8,
+    },
 }
 
 impl Event {
@@ -103,6 +385,19 @@ impl Event {
             Event::ApiKeyRegenerated { .. } => "ApiKeyRegenerated",
             Event::UserDeactivated { .. } => "UserDeactivated",
             Event::UserReactivated { .. } => "UserReactivated",
+            Event::UserGroupCreated { .. } => "UserGroupCreated",
+            Event::UserGroupMembersChanged { .. } => "UserGroupMembersChanged",
+            Event::UserGroupSubgroupsChanged { .. } => "UserGroupSubgroupsChanged",
+            Event::UserGroupChanged { .. } => "UserGroupChanged",
+            Event::ChannelCreated { .. } => "ChannelCreated",
+            Event::ChannelChanged { .. } => "ChannelChanged",
+            Event::Subscribed { .. } => "Subscribed",
+            Event::Unsubscribed { .. } => "Unsubscribed",
+            Event::SubscriptionPropertyChanged { .. } => "SubscriptionPropertyChanged",
+            Event::ChannelFolderCreated { .. } => "ChannelFolderCreated",
+            Event::ChannelFolderChanged { .. } => "ChannelFolderChanged",
+            Event::ChannelFoldersReordered { .. } => "ChannelFoldersReordered",
+            Event::TopicVisibilitySet { .. } => "TopicVisibilitySet",
         }
     }
 }

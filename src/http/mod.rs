@@ -6,9 +6,14 @@
 
 pub mod admin;
 pub mod auth;
+pub mod channels;
+pub mod folders;
 pub mod params;
 pub mod server_settings;
+pub mod subscriptions;
+pub mod user_groups;
 pub mod users;
+pub mod wire;
 
 use crate::auth::ServerSecret;
 use crate::engine::Engine;
@@ -64,6 +69,45 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 endpoint!(api, "/users", post => users::create_user);
                 endpoint!(api, "/users/{user_id}", delete => users::deactivate_user);
                 endpoint!(api, "/users/{user_id}/reactivate", post => users::reactivate_user);
+                endpoint!(api, "/channels/create", post => channels::create_channel);
+                endpoint!(api, "/streams", get => channels::get_streams);
+                endpoint!(api, "/streams/{stream_id}",
+                    get => channels::get_stream,
+                    patch => channels::update_stream,
+                    delete => channels::archive_stream);
+                endpoint!(api, "/streams/{stream_id}/members", get => channels::get_members);
+                endpoint!(api, "/get_stream_id", get => channels::get_stream_id);
+                endpoint!(api, "/users/me/{stream_id}/topics", get => channels::get_topics);
+                endpoint!(api, "/users/me/subscriptions",
+                    get => subscriptions::get_subscriptions,
+                    post => subscriptions::subscribe,
+                    delete => subscriptions::unsubscribe);
+                endpoint!(api, "/users/me/subscriptions/properties",
+                    post => subscriptions::update_subscription_properties);
+                endpoint!(api, "/users/me/subscriptions/muted_topics",
+                    patch => subscriptions::update_muted_topic);
+                endpoint!(api, "/users/me/subscriptions/{stream_id}",
+                    patch => subscriptions::update_subscription);
+                endpoint!(api, "/user_topics", post => subscriptions::update_user_topic);
+                endpoint!(api, "/channel_folders",
+                    get => folders::get_channel_folders,
+                    patch => folders::reorder_channel_folders);
+                endpoint!(api, "/channel_folders/create", post => folders::create_channel_folder);
+                endpoint!(api, "/channel_folders/{channel_folder_id}",
+                    patch => folders::update_channel_folder);
+                endpoint!(api, "/user_groups", get => user_groups::get_user_groups);
+                endpoint!(api, "/user_groups/create", post => user_groups::create_user_group);
+                endpoint!(api, "/user_groups/{user_group_id}", patch => user_groups::update_user_group);
+                endpoint!(api, "/user_groups/{user_group_id}/deactivate",
+                    post => user_groups::deactivate_user_group);
+                endpoint!(api, "/user_groups/{user_group_id}/members",
+                    get => user_groups::get_user_group_members,
+                    post => user_groups::update_user_group_members);
+                endpoint!(api, "/user_groups/{user_group_id}/members/{user_id}",
+                    get => user_groups::get_is_user_group_member);
+                endpoint!(api, "/user_groups/{user_group_id}/subgroups",
+                    get => user_groups::get_user_group_subgroups,
+                    post => user_groups::update_user_group_subgroups);
                 endpoint!(api, "/admin/projections", get => admin::get_projections);
                 endpoint!(api, "/admin/events", get => admin::get_events);
             })

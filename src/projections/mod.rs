@@ -4,10 +4,18 @@
 //! explicitly, so a new event does not compile until each area decides what it means. Business
 //! rules live in `commands`, never here: a log that was valid when written must always replay.
 
+pub mod channels;
+pub mod folders;
+pub mod groups;
 mod realm;
+pub mod user_topics;
 mod users;
 
+pub use channels::{Channel, Channels, Subscription};
+pub use folders::{Folder, Folders};
+pub use groups::{Group, Groups};
 pub use realm::Realm;
+pub use user_topics::UserTopics;
 pub use users::{User, Users};
 
 use crate::events::Envelope;
@@ -23,6 +31,10 @@ pub struct Projections {
     pub seq: Seq,
     pub realm: Realm,
     pub users: Users,
+    pub groups: Groups,
+    pub channels: Channels,
+    pub folders: Folders,
+    pub user_topics: UserTopics,
 }
 
 impl Projections {
@@ -30,6 +42,10 @@ impl Projections {
     pub fn apply(&mut self, env: &Envelope) {
         self.realm.apply(env);
         self.users.apply(env);
+        self.groups.apply(env);
+        self.channels.apply(env);
+        self.folders.apply(env);
+        self.user_topics.apply(env);
         self.seq = env.seq;
     }
 
@@ -61,7 +77,27 @@ impl Projections {
             "seq": self.seq.0,
             "realm": self.realm.dump(),
             "users": self.users.dump(),
+            "groups": self.groups.dump(),
+            "channels": self.channels.dump(),
+            "channel_folders": self.folders.dump(),
+            "user_topics": self.user_topics.dump(),
         })
+    }
+
+    /// An organization-level permission as a group-setting value (see
+    /// `realm::REALM_PERMISSION_DEFAULTS`); `role:nobody` for an unknown name.
+    pub fn realm_permission(&self, name: &str) -> crate::events::GroupSetting {
+        let kind = realm::REALM_PERMISSION_DEFAULTS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(crate::events::SystemGroup::Nobody, |(_, kind)| *kind);
+        self.groups.system_setting(kind)
+    }
+
+    /// Whether `user` is covered by an organization-level permission.
+    pub fn realm_allows(&self, user: crate::ids::UserId, name: &str) -> bool {
+        self.groups
+            .setting_allows(&self.users, user, &self.realm_permission(name))
     }
 
     /// SHA-256 of the dump's canonical JSON: two folds agree exactly when their digests do.

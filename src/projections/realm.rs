@@ -1,7 +1,21 @@
 //! The organization itself.
 
-use crate::events::{Envelope, Event};
+use crate::events::{Envelope, Event, SystemGroup};
 use serde_json::{json, Value};
+
+/// The organization's group-based permissions and the system group each defaults to (Zulip's
+/// defaults for a new organization). Changing them arrives with `PATCH /realm`.
+pub const REALM_PERMISSION_DEFAULTS: &[(&str, SystemGroup)] = &[
+    ("can_create_public_channel_group", SystemGroup::Members),
+    ("can_create_private_channel_group", SystemGroup::Members),
+    ("can_create_web_public_channel_group", SystemGroup::Owners),
+    ("can_add_subscribers_group", SystemGroup::Members),
+    ("can_create_groups", SystemGroup::Members),
+    ("can_manage_all_groups", SystemGroup::Owners),
+    ("can_invite_users_group", SystemGroup::Members),
+    ("can_set_topics_policy_group", SystemGroup::Members),
+    ("create_multiuse_invite_group", SystemGroup::Administrators),
+];
 
 /// Organization-wide settings.
 #[derive(Debug, Clone, Default)]
@@ -26,7 +40,20 @@ impl Realm {
             Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }
-            | Event::UserReactivated { .. } => {}
+            | Event::UserReactivated { .. }
+            | Event::UserGroupCreated { .. }
+            | Event::UserGroupMembersChanged { .. }
+            | Event::UserGroupSubgroupsChanged { .. }
+            | Event::UserGroupChanged { .. }
+            | Event::ChannelCreated { .. }
+            | Event::ChannelChanged { .. }
+            | Event::Subscribed { .. }
+            | Event::Unsubscribed { .. }
+            | Event::SubscriptionPropertyChanged { .. }
+            | Event::ChannelFolderCreated { .. }
+            | Event::ChannelFolderChanged { .. }
+            | Event::ChannelFoldersReordered { .. }
+            | Event::TopicVisibilitySet { .. } => {}
         }
     }
 

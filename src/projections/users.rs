@@ -132,7 +132,20 @@ impl Users {
                     user.is_active = true;
                 }
             }
-            Event::RealmCreated { .. } => {}
+            Event::RealmCreated { .. }
+            | Event::UserGroupCreated { .. }
+            | Event::UserGroupMembersChanged { .. }
+            | Event::UserGroupSubgroupsChanged { .. }
+            | Event::UserGroupChanged { .. }
+            | Event::ChannelCreated { .. }
+            | Event::ChannelChanged { .. }
+            | Event::Subscribed { .. }
+            | Event::Unsubscribed { .. }
+            | Event::SubscriptionPropertyChanged { .. }
+            | Event::ChannelFolderCreated { .. }
+            | Event::ChannelFolderChanged { .. }
+            | Event::ChannelFoldersReordered { .. }
+            | Event::TopicVisibilitySet { .. } => {}
         }
     }
 

@@ -33,7 +33,8 @@ async fn event_listing_pages_and_time_travel_dumps() {
         .get("/admin/events", &[("after_seq", "1"), ("limit", "1")])
         .await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(body["last_seq"], 3);
+    // Setup: the realm, its owner, the eight system groups; then Hal.
+    assert_eq!(body["last_seq"], 11);
     let events = body["events"].as_array().unwrap();
     assert_eq!(events.len(), 1);
     let event = &events[0];
@@ -45,8 +46,11 @@ async fn event_listing_pages_and_time_travel_dumps() {
     assert_eq!(event["payload"]["password_hash"], "[redacted]");
     assert_eq!(event["payload"]["api_key_nonce"], "[redacted]");
     let (_, body) = owner.get("/admin/events", &[("after_seq", "2")]).await;
-    assert_eq!(body["events"][0]["actor"], 1);
-    assert_eq!(body["events"][0]["payload"]["email"], "hal@example.com");
+    assert_eq!(body["events"][0]["type"], "UserGroupCreated");
+    assert_eq!(body["events"][0]["payload"]["name"], "role:nobody");
+    let hal = &body["events"][8];
+    assert_eq!((hal["seq"].as_u64(), &hal["actor"]), (Some(11), &json!(1)));
+    assert_eq!(hal["payload"]["email"], "hal@example.com");
     for bad in ["0", "1001"] {
         let (status, body) = owner.get("/admin/events", &[("limit", bad)]).await;
         assert_eq!(
@@ -63,7 +67,7 @@ async fn event_listing_pages_and_time_travel_dumps() {
     assert_eq!(now["projections"]["users"].as_array().unwrap().len(), 2);
     let (status, body) = owner.get("/admin/projections", &[("at_seq", "99")]).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_eq!(body["msg"], "at_seq 99 is beyond the last event (3)");
+    assert_eq!(body["msg"], "at_seq 99 is beyond the last event (11)");
 
     // The offline commands print the same dump and a digest.
     let stopped = server.stop();
@@ -88,7 +92,7 @@ async fn event_listing_pages_and_time_travel_dumps() {
         .output()
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("events: 3\n"), "{text}");
+    assert!(text.contains("events: 11\n"), "{text}");
     assert!(text.contains("events_per_second: "), "{text}");
     let digest = text
         .lines()

@@ -1,0 +1,286 @@
+//! Subscriptions and topic visibility: `GET|POST|DELETE /users/me/subscriptions`,
+//! `PATCH /users/me/subscriptions/{stream_id}`, `POST /users/me/subscriptions/properties`,
+//! `POST /user_topics`, `PATCH /users/me/subscriptions/muted_topics`.
+
+use super::channels::{channel_spec_params, subscription_json};
+use super::{path_id, AppState, Auth, Params};
+use crate::commands::channels::{parse_subscription_property, ChannelSpec};
+use crate::error::{ApiError, ApiResult};
+use crate::ids::{ChannelId, UserId};
+use crate::projections::Projections;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+/// What Zulip shows in place of the empty topic (`realm_empty_topic_display_name`).
+pub const EMPTY_TOPIC_DISPLAY_NAME: &str = "general chat";
+
+/// A topic parameter: the display name of the empty topic means the empty topic.
+pub fn topic_param(raw: &str) -> String {
+    let trimmed = raw.trim();
+    if trimmed == EMPTY_TOPIC_DISPLAY_NAME || trimmed == "(no topic)" {
+        String::new()
+    } else {
+        trimmed.to_owned()
+    }
+}
+
+/// `GET /users/me/subscriptions`.
+pub async fn get_subscriptions(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let include = match params
+        .str("include_subscribers")
+        .as_deref()
+        .map(|v| v.trim().trim_matches('"'))
+    {
+        None | Some("false") => false,
+        // Partial lists are optional for the server; below 250 subscribers they are full anyway.
+        Some("true") | Some("partial") => true,
+        Some(other) => {
+            return Err(ApiError::invalid("include_subscribers", other));
+        }
+    };
+    let subscriptions = state.engine.read(|s| {
+        let user = s
+            .users
+            .get(auth.user_id)
+            .ok_or_else(|| ApiError::internal("user missing"))?;
+        Ok::<_, ApiError>(
+            s.channels
+                .subscriptions_of(user.user_id)
+                .filter(|(_, sub)| sub.active)
+                .filter_map(|(id, sub)| {
+                    s.channels
+                        .get(id)
+                        .map(|c| subscription_json(s, user, c, sub, include))
+                })
+                .collect::<Vec<_>>(),
+        )
+    })?;
+    Ok(params.success(json!({"subscriptions": subscriptions})))
+}
+
+#[derive(Deserialize)]
+struct ChannelRequest {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+}
+
+/// `principals` as ids or emails.
+fn principals(state: &Projections, params: &mut Params) -> ApiResult<Option<Vec<UserId>>> {
+    let Some(values) = params.json::<Vec<Value>>("principals")? else {
+        return Ok(None);
+    };
+    values
+        .iter()
+        .map(|v| match v {
+            Value::Number(n) => n
+                .as_u64()
+                .map(UserId)
+                .ok_or_else(|| ApiError::bad_request("No such user")),
+            Value::String(email) => state
+                .users
+                .by_email(email)
+                .map(|u| u.user_id)
+                .ok_or_else(|| ApiError::bad_request("No such user")),
+            _ => Err(ApiError::bad_request("No such user")),
+        })
+        .collect::<ApiResult<Vec<_>>>()
+        .map(Some)
+}
+
+fn by_user(map: std::collections::BTreeMap<UserId, Vec<String>>) -> Value {
+    Value::Object(
+        map.into_iter()
+            .map(|(k, v)| (k.0.to_string(), json!(v)))
+            .collect::<Map<_, _>>(),
+    )
+}
+
+/// `POST /users/me/subscriptions`: subscribe (and create channels the legacy way).
+pub async fn subscribe(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let requested: Vec<ChannelRequest> = params
+        .json("subscriptions")?
+        .ok_or_else(|| ApiError::missing("subscriptions"))?;
+    let principals = state.engine.read(|s| principals(s, &mut params))?;
+    let fatal = params.bool("authorization_errors_fatal")?.unwrap_or(true);
+    let template: ChannelSpec = channel_spec_params(&mut params)?;
+    let channels: Vec<(String, String)> = requested
+        .into_iter()
+        .map(|c| (c.name, c.description.unwrap_or_default()))
+        .collect();
+    let committed = state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::channels::subscribe(s, ctx, channels, principals, template, fatal)
+        })
+        .await?;
+    let outcome = committed.value;
+    let mut body = json!({
+        "subscribed": by_user(outcome.subscribed),
+        "already_subscribed": by_user(outcome.already_subscribed),
+    });
+    if !fatal {
+        body["unauthorized"] = json!(outcome.unauthorized);
+    }
+    Ok(params.success(body))
+}
+
+/// `DELETE /users/me/subscriptions`.
+pub async fn unsubscribe(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let names: Vec<String> = params
+        .json("subscriptions")?
+        .ok_or_else(|| ApiError::missing("subscriptions"))?;
+    let principals = state.engine.read(|s| principals(s, &mut params))?;
+    let committed = state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::channels::unsubscribe(s, ctx, names, principals)
+        })
+        .await?;
+    let outcome = committed.value;
+    Ok(params.success(json!({"removed": outcome.removed, "not_removed": outcome.not_removed})))
+}
+
+/// A property value: JSON when it parses as JSON, else the raw string (a color such as
+/// `#abcdef` arrives unquoted).
+fn property_value(raw: &str) -> Value {
+    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
+}
+
+/// `PATCH /users/me/subscriptions/{stream_id}`.
+pub async fn update_subscription(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let channel = ChannelId(path_id(&req, "stream_id")?);
+    let property = params.required_str("property")?;
+    let value = property_value(&params.required_str("value")?);
+    let parsed = parse_subscription_property(&property, &value)?;
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::channels::set_subscription_properties(s, ctx, vec![(channel, parsed)])
+        })
+        .await?;
+    Ok(params.success(json!({})))
+}
+
+#[derive(Deserialize)]
+struct PropertyChange {
+    stream_id: u64,
+    property: String,
+    value: Value,
+}
+
+/// `POST /users/me/subscriptions/properties`.
+pub async fn update_subscription_properties(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let data: Vec<Value> = params
+        .json("subscription_data")?
+        .ok_or_else(|| ApiError::missing("subscription_data"))?;
+    let mut changes = Vec::new();
+    for item in &data {
+        let change: PropertyChange = serde_json::from_value(item.clone())
+            .map_err(|_| ApiError::invalid("subscription_data", &item.to_string()))?;
+        let parsed = parse_subscription_property(&change.property, &change.value)?;
+        changes.push((ChannelId(change.stream_id), parsed));
+    }
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::channels::set_subscription_properties(s, ctx, changes)
+        })
+        .await?;
+    Ok(params.success(json!({"subscription_data": data})))
+}
+
+/// `POST /user_topics`.
+pub async fn update_user_topic(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let channel = ChannelId(params.required_int::<u64>("stream_id")?);
+    let topic = topic_param(&params.required_str("topic")?);
+    let policy: i64 = params.required_int("visibility_policy")?;
+    let policy = u8::try_from(policy)
+        .ok()
+        .filter(|p| *p <= 3)
+        .ok_or_else(|| {
+            ApiError::bad_request("Invalid visibility_policy").with("var_name", "visibility_policy")
+        })?;
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::channels::set_topic_visibility(s, ctx, channel, topic, policy)
+        })
+        .await?;
+    Ok(params.success(json!({})))
+}
+
+/// `PATCH /users/me/subscriptions/muted_topics` (deprecated): mute or unmute by channel id or
+/// name; repeating the current state is not an error (feature level 169).
+pub async fn update_muted_topic(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let by_id = params.int::<u64>("stream_id")?;
+    let by_name = params.str("stream");
+    let topic = topic_param(&params.required_str("topic")?);
+    let op = params.required_str("op")?;
+    let channel = match (by_id, by_name) {
+        (Some(_), Some(_)) => {
+            let parameters = "stream, stream_id";
+            return Err(ApiError::bad_request(format!(
+                "Unsupported parameter combination: {parameters}"
+            ))
+            .with("parameters", parameters));
+        }
+        (None, None) => return Err(ApiError::missing("stream_id")),
+        (Some(id), None) => ChannelId(id),
+        (None, Some(name)) => state.engine.read(|s| {
+            s.channels
+                .by_name(&name)
+                .map(|c| c.id)
+                .ok_or_else(|| ApiError::bad_request(format!("Invalid channel name '{name}'")))
+        })?,
+    };
+    let policy = match op.as_str() {
+        "add" => 1,
+        "remove" => 0,
+        other => return Err(ApiError::invalid("op", other)),
+    };
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            let me = crate::commands::actor(s, ctx)?;
+            if !s.channels.is_subscribed(me.user_id, channel) && policy == 1 {
+                return Err(ApiError::bad_request("Invalid channel ID"));
+            }
+            if policy == 0 && s.user_topics.policy(me.user_id, channel, &topic) != 1 {
+                return Err(ApiError::bad_request("Topic is not muted"));
+            }
+            crate::commands::channels::set_topic_visibility(s, ctx, channel, topic, policy)
+        })
+        .await?;
+    Ok(params.success(json!({})))
+}

@@ -1,0 +1,136 @@
+//! Channel folders.
+
+use crate::events::{Envelope, Event};
+use crate::ids::{FolderId, UserId};
+use crate::markdown::render_paragraphs;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// One channel folder.
+#[derive(Debug, Clone)]
+pub struct Folder {
+    pub id: FolderId,
+    pub name: String,
+    pub description: String,
+    pub rendered_description: String,
+    /// Position in the organization's folder list (new folders go last: order = id).
+    pub order: u64,
+    pub is_archived: bool,
+    pub date_created_ms: i64,
+    pub creator_id: Option<UserId>,
+}
+
+/// All channel folders.
+#[derive(Debug, Clone, Default)]
+pub struct Folders {
+    by_id: BTreeMap<FolderId, Folder>,
+}
+
+impl Folders {
+    pub fn get(&self, id: FolderId) -> Option<&Folder> {
+        self.by_id.get(&id)
+    }
+
+    /// Folders sorted by `order`, then id.
+    pub fn ordered(&self) -> Vec<&Folder> {
+        let mut folders: Vec<&Folder> = self.by_id.values().collect();
+        folders.sort_by_key(|f| (f.order, f.id));
+        folders
+    }
+
+    pub fn max_id(&self) -> FolderId {
+        self.by_id
+            .keys()
+            .next_back()
+            .copied()
+            .unwrap_or(FolderId(0))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Folder> {
+        self.by_id.values()
+    }
+
+    /// Wire form, as `GET /channel_folders` and `channel_folder` events send it.
+    pub fn to_json(folder: &Folder) -> Value {
+        json!({
+            "id": folder.id.0,
+            "name": folder.name,
+            "description": folder.description,
+            "rendered_description": folder.rendered_description,
+            "order": folder.order,
+            "date_created": folder.date_created_ms / 1000,
+            "creator_id": folder.creator_id,
+            "is_archived": folder.is_archived,
+        })
+    }
+
+    pub fn apply(&mut self, env: &Envelope) {
+        match &env.event {
+            Event::ChannelFolderCreated {
+                folder_id,
+                name,
+                description,
+            } => {
+                self.by_id.insert(
+                    *folder_id,
+                    Folder {
+                        id: *folder_id,
+                        name: name.clone(),
+                        description: description.clone(),
+                        rendered_description: render_paragraphs(description),
+                        order: folder_id.0,
+                        is_archived: false,
+                        date_created_ms: env.at,
+                        creator_id: env.actor,
+                    },
+                );
+            }
+            Event::ChannelFolderChanged {
+                folder_id,
+                name,
+                description,
+                is_archived,
+            } => {
+                let Some(folder) = self.by_id.get_mut(folder_id) else {
+                    return;
+                };
+                if let Some(name) = name {
+                    folder.name = name.clone();
+                }
+                if let Some(text) = description {
+                    folder.description = text.clone();
+                    folder.rendered_description = render_paragraphs(text);
+                }
+                if let Some(flag) = is_archived {
+                    folder.is_archived = *flag;
+                }
+            }
+            Event::ChannelFoldersReordered { order } => {
+                for (position, id) in order.iter().enumerate() {
+                    if let Some(folder) = self.by_id.get_mut(id) {
+                        folder.order = position as u64;
+                    }
+                }
+            }
+            Event::RealmCreated { .. }
+            | Event::UserCreated { .. }
+            | Event::ApiKeyRegenerated { .. }
+            | Event::UserDeactivated { .. }
+            | Event::UserReactivated { .. }
+            | Event::UserGroupCreated { .. }
+            | Event::UserGroupMembersChanged { .. }
+            | Event::UserGroupSubgroupsChanged { .. }
+            | Event::UserGroupChanged { .. }
+            | Event::ChannelCreated { .. }
+            | Event::ChannelChanged { .. }
+            | Event::Subscribed { .. }
+            | Event::Unsubscribed { .. }
+            | Event::SubscriptionPropertyChanged { .. }
+            | Event::TopicVisibilitySet { .. } => {}
+        }
+    }
+
+    pub fn dump(&self) -> Value {
+        Value::Array(self.ordered().into_iter().map(Folders::to_json).collect())
+    }
+}

@@ -1,0 +1,101 @@
+//! Per-user topic visibility policies (muted, unmuted, followed).
+
+use crate::events::{Envelope, Event};
+use crate::ids::{ChannelId, UserId};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// One user's policy for one topic.
+#[derive(Debug, Clone)]
+pub struct UserTopic {
+    /// The topic as the user last wrote it (topics match case-insensitively).
+    pub topic: String,
+    pub policy: u8,
+    /// Seconds since the epoch.
+    pub last_updated: i64,
+}
+
+/// Policies of every user; policy 0 (none) is the absence of an entry.
+#[derive(Debug, Clone, Default)]
+pub struct UserTopics {
+    by_user: BTreeMap<UserId, BTreeMap<(ChannelId, String), UserTopic>>,
+}
+
+/// Topics are compared case-insensitively.
+pub fn topic_key(topic: &str) -> String {
+    topic.to_lowercase()
+}
+
+impl UserTopics {
+    /// A user's policies, ordered by channel and topic.
+    pub fn of(&self, user: UserId) -> impl Iterator<Item = (ChannelId, &UserTopic)> {
+        self.by_user
+            .get(&user)
+            .into_iter()
+            .flat_map(|topics| topics.iter().map(|((channel, _), t)| (*channel, t)))
+    }
+
+    /// The policy of one topic for one user (0 when none is set).
+    pub fn policy(&self, user: UserId, channel: ChannelId, topic: &str) -> u8 {
+        self.by_user
+            .get(&user)
+            .and_then(|topics| topics.get(&(channel, topic_key(topic))))
+            .map_or(0, |t| t.policy)
+    }
+
+    pub fn apply(&mut self, env: &Envelope) {
+        match &env.event {
+            Event::TopicVisibilitySet {
+                user_id,
+                channel_id,
+                topic,
+                policy,
+            } => {
+                let topics = self.by_user.entry(*user_id).or_default();
+                let key = (*channel_id, topic_key(topic));
+                if *policy == 0 {
+                    topics.remove(&key);
+                } else {
+                    topics.insert(
+                        key,
+                        UserTopic {
+                            topic: topic.clone(),
+                            policy: *policy,
+                            last_updated: env.at / 1000,
+                        },
+                    );
+                }
+            }
+            Event::RealmCreated { .. }
+            | Event::UserCreated { .. }
+            | Event::ApiKeyRegenerated { .. }
+            | Event::UserDeactivated { .. }
+            | Event::UserReactivated { .. }
+            | Event::UserGroupCreated { .. }
+            | Event::UserGroupMembersChanged { .. }
+            | Event::UserGroupSubgroupsChanged { .. }
+            | Event::UserGroupChanged { .. }
+            | Event::ChannelCreated { .. }
+            | Event::ChannelChanged { .. }
+            | Event::Subscribed { .. }
+            | Event::Unsubscribed { .. }
+            | Event::SubscriptionPropertyChanged { .. }
+            | Event::ChannelFolderCreated { .. }
+            | Event::ChannelFolderChanged { .. }
+            | Event::ChannelFoldersReordered { .. } => {}
+        }
+    }
+
+    pub fn dump(&self) -> Value {
+        let mut out = Vec::new();
+        for (user, topics) in &self.by_user {
+            for ((channel, _), t) in topics {
+                out.push(json!({
+                    "user_id": user.0, "stream_id": channel.0, "topic_name": t.topic,
+                    "visibility_policy": t.policy, "last_updated": t.last_updated,
+                }));
+            }
+        }
+        Value::Array(out)
+    }
+}
