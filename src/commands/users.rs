@@ -3,7 +3,7 @@
 use super::{actor, admin};
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult};
-use crate::events::{Event, Role};
+use crate::events::{Event, Role, UserChange};
 use crate::ids::UserId;
 use crate::projections::Projections;
 
@@ -173,6 +173,47 @@ pub fn deactivate_user(
         })
         .collect();
     events.push(Event::UserDeactivated { user_id: target });
+    Ok((events, ()))
+}
+
+/// `PATCH /users/{user_id}`: an administrator changes a name or a role. Only owners make or
+/// unmake owners, and the last owner keeps the role.
+pub fn update_user(
+    state: &Projections,
+    ctx: &Ctx,
+    target: UserId,
+    full_name: Option<String>,
+    role: Option<Role>,
+) -> ApiResult<(Vec<Event>, ())> {
+    let me = admin(state, ctx)?;
+    let user = state
+        .users
+        .get(target)
+        .ok_or_else(|| ApiError::bad_request("No such user"))?;
+    let mut events = Vec::new();
+    if let Some(role) = role.filter(|r| *r != user.role) {
+        if (role == Role::Owner || user.role == Role::Owner) && me.role != Role::Owner {
+            return Err(ApiError::must_be_owner());
+        }
+        if user.role == Role::Owner && user.is_active && state.users.active_owner_count() <= 1 {
+            return Err(ApiError::bad_request(
+                "The owner permission cannot be removed from the only organization owner.",
+            ));
+        }
+        events.push(Event::UserChanged {
+            user_id: target,
+            change: UserChange::Role(role),
+        });
+    }
+    if let Some(name) = full_name {
+        let name = check_full_name(&name)?;
+        if name != user.full_name {
+            events.push(Event::UserChanged {
+                user_id: target,
+                change: UserChange::FullName(name),
+            });
+        }
+    }
     Ok((events, ()))
 }
 

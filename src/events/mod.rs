@@ -9,7 +9,7 @@ pub mod v1;
 
 pub use v1::{
     ChannelChange, ChannelPermissions, Event, GroupChange, GroupPermissions, GroupSetting,
-    NewSubscription, Role, SubscriptionProperty, SystemGroup, TopicsPolicy,
+    NewSubscription, Role, SubscriptionProperty, SystemGroup, TopicsPolicy, UserChange,
 };
 
 use crate::ids::{Seq, UserId};

@@ -241,6 +241,13 @@ pub enum ChannelChange {
     DefaultForNewUsers(bool),
 }
 
+/// A change to an account's profile or role.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UserChange {
+    FullName(String),
+    Role(Role),
+}
+
 /// A change to a user group.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum GroupChange {
@@ -288,6 +295,8 @@ pub enum Event {
     UserDeactivated { user_id: UserId },
     /// A deactivated account was reactivated.
     UserReactivated { user_id: UserId },
+    /// An account's name or role changed.
+    UserChanged { user_id: UserId, change: UserChange },
     /// A user group came into being. System groups (`system` set) take their members from
     /// roles; `members` and `subgroups` are their direct members and subgroups otherwise.
     UserGroupCreated {
@@ -385,6 +394,7 @@ impl Event {
             Event::ApiKeyRegenerated { .. } => "ApiKeyRegenerated",
             Event::UserDeactivated { .. } => "UserDeactivated",
             Event::UserReactivated { .. } => "UserReactivated",
+            Event::UserChanged { .. } => "UserChanged",
             Event::UserGroupCreated { .. } => "UserGroupCreated",
             Event::UserGroupMembersChanged { .. } => "UserGroupMembersChanged",
             Event::UserGroupSubgroupsChanged { .. } => "UserGroupSubgroupsChanged",

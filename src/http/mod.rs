@@ -67,7 +67,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 endpoint!(api, "/users/me", get => users::get_own_user);
                 endpoint!(api, "/users/me/api_key/regenerate", post => auth::regenerate_api_key);
                 endpoint!(api, "/users", post => users::create_user);
-                endpoint!(api, "/users/{user_id}", delete => users::deactivate_user);
+                endpoint!(api, "/users/{user_id}",
+                    patch => users::update_user,
+                    delete => users::deactivate_user);
                 endpoint!(api, "/users/{user_id}/reactivate", post => users::reactivate_user);
                 endpoint!(api, "/channels/create", post => channels::create_channel);
                 endpoint!(api, "/streams", get => channels::get_streams);

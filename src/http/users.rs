@@ -113,6 +113,32 @@ pub async fn deactivate_user(
     Ok(params.success(json!({})))
 }
 
+/// `PATCH /users/{user_id}`: `full_name` and `role` (administrators).
+pub async fn update_user(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    auth.require_admin()?;
+    let target = UserId(path_id(&req, "user_id")?);
+    let full_name = params.str("full_name");
+    let role = match params.int::<u16>("role")? {
+        None => None,
+        Some(code) => Some(
+            Role::from_code(code)
+                .ok_or_else(|| ApiError::bad_request("Invalid role").with("var_name", "role"))?,
+        ),
+    };
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::users::update_user(s, ctx, target, full_name, role)
+        })
+        .await?;
+    Ok(params.success(json!({})))
+}
+
 /// `POST /users/{user_id}/reactivate`.
 pub async fn reactivate_user(
     state: web::Data<AppState>,

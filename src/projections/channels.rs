@@ -244,6 +244,7 @@ impl Channels {
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }
             | Event::UserReactivated { .. }
+            | Event::UserChanged { .. }
             | Event::UserGroupCreated { .. }
             | Event::UserGroupMembersChanged { .. }
             | Event::UserGroupSubgroupsChanged { .. }

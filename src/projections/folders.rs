@@ -117,6 +117,7 @@ impl Folders {
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }
             | Event::UserReactivated { .. }
+            | Event::UserChanged { .. }
             | Event::UserGroupCreated { .. }
             | Event::UserGroupMembersChanged { .. }
             | Event::UserGroupSubgroupsChanged { .. }

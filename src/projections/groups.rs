@@ -272,6 +272,7 @@ impl Groups {
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }
             | Event::UserReactivated { .. }
+            | Event::UserChanged { .. }
             | Event::ChannelCreated { .. }
             | Event::ChannelChanged { .. }
             | Event::Subscribed { .. }

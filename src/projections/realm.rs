@@ -41,6 +41,7 @@ impl Realm {
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }
             | Event::UserReactivated { .. }
+            | Event::UserChanged { .. }
             | Event::UserGroupCreated { .. }
             | Event::UserGroupMembersChanged { .. }
             | Event::UserGroupSubgroupsChanged { .. }

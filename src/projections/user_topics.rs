@@ -71,6 +71,7 @@ impl UserTopics {
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }
             | Event::UserReactivated { .. }
+            | Event::UserChanged { .. }
             | Event::UserGroupCreated { .. }
             | Event::UserGroupMembersChanged { .. }
             | Event::UserGroupSubgroupsChanged { .. }

@@ -1,6 +1,6 @@
 //! Users and bots, indexed by id and by lower-cased email.
 
-use crate::events::{Envelope, Event, Role};
+use crate::events::{Envelope, Event, Role, UserChange};
 use crate::ids::UserId;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -130,6 +130,14 @@ impl Users {
             Event::UserReactivated { user_id } => {
                 if let Some(user) = self.by_id.get_mut(user_id) {
                     user.is_active = true;
+                }
+            }
+            Event::UserChanged { user_id, change } => {
+                if let Some(user) = self.by_id.get_mut(user_id) {
+                    match change {
+                        UserChange::FullName(name) => user.full_name = name.clone(),
+                        UserChange::Role(role) => user.role = *role,
+                    }
                 }
             }
             Event::RealmCreated { .. }

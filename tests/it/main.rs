@@ -4,6 +4,7 @@
 
 mod admin;
 mod api;
+mod channels;
 mod durability;
 mod fixtures;
 mod support;

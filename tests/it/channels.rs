@@ -1,0 +1,1046 @@
+//! Channels, subscriptions, folders, topic visibility and user groups.
+
+use crate::support::{Creds, Server};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+struct Org {
+    server: Server,
+    owner: Creds,
+    alice: (u64, Creds),
+    bob: (u64, Creds),
+    guest: (u64, Creds),
+}
+
+async fn org() -> Org {
+    let server = Server::start();
+    let owner = server.owner();
+    let alice = server.create_member("alice@example.com", "Alice").await;
+    let bob = server.create_member("bob@example.com", "Bob").await;
+    let guest = server.create_member("guest@example.com", "Gus").await;
+    let (status, body) = server
+        .api(Some(&owner))
+        .call(
+            Method::PATCH,
+            &format!("/users/{}", guest.0),
+            &[("role", "600")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    Org {
+        server,
+        owner,
+        alice,
+        bob,
+        guest,
+    }
+}
+
+async fn create(
+    api: &crate::support::Api,
+    name: &str,
+    extra: &[(&str, &str)],
+) -> (StatusCode, Value) {
+    let mut params = vec![("name", name), ("subscribers", "[]")];
+    params.extend_from_slice(extra);
+    api.post("/channels/create", &params).await
+}
+
+#[tokio::test]
+async fn create_channel_and_read_it_back() {
+    let o = org().await;
+    let alice = o.server.api(Some(&o.alice.1));
+    let subscribers = format!("[{}, {}]", o.alice.0, o.bob.0);
+    let (status, body) = alice
+        .post(
+            "/channels/create",
+            &[
+                ("name", " design "),
+                ("description", "Pixels & <things>"),
+                ("subscribers", &subscribers),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let id = body["id"].as_u64().unwrap();
+    assert_eq!(body, json!({"result": "success", "msg": "", "id": id}));
+
+    let (_, subs) = alice
+        .get(
+            "/users/me/subscriptions",
+            &[("include_subscribers", "true")],
+        )
+        .await;
+    let sub = &subs["subscriptions"][0];
+    let keys: Vec<&str> = sub
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        vec![
+            "stream_id",
+            "name",
+            "description",
+            "rendered_description",
+            "date_created",
+            "creator_id",
+            "invite_only",
+            "subscribers",
+            "desktop_notifications",
+            "email_notifications",
+            "wildcard_mentions_notify",
+            "push_notifications",
+            "audible_notifications",
+            "pin_to_top",
+            "is_muted",
+            "in_home_view",
+            "is_announcement_only",
+            "is_web_public",
+            "color",
+            "stream_post_policy",
+            "message_retention_days",
+            "history_public_to_subscribers",
+            "first_message_id",
+            "folder_id",
+            "topics_policy",
+            "is_recently_active",
+            "stream_weekly_traffic",
+            "can_add_subscribers_group",
+            "can_remove_subscribers_group",
+            "can_administer_channel_group",
+            "can_delete_any_message_group",
+            "can_delete_own_message_group",
+            "can_move_messages_out_of_channel_group",
+            "can_move_messages_within_channel_group",
+            "can_send_message_group",
+            "can_subscribe_group",
+            "can_resolve_topics_group",
+            "can_create_topic_group",
+            "is_archived",
+            "subscriber_count"
+        ]
+    );
+    assert_eq!(sub["name"], "design");
+    assert_eq!(sub["description"], "Pixels & <things>");
+    assert_eq!(
+        sub["rendered_description"],
+        "<p>Pixels &amp; &lt;things&gt;</p>"
+    );
+    assert_eq!(sub["creator_id"], o.alice.0);
+    assert_eq!(sub["subscribers"], json!([o.alice.0, o.bob.0]));
+    assert_eq!(sub["subscriber_count"], 2);
+    assert_eq!(sub["color"], "#76ce90");
+    assert_eq!(sub["desktop_notifications"], Value::Null);
+    assert_eq!(
+        (sub["is_muted"].clone(), sub["in_home_view"].clone()),
+        (json!(false), json!(true))
+    );
+    assert_eq!(sub["topics_policy"], "inherit");
+    assert_eq!(sub["history_public_to_subscribers"], true);
+    assert_eq!(
+        sub["can_administer_channel_group"],
+        json!({"direct_members": [o.alice.0], "direct_subgroups": []})
+    );
+    // Without include_subscribers there is no list.
+    let (_, subs) = alice.get("/users/me/subscriptions", &[]).await;
+    assert!(subs["subscriptions"][0].get("subscribers").is_none());
+
+    // The creator is not subscribed unless listed.
+    let (_, body) = create(&alice, "quiet", &[]).await;
+    let quiet = body["id"].as_u64().unwrap();
+    let (_, subs) = alice.get("/users/me/subscriptions", &[]).await;
+    assert!(subs["subscriptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["stream_id"] != quiet));
+
+    let (status, body) = alice.get(&format!("/streams/{id}"), &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["stream"]["name"], "design");
+    let (_, body) = alice.get("/get_stream_id", &[("stream", "DESIGN")]).await;
+    assert_eq!(body["stream_id"], id);
+    let (_, body) = alice.get(&format!("/streams/{id}/members"), &[]).await;
+    assert_eq!(body["subscribers"], json!([o.alice.0, o.bob.0]));
+    let (_, body) = alice.get("/streams", &[]).await;
+    let names: Vec<&str> = body["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["design", "quiet"]);
+
+    // State survives a restart.
+    let server = o.server.stop().restart();
+    let (_, body) = server
+        .api(Some(&o.alice.1))
+        .get(&format!("/streams/{id}/members"), &[])
+        .await;
+    assert_eq!(body["subscribers"], json!([o.alice.0, o.bob.0]));
+}
+
+#[tokio::test]
+async fn channel_creation_rules() {
+    let o = org().await;
+    let alice = o.server.api(Some(&o.alice.1));
+    assert_eq!(create(&alice, "general", &[]).await.0, StatusCode::OK);
+    let (status, body) = create(&alice, "GENERAL", &[]).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(
+        body,
+        json!({"result":"error","msg":"Channel 'general' already exists","code":"CHANNEL_ALREADY_EXISTS"})
+    );
+    let cases: Vec<(String, &str)> = vec![
+        ("   ".into(), "Channel name can't be empty."),
+        (
+            "x".repeat(61),
+            "Channel name too long (limit: 60 characters).",
+        ),
+        (
+            "bad\u{7}name".into(),
+            "Invalid character in channel name, at position 4.",
+        ),
+    ];
+    for (name, msg) in cases {
+        let (status, body) = create(&alice, &name, &[]).await;
+        assert_eq!(
+            (status, body["msg"].as_str()),
+            (StatusCode::BAD_REQUEST, Some(msg))
+        );
+    }
+    let (_, body) = alice
+        .post(
+            "/channels/create",
+            &[("name", "x"), ("subscribers", "[999]")],
+        )
+        .await;
+    assert_eq!(body["msg"], "No such user");
+    let (_, body) = alice.post("/channels/create", &[("name", "x")]).await;
+    assert_eq!(body["code"], "REQUEST_VARIABLE_MISSING");
+    let (_, body) = create(&alice, "web", &[("is_web_public", "true")]).await;
+    assert_eq!(body["msg"], "Web-public channels are not enabled.");
+    let (_, body) = create(&alice, "kept", &[("message_retention_days", "30")]).await;
+    assert_eq!(
+        body,
+        json!({"result":"error","msg":"Must be an organization owner","code":"UNAUTHORIZED_PRINCIPAL"})
+    );
+    let (_, body) = create(&alice, "default", &[("is_default_stream", "true")]).await;
+    assert_eq!(body["msg"], "Insufficient permission");
+    let (_, body) = create(&alice, "folder", &[("folder_id", "42")]).await;
+    assert_eq!(body["msg"], "Invalid channel folder ID");
+    // Rule 3: a private channel with protected history lets everyone create topics.
+    let (_, groups) = alice.get("/user_groups", &[]).await;
+    let group_id = |name: &str| {
+        groups["user_groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == name)
+            .unwrap()["id"]
+            .as_u64()
+            .unwrap()
+    };
+    let admins = group_id("role:administrators").to_string();
+    let (_, body) = create(
+        &alice,
+        "secret",
+        &[("invite_only", "true"), ("can_create_topic_group", &admins)],
+    )
+    .await;
+    assert_eq!(
+        body,
+        json!({"result":"error","msg":"Unsupported parameter combination: history_public_to_subscribers, can_create_topic_group",
+               "code":"BAD_REQUEST","parameters":"history_public_to_subscribers, can_create_topic_group"})
+    );
+    let internet = group_id("role:internet").to_string();
+    let (_, body) = create(&alice, "net", &[("can_send_message_group", &internet)]).await;
+    assert_eq!(
+        body["msg"],
+        "'can_send_message_group' setting cannot be set to 'role:internet' group."
+    );
+    let (_, body) = create(
+        &alice,
+        "anon",
+        &[(
+            "can_send_message_group",
+            r#"{"direct_members":[999],"direct_subgroups":[]}"#,
+        )],
+    )
+    .await;
+    assert_eq!(body["msg"], "Invalid user ID: 999");
+    // The owner may set retention; guests may not create channels at all.
+    let owner = o.server.api(Some(&o.owner));
+    assert_eq!(
+        create(&owner, "kept", &[("message_retention_days", "unlimited")])
+            .await
+            .0,
+        StatusCode::OK
+    );
+    let guest = o.server.api(Some(&o.guest.1));
+    let (_, body) = create(&guest, "mine", &[]).await;
+    assert_eq!(body["msg"], "Not allowed for guest users");
+}
+
+#[tokio::test]
+async fn private_channels_are_invisible_to_outsiders() {
+    let o = org().await;
+    let alice = o.server.api(Some(&o.alice.1));
+    let bob = o.server.api(Some(&o.bob.1));
+    let owner = o.server.api(Some(&o.owner));
+    let (_, body) = alice
+        .post(
+            "/channels/create",
+            &[
+                ("name", "secret"),
+                ("invite_only", "true"),
+                ("subscribers", &format!("[{}]", o.alice.0)),
+            ],
+        )
+        .await;
+    let id = body["id"].as_u64().unwrap();
+    let invalid = json!({"result":"error","msg":"Invalid channel ID","code":"BAD_REQUEST"});
+    assert_eq!(bob.get(&format!("/streams/{id}"), &[]).await.1, invalid);
+    assert_eq!(
+        bob.get(&format!("/streams/{id}/members"), &[]).await.1,
+        invalid
+    );
+    let (_, body) = bob.get("/get_stream_id", &[("stream", "secret")]).await;
+    assert_eq!(body["msg"], "Invalid channel name 'secret'");
+    let (_, streams) = bob.get("/streams", &[]).await;
+    assert!(streams["streams"].as_array().unwrap().is_empty());
+    let (_, body) = bob
+        .post(
+            "/users/me/subscriptions",
+            &[("subscriptions", r#"[{"name":"secret"}]"#)],
+        )
+        .await;
+    assert_eq!(
+        body,
+        json!({"result":"error","msg":"Unable to access channel (secret).","code":"BAD_REQUEST"})
+    );
+    let (_, body) = bob
+        .post(
+            "/users/me/subscriptions",
+            &[
+                ("subscriptions", r#"[{"name":"secret"}]"#),
+                ("authorization_errors_fatal", "false"),
+            ],
+        )
+        .await;
+    assert_eq!(body["unauthorized"], json!(["secret"]));
+    assert_eq!(body["subscribed"], json!({}));
+    let (status, _) = bob
+        .post(
+            "/user_topics",
+            &[
+                ("stream_id", &id.to_string()),
+                ("topic", "t"),
+                ("visibility_policy", "1"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    // Administrators see the channel's metadata, but not its subscriptions unless they join.
+    let (status, body) = owner.get(&format!("/streams/{id}"), &[]).await;
+    assert_eq!(
+        (status, body["stream"]["invite_only"].clone()),
+        (StatusCode::OK, json!(true))
+    );
+    let (_, body) = owner
+        .post(
+            "/users/me/subscriptions",
+            &[("subscriptions", r#"[{"name":"secret"}]"#)],
+        )
+        .await;
+    assert_eq!(body["msg"], "Unable to access channel (secret).");
+}
+
+#[tokio::test]
+async fn subscribe_and_unsubscribe() {
+    let o = org().await;
+    let alice = o.server.api(Some(&o.alice.1));
+    let bob = o.server.api(Some(&o.bob.1));
+    create(&alice, "general", &[]).await;
+    // Bob joins an existing channel and creates another the legacy way.
+    let (status, body) = bob
+        .post(
+            "/users/me/subscriptions",
+            &[(
+                "subscriptions",
+                r#"[{"name":"general"},{"name":"new one","description":"d"}]"#,
+            )],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let bob_key = o.bob.0.to_string();
+    assert_eq!(
+        body,
+        json!({"result":"success","msg":"","subscribed":{&bob_key: ["general", "new one"]},"already_subscribed":{}})
+    );
+    let (_, body) = bob
+        .post(
+            "/users/me/subscriptions",
+            &[("subscriptions", r#"[{"name":"general"}]"#)],
+        )
+        .await;
+    assert_eq!(body["already_subscribed"], json!({&bob_key: ["general"]}));
+    // Colors go down the palette per user.
+    let (_, subs) = bob.get("/users/me/subscriptions", &[]).await;
+    let colors: Vec<&str> = subs["subscriptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["color"].as_str().unwrap())
+        .collect();
+    assert_eq!(colors, vec!["#76ce90", "#fae589"]);
+    // Members may subscribe others to public channels (realm default: role:members).
+    let principals = format!("[{}]", o.alice.0);
+    let (_, body) = bob
+        .post(
+            "/users/me/subscriptions",
+            &[
+                ("subscriptions", r#"[{"name":"general"}]"#),
+                ("principals", &principals),
+            ],
+        )
+        .await;
+    assert_eq!(
+        body["subscribed"],
+        json!({o.alice.0.to_string(): ["general"]})
+    );
+    // Guests may not use the endpoint at all.
+    let guest = o.server.api(Some(&o.guest.1));
+    let (_, body) = guest
+        .post(
+            "/users/me/subscriptions",
+            &[("subscriptions", r#"[{"name":"general"}]"#)],
+        )
+        .await;
+    assert_eq!(body["msg"], "Not allowed for guest users");
+    // Unsubscribing: removed and not removed; removing others needs permission.
+    let (_, body) = bob
+        .delete(
+            "/users/me/subscriptions",
+            &[("subscriptions", r#"["general"]"#)],
+        )
+        .await;
+    assert_eq!(
+        body,
+        json!({"result":"success","msg":"","removed":["general"],"not_removed":[]})
+    );
+    let (_, body) = bob
+        .delete(
+            "/users/me/subscriptions",
+            &[("subscriptions", r#"["general"]"#)],
+        )
+        .await;
+    assert_eq!(body["not_removed"], json!(["general"]));
+    let (_, body) = bob
+        .delete(
+            "/users/me/subscriptions",
+            &[
+                ("subscriptions", r#"["general"]"#),
+                ("principals", &principals),
+            ],
+        )
+        .await;
+    assert_eq!(body["msg"], "Insufficient permission");
+    let owner = o.server.api(Some(&o.owner));
+    let (_, body) = owner
+        .delete(
+            "/users/me/subscriptions",
+            &[
+                ("subscriptions", r#"["general"]"#),
+                ("principals", &principals),
+            ],
+        )
+        .await;
+    assert_eq!(body["removed"], json!(["general"]));
+    let (_, body) = bob
+        .delete(
+            "/users/me/subscriptions",
+            &[("subscriptions", r#"["nope"]"#)],
+        )
+        .await;
+    assert_eq!(body["msg"], "Channel(s) (nope) do not exist");
+}
+
+#[tokio::test]
+async fn subscription_properties() {
+    let o = org().await;
+    let alice = o.server.api(Some(&o.alice.1));
+    let (_, body) = alice
+        .post(
+            "/channels/create",
+            &[("name", "c"), ("subscribers", &format!("[{}]", o.alice.0))],
+        )
+        .await;
+    let id = body["id"].as_u64().unwrap();
+    let path = format!("/users/me/subscriptions/{id}");
+    let patch = |property: &'static str, value: &'static str| {
+        let path = path.clone();
+        let alice = &alice;
+        async move {
+            alice
+                .call(
+                    Method::PATCH,
+                    &path,
+                    &[("property", property), ("value", value)],
+                )
+                .await
+        }
+    };
+    assert_eq!(patch("color", "#AABBCC").await.0, StatusCode::OK);
+    assert_eq!(patch("in_home_view", "false").await.0, StatusCode::OK);
+    assert_eq!(patch("pin_to_top", "true").await.0, StatusCode::OK);
+    assert_eq!(
+        patch("desktop_notifications", "false").await.0,
+        StatusCode::OK
+    );
+    let (_, subs) = alice.get("/users/me/subscriptions", &[]).await;
+    let sub = &subs["subscriptions"][0];
+    assert_eq!(sub["color"], "#aabbcc");
+    assert_eq!(
+        (sub["is_muted"].clone(), sub["in_home_view"].clone()),
+        (json!(true), json!(false))
+    );
+    assert_eq!(sub["pin_to_top"], true);
+    assert_eq!(sub["desktop_notifications"], false);
+    assert_eq!(
+        patch("color", "blue").await.1["msg"],
+        "color is not a valid hex color code"
+    );
+    assert_eq!(
+        patch("frobnicate", "true").await.1["msg"],
+        "Unknown subscription property: frobnicate"
+    );
+    assert_eq!(
+        patch("is_muted", "maybe").await.1["msg"],
+        "is_muted is not a boolean"
+    );
+    let bob = o.server.api(Some(&o.bob.1));
+    let (_, body) = bob
+        .call(
+            Method::PATCH,
+            &path,
+            &[("property", "is_muted"), ("value", "true")],
+        )
+        .await;
+    assert_eq!(body["msg"], format!("Not subscribed to channel ID {id}"));
+    // The bulk endpoint applies all or nothing.
+    let data = json!([{"stream_id": id, "property": "is_muted", "value": false},
+                      {"stream_id": id, "property": "pin_to_top", "value": false}])
+    .to_string();
+    let (status, body) = alice
+        .post(
+            "/users/me/subscriptions/properties",
+            &[("subscription_data", &data)],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let bad = json!([{"stream_id": id, "property": "is_muted", "value": true},
+                     {"stream_id": 999, "property": "pin_to_top", "value": true}])
+    .to_string();
+    let (_, body) = alice
+        .post(
+            "/users/me/subscriptions/properties",
+            &[("subscription_data", &bad)],
+        )
+        .await;
+    assert_eq!(body["msg"], "Not subscribed to channel ID 999");
+    let (_, subs) = alice.get("/users/me/subscriptions", &[]).await;
+    assert_eq!(
+        subs["subscriptions"][0]["is_muted"], false,
+        "nothing of a failed bulk update applies"
+    );
+}
+
+#[tokio::test]
+async fn topic_visibility() {
+    let o = org().await;
+    let alice = o.server.api(Some(&o.alice.1));
+    let (_, body) = alice
+        .post(
+            "/channels/create",
+            &[("name", "c"), ("subscribers", &format!("[{}]", o.alice.0))],
+        )
+        .await;
+    let id = body["id"].as_u64().unwrap().to_string();
+    for policy in ["1", "2", "3", "0"] {
+        let (status, body) = alice
+            .post(
+                "/user_topics",
+                &[
+                    ("stream_id", &id),
+                    ("topic", "lunch"),
+                    ("visibility_policy", policy),
+                ],
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let (_, body) = alice
+        .post(
+            "/user_topics",
+            &[
+                ("stream_id", &id),
+                ("topic", "lunch"),
+                ("visibility_policy", "7"),
+            ],
+        )
+        .await;
+    assert_eq!(body["msg"], "Invalid visibility_policy");
+    let (_, body) = alice
+        .post(
+            "/user_topics",
+            &[
+                ("stream_id", "999"),
+                ("topic", "lunch"),
+                ("visibility_policy", "1"),
+            ],
+        )
+        .await;
+    assert_eq!(body["msg"], "Invalid channel ID");
+    let long = "t".repeat(61);
+    let (_, body) = alice
+        .post(
+            "/user_topics",
+            &[
+                ("stream_id", &id),
+                ("topic", &long),
+                ("visibility_policy", "1"),
+            ],
+        )
+        .await;
+    assert_eq!(body["msg"], "topic is too long (limit: 60 characters)");
+    // The legacy endpoint.
+    let muted = "/users/me/subscriptions/muted_topics";
+    let (status, _) = alice
+        .call(
+            Method::PATCH,
+            muted,
+            &[("stream_id", &id), ("topic", "news"), ("op", "add")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = alice
+        .call(
+            Method::PATCH,
+            muted,
+            &[("stream", "c"), ("topic", "news"), ("op", "add")],
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "repeating is not an error since feature level 169"
+    );
+    let (_, body) = alice
+        .call(
+            Method::PATCH,
+            muted,
+            &[
+                ("stream", "c"),
+                ("stream_id", &id),
+                ("topic", "news"),
+                ("op", "add"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        body["msg"],
+        "Unsupported parameter combination: stream, stream_id"
+    );
+    let (_, body) = alice
+        .call(
+            Method::PATCH,
+            muted,
+            &[("stream_id", &id), ("topic", "other"), ("op", "remove")],
+        )
+        .await;
+    assert_eq!(body["msg"], "Topic is not muted");
+    // What the projection believes.
+    let (_, dump) = o
+        .server
+        .api(Some(&o.owner))
+        .get("/admin/projections", &[])
+        .await;
+    let topics = &dump["projections"]["user_topics"];
+    assert_eq!(topics.as_array().unwrap().len(), 1);
+    assert_eq!(topics[0]["topic_name"], "news");
+    assert_eq!(topics[0]["visibility_policy"], 1);
+}
+
+#[tokio::test]
+async fn channel_folders() {
+    let o = org().await;
+    let owner = o.server.api(Some(&o.owner));
+    let alice = o.server.api(Some(&o.alice.1));
+    let (_, body) = alice
+        .post(
+            "/channel_folders/create",
+            &[("name", "x"), ("description", "")],
+        )
+        .await;
+    assert_eq!(
+        body,
+        json!({"result":"error","msg":"Must be an organization administrator","code":"UNAUTHORIZED_PRINCIPAL"})
+    );
+    let (_, body) = owner
+        .post(
+            "/channel_folders/create",
+            &[("name", "Frontend"), ("description", "UI *work*")],
+        )
+        .await;
+    let frontend = body["channel_folder_id"].as_u64().unwrap();
+    let (_, body) = owner
+        .post(
+            "/channel_folders/create",
+            &[("name", "Backend"), ("description", "")],
+        )
+        .await;
+    let backend = body["channel_folder_id"].as_u64().unwrap();
+    let (_, body) = owner
+        .post(
+            "/channel_folders/create",
+            &[("name", "frontend"), ("description", "")],
+        )
+        .await;
+    assert_eq!(body["msg"], "Channel folder name already in use");
+    let (_, body) = owner
+        .post(
+            "/channel_folders/create",
+            &[("name", " "), ("description", "")],
+        )
+        .await;
+    assert_eq!(body["msg"], "Channel folder name can't be empty.");
+    let (_, body) = owner
+        .post("/channel_folders/create", &[("name", "n")])
+        .await;
+    assert_eq!(body["var_name"], "description");
+    let (_, body) = alice.get("/channel_folders", &[]).await;
+    let folders = body["channel_folders"].as_array().unwrap();
+    assert_eq!(folders.len(), 2);
+    let keys: Vec<&str> = folders[0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        vec![
+            "id",
+            "name",
+            "description",
+            "rendered_description",
+            "order",
+            "date_created",
+            "creator_id",
+            "is_archived"
+        ]
+    );
+    assert_eq!(folders[0]["name"], "Frontend");
+    assert_eq!(folders[0]["creator_id"], 1);
+
+    // A channel in a folder keeps the folder from being archived.
+    let (_, body) = alice
+        .post(
+            "/channels/create",
+            &[
+                ("name", "ui"),
+                ("subscribers", "[]"),
+                ("folder_id", &frontend.to_string()),
+            ],
+        )
+        .await;
+    assert!(body["id"].is_u64(), "{body}");
+    let path = format!("/channel_folders/{frontend}");
+    let (_, body) = owner
+        .call(Method::PATCH, &path, &[("is_archived", "true")])
+        .await;
+    assert_eq!(
+        body["msg"],
+        "You need to remove all the channels from this folder to archive it."
+    );
+    let (_, body) = owner
+        .call(Method::PATCH, "/channel_folders/99", &[("name", "z")])
+        .await;
+    assert_eq!(body["msg"], "Invalid channel folder ID");
+    let (status, _) = owner
+        .call(
+            Method::PATCH,
+            &format!("/channel_folders/{backend}"),
+            &[("is_archived", "true"), ("name", "Servers")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, body) = alice.get("/channel_folders", &[]).await;
+    assert_eq!(body["channel_folders"].as_array().unwrap().len(), 1);
+    let (_, body) = alice
+        .get("/channel_folders", &[("include_archived", "true")])
+        .await;
+    assert_eq!(body["channel_folders"][1]["name"], "Servers");
+    assert_eq!(body["channel_folders"][1]["is_archived"], true);
+
+    // Reordering needs every folder.
+    let (_, body) = owner
+        .call(
+            Method::PATCH,
+            "/channel_folders",
+            &[("order", &format!("[{backend}]"))],
+        )
+        .await;
+    assert_eq!(body["msg"], "Invalid order mapping.");
+    let (status, _) = owner
+        .call(
+            Method::PATCH,
+            "/channel_folders",
+            &[("order", &format!("[{backend}, {frontend}]"))],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, body) = alice
+        .get("/channel_folders", &[("include_archived", "true")])
+        .await;
+    assert_eq!(body["channel_folders"][0]["id"], backend);
+    assert_eq!(body["channel_folders"][0]["order"], 0);
+}
+
+#[tokio::test]
+async fn user_groups() {
+    let o = org().await;
+    let alice = o.server.api(Some(&o.alice.1));
+    let (status, body) = alice.get("/user_groups", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let groups = body["user_groups"].as_array().unwrap();
+    let names: Vec<&str> = groups.iter().map(|g| g["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        vec![
+            "role:nobody",
+            "role:owners",
+            "role:administrators",
+            "role:moderators",
+            "role:fullmembers",
+            "role:members",
+            "role:everyone",
+            "role:internet"
+        ]
+    );
+    let by_name = |name: &str| groups.iter().find(|g| g["name"] == name).unwrap().clone();
+    let nobody = by_name("role:nobody")["id"].as_u64().unwrap();
+    let owners = by_name("role:owners");
+    assert_eq!(owners["members"], json!([1]));
+    assert_eq!(owners["is_system_group"], true);
+    assert_eq!(owners["date_created"], Value::Null);
+    assert_eq!(owners["can_mention_group"], nobody);
+    assert_eq!(
+        by_name("role:administrators")["direct_subgroup_ids"],
+        json!([owners["id"]])
+    );
+    assert_eq!(
+        by_name("role:members")["members"],
+        json!([o.alice.0, o.bob.0])
+    );
+    assert_eq!(by_name("role:everyone")["members"], json!([o.guest.0]));
+    let guest = o.server.api(Some(&o.guest.1));
+    assert_eq!(
+        guest.get("/user_groups", &[]).await.1["msg"],
+        "Not allowed for guest users"
+    );
+
+    // A user-defined group: creator manages it by default.
+    let members = format!("[{}]", o.alice.0);
+    let (_, body) = alice
+        .post(
+            "/user_groups/create",
+            &[
+                ("name", "designers"),
+                ("description", "d"),
+                ("members", &members),
+            ],
+        )
+        .await;
+    let group = body["group_id"].as_u64().unwrap();
+    let (_, body) = alice
+        .post(
+            "/user_groups/create",
+            &[
+                ("name", "Designers"),
+                ("description", "d"),
+                ("members", "[]"),
+            ],
+        )
+        .await;
+    assert_eq!(body["msg"], "User group 'Designers' already exists.");
+    let (_, body) = alice
+        .post(
+            "/user_groups/create",
+            &[("name", "role:x"), ("description", "d"), ("members", "[]")],
+        )
+        .await;
+    assert_eq!(body["msg"], "User group name cannot start with 'role:'.");
+    let path = format!("/user_groups/{group}/members");
+    let (status, _) = alice
+        .post(&path, &[("add", &format!("[{}]", o.bob.0))])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, body) = alice.get(&path, &[]).await;
+    assert_eq!(body["members"], json!([o.alice.0, o.bob.0]));
+    let bob = o.server.api(Some(&o.bob.1));
+    let (_, body) = bob
+        .post(&path, &[("delete", &format!("[{}]", o.alice.0))])
+        .await;
+    assert_eq!(body["msg"], "Insufficient permission");
+    let (_, body) = alice
+        .get(&format!("/user_groups/{group}/members/{}", o.bob.0), &[])
+        .await;
+    assert_eq!(body["is_user_group_member"], true);
+
+    // Subgroups: no cycles.
+    let (_, body) = alice
+        .post(
+            "/user_groups/create",
+            &[
+                ("name", "inner"),
+                ("description", ""),
+                ("members", "[]"),
+                ("subgroups", &format!("[{group}]")),
+            ],
+        )
+        .await;
+    let inner = body["group_id"].as_u64().unwrap();
+    let (_, body) = alice
+        .post(
+            &format!("/user_groups/{group}/subgroups"),
+            &[("add", &format!("[{inner}]"))],
+        )
+        .await;
+    assert_eq!(
+        body["msg"],
+        format!("User group {group} is already a subgroup of one of the passed subgroups.")
+    );
+    let (_, body) = alice
+        .get(&format!("/user_groups/{inner}/members"), &[])
+        .await;
+    assert_eq!(
+        body["members"],
+        json!([o.alice.0, o.bob.0]),
+        "members through subgroups count"
+    );
+
+    // A group used by a permission cannot be deactivated.
+    let setting = json!({"new": group}).to_string();
+    let (status, body) = alice
+        .call(
+            Method::PATCH,
+            &format!("/user_groups/{inner}"),
+            &[("can_mention_group", &setting)],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, body) = alice
+        .post(&format!("/user_groups/{group}/deactivate"), &[])
+        .await;
+    assert_eq!(body["code"], "CANNOT_DEACTIVATE_GROUP_IN_USE");
+    let (status, _) = alice
+        .post(&format!("/user_groups/{inner}/deactivate"), &[])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, body) = alice.get("/user_groups", &[]).await;
+    assert!(body["user_groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|g| g["id"] != inner));
+    // System groups cannot be edited.
+    let (_, body) = alice
+        .call(
+            Method::PATCH,
+            &format!("/user_groups/{nobody}"),
+            &[("name", "x")],
+        )
+        .await;
+    assert_eq!(body["msg"], "Insufficient permission");
+}
+
+#[tokio::test]
+async fn channel_administration() {
+    let o = org().await;
+    let alice = o.server.api(Some(&o.alice.1));
+    let bob = o.server.api(Some(&o.bob.1));
+    let (_, body) = create(&alice, "c", &[]).await;
+    let id = body["id"].as_u64().unwrap();
+    let path = format!("/streams/{id}");
+    // The creator administers the channel; others may not.
+    let (_, body) = bob
+        .call(Method::PATCH, &path, &[("description", "x")])
+        .await;
+    assert_eq!(
+        body["msg"],
+        "You do not have permission to administer this channel."
+    );
+    let (status, body) = alice
+        .call(
+            Method::PATCH,
+            &path,
+            &[("new_name", "renamed"), ("description", "new")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, body) = alice.get(&path, &[]).await;
+    assert_eq!(
+        (
+            body["stream"]["name"].clone(),
+            body["stream"]["description"].clone()
+        ),
+        (json!("renamed"), json!("new"))
+    );
+    let old = body["stream"]["can_send_message_group"].clone();
+    let admins = {
+        let (_, g) = alice.get("/user_groups", &[]).await;
+        g["user_groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == "role:administrators")
+            .unwrap()["id"]
+            .clone()
+    };
+    let wrong_old = json!({"new": admins, "old": 12345}).to_string();
+    let (_, body) = alice
+        .call(
+            Method::PATCH,
+            &path,
+            &[("can_send_message_group", &wrong_old)],
+        )
+        .await;
+    assert_eq!(body["code"], "EXPECTATION_MISMATCH");
+    let change = json!({"new": admins, "old": old}).to_string();
+    let (status, _) = alice
+        .call(Method::PATCH, &path, &[("can_send_message_group", &change)])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, body) = alice.get(&path, &[]).await;
+    assert_eq!(body["stream"]["can_send_message_group"], admins);
+    assert_eq!(body["stream"]["stream_post_policy"], 2);
+    // Archiving.
+    let (status, _) = alice.delete(&path, &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, body) = alice.get(&path, &[]).await;
+    assert_eq!(body["stream"]["is_archived"], true);
+    let (_, body) = alice.get("/streams", &[]).await;
+    assert!(
+        body["streams"].as_array().unwrap().is_empty(),
+        "archived channels are excluded by default"
+    );
+    let (_, body) = alice
+        .get("/streams", &[("exclude_archived", "false")])
+        .await;
+    assert_eq!(body["streams"].as_array().unwrap().len(), 1);
+}
