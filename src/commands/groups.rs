@@ -131,6 +131,19 @@ pub fn validate_setting(
     Ok(setting)
 }
 
+/// Guests and bots may not use the user-group endpoints.
+pub fn check_group_caller(user: &crate::projections::User) -> ApiResult<()> {
+    if user.role == Role::Guest {
+        return Err(ApiError::bad_request("Not allowed for guest users"));
+    }
+    if user.is_bot() {
+        return Err(ApiError::bad_request(
+            "This endpoint does not accept bot requests.",
+        ));
+    }
+    Ok(())
+}
+
 /// Zulip's group name rules: non-empty, at most 100 characters, not starting with a reserved
 /// prefix, unique.
 pub fn check_group_name(
@@ -140,7 +153,7 @@ pub fn check_group_name(
 ) -> ApiResult<String> {
     let name = name.trim();
     if name.is_empty() {
-        return Err(ApiError::bad_request("User group name cannot be empty."));
+        return Err(ApiError::bad_request("User group name can't be empty!"));
     }
     if name.chars().count() > MAX_GROUP_NAME_LENGTH {
         return Err(ApiError::bad_request(format!(
@@ -154,10 +167,11 @@ pub fn check_group_name(
             )));
         }
     }
+    // Names are unique exactly (deactivated groups included), as Zulip's database constraint.
     if state
         .groups
-        .by_name(name)
-        .is_some_and(|g| Some(g.id) != except)
+        .iter()
+        .any(|g| g.name == name && Some(g.id) != except)
     {
         return Err(ApiError::bad_request(format!(
             "User group '{name}' already exists."
@@ -184,9 +198,7 @@ pub fn create_group(
     new: NewGroup,
 ) -> ApiResult<(Vec<Event>, GroupId)> {
     let me = actor(state, ctx)?;
-    if me.role == Role::Guest {
-        return Err(ApiError::bad_request("Not allowed for guest users"));
-    }
+    check_group_caller(me)?;
     if !state.realm_allows(me.user_id, "can_create_groups") {
         return Err(ApiError::bad_request("Insufficient permission"));
     }
@@ -283,6 +295,7 @@ pub fn update_members(
     delete: Vec<UserId>,
 ) -> ApiResult<(Vec<Event>, ())> {
     let me = actor(state, ctx)?;
+    check_group_caller(me)?;
     let g = user_defined_group(state, group)?;
     if g.deactivated {
         return Err(ApiError::bad_request("User group is deactivated."));
@@ -376,6 +389,7 @@ pub fn update_subgroups(
     delete: Vec<GroupId>,
 ) -> ApiResult<(Vec<Event>, ())> {
     let me = actor(state, ctx)?;
+    check_group_caller(me)?;
     let g = user_defined_group(state, group)?;
     if !may_manage(state, me.user_id, group) {
         return Err(ApiError::bad_request("Insufficient permission"));
@@ -427,6 +441,7 @@ pub fn change_group(
     changes: Vec<GroupChange>,
 ) -> ApiResult<(Vec<Event>, ())> {
     let me = actor(state, ctx)?;
+    check_group_caller(me)?;
     user_defined_group(state, group)?;
     if !may_manage(state, me.user_id, group) {
         return Err(ApiError::bad_request("Insufficient permission"));

@@ -45,28 +45,28 @@ pub fn channel_json(state: &Projections, channel: &Channel) -> Value {
     put("name", json!(channel.name));
     put("is_archived", json!(channel.is_archived));
     put("description", json!(channel.description));
-    put("rendered_description", json!(channel.rendered_description));
     put("date_created", json!(channel.date_created_ms / 1000));
     put("creator_id", json!(channel.creator_id));
     put("invite_only", json!(channel.invite_only));
+    put("rendered_description", json!(channel.rendered_description));
     put("is_web_public", json!(channel.is_web_public));
     put("stream_post_policy", json!(policy));
-    put(
-        "history_public_to_subscribers",
-        json!(channel.history_public_to_subscribers),
-    );
-    // No messages exist yet, so no channel has a first message or any traffic.
-    put("first_message_id", Value::Null);
-    put("folder_id", json!(channel.folder_id));
-    put("topics_policy", json!(channel.topics_policy.as_str()));
     put(
         "message_retention_days",
         json!(channel.message_retention_days),
     );
+    put(
+        "history_public_to_subscribers",
+        json!(channel.history_public_to_subscribers),
+    );
+    put("topics_policy", json!(channel.topics_policy.as_str()));
+    // No messages exist yet, so no channel has a first message or any traffic.
+    put("first_message_id", Value::Null);
+    put("folder_id", json!(channel.folder_id));
+    put("is_recently_active", json!(true));
     put("is_announcement_only", json!(policy == 2));
     permissions_into(&mut map, &channel.permissions);
     map.insert("stream_weekly_traffic".into(), Value::Null);
-    map.insert("is_recently_active".into(), json!(true));
     map.insert(
         "subscriber_count".into(),
         json!(subscriber_count(state, channel)),
@@ -254,9 +254,6 @@ pub async fn get_streams(
     let include_content = params.bool("include_can_access_content")?.unwrap_or(false);
     let streams = state.engine.read(|s| {
         let user = me(s, &auth)?;
-        if include_all && !user.role.is_admin() {
-            return Err(ApiError::bad_request("User not authorized for this query"));
-        }
         let owner_subscribed = |c: &Channel| {
             include_owner_subscribed
                 && user.is_bot()
@@ -264,11 +261,13 @@ pub async fn get_streams(
                     .bot_owner_id
                     .is_some_and(|o| s.channels.is_subscribed(o, c.id))
         };
-        Ok(s.channels
+        let mut channels: Vec<&Channel> = s
+            .channels
             .iter()
             .filter(|c| !(exclude_archived && c.is_archived))
-            .filter(|c| access(s, user, c) != Access::None || include_all)
+            .filter(|c| access(s, user, c) != Access::None)
             .filter(|c| {
+                // `include_all`: every channel the user has metadata access to.
                 include_all
                     || include_public && !c.invite_only && user.role != crate::events::Role::Guest
                     || include_web_public && c.is_web_public
@@ -277,14 +276,20 @@ pub async fn get_streams(
                     || include_content && access(s, user, c) == Access::Content
                     || owner_subscribed(c)
             })
-            .map(|c| {
-                let mut value = channel_json(s, c);
-                if let Value::Object(map) = &mut value {
-                    map.insert("is_default".into(), json!(c.is_default));
-                }
-                value
-            })
-            .collect::<Vec<_>>())
+            .collect();
+        channels.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok::<_, ApiError>(
+            channels
+                .into_iter()
+                .map(|c| {
+                    let mut value = channel_json(s, c);
+                    if let (true, Value::Object(map)) = (include_default, &mut value) {
+                        map.insert("is_default".into(), json!(c.is_default));
+                    }
+                    value
+                })
+                .collect::<Vec<_>>(),
+        )
     })?;
     Ok(params.success(json!({"streams": streams})))
 }
@@ -319,7 +324,7 @@ pub async fn get_stream_id(
         let user = me(s, &auth)?;
         s.channels
             .by_name(&name)
-            .filter(|c| access(s, user, c) != Access::None)
+            .filter(|c| access(s, user, c) == Access::Content)
             .map(|c| c.id.0)
             .ok_or_else(|| ApiError::bad_request(format!("Invalid channel name '{name}'")))
     })?;
@@ -418,9 +423,10 @@ pub async fn update_stream(
     })?;
     let mut changes = Vec::new();
     if let Some(name) = params.str("new_name") {
-        if name.trim() != current.name {
-            changes.push(ChannelChange::Name(name));
+        if name.trim() == current.name {
+            return Err(ApiError::bad_request("Channel already has that name."));
         }
+        changes.push(ChannelChange::Name(name));
     }
     if let Some(text) = params.str("description") {
         changes.push(ChannelChange::Description(text));
@@ -490,7 +496,7 @@ pub async fn archive_stream(
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
             if s.channels.get(id).is_some_and(|c| c.is_archived) {
-                return Err(ApiError::bad_request("Channel is already archived."));
+                return Err(ApiError::bad_request("Channel is already deactivated"));
             }
             crate::commands::channels::change_channel(
                 s,

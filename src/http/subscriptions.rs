@@ -197,10 +197,18 @@ pub async fn update_subscription_properties(
         .json("subscription_data")?
         .ok_or_else(|| ApiError::missing("subscription_data"))?;
     let mut changes = Vec::new();
-    for item in &data {
-        let change: PropertyChange = serde_json::from_value(item.clone())
-            .map_err(|_| ApiError::invalid("subscription_data", &item.to_string()))?;
-        let parsed = parse_subscription_property(&change.property, &change.value)?;
+    for (index, item) in data.iter().enumerate() {
+        let change: PropertyChange = serde_json::from_value(item.clone()).map_err(|_| {
+            ApiError::invalid(&format!("subscription_data[{index}]"), &item.to_string())
+        })?;
+        let parsed = parse_subscription_property(&change.property, &change.value).map_err(|e| {
+            match e.body()["msg"].as_str() {
+                Some(msg) if msg.ends_with("valid hex color code") => ApiError::bad_request(
+                    format!("Invalid subscription_data[{index}]: Value error, {msg}"),
+                ),
+                _ => e,
+            }
+        })?;
         changes.push((ChannelId(change.stream_id), parsed));
     }
     state
@@ -209,7 +217,7 @@ pub async fn update_subscription_properties(
             crate::commands::channels::set_subscription_properties(s, ctx, changes)
         })
         .await?;
-    Ok(params.success(json!({"subscription_data": data})))
+    Ok(params.success(json!({})))
 }
 
 /// `POST /user_topics`.
@@ -249,7 +257,7 @@ pub async fn update_muted_topic(
     let op = params.required_str("op")?;
     let channel = match (by_id, by_name) {
         (Some(_), Some(_)) => {
-            let parameters = "stream, stream_id";
+            let parameters = "stream_id, stream";
             return Err(ApiError::bad_request(format!(
                 "Unsupported parameter combination: {parameters}"
             ))
@@ -273,11 +281,14 @@ pub async fn update_muted_topic(
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
             let me = crate::commands::actor(s, ctx)?;
-            if !s.channels.is_subscribed(me.user_id, channel) && policy == 1 {
-                return Err(ApiError::bad_request("Invalid channel ID"));
-            }
-            if policy == 0 && s.user_topics.policy(me.user_id, channel, &topic) != 1 {
-                return Err(ApiError::bad_request("Topic is not muted"));
+            if policy == 0 {
+                if s.channels.get(channel).is_none() {
+                    return Err(ApiError::bad_request("Topic is not muted"));
+                }
+                // Unmuting a topic that is not muted changes nothing (feature level 169).
+                if s.user_topics.policy(me.user_id, channel, &topic) != 1 {
+                    return Ok((Vec::new(), ()));
+                }
             }
             crate::commands::channels::set_topic_visibility(s, ctx, channel, topic, policy)
         })

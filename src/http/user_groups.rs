@@ -8,7 +8,7 @@ use super::wire::{parse_group_setting, render_group_setting};
 use super::{path_id, AppState, Auth, Params};
 use crate::commands::groups::NewGroup;
 use crate::error::{ApiError, ApiResult};
-use crate::events::{GroupChange, GroupPermissions, Role};
+use crate::events::{GroupChange, GroupPermissions};
 use crate::ids::{GroupId, UserId};
 use crate::projections::{Group, Projections};
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -56,12 +56,11 @@ pub fn group_json(state: &Projections, group: &Group) -> Value {
     Value::Object(map)
 }
 
+/// Guests and bots may not use the user-group endpoints.
 fn refuse_guests(state: &Projections, auth: &Auth) -> ApiResult<()> {
     match state.users.get(auth.user_id) {
-        Some(user) if user.role == Role::Guest => {
-            Err(ApiError::bad_request("Not allowed for guest users"))
-        }
-        _ => Ok(()),
+        Some(user) => crate::commands::groups::check_group_caller(user),
+        None => Ok(()),
     }
 }
 

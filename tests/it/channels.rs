@@ -653,13 +653,25 @@ async fn topic_visibility() {
         .await;
     assert_eq!(
         body["msg"],
-        "Unsupported parameter combination: stream, stream_id"
+        "Unsupported parameter combination: stream_id, stream"
+    );
+    let (status, _) = alice
+        .call(
+            Method::PATCH,
+            muted,
+            &[("stream_id", &id), ("topic", "other"), ("op", "remove")],
+        )
+        .await;
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "unmuting a topic that is not muted is a no-op"
     );
     let (_, body) = alice
         .call(
             Method::PATCH,
             muted,
-            &[("stream_id", &id), ("topic", "other"), ("op", "remove")],
+            &[("stream_id", "999"), ("topic", "other"), ("op", "remove")],
         )
         .await;
     assert_eq!(body["msg"], "Topic is not muted");
@@ -871,13 +883,13 @@ async fn user_groups() {
         .post(
             "/user_groups/create",
             &[
-                ("name", "Designers"),
+                ("name", "designers"),
                 ("description", "d"),
                 ("members", "[]"),
             ],
         )
         .await;
-    assert_eq!(body["msg"], "User group 'Designers' already exists.");
+    assert_eq!(body["msg"], "User group 'designers' already exists.");
     let (_, body) = alice
         .post(
             "/user_groups/create",
