@@ -71,3 +71,53 @@ def test_unknown_parameters_are_reported(server):
     answer = client.call_endpoint(url="users/me", method="GET", request={"not_a_parameter": 1})
     assert answer["result"] == "success"
     assert answer["ignored_parameters_unsupported"] == ["not_a_parameter"]
+
+
+def test_channels_subscriptions_and_topics_through_the_client(server):
+    client = owner_client(server)
+    added = client.add_subscriptions(streams=[{"name": "compat", "description": "From the client"}])
+    assert added["result"] == "success", added
+    assert added["subscribed"] == {"1": ["compat"]}
+    subs = client.get_subscriptions()
+    names = [s["name"] for s in subs["subscriptions"]]
+    assert "compat" in names
+    stream_id = client.get_stream_id("compat")["stream_id"]
+    streams = client.get_streams()["streams"]
+    assert any(s["stream_id"] == stream_id for s in streams)
+
+    settings = client.update_subscription_settings(
+        [{"stream_id": stream_id, "property": "pin_to_top", "value": True}]
+    )
+    assert settings["result"] == "success", settings
+    pinned = [s for s in client.get_subscriptions()["subscriptions"] if s["stream_id"] == stream_id]
+    assert pinned[0]["pin_to_top"] is True
+
+    muted = client.mute_topic({"op": "add", "stream_id": stream_id, "topic": "lunch"})
+    assert muted["result"] == "success", muted
+    policy = client.call_endpoint(
+        url="user_topics",
+        method="POST",
+        request={"stream_id": stream_id, "topic": "lunch", "visibility_policy": 3},
+    )
+    assert policy["result"] == "success", policy
+
+    created = client.call_endpoint(
+        url="channels/create", method="POST", request={"name": "compat-2", "subscribers": [1]}
+    )
+    assert created["result"] == "success", created
+    again = client.call_endpoint(
+        url="channels/create", method="POST", request={"name": "compat-2", "subscribers": [1]}
+    )
+    assert again["code"] == "CHANNEL_ALREADY_EXISTS"
+
+    removed = client.remove_subscriptions(["compat"])
+    assert removed["removed"] == ["compat"]
+
+
+def test_user_groups_through_the_client(server):
+    client = owner_client(server)
+    groups = client.get_user_groups()
+    assert groups["result"] == "success"
+    assert {"role:owners", "role:members", "role:nobody"} <= {g["name"] for g in groups["user_groups"]}
+    created = client.create_user_group({"name": "compat-group", "description": "d", "members": [1]})
+    assert created["result"] == "success", created
