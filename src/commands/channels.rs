@@ -326,6 +326,57 @@ fn channel_created(
     })
 }
 
+/// The subscriptions a new account gets: every default channel that is not archived, with
+/// colors down the palette.
+pub fn default_subscriptions(state: &Projections, user: UserId) -> Vec<Event> {
+    let mut taken = Vec::new();
+    state
+        .channels
+        .iter()
+        .filter(|c| c.is_default && !c.is_archived)
+        .map(|c| {
+            let color = next_color(state, user, &taken);
+            taken.push(color.clone());
+            Event::Subscribed {
+                channel_id: c.id,
+                subscriptions: vec![NewSubscription {
+                    user_id: user,
+                    color,
+                }],
+            }
+        })
+        .collect()
+}
+
+/// `POST /default_streams` and `DELETE /default_streams` (administrators).
+pub fn set_default_channel(
+    state: &Projections,
+    ctx: &Ctx,
+    channel_id: ChannelId,
+    default: bool,
+) -> ApiResult<(Vec<Event>, ())> {
+    let me = admin(state, ctx)?;
+    let channel = visible_channel(state, me, channel_id)?;
+    if default && channel.invite_only {
+        return Err(ApiError::bad_request(
+            "Private channels cannot be made default.",
+        ));
+    }
+    if !default && !channel.is_default {
+        return Err(ApiError::bad_request("Channel is not a default channel."));
+    }
+    if channel.is_default == default {
+        return Ok((Vec::new(), ()));
+    }
+    Ok((
+        vec![Event::ChannelChanged {
+            channel_id,
+            change: ChannelChange::DefaultForNewUsers(default),
+        }],
+        (),
+    ))
+}
+
 /// `POST /channels/create`: a channel and its first subscribers.
 pub fn create_channel(
     state: &Projections,

@@ -120,7 +120,9 @@ pub fn create_user(
         ..user
     };
     let user_id = UserId(state.users.max_id().0 + 1);
-    Ok((vec![user_created(user_id, user, false)], user_id))
+    let mut events = vec![user_created(user_id, user, false)];
+    events.extend(super::channels::default_subscriptions(state, user_id));
+    Ok((events, user_id))
 }
 
 /// `POST /users/me/api_key/regenerate`.

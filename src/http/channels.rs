@@ -518,3 +518,56 @@ pub fn group_ids(params: &mut Params, name: &str) -> ApiResult<Vec<GroupId>> {
         .map(GroupId)
         .collect())
 }
+
+/// `GET /default_streams`: the channels new users are subscribed to.
+pub async fn get_default_streams(
+    state: web::Data<AppState>,
+    auth: Auth,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let streams = state.engine.read(|s| {
+        let user = me(s, &auth)?;
+        Ok::<_, ApiError>(
+            s.channels
+                .iter()
+                .filter(|c| c.is_default && !c.is_archived && access(s, user, c) != Access::None)
+                .map(|c| channel_json(s, c))
+                .collect::<Vec<_>>(),
+        )
+    })?;
+    Ok(params.success(json!({"default_streams": streams})))
+}
+
+/// `POST /default_streams` / `DELETE /default_streams` with `stream_id` (administrators).
+async fn set_default(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+    default: bool,
+) -> ApiResult<HttpResponse> {
+    auth.require_admin()?;
+    let id = ChannelId(params.required_int::<u64>("stream_id")?);
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::channels::set_default_channel(s, ctx, id, default)
+        })
+        .await?;
+    Ok(params.success(json!({})))
+}
+
+pub async fn add_default_stream(
+    state: web::Data<AppState>,
+    auth: Auth,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    set_default(state, auth, params, true).await
+}
+
+pub async fn remove_default_stream(
+    state: web::Data<AppState>,
+    auth: Auth,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    set_default(state, auth, params, false).await
+}

@@ -79,6 +79,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     delete => channels::archive_stream);
                 endpoint!(api, "/streams/{stream_id}/members", get => channels::get_members);
                 endpoint!(api, "/get_stream_id", get => channels::get_stream_id);
+                endpoint!(api, "/default_streams",
+                    get => channels::get_default_streams,
+                    post => channels::add_default_stream,
+                    delete => channels::remove_default_stream);
                 endpoint!(api, "/users/me/{stream_id}/topics", get => channels::get_topics);
                 endpoint!(api, "/users/me/subscriptions",
                     get => subscriptions::get_subscriptions,

@@ -1056,3 +1056,49 @@ async fn channel_administration() {
         .await;
     assert_eq!(body["streams"].as_array().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn default_channels_for_new_users() {
+    let o = org().await;
+    let owner = o.server.api(Some(&o.owner));
+    let (_, body) = create(&owner, "welcome", &[("is_default_stream", "true")]).await;
+    let welcome = body["id"].as_u64().unwrap();
+    let (_, body) = create(&owner, "lobby", &[]).await;
+    let lobby = body["id"].as_u64().unwrap().to_string();
+    let alice = o.server.api(Some(&o.alice.1));
+    let (_, body) = alice
+        .post("/default_streams", &[("stream_id", &lobby)])
+        .await;
+    assert_eq!(body["msg"], "Must be an organization administrator");
+    let (status, _) = owner
+        .post("/default_streams", &[("stream_id", &lobby)])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, body) = alice.get("/default_streams", &[]).await;
+    let names: Vec<&str> = body["default_streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["welcome", "lobby"]);
+    // A new account starts subscribed to both, with distinct colors.
+    let (_, carol) = o.server.create_member("carol@example.com", "Carol").await;
+    let (_, subs) = o
+        .server
+        .api(Some(&carol))
+        .get("/users/me/subscriptions", &[])
+        .await;
+    let subs = subs["subscriptions"].as_array().unwrap();
+    assert_eq!(subs.len(), 2);
+    assert_eq!(subs[0]["stream_id"], welcome);
+    assert_ne!(subs[0]["color"], subs[1]["color"]);
+    let (_, body) = owner
+        .delete("/default_streams", &[("stream_id", &lobby)])
+        .await;
+    assert_eq!(body["result"], "success");
+    let (_, body) = owner
+        .delete("/default_streams", &[("stream_id", &lobby)])
+        .await;
+    assert_eq!(body["msg"], "Channel is not a default channel.");
+}
