@@ -42,6 +42,10 @@ pub struct Ctx {
 }
 
 type Completion = Box<dyn FnOnce(ApiResult<Seq>) + Send>;
+
+/// Called on the writer thread with each durable batch and the read state right after it (under
+/// its read lock): real-time delivery hangs here.
+pub type Publisher = Arc<dyn Fn(&Projections, &[Envelope]) + Send + Sync>;
 type Decide = Box<dyn FnOnce(&Projections, &Ctx) -> (Vec<Event>, Completion) + Send>;
 
 enum Job {
@@ -78,6 +82,15 @@ fn now_ms() -> i64 {
 impl Engine {
     /// Starts the writer over a log whose contents are already folded into `state`.
     pub fn start(log: Arc<dyn EventLog>, state: Projections) -> std::io::Result<Engine> {
+        Engine::start_with(log, state, None)
+    }
+
+    /// `start`, with a publisher for real-time delivery.
+    pub fn start_with(
+        log: Arc<dyn EventLog>,
+        state: Projections,
+        publisher: Option<Publisher>,
+    ) -> std::io::Result<Engine> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let read = Arc::new(RwLock::new(state.clone()));
         let failed = Arc::new(AtomicBool::new(false));
@@ -87,6 +100,7 @@ impl Engine {
             failed: failed.clone(),
             decided: state,
             last_at: 0,
+            publisher,
         };
         let handle = std::thread::Builder::new()
             .name("chronicle-writer".into())
@@ -180,6 +194,7 @@ struct Writer {
     decided: Projections,
     /// Keeps `at` non-decreasing along the log even if the wall clock steps back.
     last_at: i64,
+    publisher: Option<Publisher>,
 }
 
 impl Writer {
@@ -257,6 +272,14 @@ impl Writer {
                     let mut read = self.read.write().unwrap_or_else(|p| p.into_inner());
                     for env in &staged {
                         read.apply(env);
+                    }
+                }
+                if let Some(publish) = &self.publisher {
+                    // Delivered before the callers are answered, so a client sees the client
+                    // events of its own request by the time it has the response.
+                    let read = self.read.read().unwrap_or_else(|p| p.into_inner());
+                    if catch_unwind(AssertUnwindSafe(|| publish(&read, &staged))).is_err() {
+                        tracing::error!("publishing client events panicked; the batch is durable");
                     }
                 }
                 let seq = self.decided.seq;

@@ -1,3 +1,4 @@
+#![recursion_limit = "256"]
 //! Chronicle: a team chat server that speaks the Zulip REST API, built as an event-sourced
 //! service over an append-only log.
 //!
@@ -16,6 +17,7 @@
 //! - [`projections`]: in-memory state, one file per area, folded by infallible `apply`.
 //! - [`commands`]: pure decisions `(&Projections, &Ctx) -> events + reply`.
 //! - [`engine`]: the single write path and its group commit.
+//! - [`realtime`]: event queues, `/register` initial state, durable events → client events.
 //! - [`http`]: the route table, extractors (`Auth`, `Params`) and handlers, one file per resource.
 //! - [`auth`]: the server secret, API-key derivation, argon2id passwords.
 //! - [`bench`]: `chronicle bench`, measurements against same-run baselines.
@@ -34,6 +36,7 @@ pub mod http;
 pub mod ids;
 pub mod markdown;
 pub mod projections;
+pub mod realtime;
 pub mod server;
 pub mod store;
 pub mod time;

@@ -35,6 +35,9 @@ enum Command {
         /// The URL clients use to reach this server, when it is not http://<bind address>.
         #[arg(long)]
         external_url: Option<String>,
+        /// Long-poll heartbeat in seconds (default: Zulip's 45-55); for tests.
+        #[arg(long, hide = true)]
+        heartbeat_secs: Option<u64>,
     },
     /// Print the projection dump as JSON (the server must be stopped).
     Dump {
@@ -94,6 +97,7 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             owner_email,
             realm_name,
             external_url,
+            heartbeat_secs,
         } => {
             let config = ServeConfig {
                 data_dir,
@@ -101,6 +105,7 @@ fn run(cli: Cli) -> Result<(), Fatal> {
                 owner_email,
                 realm_name,
                 external_url,
+                heartbeat: heartbeat_secs.map(std::time::Duration::from_secs),
             };
             actix_web::rt::System::new().block_on(serve(config))
         }

@@ -29,6 +29,8 @@ pub struct ServeConfig {
     pub realm_name: String,
     /// Overrides the URL clients are told to use (default: `http://<bound address>`).
     pub external_url: Option<String>,
+    /// Long-poll heartbeat interval (default: Zulip's 45–55 s); for tests.
+    pub heartbeat: Option<std::time::Duration>,
 }
 
 /// The files of a data directory.
@@ -214,7 +216,15 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         .trim_end_matches('/')
         .to_owned();
     let log_dyn: Arc<dyn EventLog> = log;
-    let engine = Arc::new(Engine::start(log_dyn, state)?);
+    let site = Site {
+        realm_url: realm_url.clone(),
+    };
+    let queues = Arc::new(crate::realtime::Queues::new(site.clone()));
+    let publisher: crate::engine::Publisher = {
+        let queues = queues.clone();
+        Arc::new(move |state, batch| queues.publish(state, batch))
+    };
+    let engine = Arc::new(Engine::start_with(log_dyn, state, Some(publisher))?);
     if realm_exists {
         // Organizations created before system groups existed get them now (a no-op after).
         engine
@@ -229,10 +239,24 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     let data = web::Data::new(AppState {
         engine: engine.clone(),
         secret,
-        site: Site {
-            realm_url: realm_url.clone(),
-        },
+        site,
+        queues: queues.clone(),
+        heartbeat: config.heartbeat,
     });
+    // Idle queues are collected every minute, as in Zulip.
+    let collector = {
+        let queues = queues.clone();
+        actix_web::rt::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+            loop {
+                tick.tick().await;
+                let dropped = queues.collect_garbage();
+                if dropped > 0 {
+                    tracing::info!(dropped, "collected idle event queues");
+                }
+            }
+        })
+    };
     let server = actix_web::HttpServer::new(move || crate::http::app(data.clone()))
         .listen(listener)?
         .shutdown_timeout(10)
@@ -243,6 +267,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         handle: server.handle(),
     });
     server.await?;
+    collector.abort();
     engine.shutdown().await;
     let seq = engine.read(|s| s.seq);
     tracing::info!(

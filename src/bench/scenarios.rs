@@ -30,6 +30,7 @@ impl InProcess {
             owner_email: OWNER.into(),
             realm_name: "Bench".into(),
             external_url: None,
+            heartbeat: None,
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {

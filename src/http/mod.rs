@@ -7,6 +7,7 @@
 pub mod admin;
 pub mod auth;
 pub mod channels;
+pub mod events;
 pub mod folders;
 pub mod params;
 pub mod server_settings;
@@ -42,6 +43,9 @@ pub struct AppState {
     pub engine: Arc<Engine>,
     pub secret: ServerSecret,
     pub site: Site,
+    pub queues: Arc<crate::realtime::Queues>,
+    /// Long-poll heartbeat interval; `None` for Zulip's 45–55 s.
+    pub heartbeat: Option<std::time::Duration>,
 }
 
 /// Registers one path with its methods; every other method gets Zulip's 405 body.
@@ -114,6 +118,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 endpoint!(api, "/user_groups/{user_group_id}/subgroups",
                     get => user_groups::get_user_group_subgroups,
                     post => user_groups::update_user_group_subgroups);
+                endpoint!(api, "/register", post => events::register);
+                endpoint!(api, "/events",
+                    get => events::get_events,
+                    delete => events::delete_queue);
                 endpoint!(api, "/admin/projections", get => admin::get_projections);
                 endpoint!(api, "/admin/events", get => admin::get_events);
             })

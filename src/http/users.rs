@@ -20,6 +20,75 @@ pub fn avatar_url(site: &super::Site, user: &User) -> String {
     )
 }
 
+/// Whether `viewer` may see `user`'s real email address. Zulip's default visibility for new
+/// organizations is "administrators only"; bots' addresses are always visible.
+pub fn email_visible(viewer: &User, user: &User) -> bool {
+    viewer.user_id == user.user_id || user.is_bot() || viewer.role.is_admin()
+}
+
+/// The placeholder API email Zulip gives when the real one is hidden: `user{id}@{host}`, with
+/// a reserved domain when the server is reached by IP address.
+pub fn placeholder_email(site: &super::Site, user: &User) -> String {
+    let host = site
+        .realm_url
+        .split("://")
+        .nth(1)
+        .unwrap_or_default()
+        .split(['/', ':'])
+        .next()
+        .unwrap_or_default();
+    let is_name = host.chars().any(|c| c.is_ascii_alphabetic());
+    let domain = if is_name { host } else { "chronicle.invalid" };
+    format!("user{}@{}", user.user_id, domain)
+}
+
+/// A user as `GET /users`, `/register` (`realm_users`) and `realm_user` events show it to
+/// `viewer`.
+pub fn user_json(site: &super::Site, viewer: &User, user: &User) -> Value {
+    let visible = email_visible(viewer, user);
+    let mut map = serde_json::Map::new();
+    let mut put = |k: &str, v: Value| {
+        map.insert(k.to_owned(), v);
+    };
+    put("user_id", json!(user.user_id.0));
+    put(
+        "delivery_email",
+        if visible {
+            json!(user.email)
+        } else {
+            Value::Null
+        },
+    );
+    put(
+        "email",
+        json!(if visible {
+            user.email.clone()
+        } else {
+            placeholder_email(site, user)
+        }),
+    );
+    put("full_name", json!(user.full_name));
+    put("date_joined", json!(iso8601_ms(user.date_joined_ms)));
+    put("is_active", json!(user.is_active));
+    put("is_owner", json!(user.role == Role::Owner));
+    put("is_admin", json!(user.role.is_admin()));
+    put("is_guest", json!(user.role == Role::Guest));
+    put("is_bot", json!(user.is_bot()));
+    put("bot_type", json!(user.bot_type));
+    if user.is_bot() {
+        put("bot_owner_id", json!(user.bot_owner_id));
+    }
+    put("role", json!(user.role.code()));
+    put("timezone", json!(user.timezone));
+    put("avatar_url", json!(avatar_url(site, user)));
+    put("avatar_version", json!(user.avatar_version));
+    put("is_imported_stub", json!(false));
+    if !user.is_bot() {
+        put("profile_data", json!({}));
+    }
+    Value::Object(map)
+}
+
 /// `GET /users/me`.
 pub async fn get_own_user(
     state: web::Data<AppState>,

@@ -7,7 +7,7 @@
 pub mod channels;
 pub mod folders;
 pub mod groups;
-mod realm;
+pub mod realm;
 pub mod user_topics;
 mod users;
 

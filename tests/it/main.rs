@@ -7,4 +7,5 @@ mod api;
 mod channels;
 mod durability;
 mod fixtures;
+mod realtime;
 mod support;

@@ -34,15 +34,24 @@ pub struct Creds {
 impl Server {
     /// A fresh organization in a new temp dir.
     pub fn start() -> Server {
+        Server::start_with(&[])
+    }
+
+    /// A fresh organization, with extra `serve` arguments.
+    pub fn start_with(args: &[&str]) -> Server {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("data");
-        let mut server = Server::start_in(&dir).expect("server starts");
+        let mut server = Server::start_in_with(&dir, args).expect("server starts");
         server._tmp = Some(tmp);
         server
     }
 
     /// Starts on an existing (or empty) data dir; `Err(stderr)` if the process exits instead.
     pub fn start_in(dir: &Path) -> Result<Server, String> {
+        Server::start_in_with(dir, &[])
+    }
+
+    fn start_in_with(dir: &Path, args: &[&str]) -> Result<Server, String> {
         std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
         let stderr_path = dir.with_extension(format!("stderr-{}", rand_suffix()));
         let stderr = std::fs::File::create(&stderr_path).unwrap();
@@ -50,6 +59,7 @@ impl Server {
             .args(["serve", "--data-dir"])
             .arg(dir)
             .args(["--bind", "127.0.0.1:0"])
+            .args(args)
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())
             .stderr(stderr)

@@ -1,0 +1,164 @@
+//! Real-time API: `POST /register`, `GET /events`, `DELETE /events`.
+
+use super::{AppState, Auth, Params};
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::realtime::register::{initial_state, RegisterRequest};
+use crate::realtime::{
+    poll, Capabilities, PollError, QueueOptions, DEFAULT_QUEUE_LIFESPAN, MAX_QUEUE_LIFESPAN,
+};
+use actix_web::{web, HttpResponse};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+fn bad_queue(queue_id: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::BadEventQueueId,
+        format!("Bad event queue ID: {queue_id}"),
+    )
+    .with("queue_id", queue_id)
+}
+
+fn capabilities(map: &Map<String, Value>) -> Capabilities {
+    let flag = |name: &str| map.get(name).and_then(Value::as_bool).unwrap_or(false);
+    Capabilities {
+        notification_settings_null: flag("notification_settings_null"),
+        bulk_message_deletion: flag("bulk_message_deletion"),
+        user_avatar_url_field_optional: flag("user_avatar_url_field_optional"),
+        stream_typing_notifications: flag("stream_typing_notifications"),
+        user_settings_object: flag("user_settings_object"),
+        linkifier_url_template: flag("linkifier_url_template"),
+        user_list_incomplete: flag("user_list_incomplete"),
+        include_deactivated_groups: flag("include_deactivated_groups"),
+        archived_channels: flag("archived_channels"),
+        empty_topic_name: flag("empty_topic_name"),
+        simplified_presence_events: flag("simplified_presence_events"),
+    }
+}
+
+/// The queue options shared by `POST /register` and `GET /events` without a queue.
+fn queue_options(params: &mut Params) -> ApiResult<(QueueOptions, Option<BTreeSet<String>>, bool)> {
+    let event_types: Option<BTreeSet<String>> = params.json("event_types")?;
+    let fetch_event_types: Option<BTreeSet<String>> = params
+        .json("fetch_event_types")?
+        .or_else(|| event_types.clone());
+    let include_subscribers = match params
+        .str("include_subscribers")
+        .as_deref()
+        .map(|v| v.trim().trim_matches('"'))
+    {
+        None | Some("false") => false,
+        Some("true") | Some("partial") => true,
+        Some(other) => return Err(ApiError::invalid("include_subscribers", other)),
+    };
+    // Narrows filter message events; they are accepted now and apply once messages exist.
+    let _narrow: Option<Value> = params.json("narrow")?;
+    let caps: Map<String, Value> = params.json("client_capabilities")?.unwrap_or_default();
+    let lifespan = match params.int::<i64>("queue_lifespan_secs")? {
+        None | Some(0) => DEFAULT_QUEUE_LIFESPAN,
+        Some(secs) if secs < 0 => {
+            return Err(ApiError::invalid("queue_lifespan_secs", &secs.to_string()))
+        }
+        Some(secs) => Duration::from_secs(secs as u64).min(MAX_QUEUE_LIFESPAN),
+    };
+    let options = QueueOptions {
+        event_types,
+        apply_markdown: params.bool("apply_markdown")?.unwrap_or(false),
+        client_gravatar: params.bool("client_gravatar")?.unwrap_or(true),
+        all_public_streams: params.bool("all_public_streams")?.unwrap_or(false),
+        capabilities: capabilities(&caps),
+        lifespan,
+    };
+    let _slim_presence = params.bool("slim_presence")?;
+    let _presence_history = params.int::<i64>("presence_history_limit_days")?;
+    Ok((options, fetch_event_types, include_subscribers))
+}
+
+/// `POST /register`: a queue plus the initial state, taken at the same log position.
+pub async fn register(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let (options, fetch, include_subscribers) = queue_options(&mut params)?;
+    if options.all_public_streams && auth.role == crate::events::Role::Guest {
+        return Err(ApiError::bad_request("User not authorized for this query"));
+    }
+    let body = state.engine.read(|s| {
+        let me = s
+            .users
+            .get(auth.user_id)
+            .ok_or_else(|| ApiError::internal("user missing"))?;
+        let request = RegisterRequest {
+            fetch_event_types: fetch.as_ref(),
+            include_subscribers,
+            capabilities: &options.capabilities,
+        };
+        let mut body = initial_state(s, &state.site, me, &request);
+        // Registered under the same read lock as the state above: see `realtime`.
+        let queue = state.queues.register(auth.user_id, options.clone(), s.seq);
+        body.insert("queue_id".into(), json!(queue.id));
+        body.insert("last_event_id".into(), json!(queue.last_event_id()));
+        Ok::<_, ApiError>(Value::Object(body))
+    })?;
+    Ok(params.success(body))
+}
+
+/// A heartbeat interval of 45 to 55 seconds, as Zulip's, unless the server was told otherwise.
+fn heartbeat(state: &AppState) -> Duration {
+    state.heartbeat.unwrap_or_else(|| {
+        let jitter = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos() % 10_000);
+        Duration::from_millis(45_000 + u64::from(jitter))
+    })
+}
+
+/// `GET /events`: long-polls a queue.
+pub async fn get_events(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let dont_block = params.bool("dont_block")?.unwrap_or(false);
+    let last_event_id: Option<i64> = params.int("last_event_id")?;
+    let queue = match params.str("queue_id") {
+        Some(id) => state
+            .queues
+            .get(auth.user_id, &id)
+            .map_err(|PollError::BadQueue| bad_queue(&id))?,
+        None if dont_block => {
+            // A queue created on the fly from register-style parameters.
+            let (options, _, _) = queue_options(&mut params)?;
+            let queue = state
+                .engine
+                .read(|s| state.queues.register(auth.user_id, options, s.seq));
+            let events = poll(&queue, None, true, heartbeat(&state)).await;
+            return Ok(params.success(json!({"events": events, "queue_id": queue.id})));
+        }
+        None => return Err(ApiError::missing("queue_id")),
+    };
+    if let Some(last) = last_event_id {
+        if last > queue.last_event_id() {
+            return Err(ApiError::bad_request(format!(
+                "Event {last} was not in this queue"
+            )));
+        }
+    }
+    let events = poll(&queue, last_event_id, dont_block, heartbeat(&state)).await;
+    Ok(params.success(json!({"events": events})))
+}
+
+/// `DELETE /events`: removes a queue.
+pub async fn delete_queue(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let id = params.required_str("queue_id")?;
+    state
+        .queues
+        .remove(auth.user_id, &id)
+        .map_err(|PollError::BadQueue| bad_queue(&id))?;
+    Ok(params.success(json!({})))
+}

@@ -1,0 +1,289 @@
+//! Real-time delivery: event queues fed by the same durable events that feed the projections.
+//!
+//! After each batch is durable and applied, the engine hands its envelopes to [`Queues::publish`]
+//! (on the writer thread, under a read lock of the state right after the batch). `translate`
+//! turns each envelope into the Zulip client events it implies, per recipient; every queue of
+//! a recipient that asked for that event type gets it, numbered per queue, and waiting
+//! long-polls wake. `POST /register` builds the initial state and registers the queue under the
+//! same read lock, so no event falls between them and none is delivered twice: a queue only
+//! takes events with a seq above the state it was given.
+
+pub mod register;
+pub mod translate;
+
+use crate::events::Envelope;
+use crate::http::Site;
+use crate::ids::{Seq, UserId};
+use crate::projections::Projections;
+use serde_json::{json, Value};
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// Zulip's default idle lifetime of a queue (`DEFAULT_EVENT_QUEUE_TIMEOUT_SECS`).
+pub const DEFAULT_QUEUE_LIFESPAN: Duration = Duration::from_secs(600);
+/// The longest lifetime a client may ask for (`MAX_QUEUE_TIMEOUT_SECS`, 7 days).
+pub const MAX_QUEUE_LIFESPAN: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Events a queue holds before it is dropped (the client then re-registers): bounds memory.
+pub const MAX_QUEUE_EVENTS: usize = 10_000;
+
+/// The client capabilities Chronicle's events depend on.
+#[derive(Debug, Clone, Default)]
+pub struct Capabilities {
+    pub notification_settings_null: bool,
+    pub bulk_message_deletion: bool,
+    pub user_avatar_url_field_optional: bool,
+    pub stream_typing_notifications: bool,
+    pub user_settings_object: bool,
+    pub linkifier_url_template: bool,
+    pub user_list_incomplete: bool,
+    pub include_deactivated_groups: bool,
+    pub archived_channels: bool,
+    pub empty_topic_name: bool,
+    pub simplified_presence_events: bool,
+}
+
+/// What a queue was registered for.
+#[derive(Debug, Clone)]
+pub struct QueueOptions {
+    /// `None`: every event type.
+    pub event_types: Option<BTreeSet<String>>,
+    pub apply_markdown: bool,
+    pub client_gravatar: bool,
+    pub all_public_streams: bool,
+    pub capabilities: Capabilities,
+    pub lifespan: Duration,
+}
+
+impl QueueOptions {
+    /// Whether the queue takes events of this type. Heartbeats reach every queue; the legacy
+    /// `muted_topics` event goes only to queues that did not ask for `user_topic`.
+    pub fn wants(&self, event_type: &str) -> bool {
+        let Some(types) = &self.event_types else {
+            return true;
+        };
+        match event_type {
+            "heartbeat" => true,
+            "muted_topics" => types.contains("muted_topics") && !types.contains("user_topic"),
+            other => types.contains(other),
+        }
+    }
+}
+
+struct QueueState {
+    events: VecDeque<(i64, Value)>,
+    next_id: i64,
+    last_poll: Instant,
+    polling: usize,
+    overflowed: bool,
+}
+
+/// One client's event queue.
+pub struct Queue {
+    pub id: String,
+    pub user_id: UserId,
+    pub options: QueueOptions,
+    /// The seq of the state the client was given: only later events are delivered.
+    pub from_seq: Seq,
+    state: Mutex<QueueState>,
+    notify: Notify,
+}
+
+impl Queue {
+    fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn push(&self, event: Value) {
+        let mut state = self.lock();
+        if state.overflowed {
+            return;
+        }
+        if state.events.len() >= MAX_QUEUE_EVENTS {
+            state.overflowed = true;
+            state.events.clear();
+        } else {
+            let id = state.next_id;
+            state.next_id += 1;
+            let mut event = event;
+            if let Value::Object(map) = &mut event {
+                map.insert("id".into(), json!(id));
+            }
+            state.events.push_back((id, event));
+        }
+        drop(state);
+        self.notify.notify_waiters();
+    }
+
+    /// Drops events the client has seen (ids up to `last_event_id`).
+    fn prune(&self, last_event_id: i64) {
+        let mut state = self.lock();
+        while state
+            .events
+            .front()
+            .is_some_and(|(id, _)| *id <= last_event_id)
+        {
+            state.events.pop_front();
+        }
+    }
+
+    /// The id of the newest event in the queue, or -1.
+    pub fn last_event_id(&self) -> i64 {
+        self.lock().next_id - 1
+    }
+}
+
+/// Why `GET /events` could not be answered from a queue.
+#[derive(Debug, PartialEq)]
+pub enum PollError {
+    /// Unknown, foreign, expired or overflowed queue: the client must re-register.
+    BadQueue,
+}
+
+/// All queues of the server.
+pub struct Queues {
+    by_id: Mutex<HashMap<String, Arc<Queue>>>,
+    site: Site,
+}
+
+impl Queues {
+    pub fn new(site: Site) -> Queues {
+        Queues {
+            by_id: Mutex::new(HashMap::new()),
+            site,
+        }
+    }
+
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Queue>>> {
+        self.by_id.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Registers a queue. Call it while holding the read lock of the state the client gets.
+    pub fn register(&self, user_id: UserId, options: QueueOptions, from_seq: Seq) -> Arc<Queue> {
+        let queue = Arc::new(Queue {
+            id: uuid::Uuid::new_v4().to_string(),
+            user_id,
+            options,
+            from_seq,
+            state: Mutex::new(QueueState {
+                events: VecDeque::new(),
+                next_id: 0,
+                last_poll: Instant::now(),
+                polling: 0,
+                overflowed: false,
+            }),
+            notify: Notify::new(),
+        });
+        self.map().insert(queue.id.clone(), queue.clone());
+        queue
+    }
+
+    /// The user's queue with this id.
+    pub fn get(&self, user_id: UserId, id: &str) -> Result<Arc<Queue>, PollError> {
+        let queue = self.map().get(id).cloned().ok_or(PollError::BadQueue)?;
+        if queue.user_id != user_id || queue.lock().overflowed {
+            return Err(PollError::BadQueue);
+        }
+        Ok(queue)
+    }
+
+    /// `DELETE /events`.
+    pub fn remove(&self, user_id: UserId, id: &str) -> Result<(), PollError> {
+        let mut map = self.map();
+        match map.get(id) {
+            Some(q) if q.user_id == user_id => {
+                map.remove(id);
+                Ok(())
+            }
+            _ => Err(PollError::BadQueue),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.map().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Delivers a durable batch: called by the engine with the state right after it.
+    pub fn publish(&self, state: &Projections, batch: &[Envelope]) {
+        let queues: Vec<Arc<Queue>> = self.map().values().cloned().collect();
+        if queues.is_empty() {
+            return;
+        }
+        let mut by_user: HashMap<UserId, Vec<&Arc<Queue>>> = HashMap::new();
+        for q in &queues {
+            by_user.entry(q.user_id).or_default().push(q);
+        }
+        for env in batch {
+            for (user, event) in translate::client_events(state, &self.site, env) {
+                let Some(user_queues) = by_user.get(&user) else {
+                    continue;
+                };
+                let event_type = event["type"].as_str().unwrap_or_default().to_owned();
+                for q in user_queues {
+                    if env.seq > q.from_seq && q.options.wants(&event_type) {
+                        q.push(event.clone());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Drops queues nobody polled for longer than their lifespan.
+    pub fn collect_garbage(&self) -> usize {
+        let now = Instant::now();
+        let mut map = self.map();
+        let before = map.len();
+        map.retain(|_, q| {
+            let state = q.lock();
+            state.polling > 0 || now.duration_since(state.last_poll) < q.options.lifespan
+        });
+        before - map.len()
+    }
+}
+
+/// Long-polls a queue: returns its events after `last_event_id` at once if there are any (or
+/// if `dont_block`), else waits until one arrives or `heartbeat` passes, then returns a
+/// heartbeat.
+pub async fn poll(
+    queue: &Queue,
+    last_event_id: Option<i64>,
+    dont_block: bool,
+    heartbeat: Duration,
+) -> Vec<Value> {
+    if let Some(last) = last_event_id {
+        queue.prune(last);
+    }
+    // Counts this poll as connected until it ends, even if the client goes away mid-wait.
+    struct Polling<'a>(&'a Queue);
+    impl Drop for Polling<'_> {
+        fn drop(&mut self) {
+            let mut state = self.0.lock();
+            state.polling = state.polling.saturating_sub(1);
+            state.last_poll = Instant::now();
+        }
+    }
+    {
+        let mut state = queue.lock();
+        state.last_poll = Instant::now();
+        state.polling += 1;
+    }
+    let _polling = Polling(queue);
+    let deadline = tokio::time::Instant::now() + heartbeat;
+    let events = loop {
+        let notified = queue.notify.notified();
+        let pending: Vec<Value> = queue.lock().events.iter().map(|(_, e)| e.clone()).collect();
+        if !pending.is_empty() || dont_block {
+            break pending;
+        }
+        if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            queue.push(json!({"type": "heartbeat"}));
+            break queue.lock().events.iter().map(|(_, e)| e.clone()).collect();
+        }
+    };
+    events
+}

@@ -1,0 +1,472 @@
+//! The initial state of `POST /register`, from the projections, by fetch type.
+
+use super::Capabilities;
+use crate::commands::channels::{access, Access};
+use crate::events::Role;
+use crate::http::channels::{channel_json, subscription_json};
+use crate::http::server_settings::{ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION};
+use crate::http::subscriptions::EMPTY_TOPIC_DISPLAY_NAME;
+use crate::http::user_groups::group_json;
+use crate::http::users::{avatar_url, user_json};
+use crate::http::wire::render_group_setting;
+use crate::http::Site;
+use crate::markdown::render_paragraphs;
+use crate::projections::realm::REALM_PERMISSION_DEFAULTS;
+use crate::projections::{Folders, Projections, User};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeSet;
+
+/// What the client asked for.
+pub struct RegisterRequest<'a> {
+    /// `None`: every fetch type.
+    pub fetch_event_types: Option<&'a BTreeSet<String>>,
+    pub include_subscribers: bool,
+    pub capabilities: &'a Capabilities,
+}
+
+/// The user's display and notification settings (Zulip's defaults; changing them comes with
+/// `PATCH /settings`).
+fn user_settings() -> Map<String, Value> {
+    let value = json!({
+        "twenty_four_hour_time": false,
+        "dense_mode": true,
+        "web_mark_read_on_scroll_policy": 1,
+        "starred_message_counts": true,
+        "fluid_layout_width": false,
+        "high_contrast_mode": false,
+        "color_scheme": 1,
+        "translate_emoticons": false,
+        "display_emoji_reaction_users": true,
+        "default_language": "en",
+        "web_home_view": "inbox",
+        "emojiset": "google",
+        "demote_inactive_streams": 1,
+        "user_list_style": 2,
+        "timezone": "",
+        "enter_sends": false,
+        "enable_drafts_synchronization": true,
+        "enable_stream_desktop_notifications": false,
+        "enable_stream_email_notifications": false,
+        "enable_stream_push_notifications": false,
+        "enable_stream_audible_notifications": false,
+        "notification_sound": "zulip",
+        "enable_desktop_notifications": true,
+        "enable_sounds": true,
+        "email_notifications_batching_period_seconds": 120,
+        "enable_offline_email_notifications": true,
+        "enable_offline_push_notifications": true,
+        "enable_online_push_notifications": true,
+        "enable_digest_emails": true,
+        "enable_marketing_emails": true,
+        "enable_login_emails": true,
+        "message_content_in_email_notifications": true,
+        "pm_content_in_desktop_notifications": true,
+        "wildcard_mentions_notify": true,
+        "enable_followed_topic_desktop_notifications": true,
+        "enable_followed_topic_email_notifications": true,
+        "enable_followed_topic_push_notifications": true,
+        "enable_followed_topic_audible_notifications": true,
+        "enable_followed_topic_wildcard_mentions_notify": true,
+        "desktop_icon_count_display": 1,
+        "realm_name_in_email_notifications_policy": 1,
+        "automatically_follow_topics_policy": 3,
+        "automatically_unmute_topics_in_muted_streams_policy": 3,
+        "automatically_follow_topics_where_mentioned": true,
+        "presence_enabled": true,
+        "send_private_typing_notifications": true,
+        "send_stream_typing_notifications": true,
+        "send_read_receipts": true,
+        "receives_typing_notifications": true,
+        "allow_private_data_export": false,
+        "email_address_visibility": 3,
+        "web_channel_default_view": 1,
+        "web_font_size_px": 16,
+        "web_line_height_percent": 122,
+        "web_navigate_to_sent_message": true,
+        "web_suggest_update_timezone": true,
+        "hide_ai_features": false,
+        "available_notification_sounds": ["zulip"],
+        "emojiset_choices": [{"key": "google", "text": "Google"}, {"key": "text", "text": "Plain text"}],
+    });
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+/// The eight custom profile field types.
+fn custom_profile_field_types() -> Value {
+    json!({
+        "SHORT_TEXT": {"id": 1, "name": "Text (short)"},
+        "LONG_TEXT": {"id": 2, "name": "Text (long)"},
+        "SELECT": {"id": 3, "name": "List of options"},
+        "DATE": {"id": 4, "name": "Date picker"},
+        "URL": {"id": 5, "name": "Link"},
+        "USER": {"id": 6, "name": "Person picker"},
+        "EXTERNAL_ACCOUNT": {"id": 7, "name": "External account"},
+        "PRONOUNS": {"id": 8, "name": "Pronouns"},
+    })
+}
+
+/// Builds the initial state for `me`. Called under the read lock, with the queue registered in
+/// the same critical section.
+pub fn initial_state(
+    state: &Projections,
+    site: &Site,
+    me: &User,
+    request: &RegisterRequest<'_>,
+) -> Map<String, Value> {
+    let want = |name: &str| {
+        request
+            .fetch_event_types
+            .is_none_or(|types| types.contains(name))
+    };
+    let mut out = Map::new();
+    let mut put = |k: &str, v: Value| {
+        out.insert(k.to_owned(), v);
+    };
+    put("zulip_version", json!(ZULIP_VERSION));
+    put("zulip_feature_level", json!(ZULIP_FEATURE_LEVEL));
+    put("zulip_merge_base", json!(ZULIP_MERGE_BASE));
+
+    if want("realm") {
+        put("realm_name", json!(state.realm.name));
+        put(
+            "realm_description",
+            json!(render_paragraphs(&state.realm.description)),
+        );
+        put("realm_url", json!(site.realm_url));
+        put("realm_uri", json!(site.realm_url));
+        put(
+            "realm_icon_url",
+            json!(format!("{}/avatar/realm", site.realm_url)),
+        );
+        put("realm_icon_source", json!("G"));
+        put(
+            "realm_date_created",
+            json!(state.realm.date_created_ms / 1000),
+        );
+        put(
+            "realm_empty_topic_display_name",
+            json!(EMPTY_TOPIC_DISPLAY_NAME),
+        );
+        put("realm_topics_policy", json!("allow_empty_topic"));
+        put("realm_mandatory_topics", json!(false));
+        put("realm_message_retention_days", json!(-1));
+        put("realm_allow_message_editing", json!(true));
+        put("realm_message_content_edit_limit_seconds", json!(600));
+        put("realm_waiting_period_threshold", json!(0));
+        put("realm_enable_spectator_access", json!(false));
+        put("realm_invite_required", json!(true));
+        put("realm_emails_restricted_to_domains", json!(false));
+        put("realm_default_language", json!("en"));
+        put("realm_plan_type", json!(1));
+        put("realm_push_notifications_enabled", json!(false));
+        put("realm_password_auth_enabled", json!(true));
+        put("realm_email_auth_enabled", json!(true));
+        put(
+            "realm_authentication_methods",
+            json!({"Email": {"enabled": true, "available": true}}),
+        );
+        put("realm_inline_image_preview", json!(true));
+        put("realm_inline_url_embed_preview", json!(false));
+        put("realm_presence_disabled", json!(false));
+        put("realm_send_welcome_emails", json!(true));
+        put("realm_message_edit_history_visibility_policy", json!("all"));
+        put("realm_allow_edit_history", json!(true));
+        put("realm_digest_emails_enabled", json!(false));
+        put("realm_user_group_edit_policy", json!(1));
+        put("realm_bot_creation_policy", json!(1));
+        put("realm_video_chat_provider", json!(0));
+        put("realm_org_type", json!(0));
+        for (name, kind) in REALM_PERMISSION_DEFAULTS {
+            put(
+                &format!("realm_{name}"),
+                render_group_setting(&state.groups.system_setting(*kind)),
+            );
+        }
+        put("max_stream_name_length", json!(60));
+        put("max_stream_description_length", json!(1024));
+        put("max_topic_length", json!(60));
+        put("max_message_length", json!(10_000));
+        put("max_channel_folder_name_length", json!(60));
+        put("max_channel_folder_description_length", json!(1024));
+        put("max_file_upload_size_mib", json!(0));
+        put(
+            "server_typing_started_expiry_period_milliseconds",
+            json!(45_000),
+        );
+        put(
+            "server_typing_stopped_wait_period_milliseconds",
+            json!(12_000),
+        );
+        put(
+            "server_typing_started_wait_period_milliseconds",
+            json!(30_000),
+        );
+        put("server_presence_ping_interval_seconds", json!(60));
+        put("server_presence_offline_threshold_seconds", json!(200));
+        put("event_queue_longpoll_timeout_seconds", json!(90));
+        put(
+            "server_generation",
+            json!(state.realm.date_created_ms / 1000),
+        );
+        put("server_web_public_streams_enabled", json!(false));
+        put("server_avatar_changes_disabled", json!(false));
+        put("server_name_changes_disabled", json!(false));
+        put("server_inline_image_preview", json!(true));
+        put("server_inline_url_embed_preview", json!(false));
+        put("server_needs_upgrade", json!(false));
+        put("server_emoji_data_url", Value::Null);
+        put("server_jitsi_server_url", Value::Null);
+        put("realm_jitsi_server_url", Value::Null);
+        put("giphy_api_key", json!(""));
+        put("development_environment", json!(false));
+        put("password_min_length", json!(6));
+        put("password_min_guesses", json!(10_000));
+        put("settings_send_digest_emails", json!(false));
+    }
+    if want("realm_user") {
+        let mut members = Vec::new();
+        let mut non_active = Vec::new();
+        for user in state.users.iter() {
+            let mut json = user_json(site, me, user);
+            if let Value::Object(map) = &mut json {
+                map.remove("is_active");
+            }
+            if user.is_active {
+                members.push(json);
+            } else {
+                non_active.push(json);
+            }
+        }
+        put("realm_users", Value::Array(members));
+        put("realm_non_active_users", Value::Array(non_active));
+        put("cross_realm_bots", json!([]));
+        put("user_id", json!(me.user_id.0));
+        put("email", json!(me.email));
+        put("delivery_email", json!(me.email));
+        put("full_name", json!(me.full_name));
+        put("avatar_source", json!("G"));
+        put("avatar_url", json!(avatar_url(site, me)));
+        put("avatar_url_medium", json!(avatar_url(site, me)));
+        put("is_admin", json!(me.role.is_admin()));
+        put("is_owner", json!(me.role == Role::Owner));
+        put(
+            "is_moderator",
+            json!(matches!(
+                me.role,
+                Role::Owner | Role::Administrator | Role::Moderator
+            )),
+        );
+        put("is_guest", json!(me.role == Role::Guest));
+        let public = state.realm_allows(me.user_id, "can_create_public_channel_group")
+            && me.role != Role::Guest;
+        let private = state.realm_allows(me.user_id, "can_create_private_channel_group")
+            && me.role != Role::Guest;
+        put("can_create_streams", json!(public || private));
+        put("can_create_public_streams", json!(public));
+        put("can_create_private_streams", json!(private));
+        put("can_create_web_public_streams", json!(false));
+        put(
+            "can_subscribe_other_users",
+            json!(
+                me.role != Role::Guest
+                    && state.realm_allows(me.user_id, "can_add_subscribers_group")
+            ),
+        );
+        put(
+            "can_invite_others_to_realm",
+            json!(
+                me.role != Role::Guest && state.realm_allows(me.user_id, "can_invite_users_group")
+            ),
+        );
+        put("user_list_incomplete", json!(false));
+    }
+    if want("subscription") {
+        let mut subscribed = Vec::new();
+        let mut unsubscribed = Vec::new();
+        for (channel_id, sub) in state.channels.subscriptions_of(me.user_id) {
+            let Some(channel) = state.channels.get(channel_id) else {
+                continue;
+            };
+            let json = subscription_json(state, me, channel, sub, request.include_subscribers);
+            if sub.active {
+                subscribed.push(json);
+            } else {
+                unsubscribed.push(json);
+            }
+        }
+        let never: Vec<Value> = state
+            .channels
+            .iter()
+            .filter(|c| state.channels.subscription(me.user_id, c.id).is_none())
+            .filter(|c| access(state, me, c) != Access::None)
+            .map(|c| {
+                let mut json = channel_json(state, c);
+                if request.include_subscribers {
+                    if let (Value::Object(map), Some(subs)) = (
+                        &mut json,
+                        crate::http::channels::visible_subscribers(state, me, c),
+                    ) {
+                        map.insert("subscribers".into(), json!(subs));
+                    }
+                }
+                json
+            })
+            .collect();
+        put("subscriptions", Value::Array(subscribed));
+        put("unsubscribed", Value::Array(unsubscribed));
+        put("never_subscribed", Value::Array(never));
+    }
+    if want("stream") {
+        let streams: Vec<Value> = state
+            .channels
+            .iter()
+            .filter(|c| !c.is_archived || request.capabilities.archived_channels)
+            .filter(|c| access(state, me, c) != Access::None)
+            .map(|c| channel_json(state, c))
+            .collect();
+        put("streams", Value::Array(streams));
+    }
+    if want("message") {
+        put("max_message_id", json!(-1));
+        if want("update_message_flags") {
+            put(
+                "unread_msgs",
+                json!({"pms": [], "streams": [], "huddles": [], "mentions": [], "count": 0, "old_unreads_missing": false}),
+            );
+        }
+    }
+    if want("starred_messages") {
+        put("starred_messages", json!([]));
+    }
+    if want("user_topic") {
+        let topics: Vec<Value> = state
+            .user_topics
+            .of(me.user_id)
+            .map(|(c, t)| json!({"stream_id": c.0, "topic_name": t.topic, "last_updated": t.last_updated, "visibility_policy": t.policy}))
+            .collect();
+        put("user_topics", Value::Array(topics));
+    }
+    if want("muted_topics")
+        && !request
+            .fetch_event_types
+            .is_some_and(|t| t.contains("user_topic"))
+    {
+        let muted: Vec<Value> = state
+            .user_topics
+            .of(me.user_id)
+            .filter(|(_, t)| t.policy == 1)
+            .filter_map(|(c, t)| {
+                state
+                    .channels
+                    .get(c)
+                    .map(|ch| json!([ch.name, t.topic, t.last_updated]))
+            })
+            .collect();
+        put("muted_topics", Value::Array(muted));
+    }
+    if want("custom_profile_fields") {
+        put("custom_profile_fields", json!([]));
+        put("custom_profile_field_types", custom_profile_field_types());
+    }
+    if want("realm_linkifiers") {
+        put("realm_linkifiers", json!([]));
+    }
+    if want("realm_filters") {
+        put("realm_filters", json!([]));
+    }
+    if want("realm_user_groups") {
+        let groups: Vec<Value> = state
+            .groups
+            .iter()
+            .filter(|g| !g.deactivated || request.capabilities.include_deactivated_groups)
+            .map(|g| group_json(state, g))
+            .collect();
+        put("realm_user_groups", Value::Array(groups));
+    }
+    if want("presence") {
+        put("presences", json!({}));
+        put("presence_last_update_id", json!(-1));
+        put(
+            "server_timestamp",
+            json!(std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |d| d.as_secs_f64())),
+        );
+    }
+    if want("user_settings") {
+        let settings = user_settings();
+        if request.capabilities.user_settings_object {
+            put("user_settings", Value::Object(settings));
+        } else {
+            // Older clients (zulip-terminal among them) read these at the top level.
+            put("user_settings", Value::Object(settings.clone()));
+            for (k, v) in settings {
+                put(&k, v);
+            }
+        }
+    }
+    if want("update_display_settings") || want("update_global_notifications") {
+        for (k, v) in user_settings() {
+            put(&k, v);
+        }
+    }
+    if want("realm_emoji") {
+        put("realm_emoji", json!({}));
+    }
+    if want("channel_folders") {
+        let folders: Vec<Value> = state
+            .folders
+            .ordered()
+            .into_iter()
+            .map(Folders::to_json)
+            .collect();
+        put("channel_folders", Value::Array(folders));
+    }
+    if want("default_streams") {
+        let defaults: Vec<Value> = state
+            .channels
+            .iter()
+            .filter(|c| c.is_default && !c.is_archived)
+            .map(|c| channel_json(state, c))
+            .collect();
+        put("default_streams", Value::Array(defaults));
+    }
+    if want("default_stream_groups") {
+        put("default_stream_groups", json!([]));
+    }
+    for (fetch, key, empty) in [
+        (
+            "recent_private_conversations",
+            "recent_private_conversations",
+            json!([]),
+        ),
+        ("muted_users", "muted_users", json!([])),
+        ("user_status", "user_status", json!({})),
+        ("alert_words", "alert_words", json!([])),
+        ("drafts", "drafts", json!([])),
+        ("scheduled_messages", "scheduled_messages", json!([])),
+        ("saved_snippets", "saved_snippets", json!([])),
+        ("onboarding_steps", "onboarding_steps", json!([])),
+        ("realm_bot", "realm_bots", json!([])),
+        ("realm_playgrounds", "realm_playgrounds", json!([])),
+        ("realm_domains", "realm_domains", json!([])),
+        ("navigation_views", "navigation_views", json!([])),
+    ] {
+        if want(fetch) {
+            put(key, empty);
+        }
+    }
+    if want("video_calls") {
+        put("has_zoom_token", json!(false));
+    }
+    if want("realm_user_settings_defaults") {
+        put(
+            "realm_user_settings_defaults",
+            Value::Object(user_settings()),
+        );
+    }
+    out
+}

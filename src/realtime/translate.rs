@@ -1,0 +1,385 @@
+//! From a durable event to the Zulip client events it implies, per recipient.
+
+use crate::commands::channels::{access, Access};
+use crate::events::{
+    ChannelChange, Envelope, Event, GroupChange, SubscriptionProperty, UserChange,
+};
+use crate::http::channels::{channel_json, subscription_json};
+use crate::http::user_groups::group_json;
+use crate::http::users::user_json;
+use crate::http::wire::render_group_setting;
+use crate::http::Site;
+use crate::ids::{ChannelId, UserId};
+use crate::projections::{Channel, Folders, Projections, User};
+use serde_json::{json, Value};
+
+/// Active accounts.
+fn active(state: &Projections) -> impl Iterator<Item = &User> {
+    state.users.iter().filter(|u| u.is_active)
+}
+
+fn to_all(state: &Projections, event: Value) -> Vec<(UserId, Value)> {
+    active(state).map(|u| (u.user_id, event.clone())).collect()
+}
+
+/// Users who may see a channel exist (its `stream` events).
+fn channel_audience<'a>(
+    state: &'a Projections,
+    channel: &'a Channel,
+) -> impl Iterator<Item = &'a User> + 'a {
+    active(state).filter(move |u| access(state, u, channel) != Access::None)
+}
+
+/// Users who learn about a channel's subscribers (`peer_add` / `peer_remove`): those who can
+/// reach its content, and administrators.
+fn peer_audience<'a>(
+    state: &'a Projections,
+    channel: &'a Channel,
+) -> impl Iterator<Item = &'a User> + 'a {
+    active(state).filter(move |u| access(state, u, channel) == Access::Content || u.role.is_admin())
+}
+
+fn realm_user_update(state: &Projections, user_id: UserId, person: Value) -> Vec<(UserId, Value)> {
+    let mut person = person;
+    person["user_id"] = json!(user_id.0);
+    to_all(
+        state,
+        json!({"type": "realm_user", "op": "update", "person": person}),
+    )
+}
+
+fn channel_update(
+    state: &Projections,
+    channel_id: ChannelId,
+    property: &str,
+    value: Value,
+    extra: Value,
+) -> Vec<(UserId, Value)> {
+    let Some(channel) = state.channels.get(channel_id) else {
+        return Vec::new();
+    };
+    let mut event = json!({
+        "type": "stream", "op": "update", "stream_id": channel_id.0, "name": channel.name,
+        "property": property, "value": value,
+    });
+    if let (Value::Object(map), Value::Object(more)) = (&mut event, extra) {
+        map.extend(more);
+    }
+    channel_audience(state, channel)
+        .map(|u| (u.user_id, event.clone()))
+        .collect()
+}
+
+/// The client events of one durable event, each with the user it is for. `state` is the
+/// state right after the event's batch.
+pub fn client_events(state: &Projections, site: &Site, env: &Envelope) -> Vec<(UserId, Value)> {
+    match &env.event {
+        Event::RealmCreated { .. } | Event::ApiKeyRegenerated { .. } => Vec::new(),
+        Event::UserCreated { user_id, .. } => {
+            let Some(user) = state.users.get(*user_id) else {
+                return Vec::new();
+            };
+            active(state)
+                .map(|viewer| {
+                    (viewer.user_id, json!({"type": "realm_user", "op": "add", "person": user_json(site, viewer, user)}))
+                })
+                .collect()
+        }
+        Event::UserDeactivated { user_id } => {
+            realm_user_update(state, *user_id, json!({"is_active": false}))
+        }
+        Event::UserReactivated { user_id } => {
+            realm_user_update(state, *user_id, json!({"is_active": true}))
+        }
+        Event::UserChanged { user_id, change } => match change {
+            UserChange::FullName(name) => {
+                realm_user_update(state, *user_id, json!({"full_name": name}))
+            }
+            UserChange::Role(role) => {
+                realm_user_update(state, *user_id, json!({"role": role.code()}))
+            }
+        },
+        Event::UserGroupCreated {
+            group_id, system, ..
+        } => {
+            if system.is_some() {
+                return Vec::new();
+            }
+            let Some(group) = state.groups.get(*group_id) else {
+                return Vec::new();
+            };
+            to_all(
+                state,
+                json!({"type": "user_group", "op": "add", "group": group_json(state, group)}),
+            )
+        }
+        Event::UserGroupMembersChanged {
+            group_id,
+            added,
+            removed,
+        } => {
+            let mut out = Vec::new();
+            if !added.is_empty() {
+                out.extend(to_all(state, json!({"type": "user_group", "op": "add_members", "group_id": group_id.0, "user_ids": added})));
+            }
+            if !removed.is_empty() {
+                out.extend(to_all(state, json!({"type": "user_group", "op": "remove_members", "group_id": group_id.0, "user_ids": removed})));
+            }
+            out
+        }
+        Event::UserGroupSubgroupsChanged {
+            group_id,
+            added,
+            removed,
+        } => {
+            let mut out = Vec::new();
+            if !added.is_empty() {
+                out.extend(to_all(state, json!({"type": "user_group", "op": "add_subgroups", "group_id": group_id.0, "direct_subgroup_ids": added})));
+            }
+            if !removed.is_empty() {
+                out.extend(to_all(state, json!({"type": "user_group", "op": "remove_subgroups", "group_id": group_id.0, "direct_subgroup_ids": removed})));
+            }
+            out
+        }
+        Event::UserGroupChanged { group_id, change } => {
+            let data = match change {
+                GroupChange::Name(name) => json!({"name": name}),
+                GroupChange::Description(text) => json!({"description": text}),
+                GroupChange::Permission { setting, value } => {
+                    json!({ setting.as_str(): render_group_setting(value) })
+                }
+                GroupChange::Deactivated(flag) => json!({"deactivated": flag}),
+            };
+            to_all(
+                state,
+                json!({"type": "user_group", "op": "update", "group_id": group_id.0, "data": data}),
+            )
+        }
+        Event::ChannelCreated { channel_id, .. } => {
+            let Some(channel) = state.channels.get(*channel_id) else {
+                return Vec::new();
+            };
+            let event = json!({"type": "stream", "op": "create", "streams": [channel_json(state, channel)]});
+            channel_audience(state, channel)
+                .map(|u| (u.user_id, event.clone()))
+                .collect()
+        }
+        Event::ChannelChanged { channel_id, change } => match change {
+            ChannelChange::Name(name) => {
+                channel_update(state, *channel_id, "name", json!(name), json!({}))
+            }
+            ChannelChange::Description(_) => {
+                let Some(c) = state.channels.get(*channel_id) else {
+                    return Vec::new();
+                };
+                channel_update(
+                    state,
+                    *channel_id,
+                    "description",
+                    json!(c.description),
+                    json!({"rendered_description": c.rendered_description}),
+                )
+            }
+            ChannelChange::Privacy {
+                invite_only,
+                history_public_to_subscribers,
+                is_web_public,
+            } => channel_update(
+                state,
+                *channel_id,
+                "invite_only",
+                json!(invite_only),
+                json!({"history_public_to_subscribers": history_public_to_subscribers, "is_web_public": is_web_public}),
+            ),
+            ChannelChange::MessageRetentionDays(days) => channel_update(
+                state,
+                *channel_id,
+                "message_retention_days",
+                json!(days),
+                json!({}),
+            ),
+            ChannelChange::Folder(folder) => {
+                channel_update(state, *channel_id, "folder_id", json!(folder), json!({}))
+            }
+            ChannelChange::TopicsPolicy(policy) => channel_update(
+                state,
+                *channel_id,
+                "topics_policy",
+                json!(policy.as_str()),
+                json!({}),
+            ),
+            ChannelChange::Permission { setting, value } => channel_update(
+                state,
+                *channel_id,
+                setting,
+                render_group_setting(value),
+                json!({}),
+            ),
+            ChannelChange::Archived(flag) => {
+                channel_update(state, *channel_id, "is_archived", json!(flag), json!({}))
+            }
+            ChannelChange::DefaultForNewUsers(_) => {
+                let defaults: Vec<Value> = state
+                    .channels
+                    .iter()
+                    .filter(|c| c.is_default && !c.is_archived)
+                    .map(|c| channel_json(state, c))
+                    .collect();
+                to_all(
+                    state,
+                    json!({"type": "default_streams", "default_streams": defaults}),
+                )
+            }
+        },
+        Event::Subscribed {
+            channel_id,
+            subscriptions,
+        } => {
+            let Some(channel) = state.channels.get(*channel_id) else {
+                return Vec::new();
+            };
+            let new: Vec<UserId> = subscriptions.iter().map(|s| s.user_id).collect();
+            let mut out = Vec::new();
+            for user_id in &new {
+                let (Some(user), Some(sub)) = (
+                    state.users.get(*user_id),
+                    state.channels.subscription(*user_id, *channel_id),
+                ) else {
+                    continue;
+                };
+                out.push((*user_id, json!({"type": "subscription", "op": "add", "subscriptions": [subscription_json(state, user, channel, sub, true)]})));
+            }
+            let peer = json!({"type": "subscription", "op": "peer_add", "stream_ids": [channel_id.0], "user_ids": new});
+            out.extend(
+                peer_audience(state, channel)
+                    .filter(|u| !new.contains(&u.user_id))
+                    .map(|u| (u.user_id, peer.clone())),
+            );
+            out
+        }
+        Event::Unsubscribed {
+            channel_id,
+            user_ids,
+        } => {
+            let Some(channel) = state.channels.get(*channel_id) else {
+                return Vec::new();
+            };
+            let mut out: Vec<(UserId, Value)> = user_ids
+                .iter()
+                .map(|u| (*u, json!({"type": "subscription", "op": "remove", "subscriptions": [{"name": channel.name, "stream_id": channel_id.0}]})))
+                .collect();
+            let peer = json!({"type": "subscription", "op": "peer_remove", "stream_ids": [channel_id.0], "user_ids": user_ids});
+            out.extend(
+                peer_audience(state, channel)
+                    .filter(|u| !user_ids.contains(&u.user_id))
+                    .map(|u| (u.user_id, peer.clone())),
+            );
+            out
+        }
+        Event::SubscriptionPropertyChanged {
+            user_id,
+            channel_id,
+            property,
+        } => {
+            let update = |property: &str, value: Value| {
+                (
+                    *user_id,
+                    json!({"type": "subscription", "op": "update", "stream_id": channel_id.0, "property": property, "value": value}),
+                )
+            };
+            match property {
+                // Muting sends both the legacy and the current property, legacy first.
+                SubscriptionProperty::IsMuted(muted) => vec![
+                    update("in_home_view", json!(!muted)),
+                    update("is_muted", json!(muted)),
+                ],
+                SubscriptionProperty::Color(c) => vec![update("color", json!(c))],
+                SubscriptionProperty::PinToTop(v) => vec![update("pin_to_top", json!(v))],
+                SubscriptionProperty::DesktopNotifications(v) => {
+                    vec![update("desktop_notifications", json!(v))]
+                }
+                SubscriptionProperty::AudibleNotifications(v) => {
+                    vec![update("audible_notifications", json!(v))]
+                }
+                SubscriptionProperty::PushNotifications(v) => {
+                    vec![update("push_notifications", json!(v))]
+                }
+                SubscriptionProperty::EmailNotifications(v) => {
+                    vec![update("email_notifications", json!(v))]
+                }
+                SubscriptionProperty::WildcardMentionsNotify(v) => {
+                    vec![update("wildcard_mentions_notify", json!(v))]
+                }
+            }
+        }
+        Event::ChannelFolderCreated { folder_id, .. } => {
+            let Some(folder) = state.folders.get(*folder_id) else {
+                return Vec::new();
+            };
+            to_all(
+                state,
+                json!({"type": "channel_folder", "op": "add", "channel_folder": Folders::to_json(folder)}),
+            )
+        }
+        Event::ChannelFolderChanged {
+            folder_id,
+            name,
+            description,
+            is_archived,
+        } => {
+            let mut out = Vec::new();
+            let mut update = |data: Value| {
+                out.extend(to_all(state, json!({"type": "channel_folder", "op": "update", "channel_folder_id": folder_id.0, "data": data})));
+            };
+            if let Some(name) = name {
+                update(json!({"name": name}));
+            }
+            if description.is_some() {
+                if let Some(folder) = state.folders.get(*folder_id) {
+                    update(
+                        json!({"description": folder.description, "rendered_description": folder.rendered_description}),
+                    );
+                }
+            }
+            if let Some(flag) = is_archived {
+                update(json!({"is_archived": flag}));
+            }
+            out
+        }
+        Event::ChannelFoldersReordered { order } => to_all(
+            state,
+            json!({"type": "channel_folder", "op": "reorder", "order": order}),
+        ),
+        Event::TopicVisibilitySet {
+            user_id,
+            channel_id,
+            topic,
+            policy,
+        } => {
+            let muted: Vec<Value> = state
+                .user_topics
+                .of(*user_id)
+                .filter(|(_, t)| t.policy == 1)
+                .filter_map(|(c, t)| {
+                    state
+                        .channels
+                        .get(c)
+                        .map(|channel| json!([channel.name, t.topic, t.last_updated]))
+                })
+                .collect();
+            vec![
+                (
+                    *user_id,
+                    json!({"type": "muted_topics", "muted_topics": muted}),
+                ),
+                (
+                    *user_id,
+                    json!({
+                        "type": "user_topic", "stream_id": channel_id.0, "topic_name": topic,
+                        "last_updated": env.at / 1000, "visibility_policy": policy,
+                    }),
+                ),
+            ]
+        }
+    }
+}

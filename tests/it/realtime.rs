@@ -1,0 +1,425 @@
+//! `/register`, `/events`, and which client events each user receives.
+
+use crate::support::{Api, Creds, Server};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+async fn register(api: &Api, params: &[(&str, &str)]) -> (String, Value) {
+    let (status, body) = api.post("/register", params).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    (body["queue_id"].as_str().unwrap().to_owned(), body)
+}
+
+/// Everything queued so far (without waiting), acknowledging it.
+async fn drain(api: &Api, queue: &str) -> Vec<Value> {
+    let (status, body) = api
+        .get("/events", &[("queue_id", queue), ("dont_block", "true")])
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let events = body["events"].as_array().unwrap().clone();
+    if let Some(last) = events.last() {
+        let last = last["id"].to_string();
+        api.get(
+            "/events",
+            &[
+                ("queue_id", queue),
+                ("last_event_id", &last),
+                ("dont_block", "true"),
+            ],
+        )
+        .await;
+    }
+    events
+}
+
+fn kinds(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| {
+            format!(
+                "{}:{}",
+                e["type"].as_str().unwrap(),
+                e["op"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn register_returns_the_state_clients_read() {
+    let server = Server::start();
+    let (alice_id, alice) = server.create_member("alice@example.com", "Alice").await;
+    let api = server.api(Some(&alice));
+    let (_, body) = register(&api, &[]).await;
+    for key in [
+        "queue_id",
+        "last_event_id",
+        "zulip_version",
+        "zulip_feature_level",
+        "zulip_merge_base",
+        "max_message_id",
+        "user_id",
+        "email",
+        "full_name",
+        "realm_name",
+        "subscriptions",
+        "unsubscribed",
+        "never_subscribed",
+        "realm_users",
+        "realm_non_active_users",
+        "cross_realm_bots",
+        "presences",
+        "realm_user_groups",
+        "realm_emoji",
+        "custom_profile_fields",
+        "muted_topics",
+        "user_topics",
+        "realm_message_retention_days",
+        "user_settings",
+        "twenty_four_hour_time",
+        "pm_content_in_desktop_notifications",
+        "unread_msgs",
+        "starred_messages",
+        "channel_folders",
+        "default_streams",
+        "realm_empty_topic_display_name",
+        "max_topic_length",
+        "server_typing_started_expiry_period_milliseconds",
+        "event_queue_longpoll_timeout_seconds",
+        "realm_linkifiers",
+        "recent_private_conversations",
+    ] {
+        assert!(body.get(key).is_some(), "register lacks {key}");
+    }
+    assert_eq!(body["last_event_id"], -1);
+    assert_eq!(body["user_id"], alice_id);
+    assert_eq!(body["max_message_id"], -1);
+    assert_eq!(body["realm_empty_topic_display_name"], "general chat");
+    assert_eq!(body["event_queue_longpoll_timeout_seconds"], 90);
+    // A member does not see the owner's real address (organization default: admins only).
+    let owner = body["realm_users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["user_id"] == 1)
+        .unwrap()
+        .clone();
+    assert_eq!(owner["delivery_email"], Value::Null);
+    assert_eq!(owner["email"], "user1@chronicle.invalid");
+    assert!(owner.get("is_active").is_none());
+    // fetch_event_types narrows the state; event_types alone narrows both.
+    let (_, body) = register(&api, &[("fetch_event_types", r#"["realm_user"]"#)]).await;
+    assert!(body.get("realm_users").is_some() && body.get("subscriptions").is_none());
+    let (_, body) = register(&api, &[("event_types", r#"["subscription"]"#)]).await;
+    assert!(body.get("subscriptions").is_some() && body.get("realm_users").is_none());
+    // The owner sees real addresses.
+    let (_, body) = register(
+        &server.api(Some(&server.owner())),
+        &[("fetch_event_types", r#"["realm_user"]"#)],
+    )
+    .await;
+    let alice_seen = body["realm_users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["user_id"] == alice_id)
+        .unwrap()
+        .clone();
+    assert_eq!(alice_seen["delivery_email"], "alice@example.com");
+}
+
+#[tokio::test]
+async fn each_user_gets_exactly_the_events_meant_for_them() {
+    let server = Server::start();
+    let owner = server.api(Some(&server.owner()));
+    let (alice_id, alice) = server.create_member("alice@example.com", "Alice").await;
+    let (bob_id, bob) = server.create_member("bob@example.com", "Bob").await;
+    let (alice_api, bob_api) = (server.api(Some(&alice)), server.api(Some(&bob)));
+    let (qa, _) = register(&alice_api, &[]).await;
+    let (qb, _) = register(&bob_api, &[]).await;
+    let (qo, _) = register(&owner, &[("event_types", r#"["subscription"]"#)]).await;
+
+    // A public channel with Alice subscribed.
+    let (_, body) = owner
+        .post(
+            "/channels/create",
+            &[
+                ("name", "general"),
+                ("subscribers", &format!("[{alice_id}]")),
+            ],
+        )
+        .await;
+    let general = body["id"].as_u64().unwrap();
+    let a = drain(&alice_api, &qa).await;
+    assert_eq!(kinds(&a), vec!["stream:create", "subscription:add"]);
+    assert_eq!(a[0]["streams"][0]["name"], "general");
+    assert_eq!(a[1]["subscriptions"][0]["stream_id"], general);
+    assert_eq!(a[1]["subscriptions"][0]["subscribers"], json!([alice_id]));
+    assert_eq!(
+        (a[0]["id"].clone(), a[1]["id"].clone()),
+        (json!(0), json!(1))
+    );
+    let b = drain(&bob_api, &qb).await;
+    assert_eq!(kinds(&b), vec!["stream:create", "subscription:peer_add"]);
+    assert_eq!(
+        b[1],
+        json!({"type":"subscription","op":"peer_add","stream_ids":[general],"user_ids":[alice_id],"id":1})
+    );
+    // The owner's queue asked for subscription events only.
+    assert_eq!(
+        kinds(&drain(&owner, &qo).await),
+        vec!["subscription:peer_add"]
+    );
+
+    // A private channel: Bob, outside it, hears nothing.
+    owner
+        .post(
+            "/channels/create",
+            &[
+                ("name", "secret"),
+                ("invite_only", "true"),
+                ("subscribers", &format!("[{alice_id}]")),
+            ],
+        )
+        .await;
+    assert_eq!(
+        kinds(&drain(&alice_api, &qa).await),
+        vec!["stream:create", "subscription:add"]
+    );
+    assert!(drain(&bob_api, &qb).await.is_empty());
+
+    // Muting sends the legacy property first, only to the user.
+    alice_api
+        .call(
+            Method::PATCH,
+            &format!("/users/me/subscriptions/{general}"),
+            &[("property", "is_muted"), ("value", "true")],
+        )
+        .await;
+    let a = drain(&alice_api, &qa).await;
+    let updates: Vec<(Value, Value)> = a
+        .iter()
+        .map(|e| (e["property"].clone(), e["value"].clone()))
+        .collect();
+    assert_eq!(
+        updates,
+        vec![
+            (json!("in_home_view"), json!(false)),
+            (json!("is_muted"), json!(true))
+        ]
+    );
+    assert!(drain(&bob_api, &qb).await.is_empty());
+
+    // Topic visibility: queues that know `user_topic` do not get the legacy event.
+    let (q_new, _) = register(
+        &alice_api,
+        &[("event_types", r#"["user_topic","muted_topics"]"#)],
+    )
+    .await;
+    let (q_old, _) = register(&alice_api, &[("event_types", r#"["muted_topics"]"#)]).await;
+    alice_api
+        .post(
+            "/user_topics",
+            &[
+                ("stream_id", &general.to_string()),
+                ("topic", "lunch"),
+                ("visibility_policy", "1"),
+            ],
+        )
+        .await;
+    let new = drain(&alice_api, &q_new).await;
+    assert_eq!(kinds(&new), vec!["user_topic:"]);
+    assert_eq!(new[0]["topic_name"], "lunch");
+    assert_eq!(new[0]["visibility_policy"], 1);
+    let old = drain(&alice_api, &q_old).await;
+    assert_eq!(old[0]["muted_topics"][0][0], "general");
+    assert_eq!(old[0]["muted_topics"][0][1], "lunch");
+
+    // Unsubscribing: remove for Bob, peer_remove for the others.
+    bob_api
+        .post(
+            "/users/me/subscriptions",
+            &[("subscriptions", r#"[{"name":"general"}]"#)],
+        )
+        .await;
+    drain(&alice_api, &qa).await;
+    drain(&bob_api, &qb).await;
+    bob_api
+        .delete(
+            "/users/me/subscriptions",
+            &[("subscriptions", r#"["general"]"#)],
+        )
+        .await;
+    let b = drain(&bob_api, &qb).await;
+    assert_eq!(b[0]["op"], "remove");
+    assert_eq!(
+        b[0]["subscriptions"],
+        json!([{"name": "general", "stream_id": general}])
+    );
+    let a = drain(&alice_api, &qa).await;
+    assert_eq!(a[0]["op"], "peer_remove");
+    assert_eq!(a[0]["user_ids"], json!([bob_id]));
+
+    // Users, groups and folders reach everyone.
+    let (carol_id, _) = server.create_member("carol@example.com", "Carol").await;
+    let a = drain(&alice_api, &qa).await;
+    assert_eq!(kinds(&a), vec!["realm_user:add"]);
+    assert_eq!(a[0]["person"]["user_id"], carol_id);
+    assert_eq!(a[0]["person"]["delivery_email"], Value::Null);
+    owner
+        .call(
+            Method::PATCH,
+            &format!("/users/{carol_id}"),
+            &[("full_name", "Caroline")],
+        )
+        .await;
+    let a = drain(&alice_api, &qa).await;
+    assert_eq!(
+        a[0]["person"],
+        json!({"full_name": "Caroline", "user_id": carol_id})
+    );
+    assert_eq!(
+        kinds(&drain(&bob_api, &qb).await),
+        vec!["realm_user:add", "realm_user:update"]
+    );
+    owner
+        .post(
+            "/channel_folders/create",
+            &[("name", "Work"), ("description", "")],
+        )
+        .await;
+    let b = drain(&bob_api, &qb).await;
+    assert_eq!(kinds(&b), vec!["channel_folder:add"]);
+    assert_eq!(b[0]["channel_folder"]["name"], "Work");
+}
+
+#[tokio::test]
+async fn queue_errors_pruning_and_deletion() {
+    let server = Server::start();
+    let owner = server.api(Some(&server.owner()));
+    let (_, alice) = server.create_member("alice@example.com", "Alice").await;
+    let alice_api = server.api(Some(&alice));
+    let (status, body) = owner
+        .get("/events", &[("queue_id", "nope"), ("dont_block", "true")])
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        body,
+        json!({"result":"error","msg":"Bad event queue ID: nope","code":"BAD_EVENT_QUEUE_ID","queue_id":"nope"})
+    );
+    let (_, body) = owner.get("/events", &[]).await;
+    assert_eq!(body["code"], "REQUEST_VARIABLE_MISSING");
+    let (queue, _) = register(&owner, &[]).await;
+    // Another user's queue is not theirs to read.
+    let (_, body) = alice_api
+        .get("/events", &[("queue_id", &queue), ("dont_block", "true")])
+        .await;
+    assert_eq!(body["code"], "BAD_EVENT_QUEUE_ID");
+    let (_, body) = owner
+        .get("/events", &[("queue_id", &queue), ("dont_block", "true")])
+        .await;
+    assert_eq!(body["events"], json!([]));
+    owner
+        .post(
+            "/channel_folders/create",
+            &[("name", "A"), ("description", "")],
+        )
+        .await;
+    owner
+        .post(
+            "/channel_folders/create",
+            &[("name", "B"), ("description", "")],
+        )
+        .await;
+    let (_, body) = owner
+        .get(
+            "/events",
+            &[
+                ("queue_id", &queue),
+                ("last_event_id", "0"),
+                ("dont_block", "true"),
+            ],
+        )
+        .await;
+    let ids: Vec<i64> = body["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, vec![1], "event 0 was acknowledged and pruned");
+    let (_, body) = owner
+        .get(
+            "/events",
+            &[
+                ("queue_id", &queue),
+                ("last_event_id", "9"),
+                ("dont_block", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(body["msg"], "Event 9 was not in this queue");
+    let (status, _) = owner.delete("/events", &[("queue_id", &queue)]).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, body) = owner
+        .get("/events", &[("queue_id", &queue), ("dont_block", "true")])
+        .await;
+    assert_eq!(body["code"], "BAD_EVENT_QUEUE_ID");
+    assert_eq!(
+        owner.delete("/events", &[("queue_id", &queue)]).await.1["code"],
+        "BAD_EVENT_QUEUE_ID"
+    );
+
+    // Queues live in memory: after a restart the client is told to re-register.
+    let (queue, _) = register(&owner, &[]).await;
+    let creds: Creds = server.owner();
+    let server = server.stop().restart();
+    let (status, body) = server
+        .api(Some(&creds))
+        .get("/events", &[("queue_id", &queue), ("dont_block", "true")])
+        .await;
+    assert_eq!(
+        (status, body["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!("BAD_EVENT_QUEUE_ID"))
+    );
+}
+
+#[tokio::test]
+async fn long_polls_wake_on_events_and_send_heartbeats() {
+    let server = Server::start_with(&["--heartbeat-secs", "1"]);
+    let owner = server.api(Some(&server.owner()));
+    let (queue, _) = register(&owner, &[]).await;
+    // Nothing happens: a heartbeat after about a second.
+    let started = Instant::now();
+    let (_, body) = owner
+        .get("/events", &[("queue_id", &queue), ("last_event_id", "-1")])
+        .await;
+    assert_eq!(body["events"][0]["type"], "heartbeat");
+    assert!(started.elapsed() >= Duration::from_millis(900));
+    let heartbeat_id = body["events"][0]["id"].to_string();
+    // A parked poll returns as soon as an event is committed.
+    let poller = {
+        let api = server.api(Some(&server.owner()));
+        let queue = queue.clone();
+        tokio::spawn(async move {
+            api.get(
+                "/events",
+                &[("queue_id", &queue), ("last_event_id", &heartbeat_id)],
+            )
+            .await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    owner
+        .post(
+            "/channel_folders/create",
+            &[("name", "Now"), ("description", "")],
+        )
+        .await;
+    let (_, body) = tokio::time::timeout(Duration::from_secs(5), poller)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(body["events"][0]["type"], "channel_folder");
+}
