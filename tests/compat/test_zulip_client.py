@@ -121,3 +121,37 @@ def test_user_groups_through_the_client(server):
     assert {"role:owners", "role:members", "role:nobody"} <= {g["name"] for g in groups["user_groups"]}
     created = client.create_user_group({"name": "compat-group", "description": "d", "members": [1]})
     assert created["result"] == "success", created
+
+
+def test_call_on_each_event_sees_a_committed_change(server):
+    import threading
+
+    client = owner_client(server)
+    seen = []
+    done = threading.Event()
+
+    def on_event(event):
+        seen.append(event)
+        if event["type"] == "channel_folder":
+            done.set()
+            raise SystemExit  # leaves call_on_each_event's loop
+
+    def listen():
+        try:
+            client.call_on_each_event(on_event, event_types=["channel_folder"])
+        except SystemExit:
+            pass
+
+    listener = threading.Thread(target=listen, daemon=True)
+    listener.start()
+    # Give the listener time to register its queue; then make the change.
+    import time
+
+    time.sleep(1)
+    made = owner_client(server).call_endpoint(
+        url="channel_folders/create", method="POST", request={"name": "Live", "description": ""}
+    )
+    assert made["result"] == "success", made
+    assert done.wait(20), seen
+    assert seen[-1]["op"] == "add"
+    assert seen[-1]["channel_folder"]["name"] == "Live"
