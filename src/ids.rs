@@ -38,6 +38,11 @@ id_type!(
     FolderId
 );
 
+id_type!(
+    /// A message's id.
+    MessageId
+);
+
 /// Position of an event in the log: 1 for the first event, gapless, strictly increasing.
 /// Stored as big-endian bytes so that sled's key order is log order.
 #[derive(

@@ -1,5 +1,13 @@
-//! Rendering of user-supplied text to HTML. Until the Markdown processor lands with messages,
-//! text is rendered as escaped paragraphs, which is what Zulip produces for plain prose.
+//! Rendering of user-supplied text to HTML.
+//!
+//! Messages are CommonMark with GitHub extensions (comrak), raw HTML escaped, plus Zulip's own
+//! syntax: user mentions `@**Full Name**` (silent `@_**Full Name**`, disambiguated
+//! `@**Full Name|12**`), wildcard mentions (`@**all**`, `@**everyone**`, `@**channel**`,
+//! `@**stream**`, `@**topic**`), and channel links `#**channel**`. Zulip syntax inside code is left
+//! alone: it is replaced by placeholder tokens before parsing, outside code only, and the tokens
+//! are swapped for their HTML afterwards.
+
+use comrak::{markdown_to_html, Options};
 
 /// Escapes text for HTML element content and attribute values.
 pub fn escape_html(text: &str) -> String {
@@ -28,9 +36,199 @@ pub fn render_paragraphs(text: &str) -> String {
         .join("\n")
 }
 
+/// What a message's Zulip syntax refers to, resolved against the organization.
+pub trait Resolver {
+    /// A user by full name (and optional id), as `(user_id, full_name)`.
+    fn user(&self, name: &str, id: Option<u64>) -> Option<(u64, String)>;
+    /// A channel by name, as `(channel_id, name)`.
+    fn channel(&self, name: &str) -> Option<(u64, String)>;
+}
+
+/// A rendered message.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Rendered {
+    pub html: String,
+    /// Users mentioned by name, not silently.
+    pub mentioned: Vec<u64>,
+    pub stream_wildcard: bool,
+    pub topic_wildcard: bool,
+}
+
+fn options() -> Options<'static> {
+    let mut options = Options::default();
+    options.extension.strikethrough = true;
+    options.extension.autolink = true;
+    options.extension.table = true;
+    options.render.escape = true;
+    options.render.hardbreaks = true;
+    options
+}
+
+/// Private-use characters that cannot come from a client's text after sanitising.
+const OPEN: char = '\u{F8F0}';
+const CLOSE: char = '\u{F8F1}';
+
+/// Renders a message's Markdown, resolving mentions and channel links.
+pub fn render_message(source: &str, resolver: &dyn Resolver) -> Rendered {
+    let clean: String = source
+        .chars()
+        .filter(|c| *c != OPEN && *c != CLOSE)
+        .collect();
+    let mut rendered = Rendered::default();
+    let mut replacements: Vec<String> = Vec::new();
+    let tokenized = tokenize_outside_code(&clean, |syntax| {
+        let html = resolve(syntax, resolver, &mut rendered)?;
+        replacements.push(html);
+        Some(format!("{OPEN}{}{CLOSE}", replacements.len() - 1))
+    });
+    let mut html = markdown_to_html(&tokenized, &options());
+    for (i, replacement) in replacements.iter().enumerate() {
+        html = html.replace(&format!("{OPEN}{i}{CLOSE}"), replacement);
+    }
+    rendered.html = html.trim_end().to_owned();
+    rendered.mentioned.sort_unstable();
+    rendered.mentioned.dedup();
+    rendered
+}
+
+/// The HTML for one piece of Zulip syntax (`@**x**`, `@_**x**`, `#**x**`), or `None` to leave
+/// the text as it is.
+fn resolve(syntax: &str, resolver: &dyn Resolver, rendered: &mut Rendered) -> Option<String> {
+    if let Some(name) = syntax
+        .strip_prefix("#**")
+        .and_then(|s| s.strip_suffix("**"))
+    {
+        let (id, name) = resolver.channel(name)?;
+        return Some(format!(
+            "<a class=\"stream\" data-stream-id=\"{id}\" href=\"/#narrow/channel/{id}-{}\">#{}</a>",
+            escape_html(&name.replace(' ', "-")),
+            escape_html(&name)
+        ));
+    }
+    let (silent, inner) = if let Some(rest) = syntax.strip_prefix("@_**") {
+        (true, rest.strip_suffix("**")?)
+    } else {
+        (false, syntax.strip_prefix("@**")?.strip_suffix("**")?)
+    };
+    let prefix = if silent { "" } else { "@" };
+    let class = if silent {
+        "user-mention silent"
+    } else {
+        "user-mention"
+    };
+    match inner {
+        "all" | "everyone" | "channel" | "stream" => {
+            if !silent {
+                rendered.stream_wildcard = true;
+            }
+            return Some(format!(
+                "<span class=\"{class}\" data-user-id=\"*\">{prefix}{inner}</span>"
+            ));
+        }
+        "topic" => {
+            if !silent {
+                rendered.topic_wildcard = true;
+            }
+            let class = if silent {
+                "topic-mention silent"
+            } else {
+                "topic-mention"
+            };
+            return Some(format!("<span class=\"{class}\">{prefix}topic</span>"));
+        }
+        _ => {}
+    }
+    let (name, id) = match inner.rsplit_once('|') {
+        Some((name, id)) => (name, id.parse::<u64>().ok()),
+        None => (inner, None),
+    };
+    let (user_id, full_name) = resolver.user(name, id)?;
+    if !silent {
+        rendered.mentioned.push(user_id);
+    }
+    Some(format!(
+        "<span class=\"{class}\" data-user-id=\"{user_id}\">{prefix}{}</span>",
+        escape_html(&full_name)
+    ))
+}
+
+/// Calls `replace` on each `@**…**`, `@_**…**` and `#**…**` outside fenced code blocks and
+/// inline code spans, splicing in what it returns.
+fn tokenize_outside_code(text: &str, mut replace: impl FnMut(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut fence: Option<String> = None;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if let Some(open) = &fence {
+            if trimmed.starts_with(open.as_str()) {
+                fence = None;
+            }
+            out.push_str(line);
+            continue;
+        }
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            fence = Some(trimmed[..3].to_owned());
+            out.push_str(line);
+            continue;
+        }
+        out.push_str(&tokenize_line(line, &mut replace));
+    }
+    out
+}
+
+fn tokenize_line(line: &str, replace: &mut impl FnMut(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while !rest.is_empty() {
+        // Inline code: copy through the matching run of backticks.
+        if rest.starts_with('`') {
+            let ticks = rest.len() - rest.trim_start_matches('`').len();
+            let run = &rest[..ticks];
+            if let Some(end) = rest[ticks..].find(run) {
+                let stop = ticks + end + ticks;
+                out.push_str(&rest[..stop]);
+                rest = &rest[stop..];
+                continue;
+            }
+            out.push_str(run);
+            rest = &rest[ticks..];
+            continue;
+        }
+        let candidate = ["@_**", "@**", "#**"].iter().find(|p| rest.starts_with(*p));
+        if let Some(prefix) = candidate {
+            if let Some(end) = rest[prefix.len()..].find("**") {
+                let stop = prefix.len() + end + 2;
+                let syntax = &rest[..stop];
+                if end > 0 && !syntax[prefix.len()..stop - 2].contains('\n') {
+                    if let Some(token) = replace(syntax) {
+                        out.push_str(&token);
+                        rest = &rest[stop..];
+                        continue;
+                    }
+                }
+            }
+        }
+        let Some(c) = rest.chars().next() else { break };
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    struct Org;
+    impl Resolver for Org {
+        fn user(&self, name: &str, id: Option<u64>) -> Option<(u64, String)> {
+            (name == "Ada Lovelace" && id.is_none_or(|i| i == 7))
+                .then(|| (7, "Ada Lovelace".into()))
+        }
+        fn channel(&self, name: &str) -> Option<(u64, String)> {
+            (name == "general").then(|| (3, "general".into()))
+        }
+    }
 
     #[test]
     fn escapes_and_wraps() {
@@ -40,5 +238,42 @@ mod tests {
             render_paragraphs("one\n\ntwo\nlines"),
             "<p>one</p>\n<p>two<br>\nlines</p>"
         );
+    }
+
+    #[test]
+    fn markdown_with_zulip_syntax() {
+        let r = render_message("Hi @**Ada Lovelace**, see #**general** and *this*", &Org);
+        assert_eq!(
+            r.html,
+            "<p>Hi <span class=\"user-mention\" data-user-id=\"7\">@Ada Lovelace</span>, see \
+             <a class=\"stream\" data-stream-id=\"3\" href=\"/#narrow/channel/3-general\">#general</a> \
+             and <em>this</em></p>"
+        );
+        assert_eq!(r.mentioned, vec![7]);
+        let silent = render_message("@_**Ada Lovelace|7**", &Org);
+        assert!(silent.html.contains("user-mention silent"));
+        assert!(silent.mentioned.is_empty());
+        let wildcard = render_message("@**all** and @**topic**", &Org);
+        assert!(wildcard.stream_wildcard && wildcard.topic_wildcard);
+    }
+
+    #[test]
+    fn code_and_html_stay_inert() {
+        let r = render_message(
+            "`@**Ada Lovelace**`\n```\n@**Ada Lovelace**\n```\n<script>x</script>",
+            &Org,
+        );
+        assert!(r.mentioned.is_empty(), "{}", r.html);
+        assert!(
+            r.html.contains("<code>@**Ada Lovelace**</code>"),
+            "{}",
+            r.html
+        );
+        assert!(!r.html.contains("<script>"), "{}", r.html);
+        assert!(r.html.contains("&lt;script&gt;"), "{}", r.html);
+        // Unknown names stay as typed.
+        let r = render_message("@**Nobody**", &Org);
+        assert!(r.mentioned.is_empty());
+        assert!(r.html.contains("@<strong>Nobody</strong>"), "{}", r.html);
     }
 }

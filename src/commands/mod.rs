@@ -5,6 +5,7 @@
 
 pub mod channels;
 pub mod groups;
+pub mod messages;
 pub mod users;
 
 use crate::engine::Ctx;

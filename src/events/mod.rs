@@ -9,7 +9,8 @@ pub mod v1;
 
 pub use v1::{
     ChannelChange, ChannelPermissions, Event, GroupChange, GroupPermissions, GroupSetting,
-    NewSubscription, Role, SubscriptionProperty, SystemGroup, TopicsPolicy, UserChange,
+    MessageFlag, NewSubscription, Recipient, Role, SubscriptionProperty, SystemGroup, TopicsPolicy,
+    UserChange,
 };
 
 use crate::ids::{Seq, UserId};

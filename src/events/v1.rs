@@ -3,7 +3,7 @@
 //! Names of variants and fields are a storage contract: a change means freezing this file,
 //! adding `v2.rs` and an upcast, and a fixture of v1 bytes in `replay-fixtures/`.
 
-use crate::ids::{ChannelId, FolderId, GroupId, UserId};
+use crate::ids::{ChannelId, FolderId, GroupId, MessageId, UserId};
 use serde::{Deserialize, Serialize};
 
 /// An organization-level role. Stored and sent as Zulip's integer (100 owner ... 600 guest).
@@ -241,6 +241,35 @@ pub enum ChannelChange {
     DefaultForNewUsers(bool),
 }
 
+/// Where a message went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Recipient {
+    Channel {
+        channel_id: ChannelId,
+        topic: String,
+    },
+    /// Every participant, the sender included, ascending.
+    Direct { user_ids: Vec<UserId> },
+}
+
+/// The per-user message flags a user may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MessageFlag {
+    Read,
+    Starred,
+    Collapsed,
+}
+
+impl MessageFlag {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageFlag::Read => "read",
+            MessageFlag::Starred => "starred",
+            MessageFlag::Collapsed => "collapsed",
+        }
+    }
+}
+
 /// A change to an account's profile or role.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum UserChange {
@@ -376,6 +405,29 @@ pub enum Event {
     },
     /// The order of all channel folders was set.
     ChannelFoldersReordered { order: Vec<FolderId> },
+    /// A message was sent. Who receives a copy follows from the state at this point of the log
+    /// (the channel's subscribers, or the direct message's participants). The rendering is part
+    /// of the event, so a later change of the Markdown rules never changes old messages.
+    MessageSent {
+        message_id: MessageId,
+        sender_id: UserId,
+        recipient: Recipient,
+        content: String,
+        rendered_content: String,
+        client: String,
+        is_me_message: bool,
+        /// Users mentioned by name (not silently).
+        mentioned: Vec<UserId>,
+        stream_wildcard: bool,
+        topic_wildcard: bool,
+    },
+    /// A user added or removed a flag on some of their messages.
+    MessageFlagsChanged {
+        user_id: UserId,
+        flag: MessageFlag,
+        add: bool,
+        message_ids: Vec<MessageId>,
+    },
     /// A user set their visibility policy for a topic (0 none, 1 muted, 2 unmuted, 3 followed).
     TopicVisibilitySet {
         user_id: UserId,
@@ -408,6 +460,8 @@ impl Event {
             Event::ChannelFolderChanged { .. } => "ChannelFolderChanged",
             Event::ChannelFoldersReordered { .. } => "ChannelFoldersReordered",
             Event::TopicVisibilitySet { .. } => "TopicVisibilitySet",
+            Event::MessageSent { .. } => "MessageSent",
+            Event::MessageFlagsChanged { .. } => "MessageFlagsChanged",
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod channels;
 pub mod events;
 pub mod folders;
+pub mod messages;
 pub mod params;
 pub mod server_settings;
 pub mod subscriptions;
@@ -118,6 +119,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 endpoint!(api, "/user_groups/{user_group_id}/subgroups",
                     get => user_groups::get_user_group_subgroups,
                     post => user_groups::update_user_group_subgroups);
+                endpoint!(api, "/messages",
+                    get => messages::get_messages,
+                    post => messages::send_message);
+                endpoint!(api, "/messages/flags", post => messages::update_message_flags);
+                endpoint!(api, "/messages/{message_id}", get => messages::get_message);
+                endpoint!(api, "/mark_topic_as_read", post => messages::mark_topic_as_read);
                 endpoint!(api, "/register", post => events::register);
                 endpoint!(api, "/events",
                     get => events::get_events,

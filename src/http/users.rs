@@ -114,8 +114,11 @@ pub async fn get_own_user(
             "is_active": user.is_active,
             "timezone": user.timezone,
             "date_joined": iso8601_ms(user.date_joined_ms),
-            // No messages exist yet in this build of the server.
-            "max_message_id": -1,
+            "max_message_id": s
+                .messages
+                .received(user.user_id)
+                .and_then(|m| m.keys().next_back())
+                .map_or(-1, |id| id.0 as i64),
             "user_id": user.user_id.0,
             "profile_data": {},
         }))

@@ -252,7 +252,9 @@ impl Channels {
             | Event::ChannelFolderCreated { .. }
             | Event::ChannelFolderChanged { .. }
             | Event::ChannelFoldersReordered { .. }
-            | Event::TopicVisibilitySet { .. } => {}
+            | Event::TopicVisibilitySet { .. }
+            | Event::MessageSent { .. }
+            | Event::MessageFlagsChanged { .. } => {}
         }
     }
 

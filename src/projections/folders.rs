@@ -127,7 +127,9 @@ impl Folders {
             | Event::Subscribed { .. }
             | Event::Unsubscribed { .. }
             | Event::SubscriptionPropertyChanged { .. }
-            | Event::TopicVisibilitySet { .. } => {}
+            | Event::TopicVisibilitySet { .. }
+            | Event::MessageSent { .. }
+            | Event::MessageFlagsChanged { .. } => {}
         }
     }
 

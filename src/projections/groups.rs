@@ -281,7 +281,9 @@ impl Groups {
             | Event::ChannelFolderCreated { .. }
             | Event::ChannelFolderChanged { .. }
             | Event::ChannelFoldersReordered { .. }
-            | Event::TopicVisibilitySet { .. } => {}
+            | Event::TopicVisibilitySet { .. }
+            | Event::MessageSent { .. }
+            | Event::MessageFlagsChanged { .. } => {}
         }
     }
 

@@ -7,6 +7,7 @@
 pub mod channels;
 pub mod folders;
 pub mod groups;
+pub mod messages;
 pub mod realm;
 pub mod user_topics;
 mod users;
@@ -14,6 +15,7 @@ mod users;
 pub use channels::{Channel, Channels, Subscription};
 pub use folders::{Folder, Folders};
 pub use groups::{Group, Groups};
+pub use messages::{Message, Messages};
 pub use realm::Realm;
 pub use user_topics::UserTopics;
 pub use users::{User, Users};
@@ -35,6 +37,7 @@ pub struct Projections {
     pub channels: Channels,
     pub folders: Folders,
     pub user_topics: UserTopics,
+    pub messages: Messages,
 }
 
 impl Projections {
@@ -46,6 +49,8 @@ impl Projections {
         self.channels.apply(env);
         self.folders.apply(env);
         self.user_topics.apply(env);
+        // Messages read who is subscribed; no event changes both, so the order is immaterial.
+        self.messages.apply(env, &self.channels, &self.users);
         self.seq = env.seq;
     }
 
@@ -81,6 +86,7 @@ impl Projections {
             "channels": self.channels.dump(),
             "channel_folders": self.folders.dump(),
             "user_topics": self.user_topics.dump(),
+            "messages": self.messages.dump(),
         })
     }
 

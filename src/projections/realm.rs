@@ -54,7 +54,9 @@ impl Realm {
             | Event::ChannelFolderCreated { .. }
             | Event::ChannelFolderChanged { .. }
             | Event::ChannelFoldersReordered { .. }
-            | Event::TopicVisibilitySet { .. } => {}
+            | Event::TopicVisibilitySet { .. }
+            | Event::MessageSent { .. }
+            | Event::MessageFlagsChanged { .. } => {}
         }
     }
 

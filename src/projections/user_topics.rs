@@ -83,7 +83,9 @@ impl UserTopics {
             | Event::SubscriptionPropertyChanged { .. }
             | Event::ChannelFolderCreated { .. }
             | Event::ChannelFolderChanged { .. }
-            | Event::ChannelFoldersReordered { .. } => {}
+            | Event::ChannelFoldersReordered { .. }
+            | Event::MessageSent { .. }
+            | Event::MessageFlagsChanged { .. } => {}
         }
     }
 

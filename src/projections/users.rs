@@ -153,7 +153,9 @@ impl Users {
             | Event::ChannelFolderCreated { .. }
             | Event::ChannelFolderChanged { .. }
             | Event::ChannelFoldersReordered { .. }
-            | Event::TopicVisibilitySet { .. } => {}
+            | Event::TopicVisibilitySet { .. }
+            | Event::MessageSent { .. }
+            | Event::MessageFlagsChanged { .. } => {}
         }
     }
 

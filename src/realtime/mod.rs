@@ -226,13 +226,39 @@ impl Queues {
                 let event_type = event["type"].as_str().unwrap_or_default().to_owned();
                 for q in user_queues {
                     if env.seq > q.from_seq && q.options.wants(&event_type) {
-                        q.push(event.clone());
+                        q.push(adapt(&event, &q.options));
                     }
                 }
             }
         }
     }
+}
 
+/// Fits a message event to what the queue registered for (Markdown or HTML, the empty topic
+/// shown as is or by its display name) and drops the internal raw fields.
+fn adapt(event: &Value, options: &QueueOptions) -> Value {
+    let mut event = event.clone();
+    if let Some(Value::Object(message)) = event.get_mut("message") {
+        let raw_content = message.remove("_raw_content");
+        let raw_topic = message.remove("_raw_topic");
+        if !options.apply_markdown {
+            if let Some(raw) = raw_content {
+                message.insert("content".into(), raw);
+                message.insert("content_type".into(), json!("text/x-markdown"));
+            }
+        }
+        if options.capabilities.empty_topic_name {
+            if let Some(raw) = raw_topic {
+                if message.get("type").and_then(Value::as_str) == Some("stream") {
+                    message.insert("subject".into(), raw);
+                }
+            }
+        }
+    }
+    event
+}
+
+impl Queues {
     /// Drops queues nobody polled for longer than their lifespan.
     pub fn collect_garbage(&self) -> usize {
         let now = Instant::now();

@@ -108,6 +108,63 @@ fn custom_profile_field_types() -> Value {
     })
 }
 
+/// `unread_msgs`: the user's unread messages grouped as Zulip groups them.
+fn unread_msgs(state: &Projections, me: &User) -> Value {
+    use crate::events::Recipient;
+    use crate::projections::messages::flags;
+    use std::collections::BTreeMap;
+    let mut streams: BTreeMap<(u64, String), (String, Vec<u64>)> = BTreeMap::new();
+    let mut pms: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    let mut huddles: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let mut mentions = Vec::new();
+    let mut count = 0;
+    for (id, bits) in state.messages.received(me.user_id).into_iter().flatten() {
+        if bits & flags::READ != 0 {
+            continue;
+        }
+        let Some(message) = state.messages.get(*id) else {
+            continue;
+        };
+        count += 1;
+        if bits & (flags::MENTIONED | flags::STREAM_WILDCARD | flags::TOPIC_WILDCARD) != 0 {
+            mentions.push(id.0);
+        }
+        match &message.recipient {
+            Recipient::Channel { channel_id, topic } => {
+                streams
+                    .entry((channel_id.0, topic.to_lowercase()))
+                    .or_insert_with(|| (topic.clone(), Vec::new()))
+                    .1
+                    .push(id.0);
+            }
+            Recipient::Direct { user_ids } if user_ids.len() <= 2 => {
+                let other = user_ids
+                    .iter()
+                    .copied()
+                    .find(|u| *u != me.user_id)
+                    .unwrap_or(me.user_id);
+                pms.entry(other.0).or_default().push(id.0);
+            }
+            Recipient::Direct { user_ids } => {
+                let key = user_ids
+                    .iter()
+                    .map(|u| u.0.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",");
+                huddles.entry(key).or_default().push(id.0);
+            }
+        }
+    }
+    json!({
+        "streams": streams.into_iter().map(|((stream_id, _), (topic, ids))| json!({"stream_id": stream_id, "topic": topic, "unread_message_ids": ids})).collect::<Vec<_>>(),
+        "pms": pms.into_iter().map(|(other, ids)| json!({"other_user_id": other, "sender_id": other, "unread_message_ids": ids})).collect::<Vec<_>>(),
+        "huddles": huddles.into_iter().map(|(key, ids)| json!({"user_ids_string": key, "unread_message_ids": ids})).collect::<Vec<_>>(),
+        "mentions": mentions,
+        "count": count,
+        "old_unreads_missing": false,
+    })
+}
+
 /// Builds the initial state for `me`. Called under the read lock, with the queue registered in
 /// the same critical section.
 pub fn initial_state(
@@ -330,16 +387,25 @@ pub fn initial_state(
         put("streams", Value::Array(streams));
     }
     if want("message") {
-        put("max_message_id", json!(-1));
+        let max = state.messages.max_id().0;
+        put(
+            "max_message_id",
+            if max == 0 { json!(-1) } else { json!(max) },
+        );
         if want("update_message_flags") {
-            put(
-                "unread_msgs",
-                json!({"pms": [], "streams": [], "huddles": [], "mentions": [], "count": 0, "old_unreads_missing": false}),
-            );
+            put("unread_msgs", unread_msgs(state, me));
         }
     }
     if want("starred_messages") {
-        put("starred_messages", json!([]));
+        let starred: Vec<u64> = state
+            .messages
+            .received(me.user_id)
+            .into_iter()
+            .flatten()
+            .filter(|(_, bits)| *bits & crate::projections::messages::flags::STARRED != 0)
+            .map(|(id, _)| id.0)
+            .collect();
+        put("starred_messages", json!(starred));
     }
     if want("user_topic") {
         let topics: Vec<Value> = state

@@ -2,9 +2,10 @@
 
 use crate::commands::channels::{access, Access};
 use crate::events::{
-    ChannelChange, Envelope, Event, GroupChange, SubscriptionProperty, UserChange,
+    ChannelChange, Envelope, Event, GroupChange, Recipient, SubscriptionProperty, UserChange,
 };
 use crate::http::channels::{channel_json, subscription_json};
+use crate::http::messages::{message_flags, message_json};
 use crate::http::user_groups::group_json;
 use crate::http::users::user_json;
 use crate::http::wire::render_group_setting;
@@ -350,6 +351,75 @@ pub fn client_events(state: &Projections, site: &Site, env: &Envelope) -> Vec<(U
             state,
             json!({"type": "channel_folder", "op": "reorder", "order": order}),
         ),
+        Event::MessageSent {
+            message_id,
+            sender_id,
+            recipient,
+            ..
+        } => {
+            let Some(message) = state.messages.get(*message_id) else {
+                return Vec::new();
+            };
+            let mut recipients: Vec<UserId> = match recipient {
+                Recipient::Channel { channel_id, .. } => state
+                    .channels
+                    .get(*channel_id)
+                    .map(|c| c.subscribers.iter().copied().collect())
+                    .unwrap_or_default(),
+                Recipient::Direct { user_ids } => user_ids.clone(),
+            };
+            if !recipients.contains(sender_id) {
+                recipients.push(*sender_id);
+            }
+            recipients
+                .into_iter()
+                .filter_map(|user_id| {
+                    let viewer = state.users.get(user_id).filter(|u| u.is_active)?;
+                    let mut json = message_json(state, site, viewer, message, true, false);
+                    // Raw forms for queues that asked for Markdown or handle the empty topic;
+                    // `Queues::publish` picks per queue and strips these.
+                    json["_raw_content"] = json!(&*message.content);
+                    json["_raw_topic"] = json!(message.topic());
+                    let flags = message_flags(state, user_id, *message_id);
+                    Some((
+                        user_id,
+                        json!({"type": "message", "message": json, "flags": flags}),
+                    ))
+                })
+                .collect()
+        }
+        Event::MessageFlagsChanged {
+            user_id,
+            flag,
+            add,
+            message_ids,
+        } => {
+            let op = if *add { "add" } else { "remove" };
+            let mut event = json!({
+                "type": "update_message_flags", "op": op, "operation": op, "flag": flag.as_str(),
+                "messages": message_ids, "all": false,
+            });
+            if !*add && *flag == crate::events::MessageFlag::Read {
+                let details: serde_json::Map<String, Value> = message_ids
+                    .iter()
+                    .filter_map(|id| state.messages.get(*id))
+                    .map(|m| {
+                        let detail = match &m.recipient {
+                            Recipient::Channel { channel_id, topic } => {
+                                json!({"type": "stream", "stream_id": channel_id.0, "topic": topic})
+                            }
+                            Recipient::Direct { user_ids } => json!({
+                                "type": "private",
+                                "user_ids": user_ids.iter().filter(|u| *u != user_id).collect::<Vec<_>>(),
+                            }),
+                        };
+                        (m.id.0.to_string(), detail)
+                    })
+                    .collect();
+                event["message_details"] = Value::Object(details);
+            }
+            vec![(*user_id, event)]
+        }
         Event::TopicVisibilitySet {
             user_id,
             channel_id,

@@ -7,5 +7,6 @@ mod api;
 mod channels;
 mod durability;
 mod fixtures;
+mod messages;
 mod realtime;
 mod support;

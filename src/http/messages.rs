@@ -1,0 +1,710 @@
+//! Messages: `POST /messages`, `GET /messages/{message_id}`, `GET /messages`,
+//! `POST /messages/flags`, `POST /mark_topic_as_read`, and the Message object.
+
+use super::subscriptions::{topic_param, EMPTY_TOPIC_DISPLAY_NAME};
+use super::users::{avatar_url, email_visible, placeholder_email};
+use super::{path_id, AppState, Auth, Params, Site};
+use crate::commands::messages::{can_read, ChannelRef, Destination};
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::events::{MessageFlag, Recipient};
+use crate::ids::{ChannelId, MessageId, UserId};
+use crate::projections::messages::{flag_names, flags};
+use crate::projections::user_topics::topic_key;
+use crate::projections::{Message, Projections, User};
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+
+/// Zulip's `MAX_MESSAGES_PER_FETCH`.
+pub const MAX_MESSAGES_PER_FETCH: u64 = 5000;
+/// What Zulip answers as the anchor for `newest`.
+pub const LARGER_THAN_MAX_MESSAGE_ID: u64 = 10_000_000_000_000_000;
+
+fn shown_email(site: &Site, viewer: &User, user: &User) -> String {
+    if email_visible(viewer, user) {
+        user.email.clone()
+    } else {
+        placeholder_email(site, user)
+    }
+}
+
+/// The shown topic: the empty topic is "general chat" unless the client handles it.
+pub fn shown_topic(topic: &str, allow_empty_topic_name: bool) -> String {
+    if topic.is_empty() && !allow_empty_topic_name {
+        EMPTY_TOPIC_DISPLAY_NAME.to_owned()
+    } else {
+        topic.to_owned()
+    }
+}
+
+/// A message as `viewer` sees it (without `flags`, which callers add where Zulip has them).
+pub fn message_json(
+    state: &Projections,
+    site: &Site,
+    viewer: &User,
+    message: &Message,
+    apply_markdown: bool,
+    allow_empty_topic_name: bool,
+) -> Value {
+    let sender = state.users.get(message.sender_id);
+    let (kind, display_recipient, stream_id) = match &message.recipient {
+        Recipient::Channel { channel_id, .. } => (
+            "stream",
+            json!(state.channels.get(*channel_id).map(|c| c.name.clone()).unwrap_or_default()),
+            Some(channel_id.0),
+        ),
+        Recipient::Direct { user_ids } => (
+            "private",
+            Value::Array(
+                user_ids
+                    .iter()
+                    .filter_map(|id| state.users.get(*id))
+                    .map(|u| json!({"id": u.user_id.0, "email": shown_email(site, viewer, u), "full_name": u.full_name, "is_mirror_dummy": false}))
+                    .collect(),
+            ),
+            None,
+        ),
+    };
+    let mut out = json!({
+        "id": message.id.0,
+        "sender_id": message.sender_id.0,
+        "content": if apply_markdown { &*message.rendered_content } else { &*message.content },
+        "recipient_id": state.messages.recipient_id(message),
+        "timestamp": message.timestamp,
+        "client": &*message.client,
+        "subject": match message.channel() {
+            Some(_) => shown_topic(message.topic(), allow_empty_topic_name),
+            None => String::new(),
+        },
+        "topic_links": [],
+        "is_me_message": message.is_me_message,
+        "reactions": [],
+        "submessages": [],
+        "sender_full_name": sender.map(|u| u.full_name.clone()).unwrap_or_default(),
+        "sender_email": sender.map(|u| shown_email(site, viewer, u)).unwrap_or_default(),
+        "sender_realm_str": "",
+        "display_recipient": display_recipient,
+        "type": kind,
+        "avatar_url": sender.map(|u| avatar_url(site, u)),
+        "content_type": if apply_markdown { "text/html" } else { "text/x-markdown" },
+    });
+    if let (Some(id), Value::Object(map)) = (stream_id, &mut out) {
+        map.insert("stream_id".into(), json!(id));
+    }
+    out
+}
+
+/// The viewer's flags on a message (`read` and `historical` where they have no copy).
+pub fn message_flags(state: &Projections, viewer: UserId, message: MessageId) -> Vec<&'static str> {
+    match state.messages.flags(viewer, message) {
+        Some(bits) => flag_names(bits, false),
+        None => flag_names(flags::READ, true),
+    }
+}
+
+fn parse_destination(state: &Projections, params: &mut Params) -> ApiResult<Destination> {
+    let kind = params.required_str("type")?;
+    let to = params.required_str("to")?;
+    match kind.as_str() {
+        "stream" | "channel" => {
+            let topic = match (params.str("topic"), params.str("subject")) {
+                (Some(topic), _) | (None, Some(topic)) => topic_param(&topic),
+                (None, None) => return Err(ApiError::missing("topic")),
+            };
+            let channel = match serde_json::from_str::<Value>(&to) {
+                Ok(Value::Number(n)) => ChannelRef::Id(ChannelId(
+                    n.as_u64().ok_or_else(|| ApiError::invalid("to", &to))?,
+                )),
+                Ok(Value::String(name)) => ChannelRef::Name(name),
+                Ok(Value::Array(items)) if items.len() == 1 => match &items[0] {
+                    Value::Number(n) => ChannelRef::Id(ChannelId(
+                        n.as_u64().ok_or_else(|| ApiError::invalid("to", &to))?,
+                    )),
+                    Value::String(name) => ChannelRef::Name(name.clone()),
+                    _ => return Err(ApiError::invalid("to", &to)),
+                },
+                _ => ChannelRef::Name(to.clone()),
+            };
+            Ok(Destination::Channel { channel, topic })
+        }
+        "private" | "direct" => {
+            let entries: Vec<Value> = match serde_json::from_str::<Value>(&to) {
+                Ok(Value::Array(items)) => items,
+                Ok(Value::Number(n)) => vec![Value::Number(n)],
+                _ => to
+                    .split(',')
+                    .map(|e| Value::String(e.trim().to_owned()))
+                    .filter(|v| v != "")
+                    .collect(),
+            };
+            let mut user_ids = Vec::new();
+            for entry in entries {
+                match entry {
+                    Value::Number(n) => user_ids.push(UserId(
+                        n.as_u64().ok_or_else(|| ApiError::invalid("to", &to))?,
+                    )),
+                    Value::String(email) => {
+                        let user = state
+                            .users
+                            .by_email(&email)
+                            .or_else(|| {
+                                // Placeholder addresses (`user{id}@…`) name users too.
+                                email
+                                    .strip_prefix("user")
+                                    .and_then(|r| r.split('@').next())
+                                    .and_then(|n| n.parse::<u64>().ok())
+                                    .and_then(|id| state.users.get(UserId(id)))
+                            })
+                            .ok_or_else(|| {
+                                ApiError::bad_request(format!("Invalid email '{email}'"))
+                            })?;
+                        user_ids.push(user.user_id);
+                    }
+                    _ => return Err(ApiError::invalid("to", &to)),
+                }
+            }
+            Ok(Destination::Direct { user_ids })
+        }
+        other => Err(ApiError::invalid("type", other)),
+    }
+}
+
+/// `POST /messages`.
+pub async fn send_message(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let destination = state.engine.read(|s| parse_destination(s, &mut params))?;
+    let content = params.required_str("content")?;
+    let client = req
+        .headers()
+        .get("user-agent")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|ua| ua.split('/').next())
+        .filter(|c| !c.is_empty())
+        .unwrap_or("API")
+        .chars()
+        .take(30)
+        .collect::<String>();
+    let committed = state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::messages::send_message(s, ctx, destination, &content, &client)
+        })
+        .await?;
+    Ok(params.success(json!({"id": committed.value.0})))
+}
+
+/// `GET /messages/{message_id}`.
+pub async fn get_message(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let id = MessageId(
+        path_id(&req, "message_id").map_err(|_| ApiError::bad_request("Invalid message(s)"))?,
+    );
+    let apply_markdown = params.bool("apply_markdown")?.unwrap_or(true);
+    let allow_empty = params.bool("allow_empty_topic_name")?.unwrap_or(false);
+    let body = state.engine.read(|s| {
+        let me = s
+            .users
+            .get(auth.user_id)
+            .ok_or_else(|| ApiError::internal("user missing"))?;
+        let message = s
+            .messages
+            .get(id)
+            .filter(|m| can_read(s, me, m))
+            .ok_or_else(|| ApiError::bad_request("Invalid message(s)"))?;
+        let mut json = message_json(s, &state.site, me, message, apply_markdown, allow_empty);
+        json["flags"] = json!(message_flags(s, me.user_id, id));
+        Ok::<_, ApiError>(json!({"message": json, "raw_content": &*message.content}))
+    })?;
+    Ok(params.success(body))
+}
+
+/// One narrow term.
+#[derive(Debug, Clone)]
+struct Term {
+    operator: String,
+    operand: Value,
+    negated: bool,
+}
+
+fn parse_narrow(raw: Option<Value>) -> ApiResult<Vec<Term>> {
+    let Some(Value::Array(items)) = raw else {
+        return Ok(Vec::new());
+    };
+    items
+        .into_iter()
+        .map(|item| match item {
+            Value::Array(pair) if pair.len() == 2 => Ok(Term {
+                operator: pair[0].as_str().unwrap_or_default().to_owned(),
+                operand: pair[1].clone(),
+                negated: false,
+            }),
+            Value::Object(map) => Ok(Term {
+                operator: map
+                    .get("operator")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                operand: map.get("operand").cloned().unwrap_or(Value::Null),
+                negated: map.get("negated").and_then(Value::as_bool).unwrap_or(false),
+            }),
+            _ => Err(ApiError::new(
+                ErrorCode::BadNarrow,
+                "Invalid narrow operator: malformed term",
+            )
+            .with("desc", "malformed term")),
+        })
+        .collect()
+}
+
+fn bad_narrow(desc: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::BadNarrow,
+        format!("Invalid narrow operator: {desc}"),
+    )
+    .with("desc", desc)
+}
+
+/// A compiled narrow: where candidates come from, and a predicate over them.
+struct Narrow<'a> {
+    state: &'a Projections,
+    me: &'a User,
+    source: Option<&'a BTreeSet<MessageId>>,
+    use_received: bool,
+    terms: Vec<Term>,
+}
+
+fn user_by_operand(state: &Projections, operand: &Value) -> Option<UserId> {
+    match operand {
+        Value::Number(n) => n
+            .as_u64()
+            .map(UserId)
+            .filter(|id| state.users.get(*id).is_some()),
+        Value::String(email) => state.users.by_email(email).map(|u| u.user_id).or_else(|| {
+            email
+                .strip_prefix("user")
+                .and_then(|r| r.split('@').next())
+                .and_then(|n| n.parse().ok())
+                .map(UserId)
+        }),
+        _ => None,
+    }
+}
+
+fn users_by_operand(state: &Projections, operand: &Value) -> Option<Vec<UserId>> {
+    match operand {
+        Value::Array(items) => items.iter().map(|v| user_by_operand(state, v)).collect(),
+        Value::String(text) => text
+            .split(',')
+            .map(|e| user_by_operand(state, &json!(e.trim())))
+            .collect(),
+        Value::Number(_) => user_by_operand(state, operand).map(|u| vec![u]),
+        _ => None,
+    }
+}
+
+impl<'a> Narrow<'a> {
+    fn compile(state: &'a Projections, me: &'a User, terms: Vec<Term>) -> ApiResult<Narrow<'a>> {
+        let mut narrow = Narrow {
+            state,
+            me,
+            source: None,
+            use_received: true,
+            terms: Vec::new(),
+        };
+        let channel_of = |operand: &Value| -> Option<ChannelId> {
+            match operand {
+                Value::Number(n) => n
+                    .as_u64()
+                    .map(ChannelId)
+                    .filter(|id| state.channels.get(*id).is_some()),
+                Value::String(name) => state.channels.by_name(name).map(|c| c.id),
+                _ => None,
+            }
+        };
+        let mut channel = None;
+        for term in &terms {
+            match term.operator.as_str() {
+                "channel" | "stream" => {
+                    let id =
+                        channel_of(&term.operand).ok_or_else(|| bad_narrow("unknown channel"))?;
+                    if !term.negated {
+                        channel = Some(id);
+                    }
+                }
+                "topic" | "subject" | "sender" | "dm" | "pm-with" | "dm-including"
+                | "group-pm-with" | "is" | "search" | "id" | "near" | "has" | "channels"
+                | "streams" | "with" => {}
+                other => return Err(bad_narrow(other)),
+            }
+        }
+        if let Some(id) = channel {
+            narrow.use_received = false;
+            let topic = terms
+                .iter()
+                .find(|t| matches!(t.operator.as_str(), "topic" | "subject") && !t.negated)
+                .and_then(|t| t.operand.as_str());
+            narrow.source = match topic {
+                Some(topic) => state.messages.in_topic(id, &topic_param(topic)),
+                None => state.messages.in_channel(id),
+            };
+            if narrow.source.is_none() {
+                narrow.source = Some(empty_set());
+            }
+        }
+        if let Some(term) = terms
+            .iter()
+            .find(|t| matches!(t.operator.as_str(), "dm" | "pm-with") && !t.negated)
+        {
+            let mut users =
+                users_by_operand(state, &term.operand).ok_or_else(|| bad_narrow("invalid user"))?;
+            users.push(me.user_id);
+            users.sort();
+            users.dedup();
+            narrow.use_received = false;
+            narrow.source = Some(
+                state
+                    .messages
+                    .in_conversation(&users)
+                    .unwrap_or(empty_set()),
+            );
+        }
+        narrow.terms = terms;
+        Ok(narrow)
+    }
+
+    fn matches_term(&self, message: &Message, term: &Term) -> bool {
+        let state = self.state;
+        let bits = state.messages.flags(self.me.user_id, message.id);
+        match term.operator.as_str() {
+            "channel" | "stream" => match &term.operand {
+                Value::Number(n) => message.channel().is_some_and(|c| Some(c.0) == n.as_u64()),
+                Value::String(name) => message
+                    .channel()
+                    .and_then(|c| state.channels.get(c))
+                    .is_some_and(|c| c.name.to_lowercase() == name.to_lowercase()),
+                _ => false,
+            },
+            "topic" | "subject" => {
+                message.channel().is_some()
+                    && topic_key(message.topic())
+                        == topic_key(&topic_param(term.operand.as_str().unwrap_or_default()))
+            }
+            "sender" => user_by_operand(state, &term.operand) == Some(message.sender_id),
+            "dm" | "pm-with" => {
+                match (&message.recipient, users_by_operand(state, &term.operand)) {
+                    (Recipient::Direct { user_ids }, Some(mut users)) => {
+                        users.push(self.me.user_id);
+                        users.sort();
+                        users.dedup();
+                        *user_ids == users
+                    }
+                    _ => false,
+                }
+            }
+            "dm-including" | "group-pm-with" => {
+                match (&message.recipient, user_by_operand(state, &term.operand)) {
+                    (Recipient::Direct { user_ids }, Some(user)) => user_ids.contains(&user),
+                    _ => false,
+                }
+            }
+            "is" => match term.operand.as_str().unwrap_or_default() {
+                "dm" | "private" => matches!(message.recipient, Recipient::Direct { .. }),
+                "starred" => bits.is_some_and(|b| b & flags::STARRED != 0),
+                "mentioned" | "alerted" => bits.is_some_and(|b| {
+                    b & (flags::MENTIONED | flags::STREAM_WILDCARD | flags::TOPIC_WILDCARD) != 0
+                }),
+                "unread" => bits.is_some_and(|b| b & flags::READ == 0),
+                "resolved" => message.topic().starts_with("✔ "),
+                "followed" => message.channel().is_some_and(|c| {
+                    state
+                        .user_topics
+                        .policy(self.me.user_id, c, message.topic())
+                        == 3
+                }),
+                "muted" => message.channel().is_some_and(|c| {
+                    state
+                        .user_topics
+                        .policy(self.me.user_id, c, message.topic())
+                        == 1
+                        || state
+                            .channels
+                            .subscription(self.me.user_id, c)
+                            .is_some_and(|s| s.is_muted)
+                }),
+                _ => false,
+            },
+            "search" => {
+                let haystack = format!("{} {}", message.topic(), message.content).to_lowercase();
+                term.operand
+                    .as_str()
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .all(|word| haystack.contains(&word.to_lowercase()))
+            }
+            "id" => {
+                term.operand
+                    .as_u64()
+                    .or_else(|| term.operand.as_str().and_then(|s| s.parse().ok()))
+                    == Some(message.id.0)
+            }
+            "has" => match term.operand.as_str().unwrap_or_default() {
+                "link" => message.rendered_content.contains("<a href"),
+                "image" | "attachment" | "reaction" => false,
+                _ => false,
+            },
+            "channels" | "streams" => message
+                .channel()
+                .and_then(|c| state.channels.get(c))
+                .is_some_and(|c| !c.invite_only),
+            // `near` and `with` only move the anchor or the view; they do not filter.
+            _ => true,
+        }
+    }
+
+    fn matches(&self, id: MessageId) -> bool {
+        let Some(message) = self.state.messages.get(id) else {
+            return false;
+        };
+        can_read(self.state, self.me, message)
+            && self
+                .terms
+                .iter()
+                .all(|t| self.matches_term(message, t) != t.negated)
+    }
+
+    /// Candidate ids in ascending order, as a set to take ranges of.
+    fn candidates(&self) -> Box<dyn DoubleEndedIterator<Item = MessageId> + '_> {
+        match self.source {
+            Some(set) => Box::new(set.iter().copied()),
+            None if self.use_received => Box::new(
+                self.state
+                    .messages
+                    .received(self.me.user_id)
+                    .into_iter()
+                    .flat_map(|m| m.keys().copied()),
+            ),
+            None => Box::new(std::iter::empty()),
+        }
+    }
+}
+
+fn empty_set() -> &'static BTreeSet<MessageId> {
+    static EMPTY: std::sync::OnceLock<BTreeSet<MessageId>> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(BTreeSet::new)
+}
+
+/// `GET /messages`.
+pub async fn get_messages(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let narrow_raw: Option<Value> = params.json("narrow")?;
+    let message_ids: Option<Vec<u64>> = params.json("message_ids")?;
+    let anchor_raw = params.str("anchor");
+    let use_first_unread = params.bool("use_first_unread_anchor")?.unwrap_or(false);
+    let include_anchor = params.bool("include_anchor")?.unwrap_or(true);
+    let apply_markdown = params.bool("apply_markdown")?.unwrap_or(true);
+    let allow_empty = params.bool("allow_empty_topic_name")?.unwrap_or(false);
+    let _client_gravatar = params.bool("client_gravatar")?;
+    let (num_before, num_after) = if message_ids.is_some() {
+        (0, 0)
+    } else {
+        (
+            params.required_int::<u64>("num_before")?,
+            params.required_int::<u64>("num_after")?,
+        )
+    };
+    if num_before + num_after > MAX_MESSAGES_PER_FETCH {
+        return Err(ApiError::bad_request(format!(
+            "Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH})."
+        )));
+    }
+    let terms = parse_narrow(narrow_raw)?;
+    let body = state.engine.read(|s| {
+        let me = s
+            .users
+            .get(auth.user_id)
+            .ok_or_else(|| ApiError::internal("user missing"))?;
+        let narrow = Narrow::compile(s, me, terms)?;
+        let render = |id: MessageId| {
+            s.messages.get(id).map(|m| {
+                let mut json = message_json(s, &state.site, me, m, apply_markdown, allow_empty);
+                json["flags"] = json!(message_flags(s, me.user_id, id));
+                json
+            })
+        };
+        if let Some(ids) = message_ids {
+            let messages: Vec<Value> = ids
+                .into_iter()
+                .map(MessageId)
+                .filter(|id| narrow.matches(*id))
+                .filter_map(render)
+                .collect();
+            return Ok::<_, ApiError>(json!({"messages": messages, "history_limited": false}));
+        }
+        let anchor_text = anchor_raw
+            .as_deref()
+            .map(|a| a.trim().trim_matches('"').to_owned());
+        let first_unread = || {
+            narrow.candidates().find(|id| {
+                narrow.matches(*id)
+                    && s.messages
+                        .flags(me.user_id, *id)
+                        .is_some_and(|b| b & flags::READ == 0)
+            })
+        };
+        let (anchor, newest, oldest) = match anchor_text.as_deref() {
+            Some("newest") => (LARGER_THAN_MAX_MESSAGE_ID, true, false),
+            Some("oldest") => (0, false, true),
+            Some("first_unread") => match first_unread() {
+                Some(id) => (id.0, false, false),
+                None => (LARGER_THAN_MAX_MESSAGE_ID, true, false),
+            },
+            None if use_first_unread => match first_unread() {
+                Some(id) => (id.0, false, false),
+                None => (LARGER_THAN_MAX_MESSAGE_ID, true, false),
+            },
+            None => return Err(ApiError::missing("anchor")),
+            Some(n) => {
+                let id = n
+                    .parse::<u64>()
+                    .map_err(|_| ApiError::invalid("anchor", n))?;
+                if use_first_unread {
+                    match first_unread() {
+                        Some(first) => (first.0, false, false),
+                        None => (LARGER_THAN_MAX_MESSAGE_ID, true, false),
+                    }
+                } else {
+                    (id, false, false)
+                }
+            }
+        };
+        let anchor_id = MessageId(anchor);
+        let mut before: Vec<MessageId> = narrow
+            .candidates()
+            .rev()
+            .filter(|id| *id < anchor_id)
+            .filter(|id| narrow.matches(*id))
+            .take(num_before as usize)
+            .collect();
+        before.reverse();
+        let anchor_hit = include_anchor && narrow.matches(anchor_id);
+        let after: Vec<MessageId> = narrow
+            .candidates()
+            .filter(|id| *id > anchor_id)
+            .filter(|id| narrow.matches(*id))
+            .take(num_after as usize)
+            .collect();
+        let found_oldest = oldest || (before.len() as u64) < num_before;
+        let found_newest = newest || (after.len() as u64) < num_after;
+        let mut ids = before;
+        if anchor_hit {
+            ids.push(anchor_id);
+        }
+        ids.extend(after);
+        let messages: Vec<Value> = ids.into_iter().filter_map(render).collect();
+        Ok(json!({
+            "anchor": anchor,
+            "found_anchor": anchor_hit,
+            "found_oldest": found_oldest,
+            "found_newest": found_newest,
+            "history_limited": false,
+            "messages": messages,
+        }))
+    })?;
+    Ok(params.success(body))
+}
+
+fn parse_flag(name: &str) -> ApiResult<MessageFlag> {
+    match name {
+        "read" => Ok(MessageFlag::Read),
+        "starred" => Ok(MessageFlag::Starred),
+        "collapsed" => Ok(MessageFlag::Collapsed),
+        "mentioned"
+        | "stream_wildcard_mentioned"
+        | "topic_wildcard_mentioned"
+        | "wildcard_mentioned"
+        | "has_alert_word"
+        | "historical" => Err(ApiError::bad_request(format!(
+            "Flag not editable: '{name}'"
+        ))),
+        other => Err(ApiError::bad_request(format!("Invalid flag: '{other}'"))),
+    }
+}
+
+/// `POST /messages/flags`.
+pub async fn update_message_flags(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let ids: Vec<u64> = params
+        .json("messages")?
+        .ok_or_else(|| ApiError::missing("messages"))?;
+    let op = params.required_str("op")?;
+    let flag = parse_flag(&params.required_str("flag")?)?;
+    let add = match op.as_str() {
+        "add" => true,
+        "remove" => false,
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "Invalid message flag operation: '{other}'"
+            )))
+        }
+    };
+    let requested: Vec<MessageId> = ids.into_iter().map(MessageId).collect();
+    let echo: Vec<u64> = requested.iter().map(|m| m.0).collect();
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::messages::update_flags(s, ctx, requested, flag, add)
+        })
+        .await?;
+    Ok(params.success(json!({"messages": echo, "ignored_because_not_subscribed_channels": []})))
+}
+
+/// `POST /mark_topic_as_read` (deprecated).
+pub async fn mark_topic_as_read(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let channel = ChannelId(params.required_int::<u64>("stream_id")?);
+    let topic = topic_param(&params.required_str("topic_name")?);
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            let me = crate::commands::actor(s, ctx)?;
+            let visible = s.channels.get(channel).filter(|c| {
+                crate::commands::channels::access(s, me, c)
+                    == crate::commands::channels::Access::Content
+            });
+            if visible.is_none() {
+                return Err(ApiError::bad_request("Invalid channel ID"));
+            }
+            let unread: Vec<MessageId> = s
+                .messages
+                .in_topic(channel, &topic)
+                .into_iter()
+                .flatten()
+                .copied()
+                .filter(|id| {
+                    s.messages
+                        .flags(me.user_id, *id)
+                        .is_some_and(|b| b & flags::READ == 0)
+                })
+                .collect();
+            crate::commands::messages::update_flags(s, ctx, unread, MessageFlag::Read, true)
+        })
+        .await?;
+    Ok(params.success(json!({})))
+}

@@ -1,0 +1,733 @@
+//! Sending, reading, narrowing and flagging messages, and their client events.
+
+use crate::support::{Api, Server};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+struct Chat {
+    server: Server,
+    alice: (u64, Api),
+    bob: (u64, Api),
+    carol: (u64, Api),
+    channel: u64,
+}
+
+async fn chat() -> Chat {
+    let server = Server::start();
+    let (alice_id, alice) = server
+        .create_member("alice@example.com", "Alice Adams")
+        .await;
+    let (bob_id, bob) = server.create_member("bob@example.com", "Bob Brown").await;
+    let (carol_id, carol) = server
+        .create_member("carol@example.com", "Carol Clark")
+        .await;
+    let owner = server.api(Some(&server.owner()));
+    let (_, body) = owner
+        .post(
+            "/channels/create",
+            &[
+                ("name", "general"),
+                ("subscribers", &format!("[{alice_id}, {bob_id}]")),
+            ],
+        )
+        .await;
+    let channel = body["id"].as_u64().unwrap();
+    Chat {
+        alice: (alice_id, server.api(Some(&alice))),
+        bob: (bob_id, server.api(Some(&bob))),
+        carol: (carol_id, server.api(Some(&carol))),
+        server,
+        channel,
+    }
+}
+
+async fn send(api: &Api, params: &[(&str, &str)]) -> u64 {
+    let (status, body) = api.post("/messages", params).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["id"].as_u64().unwrap()
+}
+
+async fn fetch(api: &Api, params: &[(&str, &str)]) -> Value {
+    let (status, body) = api.get("/messages", params).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body
+}
+
+fn ids(body: &Value) -> Vec<u64> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_u64().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn send_and_read_a_channel_message() {
+    let c = chat().await;
+    let (_, alice) = &c.alice;
+    let id = send(
+        alice,
+        &[
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", "lunch"),
+            ("content", "Hi @**Bob Brown**, *noon*?"),
+        ],
+    )
+    .await;
+    let (status, body) = c.bob.1.get(&format!("/messages/{id}"), &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let m = &body["message"];
+    let keys: Vec<&str> = m.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        vec![
+            "id",
+            "sender_id",
+            "content",
+            "recipient_id",
+            "timestamp",
+            "client",
+            "subject",
+            "topic_links",
+            "is_me_message",
+            "reactions",
+            "submessages",
+            "sender_full_name",
+            "sender_email",
+            "sender_realm_str",
+            "display_recipient",
+            "type",
+            "avatar_url",
+            "content_type",
+            "stream_id",
+            "flags"
+        ]
+    );
+    assert_eq!(
+        m["content"],
+        format!("<p>Hi <span class=\"user-mention\" data-user-id=\"{}\">@Bob Brown</span>, <em>noon</em>?</p>", c.bob.0)
+    );
+    assert_eq!(body["raw_content"], "Hi @**Bob Brown**, *noon*?");
+    assert_eq!(
+        (
+            m["subject"].clone(),
+            m["display_recipient"].clone(),
+            m["type"].clone()
+        ),
+        (json!("lunch"), json!("general"), json!("stream"))
+    );
+    assert_eq!(m["stream_id"], c.channel);
+    assert_eq!(m["sender_full_name"], "Alice Adams");
+    assert_eq!(m["flags"], json!(["mentioned"]));
+    let (_, own) = alice
+        .get(&format!("/messages/{id}"), &[("apply_markdown", "false")])
+        .await;
+    assert_eq!(own["message"]["content"], "Hi @**Bob Brown**, *noon*?");
+    assert_eq!(own["message"]["content_type"], "text/x-markdown");
+    assert_eq!(own["message"]["flags"], json!(["read"]));
+    // Carol is not subscribed, but the channel is public: she reads it as history.
+    let (_, hers) = c.carol.1.get(&format!("/messages/{id}"), &[]).await;
+    assert_eq!(hers["message"]["flags"], json!(["read", "historical"]));
+    // By channel id, to the empty topic via its display name.
+    let second = send(
+        alice,
+        &[
+            ("type", "channel"),
+            ("to", &c.channel.to_string()),
+            ("topic", "general chat"),
+            ("content", "/me waves"),
+        ],
+    )
+    .await;
+    let (_, body) = alice.get(&format!("/messages/{second}"), &[]).await;
+    assert_eq!(body["message"]["subject"], "general chat");
+    assert_eq!(body["message"]["is_me_message"], true);
+    let (_, body) = alice
+        .get(
+            &format!("/messages/{second}"),
+            &[("allow_empty_topic_name", "true")],
+        )
+        .await;
+    assert_eq!(body["message"]["subject"], "");
+    // State survives a restart.
+    let bob_creds = c.bob.1.creds.clone().unwrap();
+    let server = c.server.stop().restart();
+    let (_, body) = server
+        .api(Some(&bob_creds))
+        .get(&format!("/messages/{id}"), &[])
+        .await;
+    assert_eq!(body["message"]["flags"], json!(["mentioned"]));
+}
+
+#[tokio::test]
+async fn sending_errors() {
+    let c = chat().await;
+    let alice = &c.alice.1;
+    let (status, body) = alice
+        .post(
+            "/messages",
+            &[
+                ("type", "stream"),
+                ("to", "nowhere"),
+                ("topic", "t"),
+                ("content", "x"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        body,
+        json!({"result":"error","msg":"Channel 'nowhere' does not exist","code":"STREAM_DOES_NOT_EXIST","stream":"nowhere"})
+    );
+    let (_, body) = alice
+        .post(
+            "/messages",
+            &[
+                ("type", "stream"),
+                ("to", "999"),
+                ("topic", "t"),
+                ("content", "x"),
+            ],
+        )
+        .await;
+    assert_eq!(body["msg"], "Channel with ID '999' does not exist");
+    assert_eq!(body["stream_id"], 999);
+    let (_, body) = alice
+        .post(
+            "/messages",
+            &[("type", "stream"), ("to", "general"), ("content", "x")],
+        )
+        .await;
+    assert_eq!(body["var_name"], "topic");
+    let (_, body) = alice
+        .post(
+            "/messages",
+            &[
+                ("type", "stream"),
+                ("to", "general"),
+                ("topic", "t"),
+                ("content", "  "),
+            ],
+        )
+        .await;
+    assert_eq!(body["msg"], "Message must not be empty");
+    let (_, body) = alice
+        .post(
+            "/messages",
+            &[
+                ("type", "private"),
+                ("to", "ghost@example.com"),
+                ("content", "x"),
+            ],
+        )
+        .await;
+    assert_eq!(body["msg"], "Invalid email 'ghost@example.com'");
+    let (_, body) = alice
+        .post(
+            "/messages",
+            &[("type", "letter"), ("to", "x"), ("content", "x")],
+        )
+        .await;
+    assert_eq!(body["code"], "REQUEST_VARIABLE_INVALID");
+    // A private channel one cannot see does not exist, as far as one can tell.
+    let owner = c.server.api(Some(&c.server.owner()));
+    owner
+        .post(
+            "/channels/create",
+            &[
+                ("name", "secret"),
+                ("invite_only", "true"),
+                ("subscribers", "[1]"),
+            ],
+        )
+        .await;
+    let (_, body) = alice
+        .post(
+            "/messages",
+            &[
+                ("type", "stream"),
+                ("to", "secret"),
+                ("topic", "t"),
+                ("content", "x"),
+            ],
+        )
+        .await;
+    assert_eq!(body["code"], "STREAM_DOES_NOT_EXIST");
+    let secret_id = send(
+        &owner,
+        &[
+            ("type", "stream"),
+            ("to", "secret"),
+            ("topic", "t"),
+            ("content", "classified"),
+        ],
+    )
+    .await;
+    let (_, body) = alice.get(&format!("/messages/{secret_id}"), &[]).await;
+    assert_eq!(
+        body,
+        json!({"result":"error","msg":"Invalid message(s)","code":"BAD_REQUEST"})
+    );
+    let body = fetch(
+        alice,
+        &[
+            ("anchor", "newest"),
+            ("num_before", "10"),
+            ("num_after", "0"),
+            ("narrow", r#"[["search","classified"]]"#),
+        ],
+    )
+    .await;
+    assert!(ids(&body).is_empty());
+    // Long content is truncated, as Zulip does.
+    let long = "a".repeat(10_050);
+    let id = send(
+        alice,
+        &[
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", "t"),
+            ("content", &long),
+        ],
+    )
+    .await;
+    let (_, body) = alice.get(&format!("/messages/{id}"), &[]).await;
+    let raw = body["raw_content"].as_str().unwrap();
+    assert_eq!(raw.chars().count(), 10_000);
+    assert!(raw.ends_with("[message truncated]"));
+}
+
+#[tokio::test]
+async fn direct_messages_are_private_to_their_participants() {
+    let c = chat().await;
+    let id = send(
+        &c.alice.1,
+        &[
+            ("type", "direct"),
+            ("to", &format!("[{}]", c.bob.0)),
+            ("content", "psst"),
+        ],
+    )
+    .await;
+    let (_, body) = c.bob.1.get(&format!("/messages/{id}"), &[]).await;
+    let m = &body["message"];
+    assert_eq!(m["type"], "private");
+    assert_eq!(m["subject"], "");
+    let people: Vec<u64> = m["display_recipient"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(people, vec![c.alice.0, c.bob.0]);
+    assert_eq!(body["message"]["flags"], json!([]));
+    let (_, body) = c.carol.1.get(&format!("/messages/{id}"), &[]).await;
+    assert_eq!(body["msg"], "Invalid message(s)");
+    // By email too, and in a dm narrow.
+    send(
+        &c.bob.1,
+        &[
+            ("type", "private"),
+            ("to", "alice@example.com"),
+            ("content", "hi back"),
+        ],
+    )
+    .await;
+    let body = fetch(
+        &c.alice.1,
+        &[
+            ("anchor", "newest"),
+            ("num_before", "10"),
+            ("num_after", "0"),
+            (
+                "narrow",
+                &format!(r#"[{{"operator":"dm","operand":[{}]}}]"#, c.bob.0),
+            ),
+        ],
+    )
+    .await;
+    assert_eq!(ids(&body).len(), 2);
+    let body = fetch(
+        &c.carol.1,
+        &[
+            ("anchor", "newest"),
+            ("num_before", "10"),
+            ("num_after", "0"),
+            ("narrow", r#"[["is","dm"]]"#),
+        ],
+    )
+    .await;
+    assert!(ids(&body).is_empty());
+}
+
+#[tokio::test]
+async fn narrows_and_anchors() {
+    let c = chat().await;
+    let (alice, bob) = (&c.alice.1, &c.bob.1);
+    let mut sent = Vec::new();
+    for (who, topic, text) in [
+        (alice, "lunch", "pizza today"),
+        (bob, "lunch", "pasta"),
+        (alice, "code", "review please"),
+        (bob, "code", "pizza later"),
+    ] {
+        sent.push(
+            send(
+                who,
+                &[
+                    ("type", "stream"),
+                    ("to", "general"),
+                    ("topic", topic),
+                    ("content", text),
+                ],
+            )
+            .await,
+        );
+    }
+    let all = fetch(
+        bob,
+        &[
+            ("anchor", "newest"),
+            ("num_before", "100"),
+            ("num_after", "0"),
+        ],
+    )
+    .await;
+    assert_eq!(ids(&all), sent);
+    assert_eq!(
+        (
+            all["found_newest"].clone(),
+            all["found_oldest"].clone(),
+            all["found_anchor"].clone()
+        ),
+        (json!(true), json!(true), json!(false))
+    );
+    assert_eq!(all["anchor"], 10_000_000_000_000_000u64);
+    // Legacy pairs and modern objects.
+    let topic = fetch(
+        bob,
+        &[
+            ("anchor", "oldest"),
+            ("num_before", "0"),
+            ("num_after", "10"),
+            ("narrow", r#"[["stream","general"],["topic","LUNCH"]]"#),
+        ],
+    )
+    .await;
+    assert_eq!(ids(&topic), vec![sent[0], sent[1]]);
+    let modern = json!([{"operator": "channel", "operand": c.channel}, {"operator": "topic", "operand": "lunch", "negated": true}]).to_string();
+    assert_eq!(
+        ids(&fetch(
+            bob,
+            &[
+                ("anchor", "oldest"),
+                ("num_before", "0"),
+                ("num_after", "10"),
+                ("narrow", &modern)
+            ]
+        )
+        .await),
+        vec![sent[2], sent[3]]
+    );
+    let by_sender = fetch(
+        bob,
+        &[
+            ("anchor", "newest"),
+            ("num_before", "10"),
+            ("num_after", "0"),
+            ("narrow", r#"[["sender","alice@example.com"]]"#),
+        ],
+    )
+    .await;
+    assert_eq!(ids(&by_sender), vec![sent[0], sent[2]]);
+    let search = fetch(
+        bob,
+        &[
+            ("anchor", "newest"),
+            ("num_before", "10"),
+            ("num_after", "0"),
+            ("narrow", r#"[["search","PIZZA"]]"#),
+        ],
+    )
+    .await;
+    assert_eq!(ids(&search), vec![sent[0], sent[3]]);
+    // A numeric anchor with neighbours on both sides.
+    let around = fetch(
+        bob,
+        &[
+            ("anchor", &sent[1].to_string()),
+            ("num_before", "1"),
+            ("num_after", "1"),
+        ],
+    )
+    .await;
+    assert_eq!(ids(&around), vec![sent[0], sent[1], sent[2]]);
+    assert_eq!(
+        (
+            around["found_anchor"].clone(),
+            around["found_oldest"].clone(),
+            around["found_newest"].clone()
+        ),
+        (json!(true), json!(false), json!(false))
+    );
+    let excluded = fetch(
+        bob,
+        &[
+            ("anchor", &sent[1].to_string()),
+            ("num_before", "1"),
+            ("num_after", "1"),
+            ("include_anchor", "false"),
+        ],
+    )
+    .await;
+    assert_eq!(ids(&excluded), vec![sent[0], sent[2]]);
+    // first_unread: Bob has read his own messages only.
+    let unread = fetch(
+        bob,
+        &[
+            ("anchor", "first_unread"),
+            ("num_before", "0"),
+            ("num_after", "0"),
+        ],
+    )
+    .await;
+    assert_eq!(unread["anchor"], sent[0]);
+    let unread = fetch(
+        bob,
+        &[
+            ("anchor", "newest"),
+            ("num_before", "10"),
+            ("num_after", "0"),
+            ("narrow", r#"[["is","unread"]]"#),
+        ],
+    )
+    .await;
+    assert_eq!(ids(&unread), vec![sent[0], sent[2]]);
+    // zulip-terminal's start-up query.
+    let zt = fetch(
+        bob,
+        &[
+            ("anchor", "0"),
+            ("num_before", "30"),
+            ("num_after", "10"),
+            ("use_first_unread_anchor", "true"),
+            ("narrow", "[]"),
+            ("client_gravatar", "true"),
+            ("apply_markdown", "true"),
+        ],
+    )
+    .await;
+    assert_eq!(zt["anchor"], sent[0]);
+    assert_eq!(ids(&zt), sent);
+    // Limits and bad narrows.
+    let (_, body) = bob
+        .get(
+            "/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "5000"),
+                ("num_after", "1"),
+            ],
+        )
+        .await;
+    assert_eq!(body["msg"], "Too many messages requested (maximum 5000).");
+    let (_, body) = bob
+        .get(
+            "/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "1"),
+                ("num_after", "0"),
+                ("narrow", r#"[["frobnicate","x"]]"#),
+            ],
+        )
+        .await;
+    assert_eq!(
+        body,
+        json!({"result":"error","msg":"Invalid narrow operator: frobnicate","code":"BAD_NARROW","desc":"frobnicate"})
+    );
+    let (_, body) = bob
+        .get("/messages", &[("anchor", "newest"), ("num_before", "1")])
+        .await;
+    assert_eq!(body["var_name"], "num_after");
+}
+
+#[tokio::test]
+async fn flags_unread_state_and_events() {
+    let c = chat().await;
+    let (alice, bob) = (&c.alice.1, &c.bob.1);
+    let (_, reg) = bob
+        .post(
+            "/register",
+            &[
+                ("event_types", r#"["message","update_message_flags"]"#),
+                ("apply_markdown", "false"),
+            ],
+        )
+        .await;
+    let queue = reg["queue_id"].as_str().unwrap().to_owned();
+    let first = send(
+        alice,
+        &[
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", "t"),
+            ("content", "hello **@**Bob Brown"),
+        ],
+    )
+    .await;
+    let second = send(
+        alice,
+        &[
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", "t"),
+            ("content", "ping @**Bob Brown**"),
+        ],
+    )
+    .await;
+    let (_, events) = bob
+        .get("/events", &[("queue_id", &queue), ("dont_block", "true")])
+        .await;
+    let events = events["events"].as_array().unwrap();
+    assert_eq!(events.len(), 2);
+    assert_eq!(events[0]["type"], "message");
+    assert_eq!(events[0]["flags"], json!([]));
+    assert_eq!(events[1]["flags"], json!(["mentioned"]));
+    assert_eq!(
+        events[1]["message"]["content"], "ping @**Bob Brown**",
+        "the queue asked for Markdown"
+    );
+    assert!(events[1]["message"].get("_raw_content").is_none());
+
+    let (_, reg) = bob.post("/register", &[]).await;
+    assert_eq!(reg["max_message_id"], second);
+    assert_eq!(reg["unread_msgs"]["count"], 2);
+    assert_eq!(
+        reg["unread_msgs"]["streams"],
+        json!([{"stream_id": c.channel, "topic": "t", "unread_message_ids": [first, second]}])
+    );
+    assert_eq!(reg["unread_msgs"]["mentions"], json!([second]));
+
+    let (status, body) = bob
+        .post(
+            "/messages/flags",
+            &[
+                ("messages", &format!("[{first}]")),
+                ("op", "add"),
+                ("flag", "read"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["messages"], json!([first]));
+    let (_, body) = bob
+        .post(
+            "/messages/flags",
+            &[
+                ("messages", &format!("[{second}]")),
+                ("op", "add"),
+                ("flag", "starred"),
+            ],
+        )
+        .await;
+    assert_eq!(body["result"], "success");
+    let (_, body) = bob
+        .post(
+            "/messages/flags",
+            &[("messages", "[1]"), ("op", "add"), ("flag", "mentioned")],
+        )
+        .await;
+    assert_eq!(body["msg"], "Flag not editable: 'mentioned'");
+    let (_, body) = bob
+        .post(
+            "/messages/flags",
+            &[("messages", "[1]"), ("op", "add"), ("flag", "shiny")],
+        )
+        .await;
+    assert_eq!(body["msg"], "Invalid flag: 'shiny'");
+    let (_, body) = bob
+        .post(
+            "/messages/flags",
+            &[("messages", "[9999]"), ("op", "add"), ("flag", "read")],
+        )
+        .await;
+    assert_eq!(body["msg"], "Invalid message(s)");
+    let (_, events) = bob
+        .get(
+            "/events",
+            &[
+                ("queue_id", &queue),
+                ("last_event_id", "1"),
+                ("dont_block", "true"),
+            ],
+        )
+        .await;
+    let flags: Vec<(Value, Value)> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["flag"].clone(), e["messages"].clone()))
+        .collect();
+    assert_eq!(
+        flags,
+        vec![
+            (json!("read"), json!([first])),
+            (json!("starred"), json!([second]))
+        ]
+    );
+    let (_, reg) = bob
+        .post(
+            "/register",
+            &[(
+                "fetch_event_types",
+                r#"["message","update_message_flags","starred_messages"]"#,
+            )],
+        )
+        .await;
+    assert_eq!(reg["unread_msgs"]["count"], 1);
+    assert_eq!(reg["starred_messages"], json!([second]));
+    let starred = fetch(
+        bob,
+        &[
+            ("anchor", "newest"),
+            ("num_before", "5"),
+            ("num_after", "0"),
+            ("narrow", r#"[["is","starred"]]"#),
+        ],
+    )
+    .await;
+    assert_eq!(ids(&starred), vec![second]);
+    let mentioned = fetch(
+        bob,
+        &[
+            ("anchor", "newest"),
+            ("num_before", "5"),
+            ("num_after", "0"),
+            ("narrow", r#"[["is","mentioned"]]"#),
+        ],
+    )
+    .await;
+    assert_eq!(ids(&mentioned), vec![second]);
+
+    // The deprecated topic endpoint marks the rest read.
+    let (status, _) = bob
+        .post(
+            "/mark_topic_as_read",
+            &[("stream_id", &c.channel.to_string()), ("topic_name", "t")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, reg) = bob
+        .post(
+            "/register",
+            &[("fetch_event_types", r#"["message","update_message_flags"]"#)],
+        )
+        .await;
+    assert_eq!(reg["unread_msgs"]["count"], 0);
+    let (_, me) = bob.get("/users/me", &[]).await;
+    assert_eq!(me["max_message_id"], second);
+    let _ = c.carol;
+}
