@@ -190,13 +190,13 @@ fn sled_flush_rate(seconds: f64) -> Result<f64, Fatal> {
 
 /// Scenario 2: durable writes at several concurrencies vs the disk's serial fsync rate.
 ///
-/// Until messages land, the cheapest durable mutation is `POST /users/me/api_key/regenerate`;
-/// each client acts as its own user and carries its new key into the next request.
+/// Each client is its own user, subscribed (like every other client) to one channel, and sends
+/// `POST /messages` to it: a channel message with one copy per subscriber.
 pub async fn durable_writes(quick: bool) -> Result<Vec<Row>, Fatal> {
     let levels: &[usize] = if quick {
         &[1, 16, 64]
     } else {
-        &[1, 16, 64, 256]
+        &[1, 16, 32, 64, 256]
     };
     let (budget, seconds) = if quick {
         (3_000u64, 2u64)
@@ -256,47 +256,73 @@ pub async fn durable_writes(quick: bool) -> Result<Vec<Row>, Fatal> {
         samples: 0,
         errors: 0,
     }];
-    let url = server.api("/users/me/api_key/regenerate");
+    // One channel with every client subscribed.
+    let subscribers: Vec<String> = {
+        let me = server.api("/users/me");
+        let mut ids = Vec::new();
+        for (email, key) in &creds {
+            let body: serde_json::Value = http
+                .get(&me)
+                .basic_auth(email, Some(key))
+                .send()
+                .await?
+                .json()
+                .await?;
+            ids.push(body["user_id"].to_string());
+        }
+        ids
+    };
+    let form = [
+        ("name", "bench".to_owned()),
+        ("subscribers", format!("[{}]", subscribers.join(","))),
+    ];
+    http.post(server.api("/channels/create"))
+        .basic_auth(OWNER, Some(&server.owner_key))
+        .form(&form)
+        .send()
+        .await?
+        .error_for_status()?;
+    let url = server.api("/messages");
     for &clients in levels {
         let current = creds.clone();
-        let (stats, finals) = drive(
+        let (stats, _) = drive(
             clients,
             budget,
             Duration::from_secs(seconds),
-            |i| current[i].clone(),
+            |i| (current[i].clone(), i, 0u64),
             {
                 let http = http.clone();
                 let url = url.clone();
-                move |(email, key): (String, String)| {
+                move |((email, key), i, n): ((String, String), usize, u64)| {
                     let http = http.clone();
                     let url = url.clone();
                     async move {
-                        let sent = http.post(&url).basic_auth(&email, Some(&key)).send().await;
-                        let new_key = match sent {
-                            Ok(r) if r.status().is_success() => r
-                                .json::<serde_json::Value>()
-                                .await
-                                .ok()
-                                .and_then(|b| b["api_key"].as_str().map(str::to_owned)),
-                            _ => None,
-                        };
-                        match new_key {
-                            Some(k) => ((email, k), true),
-                            None => ((email, key), false),
-                        }
+                        let topic = format!("load {}", i % 10);
+                        let content =
+                            format!("Message {n} from writer {i}, with some **Markdown**.");
+                        let form = [
+                            ("type", "stream"),
+                            ("to", "bench"),
+                            ("topic", &topic),
+                            ("content", &content),
+                        ];
+                        let sent = http
+                            .post(&url)
+                            .basic_auth(&email, Some(&key))
+                            .form(&form)
+                            .send()
+                            .await;
+                        let ok = matches!(sent, Ok(r) if r.status().is_success());
+                        (((email, key), i, n + 1), ok)
                     }
                 }
             },
         )
         .await;
-        // Keys changed with every write: carry the latest ones into the next level.
-        for (slot, latest) in creds.iter_mut().zip(finals) {
-            *slot = latest;
-        }
         rows.push(row(
             "writes",
             &format!(
-                "durable mutation, {clients} client{}",
+                "POST /messages, {clients} sender{} ({users} subscribers)",
                 if clients == 1 { "" } else { "s" }
             ),
             &stats,
@@ -328,8 +354,14 @@ fn user_created(i: u64) -> Event {
     }
 }
 
-/// A deterministic mix of every event type that exists so far.
+/// A deterministic mix resembling a chat server's life: accounts first, one busy channel with
+/// 100 subscribers, then mostly messages, with read flags, topic policies, subscription churn
+/// and key regenerations in between.
 fn generated_event(i: u64, users: u64) -> Event {
+    use crate::events::{
+        ChannelPermissions, GroupSetting, MessageFlag, NewSubscription, Recipient, TopicsPolicy,
+    };
+    use crate::ids::{ChannelId, GroupId, MessageId};
     if i == 1 {
         return Event::RealmCreated {
             name: "Bench".into(),
@@ -339,13 +371,101 @@ fn generated_event(i: u64, users: u64) -> Event {
     if i <= users + 1 {
         return user_created(i - 1);
     }
-    let user_id = UserId(1 + (i * 7919) % users);
-    match i % 10 {
-        0 => Event::UserDeactivated { user_id },
-        1 => Event::UserReactivated { user_id },
-        _ => Event::ApiKeyRegenerated {
+    let channel_id = ChannelId(1);
+    let nobody = GroupSetting::Group(GroupId(0));
+    if i == users + 2 {
+        return Event::ChannelCreated {
+            channel_id,
+            name: "general".into(),
+            description: "Busy".into(),
+            invite_only: false,
+            is_web_public: false,
+            history_public_to_subscribers: true,
+            message_retention_days: None,
+            folder_id: None,
+            topics_policy: TopicsPolicy::Inherit,
+            is_default: true,
+            permissions: Box::new(ChannelPermissions {
+                can_add_subscribers_group: nobody.clone(),
+                can_remove_subscribers_group: nobody.clone(),
+                can_administer_channel_group: nobody.clone(),
+                can_delete_any_message_group: nobody.clone(),
+                can_delete_own_message_group: nobody.clone(),
+                can_move_messages_out_of_channel_group: nobody.clone(),
+                can_move_messages_within_channel_group: nobody.clone(),
+                can_send_message_group: nobody.clone(),
+                can_subscribe_group: nobody.clone(),
+                can_resolve_topics_group: nobody.clone(),
+                can_create_topic_group: nobody,
+            }),
+        };
+    }
+    if i == users + 3 {
+        return Event::Subscribed {
+            channel_id,
+            subscriptions: (1..=100.min(users))
+                .map(|u| NewSubscription {
+                    user_id: UserId(u),
+                    color: "#76ce90".into(),
+                })
+                .collect(),
+        };
+    }
+    let user_id = UserId(1 + (i * 7919) % 100.min(users));
+    let message_id = MessageId(i);
+    match i % 20 {
+        0..=11 => Event::MessageSent {
+            message_id,
+            sender_id: user_id,
+            recipient: Recipient::Channel {
+                channel_id,
+                topic: format!("topic {}", i % 37),
+            },
+            content: format!("Message number {i}, about **something** worth saying."),
+            rendered_content: format!(
+                "<p>Message number {i}, about <strong>something</strong> worth saying.</p>"
+            ),
+            client: "bench".into(),
+            is_me_message: false,
+            mentioned: Vec::new(),
+            stream_wildcard: false,
+            topic_wildcard: false,
+        },
+        12 => Event::MessageSent {
+            message_id,
+            sender_id: user_id,
+            recipient: Recipient::Direct {
+                user_ids: vec![UserId(1), user_id],
+            },
+            content: "a direct message".into(),
+            rendered_content: "<p>a direct message</p>".into(),
+            client: "bench".into(),
+            is_me_message: false,
+            mentioned: Vec::new(),
+            stream_wildcard: false,
+            topic_wildcard: false,
+        },
+        13..=15 => Event::MessageFlagsChanged {
+            user_id,
+            flag: MessageFlag::Read,
+            add: true,
+            message_ids: (i.saturating_sub(40)..i).map(MessageId).collect(),
+        },
+        16 => Event::TopicVisibilitySet {
+            user_id,
+            channel_id,
+            topic: format!("topic {}", i % 37),
+            policy: (i % 4) as u8,
+        },
+        17 => Event::ApiKeyRegenerated {
             user_id,
             api_key_nonce: format!("{:032x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        },
+        18 => Event::UserDeactivated {
+            user_id: UserId(users - (i % 50)),
+        },
+        _ => Event::UserReactivated {
+            user_id: UserId(users - (i % 50)),
         },
     }
 }

@@ -60,8 +60,7 @@ pub fn channel_json(state: &Projections, channel: &Channel) -> Value {
         json!(channel.history_public_to_subscribers),
     );
     put("topics_policy", json!(channel.topics_policy.as_str()));
-    // No messages exist yet, so no channel has a first message or any traffic.
-    put("first_message_id", Value::Null);
+    put("first_message_id", first_message_id(state, channel));
     put("folder_id", json!(channel.folder_id));
     put("is_recently_active", json!(true));
     put("is_announcement_only", json!(policy == 2));
@@ -72,6 +71,15 @@ pub fn channel_json(state: &Projections, channel: &Channel) -> Value {
         json!(subscriber_count(state, channel)),
     );
     Value::Object(map)
+}
+
+/// The channel's oldest message id, or null.
+fn first_message_id(state: &Projections, channel: &Channel) -> Value {
+    json!(state
+        .messages
+        .in_channel(channel.id)
+        .and_then(|ids| ids.first())
+        .map(|id| id.0))
 }
 
 /// Active, non-deactivated subscribers, bots included.
@@ -148,7 +156,7 @@ pub fn subscription_json(
         "history_public_to_subscribers",
         json!(channel.history_public_to_subscribers),
     );
-    put("first_message_id", Value::Null);
+    put("first_message_id", first_message_id(state, channel));
     put("folder_id", json!(channel.folder_id));
     put("topics_policy", json!(channel.topics_policy.as_str()));
     put("is_recently_active", json!(true));
@@ -348,24 +356,33 @@ pub async fn get_members(
     Ok(params.success(json!({"subscribers": subscribers})))
 }
 
-/// `GET /users/me/{stream_id}/topics`: topics with their newest message id, newest first.
-/// Chronicle has no messages yet, so every channel's list is empty.
+/// `GET /users/me/{stream_id}/topics`: topics with their newest message id, newest first; the
+/// empty topic shows as its display name unless `allow_empty_topic_name`.
 pub async fn get_topics(
     state: web::Data<AppState>,
     auth: Auth,
     req: HttpRequest,
-    params: Params,
+    mut params: Params,
 ) -> ApiResult<HttpResponse> {
     let id = channel_id(&req)?;
-    state.engine.read(|s| {
+    let allow_empty = params.bool("allow_empty_topic_name")?.unwrap_or(false);
+    let topics = state.engine.read(|s| {
         let user = me(s, &auth)?;
         let channel = visible_channel(s, user, id)?;
         if access(s, user, channel) != Access::Content {
             return Err(ApiError::bad_request("Invalid channel ID"));
         }
-        Ok(())
+        Ok(s.messages
+            .topics(id)
+            .into_iter()
+            .filter(|(_, max_id)| {
+                // Protected history: only topics with messages the user received.
+                channel.history_public_to_subscribers || s.messages.flags(user.user_id, *max_id).is_some()
+            })
+            .map(|(name, max_id)| json!({"max_id": max_id.0, "name": super::messages::shown_topic(&name, allow_empty)}))
+            .collect::<Vec<_>>())
     })?;
-    Ok(params.success(json!({"topics": []})))
+    Ok(params.success(json!({"topics": topics})))
 }
 
 /// A `{"new": value, "old": value}` group-setting change (the `old` part is checked).

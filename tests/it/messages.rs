@@ -731,3 +731,45 @@ async fn flags_unread_state_and_events() {
     assert_eq!(me["max_message_id"], second);
     let _ = c.carol;
 }
+
+#[tokio::test]
+async fn topics_of_a_channel_newest_first() {
+    let c = chat().await;
+    let alice = &c.alice.1;
+    let a = send(
+        alice,
+        &[
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", "older"),
+            ("content", "1"),
+        ],
+    )
+    .await;
+    let b = send(
+        alice,
+        &[
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", ""),
+            ("content", "2"),
+        ],
+    )
+    .await;
+    let (_, body) = alice
+        .get(&format!("/users/me/{}/topics", c.channel), &[])
+        .await;
+    assert_eq!(
+        body["topics"],
+        json!([{"max_id": b, "name": "general chat"}, {"max_id": a, "name": "older"}])
+    );
+    let (_, body) = alice
+        .get(
+            &format!("/users/me/{}/topics", c.channel),
+            &[("allow_empty_topic_name", "true")],
+        )
+        .await;
+    assert_eq!(body["topics"][0]["name"], "");
+    let (_, body) = alice.get(&format!("/streams/{}", c.channel), &[]).await;
+    assert_eq!(body["stream"]["first_message_id"], a);
+}
