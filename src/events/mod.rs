@@ -10,7 +10,7 @@ pub mod v1;
 pub use v1::{
     ChannelChange, ChannelPermissions, Event, GroupChange, GroupPermissions, GroupSetting,
     MessageFlag, NewSubscription, Recipient, Role, SubscriptionProperty, SystemGroup, TopicsPolicy,
-    UserChange,
+    TypingTarget, UserChange,
 };
 
 use crate::ids::{Seq, UserId};

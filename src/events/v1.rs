@@ -252,6 +252,17 @@ pub enum Recipient {
     Direct { user_ids: Vec<UserId> },
 }
 
+/// Where someone is typing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TypingTarget {
+    /// Every participant, the typist included, ascending.
+    Direct { user_ids: Vec<UserId> },
+    Channel {
+        channel_id: ChannelId,
+        topic: String,
+    },
+}
+
 /// The per-user message flags a user may change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MessageFlag {
@@ -428,6 +439,17 @@ pub enum Event {
         add: bool,
         message_ids: Vec<MessageId>,
     },
+    /// A user started composing (kept in the audit log by the product owner's wish; the typing
+    /// projection forgets it after the start-expiry period).
+    TypingStarted {
+        user_id: UserId,
+        target: TypingTarget,
+    },
+    /// A user stopped composing.
+    TypingStopped {
+        user_id: UserId,
+        target: TypingTarget,
+    },
     /// A user set their visibility policy for a topic (0 none, 1 muted, 2 unmuted, 3 followed).
     TopicVisibilitySet {
         user_id: UserId,
@@ -461,6 +483,8 @@ impl Event {
             Event::ChannelFoldersReordered { .. } => "ChannelFoldersReordered",
             Event::TopicVisibilitySet { .. } => "TopicVisibilitySet",
             Event::MessageSent { .. } => "MessageSent",
+            Event::TypingStarted { .. } => "TypingStarted",
+            Event::TypingStopped { .. } => "TypingStopped",
             Event::MessageFlagsChanged { .. } => "MessageFlagsChanged",
         }
     }

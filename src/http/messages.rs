@@ -20,7 +20,8 @@ pub const MAX_MESSAGES_PER_FETCH: u64 = 5000;
 /// What Zulip answers as the anchor for `newest`.
 pub const LARGER_THAN_MAX_MESSAGE_ID: u64 = 10_000_000_000_000_000;
 
-fn shown_email(site: &Site, viewer: &User, user: &User) -> String {
+/// The email `viewer` sees for `user`: real when visible, else the placeholder.
+pub fn shown_email(site: &Site, viewer: &User, user: &User) -> String {
     if email_visible(viewer, user) {
         user.email.clone()
     } else {
@@ -704,6 +705,50 @@ pub async fn mark_topic_as_read(
                 })
                 .collect();
             crate::commands::messages::update_flags(s, ctx, unread, MessageFlag::Read, true)
+        })
+        .await?;
+    Ok(params.success(json!({})))
+}
+
+/// `POST /typing`.
+pub async fn set_typing_status(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    use crate::events::TypingTarget;
+    let kind = params.str("type").unwrap_or_else(|| "direct".into());
+    let op = params.required_str("op")?;
+    let start = match op.as_str() {
+        "start" => true,
+        "stop" => false,
+        other => return Err(ApiError::invalid("op", other)),
+    };
+    let target = match kind.as_str() {
+        "direct" => {
+            let to: Vec<u64> = params.json("to")?.ok_or_else(|| ApiError::missing("to"))?;
+            TypingTarget::Direct {
+                user_ids: to.into_iter().map(UserId).collect(),
+            }
+        }
+        "stream" | "channel" => {
+            let channel_id = params
+                .int::<u64>("stream_id")?
+                .ok_or_else(|| ApiError::bad_request("Missing 'stream_id' argument"))?;
+            let topic = params
+                .str("topic")
+                .ok_or_else(|| ApiError::bad_request("Missing topic"))?;
+            TypingTarget::Channel {
+                channel_id: ChannelId(channel_id),
+                topic: topic_param(&topic),
+            }
+        }
+        other => return Err(ApiError::invalid("type", other)),
+    };
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::messages::set_typing(s, ctx, target, start)
         })
         .await?;
     Ok(params.success(json!({})))

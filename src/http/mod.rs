@@ -125,6 +125,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 endpoint!(api, "/messages/flags", post => messages::update_message_flags);
                 endpoint!(api, "/messages/{message_id}", get => messages::get_message);
                 endpoint!(api, "/mark_topic_as_read", post => messages::mark_topic_as_read);
+                endpoint!(api, "/typing", post => messages::set_typing_status);
                 endpoint!(api, "/register", post => events::register);
                 endpoint!(api, "/events",
                     get => events::get_events,

@@ -253,6 +253,8 @@ impl Channels {
             | Event::ChannelFolderChanged { .. }
             | Event::ChannelFoldersReordered { .. }
             | Event::TopicVisibilitySet { .. }
+            | Event::TypingStarted { .. }
+            | Event::TypingStopped { .. }
             | Event::MessageSent { .. }
             | Event::MessageFlagsChanged { .. } => {}
         }

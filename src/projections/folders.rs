@@ -128,6 +128,8 @@ impl Folders {
             | Event::Unsubscribed { .. }
             | Event::SubscriptionPropertyChanged { .. }
             | Event::TopicVisibilitySet { .. }
+            | Event::TypingStarted { .. }
+            | Event::TypingStopped { .. }
             | Event::MessageSent { .. }
             | Event::MessageFlagsChanged { .. } => {}
         }

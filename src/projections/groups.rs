@@ -282,6 +282,8 @@ impl Groups {
             | Event::ChannelFolderChanged { .. }
             | Event::ChannelFoldersReordered { .. }
             | Event::TopicVisibilitySet { .. }
+            | Event::TypingStarted { .. }
+            | Event::TypingStopped { .. }
             | Event::MessageSent { .. }
             | Event::MessageFlagsChanged { .. } => {}
         }

@@ -298,7 +298,9 @@ impl Messages {
             | Event::ChannelFolderCreated { .. }
             | Event::ChannelFolderChanged { .. }
             | Event::ChannelFoldersReordered { .. }
-            | Event::TopicVisibilitySet { .. } => {}
+            | Event::TopicVisibilitySet { .. }
+            | Event::TypingStarted { .. }
+            | Event::TypingStopped { .. } => {}
         }
     }
 

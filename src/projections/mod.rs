@@ -9,6 +9,7 @@ pub mod folders;
 pub mod groups;
 pub mod messages;
 pub mod realm;
+pub mod typing;
 pub mod user_topics;
 mod users;
 
@@ -17,6 +18,7 @@ pub use folders::{Folder, Folders};
 pub use groups::{Group, Groups};
 pub use messages::{Message, Messages};
 pub use realm::Realm;
+pub use typing::Typing;
 pub use user_topics::UserTopics;
 pub use users::{User, Users};
 
@@ -38,6 +40,7 @@ pub struct Projections {
     pub folders: Folders,
     pub user_topics: UserTopics,
     pub messages: Messages,
+    pub typing: Typing,
 }
 
 impl Projections {
@@ -51,6 +54,7 @@ impl Projections {
         self.user_topics.apply(env);
         // Messages read who is subscribed; no event changes both, so the order is immaterial.
         self.messages.apply(env, &self.channels, &self.users);
+        self.typing.apply(env);
         self.seq = env.seq;
     }
 
@@ -87,6 +91,7 @@ impl Projections {
             "channel_folders": self.folders.dump(),
             "user_topics": self.user_topics.dump(),
             "messages": self.messages.dump(),
+            "typing": self.typing.dump(),
         })
     }
 

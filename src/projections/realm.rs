@@ -55,6 +55,8 @@ impl Realm {
             | Event::ChannelFolderChanged { .. }
             | Event::ChannelFoldersReordered { .. }
             | Event::TopicVisibilitySet { .. }
+            | Event::TypingStarted { .. }
+            | Event::TypingStopped { .. }
             | Event::MessageSent { .. }
             | Event::MessageFlagsChanged { .. } => {}
         }

@@ -85,7 +85,9 @@ impl UserTopics {
             | Event::ChannelFolderChanged { .. }
             | Event::ChannelFoldersReordered { .. }
             | Event::MessageSent { .. }
-            | Event::MessageFlagsChanged { .. } => {}
+            | Event::MessageFlagsChanged { .. }
+            | Event::TypingStarted { .. }
+            | Event::TypingStopped { .. } => {}
         }
     }
 

@@ -154,6 +154,8 @@ impl Users {
             | Event::ChannelFolderChanged { .. }
             | Event::ChannelFoldersReordered { .. }
             | Event::TopicVisibilitySet { .. }
+            | Event::TypingStarted { .. }
+            | Event::TypingStopped { .. }
             | Event::MessageSent { .. }
             | Event::MessageFlagsChanged { .. } => {}
         }

@@ -225,6 +225,12 @@ impl Queues {
                 };
                 let event_type = event["type"].as_str().unwrap_or_default().to_owned();
                 for q in user_queues {
+                    // Channel typing goes only to clients that declared they handle it.
+                    let channel_typing =
+                        event_type == "typing" && event["message_type"] == "stream";
+                    if channel_typing && !q.options.capabilities.stream_typing_notifications {
+                        continue;
+                    }
                     if env.seq > q.from_seq && q.options.wants(&event_type) {
                         q.push(adapt(&event, &q.options));
                     }
@@ -238,6 +244,11 @@ impl Queues {
 /// shown as is or by its display name) and drops the internal raw fields.
 fn adapt(event: &Value, options: &QueueOptions) -> Value {
     let mut event = event.clone();
+    if let Some(raw) = event.as_object_mut().and_then(|e| e.remove("_raw_topic")) {
+        if options.capabilities.empty_topic_name {
+            event["topic"] = raw;
+        }
+    }
     if let Some(Value::Object(message)) = event.get_mut("message") {
         let raw_content = message.remove("_raw_content");
         let raw_topic = message.remove("_raw_topic");

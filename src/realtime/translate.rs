@@ -2,10 +2,11 @@
 
 use crate::commands::channels::{access, Access};
 use crate::events::{
-    ChannelChange, Envelope, Event, GroupChange, Recipient, SubscriptionProperty, UserChange,
+    ChannelChange, Envelope, Event, GroupChange, Recipient, SubscriptionProperty, TypingTarget,
+    UserChange,
 };
 use crate::http::channels::{channel_json, subscription_json};
-use crate::http::messages::{message_flags, message_json};
+use crate::http::messages::{message_flags, message_json, shown_email};
 use crate::http::user_groups::group_json;
 use crate::http::users::user_json;
 use crate::http::wire::render_group_setting;
@@ -419,6 +420,59 @@ pub fn client_events(state: &Projections, site: &Site, env: &Envelope) -> Vec<(U
                 event["message_details"] = Value::Object(details);
             }
             vec![(*user_id, event)]
+        }
+        Event::TypingStarted { user_id, target } | Event::TypingStopped { user_id, target } => {
+            let op = if matches!(env.event, Event::TypingStarted { .. }) {
+                "start"
+            } else {
+                "stop"
+            };
+            let Some(sender) = state.users.get(*user_id) else {
+                return Vec::new();
+            };
+            let person = |viewer: &User, u: &User| json!({"user_id": u.user_id.0, "email": shown_email(site, viewer, u)});
+            match target {
+                TypingTarget::Direct { user_ids } => user_ids
+                    .iter()
+                    .filter_map(|id| state.users.get(*id).filter(|u| u.is_active))
+                    .map(|viewer| {
+                        let recipients: Vec<Value> = user_ids
+                            .iter()
+                            .filter_map(|id| state.users.get(*id))
+                            .map(|u| person(viewer, u))
+                            .collect();
+                        (
+                            viewer.user_id,
+                            json!({
+                                "type": "typing", "op": op, "message_type": "direct",
+                                "sender": person(viewer, sender), "recipients": recipients,
+                            }),
+                        )
+                    })
+                    .collect(),
+                TypingTarget::Channel { channel_id, topic } => {
+                    let Some(channel) = state.channels.get(*channel_id) else {
+                        return Vec::new();
+                    };
+                    // Zulip sends nothing for channels with more than 100 subscribers.
+                    if channel.subscribers.len() > 100 {
+                        return Vec::new();
+                    }
+                    channel
+                        .subscribers
+                        .iter()
+                        .filter(|id| *id != user_id)
+                        .filter_map(|id| state.users.get(*id).filter(|u| u.is_active))
+                        .map(|viewer| {
+                            (viewer.user_id, json!({
+                                "type": "typing", "op": op, "message_type": "stream",
+                                "sender": person(viewer, sender), "stream_id": channel_id.0,
+                                "topic": crate::http::messages::shown_topic(topic, false), "_raw_topic": topic,
+                            }))
+                        })
+                        .collect()
+                }
+            }
         }
         Event::TopicVisibilitySet {
             user_id,

@@ -423,3 +423,148 @@ async fn long_polls_wake_on_events_and_send_heartbeats() {
         .unwrap();
     assert_eq!(body["events"][0]["type"], "channel_folder");
 }
+
+#[tokio::test]
+async fn typing_notifications() {
+    let server = Server::start();
+    let owner = server.api(Some(&server.owner()));
+    let (alice_id, alice) = server.create_member("alice@example.com", "Alice").await;
+    let (bob_id, bob) = server.create_member("bob@example.com", "Bob").await;
+    let (_, carol) = server.create_member("carol@example.com", "Carol").await;
+    let (alice_api, bob_api, carol_api) = (
+        server.api(Some(&alice)),
+        server.api(Some(&bob)),
+        server.api(Some(&carol)),
+    );
+    let (qa, _) = register(&alice_api, &[("event_types", r#"["typing"]"#)]).await;
+    let (qb, _) = register(
+        &bob_api,
+        &[
+            ("event_types", r#"["typing"]"#),
+            (
+                "client_capabilities",
+                r#"{"stream_typing_notifications": true}"#,
+            ),
+        ],
+    )
+    .await;
+    let (qc, _) = register(&carol_api, &[("event_types", r#"["typing"]"#)]).await;
+
+    // Direct: every participant, the typist included, with sender and recipients.
+    let (status, body) = alice_api
+        .post(
+            "/typing",
+            &[("op", "start"), ("to", &format!("[{bob_id}]"))],
+        )
+        .await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::OK, json!({"result": "success", "msg": ""}))
+    );
+    let b = drain(&bob_api, &qb).await;
+    assert_eq!(b.len(), 1);
+    assert_eq!(b[0]["op"], "start");
+    assert_eq!(b[0]["message_type"], "direct");
+    assert_eq!(b[0]["sender"]["user_id"], alice_id);
+    let recipients: Vec<u64> = b[0]["recipients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["user_id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(recipients, vec![alice_id, bob_id]);
+    assert_eq!(drain(&alice_api, &qa).await.len(), 1);
+    assert!(drain(&carol_api, &qc).await.is_empty());
+    alice_api
+        .post("/typing", &[("op", "stop"), ("to", &format!("[{bob_id}]"))])
+        .await;
+    assert_eq!(drain(&bob_api, &qb).await[0]["op"], "stop");
+    assert_eq!(drain(&alice_api, &qa).await[0]["op"], "stop");
+
+    // Channel typing: only to subscribers whose client handles it, never to the typist.
+    let (_, body) = owner
+        .post(
+            "/channels/create",
+            &[
+                ("name", "general"),
+                ("subscribers", &format!("[{alice_id}, {bob_id}]")),
+            ],
+        )
+        .await;
+    let channel = body["id"].as_u64().unwrap().to_string();
+    alice_api
+        .post(
+            "/typing",
+            &[
+                ("type", "channel"),
+                ("op", "start"),
+                ("stream_id", &channel),
+                ("topic", "lunch"),
+            ],
+        )
+        .await;
+    let b = drain(&bob_api, &qb).await;
+    assert_eq!(b[0]["message_type"], "stream");
+    assert_eq!(b[0]["topic"], "lunch");
+    assert_eq!(b[0]["stream_id"].to_string(), channel);
+    assert!(b[0].get("_raw_topic").is_none());
+    assert!(
+        drain(&alice_api, &qa).await.is_empty(),
+        "no capability, and the typist is excluded"
+    );
+
+    // Errors.
+    let (_, body) = alice_api
+        .post(
+            "/typing",
+            &[("type", "channel"), ("op", "start"), ("topic", "x")],
+        )
+        .await;
+    assert_eq!(
+        body,
+        json!({"result":"error","msg":"Missing 'stream_id' argument","code":"BAD_REQUEST"})
+    );
+    let (_, body) = alice_api.post("/typing", &[("op", "start")]).await;
+    assert_eq!(body["var_name"], "to");
+    let (_, body) = alice_api
+        .post("/typing", &[("op", "start"), ("to", "[]")])
+        .await;
+    assert_eq!(body["msg"], "Empty 'to' list");
+    let (_, body) = alice_api
+        .post("/typing", &[("op", "start"), ("to", "[999]")])
+        .await;
+    assert_eq!(body["msg"], "Invalid user ID 999");
+    let (_, body) = alice_api
+        .post(
+            "/typing",
+            &[("type", "private"), ("op", "start"), ("to", "[2]")],
+        )
+        .await;
+    assert_eq!(body["code"], "REQUEST_VARIABLE_INVALID");
+    let (_, body) = alice_api
+        .post("/typing", &[("op", "typing"), ("to", "[2]")])
+        .await;
+    assert_eq!(body["code"], "REQUEST_VARIABLE_INVALID");
+
+    // Typing is in the audit log and in the projection.
+    let (_, dump) = owner.get("/admin/projections", &[]).await;
+    assert_eq!(
+        dump["projections"]["typing"].as_array().unwrap().len(),
+        1,
+        "the channel start is alive, the direct one stopped"
+    );
+    let (_, events) = owner
+        .get("/admin/events", &[("after_seq", "0"), ("limit", "1000")])
+        .await;
+    let typing: Vec<&str> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .filter(|t| t.starts_with("Typing"))
+        .collect();
+    assert_eq!(
+        typing,
+        vec!["TypingStarted", "TypingStopped", "TypingStarted"]
+    );
+}

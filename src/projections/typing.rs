@@ -1,0 +1,78 @@
+//! Who is typing where, until when. A start is forgotten after Zulip's start-expiry period
+//! (45 s) unless renewed; a stop removes it at once.
+
+use crate::events::{Envelope, Event, TypingTarget};
+use crate::ids::UserId;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// `server_typing_started_expiry_period_milliseconds`.
+pub const TYPING_STARTED_EXPIRY_MS: i64 = 45_000;
+
+/// Typing indicators, keyed by typist and place, with their expiry (ms since the epoch).
+#[derive(Debug, Clone, Default)]
+pub struct Typing {
+    active: BTreeMap<(UserId, String), (TypingTarget, i64)>,
+}
+
+fn key(target: &TypingTarget) -> String {
+    serde_json::to_string(target).unwrap_or_default()
+}
+
+impl Typing {
+    /// Indicators still alive at `now_ms`.
+    pub fn active_at(&self, now_ms: i64) -> impl Iterator<Item = (UserId, &TypingTarget)> {
+        self.active
+            .iter()
+            .filter(move |(_, (_, expires))| *expires > now_ms)
+            .map(|((user, _), (target, _))| (*user, target))
+    }
+
+    pub fn apply(&mut self, env: &Envelope) {
+        match &env.event {
+            Event::TypingStarted { user_id, target } => {
+                // Expired entries are dropped as new ones arrive, so the map stays small.
+                self.active.retain(|_, (_, expires)| *expires > env.at);
+                self.active.insert(
+                    (*user_id, key(target)),
+                    (target.clone(), env.at + TYPING_STARTED_EXPIRY_MS),
+                );
+            }
+            Event::TypingStopped { user_id, target } => {
+                self.active.remove(&(*user_id, key(target)));
+            }
+            Event::RealmCreated { .. }
+            | Event::UserCreated { .. }
+            | Event::ApiKeyRegenerated { .. }
+            | Event::UserDeactivated { .. }
+            | Event::UserReactivated { .. }
+            | Event::UserChanged { .. }
+            | Event::UserGroupCreated { .. }
+            | Event::UserGroupMembersChanged { .. }
+            | Event::UserGroupSubgroupsChanged { .. }
+            | Event::UserGroupChanged { .. }
+            | Event::ChannelCreated { .. }
+            | Event::ChannelChanged { .. }
+            | Event::Subscribed { .. }
+            | Event::Unsubscribed { .. }
+            | Event::SubscriptionPropertyChanged { .. }
+            | Event::ChannelFolderCreated { .. }
+            | Event::ChannelFolderChanged { .. }
+            | Event::ChannelFoldersReordered { .. }
+            | Event::MessageSent { .. }
+            | Event::MessageFlagsChanged { .. }
+            | Event::TopicVisibilitySet { .. } => {}
+        }
+    }
+
+    pub fn dump(&self) -> Value {
+        Value::Array(
+            self.active
+                .iter()
+                .map(|((user, _), (target, expires))| {
+                    json!({"user_id": user.0, "target": serde_json::to_value(target).unwrap_or(Value::Null), "expires_ms": expires})
+                })
+                .collect(),
+        )
+    }
+}
