@@ -14,6 +14,16 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 .venv/bin/pip install --quiet --disable-pip-version-check -r tests/compat/requirements.txt
+# zulip-term 0.7.0's metadata predates Python 3.11, hence --ignore-requires-python.
+.venv/bin/pip install --quiet --disable-pip-version-check --ignore-requires-python zulip-term==0.7.0
+# The terminal client runs in tmux.
+if ! command -v tmux >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then
+        (apt-get update -qq && apt-get install -y -qq tmux) >/dev/null
+    else
+        echo "tmux is missing and this user cannot install it: the zulip-term test will be skipped"
+    fi
+fi
 CHRONICLE_BIN="$PWD/target/debug/chronicle" .venv/bin/python -m pytest -q tests/compat 2>&1 \
     | tee "$logs/pytest.log"
 

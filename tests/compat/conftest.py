@@ -16,11 +16,15 @@ class RunningServer:
     def __init__(self, data_dir: pathlib.Path):
         binary = os.environ.get("CHRONICLE_BIN", str(ROOT / "target" / "debug" / "chronicle"))
         self.data_dir = data_dir
+        # The server's log, kept beside the data directory for failure reports.
+        self.log_path = data_dir.parent / "server.log"
+        self.log = open(self.log_path, "w")
         self.process = subprocess.Popen(
             [binary, "serve", "--data-dir", str(data_dir), "--bind", "127.0.0.1:0"],
             stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
+            stderr=self.log,
             text=True,
+            env={**os.environ, "RUST_LOG": "info,actix_web::middleware::logger=info"},
         )
         self.url = None
         ready = threading.Event()
@@ -41,6 +45,7 @@ class RunningServer:
     def stop(self):
         self.process.terminate()
         assert self.process.wait(30) == 0
+        self.log.close()
 
 
 @pytest.fixture(scope="session")
