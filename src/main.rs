@@ -66,7 +66,7 @@ enum Command {
         /// Small sizes for a smoke run (under a minute); asserts nothing about speed.
         #[arg(long)]
         quick: bool,
-        /// Run one scenario only: http, writes, replay, memory.
+        /// Run one scenario only: http, writes, replay, fan-out, register, narrow, memory.
         #[arg(long)]
         scenario: Option<String>,
         /// Where bench.json and bench.svg are written.
@@ -77,7 +77,11 @@ enum Command {
     #[command(hide = true)]
     MemoryProbe {
         #[arg(long)]
-        users: u64,
+        users: Option<u64>,
+        #[arg(long)]
+        messages: Option<u64>,
+        #[arg(long)]
+        queues: Option<u64>,
     },
     /// Replay the log and report events, seconds, events/second and the projections' digest
     /// (the server must be stopped).
@@ -123,8 +127,19 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             scenario,
             out,
         }),
-        Command::MemoryProbe { users } => {
-            println!("{}", chronicle::bench::memory_probe(users)?);
+        Command::MemoryProbe {
+            users,
+            messages,
+            queues,
+        } => {
+            use chronicle::bench::Probe;
+            let probe = match (users, messages, queues) {
+                (Some(n), None, None) => Probe::Users(n),
+                (None, Some(n), None) => Probe::Messages(n),
+                (None, None, Some(n)) => Probe::Queues(n),
+                _ => return Err("give exactly one of --users, --messages, --queues".into()),
+            };
+            println!("{}", chronicle::bench::memory_probe(probe)?);
             Ok(())
         }
         Command::Export { data_dir, out } => {

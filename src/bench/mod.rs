@@ -8,8 +8,9 @@
 mod chart;
 mod load;
 mod scenarios;
+mod seed;
 
-pub use scenarios::memory_probe;
+pub use scenarios::{memory_probe, Probe};
 
 use crate::server::Fatal;
 use serde::Serialize;
@@ -20,7 +21,7 @@ use std::path::PathBuf;
 pub struct BenchOptions {
     /// Small sizes: finishes in well under a minute; asserts nothing about speed.
     pub quick: bool,
-    /// Run only this scenario (`http`, `writes`, `replay`, `memory`).
+    /// Run only this scenario (see `SCENARIOS`).
     pub scenario: Option<String>,
     /// Where `bench.json` and `bench.svg` go.
     pub out: PathBuf,
@@ -57,7 +58,9 @@ pub struct Report {
     pub rows: Vec<Row>,
 }
 
-pub const SCENARIOS: &[&str] = &["http", "writes", "replay", "memory"];
+pub const SCENARIOS: &[&str] = &[
+    "http", "writes", "replay", "fan-out", "register", "narrow", "memory",
+];
 
 fn machine() -> String {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
@@ -94,6 +97,15 @@ pub fn run(options: BenchOptions) -> Result<(), Fatal> {
     }
     if wanted("replay") {
         rows.extend(scenarios::replay(options.quick)?);
+    }
+    if wanted("fan-out") {
+        rows.extend(runtime.block_on(scenarios::fan_out(options.quick))?);
+    }
+    if wanted("register") {
+        rows.extend(runtime.block_on(scenarios::register(options.quick))?);
+    }
+    if wanted("narrow") {
+        rows.extend(runtime.block_on(scenarios::narrow_reads(options.quick))?);
     }
     if wanted("memory") {
         rows.extend(scenarios::memory(options.quick)?);

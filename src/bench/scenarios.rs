@@ -23,6 +23,11 @@ const OWNER: &str = "owner@bench.local";
 impl InProcess {
     fn start() -> Result<InProcess, Fatal> {
         let tmp = tempfile::tempdir()?;
+        InProcess::start_in(tmp)
+    }
+
+    /// Serves `tmp/data` (which may hold a seeded organization).
+    fn start_in(tmp: tempfile::TempDir) -> Result<InProcess, Fatal> {
         let dir = tmp.path().join("data");
         let config = ServeConfig {
             data_dir: dir.clone(),
@@ -563,35 +568,108 @@ fn resident_bytes() -> Option<u64> {
     Some(kb * 1024)
 }
 
-/// Runs in a fresh child process (`chronicle memory-probe`), so that the allocator's state
-/// left by other scenarios does not hide growth: folds `users` accounts and prints
-/// `resident_before resident_after encoded_bytes`.
-pub fn memory_probe(users: u64) -> Result<String, Fatal> {
-    let before = resident_bytes().ok_or("cannot read /proc/self/status")?;
+/// What a memory probe measures.
+#[derive(Debug, Clone, Copy)]
+pub enum Probe {
+    Users(u64),
+    Messages(u64),
+    Queues(u64),
+}
+
+fn probe_envelope(seq: u64, event: Event) -> Envelope {
+    Envelope {
+        seq: Seq(seq),
+        at: 1_700_000_000_000,
+        actor: None,
+        schema_version: SCHEMA_VERSION,
+        event,
+    }
+}
+
+/// Runs in a fresh child process (`chronicle memory-probe`), so that the allocator's state left
+/// by other scenarios does not hide growth. Prints `resident_before resident_after
+/// encoded_bytes` for the thing measured.
+pub fn memory_probe(probe: Probe) -> Result<String, Fatal> {
     let mut state = Projections::default();
     let mut encoded = 0u64;
-    for i in 1..=users {
-        let env = Envelope {
-            seq: Seq(i),
-            at: 1_700_000_000_000,
-            actor: None,
-            schema_version: SCHEMA_VERSION,
-            event: user_created(i),
-        };
-        encoded += env.encode()?.len() as u64;
+    let mut seq = 0;
+    let mut fold = |state: &mut Projections, event: Event| -> Result<u64, Fatal> {
+        seq += 1;
+        let env = probe_envelope(seq, event);
+        let size = env.encode()?.len() as u64;
         state.apply(&env);
+        Ok(size)
+    };
+    let before;
+    match probe {
+        Probe::Users(n) => {
+            before = resident_bytes().ok_or("cannot read /proc/self/status")?;
+            for i in 1..=n {
+                encoded += fold(&mut state, user_created(i))?;
+            }
+        }
+        Probe::Messages(n) => {
+            // A small team: 10 users in one channel (the generated mix's channel and its
+            // subscriptions), messages across 50 topics.
+            for i in 1..=10 {
+                fold(&mut state, user_created(i))?;
+            }
+            fold(&mut state, generated_event(12, 10))?;
+            fold(&mut state, generated_event(13, 10))?;
+            before = resident_bytes().ok_or("cannot read /proc/self/status")?;
+            for m in 1..=n {
+                let event = Event::MessageSent {
+                    message_id: crate::ids::MessageId(m),
+                    sender_id: UserId(1 + m % 10),
+                    recipient: crate::events::Recipient::Channel {
+                        channel_id: crate::ids::ChannelId(1),
+                        topic: format!("topic {}", m % 50),
+                    },
+                    content: format!(
+                        "Message {m}: a typical short chat line, about sixty characters."
+                    ),
+                    rendered_content: format!(
+                        "<p>Message {m}: a typical short chat line, about sixty characters.</p>"
+                    ),
+                    client: "probe".into(),
+                    is_me_message: false,
+                    mentioned: Vec::new(),
+                    stream_wildcard: false,
+                    topic_wildcard: false,
+                };
+                encoded += fold(&mut state, event)?;
+            }
+        }
+        Probe::Queues(n) => {
+            let queues = crate::realtime::Queues::new(crate::http::Site {
+                realm_url: "http://probe".into(),
+            });
+            let before = resident_bytes().ok_or("cannot read /proc/self/status")?;
+            let options = crate::realtime::QueueOptions {
+                event_types: None,
+                apply_markdown: true,
+                client_gravatar: true,
+                all_public_streams: false,
+                capabilities: Default::default(),
+                lifespan: crate::realtime::DEFAULT_QUEUE_LIFESPAN,
+            };
+            for i in 0..n {
+                queues.register(UserId(1 + i % 100), options.clone(), Seq(0));
+            }
+            let after = resident_bytes().ok_or("cannot read /proc/self/status")?;
+            std::hint::black_box(&queues);
+            return Ok(format!("{before} {after} 0"));
+        }
     }
     let after = resident_bytes().ok_or("cannot read /proc/self/status")?;
     std::hint::black_box(&state);
     Ok(format!("{before} {after} {encoded}"))
 }
 
-/// Scenario 7 (the part that exists so far): resident memory per 10,000 users, against the
-/// encoded size of the events that made them.
-pub fn memory(_quick: bool) -> Result<Vec<Row>, Fatal> {
-    let users = 10_000u64;
+fn run_probe(args: &[&str]) -> Result<(f64, f64), Fatal> {
     let out = std::process::Command::new(std::env::current_exe()?)
-        .args(["memory-probe", "--users", &users.to_string()])
+        .arg("memory-probe")
+        .args(args)
         .output()?;
     if !out.status.success() {
         return Err(format!(
@@ -605,22 +683,374 @@ pub fn memory(_quick: bool) -> Result<Vec<Row>, Fatal> {
         .split_whitespace()
         .filter_map(|n| n.parse().ok())
         .collect();
-    let [before, after, encoded] = numbers[..] else {
-        return Err(format!("memory probe printed {text:?}").into());
-    };
-    let grown = (after - before).max(0.0);
-    Ok(vec![Row {
+    match numbers[..] {
+        [before, after, encoded] => Ok(((after - before).max(0.0), encoded)),
+        _ => Err(format!("memory probe printed {text:?}").into()),
+    }
+}
+
+fn memory_row(case: &str, value: f64, baseline: Option<f64>, label: &str) -> Row {
+    Row {
         scenario: "memory".into(),
-        case: "resident bytes per 10,000 users".into(),
-        value: grown,
+        case: case.into(),
+        value,
         unit: "bytes".into(),
         p50_ms: None,
         p99_ms: None,
-        baseline: Some(encoded),
-        baseline_label: "encoded size of their events".into(),
-        ratio: Some(grown / encoded.max(1.0)),
+        baseline,
+        baseline_label: label.into(),
+        ratio: baseline.map(|b| value / b.max(1.0)),
         higher_is_better: false,
         samples: 0,
         errors: 0,
-    }])
+    }
+}
+
+/// Scenario 7: resident memory per 10,000 users, per 1,000,000 messages (measured on fewer in
+/// quick mode and scaled), and per idle event queue, each in a fresh child process, against the
+/// encoded size of the events that made them.
+pub fn memory(quick: bool) -> Result<Vec<Row>, Fatal> {
+    let (users_grown, users_encoded) = run_probe(&["--users", "10000"])?;
+    let messages: u64 = if quick { 100_000 } else { 1_000_000 };
+    let (msg_grown, msg_encoded) = run_probe(&["--messages", &messages.to_string()])?;
+    let scale = 1_000_000.0 / messages as f64;
+    let queues = 10_000u64;
+    let (queue_grown, _) = run_probe(&["--queues", &queues.to_string()])?;
+    Ok(vec![
+        memory_row("resident bytes per 10,000 users", users_grown, Some(users_encoded), "encoded size of their events"),
+        memory_row(
+            &format!("resident bytes per 1,000,000 messages (measured on {messages}, 10 recipients each)"),
+            msg_grown * scale,
+            Some(msg_encoded * scale),
+            "encoded size of their events",
+        ),
+        memory_row("resident bytes per idle event queue", queue_grown / queues as f64, None, ""),
+    ])
+}
+
+fn percentiles(mut samples: Vec<f64>) -> (f64, f64) {
+    if samples.is_empty() {
+        return (0.0, 0.0);
+    }
+    samples.sort_by(|a, b| a.total_cmp(b));
+    let at = |p: f64| samples[((samples.len() - 1) as f64 * p).round() as usize];
+    (at(0.5), at(0.99))
+}
+
+fn latency_row(scenario: &str, case: &str, samples: Vec<f64>, errors: u64) -> Row {
+    let count = samples.len() as u64;
+    let (p50, p99) = percentiles(samples);
+    Row {
+        scenario: scenario.into(),
+        case: case.into(),
+        value: p99,
+        unit: "ms p99".into(),
+        p50_ms: Some(p50),
+        p99_ms: Some(p99),
+        baseline: None,
+        baseline_label: String::new(),
+        ratio: None,
+        higher_is_better: false,
+        samples: count,
+        errors,
+    }
+}
+
+impl Row {
+    /// The same row, compared with a baseline of the same unit.
+    fn against(mut self, baseline: &Row, label: &str) -> Row {
+        self.baseline = Some(baseline.value);
+        self.baseline_label = label.into();
+        self.ratio = Some(self.value / baseline.value.max(1e-9));
+        self
+    }
+}
+
+/// Scenario 4: one message to a channel whose every subscriber has a parked long-poll: latency
+/// from the moment the send request leaves to each delivery (deliveries can finish before the
+/// sender has its response, so that is the fair starting line), against waking as many parked
+/// requests of a bare actix route the same way.
+pub async fn fan_out(quick: bool) -> Result<Vec<Row>, Fatal> {
+    use super::seed::{seed, SeedSpec};
+    let users = if quick { 100 } else { 1000 };
+    let seeded = seed(&SeedSpec {
+        users,
+        channels: 1,
+        subscribers_per_channel: 0,
+        messages: 0,
+    })?;
+    let creds = seeded.users.clone();
+    let server = InProcess::start_in(seeded.tmp)?;
+    let http = Client::builder()
+        .pool_max_idle_per_host(4096)
+        .timeout(Duration::from_secs(60))
+        .build()?;
+    let mut queues = Vec::new();
+    for (_, email, key) in &creds {
+        let body: serde_json::Value = http
+            .post(server.api("/register"))
+            .basic_auth(email, Some(key))
+            .form(&[
+                ("event_types", r#"["message"]"#),
+                ("fetch_event_types", "[]"),
+            ])
+            .send()
+            .await?
+            .json()
+            .await?;
+        queues.push(body["queue_id"].as_str().unwrap_or_default().to_owned());
+    }
+    let mut waiters = Vec::new();
+    for ((_, email, key), queue) in creds.iter().zip(&queues) {
+        let (http, url, email, key, queue) = (
+            http.clone(),
+            server.api("/events"),
+            email.clone(),
+            key.clone(),
+            queue.clone(),
+        );
+        waiters.push(tokio::spawn(async move {
+            let sent = http
+                .get(&url)
+                .basic_auth(&email, Some(&key))
+                .query(&[("queue_id", queue.as_str()), ("last_event_id", "-1")])
+                .send()
+                .await;
+            let arrived = Instant::now();
+            (arrived, matches!(sent, Ok(r) if r.status().is_success()))
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(if quick { 500 } else { 2000 })).await;
+    let (_, owner_email, owner_key) = &creds[0];
+    let form = [
+        ("type", "stream"),
+        ("to", "channel 1"),
+        ("topic", "fan-out"),
+        ("content", "To everyone at once"),
+    ];
+    let sent_at = Instant::now();
+    http.post(server.api("/messages"))
+        .basic_auth(owner_email, Some(owner_key))
+        .form(&form)
+        .send()
+        .await?
+        .error_for_status()?;
+    let mut ours = Vec::new();
+    let mut errors = 0;
+    for waiter in waiters {
+        let (arrived, ok) = waiter.await?;
+        if ok {
+            ours.push(arrived.saturating_duration_since(sent_at).as_secs_f64() * 1000.0);
+        } else {
+            errors += 1;
+        }
+    }
+    server.stop().await?;
+
+    // Baseline: the same number of requests parked on a bare actix route, woken together.
+    let notify = std::sync::Arc::new(tokio::sync::Notify::new());
+    let bare = {
+        let notify = notify.clone();
+        actix_web::HttpServer::new(move || {
+            let wait = notify.clone();
+            let wake = notify.clone();
+            actix_web::App::new()
+                .route(
+                    "/wait",
+                    actix_web::web::get().to(move || {
+                        let wait = wait.clone();
+                        async move {
+                            wait.notified().await;
+                            actix_web::HttpResponse::Ok().json(serde_json::json!({"events": []}))
+                        }
+                    }),
+                )
+                .route(
+                    "/wake",
+                    actix_web::web::post().to(move || {
+                        let wake = wake.clone();
+                        async move {
+                            wake.notify_waiters();
+                            actix_web::HttpResponse::Ok().finish()
+                        }
+                    }),
+                )
+        })
+        .bind("127.0.0.1:0")?
+    };
+    let addr = bare.addrs()[0];
+    let bare = bare.run();
+    let handle = bare.handle();
+    let thread = std::thread::spawn(move || actix_web::rt::System::new().block_on(bare));
+    let mut waiters = Vec::new();
+    for _ in 0..users {
+        let (http, url) = (http.clone(), format!("http://{addr}/wait"));
+        waiters.push(tokio::spawn(async move {
+            let sent = http.get(&url).send().await;
+            (
+                Instant::now(),
+                matches!(sent, Ok(r) if r.status().is_success()),
+            )
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(if quick { 500 } else { 2000 })).await;
+    let woken_at = Instant::now();
+    http.post(format!("http://{addr}/wake")).send().await?;
+    let mut base = Vec::new();
+    for waiter in waiters {
+        let (arrived, ok) = waiter.await?;
+        if ok {
+            base.push(arrived.saturating_duration_since(woken_at).as_secs_f64() * 1000.0);
+        }
+    }
+    handle.stop(true).await;
+    let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+    let base = latency_row(
+        "fan-out",
+        &format!("bare wake of {users} parked requests"),
+        base,
+        0,
+    );
+    let ours = latency_row(
+        "fan-out",
+        &format!("one message to {users} parked long-polls"),
+        ours,
+        errors,
+    )
+    .against(&base, "bare wake, p99");
+    Ok(vec![base, ours])
+}
+
+/// Scenario 5: `POST /register` in an organization with many users, channels and messages,
+/// against serializing the same response with serde_json alone.
+pub async fn register(quick: bool) -> Result<Vec<Row>, Fatal> {
+    use super::seed::{seed, SeedSpec};
+    let spec = if quick {
+        SeedSpec {
+            users: 100,
+            channels: 20,
+            subscribers_per_channel: 10,
+            messages: 10_000,
+        }
+    } else {
+        SeedSpec {
+            users: 1000,
+            channels: 200,
+            subscribers_per_channel: 50,
+            messages: 100_000,
+        }
+    };
+    let seeded = seed(&spec)?;
+    let (_, email, key) = seeded.users[1].clone();
+    let server = InProcess::start_in(seeded.tmp)?;
+    let http = client()?;
+    let rounds = if quick { 20 } else { 100 };
+    let mut ours = Vec::new();
+    let mut last_body = serde_json::Value::Null;
+    let mut errors = 0;
+    for _ in 0..rounds {
+        let started = Instant::now();
+        let sent = http
+            .post(server.api("/register"))
+            .basic_auth(&email, Some(&key))
+            .send()
+            .await?;
+        let ok = sent.status().is_success();
+        let body: serde_json::Value = sent.json().await?;
+        ours.push(started.elapsed().as_secs_f64() * 1000.0);
+        if ok {
+            last_body = body;
+        } else {
+            errors += 1;
+        }
+        // Deregister, so queues do not pile up.
+        if let Some(queue) = last_body["queue_id"].as_str() {
+            let _ = http
+                .delete(server.api("/events"))
+                .basic_auth(&email, Some(&key))
+                .form(&[("queue_id", queue)])
+                .send()
+                .await;
+        }
+    }
+    server.stop().await?;
+    let mut base = Vec::new();
+    for _ in 0..rounds {
+        let started = Instant::now();
+        let bytes = serde_json::to_vec(&last_body)?;
+        std::hint::black_box(bytes);
+        base.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    let case = format!(
+        "{} users, {} channels, {} messages",
+        spec.users, spec.channels, spec.messages
+    );
+    let base = latency_row("register", "serde_json of the same response", base, 0);
+    let ours = latency_row("register", &format!("POST /register, {case}"), ours, errors)
+        .against(&base, "serde_json alone, p99");
+    Ok(vec![base, ours])
+}
+
+/// Scenario 6: `GET /messages` narrowed by channel and topic, and by search, over many messages.
+pub async fn narrow_reads(quick: bool) -> Result<Vec<Row>, Fatal> {
+    use super::seed::{seed, SeedSpec};
+    let messages = if quick { 20_000 } else { 1_000_000 };
+    let seeded = seed(&SeedSpec {
+        users: 200,
+        channels: 11,
+        subscribers_per_channel: 5,
+        messages,
+    })?;
+    let (_, email, key) = seeded.users[0].clone();
+    let server = InProcess::start_in(seeded.tmp)?;
+    let http = client()?;
+    let (budget, seconds) = if quick { (300, 3) } else { (3_000, 15) };
+    let mut rows = Vec::new();
+    for (case, narrow) in [
+        (
+            "channel + topic",
+            r#"[{"operator":"channel","operand":"channel 5"},{"operator":"topic","operand":"topic 7"}]"#,
+        ),
+        (
+            "search",
+            r#"[{"operator":"search","operand":"fox number 123"}]"#,
+        ),
+    ] {
+        let (stats, _) = drive(8, budget, Duration::from_secs(seconds), |_| (), {
+            let http = http.clone();
+            let url = server.api("/messages");
+            let (email, key) = (email.clone(), key.clone());
+            move |()| {
+                let (http, url, email, key) =
+                    (http.clone(), url.clone(), email.clone(), key.clone());
+                async move {
+                    let sent = http
+                        .get(&url)
+                        .basic_auth(&email, Some(&key))
+                        .query(&[
+                            ("anchor", "newest"),
+                            ("num_before", "50"),
+                            ("num_after", "0"),
+                            ("narrow", narrow),
+                        ])
+                        .send()
+                        .await;
+                    ((), matches!(sent, Ok(r) if r.status().is_success()))
+                }
+            }
+        })
+        .await;
+        let mut row = row(
+            "narrow",
+            &format!("GET /messages by {case}, {messages} messages"),
+            &stats,
+            "req/s",
+            None,
+            "",
+        );
+        row.higher_is_better = true;
+        rows.push(row);
+    }
+    server.stop().await?;
+    Ok(rows)
 }

@@ -1,0 +1,203 @@
+//! Seeding a data directory with a large organization, written straight to the log (with a
+//! server secret whose API keys the bench can derive), so that scenarios over thousands of users
+//! and a million messages start in seconds instead of hours of HTTP calls.
+
+use crate::auth::ServerSecret;
+use crate::commands::groups::ensure_system_groups;
+use crate::events::{
+    ChannelPermissions, Envelope, Event, GroupSetting, NewSubscription, Recipient, Role,
+    TopicsPolicy, SCHEMA_VERSION,
+};
+use crate::ids::{ChannelId, GroupId, MessageId, Seq, UserId};
+use crate::projections::Projections;
+use crate::server::{Fatal, Layout};
+use crate::store::{EventLog, SledLog};
+
+/// What to put in the organization.
+pub struct SeedSpec {
+    pub users: u64,
+    pub channels: u64,
+    /// Every user is subscribed to channel 1; each other channel gets this many subscribers.
+    pub subscribers_per_channel: u64,
+    pub messages: u64,
+}
+
+/// A seeded data directory and the credentials of its users (owner first).
+pub struct Seeded {
+    pub tmp: tempfile::TempDir,
+    /// `(user_id, email, api_key)`.
+    pub users: Vec<(u64, String, String)>,
+}
+
+struct Writer {
+    log: SledLog,
+    seq: u64,
+    batch: Vec<(Seq, Vec<u8>)>,
+}
+
+impl Writer {
+    fn push(&mut self, actor: Option<UserId>, event: Event) -> Result<(), Fatal> {
+        self.seq += 1;
+        let env = Envelope {
+            seq: Seq(self.seq),
+            at: 1_700_000_000_000 + self.seq as i64,
+            actor,
+            schema_version: SCHEMA_VERSION,
+            event,
+        };
+        self.batch.push((env.seq, env.encode()?));
+        if self.batch.len() >= 10_000 {
+            self.log.append_batch(&self.batch)?;
+            self.batch.clear();
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<(), Fatal> {
+        self.log.append_batch(&self.batch)?;
+        self.log.flush()?;
+        Ok(())
+    }
+}
+
+/// Writes the organization to a new temporary data directory.
+pub fn seed(spec: &SeedSpec) -> Result<Seeded, Fatal> {
+    let tmp = tempfile::tempdir()?;
+    let layout = Layout::new(&tmp.path().join("data"));
+    std::fs::create_dir_all(&layout.dir)?;
+    let secret = ServerSecret::generate();
+    secret.store(&layout.secret())?;
+    let owner_key = secret.api_key(UserId(1), &format!("{:032x}", 1));
+    crate::auth::write_private_file(
+        &layout.zuliprc(),
+        format!("[api]\nemail=owner@bench.local\nkey={owner_key}\nsite=unused\n").as_bytes(),
+    )?;
+    let mut w = Writer {
+        log: SledLog::open(&layout.log())?,
+        seq: 0,
+        batch: Vec::new(),
+    };
+    w.push(
+        None,
+        Event::RealmCreated {
+            name: "Bench".into(),
+            description: "Seeded".into(),
+        },
+    )?;
+    let mut users = Vec::new();
+    for id in 1..=spec.users {
+        let email = if id == 1 {
+            "owner@bench.local".to_owned()
+        } else {
+            format!("user{id}@bench.local")
+        };
+        let nonce = format!("{id:032x}");
+        users.push((id, email.clone(), secret.api_key(UserId(id), &nonce)));
+        w.push(
+            None,
+            Event::UserCreated {
+                user_id: UserId(id),
+                email,
+                full_name: format!("User {id}"),
+                role: if id == 1 { Role::Owner } else { Role::Member },
+                bot_type: None,
+                bot_owner_id: None,
+                timezone: String::new(),
+                can_create_users: id == 1,
+                password_hash: None,
+                api_key_nonce: nonce,
+            },
+        )?;
+    }
+    for event in ensure_system_groups(&Projections::default()) {
+        w.push(None, event)?;
+    }
+    // System group ids in creation order: nobody 1, owners 2, administrators 3, moderators 4,
+    // full members 5, members 6, everyone 7, internet 8.
+    let group = |id| GroupSetting::Group(GroupId(id));
+    for c in 1..=spec.channels {
+        w.push(
+            Some(UserId(1)),
+            Event::ChannelCreated {
+                channel_id: ChannelId(c),
+                name: format!("channel {c}"),
+                description: format!("Channel number {c}"),
+                invite_only: false,
+                is_web_public: false,
+                history_public_to_subscribers: true,
+                message_retention_days: None,
+                folder_id: None,
+                topics_policy: TopicsPolicy::Inherit,
+                is_default: false,
+                permissions: Box::new(ChannelPermissions {
+                    can_add_subscribers_group: group(1),
+                    can_remove_subscribers_group: group(3),
+                    can_administer_channel_group: group(3),
+                    can_delete_any_message_group: group(1),
+                    can_delete_own_message_group: group(1),
+                    can_move_messages_out_of_channel_group: group(1),
+                    can_move_messages_within_channel_group: group(1),
+                    can_send_message_group: group(7),
+                    can_subscribe_group: group(1),
+                    can_resolve_topics_group: group(1),
+                    can_create_topic_group: group(7),
+                }),
+            },
+        )?;
+        let members: Vec<u64> = if c == 1 {
+            (1..=spec.users).collect()
+        } else {
+            (0..spec.subscribers_per_channel.min(spec.users))
+                .map(|k| 1 + (c * 31 + k * 7) % spec.users)
+                .collect()
+        };
+        let mut members = members;
+        members.sort_unstable();
+        members.dedup();
+        w.push(
+            Some(UserId(1)),
+            Event::Subscribed {
+                channel_id: ChannelId(c),
+                subscriptions: members
+                    .into_iter()
+                    .map(|u| NewSubscription {
+                        user_id: UserId(u),
+                        color: "#76ce90".into(),
+                    })
+                    .collect(),
+            },
+        )?;
+    }
+    for m in 1..=spec.messages {
+        // Channel 1 has everyone; keep its share small so copies stay proportionate.
+        let channel = if spec.channels > 1 {
+            2 + m % (spec.channels - 1)
+        } else {
+            1
+        };
+        let sender = 1 + (m * 13) % spec.users;
+        w.push(
+            Some(UserId(sender)),
+            Event::MessageSent {
+                message_id: MessageId(m),
+                sender_id: UserId(sender),
+                recipient: Recipient::Channel {
+                    channel_id: ChannelId(channel),
+                    topic: format!("topic {}", m % 50),
+                },
+                content: format!("Message {m}: the quick brown fox number {} jumps", m % 997),
+                rendered_content: format!(
+                    "<p>Message {m}: the quick brown fox number {} jumps</p>",
+                    m % 997
+                ),
+                client: "seed".into(),
+                is_me_message: false,
+                mentioned: Vec::new(),
+                stream_wildcard: false,
+                topic_wildcard: false,
+            },
+        )?;
+    }
+    w.finish()?;
+    Ok(Seeded { tmp, users })
+}
