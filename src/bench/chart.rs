@@ -21,7 +21,7 @@ pub fn draw(report: &Report, path: &Path) -> Result<(), Fatal> {
         })
         .collect();
     let height = 140 + 36 * rows.len().max(1) as u32;
-    let root = SVGBackend::new(path, (960, height)).into_drawing_area();
+    let root = SVGBackend::new(path, (1200, height)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let max = rows.iter().map(|(_, r, _)| *r).fold(1.0_f64, f64::max) * 1.2;
     let caption = format!(
@@ -33,7 +33,7 @@ pub fn draw(report: &Report, path: &Path) -> Result<(), Fatal> {
         .caption(caption, ("sans-serif", 18))
         .margin(12)
         .x_label_area_size(36)
-        .y_label_area_size(330)
+        .y_label_area_size(520)
         .build_cartesian_2d(0.0..max, (0..rows.len().max(1)).into_segmented())
         .map_err(|e| e.to_string())?;
     let labels = rows.clone();

@@ -178,7 +178,8 @@ impl Retention {
         }
     }
 
-    fn stored(self) -> Option<i32> {
+    /// As stored: `None` for the organization default, -1 for forever.
+    pub fn stored(self) -> Option<i32> {
         match self {
             Retention::RealmDefault => None,
             Retention::Unlimited => Some(-1),
@@ -906,6 +907,14 @@ pub fn change_channel(
                     return Err(ApiError::bad_request(
                         "A default channel cannot be private.",
                     ));
+                }
+                let creation = if invite_only {
+                    "can_create_private_channel_group"
+                } else {
+                    "can_create_public_channel_group"
+                };
+                if invite_only != channel.invite_only && !state.realm_allows(me.user_id, creation) {
+                    return Err(ApiError::bad_request("Insufficient permission"));
                 }
                 ChannelChange::Privacy {
                     invite_only,

@@ -350,8 +350,9 @@ pub async fn get_members(
     let subscribers = state.engine.read(|s| {
         let user = me(s, &auth)?;
         let channel = visible_channel(s, user, id)?;
-        visible_subscribers(s, user, channel)
-            .ok_or_else(|| ApiError::bad_request("Invalid channel ID"))
+        visible_subscribers(s, user, channel).ok_or_else(|| {
+            ApiError::bad_request("Unable to retrieve subscribers for private channel")
+        })
     })?;
     Ok(params.success(json!({"subscribers": subscribers})))
 }
@@ -453,6 +454,9 @@ pub async fn update_stream(
     let history = params.bool("history_public_to_subscribers")?;
     if is_private.is_some() || is_web_public.is_some() || history.is_some() {
         let invite_only = is_private.unwrap_or(current.invite_only);
+        if !invite_only && history == Some(false) {
+            return Err(ApiError::bad_request("Invalid parameters"));
+        }
         changes.push(ChannelChange::Privacy {
             invite_only,
             history_public_to_subscribers: history.unwrap_or(if invite_only {
@@ -464,12 +468,9 @@ pub async fn update_stream(
         });
     }
     if let Some(raw) = params.str("message_retention_days") {
-        let days = match Retention::parse(&raw)? {
-            Retention::RealmDefault => None,
-            Retention::Unlimited => Some(-1),
-            Retention::Days(d) => Some(d),
-        };
-        changes.push(ChannelChange::MessageRetentionDays(days));
+        changes.push(ChannelChange::MessageRetentionDays(
+            Retention::parse(&raw)?.stored(),
+        ));
     }
     if params.has("folder_id") {
         let folder: Option<u64> = params.json("folder_id")?.flatten();
@@ -484,13 +485,22 @@ pub async fn update_stream(
     if let Some(flag) = params.bool("is_default_stream")? {
         changes.push(ChannelChange::DefaultForNewUsers(flag));
     }
-    if let Some(flag) = params.bool("is_archived")? {
-        changes.push(ChannelChange::Archived(flag));
+    // Only unarchiving acts here; archiving is `DELETE /streams/{id}`.
+    if params.bool("is_archived")? == Some(false) {
+        if !current.is_archived {
+            return Err(ApiError::bad_request(
+                "Channel is not currently deactivated",
+            ));
+        }
+        changes.push(ChannelChange::Archived(false));
     }
     for (setting, value) in permission_changes(&mut params, ChannelPermissions::NAMES, |n| {
         current.permissions.get(n).cloned()
     })? {
-        changes.push(ChannelChange::Permission { setting, value });
+        // Setting a value equal to the current one changes nothing.
+        if current.permissions.get(&setting) != Some(&value) {
+            changes.push(ChannelChange::Permission { setting, value });
+        }
     }
     state
         .engine

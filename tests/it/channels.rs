@@ -1102,3 +1102,48 @@ async fn default_channels_for_new_users() {
         .await;
     assert_eq!(body["msg"], "Channel is not a default channel.");
 }
+
+#[tokio::test]
+async fn unarchiving_and_privacy_rules() {
+    let o = org().await;
+    let alice = o.server.api(Some(&o.alice.1));
+    let (_, body) = create(&alice, "c", &[]).await;
+    let path = format!("/streams/{}", body["id"]);
+    let (_, body) = alice
+        .call(Method::PATCH, &path, &[("is_archived", "false")])
+        .await;
+    assert_eq!(body["msg"], "Channel is not currently deactivated");
+    let (_, body) = alice
+        .call(
+            Method::PATCH,
+            &path,
+            &[("history_public_to_subscribers", "false")],
+        )
+        .await;
+    assert_eq!(body["msg"], "Invalid parameters");
+    let (_, body) = alice.call(Method::PATCH, &path, &[("new_name", "c")]).await;
+    assert_eq!(body["msg"], "Channel already has that name.");
+    alice.delete(&path, &[]).await;
+    let (_, body) = alice.delete(&path, &[]).await;
+    assert_eq!(body["msg"], "Channel is already deactivated");
+    let (status, _) = alice
+        .call(Method::PATCH, &path, &[("is_archived", "false")])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, body) = alice.get(&path, &[]).await;
+    assert_eq!(body["stream"]["is_archived"], false);
+    // Going private needs the private-channel creation permission, which members have; the
+    // history already shared stays shared unless asked otherwise.
+    let (status, _) = alice
+        .call(Method::PATCH, &path, &[("is_private", "true")])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, body) = alice.get(&path, &[]).await;
+    assert_eq!(
+        (
+            body["stream"]["invite_only"].clone(),
+            body["stream"]["history_public_to_subscribers"].clone()
+        ),
+        (json!(true), json!(true))
+    );
+}
