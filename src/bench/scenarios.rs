@@ -426,10 +426,11 @@ fn generated_event(i: u64, users: u64) -> Event {
                 channel_id,
                 topic: format!("topic {}", i % 37),
             },
-            content: format!("Message number {i}, about **something** worth saying."),
+            content: format!("Message number {i}, about **something** worth saying.").into(),
             rendered_content: format!(
                 "<p>Message number {i}, about <strong>something</strong> worth saying.</p>"
-            ),
+            )
+            .into(),
             client: "bench".into(),
             is_me_message: false,
             mentioned: Vec::new(),
@@ -627,10 +628,12 @@ pub fn memory_probe(probe: Probe) -> Result<String, Fatal> {
                     },
                     content: format!(
                         "Message {m}: a typical short chat line, about sixty characters."
-                    ),
+                    )
+                    .into(),
                     rendered_content: format!(
                         "<p>Message {m}: a typical short chat line, about sixty characters.</p>"
-                    ),
+                    )
+                    .into(),
                     client: "probe".into(),
                     is_me_message: false,
                     mentioned: Vec::new(),

@@ -185,11 +185,13 @@ pub fn seed(spec: &SeedSpec) -> Result<Seeded, Fatal> {
                     channel_id: ChannelId(channel),
                     topic: format!("topic {}", m % 50),
                 },
-                content: format!("Message {m}: the quick brown fox number {} jumps", m % 997),
+                content: format!("Message {m}: the quick brown fox number {} jumps", m % 997)
+                    .into(),
                 rendered_content: format!(
                     "<p>Message {m}: the quick brown fox number {} jumps</p>",
                     m % 997
-                ),
+                )
+                .into(),
                 client: "seed".into(),
                 is_me_message: false,
                 mentioned: Vec::new(),

@@ -5,6 +5,7 @@
 
 use crate::ids::{ChannelId, FolderId, GroupId, MessageId, UserId};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// An organization-level role. Stored and sent as Zulip's integer (100 owner ... 600 guest).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -423,9 +424,11 @@ pub enum Event {
         message_id: MessageId,
         sender_id: UserId,
         recipient: Recipient,
-        content: String,
-        rendered_content: String,
-        client: String,
+        /// Shared (`Arc`) in memory so that the engine's two copies of the state hold one body;
+        /// stored as a plain string.
+        content: Arc<str>,
+        rendered_content: Arc<str>,
+        client: Arc<str>,
         is_me_message: bool,
         /// Users mentioned by name (not silently).
         mentioned: Vec<UserId>,

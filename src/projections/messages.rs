@@ -196,9 +196,9 @@ impl Messages {
                     id: *message_id,
                     sender_id: *sender_id,
                     recipient: recipient.clone(),
-                    content: Arc::from(content.as_str()),
-                    rendered_content: Arc::from(rendered_content.as_str()),
-                    client: Arc::from(client.as_str()),
+                    content: content.clone(),
+                    rendered_content: rendered_content.clone(),
+                    client: client.clone(),
                     timestamp: env.at / 1000,
                     is_me_message: *is_me_message,
                 };
