@@ -236,8 +236,12 @@ struct Term {
 }
 
 fn parse_narrow(raw: Option<Value>) -> ApiResult<Vec<Term>> {
-    let Some(Value::Array(items)) = raw else {
-        return Ok(Vec::new());
+    let items = match raw {
+        None => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(_) => {
+            return Err(ApiError::bad_request("narrow is not a list").with("var_name", "narrow"))
+        }
     };
     items
         .into_iter()
@@ -524,7 +528,7 @@ pub async fn get_messages(
             params.required_int::<u64>("num_after")?,
         )
     };
-    if num_before + num_after > MAX_MESSAGES_PER_FETCH {
+    if num_before.saturating_add(num_after) > MAX_MESSAGES_PER_FETCH {
         return Err(ApiError::bad_request(format!(
             "Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH})."
         )));

@@ -773,3 +773,68 @@ async fn topics_of_a_channel_newest_first() {
     let (_, body) = alice.get(&format!("/streams/{}", c.channel), &[]).await;
     assert_eq!(body["stream"]["first_message_id"], a);
 }
+
+#[tokio::test]
+async fn hostile_fetch_parameters_are_refused_cleanly() {
+    let c = chat().await;
+    let bob = &c.bob.1;
+    let max = u64::MAX.to_string();
+    let (status, body) = bob
+        .get(
+            "/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", &max),
+                ("num_after", &max),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (status, body["msg"].as_str()),
+        (
+            StatusCode::BAD_REQUEST,
+            Some("Too many messages requested (maximum 5000).")
+        )
+    );
+    let (_, body) = bob
+        .get(
+            "/messages",
+            &[("anchor", "-5"), ("num_before", "1"), ("num_after", "1")],
+        )
+        .await;
+    assert_eq!(body["code"], "REQUEST_VARIABLE_INVALID");
+    let (_, body) = bob
+        .get(
+            "/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "1"),
+                ("num_after", "0"),
+                ("narrow", "{\"not\": \"a list\"}"),
+            ],
+        )
+        .await;
+    assert_eq!(body["msg"], "narrow is not a list");
+    for content in [
+        "@**",
+        "`",
+        "```\nunclosed",
+        "@_****",
+        "#****",
+        "\u{F8F0}0\u{F8F1}",
+        "****@**x",
+    ] {
+        let (status, body) = bob
+            .post(
+                "/messages",
+                &[
+                    ("type", "stream"),
+                    ("to", "general"),
+                    ("topic", "t"),
+                    ("content", content),
+                ],
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{content:?}: {body}");
+    }
+}
