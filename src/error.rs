@@ -34,6 +34,7 @@ pub enum ErrorCode {
     SystemGroupRequired,
     ExpectationMismatch,
     CannotDeactivateGroupInUse,
+    MoveMessagesTimeLimitExceeded,
     /// `BAD_REQUEST` with 404: an unknown route or a resource that does not exist.
     NotFound,
     /// `BAD_REQUEST` with 403.
@@ -65,6 +66,7 @@ impl ErrorCode {
             ErrorCode::SystemGroupRequired => "SYSTEM_GROUP_REQUIRED",
             ErrorCode::ExpectationMismatch => "EXPECTATION_MISMATCH",
             ErrorCode::CannotDeactivateGroupInUse => "CANNOT_DEACTIVATE_GROUP_IN_USE",
+            ErrorCode::MoveMessagesTimeLimitExceeded => "MOVE_MESSAGES_TIME_LIMIT_EXCEEDED",
         }
     }
 

@@ -29,6 +29,7 @@
 pub mod auth;
 pub mod bench;
 pub mod commands;
+pub mod emoji;
 pub mod engine;
 pub mod error;
 pub mod events;

@@ -94,6 +94,14 @@ pub fn render_message(source: &str, resolver: &dyn Resolver) -> Rendered {
 /// The HTML for one piece of Zulip syntax (`@**x**`, `@_**x**`, `#**x**`), or `None` to leave
 /// the text as it is.
 fn resolve(syntax: &str, resolver: &dyn Resolver, rendered: &mut Rendered) -> Option<String> {
+    if let Some(name) = syntax.strip_prefix(':').and_then(|s| s.strip_suffix(':')) {
+        let code = crate::emoji::unicode_code(name)?;
+        return Some(format!(
+            "<span aria-label=\"{label}\" class=\"emoji emoji-{code}\" role=\"img\" title=\"{label}\">:{name}:</span>",
+            label = escape_html(&name.replace('_', " ")),
+            name = escape_html(name),
+        ));
+    }
     if let Some(name) = syntax
         .strip_prefix("#**")
         .and_then(|s| s.strip_suffix("**"))
@@ -152,7 +160,19 @@ fn resolve(syntax: &str, resolver: &dyn Resolver, rendered: &mut Rendered) -> Op
     ))
 }
 
-/// Calls `replace` on each `@**…**`, `@_**…**` and `#**…**` outside fenced code blocks and
+/// The `:name:` at the start of `text`, if it has the shape of an emoji name.
+fn emoji_at(text: &str) -> Option<&str> {
+    let body = text.strip_prefix(':')?;
+    let end = body.find(':')?;
+    let name = &body[..end];
+    let shaped = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '+' | '-'));
+    shaped.then(|| &text[..end + 2])
+}
+
+/// Calls `replace` on each `:emoji:`, `@**…**`, `@_**…**` and `#**…**` outside fenced code blocks and
 /// inline code spans, splicing in what it returns.
 fn tokenize_outside_code(text: &str, mut replace: impl FnMut(&str) -> Option<String>) -> String {
     let mut out = String::with_capacity(text.len());
@@ -192,6 +212,14 @@ fn tokenize_line(line: &str, replace: &mut impl FnMut(&str) -> Option<String>) -
             }
             out.push_str(run);
             rest = &rest[ticks..];
+            continue;
+        }
+        if let Some(token) = emoji_at(rest).and_then(|syntax| {
+            let token = replace(syntax)?;
+            Some((syntax.len(), token))
+        }) {
+            out.push_str(&token.1);
+            rest = &rest[token.0..];
             continue;
         }
         let candidate = ["@_**", "@**", "#**"].iter().find(|p| rest.starts_with(*p));
@@ -253,6 +281,12 @@ mod tests {
         let silent = render_message("@_**Ada Lovelace|7**", &Org);
         assert!(silent.html.contains("user-mention silent"));
         assert!(silent.mentioned.is_empty());
+        let emoji = render_message("Nice :octopus: :not_an_emoji: `:tada:`", &Org);
+        assert_eq!(
+            emoji.html,
+            "<p>Nice <span aria-label=\"octopus\" class=\"emoji emoji-1f419\" role=\"img\" \
+             title=\"octopus\">:octopus:</span> :not_an_emoji: <code>:tada:</code></p>"
+        );
         let wildcard = render_message("@**all** and @**topic**", &Org);
         assert!(wildcard.stream_wildcard && wildcard.topic_wildcard);
     }

@@ -2,12 +2,17 @@
 
 use super::actor;
 use super::channels::{access, Access, MAX_TOPIC_LENGTH};
+use crate::emoji;
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::events::{Event, MessageFlag, Recipient, Role, TopicsPolicy};
+use crate::events::{
+    EditedContent, Event, MessageFlag, MessageMove, PropagateMode, ReactionType, Recipient, Role,
+    TopicsPolicy,
+};
 use crate::ids::{ChannelId, MessageId, UserId};
 use crate::markdown::{render_message, Resolver};
 use crate::projections::{Message, Projections, User};
+use std::collections::BTreeSet;
 
 /// Zulip's `MAX_MESSAGE_LENGTH`: longer content is truncated, as Zulip does.
 pub const MAX_MESSAGE_LENGTH: usize = 10_000;
@@ -176,7 +181,7 @@ pub fn send_message(
         }
     };
     let rendered = render_message(&content, &OrgResolver(state));
-    let message_id = MessageId(state.messages.max_id().0 + 1);
+    let message_id = state.messages.next_id();
     let is_me_message = content.starts_with("/me ") && !content.contains('\n');
     Ok((
         vec![Event::MessageSent {
@@ -301,4 +306,600 @@ pub fn set_typing(
         }
     };
     Ok((vec![event], ()))
+}
+
+/// The emoji a reaction request names, resolved as Zulip does.
+#[derive(Debug, Clone)]
+pub struct EmojiRequest {
+    pub emoji_name: Option<String>,
+    pub emoji_code: Option<String>,
+    pub reaction_type: Option<String>,
+}
+
+/// Resolves a request's emoji to `(code, type)`; the name alone is looked up.
+fn resolve_emoji(request: &EmojiRequest) -> ApiResult<(String, ReactionType)> {
+    let reaction_type = match request.reaction_type.as_deref() {
+        None | Some("unicode_emoji") => ReactionType::UnicodeEmoji,
+        Some("zulip_extra_emoji") => ReactionType::ZulipExtraEmoji,
+        Some("realm_emoji") => ReactionType::RealmEmoji,
+        Some(_) => return Err(ApiError::bad_request("Invalid emoji type.")),
+    };
+    if let Some(code) = &request.emoji_code {
+        return Ok((code.clone(), reaction_type));
+    }
+    let Some(name) = &request.emoji_name else {
+        return Err(ApiError::bad_request(
+            "At least one of the following arguments must be present: emoji_name, emoji_code",
+        ));
+    };
+    if name == emoji::ZULIP_EXTRA_EMOJI {
+        return Ok((name.clone(), ReactionType::ZulipExtraEmoji));
+    }
+    emoji::unicode_code(name)
+        .map(|code| (code.to_owned(), ReactionType::UnicodeEmoji))
+        .ok_or_else(|| ApiError::bad_request(format!("Emoji '{name}' does not exist")))
+}
+
+/// Checks that a name and code go together (Zulip's `check_emoji_request`).
+fn check_emoji(name: &str, code: &str, reaction_type: ReactionType) -> ApiResult<()> {
+    match reaction_type {
+        ReactionType::UnicodeEmoji => {
+            if emoji::unicode_name(code).is_none() {
+                return Err(ApiError::bad_request("Invalid emoji code."));
+            }
+            if emoji::unicode_code(name) != Some(code) {
+                return Err(ApiError::bad_request("Invalid emoji name."));
+            }
+        }
+        ReactionType::ZulipExtraEmoji => {
+            if code != emoji::ZULIP_EXTRA_EMOJI {
+                return Err(ApiError::bad_request("Invalid emoji code."));
+            }
+            if name != code {
+                return Err(ApiError::bad_request("Invalid emoji name."));
+            }
+        }
+        // No organization has custom emoji yet (uploading them is not implemented).
+        ReactionType::RealmEmoji => return Err(ApiError::bad_request("Invalid custom emoji.")),
+    }
+    Ok(())
+}
+
+/// The message `me` names, if they may read it.
+fn readable<'a>(state: &'a Projections, me: &User, id: MessageId) -> ApiResult<&'a Message> {
+    state
+        .messages
+        .get(id)
+        .filter(|m| can_read(state, me, m))
+        .ok_or_else(|| ApiError::bad_request("Invalid message(s)"))
+}
+
+/// `POST /messages/{id}/reactions`.
+pub fn add_reaction(
+    state: &Projections,
+    ctx: &Ctx,
+    message_id: MessageId,
+    request: EmojiRequest,
+) -> ApiResult<(Vec<Event>, ())> {
+    let me = actor(state, ctx)?;
+    let message = readable(state, me, message_id)?;
+    let (emoji_code, reaction_type) = resolve_emoji(&request)?;
+    let same = |r: &&crate::projections::messages::Reaction| {
+        r.emoji_code == emoji_code && r.reaction_type == reaction_type
+    };
+    if message
+        .reactions()
+        .iter()
+        .filter(same)
+        .any(|r| r.user_id == me.user_id)
+    {
+        return Err(ApiError::new(
+            ErrorCode::ReactionAlreadyExists,
+            "Reaction already exists.",
+        ));
+    }
+    // Joining someone else's reaction takes its name; a new one is checked.
+    let emoji_name = match message.reactions().iter().find(same) {
+        Some(existing) => existing.emoji_name.clone(),
+        None => {
+            let name = request
+                .emoji_name
+                .ok_or_else(|| ApiError::missing("emoji_name"))?;
+            check_emoji(&name, &emoji_code, reaction_type)?;
+            name
+        }
+    };
+    Ok((
+        vec![Event::ReactionAdded {
+            message_id,
+            user_id: me.user_id,
+            emoji_name,
+            emoji_code,
+            reaction_type,
+        }],
+        (),
+    ))
+}
+
+/// `DELETE /messages/{id}/reactions`.
+pub fn remove_reaction(
+    state: &Projections,
+    ctx: &Ctx,
+    message_id: MessageId,
+    request: EmojiRequest,
+) -> ApiResult<(Vec<Event>, ())> {
+    let me = actor(state, ctx)?;
+    let message = readable(state, me, message_id)?;
+    let (emoji_code, reaction_type) = resolve_emoji(&request)?;
+    let existing = message.reactions().iter().find(|r| {
+        r.user_id == me.user_id && r.emoji_code == emoji_code && r.reaction_type == reaction_type
+    });
+    let Some(existing) = existing else {
+        return Err(ApiError::new(
+            ErrorCode::ReactionDoesNotExist,
+            "Reaction doesn't exist.",
+        ));
+    };
+    Ok((
+        vec![Event::ReactionRemoved {
+            message_id,
+            user_id: me.user_id,
+            emoji_name: existing.emoji_name.clone(),
+            emoji_code,
+            reaction_type,
+        }],
+        (),
+    ))
+}
+
+/// Zulip's default `message_content_edit_limit_seconds`.
+pub const CONTENT_EDIT_LIMIT_SECS: i64 = 600;
+/// Zulip's default `message_content_delete_limit_seconds`.
+pub const CONTENT_DELETE_LIMIT_SECS: i64 = 600;
+/// Zulip's defaults for `move_messages_within_stream_limit_seconds` and
+/// `move_messages_between_streams_limit_seconds` (a week).
+pub const MOVE_LIMIT_SECS: i64 = 7 * 24 * 3600;
+/// Zulip lets a request that started inside an edit limit finish a little after it.
+const EDIT_GRACE_SECS: i64 = 20;
+
+/// What `PATCH /messages/{id}` asks for.
+#[derive(Debug, Clone)]
+pub struct EditRequest {
+    pub content: Option<String>,
+    pub topic: Option<String>,
+    pub channel_id: Option<ChannelId>,
+    pub propagate_mode: PropagateMode,
+}
+
+/// Whether `user` is covered by the organization's setting `realm` or the channel's `channel`.
+fn allowed_here(
+    state: &Projections,
+    user: &User,
+    realm: &str,
+    channel: Option<&crate::events::GroupSetting>,
+) -> bool {
+    state.realm_allows(user.user_id, realm)
+        || channel.is_some_and(|s| state.groups.setting_allows(&state.users, user.user_id, s))
+}
+
+/// `PATCH /messages/{id}`: edit content, move to another topic and/or channel, resolve.
+pub fn edit_message(
+    state: &Projections,
+    ctx: &Ctx,
+    message_id: MessageId,
+    request: EditRequest,
+) -> ApiResult<(Vec<Event>, ())> {
+    let me = actor(state, ctx)?;
+    let message = readable(state, me, message_id)?;
+    let now = ctx.now_ms / 1000;
+    if request.content.is_some() && request.channel_id.is_some() {
+        return Err(ApiError::bad_request(
+            "Cannot change message content while changing channel",
+        ));
+    }
+    if request.content.is_none() && request.topic.is_none() && request.channel_id.is_none() {
+        return Err(ApiError::bad_request("Nothing to change"));
+    }
+    if request.propagate_mode != PropagateMode::ChangeOne
+        && request.topic.is_none()
+        && request.channel_id.is_none()
+    {
+        return Err(ApiError::bad_request(
+            "Invalid propagate_mode without topic edit",
+        ));
+    }
+    let content = match &request.content {
+        None => None,
+        Some(raw) => {
+            if message.sender_id != me.user_id {
+                return Err(ApiError::bad_request(
+                    "You don't have permission to edit this message",
+                ));
+            }
+            if now - message.timestamp > CONTENT_EDIT_LIMIT_SECS + EDIT_GRACE_SECS {
+                return Err(ApiError::bad_request(
+                    "The time limit for editing this message has passed",
+                ));
+            }
+            let raw = raw.trim_end();
+            // Zulip turns emptied content into a deletion marker rather than an empty message.
+            let raw = if raw.trim().is_empty() {
+                "(deleted)".to_owned()
+            } else {
+                truncate(raw, MAX_MESSAGE_LENGTH, "\n[message truncated]")
+            };
+            let rendered = render_message(&raw, &OrgResolver(state));
+            Some(Box::new(EditedContent {
+                is_me_message: raw.starts_with("/me ") && !raw.contains('\n'),
+                content: raw.into(),
+                rendered_content: rendered.html.into(),
+                mentioned: rendered.mentioned.into_iter().map(UserId).collect(),
+                stream_wildcard: rendered.stream_wildcard,
+                topic_wildcard: rendered.topic_wildcard,
+            }))
+        }
+    };
+    let moved = if request.topic.is_some() || request.channel_id.is_some() {
+        Some(Box::new(plan_move(state, me, message, &request, now)?))
+    } else {
+        None
+    };
+    let unchanged_content = content
+        .as_ref()
+        .is_some_and(|c| *c.content == *message.content);
+    if moved.is_none() && unchanged_content {
+        return Err(ApiError::bad_request("Nothing to change"));
+    }
+    Ok((
+        vec![Event::MessageEdited {
+            message_id,
+            user_id: me.user_id,
+            content: content.filter(|_| !unchanged_content),
+            moved,
+        }],
+        (),
+    ))
+}
+
+/// Decides a topic and/or channel move: permissions, limits, and which messages go.
+fn plan_move(
+    state: &Projections,
+    me: &User,
+    message: &Message,
+    request: &EditRequest,
+    now: i64,
+) -> ApiResult<MessageMove> {
+    let Recipient::Channel { channel_id, topic } = &message.recipient else {
+        return Err(ApiError::bad_request(
+            "Direct messages cannot be moved to channels.",
+        ));
+    };
+    let channel = state
+        .channels
+        .get(*channel_id)
+        .ok_or_else(|| ApiError::bad_request("Invalid channel ID"))?;
+    let new_topic = request
+        .topic
+        .as_deref()
+        .map(|t| truncate(t.trim(), MAX_TOPIC_LENGTH, "..."))
+        .filter(|t| t != topic);
+    let new_channel = match request.channel_id.filter(|id| id != channel_id) {
+        None => None,
+        Some(id) => Some(
+            state
+                .channels
+                .get(id)
+                .filter(|c| access(state, me, c) != Access::None && !c.is_archived)
+                .ok_or_else(|| ApiError::bad_request("Invalid channel ID"))?,
+        ),
+    };
+    if new_topic.is_none() && new_channel.is_none() {
+        return Err(ApiError::bad_request("Nothing to change"));
+    }
+    let moderator = me.role.is_admin() || me.role == Role::Moderator;
+    if let Some(new_topic) = &new_topic {
+        let resolving = crate::projections::messages::is_resolve_toggle(topic, new_topic);
+        if resolving && topic.is_empty() {
+            return Err(ApiError::bad_request(
+                "General chat cannot be marked as resolved",
+            ));
+        }
+        let target = new_channel.unwrap_or(channel);
+        if new_topic.is_empty() && target.topics_policy == TopicsPolicy::DisableEmptyTopic {
+            return Err(ApiError::bad_request(
+                "Sending messages to the general chat is not allowed in this channel.",
+            ));
+        }
+        if !new_topic.is_empty() && target.topics_policy == TopicsPolicy::EmptyTopicOnly {
+            return Err(ApiError::bad_request(
+                "Only the general chat topic is allowed in this channel.",
+            ));
+        }
+        let permitted = if resolving {
+            state.realm_allows(me.user_id, "can_resolve_topics_group")
+        } else {
+            allowed_here(
+                state,
+                me,
+                "can_move_messages_between_topics_group",
+                Some(&channel.permissions.can_move_messages_within_channel_group),
+            )
+        };
+        if !permitted {
+            return Err(ApiError::bad_request(
+                "You don't have permission to edit this message",
+            ));
+        }
+    }
+    if new_channel.is_some()
+        && !allowed_here(
+            state,
+            me,
+            "can_move_messages_between_channels_group",
+            Some(&channel.permissions.can_move_messages_out_of_channel_group),
+        )
+    {
+        return Err(ApiError::bad_request(
+            "You don't have permission to move this message",
+        ));
+    }
+    let in_topic = state.messages.in_topic(*channel_id, topic);
+    let mut message_ids: Vec<MessageId> = match request.propagate_mode {
+        PropagateMode::ChangeOne => vec![message.id],
+        PropagateMode::ChangeLater => in_topic
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|id| *id >= message.id)
+            .collect(),
+        PropagateMode::ChangeAll => in_topic.into_iter().flatten().copied().collect(),
+    };
+    if !message_ids.contains(&message.id) {
+        message_ids.push(message.id);
+    }
+    message_ids.sort();
+    if !moderator {
+        let limit_from = now - MOVE_LIMIT_SECS;
+        let too_old = |id: &MessageId| {
+            state
+                .messages
+                .get(*id)
+                .is_some_and(|m| m.timestamp < limit_from)
+        };
+        if request.propagate_mode == PropagateMode::ChangeOne && too_old(&message.id) {
+            return Err(ApiError::bad_request(
+                "The time limit for editing this message's topic has passed.",
+            ));
+        }
+        let allowed: Vec<&MessageId> = message_ids.iter().filter(|id| !too_old(id)).collect();
+        if allowed.len() < message_ids.len() {
+            let total = message_ids.len();
+            let mut error = ApiError::new(
+                ErrorCode::MoveMessagesTimeLimitExceeded,
+                format!(
+                    "You only have permission to move the {} most recent messages in this topic.",
+                    allowed.len()
+                ),
+            )
+            .with("total_messages_in_topic", total)
+            .with("total_messages_allowed_to_move", allowed.len());
+            error = error.with(
+                "first_message_id_allowed_to_move",
+                allowed.first().map(|id| id.0),
+            );
+            return Err(error);
+        }
+    }
+    Ok(MessageMove {
+        message_ids,
+        propagate_mode: request.propagate_mode,
+        new_topic,
+        new_channel_id: new_channel.map(|c| c.id),
+    })
+}
+
+/// `DELETE /messages/{id}`.
+pub fn delete_message(
+    state: &Projections,
+    ctx: &Ctx,
+    message_id: MessageId,
+) -> ApiResult<(Vec<Event>, ())> {
+    let me = actor(state, ctx)?;
+    let message = readable(state, me, message_id)?;
+    let channel = message.channel().and_then(|id| state.channels.get(id));
+    let may_delete_any = allowed_here(
+        state,
+        me,
+        "can_delete_any_message_group",
+        channel.map(|c| &c.permissions.can_delete_any_message_group),
+    );
+    if !may_delete_any {
+        let may_delete_own = message.sender_id == me.user_id
+            && allowed_here(
+                state,
+                me,
+                "can_delete_own_message_group",
+                channel.map(|c| &c.permissions.can_delete_own_message_group),
+            );
+        if !may_delete_own {
+            return Err(ApiError::bad_request(
+                "You don't have permission to delete this message",
+            ));
+        }
+        if ctx.now_ms / 1000 - message.timestamp > CONTENT_DELETE_LIMIT_SECS + EDIT_GRACE_SECS {
+            return Err(ApiError::bad_request(
+                "The time limit for deleting this message has passed",
+            ));
+        }
+    }
+    Ok((vec![deletion(state, &[message])], ()))
+}
+
+/// The deletion of some messages of one conversation, with everyone to tell: the users holding
+/// a copy and, for channel messages, the channel's subscribers.
+pub fn deletion(state: &Projections, messages: &[&Message]) -> Event {
+    let mut holders: BTreeSet<UserId> = BTreeSet::new();
+    for message in messages {
+        holders.extend(state.messages.holders(message.id));
+        if let Some(channel) = message.channel().and_then(|id| state.channels.get(id)) {
+            holders.extend(channel.subscribers.iter().copied());
+        }
+    }
+    let mut message_ids: Vec<MessageId> = messages.iter().map(|m| m.id).collect();
+    message_ids.sort();
+    Event::MessagesDeleted {
+        message_ids,
+        recipient: messages
+            .first()
+            .map(|m| m.recipient.clone())
+            .unwrap_or(Recipient::Direct {
+                user_ids: Vec::new(),
+            }),
+        holders: holders.into_iter().collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::channels::{create_channel, ChannelSpec};
+    use crate::commands::users::{create_realm, create_user, NewUser};
+    use crate::events::{Envelope, SCHEMA_VERSION};
+
+    const MINUTE_MS: i64 = 60_000;
+    const SENT_MS: i64 = 1_000_000_000;
+
+    /// Folds a command's events at time `at` (ms), as the engine would.
+    fn fold(state: &mut Projections, at: i64, events: Vec<Event>) {
+        for event in events {
+            let env = Envelope {
+                seq: state.seq.next(),
+                at,
+                actor: None,
+                schema_version: SCHEMA_VERSION,
+                event,
+            };
+            state.apply(&env);
+        }
+    }
+
+    fn ctx(actor: u64, at: i64) -> Ctx {
+        Ctx {
+            now_ms: at,
+            actor: Some(UserId(actor)),
+        }
+    }
+
+    fn user(email: &str, role: Role) -> NewUser {
+        NewUser {
+            email: email.into(),
+            full_name: email.into(),
+            role,
+            password_hash: None,
+            api_key_nonce: "n".into(),
+        }
+    }
+
+    /// The owner (1) and Alice (2) in #general; Alice sent message 1 ("old", at `SENT_MS`) and
+    /// message 2 ("new", eight days later) to the topic "t".
+    fn org() -> Projections {
+        let mut state = Projections::default();
+        let (events, _) = create_realm(&state, "Org", "", user("o@x.org", Role::Owner)).unwrap();
+        fold(&mut state, 0, events);
+        let (events, _) = create_user(&state, &ctx(1, 0), user("a@x.org", Role::Member)).unwrap();
+        fold(&mut state, 0, events);
+        let spec = ChannelSpec {
+            name: "general".into(),
+            ..ChannelSpec::default()
+        };
+        let (events, _) = create_channel(&state, &ctx(1, 0), spec, vec![UserId(2)]).unwrap();
+        fold(&mut state, 0, events);
+        for (at, text) in [(SENT_MS, "old"), (SENT_MS + 8 * 24 * 60 * MINUTE_MS, "new")] {
+            let to = Destination::Channel {
+                channel: ChannelRef::Name("general".into()),
+                topic: "t".into(),
+            };
+            let (events, _) = send_message(&state, &ctx(2, at), to, text, "test").unwrap();
+            fold(&mut state, at, events);
+        }
+        state
+    }
+
+    fn edit(content: Option<&str>, topic: Option<&str>, mode: PropagateMode) -> EditRequest {
+        EditRequest {
+            content: content.map(str::to_owned),
+            topic: topic.map(str::to_owned),
+            channel_id: None,
+            propagate_mode: mode,
+        }
+    }
+
+    fn msg(err: ApiError) -> String {
+        err.body()["msg"].as_str().unwrap_or_default().to_owned()
+    }
+
+    #[test]
+    fn content_edits_and_deletions_have_time_limits() {
+        let state = org();
+        let first = MessageId(1);
+        let change = || edit(Some("changed"), None, PropagateMode::ChangeOne);
+        // Ten minutes plus Zulip's grace period, and not a second more.
+        let last_moment = SENT_MS + 10 * MINUTE_MS + 20_000;
+        assert!(edit_message(&state, &ctx(2, last_moment), first, change()).is_ok());
+        let late = edit_message(&state, &ctx(2, last_moment + 1_000), first, change());
+        assert_eq!(
+            msg(late.unwrap_err()),
+            "The time limit for editing this message has passed"
+        );
+        assert!(delete_message(&state, &ctx(2, last_moment), first).is_ok());
+        let late = delete_message(&state, &ctx(2, last_moment + 1_000), first);
+        assert_eq!(
+            msg(late.unwrap_err()),
+            "The time limit for deleting this message has passed"
+        );
+        // Administrators delete any message, at any time.
+        let (events, ()) = delete_message(&state, &ctx(1, last_moment + 1_000), first).unwrap();
+        assert!(matches!(
+            &events[..],
+            [Event::MessagesDeleted { message_ids, holders, .. }]
+                if message_ids == &[first] && holders == &[UserId(2)]
+        ));
+    }
+
+    #[test]
+    fn topic_moves_have_a_week_for_members_and_no_limit_for_administrators() {
+        let state = org();
+        let now = SENT_MS + 8 * 24 * 60 * MINUTE_MS + MINUTE_MS;
+        let one = edit(None, Some("u"), PropagateMode::ChangeOne);
+        let err = edit_message(&state, &ctx(2, now), MessageId(1), one.clone()).unwrap_err();
+        assert_eq!(
+            msg(err),
+            "The time limit for editing this message's topic has passed."
+        );
+        // Moving the whole topic would take the week-old message along: refused, with counts.
+        let all = edit(None, Some("u"), PropagateMode::ChangeAll);
+        let err = edit_message(&state, &ctx(2, now), MessageId(2), all.clone()).unwrap_err();
+        assert_eq!(err.code(), Some(ErrorCode::MoveMessagesTimeLimitExceeded));
+        let body = err.body();
+        assert_eq!(
+            (
+                body["total_messages_in_topic"].clone(),
+                body["total_messages_allowed_to_move"].clone(),
+                body["first_message_id_allowed_to_move"].clone(),
+            ),
+            (
+                serde_json::json!(2),
+                serde_json::json!(1),
+                serde_json::json!(2)
+            )
+        );
+        // The newer message alone may move; the owner moves everything.
+        assert!(edit_message(&state, &ctx(2, now), MessageId(2), one.clone()).is_ok());
+        let (events, ()) = edit_message(&state, &ctx(1, now), MessageId(2), all).unwrap();
+        assert!(matches!(
+            &events[..],
+            [Event::MessageEdited { moved: Some(m), content: None, .. }]
+                if m.message_ids == [MessageId(1), MessageId(2)]
+        ));
+    }
 }

@@ -8,9 +8,9 @@
 pub mod v1;
 
 pub use v1::{
-    ChannelChange, ChannelPermissions, Event, GroupChange, GroupPermissions, GroupSetting,
-    MessageFlag, NewSubscription, Recipient, Role, SubscriptionProperty, SystemGroup, TopicsPolicy,
-    TypingTarget, UserChange,
+    ChannelChange, ChannelPermissions, EditedContent, Event, GroupChange, GroupPermissions,
+    GroupSetting, MessageFlag, MessageMove, NewSubscription, PropagateMode, ReactionType,
+    Recipient, Role, SubscriptionProperty, SystemGroup, TopicsPolicy, TypingTarget, UserChange,
 };
 
 use crate::ids::{Seq, UserId};

@@ -282,6 +282,69 @@ impl MessageFlag {
     }
 }
 
+/// The kinds of emoji a reaction can use, as Zulip names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ReactionType {
+    /// A Unicode emoji; the code is its code point(s) in lowercase hex.
+    UnicodeEmoji,
+    /// An organization's custom emoji; the code is its id.
+    RealmEmoji,
+    /// The server's own extra emoji (`zulip`).
+    ZulipExtraEmoji,
+}
+
+impl ReactionType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReactionType::UnicodeEmoji => "unicode_emoji",
+            ReactionType::RealmEmoji => "realm_emoji",
+            ReactionType::ZulipExtraEmoji => "zulip_extra_emoji",
+        }
+    }
+}
+
+/// A message's new content after an edit, rendered when edited.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EditedContent {
+    pub content: Arc<str>,
+    pub rendered_content: Arc<str>,
+    pub is_me_message: bool,
+    /// Users mentioned by name in the new content.
+    pub mentioned: Vec<UserId>,
+    pub stream_wildcard: bool,
+    pub topic_wildcard: bool,
+}
+
+/// Which messages an edit of a message's topic or channel moves (Zulip's `propagate_mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PropagateMode {
+    ChangeOne,
+    ChangeLater,
+    ChangeAll,
+}
+
+impl PropagateMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PropagateMode::ChangeOne => "change_one",
+            PropagateMode::ChangeLater => "change_later",
+            PropagateMode::ChangeAll => "change_all",
+        }
+    }
+}
+
+/// Channel messages moved to another topic and/or channel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageMove {
+    /// Every moved message, ascending (the edited one included).
+    pub message_ids: Vec<MessageId>,
+    pub propagate_mode: PropagateMode,
+    /// The new topic, when the topic changed.
+    pub new_topic: Option<String>,
+    /// The new channel, when the channel changed.
+    pub new_channel_id: Option<ChannelId>,
+}
+
 /// A change to an account's profile or role.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum UserChange {
@@ -453,6 +516,41 @@ pub enum Event {
         user_id: UserId,
         target: TypingTarget,
     },
+    /// A user reacted to a message with an emoji.
+    ReactionAdded {
+        message_id: MessageId,
+        user_id: UserId,
+        emoji_name: String,
+        emoji_code: String,
+        reaction_type: ReactionType,
+    },
+    /// A user took back a reaction (identified by code and type, as in Zulip; the name is the
+    /// one the reaction had).
+    ReactionRemoved {
+        message_id: MessageId,
+        user_id: UserId,
+        emoji_name: String,
+        emoji_code: String,
+        reaction_type: ReactionType,
+    },
+    /// A message's content was edited, and/or messages were moved to another topic or channel.
+    /// `message_id` is the message the request named; the editor is `user_id`. Moving to another
+    /// channel removes the copies of users who cannot read the new channel and gives its
+    /// subscribers read copies, both decided by the state at this point of the log.
+    MessageEdited {
+        message_id: MessageId,
+        user_id: UserId,
+        content: Option<Box<EditedContent>>,
+        moved: Option<Box<MessageMove>>,
+    },
+    /// Messages of one conversation (a channel topic, or a direct conversation) were deleted.
+    /// `holders` are the users who had a copy (they are told); the fold removes the messages,
+    /// their copies and their indexes.
+    MessagesDeleted {
+        message_ids: Vec<MessageId>,
+        recipient: Recipient,
+        holders: Vec<UserId>,
+    },
     /// A user set their visibility policy for a topic (0 none, 1 muted, 2 unmuted, 3 followed).
     TopicVisibilitySet {
         user_id: UserId,
@@ -489,6 +587,10 @@ impl Event {
             Event::TypingStarted { .. } => "TypingStarted",
             Event::TypingStopped { .. } => "TypingStopped",
             Event::MessageFlagsChanged { .. } => "MessageFlagsChanged",
+            Event::ReactionAdded { .. } => "ReactionAdded",
+            Event::ReactionRemoved { .. } => "ReactionRemoved",
+            Event::MessageEdited { .. } => "MessageEdited",
+            Event::MessagesDeleted { .. } => "MessagesDeleted",
         }
     }
 }

@@ -123,8 +123,17 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     get => messages::get_messages,
                     post => messages::send_message);
                 endpoint!(api, "/messages/flags", post => messages::update_message_flags);
-                endpoint!(api, "/messages/{message_id}", get => messages::get_message);
+                endpoint!(api, "/messages/{message_id}",
+                    get => messages::get_message,
+                    patch => messages::update_message,
+                    delete => messages::delete_message);
+                endpoint!(api, "/messages/{message_id}/reactions",
+                    post => messages::add_reaction,
+                    delete => messages::remove_reaction);
+                endpoint!(api, "/messages/{message_id}/history", get => messages::get_message_history);
                 endpoint!(api, "/mark_topic_as_read", post => messages::mark_topic_as_read);
+                endpoint!(api, "/mark_stream_as_read", post => messages::mark_stream_as_read);
+                endpoint!(api, "/mark_all_as_read", post => messages::mark_all_as_read);
                 endpoint!(api, "/typing", post => messages::set_typing_status);
                 endpoint!(api, "/register", post => events::register);
                 endpoint!(api, "/events",

@@ -131,7 +131,11 @@ impl Folders {
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::MessageSent { .. }
-            | Event::MessageFlagsChanged { .. } => {}
+            | Event::MessageFlagsChanged { .. }
+            | Event::ReactionAdded { .. }
+            | Event::ReactionRemoved { .. }
+            | Event::MessageEdited { .. }
+            | Event::MessagesDeleted { .. } => {}
         }
     }
 

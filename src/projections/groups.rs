@@ -285,7 +285,11 @@ impl Groups {
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::MessageSent { .. }
-            | Event::MessageFlagsChanged { .. } => {}
+            | Event::MessageFlagsChanged { .. }
+            | Event::ReactionAdded { .. }
+            | Event::ReactionRemoved { .. }
+            | Event::MessageEdited { .. }
+            | Event::MessagesDeleted { .. } => {}
         }
     }
 

@@ -4,7 +4,7 @@
 use super::channels::Channels;
 use super::user_topics::topic_key;
 use super::users::Users;
-use crate::events::{Envelope, Event, MessageFlag, Recipient};
+use crate::events::{EditedContent, Envelope, Event, MessageFlag, ReactionType, Recipient};
 use crate::ids::{ChannelId, MessageId, UserId};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -18,6 +18,18 @@ pub mod flags {
     pub const MENTIONED: u8 = 8;
     pub const STREAM_WILDCARD: u8 = 16;
     pub const TOPIC_WILDCARD: u8 = 32;
+}
+
+/// The wildcard-mention bits of a message.
+fn wildcard_bits(stream_wildcard: bool, topic_wildcard: bool) -> u8 {
+    let mut bits = 0;
+    if stream_wildcard {
+        bits |= flags::STREAM_WILDCARD;
+    }
+    if topic_wildcard {
+        bits |= flags::TOPIC_WILDCARD;
+    }
+    bits
 }
 
 /// The API names of a flag set, in Zulip's order.
@@ -63,6 +75,53 @@ pub struct Message {
     pub client: Arc<str>,
     pub timestamp: i64,
     pub is_me_message: bool,
+    /// Reactions and edits; most messages have neither, so they cost one pointer.
+    pub extra: Option<Box<MessageExtra>>,
+}
+
+/// What a message gathers after it is sent.
+#[derive(Debug, Clone, Default)]
+pub struct MessageExtra {
+    /// In the order they were added.
+    pub reactions: Vec<Reaction>,
+    /// Oldest first.
+    pub edits: Vec<EditRecord>,
+    /// Seconds; the last content edit or topic/channel change.
+    pub last_edit_timestamp: Option<i64>,
+    /// Seconds; the last topic/channel change (resolving a topic does not count).
+    pub last_moved_timestamp: Option<i64>,
+}
+
+/// One reaction on a message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reaction {
+    pub user_id: UserId,
+    pub emoji_name: String,
+    pub emoji_code: String,
+    pub reaction_type: ReactionType,
+}
+
+/// One entry of a message's edit history: what it was before the edit.
+#[derive(Debug, Clone)]
+pub struct EditRecord {
+    pub user_id: UserId,
+    /// Seconds.
+    pub timestamp: i64,
+    /// Set when the content changed.
+    pub prev_content: Option<(Arc<str>, Arc<str>)>,
+    /// Set when the topic changed.
+    pub prev_topic: Option<String>,
+    /// Set when the channel changed.
+    pub prev_channel: Option<ChannelId>,
+}
+
+/// The resolved-topic prefix.
+pub const RESOLVED_TOPIC_PREFIX: &str = "✔ ";
+
+/// Whether a topic change only resolves or unresolves the topic (not a move).
+pub fn is_resolve_toggle(old: &str, new: &str) -> bool {
+    let strip = |t: &str| t.strip_prefix(RESOLVED_TOPIC_PREFIX).map(str::to_owned);
+    strip(new).as_deref() == Some(old) || strip(old).as_deref() == Some(new)
 }
 
 impl Message {
@@ -79,6 +138,18 @@ impl Message {
             Recipient::Direct { .. } => "",
         }
     }
+
+    pub fn reactions(&self) -> &[Reaction] {
+        self.extra.as_deref().map_or(&[], |e| &e.reactions)
+    }
+
+    pub fn edits(&self) -> &[EditRecord] {
+        self.extra.as_deref().map_or(&[], |e| &e.edits)
+    }
+
+    fn extra_mut(&mut self) -> &mut MessageExtra {
+        self.extra.get_or_insert_with(Default::default)
+    }
 }
 
 /// All messages and their indexes.
@@ -92,6 +163,8 @@ pub struct Messages {
     group_ids: HashMap<Vec<UserId>, u64>,
     /// Each user's copies (Zulip's UserMessage rows) with their flags.
     received: HashMap<UserId, BTreeMap<MessageId, u8>>,
+    /// The highest id ever sent: ids are never reused, even after deletions.
+    highest_id: u64,
 }
 
 impl Messages {
@@ -105,6 +178,23 @@ impl Messages {
             .next_back()
             .copied()
             .unwrap_or(MessageId(0))
+    }
+
+    /// The id the next message gets (ids are never reused).
+    pub fn next_id(&self) -> MessageId {
+        MessageId(self.highest_id.max(self.max_id().0) + 1)
+    }
+
+    /// Users who hold a copy of a message.
+    pub fn holders(&self, message: MessageId) -> Vec<UserId> {
+        let mut out: Vec<UserId> = self
+            .received
+            .iter()
+            .filter(|(_, copies)| copies.contains_key(&message))
+            .map(|(user, _)| *user)
+            .collect();
+        out.sort();
+        out
     }
 
     pub fn len(&self) -> usize {
@@ -201,7 +291,9 @@ impl Messages {
                     client: client.clone(),
                     timestamp: env.at / 1000,
                     is_me_message: *is_me_message,
+                    extra: None,
                 };
+                self.highest_id = self.highest_id.max(message_id.0);
                 // Who gets a copy: decided by the state at this point of the log.
                 let mut copies: BTreeSet<UserId> = match recipient {
                     Recipient::Channel { channel_id, topic } => {
@@ -237,15 +329,7 @@ impl Messages {
                     }
                 };
                 copies.insert(*sender_id);
-                let wildcard = if *stream_wildcard {
-                    flags::STREAM_WILDCARD
-                } else {
-                    0
-                } | if *topic_wildcard {
-                    flags::TOPIC_WILDCARD
-                } else {
-                    0
-                };
+                let wildcard = wildcard_bits(*stream_wildcard, *topic_wildcard);
                 for user in copies {
                     let mut bits = wildcard;
                     if user == *sender_id {
@@ -280,6 +364,71 @@ impl Messages {
                     }
                 }
             }
+            Event::ReactionAdded {
+                message_id,
+                user_id,
+                emoji_name,
+                emoji_code,
+                reaction_type,
+            } => {
+                if let Some(message) = self.by_id.get_mut(message_id) {
+                    message.extra_mut().reactions.push(Reaction {
+                        user_id: *user_id,
+                        emoji_name: emoji_name.clone(),
+                        emoji_code: emoji_code.clone(),
+                        reaction_type: *reaction_type,
+                    });
+                    // Reacting to a message of public history creates a (read) copy, as Zulip's
+                    // historical rows do.
+                    self.received
+                        .entry(*user_id)
+                        .or_default()
+                        .entry(*message_id)
+                        .or_insert(flags::READ);
+                }
+            }
+            Event::ReactionRemoved {
+                message_id,
+                user_id,
+                emoji_code,
+                reaction_type,
+                ..
+            } => {
+                if let Some(extra) = self
+                    .by_id
+                    .get_mut(message_id)
+                    .and_then(|m| m.extra.as_mut())
+                {
+                    extra.reactions.retain(|r| {
+                        !(r.user_id == *user_id
+                            && r.emoji_code == *emoji_code
+                            && r.reaction_type == *reaction_type)
+                    });
+                }
+            }
+            Event::MessageEdited {
+                message_id,
+                user_id,
+                content,
+                moved,
+            } => {
+                let at = env.at / 1000;
+                if let Some(new) = content {
+                    self.edit_content(*message_id, *user_id, at, new);
+                }
+                if let Some(moved) = moved {
+                    for id in &moved.message_ids {
+                        // The edited message's content change and move are one history entry.
+                        let merge = content.is_some() && id == message_id;
+                        self.move_message(*id, (*user_id, at), moved, merge, channels, users);
+                    }
+                }
+            }
+            Event::MessagesDeleted { message_ids, .. } => {
+                for id in message_ids {
+                    self.remove(*id);
+                }
+            }
             Event::RealmCreated { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
@@ -304,16 +453,191 @@ impl Messages {
         }
     }
 
+    fn edit_content(&mut self, id: MessageId, editor: UserId, at: i64, new: &EditedContent) {
+        let Some(message) = self.by_id.get_mut(&id) else {
+            return;
+        };
+        let prev = (
+            std::mem::replace(&mut message.content, new.content.clone()),
+            std::mem::replace(&mut message.rendered_content, new.rendered_content.clone()),
+        );
+        message.is_me_message = new.is_me_message;
+        let extra = message.extra_mut();
+        extra.edits.push(EditRecord {
+            user_id: editor,
+            timestamp: at,
+            prev_content: Some(prev),
+            prev_topic: None,
+            prev_channel: None,
+        });
+        extra.last_edit_timestamp = Some(at);
+        // Mentions follow the new content for everyone holding a copy.
+        let wildcard = wildcard_bits(new.stream_wildcard, new.topic_wildcard);
+        let mention_bits = flags::MENTIONED | flags::STREAM_WILDCARD | flags::TOPIC_WILDCARD;
+        for (user, copies) in self.received.iter_mut() {
+            if let Some(bits) = copies.get_mut(&id) {
+                let mut mentions = wildcard;
+                if new.mentioned.contains(user) {
+                    mentions |= flags::MENTIONED;
+                }
+                *bits = (*bits & !mention_bits) | mentions;
+            }
+        }
+    }
+
+    /// Moves one message; `(editor, at)` is who moved it and when (seconds).
+    fn move_message(
+        &mut self,
+        id: MessageId,
+        (editor, at): (UserId, i64),
+        moved: &crate::events::MessageMove,
+        merge: bool,
+        channels: &Channels,
+        users: &Users,
+    ) {
+        let Some(message) = self.by_id.get_mut(&id) else {
+            return;
+        };
+        let Recipient::Channel { channel_id, topic } = &mut message.recipient else {
+            return;
+        };
+        let (old_channel, old_topic) = (*channel_id, topic.clone());
+        let new_channel = moved.new_channel_id.unwrap_or(old_channel);
+        let new_topic = moved.new_topic.clone().unwrap_or_else(|| old_topic.clone());
+        *channel_id = new_channel;
+        *topic = new_topic.clone();
+        let extra = message.extra_mut();
+        let topic_changed = new_topic != old_topic;
+        let channel_changed = new_channel != old_channel;
+        let record = EditRecord {
+            user_id: editor,
+            timestamp: at,
+            prev_content: None,
+            prev_topic: topic_changed.then(|| old_topic.clone()),
+            prev_channel: channel_changed.then_some(old_channel),
+        };
+        match extra.edits.last_mut() {
+            Some(last) if merge => {
+                last.prev_topic = record.prev_topic;
+                last.prev_channel = record.prev_channel;
+            }
+            _ => extra.edits.push(record),
+        }
+        extra.last_edit_timestamp = Some(at);
+        if channel_changed || !is_resolve_toggle(&old_topic, &new_topic) {
+            extra.last_moved_timestamp = Some(at);
+        }
+        let old_key = (old_channel, topic_key(&old_topic));
+        if let Some(set) = self.by_topic.get_mut(&old_key) {
+            set.remove(&id);
+            if set.is_empty() {
+                self.by_topic.remove(&old_key);
+            }
+        }
+        self.by_topic
+            .entry((new_channel, topic_key(&new_topic)))
+            .or_default()
+            .insert(id);
+        if !channel_changed {
+            return;
+        }
+        if let Some(set) = self.by_channel.get_mut(&old_channel) {
+            set.remove(&id);
+        }
+        self.by_channel.entry(new_channel).or_default().insert(id);
+        // Copies follow the new channel: those who cannot read it lose theirs, its subscribers
+        // get one (read: nothing new arrived for them).
+        let Some(channel) = channels.get(new_channel) else {
+            return;
+        };
+        let public_history = !channel.invite_only || channel.history_public_to_subscribers;
+        for (user, copies) in self.received.iter_mut() {
+            let keeps = channel.subscribers.contains(user)
+                || (!channel.invite_only
+                    && users
+                        .get(*user)
+                        .is_some_and(|u| u.role != crate::events::Role::Guest));
+            if !keeps && copies.contains_key(&id) {
+                copies.remove(&id);
+            }
+        }
+        if public_history {
+            for user in channel.subscribers.iter() {
+                if users.get(*user).is_some_and(|u| u.is_active) {
+                    self.received
+                        .entry(*user)
+                        .or_default()
+                        .entry(id)
+                        .or_insert(flags::READ);
+                }
+            }
+        }
+    }
+
+    fn remove(&mut self, id: MessageId) {
+        let Some(message) = self.by_id.remove(&id) else {
+            return;
+        };
+        match &message.recipient {
+            Recipient::Channel { channel_id, topic } => {
+                if let Some(set) = self.by_channel.get_mut(channel_id) {
+                    set.remove(&id);
+                }
+                let key = (*channel_id, topic_key(topic));
+                if let Some(set) = self.by_topic.get_mut(&key) {
+                    set.remove(&id);
+                    if set.is_empty() {
+                        self.by_topic.remove(&key);
+                    }
+                }
+            }
+            Recipient::Direct { user_ids } => {
+                if let Some(set) = self.by_conversation.get_mut(user_ids) {
+                    set.remove(&id);
+                }
+            }
+        }
+        for copies in self.received.values_mut() {
+            copies.remove(&id);
+        }
+    }
+
     pub fn dump(&self) -> Value {
         let messages: Vec<Value> = self
             .by_id
             .values()
             .map(|m| {
-                json!({
+                let mut row = json!({
                     "id": m.id.0, "sender_id": m.sender_id.0,
                     "recipient": serde_json::to_value(&m.recipient).unwrap_or(Value::Null),
                     "content": &*m.content, "timestamp": m.timestamp, "client": &*m.client,
-                })
+                });
+                if !m.reactions().is_empty() {
+                    row["reactions"] = m
+                        .reactions()
+                        .iter()
+                        .map(|r| {
+                            json!([
+                                r.user_id.0,
+                                r.emoji_name,
+                                r.emoji_code,
+                                r.reaction_type.as_str()
+                            ])
+                        })
+                        .collect();
+                }
+                if !m.edits().is_empty() {
+                    row["edits"] = m
+                        .edits()
+                        .iter()
+                        .map(|e| json!({
+                            "user_id": e.user_id.0, "timestamp": e.timestamp,
+                            "prev_content": e.prev_content.as_ref().map(|(raw, _)| &**raw),
+                            "prev_topic": e.prev_topic, "prev_channel": e.prev_channel.map(|c| c.0),
+                        }))
+                        .collect();
+                }
+                row
             })
             .collect();
         let mut received: Vec<Value> = self

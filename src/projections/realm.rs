@@ -15,6 +15,17 @@ pub const REALM_PERMISSION_DEFAULTS: &[(&str, SystemGroup)] = &[
     ("can_invite_users_group", SystemGroup::Members),
     ("can_set_topics_policy_group", SystemGroup::Members),
     ("create_multiuse_invite_group", SystemGroup::Administrators),
+    ("can_delete_any_message_group", SystemGroup::Administrators),
+    ("can_delete_own_message_group", SystemGroup::Everyone),
+    (
+        "can_move_messages_between_channels_group",
+        SystemGroup::Members,
+    ),
+    (
+        "can_move_messages_between_topics_group",
+        SystemGroup::Everyone,
+    ),
+    ("can_resolve_topics_group", SystemGroup::Everyone),
 ];
 
 /// Organization-wide settings.
@@ -58,7 +69,11 @@ impl Realm {
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::MessageSent { .. }
-            | Event::MessageFlagsChanged { .. } => {}
+            | Event::MessageFlagsChanged { .. }
+            | Event::ReactionAdded { .. }
+            | Event::ReactionRemoved { .. }
+            | Event::MessageEdited { .. }
+            | Event::MessagesDeleted { .. } => {}
         }
     }
 

@@ -61,6 +61,10 @@ impl Typing {
             | Event::ChannelFoldersReordered { .. }
             | Event::MessageSent { .. }
             | Event::MessageFlagsChanged { .. }
+            | Event::ReactionAdded { .. }
+            | Event::ReactionRemoved { .. }
+            | Event::MessageEdited { .. }
+            | Event::MessagesDeleted { .. }
             | Event::TopicVisibilitySet { .. } => {}
         }
     }

@@ -86,6 +86,10 @@ impl UserTopics {
             | Event::ChannelFoldersReordered { .. }
             | Event::MessageSent { .. }
             | Event::MessageFlagsChanged { .. }
+            | Event::ReactionAdded { .. }
+            | Event::ReactionRemoved { .. }
+            | Event::MessageEdited { .. }
+            | Event::MessagesDeleted { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. } => {}
         }

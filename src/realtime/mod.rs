@@ -231,13 +231,40 @@ impl Queues {
                     if channel_typing && !q.options.capabilities.stream_typing_notifications {
                         continue;
                     }
-                    if env.seq > q.from_seq && q.options.wants(&event_type) {
-                        q.push(adapt(&event, &q.options));
+                    if env.seq <= q.from_seq || !q.options.wants(&event_type) {
+                        continue;
+                    }
+                    let event = adapt(&event, &q.options);
+                    if event_type == "delete_message"
+                        && !q.options.capabilities.bulk_message_deletion
+                    {
+                        // Older clients get one event per message, with `message_id`.
+                        for one in legacy_deletions(&event) {
+                            q.push(one);
+                        }
+                    } else {
+                        q.push(event);
                     }
                 }
             }
         }
     }
+}
+
+/// A bulk `delete_message` event as the one-per-message events of clients without
+/// `bulk_message_deletion`.
+fn legacy_deletions(event: &Value) -> Vec<Value> {
+    let ids = event["message_ids"].as_array().cloned().unwrap_or_default();
+    ids.into_iter()
+        .map(|id| {
+            let mut one = event.clone();
+            if let Some(map) = one.as_object_mut() {
+                map.remove("message_ids");
+                map.insert("message_id".into(), id);
+            }
+            one
+        })
+        .collect()
 }
 
 /// Fits a message event to what the queue registered for (Markdown or HTML, the empty topic

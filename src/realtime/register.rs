@@ -211,7 +211,20 @@ pub fn initial_state(
         put("realm_mandatory_topics", json!(false));
         put("realm_message_retention_days", json!(-1));
         put("realm_allow_message_editing", json!(true));
-        put("realm_message_content_edit_limit_seconds", json!(600));
+        put(
+            "realm_message_content_edit_limit_seconds",
+            json!(crate::commands::messages::CONTENT_EDIT_LIMIT_SECS),
+        );
+        put(
+            "realm_message_content_delete_limit_seconds",
+            json!(crate::commands::messages::CONTENT_DELETE_LIMIT_SECS),
+        );
+        for name in [
+            "realm_move_messages_within_stream_limit_seconds",
+            "realm_move_messages_between_streams_limit_seconds",
+        ] {
+            put(name, json!(crate::commands::messages::MOVE_LIMIT_SECS));
+        }
         put("realm_waiting_period_threshold", json!(0));
         put("realm_enable_spectator_access", json!(false));
         put("realm_invite_required", json!(true));

@@ -421,6 +421,66 @@ pub fn client_events(state: &Projections, site: &Site, env: &Envelope) -> Vec<(U
             }
             vec![(*user_id, event)]
         }
+        Event::ReactionAdded {
+            message_id,
+            user_id,
+            emoji_name,
+            emoji_code,
+            reaction_type,
+        } => reaction_events(
+            state,
+            site,
+            *message_id,
+            *user_id,
+            json!({"op": "add", "emoji_name": emoji_name, "emoji_code": emoji_code, "reaction_type": reaction_type.as_str()}),
+        ),
+        Event::ReactionRemoved {
+            message_id,
+            user_id,
+            emoji_name,
+            emoji_code,
+            reaction_type,
+        } => reaction_events(
+            state,
+            site,
+            *message_id,
+            *user_id,
+            json!({"op": "remove", "emoji_name": emoji_name, "emoji_code": emoji_code, "reaction_type": reaction_type.as_str()}),
+        ),
+        Event::MessageEdited {
+            message_id,
+            user_id,
+            content,
+            moved,
+        } => update_message_events(
+            state,
+            env,
+            *message_id,
+            *user_id,
+            content.is_some(),
+            moved.as_deref(),
+        ),
+        Event::MessagesDeleted {
+            message_ids,
+            recipient,
+            holders,
+        } => {
+            let mut event = json!({"type": "delete_message", "message_ids": message_ids});
+            match recipient {
+                Recipient::Channel { channel_id, topic } => {
+                    event["message_type"] = json!("stream");
+                    event["stream_id"] = json!(channel_id.0);
+                    event["topic"] = json!(crate::http::messages::shown_topic(topic, false));
+                    event["_raw_topic"] = json!(topic);
+                }
+                Recipient::Direct { .. } => event["message_type"] = json!("private"),
+            }
+            holders
+                .iter()
+                .filter(|id| state.users.get(**id).is_some_and(|u| u.is_active))
+                .map(|id| (*id, event.clone()))
+                .collect()
+        }
         Event::TypingStarted { user_id, target } | Event::TypingStopped { user_id, target } => {
             let op = if matches!(env.event, Event::TypingStarted { .. }) {
                 "start"
@@ -506,4 +566,130 @@ pub fn client_events(state: &Projections, site: &Site, env: &Envelope) -> Vec<(U
             ]
         }
     }
+}
+
+/// Users holding a copy of a message, active ones only.
+fn active_holders(state: &Projections, message: crate::ids::MessageId) -> Vec<&User> {
+    state
+        .messages
+        .holders(message)
+        .into_iter()
+        .filter_map(|id| state.users.get(id).filter(|u| u.is_active))
+        .collect()
+}
+
+/// A `reaction` event for everyone holding a copy of the message.
+fn reaction_events(
+    state: &Projections,
+    site: &Site,
+    message_id: crate::ids::MessageId,
+    user_id: UserId,
+    body: Value,
+) -> Vec<(UserId, Value)> {
+    let Some(reactor) = state.users.get(user_id) else {
+        return Vec::new();
+    };
+    active_holders(state, message_id)
+        .into_iter()
+        .map(|viewer| {
+            let mut event = json!({
+                "type": "reaction", "message_id": message_id.0, "user_id": user_id.0,
+                "user": {
+                    "user_id": user_id.0, "email": shown_email(site, viewer, reactor),
+                    "full_name": reactor.full_name,
+                },
+            });
+            if let (Value::Object(map), Value::Object(more)) = (&mut event, body.clone()) {
+                map.extend(more);
+            }
+            (viewer.user_id, event)
+        })
+        .collect()
+}
+
+/// `update_message` events for an edit, to everyone holding a copy of the edited message, and
+/// `delete_message` events to those a move to another channel took it from.
+fn update_message_events(
+    state: &Projections,
+    env: &Envelope,
+    message_id: crate::ids::MessageId,
+    editor: UserId,
+    content_changed: bool,
+    moved: Option<&crate::events::MessageMove>,
+) -> Vec<(UserId, Value)> {
+    let Some(message) = state.messages.get(message_id) else {
+        return Vec::new();
+    };
+    let Some(edit) = message.edits().last() else {
+        return Vec::new();
+    };
+    let message_ids: Vec<u64> = match moved {
+        Some(m) => m.message_ids.iter().map(|id| id.0).collect(),
+        None => vec![message_id.0],
+    };
+    let mut event = json!({
+        "type": "update_message", "user_id": editor.0, "edit_timestamp": env.at / 1000,
+        "message_id": message_id.0, "message_ids": message_ids, "rendering_only": false,
+    });
+    // The channel the message was in before this edit.
+    let orig_channel = edit.prev_channel.or(message.channel());
+    if let Some(channel) = orig_channel.and_then(|c| state.channels.get(c)) {
+        event["stream_id"] = json!(channel.id.0);
+        event["stream_name"] = json!(channel.name);
+    }
+    if content_changed {
+        // A content edit and a move are one event but two history entries: the content is the
+        // one before the last (a content edit is recorded first).
+        let content_edit = message
+            .edits()
+            .iter()
+            .rev()
+            .find(|e| e.prev_content.is_some());
+        if let Some((raw, html)) = content_edit.and_then(|e| e.prev_content.as_ref()) {
+            event["orig_content"] = json!(&**raw);
+            event["orig_rendered_content"] = json!(&**html);
+        }
+        event["content"] = json!(&*message.content);
+        event["rendered_content"] = json!(&*message.rendered_content);
+        event["is_me_message"] = json!(message.is_me_message);
+    }
+    if let Some(moved) = moved {
+        event["propagate_mode"] = json!(moved.propagate_mode.as_str());
+        if let Some(channel) = moved.new_channel_id {
+            event["new_stream_id"] = json!(channel.0);
+        }
+        if moved.new_topic.is_some() {
+            let orig = edit.prev_topic.clone().unwrap_or_default();
+            event["orig_subject"] = json!(crate::http::messages::shown_topic(&orig, false));
+            event["subject"] = json!(crate::http::messages::shown_topic(message.topic(), false));
+            event["topic_links"] = json!([]);
+        }
+    }
+    let mut out: Vec<(UserId, Value)> = active_holders(state, message_id)
+        .into_iter()
+        .map(|viewer| {
+            let mut event = event.clone();
+            event["flags"] = json!(message_flags(state, viewer.user_id, message_id));
+            (viewer.user_id, event)
+        })
+        .collect();
+    // A move to a channel someone cannot read takes the messages away from them.
+    if let Some(moved) = moved.filter(|m| m.new_channel_id.is_some()) {
+        let told: std::collections::HashSet<UserId> = out.iter().map(|(u, _)| *u).collect();
+        if let Some(old) = orig_channel.and_then(|c| state.channels.get(c)) {
+            let event = json!({
+                "type": "delete_message", "message_type": "stream", "stream_id": old.id.0,
+                "topic": crate::http::messages::shown_topic(edit.prev_topic.as_deref().unwrap_or(message.topic()), false),
+                "message_ids": moved.message_ids,
+            });
+            out.extend(
+                old.subscribers
+                    .iter()
+                    .filter(|u| !told.contains(u))
+                    .filter(|u| state.users.get(**u).is_some_and(|u| u.is_active))
+                    .map(|u| (*u, event.clone())),
+            );
+        }
+    }
+    out
 }

@@ -1,0 +1,711 @@
+//! Changing messages after they are sent: reactions, edits and moves with their history,
+//! deletion, and the mark-as-read endpoints; with the client events each user receives.
+
+use crate::support::{Api, Server};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+struct Org {
+    server: Server,
+    owner: Api,
+    alice: (u64, Api),
+    bob: (u64, Api),
+    carol: (u64, Api),
+    general: u64,
+}
+
+/// Alice and Bob in #general; Carol in no channel.
+async fn org() -> Org {
+    let server = Server::start();
+    let (alice_id, alice) = server
+        .create_member("alice@example.com", "Alice Adams")
+        .await;
+    let (bob_id, bob) = server.create_member("bob@example.com", "Bob Brown").await;
+    let (carol_id, carol) = server
+        .create_member("carol@example.com", "Carol Clark")
+        .await;
+    let owner = server.api(Some(&server.owner()));
+    let (_, body) = owner
+        .post(
+            "/channels/create",
+            &[
+                ("name", "general"),
+                ("subscribers", &format!("[{alice_id}, {bob_id}]")),
+            ],
+        )
+        .await;
+    Org {
+        general: body["id"].as_u64().unwrap(),
+        alice: (alice_id, server.api(Some(&alice))),
+        bob: (bob_id, server.api(Some(&bob))),
+        carol: (carol_id, server.api(Some(&carol))),
+        owner,
+        server,
+    }
+}
+
+async fn send(api: &Api, topic: &str, content: &str) -> u64 {
+    let (status, body) = api
+        .post(
+            "/messages",
+            &[
+                ("type", "stream"),
+                ("to", "general"),
+                ("topic", topic),
+                ("content", content),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["id"].as_u64().unwrap()
+}
+
+async fn message(api: &Api, id: u64) -> Value {
+    let (status, body) = api.get(&format!("/messages/{id}"), &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["message"].clone()
+}
+
+async fn register(api: &Api, capabilities: &str) -> String {
+    let (status, body) = api
+        .post(
+            "/register",
+            &[
+                (
+                    "event_types",
+                    r#"["reaction","update_message","delete_message"]"#,
+                ),
+                ("client_capabilities", capabilities),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["queue_id"].as_str().unwrap().to_owned()
+}
+
+async fn events(api: &Api, queue: &str) -> Vec<Value> {
+    let (status, body) = api
+        .get("/events", &[("queue_id", queue), ("dont_block", "true")])
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["events"].as_array().unwrap().clone()
+}
+
+fn error(status: StatusCode, body: &Value) -> (u16, String, String) {
+    (
+        status.as_u16(),
+        body["code"].as_str().unwrap_or_default().to_owned(),
+        body["msg"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+fn bad(msg: &str) -> (u16, String, String) {
+    (400, "BAD_REQUEST".into(), msg.into())
+}
+
+#[tokio::test]
+async fn reactions() {
+    let o = org().await;
+    let (alice_id, alice) = &o.alice;
+    let (bob_id, bob) = &o.bob;
+    let id = send(alice, "lunch", "Tacos?").await;
+    let bob_queue = register(bob, "{}").await;
+    let carol_queue = register(&o.carol.1, "{}").await;
+    let path = format!("/messages/{id}/reactions");
+
+    let (status, body) = bob.post(&path, &[("emoji_name", "octopus")]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // The same emoji twice, by name or by an alias of the same code point.
+    let (status, body) = bob.post(&path, &[("emoji_name", "octopus")]).await;
+    assert_eq!(
+        error(status, &body),
+        (
+            400,
+            "REACTION_ALREADY_EXISTS".into(),
+            "Reaction already exists.".into()
+        )
+    );
+    // Alice joins with an alias: the reaction keeps the name it already has.
+    let (status, body) = alice.post(&path, &[("emoji_name", "thumbs_up")]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, _) = bob
+        .post(&path, &[("emoji_name", "+1"), ("emoji_code", "1f44d")])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    let m = message(&o.carol.1, id).await;
+    // Emails are shown as the organization's visibility setting allows: placeholders here.
+    let bob_email = format!("user{bob_id}@chronicle.invalid");
+    let alice_email = format!("user{alice_id}@chronicle.invalid");
+    assert_eq!(
+        m["reactions"],
+        json!([
+            {"emoji_name": "octopus", "emoji_code": "1f419", "reaction_type": "unicode_emoji",
+             "user_id": bob_id, "user": {"id": bob_id, "email": bob_email,
+             "full_name": "Bob Brown", "is_mirror_dummy": false}},
+            {"emoji_name": "thumbs_up", "emoji_code": "1f44d", "reaction_type": "unicode_emoji",
+             "user_id": alice_id, "user": {"id": alice_id, "email": alice_email,
+             "full_name": "Alice Adams", "is_mirror_dummy": false}},
+            {"emoji_name": "thumbs_up", "emoji_code": "1f44d", "reaction_type": "unicode_emoji",
+             "user_id": bob_id, "user": {"id": bob_id, "email": bob_email,
+             "full_name": "Bob Brown", "is_mirror_dummy": false}},
+        ])
+    );
+    // has:reaction narrows.
+    let (_, found) = alice
+        .get(
+            "/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "10"),
+                ("num_after", "0"),
+                ("narrow", r#"[["has","reaction"]]"#),
+            ],
+        )
+        .await;
+    assert_eq!(found["messages"].as_array().unwrap().len(), 1, "{found}");
+
+    let (status, body) = bob.delete(&path, &[("emoji_name", "octopus")]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = bob.delete(&path, &[("emoji_name", "octopus")]).await;
+    assert_eq!(
+        error(status, &body),
+        (
+            400,
+            "REACTION_DOES_NOT_EXIST".into(),
+            "Reaction doesn't exist.".into()
+        )
+    );
+
+    // Errors, each with Zulip's words.
+    for (params, expected) in [
+        (
+            vec![("emoji_name", "no_such_emoji")],
+            bad("Emoji 'no_such_emoji' does not exist"),
+        ),
+        (
+            vec![("emoji_name", "tada"), ("emoji_code", "ffff")],
+            bad("Invalid emoji code."),
+        ),
+        (
+            vec![("emoji_name", "tada"), ("emoji_code", "1f419")],
+            bad("Invalid emoji name."),
+        ),
+        (
+            vec![("emoji_name", "tada"), ("reaction_type", "sticker")],
+            bad("Invalid emoji type."),
+        ),
+    ] {
+        let (status, body) = bob.post(&path, &params).await;
+        assert_eq!(error(status, &body), expected, "{params:?}");
+    }
+    let (status, body) = bob.post(&path, &[]).await;
+    assert_eq!(
+        (
+            status.as_u16(),
+            body["code"].clone(),
+            body["var_name"].clone()
+        ),
+        (400, json!("REQUEST_VARIABLE_MISSING"), json!("emoji_name"))
+    );
+    let (status, body) = bob
+        .post("/messages/999999/reactions", &[("emoji_name", "tada")])
+        .await;
+    assert_eq!(error(status, &body), bad("Invalid message(s)"));
+
+    // Bob received the message, so he hears of every reaction, his own included.
+    let got = events(bob, &bob_queue).await;
+    let ops: Vec<(String, String, u64)> = got
+        .iter()
+        .map(|e| {
+            (
+                e["op"].as_str().unwrap().to_owned(),
+                e["emoji_name"].as_str().unwrap().to_owned(),
+                e["user_id"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ops,
+        vec![
+            ("add".into(), "octopus".into(), *bob_id),
+            ("add".into(), "thumbs_up".into(), *alice_id),
+            ("add".into(), "thumbs_up".into(), *bob_id),
+            ("remove".into(), "octopus".into(), *bob_id),
+        ]
+    );
+    // Bob sees his own real email.
+    assert_eq!(
+        got[0],
+        json!({"type": "reaction", "op": "add", "message_id": id, "user_id": bob_id,
+               "user": {"user_id": bob_id, "email": "bob@example.com", "full_name": "Bob Brown"},
+               "emoji_name": "octopus", "emoji_code": "1f419", "reaction_type": "unicode_emoji",
+               "id": 0})
+    );
+    // Carol has no copy of the message: she is not told.
+    assert_eq!(events(&o.carol.1, &carol_queue).await, Vec::<Value>::new());
+
+    // Reactions are state: they survive a restart.
+    let server = o.server.stop().restart();
+    let carol = server.api(Some(&o.carol.1.creds.clone().unwrap()));
+    let m = message(&carol, id).await;
+    assert_eq!(m["reactions"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn editing_content_keeps_history_and_tells_holders() {
+    let o = org().await;
+    let (alice_id, alice) = &o.alice;
+    let (bob_id, bob) = &o.bob;
+    let id = send(alice, "lunch", "Hello!").await;
+    let queue = register(bob, r#"{"bulk_message_deletion": true}"#).await;
+    let path = format!("/messages/{id}");
+
+    // Only the sender edits content.
+    let (status, body) = bob
+        .call(Method::PATCH, &path, &[("content", "mine now")])
+        .await;
+    assert_eq!(
+        error(status, &body),
+        bad("You don't have permission to edit this message")
+    );
+    let (status, body) = o
+        .owner
+        .call(Method::PATCH, &path, &[("content", "owner edit")])
+        .await;
+    assert_eq!(
+        error(status, &body),
+        bad("You don't have permission to edit this message")
+    );
+    for (params, expected) in [
+        (vec![], bad("Nothing to change")),
+        (vec![("content", "Hello!")], bad("Nothing to change")),
+        (
+            vec![("content", "x"), ("propagate_mode", "change_all")],
+            bad("Invalid propagate_mode without topic edit"),
+        ),
+        (
+            vec![("content", "x"), ("stream_id", "1")],
+            bad("Cannot change message content while changing channel"),
+        ),
+    ] {
+        let (status, body) = alice.call(Method::PATCH, &path, &params).await;
+        assert_eq!(error(status, &body), expected, "{params:?}");
+    }
+    let (status, body) = alice
+        .call(
+            Method::PATCH,
+            &path,
+            &[("propagate_mode", "sideways"), ("topic", "x")],
+        )
+        .await;
+    assert_eq!(
+        (
+            status.as_u16(),
+            body["code"].clone(),
+            body["var_name"].clone()
+        ),
+        (
+            400,
+            json!("REQUEST_VARIABLE_INVALID"),
+            json!("propagate_mode")
+        )
+    );
+
+    let (status, body) = alice
+        .call(
+            Method::PATCH,
+            &path,
+            &[("content", "Howdy @**Bob Brown**!")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["detached_uploads"], json!([]));
+
+    let m = message(bob, id).await;
+    let mention = format!(
+        "<p>Howdy <span class=\"user-mention\" data-user-id=\"{bob_id}\">@Bob Brown</span>!</p>"
+    );
+    assert_eq!(m["content"], mention.as_str());
+    assert_eq!(
+        m["flags"],
+        json!(["mentioned"]),
+        "an edit that mentions sets the flag"
+    );
+    let edited_at = m["last_edit_timestamp"].as_i64().unwrap();
+    assert!(m.get("last_moved_timestamp").is_none(), "{m}");
+    assert_eq!(
+        m["edit_history"],
+        json!([{"user_id": alice_id, "timestamp": edited_at, "prev_content": "Hello!",
+                "prev_rendered_content": "<p>Hello!</p>"}])
+    );
+
+    let got = events(bob, &queue).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(
+        got[0],
+        json!({
+            "type": "update_message", "user_id": alice_id, "edit_timestamp": edited_at,
+            "message_id": id, "message_ids": [id], "rendering_only": false,
+            "stream_id": o.general, "stream_name": "general",
+            "orig_content": "Hello!", "orig_rendered_content": "<p>Hello!</p>",
+            "content": "Howdy @**Bob Brown**!", "rendered_content": mention,
+            "is_me_message": false, "flags": ["mentioned"], "id": 0,
+        })
+    );
+
+    // Edit the topic and the content at once: one history entry.
+    let (status, body) = alice
+        .call(
+            Method::PATCH,
+            &path,
+            &[("content", "Bye"), ("topic", "dinner")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let m = message(bob, id).await;
+    assert_eq!(
+        m["flags"],
+        json!([]),
+        "the mention is gone with the content"
+    );
+    assert_eq!(m["subject"], "dinner");
+    let (status, body) = bob.get(&format!("{path}/history"), &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let history = body["message_history"].as_array().unwrap();
+    assert_eq!(history.len(), 3, "{body}");
+    assert_eq!(
+        history[0],
+        json!({"topic": "lunch", "content": "Hello!", "rendered_content": "<p>Hello!</p>",
+               "user_id": alice_id, "timestamp": history[0]["timestamp"]})
+    );
+    assert_eq!(history[1]["content"], "Howdy @**Bob Brown**!");
+    assert_eq!(history[1]["prev_content"], "Hello!");
+    assert_eq!(history[1]["topic"], "lunch");
+    assert!(history[1].get("prev_topic").is_none());
+    assert_eq!(
+        (
+            history[2]["content"].clone(),
+            history[2]["topic"].clone(),
+            history[2]["prev_topic"].clone(),
+            history[2]["prev_content"].clone(),
+        ),
+        (
+            json!("Bye"),
+            json!("dinner"),
+            json!("lunch"),
+            json!("Howdy @**Bob Brown**!")
+        )
+    );
+    assert!(history[2]["content_html_diff"]
+        .as_str()
+        .unwrap()
+        .contains("<p>Bye</p>"));
+    let (status, body) = o.carol.1.get("/messages/999999/history", &[]).await;
+    assert_eq!(error(status, &body), bad("Invalid message(s)"));
+}
+
+#[tokio::test]
+async fn moving_topics_and_channels() {
+    let o = org().await;
+    let (alice_id, alice) = &o.alice;
+    let (_, bob) = &o.bob;
+    let first = send(alice, "plans", "one").await;
+    let second = send(bob, "plans", "two").await;
+    let third = send(alice, "plans", "three").await;
+    let other = send(alice, "elsewhere", "four").await;
+    let queue = register(bob, r#"{"bulk_message_deletion": true}"#).await;
+    let topic_of = |m: &Value| m["subject"].as_str().unwrap().to_owned();
+
+    // change_later from the second message.
+    let (status, body) = alice
+        .call(
+            Method::PATCH,
+            &format!("/messages/{second}"),
+            &[("topic", "later plans"), ("propagate_mode", "change_later")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mut topics = Vec::new();
+    for id in [first, second, third, other] {
+        topics.push(topic_of(&message(bob, id).await));
+    }
+    assert_eq!(topics, ["plans", "later plans", "later plans", "elsewhere"]);
+    let got = events(bob, &queue).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    let e = &got[0];
+    assert_eq!(
+        (
+            e["message_ids"].clone(),
+            e["propagate_mode"].clone(),
+            e["orig_subject"].clone(),
+            e["subject"].clone(),
+            e["stream_id"].clone(),
+            e["topic_links"].clone(),
+        ),
+        (
+            json!([second, third]),
+            json!("change_later"),
+            json!("plans"),
+            json!("later plans"),
+            json!(o.general),
+            json!([]),
+        )
+    );
+    assert!(
+        e.get("content").is_none() && e.get("new_stream_id").is_none(),
+        "{e}"
+    );
+    let moved = message(bob, third).await;
+    assert!(moved["last_moved_timestamp"].is_i64(), "{moved}");
+    assert_eq!(moved["edit_history"][0]["prev_topic"], "plans", "{moved}");
+
+    // Resolving (change_all) is a topic edit but not a move.
+    let (status, body) = bob
+        .call(
+            Method::PATCH,
+            &format!("/messages/{first}"),
+            &[("topic", "✔ plans"), ("propagate_mode", "change_all")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let resolved = message(bob, first).await;
+    assert_eq!(topic_of(&resolved), "✔ plans");
+    assert!(resolved.get("last_moved_timestamp").is_none(), "{resolved}");
+    assert!(resolved["last_edit_timestamp"].is_i64());
+    let (_, body) = alice
+        .get(
+            "/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "10"),
+                ("num_after", "0"),
+                ("narrow", r#"[["is","resolved"]]"#),
+            ],
+        )
+        .await;
+    assert_eq!(body["messages"].as_array().unwrap().len(), 1, "{body}");
+
+    // Direct messages have no topic; a message one cannot read cannot be moved.
+    let (_, dm) = alice
+        .post(
+            "/messages",
+            &[
+                ("type", "direct"),
+                ("to", &format!("[{}]", o.bob.0)),
+                ("content", "psst"),
+            ],
+        )
+        .await;
+    let dm = dm["id"].as_u64().unwrap();
+    let (status, body) = alice
+        .call(Method::PATCH, &format!("/messages/{dm}"), &[("topic", "x")])
+        .await;
+    assert_eq!(
+        error(status, &body),
+        bad("Direct messages cannot be moved to channels.")
+    );
+    let (status, body) = o
+        .carol
+        .1
+        .call(Method::PATCH, &format!("/messages/{dm}"), &[("topic", "x")])
+        .await;
+    assert_eq!(error(status, &body), bad("Invalid message(s)"));
+
+    // Move the rest of "later plans" to a private channel only Alice is in: Bob loses them.
+    let (_, body) = o
+        .owner
+        .post(
+            "/channels/create",
+            &[
+                ("name", "secret"),
+                ("invite_only", "true"),
+                ("subscribers", &format!("[{alice_id}]")),
+            ],
+        )
+        .await;
+    let secret = body["id"].as_u64().unwrap();
+    // Bob may not read the target channel: he cannot move into it.
+    let (status, body) = bob
+        .call(
+            Method::PATCH,
+            &format!("/messages/{second}"),
+            &[
+                ("stream_id", &secret.to_string()),
+                ("propagate_mode", "change_all"),
+            ],
+        )
+        .await;
+    assert_eq!(error(status, &body), bad("Invalid channel ID"));
+    let (status, body) = alice
+        .call(
+            Method::PATCH,
+            &format!("/messages/{second}"),
+            &[
+                ("stream_id", &secret.to_string()),
+                ("propagate_mode", "change_all"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = bob.get(&format!("/messages/{second}"), &[]).await;
+    assert_eq!(error(status, &body), bad("Invalid message(s)"));
+    let m = message(alice, second).await;
+    assert_eq!(
+        (m["display_recipient"].clone(), m["stream_id"].clone()),
+        (json!("secret"), json!(secret))
+    );
+    assert_eq!(m["edit_history"][0]["prev_stream"], o.general);
+    assert_eq!(m["edit_history"][0]["stream"], secret);
+    let got = events(bob, &queue).await;
+    let deletion = got
+        .iter()
+        .find(|e| e["type"] == "delete_message")
+        .unwrap_or_else(|| panic!("{got:?}"));
+    assert_eq!(
+        deletion,
+        &json!({"type": "delete_message", "message_type": "stream", "stream_id": o.general,
+                "topic": "later plans", "message_ids": [second, third], "id": deletion["id"]})
+    );
+    // The history of the move is readable by those who can read the message.
+    let (status, body) = alice.get(&format!("/messages/{second}/history"), &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let last = body["message_history"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (last["prev_stream"].clone(), last["stream"].clone()),
+        (json!(o.general), json!(secret))
+    );
+}
+
+#[tokio::test]
+async fn deleting_messages() {
+    let o = org().await;
+    let (_, alice) = &o.alice;
+    let (_, bob) = &o.bob;
+    let mine = send(alice, "lunch", "mine").await;
+    let newest = send(bob, "lunch", "bob's").await;
+    let bulk = register(bob, r#"{"bulk_message_deletion": true}"#).await;
+    let legacy = register(bob, "{}").await;
+
+    // Members delete only their own messages; administrators any.
+    let (status, body) = alice.delete(&format!("/messages/{newest}"), &[]).await;
+    assert_eq!(
+        error(status, &body),
+        bad("You don't have permission to delete this message")
+    );
+    let (status, body) = alice.delete(&format!("/messages/{mine}"), &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = o.owner.delete(&format!("/messages/{newest}"), &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    for id in [mine, newest] {
+        let (status, body) = bob.get(&format!("/messages/{id}"), &[]).await;
+        assert_eq!(error(status, &body), bad("Invalid message(s)"));
+        let (status, body) = o.owner.delete(&format!("/messages/{id}"), &[]).await;
+        assert_eq!(error(status, &body), bad("Invalid message(s)"));
+    }
+    let (_, fetched) = bob
+        .get(
+            "/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "10"),
+                ("num_after", "0"),
+            ],
+        )
+        .await;
+    assert_eq!(fetched["messages"], json!([]));
+    let (_, topics) = bob
+        .get(&format!("/users/me/{}/topics", o.general), &[])
+        .await;
+    assert_eq!(topics["topics"], json!([]), "{topics}");
+
+    let got = events(bob, &bulk).await;
+    assert_eq!(
+        got,
+        vec![
+            json!({"type": "delete_message", "message_ids": [mine], "message_type": "stream",
+                   "stream_id": o.general, "topic": "lunch", "id": 0}),
+            json!({"type": "delete_message", "message_ids": [newest], "message_type": "stream",
+                   "stream_id": o.general, "topic": "lunch", "id": 1}),
+        ]
+    );
+    let got = events(bob, &legacy).await;
+    assert_eq!(got[0]["message_id"], mine);
+    assert!(got[0].get("message_ids").is_none(), "{}", got[0]);
+
+    // Ids are never reused, even when the newest message was deleted; and after a restart the
+    // deletions still hold.
+    let next = send(alice, "lunch", "again").await;
+    assert!(next > newest, "{next} after {newest}");
+    let server = o.server.stop().restart();
+    let bob = server.api(Some(&o.bob.1.creds.clone().unwrap()));
+    let (status, _) = bob.get(&format!("/messages/{newest}"), &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let after = {
+        let alice = server.api(Some(&o.alice.1.creds.clone().unwrap()));
+        send(&alice, "lunch", "after restart").await
+    };
+    assert_eq!(after, next + 1);
+}
+
+#[tokio::test]
+async fn mark_channel_and_everything_as_read() {
+    let o = org().await;
+    let (_, alice) = &o.alice;
+    let (_, bob) = &o.bob;
+    send(alice, "a", "one").await;
+    send(alice, "b", "two").await;
+    let (_, dm) = alice
+        .post(
+            "/messages",
+            &[
+                ("type", "direct"),
+                ("to", &format!("[{}]", o.bob.0)),
+                ("content", "hi"),
+            ],
+        )
+        .await;
+    let dm = dm["id"].as_u64().unwrap();
+    assert_eq!(unread(bob).await.len(), 3);
+    let (status, body) = bob
+        .post(
+            "/mark_stream_as_read",
+            &[("stream_id", &o.general.to_string())],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(unread(bob).await, vec![dm]);
+    let (status, body) = bob
+        .post("/mark_stream_as_read", &[("stream_id", "9999")])
+        .await;
+    assert_eq!(error(status, &body), bad("Invalid channel ID"));
+    let (status, body) = bob.post("/mark_all_as_read", &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["complete"], true);
+    assert_eq!(unread(bob).await, Vec::<u64>::new());
+}
+
+async fn unread(api: &Api) -> Vec<u64> {
+    let (_, body) = api
+        .get(
+            "/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "10"),
+                ("num_after", "0"),
+                ("narrow", r#"[["is","unread"]]"#),
+            ],
+        )
+        .await;
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_u64().unwrap())
+        .collect()
+}
