@@ -155,3 +155,59 @@ def test_call_on_each_event_sees_a_committed_change(server):
     assert done.wait(20), seen
     assert seen[-1]["op"] == "add"
     assert seen[-1]["channel_folder"]["name"] == "Live"
+
+
+def test_messages_through_the_client(server):
+    """Sending, fetching with narrows, editing, reacting, flagging and deleting."""
+    client = owner_client(server)
+    assert client.add_subscriptions(streams=[{"name": "compat-messages"}])["result"] == "success"
+    sent = client.send_message(
+        {"type": "stream", "to": "compat-messages", "topic": "plans", "content": "Hello :tada:"}
+    )
+    assert sent["result"] == "success", sent
+    message_id = sent["id"]
+
+    # Both narrow forms: legacy pairs (zulip-term) and operator objects.
+    for narrow in (
+        [["stream", "compat-messages"], ["topic", "plans"]],
+        [{"operator": "channel", "operand": "compat-messages"}, {"operator": "topic", "operand": "plans"}],
+    ):
+        fetched = client.get_messages(
+            {"anchor": "newest", "num_before": 10, "num_after": 0, "narrow": narrow}
+        )
+        assert fetched["result"] == "success", fetched
+        assert [m["id"] for m in fetched["messages"]] == [message_id]
+    assert 'class="emoji emoji-1f389"' in fetched["messages"][0]["content"]
+
+    edited = client.update_message({"message_id": message_id, "content": "Hello, edited"})
+    assert edited["result"] == "success", edited
+    moved = client.update_message(
+        {"message_id": message_id, "topic": "later", "propagate_mode": "change_all"}
+    )
+    assert moved["result"] == "success", moved
+    assert client.get_raw_message(message_id)["raw_content"] == "Hello, edited"
+    history = client.get_message_history(message_id)["message_history"]
+    assert [h["topic"] for h in history] == ["plans", "plans", "later"]
+    assert history[1]["prev_content"] == "Hello :tada:"
+
+    assert client.add_reaction({"message_id": message_id, "emoji_name": "octopus"})["result"] == "success"
+    again = client.add_reaction({"message_id": message_id, "emoji_name": "octopus"})
+    assert again["code"] == "REACTION_ALREADY_EXISTS"
+    message = client.get_messages(
+        {"anchor": message_id, "num_before": 0, "num_after": 0, "narrow": []}
+    )["messages"][0]
+    assert [(r["emoji_name"], r["emoji_code"]) for r in message["reactions"]] == [("octopus", "1f419")]
+    assert client.remove_reaction({"message_id": message_id, "emoji_name": "octopus"})["result"] == "success"
+
+    starred = client.update_message_flags({"messages": [message_id], "op": "add", "flag": "starred"})
+    assert starred["result"] == "success", starred
+    assert client.get_messages(
+        {"anchor": "newest", "num_before": 5, "num_after": 0, "narrow": [["is", "starred"]]}
+    )["messages"][0]["id"] == message_id
+    stream_id = client.get_stream_id("compat-messages")["stream_id"]
+    assert client.mark_stream_as_read(stream_id)["result"] == "success"
+    assert client.mark_all_as_read()["result"] == "success"
+
+    assert client.delete_message(message_id)["result"] == "success"
+    gone = client.get_raw_message(message_id)
+    assert gone["result"] == "error" and gone["msg"] == "Invalid message(s)"
