@@ -360,11 +360,12 @@ fn user_created(i: u64) -> Event {
 }
 
 /// A deterministic mix resembling a chat server's life: accounts first, one busy channel with
-/// 100 subscribers, then mostly messages, with read flags, topic policies, subscription churn
-/// and key regenerations in between.
+/// 100 subscribers, then mostly messages (channel and direct), with read flags, reactions,
+/// typing, topic policies, subscription churn and key regenerations in between.
 fn generated_event(i: u64, users: u64) -> Event {
     use crate::events::{
         ChannelPermissions, GroupSetting, MessageFlag, NewSubscription, Recipient, TopicsPolicy,
+        TypingTarget,
     };
     use crate::ids::{ChannelId, GroupId, MessageId};
     if i == 1 {
@@ -418,14 +419,14 @@ fn generated_event(i: u64, users: u64) -> Event {
     }
     let user_id = UserId(1 + (i * 7919) % 100.min(users));
     let message_id = MessageId(i);
+    let topic = format!("topic {}", i % 37);
+    // Someone outside the channel's first hundred subscribers, for subscription churn.
+    let churner = UserId(users - (i / 40) % 50);
     match i % 20 {
-        0..=11 => Event::MessageSent {
+        0..=10 => Event::MessageSent {
             message_id,
             sender_id: user_id,
-            recipient: Recipient::Channel {
-                channel_id,
-                topic: format!("topic {}", i % 37),
-            },
+            recipient: Recipient::Channel { channel_id, topic },
             content: format!("Message number {i}, about **something** worth saying.").into(),
             rendered_content: format!(
                 "<p>Message number {i}, about <strong>something</strong> worth saying.</p>"
@@ -437,7 +438,7 @@ fn generated_event(i: u64, users: u64) -> Event {
             stream_wildcard: false,
             topic_wildcard: false,
         },
-        12 => Event::MessageSent {
+        11 => Event::MessageSent {
             message_id,
             sender_id: user_id,
             recipient: Recipient::Direct {
@@ -451,27 +452,48 @@ fn generated_event(i: u64, users: u64) -> Event {
             stream_wildcard: false,
             topic_wildcard: false,
         },
-        13..=15 => Event::MessageFlagsChanged {
+        12 | 13 => Event::MessageFlagsChanged {
             user_id,
             flag: MessageFlag::Read,
             add: true,
             message_ids: (i.saturating_sub(40)..i).map(MessageId).collect(),
         },
-        16 => Event::TopicVisibilitySet {
+        // A reaction to the channel message sent 14 events earlier (i % 20 == 0).
+        14 => Event::ReactionAdded {
+            message_id: MessageId(i - 14),
+            user_id,
+            emoji_name: "octopus".into(),
+            emoji_code: "1f419".into(),
+            reaction_type: crate::events::ReactionType::UnicodeEmoji,
+        },
+        15 => Event::TypingStarted {
+            user_id,
+            target: TypingTarget::Channel { channel_id, topic },
+        },
+        16 => Event::TypingStopped {
+            user_id,
+            target: TypingTarget::Channel { channel_id, topic },
+        },
+        17 => Event::TopicVisibilitySet {
             user_id,
             channel_id,
-            topic: format!("topic {}", i % 37),
+            topic,
             policy: (i % 4) as u8,
         },
-        17 => Event::ApiKeyRegenerated {
+        18 if (i / 20) % 2 == 0 => Event::Subscribed {
+            channel_id,
+            subscriptions: vec![NewSubscription {
+                user_id: churner,
+                color: "#76ce90".into(),
+            }],
+        },
+        18 => Event::Unsubscribed {
+            channel_id,
+            user_ids: vec![churner],
+        },
+        _ => Event::ApiKeyRegenerated {
             user_id,
             api_key_nonce: format!("{:032x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
-        },
-        18 => Event::UserDeactivated {
-            user_id: UserId(users - (i % 50)),
-        },
-        _ => Event::UserReactivated {
-            user_id: UserId(users - (i % 50)),
         },
     }
 }
