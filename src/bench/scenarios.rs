@@ -437,6 +437,7 @@ fn generated_event(i: u64, users: u64) -> Event {
             mentioned: Vec::new(),
             stream_wildcard: false,
             topic_wildcard: false,
+            sender_queue: None,
         },
         11 => Event::MessageSent {
             message_id,
@@ -451,6 +452,7 @@ fn generated_event(i: u64, users: u64) -> Event {
             mentioned: Vec::new(),
             stream_wildcard: false,
             topic_wildcard: false,
+            sender_queue: None,
         },
         12 | 13 => Event::MessageFlagsChanged {
             user_id,
@@ -661,6 +663,7 @@ pub fn memory_probe(probe: Probe) -> Result<String, Fatal> {
                     mentioned: Vec::new(),
                     stream_wildcard: false,
                     topic_wildcard: false,
+                    sender_queue: None,
                 };
                 encoded += fold(&mut state, event)?;
             }

@@ -197,6 +197,7 @@ pub fn seed(spec: &SeedSpec) -> Result<Seeded, Fatal> {
                 mentioned: Vec::new(),
                 stream_wildcard: false,
                 topic_wildcard: false,
+                sender_queue: None,
             },
         )?;
     }

@@ -7,7 +7,7 @@ use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::{
     EditedContent, Event, MessageFlag, MessageMove, PropagateMode, ReactionType, Recipient, Role,
-    TopicsPolicy,
+    SenderQueue, TopicsPolicy,
 };
 use crate::ids::{ChannelId, MessageId, UserId};
 use crate::markdown::{render_message, Resolver};
@@ -82,6 +82,7 @@ pub fn send_message(
     to: Destination,
     content: &str,
     client: &str,
+    sender_queue: Option<SenderQueue>,
 ) -> ApiResult<(Vec<Event>, MessageId)> {
     let me = actor(state, ctx)?;
     let content = content.trim_end();
@@ -195,6 +196,7 @@ pub fn send_message(
             mentioned: rendered.mentioned.into_iter().map(UserId).collect(),
             stream_wildcard: rendered.stream_wildcard,
             topic_wildcard: rendered.topic_wildcard,
+            sender_queue: sender_queue.map(Box::new),
         }],
         message_id,
     ))
@@ -819,7 +821,7 @@ mod tests {
                 channel: ChannelRef::Name("general".into()),
                 topic: "t".into(),
             };
-            let (events, _) = send_message(&state, &ctx(2, at), to, text, "test").unwrap();
+            let (events, _) = send_message(&state, &ctx(2, at), to, text, "test", None).unwrap();
             fold(&mut state, at, events);
         }
         state

@@ -10,7 +10,8 @@ pub mod v1;
 pub use v1::{
     ChannelChange, ChannelPermissions, EditedContent, Event, GroupChange, GroupPermissions,
     GroupSetting, MessageFlag, MessageMove, NewSubscription, PropagateMode, ReactionType,
-    Recipient, Role, SubscriptionProperty, SystemGroup, TopicsPolicy, TypingTarget, UserChange,
+    Recipient, Role, SenderQueue, SubscriptionProperty, SystemGroup, TopicsPolicy, TypingTarget,
+    UserChange,
 };
 
 use crate::ids::{Seq, UserId};

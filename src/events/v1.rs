@@ -253,6 +253,14 @@ pub enum Recipient {
     Direct { user_ids: Vec<UserId> },
 }
 
+/// The client-side identity of a message being sent: which event queue sent it, and the id the
+/// client gave it locally.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SenderQueue {
+    pub queue_id: String,
+    pub local_id: String,
+}
+
 /// Where someone is typing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TypingTarget {
@@ -497,6 +505,10 @@ pub enum Event {
         mentioned: Vec<UserId>,
         stream_wildcard: bool,
         topic_wildcard: bool,
+        /// The sending client's event queue and its `local_id` for the message, echoed to that
+        /// queue as `local_message_id` (absent in records written before it existed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sender_queue: Option<Box<SenderQueue>>,
     },
     /// A user added or removed a flag on some of their messages.
     MessageFlagsChanged {

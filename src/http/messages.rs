@@ -326,10 +326,22 @@ pub async fn send_message(
         .chars()
         .take(30)
         .collect::<String>();
+    // Zulip echoes `local_id` to the sending queue, and only there.
+    let sender_queue = match (params.str("queue_id"), params.str("local_id")) {
+        (Some(queue_id), Some(local_id)) => Some(crate::events::SenderQueue { queue_id, local_id }),
+        _ => None,
+    };
     let committed = state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::messages::send_message(s, ctx, destination, &content, &client)
+            crate::commands::messages::send_message(
+                s,
+                ctx,
+                destination,
+                &content,
+                &client,
+                sender_queue,
+            )
         })
         .await?;
     Ok(params.success(json!({"id": committed.value.0})))

@@ -281,6 +281,7 @@ impl Messages {
                 mentioned,
                 stream_wildcard,
                 topic_wildcard,
+                sender_queue: _,
             } => {
                 let message = Message {
                     id: *message_id,

@@ -234,7 +234,7 @@ impl Queues {
                     if env.seq <= q.from_seq || !q.options.wants(&event_type) {
                         continue;
                     }
-                    let event = adapt(&event, &q.options);
+                    let event = adapt(&event, q);
                     if event_type == "delete_message"
                         && !q.options.capabilities.bulk_message_deletion
                     {
@@ -268,9 +268,20 @@ fn legacy_deletions(event: &Value) -> Vec<Value> {
 }
 
 /// Fits a message event to what the queue registered for (Markdown or HTML, the empty topic
-/// shown as is or by its display name) and drops the internal raw fields.
-fn adapt(event: &Value, options: &QueueOptions) -> Value {
+/// shown as is or by its display name, `local_message_id` for the queue that sent it) and drops
+/// the internal fields.
+fn adapt(event: &Value, queue: &Queue) -> Value {
+    let options = &queue.options;
     let mut event = event.clone();
+    if let Some(map) = event.as_object_mut() {
+        let origin = map.remove("_sender_queue");
+        let local_id = map.remove("_local_id");
+        if let (Some(origin), Some(local_id)) = (origin, local_id) {
+            if origin.as_str() == Some(queue.id.as_str()) {
+                map.insert("local_message_id".into(), local_id);
+            }
+        }
+    }
     if let Some(raw) = event.as_object_mut().and_then(|e| e.remove("_raw_topic")) {
         if options.capabilities.empty_topic_name {
             event["topic"] = raw;

@@ -356,6 +356,7 @@ pub fn client_events(state: &Projections, site: &Site, env: &Envelope) -> Vec<(U
             message_id,
             sender_id,
             recipient,
+            sender_queue,
             ..
         } => {
             let Some(message) = state.messages.get(*message_id) else {
@@ -382,10 +383,14 @@ pub fn client_events(state: &Projections, site: &Site, env: &Envelope) -> Vec<(U
                     json["_raw_content"] = json!(&*message.content);
                     json["_raw_topic"] = json!(message.topic());
                     let flags = message_flags(state, user_id, *message_id);
-                    Some((
-                        user_id,
-                        json!({"type": "message", "message": json, "flags": flags}),
-                    ))
+                    let mut event = json!({"type": "message", "message": json, "flags": flags});
+                    if let Some(origin) = sender_queue.as_deref().filter(|_| user_id == *sender_id)
+                    {
+                        // `Queues::publish` gives it to the sending queue only.
+                        event["_sender_queue"] = json!(origin.queue_id);
+                        event["_local_id"] = json!(origin.local_id);
+                    }
+                    Some((user_id, event))
                 })
                 .collect()
         }

@@ -709,3 +709,44 @@ async fn unread(api: &Api) -> Vec<u64> {
         .map(|m| m["id"].as_u64().unwrap())
         .collect()
 }
+
+#[tokio::test]
+async fn local_id_is_echoed_to_the_sending_queue_only() {
+    let o = org().await;
+    let (_, alice) = &o.alice;
+    let sending = register_messages(alice).await;
+    let other_tab = register_messages(alice).await;
+    let bobs = register_messages(&o.bob.1).await;
+    let (status, body) = alice
+        .post(
+            "/messages",
+            &[
+                ("type", "stream"),
+                ("to", "general"),
+                ("topic", "t"),
+                ("content", "from my phone"),
+                ("queue_id", &sending),
+                ("local_id", "7.01"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mine = events(alice, &sending).await;
+    assert_eq!(mine.len(), 1, "{mine:?}");
+    assert_eq!(mine[0]["local_message_id"], "7.01");
+    assert_eq!(mine[0]["message"]["id"], body["id"]);
+    for (api, queue) in [(alice, &other_tab), (&o.bob.1, &bobs)] {
+        let got = events(api, queue).await;
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(got[0].get("local_message_id").is_none(), "{}", got[0]);
+        assert!(got[0].get("_sender_queue").is_none(), "{}", got[0]);
+    }
+}
+
+async fn register_messages(api: &Api) -> String {
+    let (status, body) = api
+        .post("/register", &[("event_types", r#"["message"]"#)])
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["queue_id"].as_str().unwrap().to_owned()
+}
