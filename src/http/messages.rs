@@ -656,6 +656,127 @@ fn empty_set() -> &'static BTreeSet<MessageId> {
     EMPTY.get_or_init(BTreeSet::new)
 }
 
+/// Where a range of a narrow starts and how far it goes (`anchor`, `num_before`, ...).
+#[derive(Debug, Clone)]
+struct WindowRequest {
+    anchor: Option<String>,
+    use_first_unread: bool,
+    include_anchor: bool,
+    num_before: u64,
+    num_after: u64,
+}
+
+impl WindowRequest {
+    /// Reads the range parameters; `num_before`/`num_after` only when `counted` (they are
+    /// not taken with `message_ids`).
+    fn parse(params: &mut Params, counted: bool) -> ApiResult<WindowRequest> {
+        let anchor = params.str("anchor");
+        let use_first_unread = params.bool("use_first_unread_anchor")?.unwrap_or(false);
+        let include_anchor = params.bool("include_anchor")?.unwrap_or(true);
+        let (num_before, num_after) = if counted {
+            (
+                params.required_int::<u64>("num_before")?,
+                params.required_int::<u64>("num_after")?,
+            )
+        } else {
+            (0, 0)
+        };
+        if num_before.saturating_add(num_after) > MAX_MESSAGES_PER_FETCH {
+            return Err(ApiError::bad_request(format!(
+                "Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH})."
+            )));
+        }
+        Ok(WindowRequest {
+            anchor,
+            use_first_unread,
+            include_anchor,
+            num_before,
+            num_after,
+        })
+    }
+}
+
+/// The messages of a narrow around an anchor, in id order.
+struct Window {
+    anchor: u64,
+    found_anchor: bool,
+    found_oldest: bool,
+    found_newest: bool,
+    ids: Vec<MessageId>,
+}
+
+impl Window {
+    fn compute(
+        s: &Projections,
+        me: &User,
+        narrow: &Narrow<'_>,
+        request: &WindowRequest,
+    ) -> ApiResult<Window> {
+        let anchor_text = request
+            .anchor
+            .as_deref()
+            .map(|a| a.trim().trim_matches('"').to_owned());
+        let first_unread = || {
+            narrow.candidates().find(|id| {
+                narrow.matches(*id)
+                    && s.messages
+                        .flags(me.user_id, *id)
+                        .is_some_and(|b| b & flags::READ == 0)
+            })
+        };
+        let newest_anchor = (LARGER_THAN_MAX_MESSAGE_ID, true, false);
+        let (anchor, newest, oldest) = match anchor_text.as_deref() {
+            Some("newest") => newest_anchor,
+            Some("oldest") => (0, false, true),
+            Some("first_unread") => first_unread().map_or(newest_anchor, |id| (id.0, false, false)),
+            None if request.use_first_unread => {
+                first_unread().map_or(newest_anchor, |id| (id.0, false, false))
+            }
+            None => return Err(ApiError::missing("anchor")),
+            Some(n) => {
+                let id = n
+                    .parse::<u64>()
+                    .map_err(|_| ApiError::invalid("anchor", n))?;
+                if request.use_first_unread {
+                    first_unread().map_or(newest_anchor, |first| (first.0, false, false))
+                } else {
+                    (id, false, false)
+                }
+            }
+        };
+        let anchor_id = MessageId(anchor);
+        let mut before: Vec<MessageId> = narrow
+            .candidates()
+            .rev()
+            .filter(|id| *id < anchor_id)
+            .filter(|id| narrow.matches(*id))
+            .take(request.num_before as usize)
+            .collect();
+        before.reverse();
+        let found_anchor = request.include_anchor && narrow.matches(anchor_id);
+        let after: Vec<MessageId> = narrow
+            .candidates()
+            .filter(|id| *id > anchor_id)
+            .filter(|id| narrow.matches(*id))
+            .take(request.num_after as usize)
+            .collect();
+        let found_oldest = oldest || (before.len() as u64) < request.num_before;
+        let found_newest = newest || (after.len() as u64) < request.num_after;
+        let mut ids = before;
+        if found_anchor {
+            ids.push(anchor_id);
+        }
+        ids.extend(after);
+        Ok(Window {
+            anchor,
+            found_anchor,
+            found_oldest,
+            found_newest,
+            ids,
+        })
+    }
+}
+
 /// `GET /messages`.
 pub async fn get_messages(
     state: web::Data<AppState>,
@@ -664,25 +785,10 @@ pub async fn get_messages(
 ) -> ApiResult<HttpResponse> {
     let narrow_raw: Option<Value> = params.json("narrow")?;
     let message_ids: Option<Vec<u64>> = params.json("message_ids")?;
-    let anchor_raw = params.str("anchor");
-    let use_first_unread = params.bool("use_first_unread_anchor")?.unwrap_or(false);
-    let include_anchor = params.bool("include_anchor")?.unwrap_or(true);
     let apply_markdown = params.bool("apply_markdown")?.unwrap_or(true);
     let allow_empty = params.bool("allow_empty_topic_name")?.unwrap_or(false);
     let _client_gravatar = params.bool("client_gravatar")?;
-    let (num_before, num_after) = if message_ids.is_some() {
-        (0, 0)
-    } else {
-        (
-            params.required_int::<u64>("num_before")?,
-            params.required_int::<u64>("num_after")?,
-        )
-    };
-    if num_before.saturating_add(num_after) > MAX_MESSAGES_PER_FETCH {
-        return Err(ApiError::bad_request(format!(
-            "Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH})."
-        )));
-    }
+    let request = WindowRequest::parse(&mut params, message_ids.is_none())?;
     let terms = parse_narrow(narrow_raw)?;
     let body = state.engine.read(|s| {
         let me = s
@@ -706,72 +812,13 @@ pub async fn get_messages(
                 .collect();
             return Ok::<_, ApiError>(json!({"messages": messages, "history_limited": false}));
         }
-        let anchor_text = anchor_raw
-            .as_deref()
-            .map(|a| a.trim().trim_matches('"').to_owned());
-        let first_unread = || {
-            narrow.candidates().find(|id| {
-                narrow.matches(*id)
-                    && s.messages
-                        .flags(me.user_id, *id)
-                        .is_some_and(|b| b & flags::READ == 0)
-            })
-        };
-        let (anchor, newest, oldest) = match anchor_text.as_deref() {
-            Some("newest") => (LARGER_THAN_MAX_MESSAGE_ID, true, false),
-            Some("oldest") => (0, false, true),
-            Some("first_unread") => match first_unread() {
-                Some(id) => (id.0, false, false),
-                None => (LARGER_THAN_MAX_MESSAGE_ID, true, false),
-            },
-            None if use_first_unread => match first_unread() {
-                Some(id) => (id.0, false, false),
-                None => (LARGER_THAN_MAX_MESSAGE_ID, true, false),
-            },
-            None => return Err(ApiError::missing("anchor")),
-            Some(n) => {
-                let id = n
-                    .parse::<u64>()
-                    .map_err(|_| ApiError::invalid("anchor", n))?;
-                if use_first_unread {
-                    match first_unread() {
-                        Some(first) => (first.0, false, false),
-                        None => (LARGER_THAN_MAX_MESSAGE_ID, true, false),
-                    }
-                } else {
-                    (id, false, false)
-                }
-            }
-        };
-        let anchor_id = MessageId(anchor);
-        let mut before: Vec<MessageId> = narrow
-            .candidates()
-            .rev()
-            .filter(|id| *id < anchor_id)
-            .filter(|id| narrow.matches(*id))
-            .take(num_before as usize)
-            .collect();
-        before.reverse();
-        let anchor_hit = include_anchor && narrow.matches(anchor_id);
-        let after: Vec<MessageId> = narrow
-            .candidates()
-            .filter(|id| *id > anchor_id)
-            .filter(|id| narrow.matches(*id))
-            .take(num_after as usize)
-            .collect();
-        let found_oldest = oldest || (before.len() as u64) < num_before;
-        let found_newest = newest || (after.len() as u64) < num_after;
-        let mut ids = before;
-        if anchor_hit {
-            ids.push(anchor_id);
-        }
-        ids.extend(after);
-        let messages: Vec<Value> = ids.into_iter().filter_map(render).collect();
+        let window = Window::compute(s, me, &narrow, &request)?;
+        let messages: Vec<Value> = window.ids.iter().copied().filter_map(render).collect();
         Ok(json!({
-            "anchor": anchor,
-            "found_anchor": anchor_hit,
-            "found_oldest": found_oldest,
-            "found_newest": found_newest,
+            "anchor": window.anchor,
+            "found_anchor": window.found_anchor,
+            "found_oldest": window.found_oldest,
+            "found_newest": window.found_newest,
             "history_limited": false,
             "messages": messages,
         }))
@@ -1098,4 +1145,101 @@ pub async fn mark_all_as_read(
 ) -> ApiResult<HttpResponse> {
     mark_read_where(&state, auth.user_id, |_, _| Ok(()), |_| true).await?;
     Ok(params.success(json!({"complete": true})))
+}
+
+/// `POST /messages/flags/narrow`: adds or removes a flag on a range of a narrow, decided on the
+/// writer against the newest state.
+pub async fn update_message_flags_for_narrow(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let request = WindowRequest::parse(&mut params, true)?;
+    if request.anchor.is_none() {
+        return Err(ApiError::missing("anchor"));
+    }
+    let terms = parse_narrow(Some(
+        params
+            .json::<Value>("narrow")?
+            .ok_or_else(|| ApiError::missing("narrow"))?,
+    ))?;
+    let op = params.required_str("op")?;
+    let flag = parse_flag(&params.required_str("flag")?)?;
+    let add = match op.as_str() {
+        "add" => true,
+        "remove" => false,
+        other => {
+            return Err(ApiError::bad_request(format!(
+                "Invalid message flag operation: '{other}'"
+            )))
+        }
+    };
+    let committed = state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            let me = crate::commands::actor(s, ctx)?;
+            let narrow = Narrow::compile(s, me, terms)?;
+            let window = Window::compute(s, me, &narrow, &request)?;
+            // Flags live on the user's copies: messages without one are not processed.
+            let processed: Vec<MessageId> = window
+                .ids
+                .iter()
+                .copied()
+                .filter(|id| s.messages.flags(me.user_id, *id).is_some())
+                .collect();
+            let (events, updated) =
+                crate::commands::messages::update_flags(s, ctx, processed.clone(), flag, add)?;
+            let summary = json!({
+                "processed_count": processed.len(),
+                "updated_count": updated.len(),
+                "first_processed_id": processed.first().map(|id| id.0),
+                "last_processed_id": processed.last().map(|id| id.0),
+                "found_oldest": window.found_oldest,
+                "found_newest": window.found_newest,
+                "ignored_because_not_subscribed_channels": [],
+            });
+            Ok((events, summary))
+        })
+        .await?;
+    Ok(params.success(committed.value))
+}
+
+/// `GET /messages/matches_narrow`: which of the given messages match a narrow.
+pub async fn get_messages_matching_narrow(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let ids: Vec<u64> = params
+        .json("msg_ids")?
+        .ok_or_else(|| ApiError::missing("msg_ids"))?;
+    let terms = parse_narrow(Some(
+        params
+            .json::<Value>("narrow")?
+            .ok_or_else(|| ApiError::missing("narrow"))?,
+    ))?;
+    let body = state.engine.read(|s| {
+        let me = s
+            .users
+            .get(auth.user_id)
+            .ok_or_else(|| ApiError::internal("user missing"))?;
+        let narrow = Narrow::compile(s, me, terms)?;
+        let matches: serde_json::Map<String, Value> = ids
+            .into_iter()
+            .map(MessageId)
+            .filter(|id| narrow.matches(*id))
+            .filter_map(|id| s.messages.get(id))
+            .map(|m| {
+                (
+                    m.id.0.to_string(),
+                    json!({
+                        "match_content": &*m.rendered_content,
+                        "match_subject": crate::markdown::escape_html(m.topic()),
+                    }),
+                )
+            })
+            .collect();
+        Ok::<_, ApiError>(json!({"messages": matches}))
+    })?;
+    Ok(params.success(body))
 }

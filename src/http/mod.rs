@@ -123,6 +123,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     get => messages::get_messages,
                     post => messages::send_message);
                 endpoint!(api, "/messages/flags", post => messages::update_message_flags);
+                endpoint!(api, "/messages/flags/narrow",
+                    post => messages::update_message_flags_for_narrow);
+                endpoint!(api, "/messages/matches_narrow",
+                    get => messages::get_messages_matching_narrow);
                 endpoint!(api, "/messages/{message_id}",
                     get => messages::get_message,
                     patch => messages::update_message,

@@ -750,3 +750,130 @@ async fn register_messages(api: &Api) -> String {
     assert_eq!(status, StatusCode::OK, "{body}");
     body["queue_id"].as_str().unwrap().to_owned()
 }
+
+#[tokio::test]
+async fn flags_for_a_narrow_and_matching_a_narrow() {
+    let o = org().await;
+    let (_, alice) = &o.alice;
+    let (_, bob) = &o.bob;
+    let a1 = send(alice, "a", "apples").await;
+    let b1 = send(alice, "b", "bananas").await;
+    let a2 = send(alice, "a", "more apples").await;
+    let narrow_a =
+        r#"[{"operator":"channel","operand":"general"},{"operator":"topic","operand":"a"}]"#;
+
+    let (status, body) = bob
+        .post(
+            "/messages/flags/narrow",
+            &[
+                ("anchor", "oldest"),
+                ("num_before", "0"),
+                ("num_after", "100"),
+                ("narrow", narrow_a),
+                ("op", "add"),
+                ("flag", "read"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body,
+        json!({"result": "success", "msg": "", "processed_count": 2, "updated_count": 2,
+               "first_processed_id": a1, "last_processed_id": a2, "found_oldest": true,
+               "found_newest": true, "ignored_because_not_subscribed_channels": []})
+    );
+    assert_eq!(unread(bob).await, vec![b1]);
+    // Again: processed, but nothing changes.
+    let (_, body) = bob
+        .post(
+            "/messages/flags/narrow",
+            &[
+                ("anchor", &a1.to_string()),
+                ("include_anchor", "false"),
+                ("num_before", "0"),
+                ("num_after", "1"),
+                ("narrow", narrow_a),
+                ("op", "add"),
+                ("flag", "read"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (
+            body["processed_count"].clone(),
+            body["updated_count"].clone(),
+            body["first_processed_id"].clone()
+        ),
+        (json!(1), json!(0), json!(a2))
+    );
+    let (status, body) = bob
+        .post(
+            "/messages/flags/narrow",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "1"),
+                ("num_after", "0"),
+                ("narrow", "[]"),
+                ("op", "add"),
+                ("flag", "mentioned"),
+            ],
+        )
+        .await;
+    assert_eq!(error(status, &body), bad("Flag not editable: 'mentioned'"));
+    let (status, body) = bob
+        .post(
+            "/messages/flags/narrow",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "1"),
+                ("num_after", "0"),
+                ("op", "add"),
+                ("flag", "read"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (status.as_u16(), body["var_name"].clone()),
+        (400, json!("narrow"))
+    );
+
+    // Carol (not subscribed) sees the channel's public messages match, but not a private one.
+    let (status, body) = o
+        .carol
+        .1
+        .get(
+            "/messages/matches_narrow",
+            &[
+                ("msg_ids", &format!("[{a1}, {b1}, {a2}, 999]")),
+                ("narrow", r#"[["topic","a"]]"#),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["messages"],
+        json!({
+            a1.to_string(): {"match_content": "<p>apples</p>", "match_subject": "a"},
+            a2.to_string(): {"match_content": "<p>more apples</p>", "match_subject": "a"},
+        })
+    );
+    let (_, dm) = alice
+        .post(
+            "/messages",
+            &[
+                ("type", "direct"),
+                ("to", &format!("[{}]", o.bob.0)),
+                ("content", "secret"),
+            ],
+        )
+        .await;
+    let (_, body) = o
+        .carol
+        .1
+        .get(
+            "/messages/matches_narrow",
+            &[("msg_ids", &format!("[{}]", dm["id"])), ("narrow", "[]")],
+        )
+        .await;
+    assert_eq!(body["messages"], json!({}));
+}
