@@ -432,26 +432,27 @@ pub fn client_events(state: &Projections, site: &Site, env: &Envelope) -> Vec<(U
             emoji_name,
             emoji_code,
             reaction_type,
-        } => reaction_events(
-            state,
-            site,
-            *message_id,
-            *user_id,
-            json!({"op": "add", "emoji_name": emoji_name, "emoji_code": emoji_code, "reaction_type": reaction_type.as_str()}),
-        ),
-        Event::ReactionRemoved {
+        }
+        | Event::ReactionRemoved {
             message_id,
             user_id,
             emoji_name,
             emoji_code,
             reaction_type,
-        } => reaction_events(
-            state,
-            site,
-            *message_id,
-            *user_id,
-            json!({"op": "remove", "emoji_name": emoji_name, "emoji_code": emoji_code, "reaction_type": reaction_type.as_str()}),
-        ),
+        } => {
+            let op = if matches!(env.event, Event::ReactionAdded { .. }) {
+                "add"
+            } else {
+                "remove"
+            };
+            reaction_events(
+                state,
+                site,
+                *message_id,
+                *user_id,
+                json!({"op": op, "emoji_name": emoji_name, "emoji_code": emoji_code, "reaction_type": reaction_type.as_str()}),
+            )
+        }
         Event::MessageEdited {
             message_id,
             user_id,
