@@ -232,11 +232,7 @@ pub fn update_flags(
     let bit = crate::projections::messages::flag_bit(flag);
     let mut changed = Vec::new();
     for id in message_ids {
-        let message = state
-            .messages
-            .get(id)
-            .filter(|m| can_read(state, me, m))
-            .ok_or_else(|| ApiError::bad_request("Invalid message(s)"))?;
+        let message = readable(state, me, id)?;
         let current = state.messages.flags(me.user_id, message.id);
         // Read/collapsed only apply to copies; starring may create a historical copy.
         let has = current.is_some_and(|bits| bits & bit != 0);
@@ -367,8 +363,8 @@ fn check_emoji(name: &str, code: &str, reaction_type: ReactionType) -> ApiResult
     Ok(())
 }
 
-/// The message `me` names, if they may read it.
-fn readable<'a>(state: &'a Projections, me: &User, id: MessageId) -> ApiResult<&'a Message> {
+/// The message `me` names, if they may read it; Zulip's "Invalid message(s)" otherwise.
+pub fn readable<'a>(state: &'a Projections, me: &User, id: MessageId) -> ApiResult<&'a Message> {
     state
         .messages
         .get(id)

@@ -4,7 +4,9 @@
 use super::subscriptions::{topic_param, EMPTY_TOPIC_DISPLAY_NAME};
 use super::users::{avatar_url, email_visible, placeholder_email};
 use super::{path_id, AppState, Auth, Params, Site};
-use crate::commands::messages::{can_read, ChannelRef, Destination, EditRequest, EmojiRequest};
+use crate::commands::messages::{
+    can_read, readable, ChannelRef, Destination, EditRequest, EmojiRequest,
+};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::{MessageFlag, PropagateMode, Recipient};
 use crate::ids::{ChannelId, MessageId, UserId};
@@ -364,11 +366,7 @@ pub async fn get_message(
             .users
             .get(auth.user_id)
             .ok_or_else(|| ApiError::internal("user missing"))?;
-        let message = s
-            .messages
-            .get(id)
-            .filter(|m| can_read(s, me, m))
-            .ok_or_else(|| ApiError::bad_request("Invalid message(s)"))?;
+        let message = readable(s, me, id)?;
         let mut json = message_json(s, &state.site, me, message, apply_markdown, allow_empty);
         json["flags"] = json!(message_flags(s, me.user_id, id));
         Ok::<_, ApiError>(json!({"message": json, "raw_content": &*message.content}))
@@ -1074,11 +1072,7 @@ pub async fn get_message_history(
             .users
             .get(auth.user_id)
             .ok_or_else(|| ApiError::internal("user missing"))?;
-        let message = s
-            .messages
-            .get(id)
-            .filter(|m| can_read(s, me, m))
-            .ok_or_else(|| ApiError::bad_request("Invalid message(s)"))?;
+        let message = readable(s, me, id)?;
         Ok::<_, ApiError>(message_history_json(message, allow_empty))
     })?;
     Ok(params.success(json!({"message_history": history})))

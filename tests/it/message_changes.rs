@@ -14,50 +14,28 @@ struct Org {
     general: u64,
 }
 
-/// Alice and Bob in #general; Carol in no channel.
+/// Alice and Bob in #general; Carol in no channel (`messages::chat`), plus the owner.
 async fn org() -> Org {
-    let server = Server::start();
-    let (alice_id, alice) = server
-        .create_member("alice@example.com", "Alice Adams")
-        .await;
-    let (bob_id, bob) = server.create_member("bob@example.com", "Bob Brown").await;
-    let (carol_id, carol) = server
-        .create_member("carol@example.com", "Carol Clark")
-        .await;
-    let owner = server.api(Some(&server.owner()));
-    let (_, body) = owner
-        .post(
-            "/channels/create",
-            &[
-                ("name", "general"),
-                ("subscribers", &format!("[{alice_id}, {bob_id}]")),
-            ],
-        )
-        .await;
+    let chat = crate::messages::chat().await;
     Org {
-        general: body["id"].as_u64().unwrap(),
-        alice: (alice_id, server.api(Some(&alice))),
-        bob: (bob_id, server.api(Some(&bob))),
-        carol: (carol_id, server.api(Some(&carol))),
-        owner,
-        server,
+        owner: chat.server.api(Some(&chat.server.owner())),
+        alice: chat.alice,
+        bob: chat.bob,
+        carol: chat.carol,
+        general: chat.channel,
+        server: chat.server,
     }
 }
 
+/// A message to #general.
 async fn send(api: &Api, topic: &str, content: &str) -> u64 {
-    let (status, body) = api
-        .post(
-            "/messages",
-            &[
-                ("type", "stream"),
-                ("to", "general"),
-                ("topic", topic),
-                ("content", content),
-            ],
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    body["id"].as_u64().unwrap()
+    let params = [
+        ("type", "stream"),
+        ("to", "general"),
+        ("topic", topic),
+        ("content", content),
+    ];
+    crate::messages::send(api, &params).await
 }
 
 async fn message(api: &Api, id: u64) -> Value {

@@ -4,15 +4,16 @@ use crate::support::{Api, Server};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-struct Chat {
-    server: Server,
-    alice: (u64, Api),
-    bob: (u64, Api),
-    carol: (u64, Api),
-    channel: u64,
+/// Alice and Bob in #general; Carol in no channel.
+pub(crate) struct Chat {
+    pub server: Server,
+    pub alice: (u64, Api),
+    pub bob: (u64, Api),
+    pub carol: (u64, Api),
+    pub channel: u64,
 }
 
-async fn chat() -> Chat {
+pub(crate) async fn chat() -> Chat {
     let server = Server::start();
     let (alice_id, alice) = server
         .create_member("alice@example.com", "Alice Adams")
@@ -41,7 +42,7 @@ async fn chat() -> Chat {
     }
 }
 
-async fn send(api: &Api, params: &[(&str, &str)]) -> u64 {
+pub(crate) async fn send(api: &Api, params: &[(&str, &str)]) -> u64 {
     let (status, body) = api.post("/messages", params).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body["id"].as_u64().unwrap()
