@@ -669,23 +669,13 @@ async fn mark_channel_and_everything_as_read() {
 }
 
 async fn unread(api: &Api) -> Vec<u64> {
-    let (_, body) = api
-        .get(
-            "/messages",
-            &[
-                ("anchor", "newest"),
-                ("num_before", "10"),
-                ("num_after", "0"),
-                ("narrow", r#"[["is","unread"]]"#),
-            ],
-        )
-        .await;
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_u64().unwrap())
-        .collect()
+    let params = [
+        ("anchor", "newest"),
+        ("num_before", "10"),
+        ("num_after", "0"),
+        ("narrow", r#"[["is","unread"]]"#),
+    ];
+    crate::messages::ids(&crate::messages::fetch(api, &params).await)
 }
 
 #[tokio::test]

@@ -48,13 +48,13 @@ pub(crate) async fn send(api: &Api, params: &[(&str, &str)]) -> u64 {
     body["id"].as_u64().unwrap()
 }
 
-async fn fetch(api: &Api, params: &[(&str, &str)]) -> Value {
+pub(crate) async fn fetch(api: &Api, params: &[(&str, &str)]) -> Value {
     let (status, body) = api.get("/messages", params).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     body
 }
 
-fn ids(body: &Value) -> Vec<u64> {
+pub(crate) fn ids(body: &Value) -> Vec<u64> {
     body["messages"]
         .as_array()
         .unwrap()
