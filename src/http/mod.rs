@@ -71,8 +71,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 endpoint!(api, "/fetch_api_key", post => auth::fetch_api_key);
                 endpoint!(api, "/users/me", get => users::get_own_user);
                 endpoint!(api, "/users/me/api_key/regenerate", post => auth::regenerate_api_key);
-                endpoint!(api, "/users", post => users::create_user);
+                endpoint!(api, "/users",
+                    get => users::get_users,
+                    post => users::create_user);
                 endpoint!(api, "/users/{user_id}",
+                    get => users::get_user,
                     patch => users::update_user,
                     delete => users::deactivate_user);
                 endpoint!(api, "/users/{user_id}/reactivate", post => users::reactivate_user);

@@ -1,4 +1,5 @@
-//! Accounts: `GET /users/me`, `POST /users`, `DELETE /users/{user_id}`,
+//! Accounts: `GET /users`, `GET /users/{user_id}`, `GET /users/{email}`, `GET /users/me`,
+//! `POST /users`, `PATCH /users/{user_id}`, `DELETE /users/{user_id}`,
 //! `POST /users/{user_id}/reactivate`, and the avatar image behind `avatar_url`.
 
 use super::{path_id, AppState, Auth, Params};
@@ -43,8 +44,9 @@ pub fn placeholder_email(site: &super::Site, user: &User) -> String {
 }
 
 /// A user as `GET /users`, `/register` (`realm_users`) and `realm_user` events show it to
-/// `viewer`.
-pub fn user_json(site: &super::Site, viewer: &User, user: &User) -> Value {
+/// `viewer`. `profile_data` (humans only) is included when `with_profile_data` is set, as
+/// Zulip does for `include_custom_profile_fields` and in `/register`.
+pub fn user_json(site: &super::Site, viewer: &User, user: &User, with_profile_data: bool) -> Value {
     let visible = email_visible(viewer, user);
     let mut map = serde_json::Map::new();
     let mut put = |k: &str, v: Value| {
@@ -83,10 +85,93 @@ pub fn user_json(site: &super::Site, viewer: &User, user: &User) -> Value {
     put("avatar_url", json!(avatar_url(site, user)));
     put("avatar_version", json!(user.avatar_version));
     put("is_imported_stub", json!(false));
-    if !user.is_bot() {
+    if with_profile_data && !user.is_bot() {
         put("profile_data", json!({}));
     }
     Value::Object(map)
+}
+
+/// The options `GET /users` and `GET /users/{user_id|email}` share.
+fn user_query_options(params: &mut Params) -> ApiResult<bool> {
+    // Chronicle never points at Gravatar, so `avatar_url` is always set and
+    // `client_gravatar`/`client_external_avatar` change nothing; they are still validated.
+    params.bool("client_gravatar")?;
+    params.bool("client_external_avatar")?;
+    Ok(params
+        .bool("include_custom_profile_fields")?
+        .unwrap_or(false))
+}
+
+/// `GET /users`: every account of the organization, deactivated ones included (with
+/// `is_active` false), or only those named by `user_ids`.
+pub async fn get_users(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let with_profile = user_query_options(&mut params)?;
+    let wanted: Option<Vec<u64>> = params.json("user_ids")?;
+    let members = state.engine.read(|s| {
+        let viewer = s
+            .users
+            .get(auth.user_id)
+            .ok_or_else(|| ApiError::internal("authenticated user missing"))?;
+        let show = |u: &User| user_json(&state.site, viewer, u, with_profile);
+        match &wanted {
+            None => Ok(s.users.iter().map(show).collect::<Vec<_>>()),
+            Some(ids) => ids
+                .iter()
+                .map(|id| {
+                    s.users
+                        .get(UserId(*id))
+                        .map(show)
+                        .ok_or_else(|| ApiError::bad_request(format!("Invalid user ID: {id}")))
+                })
+                .collect(),
+        }
+    })?;
+    Ok(params.success(json!({ "members": members })))
+}
+
+/// `GET /users/{user_id}` and `GET /users/{email}`: one account. An email finds the account
+/// only when the caller may see that real address; the `user{id}@{host}` placeholder always
+/// works.
+pub async fn get_user(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let with_profile = user_query_options(&mut params)?;
+    let key = req
+        .match_info()
+        .get("user_id")
+        .unwrap_or_default()
+        .to_owned();
+    let user = state.engine.read(|s| {
+        let viewer = s
+            .users
+            .get(auth.user_id)
+            .ok_or_else(|| ApiError::internal("authenticated user missing"))?;
+        let found = match key.parse::<u64>() {
+            Ok(id) => s.users.get(UserId(id)),
+            Err(_) => s
+                .users
+                .by_email(&key)
+                .filter(|u| email_visible(viewer, u))
+                .or_else(|| {
+                    // `user{id}@{host}`: the id is in the address, the rest must match.
+                    let id = key.strip_prefix("user")?.split('@').next()?.parse().ok()?;
+                    s.users
+                        .get(UserId(id))
+                        .filter(|u| placeholder_email(&state.site, u).eq_ignore_ascii_case(&key))
+                }),
+        };
+        found
+            .map(|u| user_json(&state.site, viewer, u, with_profile))
+            .ok_or_else(|| ApiError::bad_request("No such user"))
+    })?;
+    Ok(params.success(json!({ "user": user })))
 }
 
 /// `GET /users/me`.

@@ -300,7 +300,7 @@ pub fn initial_state(
         let mut members = Vec::new();
         let mut non_active = Vec::new();
         for user in state.users.iter() {
-            let mut json = user_json(site, me, user);
+            let mut json = user_json(site, me, user, true);
             if let Value::Object(map) = &mut json {
                 map.remove("is_active");
             }

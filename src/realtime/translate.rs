@@ -83,7 +83,7 @@ pub fn client_events(state: &Projections, site: &Site, env: &Envelope) -> Vec<(U
             };
             active(state)
                 .map(|viewer| {
-                    (viewer.user_id, json!({"type": "realm_user", "op": "add", "person": user_json(site, viewer, user)}))
+                    (viewer.user_id, json!({"type": "realm_user", "op": "add", "person": user_json(site, viewer, user, true)}))
                 })
                 .collect()
         }

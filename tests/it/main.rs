@@ -11,3 +11,4 @@ mod message_changes;
 mod messages;
 mod realtime;
 mod support;
+mod users;
