@@ -219,7 +219,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     let site = Site {
         realm_url: realm_url.clone(),
     };
-    let queues = Arc::new(crate::realtime::Queues::new(site.clone()));
+    let queues = Arc::new(crate::realtime::Queues::new(site.clone(), secret.clone()));
     let publisher: crate::engine::Publisher = {
         let queues = queues.clone();
         Arc::new(move |state, batch| queues.publish(state, batch))

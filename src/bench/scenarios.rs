@@ -356,6 +356,7 @@ fn user_created(i: u64) -> Event {
             i, i
         )),
         api_key_nonce: format!("{i:032x}"),
+        bot: None,
     }
 }
 
@@ -669,9 +670,12 @@ pub fn memory_probe(probe: Probe) -> Result<String, Fatal> {
             }
         }
         Probe::Queues(n) => {
-            let queues = crate::realtime::Queues::new(crate::http::Site {
-                realm_url: "http://probe".into(),
-            });
+            let queues = crate::realtime::Queues::new(
+                crate::http::Site {
+                    realm_url: "http://probe".into(),
+                },
+                crate::auth::ServerSecret::generate(),
+            );
             let before = resident_bytes().ok_or("cannot read /proc/self/status")?;
             let options = crate::realtime::QueueOptions {
                 event_types: None,

@@ -106,6 +106,7 @@ pub fn seed(spec: &SeedSpec) -> Result<Seeded, Fatal> {
                 can_create_users: id == 1,
                 password_hash: None,
                 api_key_nonce: nonce,
+                bot: None,
             },
         )?;
     }

@@ -791,7 +791,7 @@ mod tests {
     fn user(email: &str, role: Role) -> NewUser {
         NewUser {
             email: email.into(),
-            full_name: email.into(),
+            full_name: email.split('@').next().unwrap_or_default().into(),
             role,
             password_hash: None,
             api_key_nonce: "n".into(),

@@ -3,8 +3,8 @@
 use super::{actor, admin};
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult};
-use crate::events::{Event, Role, UserChange};
-use crate::ids::UserId;
+use crate::events::{BotConfig, BotService, Event, Role, UserChange};
+use crate::ids::{ChannelId, UserId};
 use crate::projections::Projections;
 
 /// Zulip's `UserProfile.MAX_NAME_LENGTH`.
@@ -47,8 +47,18 @@ pub fn check_full_name(name: &str) -> ApiResult<String> {
     if name.chars().count() > MAX_FULL_NAME_LENGTH {
         return Err(ApiError::bad_request("Name too long!"));
     }
-    if name.chars().any(|c| c.is_control()) {
+    // Zulip refuses the characters of its mention syntax as well as control characters.
+    if name
+        .chars()
+        .any(|c| c.is_control() || matches!(c, '*' | '`' | '\\' | '>' | '"' | '@'))
+    {
         return Err(ApiError::bad_request("Invalid characters in name!"));
+    }
+    // `Name|123` would read as a mention of user 123.
+    if let Some((_, tail)) = name.rsplit_once('|') {
+        if !tail.is_empty() && tail.chars().all(|c| c.is_ascii_digit()) {
+            return Err(ApiError::bad_request("Invalid format!"));
+        }
     }
     Ok(name.to_owned())
 }
@@ -93,6 +103,7 @@ fn user_created(user_id: UserId, user: NewUser, can_create_users: bool) -> Event
         can_create_users,
         password_hash: user.password_hash,
         api_key_nonce: user.api_key_nonce,
+        bot: None,
     }
 }
 
@@ -123,6 +134,137 @@ pub fn create_user(
     let mut events = vec![user_created(user_id, user, false)];
     events.extend(super::channels::default_subscriptions(state, user_id));
     Ok((events, user_id))
+}
+
+/// Zulip's bot types: 1 generic, 2 incoming webhook, 3 outgoing webhook, 4 embedded.
+pub const GENERIC_BOT: u8 = 1;
+pub const INCOMING_WEBHOOK_BOT: u8 = 2;
+pub const OUTGOING_WEBHOOK_BOT: u8 = 3;
+pub const EMBEDDED_BOT: u8 = 4;
+
+/// A bot asked for through `POST /bots`, with its address built and its nonce drawn.
+#[derive(Debug, Clone)]
+pub struct NewBot {
+    /// `{short_name}-bot@{domain}`.
+    pub email: String,
+    pub full_name: String,
+    pub bot_type: u8,
+    pub api_key_nonce: String,
+    /// Channel names, resolved against what the owner may see.
+    pub default_sending_stream: Option<String>,
+    pub default_events_register_stream: Option<String>,
+    pub default_all_public_streams: bool,
+    /// For outgoing webhook bots.
+    pub service: Option<BotService>,
+}
+
+/// `POST /bots`: a member (or better) in `can_create_bots_group` creates a bot they own;
+/// `can_create_write_only_bots_group` is enough for incoming webhook bots.
+pub fn create_bot(state: &Projections, ctx: &Ctx, bot: NewBot) -> ApiResult<(Vec<Event>, UserId)> {
+    let owner = human_member(state, ctx)?;
+    let full_name = check_full_name(&bot.full_name)?;
+    if bot.bot_type == EMBEDDED_BOT {
+        // Zulip's EMBEDDED_BOTS_ENABLED is off unless a server administrator turns it on;
+        // Chronicle runs no embedded bots.
+        return Err(ApiError::bad_request("Embedded bots are not enabled."));
+    }
+    if state.users.by_email(&bot.email).is_some() {
+        return Err(ApiError::bad_request("Email is already in use."));
+    }
+    if state
+        .users
+        .iter()
+        .any(|u| u.is_active && u.full_name == full_name)
+    {
+        return Err(ApiError::bad_request("Name is already in use."));
+    }
+    let general = state.realm_allows(owner.user_id, "can_create_bots_group");
+    let write_only = state.realm_allows(owner.user_id, "can_create_write_only_bots_group");
+    if !(general || (write_only && bot.bot_type == INCOMING_WEBHOOK_BOT)) {
+        return Err(ApiError::bad_request("Insufficient permission"));
+    }
+    let allowed: &[u8] = if general {
+        &[GENERIC_BOT, INCOMING_WEBHOOK_BOT, OUTGOING_WEBHOOK_BOT]
+    } else {
+        &[INCOMING_WEBHOOK_BOT]
+    };
+    if !allowed.contains(&bot.bot_type) {
+        return Err(ApiError::bad_request("Invalid bot type"));
+    }
+    let channel = |name: Option<String>| -> ApiResult<Option<ChannelId>> {
+        let Some(name) = name else { return Ok(None) };
+        state
+            .channels
+            .by_name(&name)
+            .filter(|c| super::channels::access(state, owner, c) != super::channels::Access::None)
+            .map(|c| Some(c.id))
+            .ok_or_else(|| ApiError::bad_request(format!("Invalid channel name '{name}'")))
+    };
+    let config = BotConfig {
+        default_sending_stream: channel(bot.default_sending_stream)?,
+        default_events_register_stream: channel(bot.default_events_register_stream)?,
+        default_all_public_streams: bot.default_all_public_streams,
+        services: if bot.bot_type == OUTGOING_WEBHOOK_BOT {
+            bot.service.into_iter().collect()
+        } else {
+            Vec::new()
+        },
+    };
+    let user_id = UserId(state.users.max_id().0 + 1);
+    Ok((
+        vec![Event::UserCreated {
+            user_id,
+            email: bot.email,
+            full_name,
+            role: Role::Member,
+            bot_type: Some(bot.bot_type),
+            bot_owner_id: Some(owner.user_id),
+            timezone: String::new(),
+            can_create_users: false,
+            password_hash: None,
+            api_key_nonce: bot.api_key_nonce,
+            bot: Some(Box::new(config)),
+        }],
+        user_id,
+    ))
+}
+
+/// The acting user, who must be a human member or better (Zulip's `require_member_or_admin`).
+pub fn human_member<'a>(
+    state: &'a Projections,
+    ctx: &Ctx,
+) -> ApiResult<&'a crate::projections::User> {
+    let me = actor(state, ctx)?;
+    if me.is_bot() {
+        return Err(ApiError::bad_request(
+            "This endpoint does not accept bot requests.",
+        ));
+    }
+    if me.role == Role::Guest {
+        return Err(ApiError::bad_request("Not allowed for guest users"));
+    }
+    Ok(me)
+}
+
+/// `DELETE /bots/{bot_id}`: the bot's owner or an administrator deactivates it.
+pub fn deactivate_bot(
+    state: &Projections,
+    ctx: &Ctx,
+    target: UserId,
+) -> ApiResult<(Vec<Event>, ())> {
+    let me = actor(state, ctx)?;
+    let bot = state
+        .users
+        .get(target)
+        .filter(|u| u.is_bot())
+        .ok_or_else(|| ApiError::bad_request("No such bot"))?;
+    if bot.bot_owner_id != Some(me.user_id) && !me.role.is_admin() {
+        return Err(ApiError::bad_request("Insufficient permission"));
+    }
+    if !bot.is_active {
+        return Err(ApiError::bad_request("User is deactivated"));
+    }
+    Ok((vec![Event::UserDeactivated { user_id: target }], ()))
 }
 
 /// `POST /users/me/api_key/regenerate`.

@@ -8,10 +8,10 @@
 pub mod v1;
 
 pub use v1::{
-    ChannelChange, ChannelPermissions, EditedContent, Event, GroupChange, GroupPermissions,
-    GroupSetting, MessageFlag, MessageMove, NewSubscription, PropagateMode, ReactionType,
-    Recipient, Role, SenderQueue, SubscriptionProperty, SystemGroup, TopicsPolicy, TypingTarget,
-    UserChange,
+    BotConfig, BotService, ChannelChange, ChannelPermissions, EditedContent, Event, GroupChange,
+    GroupPermissions, GroupSetting, MessageFlag, MessageMove, NewSubscription, PropagateMode,
+    ReactionType, Recipient, Role, SenderQueue, SubscriptionProperty, SystemGroup, TopicsPolicy,
+    TypingTarget, UserChange,
 };
 
 use crate::ids::{Seq, UserId};
@@ -192,6 +192,7 @@ mod tests {
                 can_create_users: false,
                 password_hash: Some("$argon2id$...".into()),
                 api_key_nonce: "n".into(),
+                bot: None,
             },
             ..sample()
         };

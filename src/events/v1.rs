@@ -261,6 +261,27 @@ pub struct SenderQueue {
     pub local_id: String,
 }
 
+/// What a bot account has beyond a user's: the channels it defaults to and, for outgoing
+/// webhook bots, the service it calls.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BotConfig {
+    pub default_sending_stream: Option<ChannelId>,
+    pub default_events_register_stream: Option<ChannelId>,
+    pub default_all_public_streams: bool,
+    /// Outgoing webhook bots have one service; other bots none.
+    pub services: Vec<BotService>,
+}
+
+/// The endpoint an outgoing webhook bot is reached at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BotService {
+    /// Zulip's service name (the bot's short name unless given).
+    pub name: String,
+    pub base_url: String,
+    /// 1 Zulip's own format, 2 Slack-compatible.
+    pub interface: u8,
+}
+
 /// Where someone is typing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum TypingTarget {
@@ -397,6 +418,10 @@ pub enum Event {
         /// Random nonce from which the API key is derived with the server secret
         /// (the key itself is never stored). Redacted from every dump and listing.
         api_key_nonce: String,
+        /// For bots: their default channels and services (absent for humans, and in records
+        /// written before bots could be created).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bot: Option<Box<BotConfig>>,
     },
     /// The user's API key was replaced; the old one stops working at once.
     ApiKeyRegenerated {

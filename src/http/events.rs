@@ -94,7 +94,7 @@ pub async fn register(
             include_subscribers,
             capabilities: &options.capabilities,
         };
-        let mut body = initial_state(s, &state.site, me, &request);
+        let mut body = initial_state(s, &state.site, &state.secret, me, &request);
         // Registered under the same read lock as the state above: see `realtime`.
         let queue = state.queues.register(auth.user_id, options.clone(), s.seq);
         body.insert("queue_id".into(), json!(queue.id));

@@ -6,6 +6,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod bots;
 pub mod channels;
 pub mod events;
 pub mod folders;
@@ -79,6 +80,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     patch => users::update_user,
                     delete => users::deactivate_user);
                 endpoint!(api, "/users/{user_id}/reactivate", post => users::reactivate_user);
+                endpoint!(api, "/bots",
+                    get => bots::get_bots,
+                    post => bots::create_bot);
+                endpoint!(api, "/bots/{bot_id}", delete => bots::deactivate_bot);
                 endpoint!(api, "/channels/create", post => channels::create_channel);
                 endpoint!(api, "/streams", get => channels::get_streams);
                 endpoint!(api, "/streams/{stream_id}",

@@ -12,6 +12,7 @@ use crate::projections::User;
 use crate::time::iso8601_ms;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
+use std::collections::BTreeSet;
 
 /// `avatar_url` of a user: Chronicle serves a generated image for everyone.
 pub fn avatar_url(site: &super::Site, user: &User) -> String {
@@ -30,6 +31,12 @@ pub fn email_visible(viewer: &User, user: &User) -> bool {
 /// The placeholder API email Zulip gives when the real one is hidden: `user{id}@{host}`, with
 /// a reserved domain when the server is reached by IP address.
 pub fn placeholder_email(site: &super::Site, user: &User) -> String {
+    format!("user{}@{}", user.user_id, email_domain(site))
+}
+
+/// The domain of addresses the server makes up (placeholders, bots): the organization's host
+/// name, or a reserved domain when the server is reached by IP address.
+pub fn email_domain(site: &super::Site) -> String {
     let host = site
         .realm_url
         .split("://")
@@ -39,8 +46,7 @@ pub fn placeholder_email(site: &super::Site, user: &User) -> String {
         .next()
         .unwrap_or_default();
     let is_name = host.chars().any(|c| c.is_ascii_alphabetic());
-    let domain = if is_name { host } else { "chronicle.invalid" };
-    format!("user{}@{}", user.user_id, domain)
+    if is_name { host } else { "chronicle.invalid" }.to_owned()
 }
 
 /// A user as `GET /users`, `/register` (`realm_users`) and `realm_user` events show it to
@@ -102,7 +108,7 @@ fn user_query_options(params: &mut Params) -> ApiResult<bool> {
         .unwrap_or(false))
 }
 
-/// `GET /users`: every account of the organization, deactivated ones included (with
+/// `GET /users`: every account of the organization, bots and deactivated ones included (with
 /// `is_active` false), or only those named by `user_ids`.
 pub async fn get_users(
     state: web::Data<AppState>,
@@ -117,18 +123,17 @@ pub async fn get_users(
             .get(auth.user_id)
             .ok_or_else(|| ApiError::internal("authenticated user missing"))?;
         let show = |u: &User| user_json(&state.site, viewer, u, with_profile);
-        match &wanted {
-            None => Ok(s.users.iter().map(show).collect::<Vec<_>>()),
-            Some(ids) => ids
-                .iter()
-                .map(|id| {
-                    s.users
-                        .get(UserId(*id))
-                        .map(show)
-                        .ok_or_else(|| ApiError::bad_request(format!("Invalid user ID: {id}")))
-                })
-                .collect(),
-        }
+        Ok::<Vec<Value>, ApiError>(match &wanted {
+            None => s.users.iter().map(show).collect(),
+            // As in Zulip, ids that name no account are left out rather than refused.
+            Some(ids) => {
+                let ids: BTreeSet<UserId> = ids.iter().map(|id| UserId(*id)).collect();
+                ids.into_iter()
+                    .filter_map(|id| s.users.get(id))
+                    .map(show)
+                    .collect()
+            }
+        })
     })?;
     Ok(params.success(json!({ "members": members })))
 }

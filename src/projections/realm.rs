@@ -10,6 +10,8 @@ pub const REALM_PERMISSION_DEFAULTS: &[(&str, SystemGroup)] = &[
     ("can_create_private_channel_group", SystemGroup::Members),
     ("can_create_web_public_channel_group", SystemGroup::Owners),
     ("can_add_subscribers_group", SystemGroup::Members),
+    ("can_create_bots_group", SystemGroup::Members),
+    ("can_create_write_only_bots_group", SystemGroup::Members),
     ("can_create_groups", SystemGroup::Members),
     ("can_manage_all_groups", SystemGroup::Owners),
     ("can_invite_users_group", SystemGroup::Members),

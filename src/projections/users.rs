@@ -1,6 +1,6 @@
 //! Users and bots, indexed by id and by lower-cased email.
 
-use crate::events::{Envelope, Event, Role, UserChange};
+use crate::events::{BotConfig, Envelope, Event, Role, UserChange};
 use crate::ids::UserId;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -24,6 +24,8 @@ pub struct User {
     /// Nonce the API key is derived from (secret: never dumped).
     pub api_key_nonce: String,
     pub avatar_version: u64,
+    /// Bots only: default channels and services.
+    pub bot: Option<Box<BotConfig>>,
 }
 
 impl User {
@@ -72,6 +74,13 @@ impl Users {
         self.by_id.keys().next_back().copied().unwrap_or(UserId(0))
     }
 
+    /// Bots owned by `owner`, in creation order.
+    pub fn bots_of(&self, owner: UserId) -> impl Iterator<Item = &User> {
+        self.by_id
+            .values()
+            .filter(move |u| u.is_bot() && u.bot_owner_id == Some(owner))
+    }
+
     /// Active owners, for the "only organization owner" rule.
     pub fn active_owner_count(&self) -> usize {
         self.by_id
@@ -93,6 +102,7 @@ impl Users {
                 can_create_users,
                 password_hash,
                 api_key_nonce,
+                bot,
             } => {
                 self.by_email.insert(email_key(email), *user_id);
                 self.by_id.insert(
@@ -111,6 +121,7 @@ impl Users {
                         password_hash: password_hash.clone(),
                         api_key_nonce: api_key_nonce.clone(),
                         avatar_version: 1,
+                        bot: bot.clone(),
                     },
                 );
             }
@@ -170,7 +181,7 @@ impl Users {
             self.by_id
                 .values()
                 .map(|u| {
-                    json!({
+                    let mut entry = json!({
                         "user_id": u.user_id.0,
                         "email": u.email,
                         "full_name": u.full_name,
@@ -183,7 +194,12 @@ impl Users {
                         "can_create_users": u.can_create_users,
                         "has_password": u.password_hash.is_some(),
                         "avatar_version": u.avatar_version,
-                    })
+                    });
+                    // Only bots have the key, so dumps of bot-free logs keep their shape.
+                    if let Some(bot) = &u.bot {
+                        entry["bot"] = json!(bot);
+                    }
+                    entry
                 })
                 .collect(),
         )

@@ -11,6 +11,7 @@
 pub mod register;
 pub mod translate;
 
+use crate::auth::ServerSecret;
 use crate::events::Envelope;
 use crate::http::Site;
 use crate::ids::{Seq, UserId};
@@ -145,13 +146,16 @@ pub enum PollError {
 pub struct Queues {
     by_id: Mutex<HashMap<String, Arc<Queue>>>,
     site: Site,
+    /// For the API keys that `realm_bot` events carry to bot owners.
+    secret: ServerSecret,
 }
 
 impl Queues {
-    pub fn new(site: Site) -> Queues {
+    pub fn new(site: Site, secret: ServerSecret) -> Queues {
         Queues {
             by_id: Mutex::new(HashMap::new()),
             site,
+            secret,
         }
     }
 
@@ -219,7 +223,7 @@ impl Queues {
             by_user.entry(q.user_id).or_default().push(q);
         }
         for env in batch {
-            for (user, event) in translate::client_events(state, &self.site, env) {
+            for (user, event) in translate::client_events(state, &self.site, &self.secret, env) {
                 let Some(user_queues) = by_user.get(&user) else {
                     continue;
                 };

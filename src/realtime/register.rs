@@ -1,8 +1,10 @@
 //! The initial state of `POST /register`, from the projections, by fetch type.
 
 use super::Capabilities;
+use crate::auth::ServerSecret;
 use crate::commands::channels::{access, Access};
 use crate::events::Role;
+use crate::http::bots::bot_json;
 use crate::http::channels::{channel_json, subscription_json};
 use crate::http::server_settings::{ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION};
 use crate::http::subscriptions::EMPTY_TOPIC_DISPLAY_NAME;
@@ -170,6 +172,7 @@ fn unread_msgs(state: &Projections, me: &User) -> Value {
 pub fn initial_state(
     state: &Projections,
     site: &Site,
+    secret: &ServerSecret,
     me: &User,
     request: &RegisterRequest<'_>,
 ) -> Map<String, Value> {
@@ -246,7 +249,6 @@ pub fn initial_state(
         put("realm_allow_edit_history", json!(true));
         put("realm_digest_emails_enabled", json!(false));
         put("realm_user_group_edit_policy", json!(1));
-        put("realm_bot_creation_policy", json!(1));
         put("realm_video_chat_provider", json!(0));
         put("realm_org_type", json!(0));
         for (name, kind) in REALM_PERMISSION_DEFAULTS {
@@ -352,6 +354,17 @@ pub fn initial_state(
             ),
         );
         put("user_list_incomplete", json!(false));
+    }
+    if want("realm_bot") {
+        // Administrators see every bot; others their own.
+        let bots: Vec<Value> = state
+            .users
+            .iter()
+            .filter(|u| u.is_bot())
+            .filter(|u| me.role.is_admin() || u.bot_owner_id == Some(me.user_id))
+            .map(|bot| bot_json(state, site, secret, bot))
+            .collect();
+        put("realm_bots", Value::Array(bots));
     }
     if want("subscription") {
         let mut subscribed = Vec::new();
@@ -529,7 +542,6 @@ pub fn initial_state(
         ("scheduled_messages", "scheduled_messages", json!([])),
         ("saved_snippets", "saved_snippets", json!([])),
         ("onboarding_steps", "onboarding_steps", json!([])),
-        ("realm_bot", "realm_bots", json!([])),
         ("realm_playgrounds", "realm_playgrounds", json!([])),
         ("realm_domains", "realm_domains", json!([])),
         ("navigation_views", "navigation_views", json!([])),

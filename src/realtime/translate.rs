@@ -1,10 +1,12 @@
 //! From a durable event to the Zulip client events it implies, per recipient.
 
+use crate::auth::ServerSecret;
 use crate::commands::channels::{access, Access};
 use crate::events::{
     ChannelChange, Envelope, Event, GroupChange, Recipient, SubscriptionProperty, TypingTarget,
     UserChange,
 };
+use crate::http::bots::{bot_audience, bot_json};
 use crate::http::channels::{channel_json, subscription_json};
 use crate::http::messages::{message_flags, message_json, shown_email};
 use crate::http::user_groups::group_json;
@@ -74,24 +76,45 @@ fn channel_update(
 
 /// The client events of one durable event, each with the user it is for. `state` is the
 /// state right after the event's batch.
-pub fn client_events(state: &Projections, site: &Site, env: &Envelope) -> Vec<(UserId, Value)> {
+pub fn client_events(
+    state: &Projections,
+    site: &Site,
+    secret: &ServerSecret,
+    env: &Envelope,
+) -> Vec<(UserId, Value)> {
     match &env.event {
         Event::RealmCreated { .. } | Event::ApiKeyRegenerated { .. } => Vec::new(),
         Event::UserCreated { user_id, .. } => {
             let Some(user) = state.users.get(*user_id) else {
                 return Vec::new();
             };
-            active(state)
+            let mut out: Vec<(UserId, Value)> = active(state)
                 .map(|viewer| {
                     (viewer.user_id, json!({"type": "realm_user", "op": "add", "person": user_json(site, viewer, user, true)}))
                 })
-                .collect()
+                .collect();
+            if user.is_bot() {
+                let event = json!({"type": "realm_bot", "op": "add", "bot": bot_json(state, site, secret, user)});
+                out.extend(
+                    bot_audience(state, user)
+                        .into_iter()
+                        .map(|id| (id, event.clone())),
+                );
+            }
+            out
         }
-        Event::UserDeactivated { user_id } => {
-            realm_user_update(state, *user_id, json!({"is_active": false}))
-        }
-        Event::UserReactivated { user_id } => {
-            realm_user_update(state, *user_id, json!({"is_active": true}))
+        Event::UserDeactivated { user_id } | Event::UserReactivated { user_id } => {
+            let is_active = matches!(env.event, Event::UserReactivated { .. });
+            let mut out = realm_user_update(state, *user_id, json!({"is_active": is_active}));
+            if let Some(bot) = state.users.get(*user_id).filter(|u| u.is_bot()) {
+                let event = json!({"type": "realm_bot", "op": "update", "bot": {"user_id": user_id.0, "is_active": is_active}});
+                out.extend(
+                    bot_audience(state, bot)
+                        .into_iter()
+                        .map(|id| (id, event.clone())),
+                );
+            }
+            out
         }
         Event::UserChanged { user_id, change } => match change {
             UserChange::FullName(name) => {

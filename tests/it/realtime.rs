@@ -5,14 +5,14 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
-async fn register(api: &Api, params: &[(&str, &str)]) -> (String, Value) {
+pub async fn register(api: &Api, params: &[(&str, &str)]) -> (String, Value) {
     let (status, body) = api.post("/register", params).await;
     assert_eq!(status, StatusCode::OK, "{body}");
     (body["queue_id"].as_str().unwrap().to_owned(), body)
 }
 
 /// Everything queued so far (without waiting), acknowledging it.
-async fn drain(api: &Api, queue: &str) -> Vec<Value> {
+pub async fn drain(api: &Api, queue: &str) -> Vec<Value> {
     let (status, body) = api
         .get("/events", &[("queue_id", queue), ("dont_block", "true")])
         .await;
@@ -33,7 +33,7 @@ async fn drain(api: &Api, queue: &str) -> Vec<Value> {
     events
 }
 
-fn kinds(events: &[Value]) -> Vec<String> {
+pub fn kinds(events: &[Value]) -> Vec<String> {
     events
         .iter()
         .map(|e| {

@@ -1,5 +1,6 @@
 //! Users and bots: `GET /users`, `GET /users/{user_id|email}`, `POST /bots`, `GET /bots`.
 
+use crate::realtime::{drain, kinds, register};
 use crate::support::{Server, OWNER};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -72,20 +73,21 @@ async fn user_lists_and_lookups() {
     assert!(placeholder.starts_with("user1@"), "{placeholder}");
     assert_eq!(body["members"][1]["delivery_email"], "alice@example.com");
 
-    // user_ids narrows the list; an unknown id is refused.
+    // user_ids narrows the list; ids that name nobody are left out.
     let (_, body) = as_alice
         .get("/users", &[("user_ids", &format!("[{alice_id}]"))])
         .await;
     assert_eq!(body["members"].as_array().unwrap().len(), 1);
     assert_eq!(body["members"][0]["full_name"], "Alice");
-    let (status, body) = as_alice.get("/users", &[("user_ids", "[1, 999]")]).await;
-    assert_eq!(
-        (status, body),
-        (
-            StatusCode::BAD_REQUEST,
-            json!({"result":"error","msg":"Invalid user ID: 999","code":"BAD_REQUEST"})
-        )
-    );
+    let (status, body) = as_alice.get("/users", &[("user_ids", "[999, 1, 1]")]).await;
+    assert_eq!(status, StatusCode::OK);
+    let ids: Vec<&Value> = body["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| &m["user_id"])
+        .collect();
+    assert_eq!(ids, vec![&json!(1)]);
     let (status, body) = as_alice.get("/users", &[("user_ids", "1")]).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(body["code"], "REQUEST_VARIABLE_INVALID");
@@ -117,4 +119,239 @@ async fn user_lists_and_lookups() {
         server.api(None).get("/users", &[]).await.0,
         StatusCode::UNAUTHORIZED
     );
+}
+
+#[tokio::test]
+async fn bots_are_created_listed_announced_and_deactivated() {
+    let server = Server::start();
+    let owner = server.api(Some(&server.owner()));
+    let (alice_id, alice) = server.create_member("alice@example.com", "Alice").await;
+    let as_alice = server.api(Some(&alice));
+    let (owner_queue, _) = register(&owner, &[]).await;
+    let (alice_queue, _) = register(&as_alice, &[]).await;
+    let host = server
+        .url
+        .split("://")
+        .nth(1)
+        .unwrap()
+        .split(':')
+        .next()
+        .unwrap();
+    let domain = if host.chars().any(|c| c.is_ascii_alphabetic()) {
+        host.to_owned()
+    } else {
+        "chronicle.invalid".to_owned()
+    };
+
+    // A member creates a generic bot; the answer carries its key but no email.
+    let (status, body) = as_alice
+        .post(
+            "/bots",
+            &[("full_name", "Helper Bot"), ("short_name", "helper")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        keys(&body),
+        vec![
+            "result",
+            "msg",
+            "user_id",
+            "api_key",
+            "avatar_url",
+            "default_sending_stream",
+            "default_events_register_stream",
+            "default_all_public_streams",
+        ]
+    );
+    let bot_id = body["user_id"].as_u64().unwrap();
+    let bot_key = body["api_key"].as_str().unwrap().to_owned();
+    assert_eq!(bot_key.len(), 32);
+    assert_eq!(body["default_sending_stream"], Value::Null);
+    assert_eq!(body["default_all_public_streams"], false);
+    let bot_email = format!("helper-bot@{domain}");
+
+    // The bot authenticates with its key and is a member that is a bot.
+    let as_bot = server.api(Some(&crate::support::Creds {
+        email: bot_email.clone(),
+        key: bot_key.clone(),
+    }));
+    let (status, me) = as_bot.get("/users/me", &[]).await;
+    assert_eq!(status, StatusCode::OK, "{me}");
+    assert_eq!(me["is_bot"], true);
+    assert_eq!(me["role"], 400);
+    let (_, body) = owner.get(&format!("/users/{bot_id}"), &[]).await;
+    assert_eq!(body["user"]["bot_type"], 1);
+    assert_eq!(body["user"]["bot_owner_id"], alice_id);
+    assert_eq!(body["user"]["delivery_email"], bot_email.as_str());
+    assert!(body["user"].get("profile_data").is_none());
+
+    // GET /bots: the caller's own bots only, even for administrators.
+    let (_, body) = as_alice.get("/bots", &[]).await;
+    assert_eq!(
+        body["bots"],
+        json!([{
+            "username": bot_email,
+            "full_name": "Helper Bot",
+            "api_key": bot_key,
+            "avatar_url": body["bots"][0]["avatar_url"],
+            "default_sending_stream": null,
+            "default_events_register_stream": null,
+            "default_all_public_streams": false,
+        }])
+    );
+    assert_eq!(owner.get("/bots", &[]).await.1["bots"], json!([]));
+    let (_, body) = as_bot.get("/bots", &[]).await;
+    assert_eq!(body["msg"], "This endpoint does not accept bot requests.");
+
+    // Everyone hears of the new user; the owner and administrators of the bot itself.
+    let owner_events = drain(&owner, &owner_queue).await;
+    let alice_events = drain(&as_alice, &alice_queue).await;
+    assert_eq!(
+        kinds(&owner_events),
+        vec!["realm_user:add", "realm_bot:add"]
+    );
+    assert_eq!(
+        kinds(&alice_events),
+        vec!["realm_user:add", "realm_bot:add"]
+    );
+    let added = &alice_events[1]["bot"];
+    assert_eq!(added["user_id"], bot_id);
+    assert_eq!(added["owner_id"], alice_id);
+    assert_eq!(added["api_key"], bot_key.as_str());
+    assert_eq!(added["services"], json!([]));
+    let (_, bob) = server.create_member("bob@example.com", "Bob").await;
+    let as_bob = server.api(Some(&bob));
+    let (_, state) = register(&as_bob, &[("fetch_event_types", "[\"realm_bot\"]")]).await;
+    assert_eq!(state["realm_bots"], json!([]));
+    let (_, state) = register(&owner, &[("fetch_event_types", "[\"realm_bot\"]")]).await;
+    assert_eq!(state["realm_bots"][0]["email"], bot_email.as_str());
+
+    // Validation, in Zulip's words.
+    let cases: &[(&[(&str, &str)], &str)] = &[
+        (
+            &[("full_name", "Other"), ("short_name", "helper")],
+            "Email is already in use.",
+        ),
+        (
+            &[("full_name", "Helper Bot"), ("short_name", "x")],
+            "Name is already in use.",
+        ),
+        (
+            &[("full_name", "Bot"), ("short_name", "  ")],
+            "Bad name or username",
+        ),
+        (
+            &[("full_name", "B@d"), ("short_name", "bad")],
+            "Invalid characters in name!",
+        ),
+        (
+            &[("full_name", "B"), ("short_name", "b"), ("bot_type", "9")],
+            "Invalid bot type",
+        ),
+        (
+            &[("full_name", "E"), ("short_name", "e"), ("bot_type", "4")],
+            "Embedded bots are not enabled.",
+        ),
+        (
+            &[
+                ("full_name", "O"),
+                ("short_name", "o"),
+                ("bot_type", "3"),
+                ("payload_url", "\"ftp://x\""),
+            ],
+            "payload_url is not a URL",
+        ),
+        (
+            &[
+                ("full_name", "S"),
+                ("short_name", "s"),
+                ("default_sending_stream", "nowhere"),
+            ],
+            "Invalid channel name 'nowhere'",
+        ),
+    ];
+    for (params, msg) in cases {
+        let (status, body) = as_alice.post("/bots", params).await;
+        assert_eq!(
+            (status, body),
+            (
+                StatusCode::BAD_REQUEST,
+                json!({"result": "error", "msg": msg, "code": "BAD_REQUEST"})
+            ),
+            "{params:?}"
+        );
+    }
+
+    // An outgoing webhook bot keeps its service.
+    let (status, body) = as_alice
+        .post(
+            "/bots",
+            &[
+                ("full_name", "Hook"),
+                ("short_name", "hook"),
+                ("bot_type", "3"),
+                ("payload_url", "\"https://example.com/hook\""),
+                ("interface_type", "2"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let events = drain(&as_alice, &alice_queue).await;
+    let service = &events.last().unwrap()["bot"]["services"][0];
+    assert_eq!(service["base_url"], "https://example.com/hook");
+    assert_eq!(service["interface"], 2);
+    assert_eq!(service["token"].as_str().unwrap().len(), 32);
+
+    // Bots are deactivated through DELETE /bots/{id}, by their owner or an administrator;
+    // the key stops working and the owner hears of it.
+    assert_eq!(
+        as_bob.delete(&format!("/bots/{bot_id}"), &[]).await.1["msg"],
+        "Insufficient permission"
+    );
+    assert_eq!(owner.delete("/bots/1", &[]).await.1["msg"], "No such bot");
+    let (status, _) = as_alice.delete(&format!("/bots/{bot_id}"), &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        as_bot.get("/users/me", &[]).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    let events = drain(&as_alice, &alice_queue).await;
+    assert_eq!(
+        events.iter().find(|e| e["type"] == "realm_bot").unwrap()["bot"],
+        json!({"user_id": bot_id, "is_active": false})
+    );
+    let (_, body) = as_alice.get("/bots", &[]).await;
+    assert_eq!(body["bots"].as_array().unwrap().len(), 1);
+
+    // Deactivating the owner deactivates the bots they own.
+    let (_, body) = owner.get("/users", &[]).await;
+    let hook_id = body["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["full_name"] == "Hook")
+        .unwrap()["user_id"]
+        .clone();
+    assert_eq!(
+        owner.delete(&format!("/users/{alice_id}"), &[]).await.0,
+        StatusCode::OK
+    );
+    let (_, body) = owner.get(&format!("/users/{hook_id}"), &[]).await;
+    assert_eq!(body["user"]["is_active"], false);
+
+    // Guests may not create bots.
+    let (guest_id, guest) = server.create_member("guest@example.com", "Guest").await;
+    owner
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/users/{guest_id}"),
+            &[("role", "600")],
+        )
+        .await;
+    let (_, body) = server
+        .api(Some(&guest))
+        .post("/bots", &[("full_name", "G"), ("short_name", "g")])
+        .await;
+    assert_eq!(body["msg"], "Not allowed for guest users");
 }
