@@ -132,12 +132,16 @@ pub fn send_message(
                 ));
             }
             let topic = truncate(topic.trim(), MAX_TOPIC_LENGTH, "...");
-            if topic.is_empty() && channel_state.topics_policy == TopicsPolicy::DisableEmptyTopic {
+            if topic.is_empty()
+                && state.topics_policy(channel_state) == TopicsPolicy::DisableEmptyTopic
+            {
                 return Err(ApiError::bad_request(
                     "Sending messages to the general chat is not allowed in this channel.",
                 ));
             }
-            if !topic.is_empty() && channel_state.topics_policy == TopicsPolicy::EmptyTopicOnly {
+            if !topic.is_empty()
+                && state.topics_policy(channel_state) == TopicsPolicy::EmptyTopicOnly
+            {
                 return Err(ApiError::bad_request(
                     "Only the general chat topic is allowed in this channel.",
                 ));
@@ -450,15 +454,17 @@ pub fn remove_reaction(
     ))
 }
 
-/// Zulip's default `message_content_edit_limit_seconds`.
-pub const CONTENT_EDIT_LIMIT_SECS: i64 = 600;
-/// Zulip's default `message_content_delete_limit_seconds`.
-pub const CONTENT_DELETE_LIMIT_SECS: i64 = 600;
-/// Zulip's defaults for `move_messages_within_stream_limit_seconds` and
-/// `move_messages_between_streams_limit_seconds` (a week).
-pub const MOVE_LIMIT_SECS: i64 = 7 * 24 * 3600;
 /// Zulip lets a request that started inside an edit limit finish a little after it.
 const EDIT_GRACE_SECS: i64 = 20;
+
+/// Whether `sent` (seconds) is past the organization's time limit `setting` at `now`, grace
+/// included; an unlimited setting never is.
+fn past_limit(state: &Projections, setting: &str, sent: i64, now: i64) -> bool {
+    state
+        .realm
+        .limit_secs(setting)
+        .is_some_and(|limit| now - sent > limit + EDIT_GRACE_SECS)
+}
 
 /// What `PATCH /messages/{id}` asks for.
 #[derive(Debug, Clone)]
@@ -514,7 +520,17 @@ pub fn edit_message(
                     "You don't have permission to edit this message",
                 ));
             }
-            if now - message.timestamp > CONTENT_EDIT_LIMIT_SECS + EDIT_GRACE_SECS {
+            if !state.realm.flag("allow_message_editing") {
+                return Err(ApiError::bad_request(
+                    "Your organization has turned off message editing",
+                ));
+            }
+            if past_limit(
+                state,
+                "message_content_edit_limit_seconds",
+                message.timestamp,
+                now,
+            ) {
                 return Err(ApiError::bad_request(
                     "The time limit for editing this message has passed",
                 ));
@@ -603,12 +619,12 @@ fn plan_move(
             ));
         }
         let target = new_channel.unwrap_or(channel);
-        if new_topic.is_empty() && target.topics_policy == TopicsPolicy::DisableEmptyTopic {
+        if new_topic.is_empty() && state.topics_policy(target) == TopicsPolicy::DisableEmptyTopic {
             return Err(ApiError::bad_request(
                 "Sending messages to the general chat is not allowed in this channel.",
             ));
         }
-        if !new_topic.is_empty() && target.topics_policy == TopicsPolicy::EmptyTopicOnly {
+        if !new_topic.is_empty() && state.topics_policy(target) == TopicsPolicy::EmptyTopicOnly {
             return Err(ApiError::bad_request(
                 "Only the general chat topic is allowed in this channel.",
             ));
@@ -657,12 +673,15 @@ fn plan_move(
     }
     message_ids.sort();
     if !moderator {
-        let limit_from = now - MOVE_LIMIT_SECS;
+        let limit = if new_channel.is_some() {
+            "move_messages_between_streams_limit_seconds"
+        } else {
+            "move_messages_within_stream_limit_seconds"
+        };
+        let limit_from = state.realm.limit_secs(limit).map(|secs| now - secs);
         let too_old = |id: &MessageId| {
-            state
-                .messages
-                .get(*id)
-                .is_some_and(|m| m.timestamp < limit_from)
+            limit_from
+                .is_some_and(|from| state.messages.get(*id).is_some_and(|m| m.timestamp < from))
         };
         if request.propagate_mode == PropagateMode::ChangeOne && too_old(&message.id) {
             return Err(ApiError::bad_request(
@@ -724,7 +743,12 @@ pub fn delete_message(
                 "You don't have permission to delete this message",
             ));
         }
-        if ctx.now_ms / 1000 - message.timestamp > CONTENT_DELETE_LIMIT_SECS + EDIT_GRACE_SECS {
+        if past_limit(
+            state,
+            "message_content_delete_limit_seconds",
+            message.timestamp,
+            ctx.now_ms / 1000,
+        ) {
             return Err(ApiError::bad_request(
                 "The time limit for deleting this message has passed",
             ));

@@ -6,6 +6,7 @@
 pub mod channels;
 pub mod groups;
 pub mod messages;
+pub mod realm;
 pub mod users;
 
 use crate::engine::Ctx;

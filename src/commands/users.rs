@@ -63,6 +63,23 @@ pub fn check_full_name(name: &str) -> ApiResult<String> {
     Ok(name.to_owned())
 }
 
+/// With the organization's `require_unique_names`, no two active accounts share a name
+/// (compared case-insensitively).
+fn check_unique_name(state: &Projections, name: &str, except: Option<UserId>) -> ApiResult<()> {
+    let taken = state.realm.flag("require_unique_names")
+        && state.users.iter().any(|u| {
+            u.is_active
+                && Some(u.user_id) != except
+                && u.full_name.to_lowercase() == name.to_lowercase()
+        });
+    if taken {
+        return Err(ApiError::bad_request(
+            "Unique names required in this organization.",
+        ));
+    }
+    Ok(())
+}
+
 /// First start: the organization and its owner, who may create users.
 pub fn create_realm(
     state: &Projections,
@@ -130,6 +147,7 @@ pub fn create_user(
         full_name: check_full_name(&user.full_name)?,
         ..user
     };
+    check_unique_name(state, &user.full_name, None)?;
     let user_id = UserId(state.users.max_id().0 + 1);
     let mut events = vec![user_created(user_id, user, false)];
     events.extend(super::channels::default_subscriptions(state, user_id));
@@ -235,14 +253,7 @@ pub fn human_member<'a>(
     ctx: &Ctx,
 ) -> ApiResult<&'a crate::projections::User> {
     let me = actor(state, ctx)?;
-    if me.is_bot() {
-        return Err(ApiError::bad_request(
-            "This endpoint does not accept bot requests.",
-        ));
-    }
-    if me.role == Role::Guest {
-        return Err(ApiError::bad_request("Not allowed for guest users"));
-    }
+    super::groups::check_group_caller(me)?;
     Ok(me)
 }
 
@@ -351,6 +362,7 @@ pub fn update_user(
     }
     if let Some(name) = full_name {
         let name = check_full_name(&name)?;
+        check_unique_name(state, &name, Some(target))?;
         if name != user.full_name {
             events.push(Event::UserChanged {
                 user_id: target,

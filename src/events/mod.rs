@@ -10,8 +10,8 @@ pub mod v1;
 pub use v1::{
     BotConfig, BotService, ChannelChange, ChannelPermissions, EditedContent, Event, GroupChange,
     GroupPermissions, GroupSetting, MessageFlag, MessageMove, NewSubscription, PropagateMode,
-    ReactionType, Recipient, Role, SenderQueue, SubscriptionProperty, SystemGroup, TopicsPolicy,
-    TypingTarget, UserChange,
+    ReactionType, RealmValue, Recipient, Role, SenderQueue, SubscriptionProperty, SystemGroup,
+    TopicsPolicy, TypingTarget, UserChange,
 };
 
 use crate::ids::{Seq, UserId};

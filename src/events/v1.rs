@@ -261,6 +261,18 @@ pub struct SenderQueue {
     pub local_id: String,
 }
 
+/// The value of an organization setting (`RealmSettingChanged`); which form a setting takes
+/// is fixed by its entry in `projections::realm::SETTINGS`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RealmValue {
+    Bool(bool),
+    Int(i64),
+    /// "unlimited" for the time limits.
+    Null,
+    Text(String),
+    Group(GroupSetting),
+}
+
 /// What a bot account has beyond a user's: the channels it defaults to and, for outgoing
 /// webhook bots, the service it calls.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -400,6 +412,8 @@ pub enum GroupChange {
 pub enum Event {
     /// The organization came into being (always the first event of a log).
     RealmCreated { name: String, description: String },
+    /// An organization setting changed (`PATCH /realm`); `name` is Zulip's setting name.
+    RealmSettingChanged { name: String, value: RealmValue },
     /// A human account or a bot was created.
     UserCreated {
         user_id: UserId,
@@ -602,6 +616,7 @@ impl Event {
     pub fn type_name(&self) -> &'static str {
         match self {
             Event::RealmCreated { .. } => "RealmCreated",
+            Event::RealmSettingChanged { .. } => "RealmSettingChanged",
             Event::UserCreated { .. } => "UserCreated",
             Event::ApiKeyRegenerated { .. } => "ApiKeyRegenerated",
             Event::UserDeactivated { .. } => "UserDeactivated",

@@ -101,11 +101,12 @@ pub fn message_json(
         if let Some(at) = extra.last_moved_timestamp {
             map.insert("last_moved_timestamp".into(), json!(at));
         }
-        if !extra.edits.is_empty() {
-            map.insert(
-                "edit_history".into(),
-                edit_history_json(message, allow_empty_topic_name),
-            );
+        let visibility = state.realm.text("message_edit_history_visibility_policy");
+        if !extra.edits.is_empty() && visibility != "none" {
+            let history = edit_history_json(message, allow_empty_topic_name, visibility == "moves");
+            if history.as_array().is_some_and(|h| !h.is_empty()) {
+                map.insert("edit_history".into(), history);
+            }
         }
     }
     out
@@ -167,16 +168,24 @@ fn versions(message: &Message) -> Vec<Version> {
     out
 }
 
-/// The `edit_history` of a message object: newest edit first, each with what it changed.
-fn edit_history_json(message: &Message, allow_empty_topic_name: bool) -> Value {
+/// Whether an edit moved the message (topic or channel), as opposed to editing its content
+/// only: with the organization's edit history policy "moves", only these are shown.
+fn is_move(edit: &crate::projections::messages::EditRecord) -> bool {
+    edit.prev_topic.is_some() || edit.prev_channel.is_some()
+}
+
+/// The `edit_history` of a message object: newest edit first, each with what it changed
+/// (moves only, without content, when `moves_only`).
+fn edit_history_json(message: &Message, allow_empty_topic_name: bool, moves_only: bool) -> Value {
     let versions = versions(message);
     let mut entries: Vec<Value> = message
         .edits()
         .iter()
         .zip(versions.iter().skip(1))
+        .filter(|(edit, _)| !moves_only || is_move(edit))
         .map(|(edit, after)| {
             let mut entry = json!({"user_id": edit.user_id.0, "timestamp": edit.timestamp});
-            if let Some((raw, html)) = &edit.prev_content {
+            if let Some((raw, html)) = edit.prev_content.as_ref().filter(|_| !moves_only) {
                 entry["prev_content"] = json!(&**raw);
                 entry["prev_rendered_content"] = json!(&**html);
             }
@@ -195,26 +204,46 @@ fn edit_history_json(message: &Message, allow_empty_topic_name: bool) -> Value {
     Value::Array(entries)
 }
 
-/// `GET /messages/{id}/history`'s snapshots, oldest first.
-pub fn message_history_json(message: &Message, allow_empty_topic_name: bool) -> Vec<Value> {
+/// `GET /messages/{id}/history`'s snapshots, oldest first. With `moves_only` (the
+/// organization's policy "moves") only moves are listed and every snapshot shows the current
+/// content, so no earlier content can be read back.
+pub fn message_history_json(
+    message: &Message,
+    allow_empty_topic_name: bool,
+    moves_only: bool,
+) -> Vec<Value> {
     let versions = versions(message);
+    let current = versions.last().map(|v| &v.content);
+    let content = |own: &(std::sync::Arc<str>, std::sync::Arc<str>)| -> (String, String) {
+        let (raw, html) = if moves_only {
+            current.unwrap_or(own)
+        } else {
+            own
+        };
+        (raw.to_string(), html.to_string())
+    };
     let mut out = Vec::with_capacity(versions.len());
+    let (raw, html) = content(&versions[0].content);
     out.push(json!({
         "topic": shown_topic(&versions[0].topic, allow_empty_topic_name),
-        "content": &*versions[0].content.0,
-        "rendered_content": &*versions[0].content.1,
+        "content": raw,
+        "rendered_content": html,
         "user_id": message.sender_id.0,
         "timestamp": message.timestamp,
     }));
     for (edit, after) in message.edits().iter().zip(versions.iter().skip(1)) {
+        if moves_only && !is_move(edit) {
+            continue;
+        }
+        let (raw, html) = content(&after.content);
         let mut snapshot = json!({
             "topic": shown_topic(&after.topic, allow_empty_topic_name),
-            "content": &*after.content.0,
-            "rendered_content": &*after.content.1,
+            "content": raw,
+            "rendered_content": html,
             "user_id": edit.user_id.0,
             "timestamp": edit.timestamp,
         });
-        if let Some((raw, html)) = &edit.prev_content {
+        if let Some((raw, html)) = edit.prev_content.as_ref().filter(|_| !moves_only) {
             snapshot["prev_content"] = json!(&**raw);
             snapshot["prev_rendered_content"] = json!(&**html);
             snapshot["content_html_diff"] = json!(format!(
@@ -1073,7 +1102,17 @@ pub async fn get_message_history(
             .get(auth.user_id)
             .ok_or_else(|| ApiError::internal("user missing"))?;
         let message = readable(s, me, id)?;
-        Ok::<_, ApiError>(message_history_json(message, allow_empty))
+        let visibility = s.realm.text("message_edit_history_visibility_policy");
+        if visibility == "none" {
+            return Err(ApiError::bad_request(
+                "Message edit history is disabled in this organization",
+            ));
+        }
+        Ok::<_, ApiError>(message_history_json(
+            message,
+            allow_empty,
+            visibility == "moves",
+        ))
     })?;
     Ok(params.success(json!({"message_history": history})))
 }

@@ -12,6 +12,7 @@ pub mod events;
 pub mod folders;
 pub mod messages;
 pub mod params;
+pub mod realm;
 pub mod server_settings;
 pub mod subscriptions;
 pub mod user_groups;
@@ -84,6 +85,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     get => bots::get_bots,
                     post => bots::create_bot);
                 endpoint!(api, "/bots/{bot_id}", delete => bots::deactivate_bot);
+                endpoint!(api, "/realm", patch => realm::update_realm);
                 endpoint!(api, "/channels/create", post => channels::create_channel);
                 endpoint!(api, "/streams", get => channels::get_streams);
                 endpoint!(api, "/streams/{stream_id}",

@@ -240,6 +240,7 @@ impl Channels {
                 }
             }
             Event::RealmCreated { .. }
+            | Event::RealmSettingChanged { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }

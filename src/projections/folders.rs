@@ -113,6 +113,7 @@ impl Folders {
                 }
             }
             Event::RealmCreated { .. }
+            | Event::RealmSettingChanged { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }

@@ -268,6 +268,7 @@ impl Groups {
                 }
             }
             Event::RealmCreated { .. }
+            | Event::RealmSettingChanged { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }

@@ -95,14 +95,30 @@ impl Projections {
         })
     }
 
-    /// An organization-level permission as a group-setting value (see
-    /// `realm::REALM_PERMISSION_DEFAULTS`); `role:nobody` for an unknown name.
+    /// An organization-level permission as a group-setting value: as last changed, else the
+    /// system group of its default (`realm::SETTINGS`); `role:nobody` for an unknown name.
     pub fn realm_permission(&self, name: &str) -> crate::events::GroupSetting {
-        let kind = realm::REALM_PERMISSION_DEFAULTS
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or(crate::events::SystemGroup::Nobody, |(_, kind)| *kind);
+        if let Some(setting) = self.realm.changed_group(name) {
+            return setting.clone();
+        }
+        let kind = match realm::setting(name).map(|s| s.default) {
+            Some(realm::Initial::Group(kind)) => kind,
+            _ => crate::events::SystemGroup::Nobody,
+        };
         self.groups.system_setting(kind)
+    }
+
+    /// The empty-topic rule in force in `channel`: its own, or the organization's when it
+    /// inherits.
+    pub fn topics_policy(&self, channel: &Channel) -> crate::events::TopicsPolicy {
+        use crate::events::TopicsPolicy;
+        match channel.topics_policy {
+            TopicsPolicy::Inherit if self.realm.text("topics_policy") == "disable_empty_topic" => {
+                TopicsPolicy::DisableEmptyTopic
+            }
+            TopicsPolicy::Inherit => TopicsPolicy::AllowEmptyTopic,
+            own => own,
+        }
     }
 
     /// Whether `user` is covered by an organization-level permission.

@@ -1,34 +1,306 @@
-//! The organization itself.
+//! The organization itself and its settings.
+//!
+//! Settings are table-driven (`SETTINGS`): each has Zulip's name, its form, its default for a
+//! new organization, who may change it and how the change reaches clients. The projection keeps
+//! only the values that differ from the defaults' origin (every `RealmSettingChanged`), so a
+//! setting added later has its default in every older log without a migration.
 
-use crate::events::{Envelope, Event, SystemGroup};
+use crate::events::{Envelope, Event, GroupSetting, RealmValue, SystemGroup};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 
-/// The organization's group-based permissions and the system group each defaults to (Zulip's
-/// defaults for a new organization). Changing them arrives with `PATCH /realm`.
-pub const REALM_PERMISSION_DEFAULTS: &[(&str, SystemGroup)] = &[
-    ("can_create_public_channel_group", SystemGroup::Members),
-    ("can_create_private_channel_group", SystemGroup::Members),
-    ("can_create_web_public_channel_group", SystemGroup::Owners),
-    ("can_add_subscribers_group", SystemGroup::Members),
-    ("can_create_bots_group", SystemGroup::Members),
-    ("can_create_write_only_bots_group", SystemGroup::Members),
-    ("can_create_groups", SystemGroup::Members),
-    ("can_manage_all_groups", SystemGroup::Owners),
-    ("can_invite_users_group", SystemGroup::Members),
-    ("can_set_topics_policy_group", SystemGroup::Members),
-    ("create_multiuse_invite_group", SystemGroup::Administrators),
-    ("can_delete_any_message_group", SystemGroup::Administrators),
-    ("can_delete_own_message_group", SystemGroup::Everyone),
-    (
+/// The form of a setting's value, which decides how `PATCH /realm` parses and checks it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Bool,
+    /// Free text of at most `max` characters; blank only when `blank` allows it.
+    Text {
+        max: usize,
+        blank: bool,
+    },
+    /// One of these strings.
+    Choice(&'static [&'static str]),
+    /// A number of seconds above zero, or `"unlimited"` (null).
+    Limit,
+    /// A channel id, or -1 for none.
+    Channel,
+    /// A group-setting value. `everyone`: `role:everyone` is acceptable; `nobody` likewise;
+    /// `system_only`: only system groups.
+    Group {
+        everyone: bool,
+        nobody: bool,
+        system_only: bool,
+    },
+}
+
+/// A default, in a form that can be written in a `const` table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Initial {
+    Bool(bool),
+    Int(i64),
+    Text(&'static str),
+    Group(SystemGroup),
+}
+
+/// How clients hear of a change: `realm` `update` (`property`, `value`) or `update_dict`
+/// (`property: "default"`, `data: {name: value}`), as Zulip sends each setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientEvent {
+    Update,
+    UpdateDict,
+}
+
+/// One organization setting.
+#[derive(Debug, Clone, Copy)]
+pub struct Setting {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub default: Initial,
+    /// Only owners may change it (administrators get "Must be an organization owner").
+    pub owner_only: bool,
+    pub event: ClientEvent,
+}
+
+const fn plain(name: &'static str, kind: Kind, default: Initial) -> Setting {
+    Setting {
+        name,
+        kind,
+        default,
+        owner_only: false,
+        event: ClientEvent::Update,
+    }
+}
+
+const fn group(
+    name: &'static str,
+    default: SystemGroup,
+    everyone: bool,
+    nobody: bool,
+    owner_only: bool,
+) -> Setting {
+    Setting {
+        name,
+        kind: Kind::Group {
+            everyone,
+            nobody,
+            system_only: false,
+        },
+        default: Initial::Group(default),
+        owner_only,
+        event: ClientEvent::UpdateDict,
+    }
+}
+
+/// Zulip's `MAX_REALM_NAME_LENGTH` and `MAX_REALM_DESCRIPTION_LENGTH`.
+pub const MAX_REALM_NAME_LENGTH: usize = 40;
+pub const MAX_REALM_DESCRIPTION_LENGTH: usize = 1000;
+/// Zulip's default edit and delete limit (10 minutes) and move limits (a week).
+pub const DEFAULT_EDIT_LIMIT_SECS: i64 = 600;
+pub const DEFAULT_MOVE_LIMIT_SECS: i64 = 7 * 24 * 3600;
+
+/// Every setting `PATCH /realm` changes and `/register` reports (as `realm_<name>`), with
+/// Zulip's defaults for a new organization. Each is read by the server where it has an effect
+/// there (edit and move limits, edit history, topics policy, unique names, permissions); the
+/// others (guest indicators) only change what clients show.
+pub const SETTINGS: &[Setting] = &[
+    plain(
+        "name",
+        Kind::Text {
+            max: MAX_REALM_NAME_LENGTH,
+            blank: false,
+        },
+        Initial::Text(""),
+    ),
+    plain(
+        "description",
+        Kind::Text {
+            max: MAX_REALM_DESCRIPTION_LENGTH,
+            blank: true,
+        },
+        Initial::Text(""),
+    ),
+    Setting {
+        event: ClientEvent::UpdateDict,
+        ..plain("allow_message_editing", Kind::Bool, Initial::Bool(true))
+    },
+    Setting {
+        event: ClientEvent::UpdateDict,
+        ..plain(
+            "message_content_edit_limit_seconds",
+            Kind::Limit,
+            Initial::Int(DEFAULT_EDIT_LIMIT_SECS),
+        )
+    },
+    plain(
+        "message_content_delete_limit_seconds",
+        Kind::Limit,
+        Initial::Int(DEFAULT_EDIT_LIMIT_SECS),
+    ),
+    plain(
+        "move_messages_within_stream_limit_seconds",
+        Kind::Limit,
+        Initial::Int(DEFAULT_MOVE_LIMIT_SECS),
+    ),
+    plain(
+        "move_messages_between_streams_limit_seconds",
+        Kind::Limit,
+        Initial::Int(DEFAULT_MOVE_LIMIT_SECS),
+    ),
+    plain(
+        "message_edit_history_visibility_policy",
+        Kind::Choice(&["all", "moves", "none"]),
+        Initial::Text("all"),
+    ),
+    plain(
+        "topics_policy",
+        Kind::Choice(&["allow_empty_topic", "disable_empty_topic"]),
+        Initial::Text("allow_empty_topic"),
+    ),
+    plain("require_unique_names", Kind::Bool, Initial::Bool(false)),
+    plain(
+        "enable_guest_user_indicator",
+        Kind::Bool,
+        Initial::Bool(true),
+    ),
+    plain(
+        "enable_guest_user_dm_warning",
+        Kind::Bool,
+        Initial::Bool(true),
+    ),
+    plain(
+        "new_stream_announcements_stream_id",
+        Kind::Channel,
+        Initial::Int(-1),
+    ),
+    plain(
+        "signup_announcements_stream_id",
+        Kind::Channel,
+        Initial::Int(-1),
+    ),
+    plain(
+        "zulip_update_announcements_stream_id",
+        Kind::Channel,
+        Initial::Int(-1),
+    ),
+    group(
+        "can_create_public_channel_group",
+        SystemGroup::Members,
+        false,
+        true,
+        false,
+    ),
+    group(
+        "can_create_private_channel_group",
+        SystemGroup::Members,
+        false,
+        true,
+        false,
+    ),
+    Setting {
+        kind: Kind::Group {
+            everyone: false,
+            nobody: true,
+            system_only: true,
+        },
+        ..group(
+            "can_create_web_public_channel_group",
+            SystemGroup::Owners,
+            false,
+            true,
+            false,
+        )
+    },
+    group(
+        "can_add_subscribers_group",
+        SystemGroup::Members,
+        false,
+        true,
+        false,
+    ),
+    group(
+        "can_create_bots_group",
+        SystemGroup::Members,
+        false,
+        true,
+        false,
+    ),
+    group(
+        "can_create_write_only_bots_group",
+        SystemGroup::Members,
+        false,
+        true,
+        false,
+    ),
+    group("can_create_groups", SystemGroup::Members, false, true, true),
+    group(
+        "can_manage_all_groups",
+        SystemGroup::Owners,
+        false,
+        false,
+        true,
+    ),
+    group(
+        "can_invite_users_group",
+        SystemGroup::Members,
+        false,
+        true,
+        true,
+    ),
+    group(
+        "create_multiuse_invite_group",
+        SystemGroup::Administrators,
+        false,
+        true,
+        true,
+    ),
+    group(
+        "can_set_topics_policy_group",
+        SystemGroup::Members,
+        true,
+        true,
+        false,
+    ),
+    group(
+        "can_delete_any_message_group",
+        SystemGroup::Administrators,
+        false,
+        true,
+        false,
+    ),
+    group(
+        "can_delete_own_message_group",
+        SystemGroup::Everyone,
+        true,
+        true,
+        false,
+    ),
+    group(
         "can_move_messages_between_channels_group",
         SystemGroup::Members,
+        true,
+        true,
+        false,
     ),
-    (
+    group(
         "can_move_messages_between_topics_group",
         SystemGroup::Everyone,
+        true,
+        true,
+        false,
     ),
-    ("can_resolve_topics_group", SystemGroup::Everyone),
+    group(
+        "can_resolve_topics_group",
+        SystemGroup::Everyone,
+        true,
+        true,
+        false,
+    ),
 ];
+
+/// The table entry of a setting.
+pub fn setting(name: &str) -> Option<&'static Setting> {
+    SETTINGS.iter().find(|s| s.name == name)
+}
 
 /// Organization-wide settings.
 #[derive(Debug, Clone, Default)]
@@ -39,9 +311,57 @@ pub struct Realm {
     pub description: String,
     /// Creation time, milliseconds since the epoch.
     pub date_created_ms: i64,
+    /// Settings changed since creation (the rest have their table default).
+    changed: BTreeMap<String, RealmValue>,
 }
 
 impl Realm {
+    /// A setting's current value that is not a group setting (those need the groups: see
+    /// `Projections::realm_permission`). `name` and `description` answer from their fields.
+    pub fn value(&self, name: &str) -> RealmValue {
+        match name {
+            "name" => return RealmValue::Text(self.name.clone()),
+            "description" => return RealmValue::Text(self.description.clone()),
+            _ => {}
+        }
+        if let Some(value) = self.changed.get(name) {
+            return value.clone();
+        }
+        match setting(name).map(|s| s.default) {
+            Some(Initial::Bool(b)) => RealmValue::Bool(b),
+            Some(Initial::Int(n)) => RealmValue::Int(n),
+            Some(Initial::Text(t)) => RealmValue::Text(t.to_owned()),
+            Some(Initial::Group(_)) | None => RealmValue::Null,
+        }
+    }
+
+    /// A changed group setting, if it was changed.
+    pub fn changed_group(&self, name: &str) -> Option<&GroupSetting> {
+        match self.changed.get(name) {
+            Some(RealmValue::Group(setting)) => Some(setting),
+            _ => None,
+        }
+    }
+
+    pub fn flag(&self, name: &str) -> bool {
+        matches!(self.value(name), RealmValue::Bool(true))
+    }
+
+    /// A time limit in seconds; `None` is unlimited.
+    pub fn limit_secs(&self, name: &str) -> Option<i64> {
+        match self.value(name) {
+            RealmValue::Int(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    pub fn text(&self, name: &str) -> String {
+        match self.value(name) {
+            RealmValue::Text(t) => t,
+            _ => String::new(),
+        }
+    }
+
     pub fn apply(&mut self, env: &Envelope) {
         match &env.event {
             Event::RealmCreated { name, description } => {
@@ -50,6 +370,13 @@ impl Realm {
                 self.description = description.clone();
                 self.date_created_ms = env.at;
             }
+            Event::RealmSettingChanged { name, value } => match (name.as_str(), value) {
+                ("name", RealmValue::Text(text)) => self.name = text.clone(),
+                ("description", RealmValue::Text(text)) => self.description = text.clone(),
+                _ => {
+                    self.changed.insert(name.clone(), value.clone());
+                }
+            },
             Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }
@@ -80,11 +407,16 @@ impl Realm {
     }
 
     pub fn dump(&self) -> Value {
-        json!({
+        let mut dump = json!({
             "exists": self.exists,
             "name": self.name,
             "description": self.description,
             "date_created_ms": self.date_created_ms,
-        })
+        });
+        // Only when something changed, so dumps of older logs keep their shape.
+        if !self.changed.is_empty() {
+            dump["changed_settings"] = json!(self.changed);
+        }
+        dump
     }
 }

@@ -42,6 +42,7 @@ impl Typing {
                 self.active.remove(&(*user_id, key(target)));
             }
             Event::RealmCreated { .. }
+            | Event::RealmSettingChanged { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }

@@ -67,6 +67,7 @@ impl UserTopics {
                 }
             }
             Event::RealmCreated { .. }
+            | Event::RealmSettingChanged { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }

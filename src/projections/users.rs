@@ -152,6 +152,7 @@ impl Users {
                 }
             }
             Event::RealmCreated { .. }
+            | Event::RealmSettingChanged { .. }
             | Event::UserGroupCreated { .. }
             | Event::UserGroupMembersChanged { .. }
             | Event::UserGroupSubgroupsChanged { .. }

@@ -3,7 +3,7 @@
 use super::Capabilities;
 use crate::auth::ServerSecret;
 use crate::commands::channels::{access, Access};
-use crate::events::Role;
+use crate::events::{RealmValue, Role};
 use crate::http::bots::bot_json;
 use crate::http::channels::{channel_json, subscription_json};
 use crate::http::server_settings::{ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION};
@@ -13,7 +13,7 @@ use crate::http::users::{avatar_url, user_json};
 use crate::http::wire::render_group_setting;
 use crate::http::Site;
 use crate::markdown::render_paragraphs;
-use crate::projections::realm::REALM_PERMISSION_DEFAULTS;
+use crate::projections::realm::{Kind, SETTINGS};
 use crate::projections::{Folders, Projections, User};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
@@ -169,6 +169,20 @@ fn unread_msgs(state: &Projections, me: &User) -> Value {
 
 /// Builds the initial state for `me`. Called under the read lock, with the queue registered in
 /// the same critical section.
+/// A setting's value as `/register` and `realm` events carry it.
+pub fn realm_setting_json(state: &Projections, name: &str) -> Value {
+    match state.realm.value(name) {
+        RealmValue::Bool(b) => json!(b),
+        RealmValue::Int(n) => json!(n),
+        RealmValue::Null => match crate::projections::realm::setting(name).map(|s| s.kind) {
+            Some(Kind::Group { .. }) => render_group_setting(&state.realm_permission(name)),
+            _ => Value::Null,
+        },
+        RealmValue::Text(t) => json!(t),
+        RealmValue::Group(setting) => render_group_setting(&setting),
+    }
+}
+
 pub fn initial_state(
     state: &Projections,
     site: &Site,
@@ -210,24 +224,24 @@ pub fn initial_state(
             "realm_empty_topic_display_name",
             json!(EMPTY_TOPIC_DISPLAY_NAME),
         );
-        put("realm_topics_policy", json!("allow_empty_topic"));
-        put("realm_mandatory_topics", json!(false));
-        put("realm_message_retention_days", json!(-1));
-        put("realm_allow_message_editing", json!(true));
-        put(
-            "realm_message_content_edit_limit_seconds",
-            json!(crate::commands::messages::CONTENT_EDIT_LIMIT_SECS),
-        );
-        put(
-            "realm_message_content_delete_limit_seconds",
-            json!(crate::commands::messages::CONTENT_DELETE_LIMIT_SECS),
-        );
-        for name in [
-            "realm_move_messages_within_stream_limit_seconds",
-            "realm_move_messages_between_streams_limit_seconds",
-        ] {
-            put(name, json!(crate::commands::messages::MOVE_LIMIT_SECS));
+        for setting in SETTINGS {
+            if !matches!(setting.name, "name" | "description") {
+                put(
+                    &format!("realm_{}", setting.name),
+                    realm_setting_json(state, setting.name),
+                );
+            }
         }
+        // Derived forms older clients read.
+        put(
+            "realm_mandatory_topics",
+            json!(state.realm.text("topics_policy") == "disable_empty_topic"),
+        );
+        put(
+            "realm_allow_edit_history",
+            json!(state.realm.text("message_edit_history_visibility_policy") != "none"),
+        );
+        put("realm_message_retention_days", json!(-1));
         put("realm_waiting_period_threshold", json!(0));
         put("realm_enable_spectator_access", json!(false));
         put("realm_invite_required", json!(true));
@@ -245,18 +259,10 @@ pub fn initial_state(
         put("realm_inline_url_embed_preview", json!(false));
         put("realm_presence_disabled", json!(false));
         put("realm_send_welcome_emails", json!(true));
-        put("realm_message_edit_history_visibility_policy", json!("all"));
-        put("realm_allow_edit_history", json!(true));
         put("realm_digest_emails_enabled", json!(false));
         put("realm_user_group_edit_policy", json!(1));
         put("realm_video_chat_provider", json!(0));
         put("realm_org_type", json!(0));
-        for (name, kind) in REALM_PERMISSION_DEFAULTS {
-            put(
-                &format!("realm_{name}"),
-                render_group_setting(&state.groups.system_setting(*kind)),
-            );
-        }
         put("max_stream_name_length", json!(60));
         put("max_stream_description_length", json!(1024));
         put("max_topic_length", json!(60));

@@ -14,7 +14,9 @@ use crate::http::users::user_json;
 use crate::http::wire::render_group_setting;
 use crate::http::Site;
 use crate::ids::{ChannelId, UserId};
+use crate::projections::realm::{self, ClientEvent};
 use crate::projections::{Channel, Folders, Projections, User};
+use crate::realtime::register::realm_setting_json;
 use serde_json::{json, Value};
 
 /// Active accounts.
@@ -84,6 +86,16 @@ pub fn client_events(
 ) -> Vec<(UserId, Value)> {
     match &env.event {
         Event::RealmCreated { .. } | Event::ApiKeyRegenerated { .. } => Vec::new(),
+        Event::RealmSettingChanged { name, .. } => {
+            let value = realm_setting_json(state, name);
+            let event = match realm::setting(name).map(|s| s.event) {
+                Some(ClientEvent::UpdateDict) => {
+                    json!({"type": "realm", "op": "update_dict", "property": "default", "data": {name.as_str(): value}})
+                }
+                _ => json!({"type": "realm", "op": "update", "property": name, "value": value}),
+            };
+            to_all(state, event)
+        }
         Event::UserCreated { user_id, .. } => {
             let Some(user) = state.users.get(*user_id) else {
                 return Vec::new();

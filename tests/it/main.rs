@@ -9,6 +9,7 @@ mod durability;
 mod fixtures;
 mod message_changes;
 mod messages;
+mod realm;
 mod realtime;
 mod support;
 mod users;

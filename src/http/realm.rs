@@ -1,0 +1,100 @@
+//! `PATCH /realm`: organization settings (administrators; some settings owners only).
+
+use super::channels::permission_changes;
+use super::{AppState, Auth, Params};
+use crate::error::{ApiError, ApiResult};
+use crate::events::RealmValue;
+use crate::projections::realm::{Kind, SETTINGS};
+use crate::realtime::register::realm_setting_json;
+use actix_web::{web, HttpResponse};
+use serde_json::{json, Map, Value};
+
+/// Reads one setting's new value in the form its kind asks for.
+fn parse_value(params: &mut Params, name: &'static str, kind: Kind) -> ApiResult<RealmValue> {
+    let raw = |params: &mut Params| params.str(name).unwrap_or_default();
+    Ok(match kind {
+        Kind::Bool => RealmValue::Bool(params.bool(name)?.unwrap_or_default()),
+        Kind::Text { max, blank } => {
+            let text = raw(params).trim().to_owned();
+            if text.is_empty() && !blank {
+                return Err(ApiError::bad_request(format!("{name} cannot be blank")));
+            }
+            if text.chars().count() > max {
+                return Err(ApiError::bad_request(format!(
+                    "{name} is too long (limit: {max} characters)"
+                )));
+            }
+            RealmValue::Text(text)
+        }
+        Kind::Choice(options) => {
+            let text = raw(params);
+            if !options.contains(&text.as_str()) {
+                return Err(ApiError::invalid(name, &text));
+            }
+            RealmValue::Text(text)
+        }
+        Kind::Limit => {
+            // An integer, or "unlimited" (sent as JSON text or bare).
+            let text = raw(params);
+            match text.trim().trim_matches('"') {
+                "unlimited" => RealmValue::Null,
+                number => match number.parse::<i64>() {
+                    Ok(secs) if secs > 0 => RealmValue::Int(secs),
+                    _ => return Err(ApiError::invalid(name, &text)),
+                },
+            }
+        }
+        Kind::Channel => RealmValue::Int(params.int::<i64>(name)?.unwrap_or(-1)),
+        Kind::Group { .. } => {
+            return Err(ApiError::internal("group settings are read as changes"));
+        }
+    })
+}
+
+/// `PATCH /realm`: every setting of `projections::realm::SETTINGS` the request names. The
+/// answer lists what changed, text values as `"updated"` (as Zulip does).
+pub async fn update_realm(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    auth.require_admin()?;
+    let mut changes: Vec<(&'static str, RealmValue)> = Vec::new();
+    for setting in SETTINGS {
+        if let Kind::Group { .. } = setting.kind {
+            let found = state.engine.read(|s| {
+                permission_changes(&mut params, &[setting.name], |n| {
+                    Some(s.realm_permission(n))
+                })
+            })?;
+            changes.extend(
+                found
+                    .into_iter()
+                    .map(|(_, value)| (setting.name, RealmValue::Group(value))),
+            );
+        } else if params.has(setting.name) {
+            changes.push((
+                setting.name,
+                parse_value(&mut params, setting.name, setting.kind)?,
+            ));
+        }
+    }
+    let committed = state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::realm::update_realm(s, ctx, changes)
+        })
+        .await?;
+    let body = state.engine.read(|s| {
+        let mut body = Map::new();
+        for name in &committed.value {
+            let value = match s.realm.value(name) {
+                RealmValue::Text(_) => json!("updated"),
+                _ => realm_setting_json(s, name),
+            };
+            body.insert((*name).to_owned(), value);
+        }
+        Value::Object(body)
+    });
+    Ok(params.success(body))
+}

@@ -1,0 +1,313 @@
+//! `PATCH /realm`: who may change what, the answers and events, and the rules that read the
+//! settings.
+
+use crate::messages::{chat, send};
+use crate::realtime::{drain, register};
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+async fn patch(api: &crate::support::Api, params: &[(&str, &str)]) -> (StatusCode, Value) {
+    api.call(Method::PATCH, "/realm", params).await
+}
+
+#[tokio::test]
+async fn realm_settings_permissions_answers_and_events() {
+    let chat = chat().await;
+    let server = &chat.server;
+    let owner = server.api(Some(&server.owner()));
+    let (alice_id, alice) = &chat.alice;
+    let (_, bob) = &chat.bob;
+    let (queue, _) = register(bob, &[]).await;
+
+    // Members may not; administrators may, except owner-only settings.
+    let (status, body) = patch(alice, &[("name", "Mine")]).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"result":"error","msg":"Must be an organization administrator","code":"UNAUTHORIZED_PRINCIPAL"})
+        )
+    );
+    let (status, _) = owner
+        .call(
+            Method::PATCH,
+            &format!("/users/{alice_id}"),
+            &[("role", "200")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, groups) = owner.get("/user_groups", &[]).await;
+    let group_id = |name: &str| {
+        groups["user_groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == name)
+            .unwrap()["id"]
+            .as_u64()
+            .unwrap()
+    };
+    let admins = group_id("role:administrators").to_string();
+    let everyone = group_id("role:everyone").to_string();
+    let (_, body) = patch(
+        alice,
+        &[("can_invite_users_group", &format!("{{\"new\": {admins}}}"))],
+    )
+    .await;
+    assert_eq!(body["msg"], "Must be an organization owner");
+    drain(bob, &queue).await;
+
+    // Changes answer with what changed (text as "updated") and reach every user.
+    let (status, body) = patch(
+        alice,
+        &[
+            ("name", "Renamed"),
+            ("message_content_edit_limit_seconds", "\"unlimited\""),
+            ("message_content_delete_limit_seconds", "1200"),
+            ("can_create_bots_group", &format!("{{\"new\": {admins}}}")),
+            ("allow_message_editing", "true"),
+        ],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body,
+        json!({
+            "result": "success",
+            "msg": "",
+            "name": "updated",
+            "message_content_edit_limit_seconds": null,
+            "message_content_delete_limit_seconds": 1200,
+            "can_create_bots_group": admins.parse::<u64>().unwrap(),
+        })
+    );
+    let events: Vec<Value> = drain(bob, &queue)
+        .await
+        .into_iter()
+        .map(|mut e| {
+            e.as_object_mut().unwrap().remove("id");
+            e
+        })
+        .collect();
+    assert_eq!(
+        events,
+        vec![
+            json!({"type": "realm", "op": "update", "property": "name", "value": "Renamed"}),
+            json!({"type": "realm", "op": "update_dict", "property": "default", "data": {"message_content_edit_limit_seconds": null}}),
+            json!({"type": "realm", "op": "update", "property": "message_content_delete_limit_seconds", "value": 1200}),
+            json!({"type": "realm", "op": "update_dict", "property": "default", "data": {"can_create_bots_group": admins.parse::<u64>().unwrap()}}),
+        ]
+    );
+    let (_, state) = register(bob, &[]).await;
+    assert_eq!(state["realm_name"], "Renamed");
+    assert_eq!(
+        state["realm_message_content_edit_limit_seconds"],
+        Value::Null
+    );
+    assert_eq!(state["realm_message_content_delete_limit_seconds"], 1200);
+    assert_eq!(
+        state["realm_can_create_bots_group"],
+        admins.parse::<u64>().unwrap()
+    );
+
+    // The bot permission now keeps members out.
+    let (_, body) = bob
+        .post("/bots", &[("full_name", "B"), ("short_name", "b")])
+        .await;
+    assert_eq!(body["msg"], "Insufficient permission");
+
+    // Bad values, in Zulip's words.
+    let too_long = "x".repeat(41);
+    let to_everyone = format!("{{\"new\": {everyone}}}");
+    let cases: Vec<(Vec<(&str, &str)>, Value)> = vec![
+        (
+            vec![("name", "  ")],
+            json!({"result":"error","msg":"name cannot be blank","code":"BAD_REQUEST"}),
+        ),
+        (
+            vec![("name", too_long.as_str())],
+            json!({"result":"error","msg":"name is too long (limit: 40 characters)","code":"BAD_REQUEST"}),
+        ),
+        (
+            vec![("message_edit_history_visibility_policy", "some")],
+            json!({"result":"error","msg":"Bad value for 'message_edit_history_visibility_policy': some","code":"REQUEST_VARIABLE_INVALID","var_name":"message_edit_history_visibility_policy","bad_value":"some"}),
+        ),
+        (
+            vec![("message_content_edit_limit_seconds", "0")],
+            json!({"result":"error","msg":"Bad value for 'message_content_edit_limit_seconds': 0","code":"REQUEST_VARIABLE_INVALID","var_name":"message_content_edit_limit_seconds","bad_value":"0"}),
+        ),
+        (
+            vec![("allow_message_editing", "maybe")],
+            json!({"result":"error","msg":"allow_message_editing is not a boolean","code":"BAD_REQUEST","var_name":"allow_message_editing"}),
+        ),
+        (
+            vec![("new_stream_announcements_stream_id", "999")],
+            json!({"result":"error","msg":"Invalid channel ID","code":"BAD_REQUEST"}),
+        ),
+        (
+            vec![("can_create_bots_group", to_everyone.as_str())],
+            json!({"result":"error","msg":"'can_create_bots_group' setting cannot be set to 'role:everyone' group.","code":"BAD_REQUEST"}),
+        ),
+        (
+            vec![("can_create_bots_group", "{\"new\": 99999}")],
+            json!({"result":"error","msg":"Invalid user group","code":"BAD_REQUEST"}),
+        ),
+    ];
+    for (params, expected) in cases {
+        let (status, body) = patch(&owner, &params).await;
+        assert_eq!(
+            (status, body),
+            (StatusCode::BAD_REQUEST, expected),
+            "{params:?}"
+        );
+    }
+    // A failed request changes nothing, even the valid parts before the bad one.
+    let (_, body) = patch(
+        &owner,
+        &[
+            ("name", "Other"),
+            ("new_stream_announcements_stream_id", "999"),
+        ],
+    )
+    .await;
+    assert_eq!(body["msg"], "Invalid channel ID");
+    assert_eq!(register(bob, &[]).await.1["realm_name"], "Renamed");
+
+    // Unchanged values: nothing to report, no event.
+    let (queue, _) = register(bob, &[]).await;
+    let (_, body) = patch(&owner, &[("name", "Renamed")]).await;
+    assert_eq!(body, json!({"result": "success", "msg": ""}));
+    assert_eq!(drain(bob, &queue).await, Vec::<Value>::new());
+
+    // Settings survive a restart (they are events in the log).
+    let server = chat.server.stop().restart();
+    let owner = server.api(Some(&server.owner()));
+    let (_, state) = register(&owner, &[]).await;
+    assert_eq!(state["realm_name"], "Renamed");
+    assert_eq!(state["realm_message_content_delete_limit_seconds"], 1200);
+    assert_eq!(
+        state["realm_can_create_bots_group"],
+        admins.parse::<u64>().unwrap()
+    );
+}
+
+#[tokio::test]
+async fn realm_settings_govern_editing_history_topics_and_names() {
+    let chat = chat().await;
+    let server = &chat.server;
+    let owner = server.api(Some(&server.owner()));
+    let (_, alice) = &chat.alice;
+    let channel = chat.channel.to_string();
+    let id = send(
+        alice,
+        &[
+            ("type", "stream"),
+            ("to", &channel),
+            ("topic", "t"),
+            ("content", "first"),
+        ],
+    )
+    .await;
+    let edit = |content: &'static str| {
+        let path = format!("/messages/{id}");
+        async move {
+            alice
+                .call(Method::PATCH, &path, &[("content", content)])
+                .await
+        }
+    };
+    assert_eq!(edit("second").await.0, StatusCode::OK);
+    let (status, _) = alice
+        .call(
+            Method::PATCH,
+            &format!("/messages/{id}"),
+            &[("topic", "moved")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    // Editing turned off.
+    assert_eq!(
+        patch(&owner, &[("allow_message_editing", "false")]).await.0,
+        StatusCode::OK
+    );
+    let (status, body) = edit("third").await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"result":"error","msg":"Your organization has turned off message editing","code":"BAD_REQUEST"})
+        )
+    );
+
+    // Edit history: all, then moves only (no earlier content), then none.
+    let (_, body) = alice.get(&format!("/messages/{id}"), &[]).await;
+    assert_eq!(body["message"]["edit_history"].as_array().unwrap().len(), 2);
+    patch(
+        &owner,
+        &[("message_edit_history_visibility_policy", "moves")],
+    )
+    .await;
+    let (_, body) = alice.get(&format!("/messages/{id}"), &[]).await;
+    let history = body["message"]["edit_history"].as_array().unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0]["prev_topic"], "t");
+    assert!(history[0].get("prev_content").is_none());
+    let (_, body) = alice.get(&format!("/messages/{id}/history"), &[]).await;
+    let snapshots = body["message_history"].as_array().unwrap();
+    assert_eq!(snapshots.len(), 2);
+    assert!(
+        snapshots.iter().all(|s| s["content"] == "second"),
+        "{snapshots:?}"
+    );
+    patch(
+        &owner,
+        &[("message_edit_history_visibility_policy", "none")],
+    )
+    .await;
+    let (_, body) = alice.get(&format!("/messages/{id}"), &[]).await;
+    assert!(body["message"].get("edit_history").is_none());
+    let (status, body) = alice.get(&format!("/messages/{id}/history"), &[]).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"result":"error","msg":"Message edit history is disabled in this organization","code":"BAD_REQUEST"})
+        )
+    );
+
+    // The organization's topics policy applies to channels that inherit it.
+    patch(&owner, &[("topics_policy", "disable_empty_topic")]).await;
+    let (_, body) = alice
+        .post(
+            "/messages",
+            &[
+                ("type", "stream"),
+                ("to", &channel),
+                ("topic", ""),
+                ("content", "x"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        body["msg"],
+        "Sending messages to the general chat is not allowed in this channel."
+    );
+    let (_, state) = register(alice, &[]).await;
+    assert_eq!(state["realm_topics_policy"], "disable_empty_topic");
+    assert_eq!(state["realm_mandatory_topics"], true);
+
+    // Unique names.
+    patch(&owner, &[("require_unique_names", "true")]).await;
+    let (_, body) = owner
+        .post(
+            "/users",
+            &[
+                ("email", "twin@example.com"),
+                ("password", "password1"),
+                ("full_name", "alice adams"),
+            ],
+        )
+        .await;
+    assert_eq!(body["msg"], "Unique names required in this organization.");
+}
