@@ -6,7 +6,9 @@ use std::fmt;
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[derive(
+            Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+        )]
         #[serde(transparent)]
         pub struct $name(pub u64);
 
@@ -41,6 +43,11 @@ id_type!(
 id_type!(
     /// A message's id.
     MessageId
+);
+
+id_type!(
+    /// A custom profile field's id.
+    FieldId
 );
 
 /// Position of an event in the log: 1 for the first event, gapless, strictly increasing.

@@ -31,7 +31,7 @@ pub enum Destination {
     Direct { user_ids: Vec<UserId> },
 }
 
-struct OrgResolver<'a>(&'a Projections);
+pub(crate) struct OrgResolver<'a>(pub &'a Projections);
 
 impl Resolver for OrgResolver<'_> {
     fn user(&self, name: &str, id: Option<u64>) -> Option<(u64, String)> {

@@ -6,6 +6,7 @@
 pub mod channels;
 pub mod groups;
 pub mod messages;
+pub mod profile_fields;
 pub mod realm;
 pub mod users;
 
@@ -30,4 +31,15 @@ pub fn admin<'a>(state: &'a Projections, ctx: &Ctx) -> ApiResult<&'a User> {
     } else {
         Err(ApiError::must_be_admin())
     }
+}
+
+/// Whether `url` is an absolute http(s) URL with a host.
+pub fn is_http_url(url: &str) -> bool {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    rest.is_some_and(|r| {
+        let host = r.split(['/', '?', '#']).next().unwrap_or_default();
+        !host.is_empty() && !url.chars().any(|c| c.is_whitespace() || c.is_control())
+    })
 }

@@ -331,14 +331,15 @@ pub fn deactivate_user(
     Ok((events, ()))
 }
 
-/// `PATCH /users/{user_id}`: an administrator changes a name or a role. Only owners make or
-/// unmake owners, and the last owner keeps the role.
+/// `PATCH /users/{user_id}`: an administrator changes a name, a role or profile data. Only
+/// owners make or unmake owners, and the last owner keeps the role.
 pub fn update_user(
     state: &Projections,
     ctx: &Ctx,
     target: UserId,
     full_name: Option<String>,
     role: Option<Role>,
+    profile_data: Option<Vec<super::profile_fields::ValueChange>>,
 ) -> ApiResult<(Vec<Event>, ())> {
     let me = admin(state, ctx)?;
     let user = state
@@ -369,6 +370,11 @@ pub fn update_user(
                 change: UserChange::FullName(name),
             });
         }
+    }
+    if let Some(items) = profile_data {
+        events.extend(super::profile_fields::value_events(
+            state, me, target, items, true,
+        )?);
     }
     Ok((events, ()))
 }

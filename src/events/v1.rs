@@ -3,7 +3,7 @@
 //! Names of variants and fields are a storage contract: a change means freezing this file,
 //! adding `v2.rs` and an upcast, and a fixture of v1 bytes in `replay-fixtures/`.
 
-use crate::ids::{ChannelId, FolderId, GroupId, MessageId, UserId};
+use crate::ids::{ChannelId, FieldId, FolderId, GroupId, MessageId, UserId};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -273,6 +273,42 @@ pub enum RealmValue {
     Group(GroupSetting),
 }
 
+/// One choice of a dropdown profile field.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileChoice {
+    pub text: String,
+    pub order: String,
+}
+
+/// The `field_data` of a custom profile field.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ProfileFieldData {
+    /// Types without data.
+    None,
+    /// Dropdown (type 3): choice key → choice.
+    Choices(std::collections::BTreeMap<String, ProfileChoice>),
+    /// External account (type 7): `twitter`, `github` or `custom` (with a URL pattern).
+    ExternalAccount {
+        subtype: String,
+        url_pattern: Option<String>,
+    },
+}
+
+/// A custom profile field's definition, whole (creation and every change carry all of it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileFieldSpec {
+    pub name: String,
+    pub hint: String,
+    /// 1 short text, 2 long text, 3 dropdown, 4 date, 5 link, 6 users, 7 external account,
+    /// 8 pronouns.
+    pub field_type: u8,
+    pub field_data: ProfileFieldData,
+    pub display_in_profile_summary: bool,
+    pub required: bool,
+    pub editable_by_user: bool,
+    pub use_for_user_matching: bool,
+}
+
 /// What a bot account has beyond a user's: the channels it defaults to and, for outgoing
 /// webhook bots, the service it calls.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -414,6 +450,30 @@ pub enum Event {
     RealmCreated { name: String, description: String },
     /// An organization setting changed (`PATCH /realm`); `name` is Zulip's setting name.
     RealmSettingChanged { name: String, value: RealmValue },
+    /// An administrator created a custom profile field (`order` = id).
+    CustomProfileFieldCreated {
+        field_id: FieldId,
+        spec: ProfileFieldSpec,
+    },
+    /// A custom profile field's definition was replaced (its type never changes). Values of
+    /// dropdown choices that no longer exist are cleared by `ProfileDataSet` events beside it.
+    CustomProfileFieldChanged {
+        field_id: FieldId,
+        spec: ProfileFieldSpec,
+    },
+    /// A custom profile field was deleted, with every user's value for it.
+    CustomProfileFieldDeleted { field_id: FieldId },
+    /// The fields' order was set (every field id, in order).
+    CustomProfileFieldsReordered { order: Vec<FieldId> },
+    /// A user's value for a field was set (`None` removes it). The users type stores its ids
+    /// as JSON text (`"[11]"`), as Zulip does; `rendered_value` is the Markdown rendering for
+    /// the text types, made when the value was set.
+    ProfileDataSet {
+        user_id: UserId,
+        field_id: FieldId,
+        value: Option<String>,
+        rendered_value: Option<String>,
+    },
     /// A human account or a bot was created.
     UserCreated {
         user_id: UserId,
@@ -617,6 +677,11 @@ impl Event {
         match self {
             Event::RealmCreated { .. } => "RealmCreated",
             Event::RealmSettingChanged { .. } => "RealmSettingChanged",
+            Event::CustomProfileFieldCreated { .. } => "CustomProfileFieldCreated",
+            Event::CustomProfileFieldChanged { .. } => "CustomProfileFieldChanged",
+            Event::CustomProfileFieldDeleted { .. } => "CustomProfileFieldDeleted",
+            Event::CustomProfileFieldsReordered { .. } => "CustomProfileFieldsReordered",
+            Event::ProfileDataSet { .. } => "ProfileDataSet",
             Event::UserCreated { .. } => "UserCreated",
             Event::ApiKeyRegenerated { .. } => "ApiKeyRegenerated",
             Event::UserDeactivated { .. } => "UserDeactivated",

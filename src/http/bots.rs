@@ -4,6 +4,7 @@
 use super::users::{avatar_url, email_domain};
 use super::{path_id, AppState, Auth, Params, Site};
 use crate::auth::{new_api_key_nonce, ServerSecret};
+use crate::commands::is_http_url;
 use crate::commands::users::{human_member, NewBot, GENERIC_BOT, OUTGOING_WEBHOOK_BOT};
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult};
@@ -170,17 +171,6 @@ pub async fn create_bot(
         Ok::<Value, ApiError>(body)
     })?;
     Ok(params.success(body))
-}
-
-/// Whether `url` is an absolute http(s) URL with a host.
-pub fn is_http_url(url: &str) -> bool {
-    let rest = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"));
-    rest.is_some_and(|r| {
-        let host = r.split(['/', '?', '#']).next().unwrap_or_default();
-        !host.is_empty() && !url.chars().any(|c| c.is_whitespace() || c.is_control())
-    })
 }
 
 /// `GET /bots`: the caller's own active bots.

@@ -12,6 +12,7 @@ pub mod events;
 pub mod folders;
 pub mod messages;
 pub mod params;
+pub mod profile_fields;
 pub mod realm;
 pub mod server_settings;
 pub mod subscriptions;
@@ -86,6 +87,16 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     post => bots::create_bot);
                 endpoint!(api, "/bots/{bot_id}", delete => bots::deactivate_bot);
                 endpoint!(api, "/realm", patch => realm::update_realm);
+                endpoint!(api, "/realm/profile_fields",
+                    get => profile_fields::get_profile_fields,
+                    post => profile_fields::create_profile_field,
+                    patch => profile_fields::reorder_profile_fields);
+                endpoint!(api, "/realm/profile_fields/{field_id}",
+                    patch => profile_fields::update_profile_field,
+                    delete => profile_fields::delete_profile_field);
+                endpoint!(api, "/users/me/profile_data",
+                    patch => profile_fields::update_own_profile_data,
+                    delete => profile_fields::delete_own_profile_data);
                 endpoint!(api, "/channels/create", post => channels::create_channel);
                 endpoint!(api, "/streams", get => channels::get_streams);
                 endpoint!(api, "/streams/{stream_id}",

@@ -2,13 +2,14 @@
 //! `POST /users`, `PATCH /users/{user_id}`, `DELETE /users/{user_id}`,
 //! `POST /users/{user_id}/reactivate`, and the avatar image behind `avatar_url`.
 
+use super::profile_fields::{parse_profile_data, profile_data_json};
 use super::{path_id, AppState, Auth, Params};
 use crate::auth::{hash_password, new_api_key_nonce};
 use crate::commands::users::{NewUser, MIN_PASSWORD_LENGTH};
 use crate::error::{ApiError, ApiResult};
 use crate::events::Role;
 use crate::ids::UserId;
-use crate::projections::User;
+use crate::projections::{Projections, User};
 use crate::time::iso8601_ms;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
@@ -52,7 +53,13 @@ pub fn email_domain(site: &super::Site) -> String {
 /// A user as `GET /users`, `/register` (`realm_users`) and `realm_user` events show it to
 /// `viewer`. `profile_data` (humans only) is included when `with_profile_data` is set, as
 /// Zulip does for `include_custom_profile_fields` and in `/register`.
-pub fn user_json(site: &super::Site, viewer: &User, user: &User, with_profile_data: bool) -> Value {
+pub fn user_json(
+    state: &Projections,
+    site: &super::Site,
+    viewer: &User,
+    user: &User,
+    with_profile_data: bool,
+) -> Value {
     let visible = email_visible(viewer, user);
     let mut map = serde_json::Map::new();
     let mut put = |k: &str, v: Value| {
@@ -92,7 +99,7 @@ pub fn user_json(site: &super::Site, viewer: &User, user: &User, with_profile_da
     put("avatar_version", json!(user.avatar_version));
     put("is_imported_stub", json!(false));
     if with_profile_data && !user.is_bot() {
-        put("profile_data", json!({}));
+        put("profile_data", profile_data_json(state, user.user_id));
     }
     Value::Object(map)
 }
@@ -122,7 +129,7 @@ pub async fn get_users(
             .users
             .get(auth.user_id)
             .ok_or_else(|| ApiError::internal("authenticated user missing"))?;
-        let show = |u: &User| user_json(&state.site, viewer, u, with_profile);
+        let show = |u: &User| user_json(s, &state.site, viewer, u, with_profile);
         Ok::<Vec<Value>, ApiError>(match &wanted {
             None => s.users.iter().map(show).collect(),
             // As in Zulip, ids that name no account are left out rather than refused.
@@ -173,7 +180,7 @@ pub async fn get_user(
                 }),
         };
         found
-            .map(|u| user_json(&state.site, viewer, u, with_profile))
+            .map(|u| user_json(s, &state.site, viewer, u, with_profile))
             .ok_or_else(|| ApiError::bad_request("No such user"))
     })?;
     Ok(params.success(json!({ "user": user })))
@@ -210,7 +217,7 @@ pub async fn get_own_user(
                 .and_then(|m| m.keys().next_back())
                 .map_or(-1, |id| id.0 as i64),
             "user_id": user.user_id.0,
-            "profile_data": {},
+            "profile_data": profile_data_json(s, user.user_id),
         }))
     })?;
     Ok(params.success(body))
@@ -275,7 +282,7 @@ pub async fn deactivate_user(
     Ok(params.success(json!({})))
 }
 
-/// `PATCH /users/{user_id}`: `full_name` and `role` (administrators).
+/// `PATCH /users/{user_id}`: `full_name`, `role` and `profile_data` (administrators).
 pub async fn update_user(
     state: web::Data<AppState>,
     auth: Auth,
@@ -292,10 +299,11 @@ pub async fn update_user(
                 .ok_or_else(|| ApiError::bad_request("Invalid role").with("var_name", "role"))?,
         ),
     };
+    let profile_data = parse_profile_data(&mut params, "profile_data")?;
     state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::users::update_user(s, ctx, target, full_name, role)
+            crate::commands::users::update_user(s, ctx, target, full_name, role, profile_data)
         })
         .await?;
     Ok(params.success(json!({})))

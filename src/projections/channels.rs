@@ -241,6 +241,11 @@ impl Channels {
             }
             Event::RealmCreated { .. }
             | Event::RealmSettingChanged { .. }
+            | Event::CustomProfileFieldCreated { .. }
+            | Event::CustomProfileFieldChanged { .. }
+            | Event::CustomProfileFieldDeleted { .. }
+            | Event::CustomProfileFieldsReordered { .. }
+            | Event::ProfileDataSet { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }

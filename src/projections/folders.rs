@@ -114,6 +114,11 @@ impl Folders {
             }
             Event::RealmCreated { .. }
             | Event::RealmSettingChanged { .. }
+            | Event::CustomProfileFieldCreated { .. }
+            | Event::CustomProfileFieldChanged { .. }
+            | Event::CustomProfileFieldDeleted { .. }
+            | Event::CustomProfileFieldsReordered { .. }
+            | Event::ProfileDataSet { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }

@@ -269,6 +269,11 @@ impl Groups {
             }
             Event::RealmCreated { .. }
             | Event::RealmSettingChanged { .. }
+            | Event::CustomProfileFieldCreated { .. }
+            | Event::CustomProfileFieldChanged { .. }
+            | Event::CustomProfileFieldDeleted { .. }
+            | Event::CustomProfileFieldsReordered { .. }
+            | Event::ProfileDataSet { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }

@@ -8,6 +8,7 @@ pub mod channels;
 pub mod folders;
 pub mod groups;
 pub mod messages;
+pub mod profile_fields;
 pub mod realm;
 pub mod typing;
 pub mod user_topics;
@@ -17,6 +18,7 @@ pub use channels::{Channel, Channels, Subscription};
 pub use folders::{Folder, Folders};
 pub use groups::{Group, Groups};
 pub use messages::{Message, Messages};
+pub use profile_fields::ProfileFields;
 pub use realm::Realm;
 pub use typing::Typing;
 pub use user_topics::UserTopics;
@@ -41,6 +43,7 @@ pub struct Projections {
     pub user_topics: UserTopics,
     pub messages: Messages,
     pub typing: Typing,
+    pub profile_fields: ProfileFields,
 }
 
 impl Projections {
@@ -55,6 +58,7 @@ impl Projections {
         // Messages read who is subscribed; no event changes both, so the order is immaterial.
         self.messages.apply(env, &self.channels, &self.users);
         self.typing.apply(env);
+        self.profile_fields.apply(env);
         self.seq = env.seq;
     }
 
@@ -92,6 +96,7 @@ impl Projections {
             "user_topics": self.user_topics.dump(),
             "messages": self.messages.dump(),
             "typing": self.typing.dump(),
+            "custom_profile_fields": self.profile_fields.dump(),
         })
     }
 

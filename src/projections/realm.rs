@@ -177,11 +177,6 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Channel,
         Initial::Int(-1),
     ),
-    plain(
-        "zulip_update_announcements_stream_id",
-        Kind::Channel,
-        Initial::Int(-1),
-    ),
     group(
         "can_create_public_channel_group",
         SystemGroup::Members,
@@ -377,7 +372,12 @@ impl Realm {
                     self.changed.insert(name.clone(), value.clone());
                 }
             },
-            Event::UserCreated { .. }
+            Event::CustomProfileFieldCreated { .. }
+            | Event::CustomProfileFieldChanged { .. }
+            | Event::CustomProfileFieldDeleted { .. }
+            | Event::CustomProfileFieldsReordered { .. }
+            | Event::ProfileDataSet { .. }
+            | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }
             | Event::UserReactivated { .. }

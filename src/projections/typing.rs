@@ -43,6 +43,11 @@ impl Typing {
             }
             Event::RealmCreated { .. }
             | Event::RealmSettingChanged { .. }
+            | Event::CustomProfileFieldCreated { .. }
+            | Event::CustomProfileFieldChanged { .. }
+            | Event::CustomProfileFieldDeleted { .. }
+            | Event::CustomProfileFieldsReordered { .. }
+            | Event::ProfileDataSet { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }

@@ -68,6 +68,11 @@ impl UserTopics {
             }
             Event::RealmCreated { .. }
             | Event::RealmSettingChanged { .. }
+            | Event::CustomProfileFieldCreated { .. }
+            | Event::CustomProfileFieldChanged { .. }
+            | Event::CustomProfileFieldDeleted { .. }
+            | Event::CustomProfileFieldsReordered { .. }
+            | Event::ProfileDataSet { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }

@@ -153,6 +153,11 @@ impl Users {
             }
             Event::RealmCreated { .. }
             | Event::RealmSettingChanged { .. }
+            | Event::CustomProfileFieldCreated { .. }
+            | Event::CustomProfileFieldChanged { .. }
+            | Event::CustomProfileFieldDeleted { .. }
+            | Event::CustomProfileFieldsReordered { .. }
+            | Event::ProfileDataSet { .. }
             | Event::UserGroupCreated { .. }
             | Event::UserGroupMembersChanged { .. }
             | Event::UserGroupSubgroupsChanged { .. }

@@ -308,7 +308,7 @@ pub fn initial_state(
         let mut members = Vec::new();
         let mut non_active = Vec::new();
         for user in state.users.iter() {
-            let mut json = user_json(site, me, user, true);
+            let mut json = user_json(state, site, me, user, true);
             if let Value::Object(map) = &mut json {
                 map.remove("is_active");
             }
@@ -466,7 +466,10 @@ pub fn initial_state(
         put("muted_topics", Value::Array(muted));
     }
     if want("custom_profile_fields") {
-        put("custom_profile_fields", json!([]));
+        put(
+            "custom_profile_fields",
+            crate::http::profile_fields::fields_json(state),
+        );
         put("custom_profile_field_types", custom_profile_field_types());
     }
     if want("realm_linkifiers") {

@@ -9,6 +9,7 @@ use crate::events::{
 use crate::http::bots::{bot_audience, bot_json};
 use crate::http::channels::{channel_json, subscription_json};
 use crate::http::messages::{message_flags, message_json, shown_email};
+use crate::http::profile_fields::fields_json;
 use crate::http::user_groups::group_json;
 use crate::http::users::user_json;
 use crate::http::wire::render_group_setting;
@@ -86,6 +87,25 @@ pub fn client_events(
 ) -> Vec<(UserId, Value)> {
     match &env.event {
         Event::RealmCreated { .. } | Event::ApiKeyRegenerated { .. } => Vec::new(),
+        Event::CustomProfileFieldCreated { .. }
+        | Event::CustomProfileFieldChanged { .. }
+        | Event::CustomProfileFieldDeleted { .. }
+        | Event::CustomProfileFieldsReordered { .. } => to_all(
+            state,
+            json!({"type": "custom_profile_fields", "fields": fields_json(state)}),
+        ),
+        Event::ProfileDataSet {
+            user_id,
+            field_id,
+            value,
+            rendered_value,
+        } => {
+            let mut field = json!({"id": field_id.0, "value": value});
+            if let Some(html) = rendered_value {
+                field["rendered_value"] = json!(html);
+            }
+            realm_user_update(state, *user_id, json!({"custom_profile_field": field}))
+        }
         Event::RealmSettingChanged { name, .. } => {
             let value = realm_setting_json(state, name);
             let event = match realm::setting(name).map(|s| s.event) {
@@ -102,7 +122,7 @@ pub fn client_events(
             };
             let mut out: Vec<(UserId, Value)> = active(state)
                 .map(|viewer| {
-                    (viewer.user_id, json!({"type": "realm_user", "op": "add", "person": user_json(site, viewer, user, true)}))
+                    (viewer.user_id, json!({"type": "realm_user", "op": "add", "person": user_json(state, site, viewer, user, true)}))
                 })
                 .collect();
             if user.is_bot() {

@@ -355,3 +355,367 @@ async fn bots_are_created_listed_announced_and_deactivated() {
         .await;
     assert_eq!(body["msg"], "Not allowed for guest users");
 }
+
+#[tokio::test]
+async fn custom_profile_fields_and_values() {
+    let server = Server::start();
+    let owner = server.api(Some(&server.owner()));
+    let (alice_id, alice) = server.create_member("alice@example.com", "Alice").await;
+    let (bob_id, _) = server.create_member("bob@example.com", "Bob").await;
+    let as_alice = server.api(Some(&alice));
+    let (queue, _) = register(&as_alice, &[]).await;
+    let create = |params: Vec<(&'static str, String)>| {
+        let owner = &owner;
+        async move {
+            let params: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            owner.post("/realm/profile_fields", &params).await
+        }
+    };
+    let s = |v: &str| v.to_owned();
+
+    // Administrators only.
+    let (_, body) = as_alice
+        .post(
+            "/realm/profile_fields",
+            &[("name", "Phone"), ("field_type", "1")],
+        )
+        .await;
+    assert_eq!(body["code"], "UNAUTHORIZED_PRINCIPAL");
+
+    let (status, body) = create(vec![
+        ("name", s("Phone")),
+        ("hint", s("Your number")),
+        ("field_type", s("1")),
+        ("display_in_profile_summary", s("true")),
+    ])
+    .await;
+    assert_eq!((status, &body["id"]), (StatusCode::OK, &json!(1)), "{body}");
+    let (_, body) = create(vec![
+        ("name", s("Editor")),
+        ("field_type", s("3")),
+        (
+            "field_data",
+            s(r#"{"vim": {"text": "Vim", "order": "1"}, "emacs": {"text": "Emacs", "order": "2"}}"#),
+        ),
+        ("editable_by_user", s("false")),
+    ])
+    .await;
+    assert_eq!(body["id"], 2, "{body}");
+    create(vec![("name", s("Mentor")), ("field_type", s("6"))]).await;
+    create(vec![("name", s("Site")), ("field_type", s("5"))]).await;
+    create(vec![("name", s("Birthday")), ("field_type", s("4"))]).await;
+
+    let (_, body) = as_alice.get("/realm/profile_fields", &[]).await;
+    let fields = body["custom_fields"].as_array().unwrap();
+    assert_eq!(fields.len(), 5);
+    assert_eq!(
+        fields[0],
+        json!({"id": 1, "name": "Phone", "type": 1, "hint": "Your number", "field_data": "",
+               "order": 1, "required": false, "editable_by_user": true,
+               "display_in_profile_summary": true})
+    );
+    let data: Value = serde_json::from_str(fields[1]["field_data"].as_str().unwrap()).unwrap();
+    assert_eq!(data["vim"], json!({"text": "Vim", "order": "1"}));
+    let events = drain(&as_alice, &queue).await;
+    assert_eq!(events.len(), 5);
+    assert_eq!(events[4]["type"], "custom_profile_fields");
+    assert_eq!(events[4]["fields"].as_array().unwrap().len(), 5);
+
+    // Definition errors, in Zulip's words.
+    let cases: Vec<(Vec<(&'static str, String)>, &str)> = vec![
+        (
+            vec![("name", s(" ")), ("field_type", s("1"))],
+            "Label cannot be blank.",
+        ),
+        (
+            vec![("name", "n".repeat(41)), ("field_type", s("1"))],
+            "name is too long (limit: 40 characters)",
+        ),
+        (
+            vec![
+                ("name", s("H")),
+                ("hint", "h".repeat(81)),
+                ("field_type", s("1")),
+            ],
+            "hint is too long (limit: 80 characters)",
+        ),
+        (
+            vec![("name", s("Phone")), ("field_type", s("2"))],
+            "A field with that label already exists.",
+        ),
+        (
+            vec![("name", s("X")), ("field_type", s("9"))],
+            "Invalid field type.",
+        ),
+        (
+            vec![("name", s("Pick")), ("field_type", s("3"))],
+            "Field must have at least one choice.",
+        ),
+        (
+            vec![
+                ("name", s("Pick")),
+                ("field_type", s("3")),
+                (
+                    "field_data",
+                    s(r#"{"a": {"text": "A", "order": "1"}, "b": {"text": "A", "order": "2"}}"#),
+                ),
+            ],
+            "Field must not have duplicate choices.",
+        ),
+        (
+            vec![
+                ("name", s("Pick")),
+                ("field_type", s("3")),
+                ("field_data", s(r#"{"a": {"order": "1"}}"#)),
+            ],
+            "text key is missing from field_data",
+        ),
+        (
+            vec![
+                ("name", s("Who")),
+                ("field_type", s("6")),
+                ("display_in_profile_summary", s("true")),
+            ],
+            "Field type not supported for display in profile summary.",
+        ),
+        (
+            vec![
+                ("name", s("When")),
+                ("field_type", s("4")),
+                ("use_for_user_matching", s("true")),
+            ],
+            "Field type not supported for use for user matching.",
+        ),
+        (
+            vec![
+                ("name", s("Acct")),
+                ("field_type", s("7")),
+                ("field_data", s(r#"{"subtype": "myspace"}"#)),
+            ],
+            "Invalid external account type",
+        ),
+        (
+            vec![
+                ("name", s("Acct")),
+                ("field_type", s("7")),
+                (
+                    "field_data",
+                    s(r#"{"subtype": "custom", "url_pattern": "https://x.example/"}"#),
+                ),
+            ],
+            "URL pattern must contain '%(username)s'.",
+        ),
+    ];
+    for (params, msg) in cases {
+        let (status, body) = create(params.clone()).await;
+        assert_eq!(
+            (status, body),
+            (
+                StatusCode::BAD_REQUEST,
+                json!({"result": "error", "msg": msg, "code": "BAD_REQUEST"})
+            ),
+            "{params:?}"
+        );
+    }
+    create(vec![
+        ("name", s("Pronouns")),
+        ("field_type", s("8")),
+        ("display_in_profile_summary", s("true")),
+    ])
+    .await;
+    let (_, body) = create(vec![
+        ("name", s("Team")),
+        ("field_type", s("1")),
+        ("display_in_profile_summary", s("true")),
+    ])
+    .await;
+    assert_eq!(
+        body["msg"],
+        "Only 2 custom profile fields can be displayed in the profile summary."
+    );
+    let (_, body) = create(vec![
+        ("name", s("GH")),
+        ("field_type", s("7")),
+        ("field_data", s(r#"{"subtype": "github"}"#)),
+    ])
+    .await;
+    let github_id = body["id"].as_u64().unwrap();
+    drain(&as_alice, &queue).await;
+
+    // Own values: checked against the field's type.
+    let set = |data: String| {
+        let api = &as_alice;
+        async move {
+            api.call(
+                reqwest::Method::PATCH,
+                "/users/me/profile_data",
+                &[("data", data.as_str())],
+            )
+            .await
+        }
+    };
+    let (status, body) = set(format!(
+        r#"[{{"id": 1, "value": "+1 *555*"}}, {{"id": 3, "value": [{bob_id}]}}, {{"id": 4, "value": "https://alice.example"}}, {{"id": 5, "value": "1990-02-28"}}]"#
+    ))
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let errors = [
+        (
+            r#"[{"id": 4, "value": "not a link"}]"#.to_owned(),
+            "Site is not a URL",
+        ),
+        (
+            r#"[{"id": 5, "value": "1990-02-30"}]"#.to_owned(),
+            "Birthday is not a date",
+        ),
+        (
+            r#"[{"id": 1, "value": 5}]"#.to_owned(),
+            "Phone is not a string",
+        ),
+        (
+            format!(r#"[{{"id": 1, "value": "{}"}}]"#, "9".repeat(51)),
+            "Phone is too long (limit: 50 characters)",
+        ),
+        (
+            r#"[{"id": 3, "value": [999]}]"#.to_owned(),
+            "Invalid user ID: 999",
+        ),
+        (
+            r#"[{"id": 3, "value": "1"}]"#.to_owned(),
+            "User IDs is not a list",
+        ),
+        (
+            r#"[{"id": 99, "value": "x"}]"#.to_owned(),
+            "Field id 99 not found.",
+        ),
+        (
+            r#"[{"id": 2, "value": "vim"}]"#.to_owned(),
+            "You are not allowed to change this field. Contact an administrator to update it.",
+        ),
+    ];
+    for (data, msg) in errors {
+        let (status, body) = set(data.clone()).await;
+        assert_eq!(
+            (status, body),
+            (
+                StatusCode::BAD_REQUEST,
+                json!({"result": "error", "msg": msg, "code": "BAD_REQUEST"})
+            ),
+            "{data}"
+        );
+    }
+    let events = drain(&as_alice, &queue).await;
+    assert_eq!(events.len(), 4, "{events:?}");
+    assert_eq!(
+        events[0]["person"],
+        json!({"user_id": alice_id, "custom_profile_field": {"id": 1, "value": "+1 *555*", "rendered_value": "<p>+1 <em>555</em></p>"}})
+    );
+    assert_eq!(
+        events[1]["person"]["custom_profile_field"],
+        json!({"id": 3, "value": format!("[{bob_id}]")})
+    );
+
+    // An administrator sets the field users cannot edit, and removes a value with null.
+    let (status, body) = owner
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/users/{alice_id}"),
+            &[(
+                "profile_data",
+                r#"[{"id": 2, "value": "emacs"}, {"id": 5, "value": null}]"#,
+            )],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, body) = owner
+        .get(
+            &format!("/users/{alice_id}"),
+            &[("include_custom_profile_fields", "true")],
+        )
+        .await;
+    assert_eq!(
+        body["user"]["profile_data"],
+        json!({
+            "1": {"value": "+1 *555*", "rendered_value": "<p>+1 <em>555</em></p>"},
+            "2": {"value": "emacs"},
+            "3": {"value": format!("[{bob_id}]")},
+            "4": {"value": "https://alice.example"},
+        })
+    );
+
+    // Dropping a dropdown choice clears the values that used it.
+    let (status, body) = owner
+        .call(
+            reqwest::Method::PATCH,
+            "/realm/profile_fields/2",
+            &[
+                ("field_data", r#"{"vim": {"text": "Vim", "order": "1"}}"#),
+                ("name", "Favorite editor"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, me) = as_alice.get("/users/me", &[]).await;
+    assert!(me["profile_data"].get("2").is_none(), "{me}");
+    let (_, body) = owner
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/realm/profile_fields/{github_id}"),
+            &[("name", "Hub")],
+        )
+        .await;
+    assert_eq!(body["msg"], "Default custom field cannot be updated.");
+
+    // Reordering names every field; deleting removes the field and its values.
+    let (_, body) = owner
+        .call(
+            reqwest::Method::PATCH,
+            "/realm/profile_fields",
+            &[("order", "[2, 1]")],
+        )
+        .await;
+    assert_eq!(body["msg"], "Invalid order mapping.");
+    let (_, body) = as_alice.get("/realm/profile_fields", &[]).await;
+    let mut ids: Vec<u64> = body["custom_fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["id"].as_u64().unwrap())
+        .collect();
+    ids.reverse();
+    let order = serde_json::to_string(&ids).unwrap();
+    let (status, _) = owner
+        .call(
+            reqwest::Method::PATCH,
+            "/realm/profile_fields",
+            &[("order", order.as_str())],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, body) = as_alice.get("/realm/profile_fields", &[]).await;
+    assert_eq!(body["custom_fields"][0]["id"], ids[0]);
+    assert_eq!(
+        owner.delete("/realm/profile_fields/99", &[]).await.1["msg"],
+        "Field id 99 not found."
+    );
+    assert_eq!(
+        owner.delete("/realm/profile_fields/4", &[]).await.0,
+        StatusCode::OK
+    );
+    let (_, body) = create(vec![("name", s("New")), ("field_type", s("1"))]).await;
+    assert!(
+        body["id"].as_u64().unwrap() > github_id,
+        "ids are never reused: {body}"
+    );
+
+    // Values survive a restart.
+    let server = server.stop().restart();
+    let (_, me) = server.api(Some(&alice)).get("/users/me", &[]).await;
+    assert_eq!(
+        me["profile_data"],
+        json!({
+            "1": {"value": "+1 *555*", "rendered_value": "<p>+1 <em>555</em></p>"},
+            "3": {"value": format!("[{bob_id}]")},
+        })
+    );
+}

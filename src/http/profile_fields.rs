@@ -1,0 +1,332 @@
+//! Custom profile fields: `GET|POST|PATCH /realm/profile_fields`,
+//! `PATCH|DELETE /realm/profile_fields/{field_id}`, `PATCH|DELETE /users/me/profile_data`, and
+//! their wire shapes.
+
+use super::{path_id, AppState, Auth, Params};
+use crate::commands::profile_fields::{FieldChange, ValueChange};
+use crate::error::{ApiError, ApiResult};
+use crate::events::{ProfileChoice, ProfileFieldData};
+use crate::ids::{FieldId, UserId};
+use crate::projections::profile_fields::Field;
+use crate::projections::Projections;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+/// `field_data` as Zulip sends it: JSON text (`""` for types without data).
+fn field_data_text(data: &ProfileFieldData) -> String {
+    match data {
+        ProfileFieldData::None => String::new(),
+        ProfileFieldData::Choices(choices) => {
+            let map: Map<String, Value> = choices
+                .iter()
+                .map(|(k, c)| (k.clone(), json!({"text": c.text, "order": c.order})))
+                .collect();
+            Value::Object(map).to_string()
+        }
+        ProfileFieldData::ExternalAccount {
+            subtype,
+            url_pattern,
+        } => {
+            let mut map = Map::new();
+            map.insert("subtype".into(), json!(subtype));
+            if let Some(pattern) = url_pattern {
+                map.insert("url_pattern".into(), json!(pattern));
+            }
+            Value::Object(map).to_string()
+        }
+    }
+}
+
+/// A field as `GET /realm/profile_fields`, `/register` and `custom_profile_fields` events show it.
+pub fn field_json(field: &Field) -> Value {
+    let spec = &field.spec;
+    let mut map = Map::new();
+    map.insert("id".into(), json!(field.id.0));
+    map.insert("name".into(), json!(spec.name));
+    map.insert("type".into(), json!(spec.field_type));
+    map.insert("hint".into(), json!(spec.hint));
+    map.insert(
+        "field_data".into(),
+        json!(field_data_text(&spec.field_data)),
+    );
+    map.insert("order".into(), json!(field.order));
+    map.insert("required".into(), json!(spec.required));
+    map.insert("editable_by_user".into(), json!(spec.editable_by_user));
+    if spec.display_in_profile_summary {
+        map.insert("display_in_profile_summary".into(), json!(true));
+    }
+    if spec.use_for_user_matching {
+        map.insert("use_for_user_matching".into(), json!(true));
+    }
+    Value::Object(map)
+}
+
+/// Every field, in the organization's order.
+pub fn fields_json(state: &Projections) -> Value {
+    Value::Array(
+        state
+            .profile_fields
+            .ordered()
+            .into_iter()
+            .map(field_json)
+            .collect(),
+    )
+}
+
+/// A user's `profile_data`: field id (as text) → `{value, rendered_value?}`.
+pub fn profile_data_json(state: &Projections, user: UserId) -> Value {
+    let mut map = Map::new();
+    for (id, value) in state.profile_fields.values_of(user).into_iter().flatten() {
+        let mut entry = json!({"value": value.value});
+        if let Some(html) = &value.rendered_value {
+            entry["rendered_value"] = json!(html);
+        }
+        map.insert(id.0.to_string(), entry);
+    }
+    Value::Object(map)
+}
+
+/// `field_data` as a request sends it (a JSON object), checked for its shape; the rules that
+/// depend on the type are the command's.
+fn parse_field_data(value: Option<Value>, field_type: u8) -> ApiResult<Option<ProfileFieldData>> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let Value::Object(map) = value else {
+        return Err(ApiError::bad_request("field_data is not a dict"));
+    };
+    Ok(Some(match field_type {
+        3 => {
+            let mut choices = BTreeMap::new();
+            for (key, choice) in map {
+                let Value::Object(choice) = choice else {
+                    return Err(ApiError::bad_request(format!(
+                        "field_data[\"{key}\"] is not a dict"
+                    )));
+                };
+                let text = |name: &str| -> ApiResult<String> {
+                    match choice.get(name) {
+                        None => Err(ApiError::bad_request(format!(
+                            "{name} key is missing from field_data"
+                        ))),
+                        Some(Value::String(s)) => Ok(s.clone()),
+                        Some(_) => Err(ApiError::bad_request(format!(
+                            "field_data[\"{name}\"] is not a string"
+                        ))),
+                    }
+                };
+                let unexpected: Vec<&str> = choice
+                    .keys()
+                    .map(String::as_str)
+                    .filter(|k| *k != "text" && *k != "order")
+                    .collect();
+                if !unexpected.is_empty() {
+                    return Err(ApiError::bad_request(format!(
+                        "Unexpected arguments: {}",
+                        unexpected.join(", ")
+                    )));
+                }
+                choices.insert(
+                    key,
+                    ProfileChoice {
+                        text: text("text")?,
+                        order: text("order")?,
+                    },
+                );
+            }
+            ProfileFieldData::Choices(choices)
+        }
+        7 => {
+            let subtype = match map.get("subtype") {
+                None => {
+                    return Err(ApiError::bad_request(
+                        "subtype key is missing from field_data",
+                    ))
+                }
+                Some(Value::String(s)) => s.clone(),
+                Some(_) => {
+                    return Err(ApiError::bad_request(
+                        "field_data[\"subtype\"] is not a string",
+                    ))
+                }
+            };
+            let url_pattern = match map.get("url_pattern") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(_) => {
+                    return Err(ApiError::bad_request(
+                        "field_data[\"url_pattern\"] is not a string",
+                    ))
+                }
+            };
+            ProfileFieldData::ExternalAccount {
+                subtype,
+                url_pattern,
+            }
+        }
+        _ => ProfileFieldData::None,
+    }))
+}
+
+/// `GET /realm/profile_fields`.
+pub async fn get_profile_fields(
+    state: web::Data<AppState>,
+    _auth: Auth,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let fields = state.engine.read(fields_json);
+    Ok(params.success(json!({ "custom_fields": fields })))
+}
+
+/// The definition parameters shared by creation and change.
+fn read_change(params: &mut Params, field_type: u8) -> ApiResult<FieldChange> {
+    Ok(FieldChange {
+        name: params.str("name"),
+        hint: params.str("hint"),
+        field_data: parse_field_data(params.json("field_data")?, field_type)?,
+        display_in_profile_summary: params.bool("display_in_profile_summary")?,
+        required: params.bool("required")?,
+        editable_by_user: params.bool("editable_by_user")?,
+        use_for_user_matching: params.bool("use_for_user_matching")?,
+    })
+}
+
+/// `POST /realm/profile_fields` (administrators).
+pub async fn create_profile_field(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    auth.require_admin()?;
+    let field_type = params.required_int::<u8>("field_type")?;
+    let change = read_change(&mut params, field_type)?;
+    let committed = state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::profile_fields::create_field(s, ctx, field_type, change)
+        })
+        .await?;
+    Ok(params.success(json!({"id": committed.value.0})))
+}
+
+/// `PATCH /realm/profile_fields/{field_id}` (administrators).
+pub async fn update_profile_field(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    auth.require_admin()?;
+    let id = FieldId(path_id(&req, "field_id")?);
+    let field_type = state
+        .engine
+        .read(|s| s.profile_fields.get(id).map(|f| f.spec.field_type))
+        .unwrap_or(0);
+    let change = read_change(&mut params, field_type)?;
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::profile_fields::update_field(s, ctx, id, change)
+        })
+        .await?;
+    Ok(params.success(json!({})))
+}
+
+/// `DELETE /realm/profile_fields/{field_id}` (administrators).
+pub async fn delete_profile_field(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    auth.require_admin()?;
+    let id = FieldId(path_id(&req, "field_id")?);
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::profile_fields::delete_field(s, ctx, id)
+        })
+        .await?;
+    Ok(params.success(json!({})))
+}
+
+/// `PATCH /realm/profile_fields` (administrators): `order`, every field id.
+pub async fn reorder_profile_fields(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    auth.require_admin()?;
+    let order: Vec<u64> = params
+        .json("order")?
+        .ok_or_else(|| ApiError::missing("order"))?;
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::profile_fields::reorder_fields(s, ctx, order)
+        })
+        .await?;
+    Ok(params.success(json!({})))
+}
+
+/// `{id, value}` items as `PATCH /users/me/profile_data` and `PATCH /users/{id}` send them.
+pub fn parse_profile_data(params: &mut Params, name: &str) -> ApiResult<Option<Vec<ValueChange>>> {
+    let Some(items) = params.json::<Vec<Value>>(name)? else {
+        return Ok(None);
+    };
+    items
+        .into_iter()
+        .map(|item| {
+            let id = item
+                .get("id")
+                .and_then(Value::as_u64)
+                .ok_or_else(|| ApiError::bad_request(format!("{name}[\"id\"] is missing")))?;
+            let value = item
+                .get("value")
+                .cloned()
+                .ok_or_else(|| ApiError::bad_request(format!("{name}[\"value\"] is missing")))?;
+            Ok(ValueChange {
+                field_id: FieldId(id),
+                value,
+            })
+        })
+        .collect::<ApiResult<Vec<_>>>()
+        .map(Some)
+}
+
+/// `PATCH /users/me/profile_data`: the caller's own values.
+pub async fn update_own_profile_data(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let data = parse_profile_data(&mut params, "data")?.ok_or_else(|| ApiError::missing("data"))?;
+    let me = auth.user_id;
+    state
+        .engine
+        .execute(Some(me), move |s, ctx| {
+            crate::commands::profile_fields::set_values(s, ctx, me, data)
+        })
+        .await?;
+    Ok(params.success(json!({})))
+}
+
+/// `DELETE /users/me/profile_data`: removes the caller's values for the listed field ids.
+pub async fn delete_own_profile_data(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let ids: Vec<u64> = params
+        .json("data")?
+        .ok_or_else(|| ApiError::missing("data"))?;
+    let me = auth.user_id;
+    state
+        .engine
+        .execute(Some(me), move |s, ctx| {
+            crate::commands::profile_fields::remove_values(s, ctx, ids)
+        })
+        .await?;
+    Ok(params.success(json!({})))
+}
