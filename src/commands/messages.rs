@@ -206,6 +206,171 @@ pub fn send_message(
     ))
 }
 
+/// The notification bot's address and name, as in Zulip.
+pub const NOTIFICATION_BOT_EMAIL: &str = "notification-bot@zulip.com";
+pub const NOTIFICATION_BOT_NAME: &str = "Notification Bot";
+
+/// Messages the notification bot sends on behalf of a command (channel announcements, move
+/// notices, ...). The bot is created with its first message, in the same batch; message ids
+/// are allocated one after another, so a command may send several. A command using this must
+/// not create users itself.
+pub struct Notices<'a> {
+    state: &'a Projections,
+    bot: UserId,
+    events: Vec<Event>,
+    next_id: u64,
+}
+
+impl<'a> Notices<'a> {
+    pub fn new(state: &'a Projections) -> Notices<'a> {
+        let (bot, events) = match state.users.system_bot(NOTIFICATION_BOT_EMAIL) {
+            Some(bot) => (bot.user_id, Vec::new()),
+            None => {
+                let bot = UserId(state.users.max_id().0 + 1);
+                let created = Event::UserCreated {
+                    user_id: bot,
+                    email: NOTIFICATION_BOT_EMAIL.into(),
+                    full_name: NOTIFICATION_BOT_NAME.into(),
+                    role: Role::Member,
+                    bot_type: Some(super::users::GENERIC_BOT),
+                    bot_owner_id: None,
+                    timezone: String::new(),
+                    can_create_users: false,
+                    password_hash: None,
+                    // System bots cannot authenticate, so their key material is never used.
+                    api_key_nonce: String::new(),
+                    bot: Some(Box::new(crate::events::BotConfig {
+                        default_sending_stream: None,
+                        default_events_register_stream: None,
+                        default_all_public_streams: false,
+                        services: Vec::new(),
+                        system: true,
+                    })),
+                };
+                (bot, vec![created])
+            }
+        };
+        Notices {
+            state,
+            bot,
+            events,
+            next_id: state.messages.next_id().0,
+        }
+    }
+
+    fn send(&mut self, recipient: Recipient, content: String) {
+        let rendered = render_message(&content, &OrgResolver(self.state));
+        let message_id = MessageId(self.next_id);
+        self.next_id += 1;
+        self.events.push(Event::MessageSent {
+            message_id,
+            sender_id: self.bot,
+            recipient,
+            content: content.into(),
+            rendered_content: rendered.html.into(),
+            client: "Internal".into(),
+            is_me_message: false,
+            mentioned: rendered.mentioned.into_iter().map(UserId).collect(),
+            stream_wildcard: rendered.stream_wildcard,
+            topic_wildcard: rendered.topic_wildcard,
+            sender_queue: None,
+        });
+    }
+
+    /// A message to a channel's topic.
+    pub fn to_channel(&mut self, channel_id: ChannelId, topic: &str, content: String) {
+        self.send(
+            Recipient::Channel {
+                channel_id,
+                topic: topic.to_owned(),
+            },
+            content,
+        );
+    }
+
+    /// A direct message to one user.
+    pub fn to_user(&mut self, user: UserId, content: String) {
+        let mut user_ids = vec![self.bot, user];
+        user_ids.sort();
+        user_ids.dedup();
+        self.send(Recipient::Direct { user_ids }, content);
+    }
+
+    /// The events: the bot's creation if needed, then the messages (none if nothing was sent).
+    pub fn into_events(self) -> Vec<Event> {
+        let sent = self
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::MessageSent { .. }));
+        if sent {
+            self.events
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// How a user is named in a notice: a silent mention that survives renames (`@_**Name|id**`).
+pub fn silent_mention(user: &User) -> String {
+    format!("@_**{}|{}**", user.full_name, user.user_id)
+}
+
+/// Characters that break Zulip's `#**...**` link syntax; names with them get a Markdown link.
+fn breaks_link_syntax(text: &str) -> bool {
+    text.contains(['`', '>', '*', '&', '[', ']']) || text.contains("$$")
+}
+
+/// Zulip's encoding of a narrow URL component: percent-encoding with `.` for `%`.
+fn encode_hash_component(text: &str) -> String {
+    let mut out = String::new();
+    for byte in text.bytes() {
+        match byte {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'~' => out.push(byte as char),
+            _ => out.push_str(&format!(".{byte:02X}")),
+        }
+    }
+    out
+}
+
+/// `#narrow/channel/{id}-{name}` (relative, as Zulip writes it in messages).
+fn channel_narrow(id: ChannelId, name: &str) -> String {
+    format!(
+        "#narrow/channel/{}-{}",
+        id,
+        encode_hash_component(&name.replace(' ', "-"))
+    )
+}
+
+/// A link to a channel in a notice: `#**name**`, or a Markdown link for awkward names.
+pub fn channel_link(id: ChannelId, name: &str) -> String {
+    if breaks_link_syntax(name) {
+        format!("[#{}]({})", name, channel_narrow(id, name))
+    } else {
+        format!("#**{name}**")
+    }
+}
+
+/// A link to a topic in a notice: `#**channel>topic**`, or a Markdown link for awkward names.
+/// The empty topic shows as "general chat".
+pub fn topic_link(id: ChannelId, name: &str, topic: &str) -> String {
+    let shown = if topic.is_empty() {
+        crate::http::subscriptions::EMPTY_TOPIC_DISPLAY_NAME
+    } else {
+        topic
+    };
+    if breaks_link_syntax(name) || breaks_link_syntax(shown) {
+        format!(
+            "[#{} > {}]({}/topic/{})",
+            name,
+            shown,
+            channel_narrow(id, name),
+            encode_hash_component(topic)
+        )
+    } else {
+        format!("#**{name}>{shown}**")
+    }
+}
+
 /// Whether `user` may read `message`: a copy of it, a direct message they take part in, or a
 /// channel whose history they can reach.
 pub fn can_read(state: &Projections, user: &User, message: &Message) -> bool {
@@ -473,6 +638,125 @@ pub struct EditRequest {
     pub topic: Option<String>,
     pub channel_id: Option<ChannelId>,
     pub propagate_mode: PropagateMode,
+    /// Zulip's `send_notification_to_old_thread` (default false) and `_new_thread` (true).
+    pub notify_old_thread: bool,
+    pub notify_new_thread: bool,
+    /// The organization's URL, for the message links of move notices.
+    pub realm_url: String,
+}
+
+/// Zulip does not repeat a resolve/unresolve notice undone within this many seconds: it
+/// deletes the earlier one instead (`RESOLVE_TOPIC_UNDO_GRACE_PERIOD_SECONDS`).
+const RESOLVE_UNDO_GRACE_SECS: i64 = 60;
+const RESOLVED_NOTICE: &str = " has marked this topic as resolved.";
+const UNRESOLVED_NOTICE: &str = " has marked this topic as unresolved.";
+
+/// The notification bot's messages about a move: a resolve/unresolve notice in the topic, or
+/// "moved here" / "moved to" notices in the new and old topics as the request asks.
+fn move_notices(
+    state: &Projections,
+    me: &User,
+    message: &Message,
+    mv: &MessageMove,
+    request: &EditRequest,
+    now: i64,
+) -> Vec<Event> {
+    let Recipient::Channel {
+        channel_id: old_channel,
+        topic: old_topic,
+    } = &message.recipient
+    else {
+        return Vec::new();
+    };
+    let new_channel = mv.new_channel_id.unwrap_or(*old_channel);
+    let new_topic = mv.new_topic.clone().unwrap_or_else(|| old_topic.clone());
+    let name_of = |id: ChannelId| {
+        state
+            .channels
+            .get(id)
+            .map(|c| c.name.clone())
+            .unwrap_or_default()
+    };
+    let mut notices = Notices::new(state);
+    let user = silent_mention(me);
+    let resolving = mv.new_channel_id.is_none()
+        && crate::projections::messages::is_resolve_toggle(old_topic, &new_topic);
+    if resolving {
+        // The newest message of the topic once moved: an undone notice is deleted, not answered.
+        let bot = state
+            .users
+            .system_bot(NOTIFICATION_BOT_EMAIL)
+            .map(|u| u.user_id);
+        let newest = state
+            .messages
+            .in_topic(new_channel, &new_topic)
+            .into_iter()
+            .flatten()
+            .chain(mv.message_ids.iter())
+            .max()
+            .and_then(|id| state.messages.get(*id));
+        if let Some(notice) = newest.filter(|m| {
+            Some(m.sender_id) == bot
+                && now - m.timestamp < RESOLVE_UNDO_GRACE_SECS
+                && (m.content.ends_with(RESOLVED_NOTICE) || m.content.ends_with(UNRESOLVED_NOTICE))
+        }) {
+            let mut moved = notice.clone();
+            moved.recipient = Recipient::Channel {
+                channel_id: new_channel,
+                topic: new_topic,
+            };
+            return vec![deletion(state, &[&moved])];
+        }
+        let resolved = new_topic.starts_with(crate::projections::messages::RESOLVED_TOPIC_PREFIX);
+        let text = if resolved {
+            RESOLVED_NOTICE
+        } else {
+            UNRESOLVED_NOTICE
+        };
+        notices.to_channel(new_channel, &new_topic, format!("{user}{text}"));
+        return notices.into_events();
+    }
+    let count = mv.message_ids.len();
+    let left_behind = state
+        .messages
+        .in_topic(*old_channel, old_topic)
+        .into_iter()
+        .flatten()
+        .any(|id| !mv.message_ids.contains(id));
+    let destination_had = state
+        .messages
+        .in_topic(new_channel, &new_topic)
+        .is_some_and(|ids| ids.iter().any(|id| !mv.message_ids.contains(id)));
+    let old_link = topic_link(*old_channel, &name_of(*old_channel), old_topic);
+    let new_link = topic_link(new_channel, &name_of(new_channel), &new_topic);
+    if request.notify_new_thread {
+        let text = if !left_behind && !destination_had {
+            format!("This topic was moved here from {old_link} by {user}.")
+        } else if count == 1 {
+            let url = format!(
+                "{}/{}/topic/{}/near/{}",
+                request.realm_url,
+                channel_narrow(new_channel, &name_of(new_channel)),
+                encode_hash_component(&new_topic),
+                message.id
+            );
+            format!("[A message]({url}) was moved here from {old_link} by {user}.")
+        } else {
+            format!("{count} messages were moved here from {old_link} by {user}.")
+        };
+        notices.to_channel(new_channel, &new_topic, text);
+    }
+    if request.notify_old_thread {
+        let text = if !left_behind {
+            format!("This topic was moved to {new_link} by {user}.")
+        } else if count == 1 {
+            format!("A message was moved from this topic to {new_link} by {user}.")
+        } else {
+            format!("{count} messages were moved from this topic to {new_link} by {user}.")
+        };
+        notices.to_channel(*old_channel, old_topic, text);
+    }
+    notices.into_events()
 }
 
 /// Whether `user` is covered by the organization's setting `realm` or the channel's `channel`.
@@ -564,15 +848,18 @@ pub fn edit_message(
     if moved.is_none() && unchanged_content {
         return Err(ApiError::bad_request("Nothing to change"));
     }
-    Ok((
-        vec![Event::MessageEdited {
-            message_id,
-            user_id: me.user_id,
-            content: content.filter(|_| !unchanged_content),
-            moved,
-        }],
-        (),
-    ))
+    let notices = moved
+        .as_deref()
+        .map(|mv| move_notices(state, me, message, mv, &request, now))
+        .unwrap_or_default();
+    let mut events = vec![Event::MessageEdited {
+        message_id,
+        user_id: me.user_id,
+        content: content.filter(|_| !unchanged_content),
+        moved,
+    }];
+    events.extend(notices);
+    Ok((events, ()))
 }
 
 /// Decides a topic and/or channel move: permissions, limits, and which messages go.
@@ -853,6 +1140,9 @@ mod tests {
             topic: topic.map(str::to_owned),
             channel_id: None,
             propagate_mode: mode,
+            notify_old_thread: false,
+            notify_new_thread: false,
+            realm_url: String::new(),
         }
     }
 

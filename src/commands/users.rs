@@ -227,6 +227,7 @@ pub fn create_bot(state: &Projections, ctx: &Ctx, bot: NewBot) -> ApiResult<(Vec
         } else {
             Vec::new()
         },
+        system: false,
     };
     let user_id = UserId(state.users.max_id().0 + 1);
     Ok((
@@ -267,7 +268,7 @@ pub fn deactivate_bot(
     let bot = state
         .users
         .get(target)
-        .filter(|u| u.is_bot())
+        .filter(|u| u.is_bot() && !u.is_system_bot())
         .ok_or_else(|| ApiError::bad_request("No such bot"))?;
     if bot.bot_owner_id != Some(me.user_id) && !me.role.is_admin() {
         return Err(ApiError::bad_request("Insufficient permission"));
@@ -345,6 +346,7 @@ pub fn update_user(
     let user = state
         .users
         .get(target)
+        .filter(|u| !u.is_system_bot())
         .ok_or_else(|| ApiError::bad_request("No such user"))?;
     let mut events = Vec::new();
     if let Some(role) = role.filter(|r| *r != user.role) {
@@ -389,6 +391,7 @@ pub fn reactivate_user(
     let user = state
         .users
         .get(target)
+        .filter(|u| !u.is_system_bot())
         .ok_or_else(|| ApiError::bad_request("No such user"))?;
     if user.is_active {
         return Err(ApiError::bad_request("User is already active"));

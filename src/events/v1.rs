@@ -318,6 +318,10 @@ pub struct BotConfig {
     pub default_all_public_streams: bool,
     /// Outgoing webhook bots have one service; other bots none.
     pub services: Vec<BotService>,
+    /// The server's own bots (the notification bot): no owner, no API access, shown to
+    /// clients as `cross_realm_bots`.
+    #[serde(default)]
+    pub system: bool,
 }
 
 /// The endpoint an outgoing webhook bot is reached at.

@@ -61,6 +61,8 @@ fn authenticate(req: &HttpRequest) -> ApiResult<Auth> {
         let user = s
             .users
             .by_email(email)
+            // The server's own bots have no API access at all.
+            .filter(|u| !u.is_system_bot())
             .filter(|u| {
                 let expected = state.secret.api_key(u.user_id, &u.api_key_nonce);
                 constant_time_eq(expected.as_bytes(), key.as_bytes())

@@ -1053,13 +1053,18 @@ pub async fn update_message(
         (Some(topic), _) | (None, Some(topic)) => Some(topic_param(&topic)),
         (None, None) => None,
     };
-    // Notification-bot messages about moves need the notification bot, which does not exist
-    // yet; the two flags are accepted and reported as ignored.
     let request = EditRequest {
         content: params.str("content"),
         topic,
         channel_id: params.int::<u64>("stream_id")?.map(ChannelId),
         propagate_mode,
+        notify_old_thread: params
+            .bool("send_notification_to_old_thread")?
+            .unwrap_or(false),
+        notify_new_thread: params
+            .bool("send_notification_to_new_thread")?
+            .unwrap_or(true),
+        realm_url: state.site.realm_url.clone(),
     };
     state
         .engine

@@ -131,12 +131,12 @@ pub async fn get_users(
             .ok_or_else(|| ApiError::internal("authenticated user missing"))?;
         let show = |u: &User| user_json(s, &state.site, viewer, u, with_profile);
         Ok::<Vec<Value>, ApiError>(match &wanted {
-            None => s.users.iter().map(show).collect(),
+            None => s.users.members().map(show).collect(),
             // As in Zulip, ids that name no account are left out rather than refused.
             Some(ids) => {
                 let ids: BTreeSet<UserId> = ids.iter().map(|id| UserId(*id)).collect();
                 ids.into_iter()
-                    .filter_map(|id| s.users.get(id))
+                    .filter_map(|id| s.users.get(id).filter(|u| !u.is_system_bot()))
                     .map(show)
                     .collect()
             }
@@ -180,6 +180,7 @@ pub async fn get_user(
                 }),
         };
         found
+            .filter(|u| !u.is_system_bot())
             .map(|u| user_json(s, &state.site, viewer, u, with_profile))
             .ok_or_else(|| ApiError::bad_request("No such user"))
     })?;

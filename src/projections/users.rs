@@ -32,6 +32,11 @@ impl User {
     pub fn is_bot(&self) -> bool {
         self.bot_type.is_some()
     }
+
+    /// One of the server's own bots (the notification bot).
+    pub fn is_system_bot(&self) -> bool {
+        self.bot.as_ref().is_some_and(|b| b.system)
+    }
 }
 
 /// All accounts.
@@ -72,6 +77,17 @@ impl Users {
     /// The highest user id ever allocated (ids are never reused).
     pub fn max_id(&self) -> UserId {
         self.by_id.keys().next_back().copied().unwrap_or(UserId(0))
+    }
+
+    /// The account with this address that is one of the server's own bots.
+    pub fn system_bot(&self, email: &str) -> Option<&User> {
+        self.by_email(email).filter(|u| u.is_system_bot())
+    }
+
+    /// Accounts of the organization proper: everyone but the server's own bots (which Zulip
+    /// keeps in another realm and lists as `cross_realm_bots`).
+    pub fn members(&self) -> impl Iterator<Item = &User> {
+        self.by_id.values().filter(|u| !u.is_system_bot())
     }
 
     /// Bots owned by `owner`, in creation order.

@@ -307,7 +307,7 @@ pub fn initial_state(
     if want("realm_user") {
         let mut members = Vec::new();
         let mut non_active = Vec::new();
-        for user in state.users.iter() {
+        for user in state.users.members() {
             let mut json = user_json(state, site, me, user, true);
             if let Value::Object(map) = &mut json {
                 map.remove("is_active");
@@ -320,7 +320,17 @@ pub fn initial_state(
         }
         put("realm_users", Value::Array(members));
         put("realm_non_active_users", Value::Array(non_active));
-        put("cross_realm_bots", json!([]));
+        let system_bots: Vec<Value> = state
+            .users
+            .iter()
+            .filter(|u| u.is_system_bot())
+            .map(|bot| {
+                let mut json = user_json(state, site, me, bot, false);
+                json["is_system_bot"] = json!(true);
+                json
+            })
+            .collect();
+        put("cross_realm_bots", Value::Array(system_bots));
         put("user_id", json!(me.user_id.0));
         put("email", json!(me.email));
         put("delivery_email", json!(me.email));

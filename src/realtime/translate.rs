@@ -117,7 +117,8 @@ pub fn client_events(
             to_all(state, event)
         }
         Event::UserCreated { user_id, .. } => {
-            let Some(user) = state.users.get(*user_id) else {
+            // The server's own bots are not members (clients list them as cross-realm bots).
+            let Some(user) = state.users.get(*user_id).filter(|u| !u.is_system_bot()) else {
                 return Vec::new();
             };
             let mut out: Vec<(UserId, Value)> = active(state)

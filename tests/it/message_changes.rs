@@ -395,12 +395,16 @@ async fn moving_topics_and_channels() {
     let queue = register(bob, r#"{"bulk_message_deletion": true}"#).await;
     let topic_of = |m: &Value| m["subject"].as_str().unwrap().to_owned();
 
-    // change_later from the second message.
+    // change_later from the second message (without a notice: see move_notices).
     let (status, body) = alice
         .call(
             Method::PATCH,
             &format!("/messages/{second}"),
-            &[("topic", "later plans"), ("propagate_mode", "change_later")],
+            &[
+                ("topic", "later plans"),
+                ("propagate_mode", "change_later"),
+                ("send_notification_to_new_thread", "false"),
+            ],
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -462,7 +466,10 @@ async fn moving_topics_and_channels() {
             ],
         )
         .await;
-    assert_eq!(body["messages"].as_array().unwrap().len(), 1, "{body}");
+    // The resolved message, and the notification bot's notice in the resolved topic.
+    let found = body["messages"].as_array().unwrap();
+    assert_eq!(found.len(), 2, "{body}");
+    assert_eq!(found[1]["sender_email"], "notification-bot@zulip.com");
 
     // Direct messages have no topic; a message one cannot read cannot be moved.
     let (_, dm) = alice
@@ -844,4 +851,198 @@ async fn flags_for_a_narrow_and_matching_a_narrow() {
         )
         .await;
     assert_eq!(body["messages"], json!({}));
+}
+
+/// `(sender_email, raw content)` of a topic of #general, oldest first.
+async fn topic_messages(api: &Api, topic: &str) -> Vec<(String, String)> {
+    let narrow = json!([["channel", "general"], ["topic", topic]]).to_string();
+    let (status, body) = api
+        .get(
+            "/messages",
+            &[
+                ("anchor", "oldest"),
+                ("num_before", "0"),
+                ("num_after", "100"),
+                ("apply_markdown", "false"),
+                ("narrow", &narrow),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["sender_email"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn move_and_resolve_notices() {
+    let o = org().await;
+    let (alice_id, alice) = &o.alice;
+    let (_, bob) = &o.bob;
+    let bot = "notification-bot@zulip.com".to_owned();
+    let by_alice = format!("@_**Alice Adams|{alice_id}**");
+    let one = send(alice, "a", "one").await;
+    send(alice, "a", "two").await;
+    send(bob, "b", "three").await;
+
+    // One message moved: "moved here" in the new topic (with a link), nothing in the old one
+    // unless asked.
+    let (status, body) = alice
+        .call(
+            Method::PATCH,
+            &format!("/messages/{one}"),
+            &[("topic", "c")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let c = topic_messages(bob, "c").await;
+    assert_eq!(c.len(), 2);
+    assert_eq!(c[1].0, bot);
+    assert!(
+        c[1].1.starts_with(&format!("[A message]({}/#narrow/channel/{}-general/topic/c/near/{one}) was moved here from #**general>a** by {by_alice}.", o.server.url, o.general)),
+        "{c:?}"
+    );
+    assert_eq!(topic_messages(bob, "a").await.len(), 1);
+
+    // The rest of a topic, with both notices: the whole topic moved.
+    let (_, rest) = bob
+        .get(
+            "/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "1"),
+                ("num_after", "0"),
+                ("narrow", r#"[["topic", "a"]]"#),
+            ],
+        )
+        .await;
+    let two = rest["messages"][0]["id"].as_u64().unwrap();
+    let (status, body) = alice
+        .call(
+            Method::PATCH,
+            &format!("/messages/{two}"),
+            &[
+                ("topic", "d"),
+                ("propagate_mode", "change_all"),
+                ("send_notification_to_old_thread", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        topic_messages(bob, "d").await,
+        vec![
+            (
+                format!("user{alice_id}@chronicle.invalid"),
+                "two".to_owned()
+            ),
+            (
+                bot.clone(),
+                format!("This topic was moved here from #**general>a** by {by_alice}.")
+            ),
+        ]
+    );
+    assert_eq!(
+        topic_messages(bob, "a").await,
+        vec![(
+            bot.clone(),
+            format!("This topic was moved to #**general>d** by {by_alice}.")
+        )]
+    );
+
+    // Two messages into a topic that has some: counted.
+    let (status, _) = alice
+        .call(
+            Method::PATCH,
+            &format!("/messages/{one}"),
+            &[
+                ("topic", "b"),
+                ("propagate_mode", "change_all"),
+                ("send_notification_to_old_thread", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let b = topic_messages(bob, "b").await;
+    assert_eq!(
+        b.last().unwrap(),
+        &(
+            bot.clone(),
+            format!("2 messages were moved here from #**general>c** by {by_alice}.")
+        )
+    );
+    let c = topic_messages(bob, "c").await;
+    assert_eq!(
+        c,
+        vec![(
+            bot.clone(),
+            format!("This topic was moved to #**general>b** by {by_alice}.")
+        )]
+    );
+
+    // Resolving posts a notice in the resolved topic; undoing it within a minute deletes that
+    // notice instead of posting another.
+    let (status, _) = bob
+        .call(
+            Method::PATCH,
+            &format!("/messages/{one}"),
+            &[("topic", "✔ b"), ("propagate_mode", "change_all")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (bob_id, _) = &o.bob;
+    let resolved = topic_messages(bob, "✔ b").await;
+    assert_eq!(
+        resolved.last().unwrap(),
+        &(
+            bot.clone(),
+            format!("@_**Bob Brown|{bob_id}** has marked this topic as resolved.")
+        )
+    );
+    let count = resolved.len();
+    let (status, _) = bob
+        .call(
+            Method::PATCH,
+            &format!("/messages/{one}"),
+            &[("topic", "b"), ("propagate_mode", "change_all")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let b = topic_messages(bob, "b").await;
+    assert_eq!(b.len(), count - 1, "{b:?}");
+    assert!(
+        b.iter()
+            .all(|(_, content)| !content.contains("has marked this topic")),
+        "{b:?}"
+    );
+    assert!(topic_messages(bob, "✔ b").await.is_empty());
+
+    // The bot is a cross-realm bot: not a member, and it cannot log in.
+    let (_, state) = bob
+        .post("/register", &[("fetch_event_types", r#"["realm_user"]"#)])
+        .await;
+    let bots = state["cross_realm_bots"].as_array().unwrap();
+    assert_eq!(bots.len(), 1);
+    assert_eq!(bots[0]["email"], "notification-bot@zulip.com");
+    assert_eq!(bots[0]["full_name"], "Notification Bot");
+    assert_eq!(bots[0]["is_system_bot"], true);
+    assert!(state["realm_users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|u| u["email"] != "notification-bot@zulip.com"));
+    let (_, users) = o.owner.get("/users", &[]).await;
+    assert!(users["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|u| u["full_name"] != "Notification Bot"));
 }
