@@ -2,6 +2,7 @@
 
 use super::{actor, admin};
 use crate::commands::groups::validate_setting;
+use crate::commands::messages::{channel_link, silent_mention, Notices};
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::{
@@ -384,6 +385,7 @@ pub fn create_channel(
     ctx: &Ctx,
     spec: ChannelSpec,
     subscribers: Vec<UserId>,
+    announce: bool,
 ) -> ApiResult<(Vec<Event>, ChannelId)> {
     let me = actor(state, ctx)?;
     let channel_id = ChannelId(state.channels.max_id().0 + 1);
@@ -401,6 +403,10 @@ pub fn create_channel(
     {
         return Err(ApiError::bad_request("Insufficient permission"));
     }
+    let name = match &created {
+        Event::ChannelCreated { name, .. } => name.clone(),
+        _ => String::new(),
+    };
     let mut events = vec![created];
     if !subscribers.is_empty() {
         events.push(Event::Subscribed {
@@ -414,7 +420,86 @@ pub fn create_channel(
                 .collect(),
         });
     }
+    let mut notices = Notices::new(state);
+    if announce {
+        announce_channels(state, me, &[(channel_id, name)], &mut notices);
+    }
+    events.extend(notices.into_events());
     Ok((events, channel_id))
+}
+
+/// Zulip sends no "subscribed you" messages when a request subscribes more users than this
+/// (`MAX_BULK_NEW_SUBSCRIPTION_MESSAGES`).
+pub const MAX_BULK_NEW_SUBSCRIPTION_MESSAGES: usize = 100;
+
+/// The announcement of new channels in the organization's new-channel announcement channel,
+/// if it has one (topic "new channels").
+fn announce_channels(
+    state: &Projections,
+    me: &User,
+    created: &[(ChannelId, String)],
+    notices: &mut Notices<'_>,
+) {
+    let target = state
+        .realm
+        .channel("new_stream_announcements_stream_id")
+        .and_then(|id| state.channels.get(id))
+        .filter(|c| !c.is_archived);
+    let Some(target) = target else {
+        return;
+    };
+    if created.is_empty() {
+        return;
+    }
+    let links: Vec<String> = created
+        .iter()
+        .map(|(id, name)| channel_link(*id, name))
+        .collect();
+    let user = silent_mention(me);
+    let content = if links.len() == 1 {
+        format!("{user} created a new channel {}.", links[0])
+    } else {
+        format!(
+            "{user} created the following channels: {}.",
+            links.join(", ")
+        )
+    };
+    notices.to_channel(target.id, "new channels", content);
+}
+
+/// Direct messages to the users `me` subscribed to existing channels (not to `me`, not to
+/// bots), unless the request subscribed more than `MAX_BULK_NEW_SUBSCRIPTION_MESSAGES` users.
+/// Returns whether they were sent.
+fn notify_subscribed(
+    state: &Projections,
+    me: &User,
+    subscribed: &std::collections::BTreeMap<UserId, Vec<(ChannelId, String)>>,
+    users_in_request: usize,
+    notices: &mut Notices<'_>,
+) -> bool {
+    if users_in_request > MAX_BULK_NEW_SUBSCRIPTION_MESSAGES {
+        return false;
+    }
+    let user = silent_mention(me);
+    for (user_id, channels) in subscribed {
+        let human = state.users.get(*user_id).is_some_and(|u| !u.is_bot());
+        if *user_id == me.user_id || !human || channels.is_empty() {
+            continue;
+        }
+        let mut channels = channels.clone();
+        channels.sort_by(|a, b| a.1.cmp(&b.1));
+        let content = if let [(id, name)] = channels.as_slice() {
+            format!("{user} subscribed you to {}.", channel_link(*id, name))
+        } else {
+            let mut text = format!("{user} subscribed you to the following channels:\n\n");
+            for (id, name) in &channels {
+                text.push_str(&format!("* {}\n", channel_link(*id, name)));
+            }
+            text
+        };
+        notices.to_user(*user_id, content);
+    }
+    true
 }
 
 /// The outcome of `POST /users/me/subscriptions`: channel names per user id.
@@ -423,6 +508,18 @@ pub struct SubscribeOutcome {
     pub subscribed: std::collections::BTreeMap<UserId, Vec<String>>,
     pub already_subscribed: std::collections::BTreeMap<UserId, Vec<String>>,
     pub unauthorized: Vec<String>,
+    /// Whether the notification bot told the subscribed users (Zulip's
+    /// `new_subscription_messages_sent`).
+    pub new_subscription_messages_sent: bool,
+}
+
+/// What `POST /users/me/subscriptions` should tell, besides subscribing.
+#[derive(Debug, Clone, Copy)]
+pub struct SubscribeNotices {
+    /// Announce newly created channels (`announce`).
+    pub announce: bool,
+    /// Tell users someone else subscribed (`send_new_subscription_messages`).
+    pub notify_subscribed: bool,
 }
 
 /// `POST /users/me/subscriptions`: subscribes `principals` (default: the actor) to channels by
@@ -434,6 +531,7 @@ pub fn subscribe(
     principals: Option<Vec<UserId>>,
     template: ChannelSpec,
     authorization_errors_fatal: bool,
+    notify: SubscribeNotices,
 ) -> ApiResult<(Vec<Event>, SubscribeOutcome)> {
     let me = actor(state, ctx)?;
     if me.role == Role::Guest {
@@ -457,6 +555,9 @@ pub fn subscribe(
     let mut next_id = state.channels.max_id().0;
     let mut colors: std::collections::BTreeMap<UserId, Vec<String>> = Default::default();
     let mut seen = std::collections::BTreeSet::new();
+    let mut created: Vec<(ChannelId, String)> = Vec::new();
+    let mut to_tell: std::collections::BTreeMap<UserId, Vec<(ChannelId, String)>> =
+        Default::default();
     for (name, description) in channels {
         let name = check_channel_name(&name)?;
         if !seen.insert(name.to_lowercase()) {
@@ -506,6 +607,7 @@ pub fn subscribe(
                 {
                     return Err(ApiError::bad_request("Insufficient permission"));
                 }
+                created.push((ChannelId(next_id), name.clone()));
                 (ChannelId(next_id), name, true)
             }
         };
@@ -535,6 +637,12 @@ pub fn subscribe(
                 .entry(target.user_id)
                 .or_default()
                 .push(display_name.clone());
+            if !new_channel {
+                to_tell
+                    .entry(target.user_id)
+                    .or_default()
+                    .push((channel_id, display_name.clone()));
+            }
         }
         if !new_subs.is_empty() {
             events.push(Event::Subscribed {
@@ -543,6 +651,15 @@ pub fn subscribe(
             });
         }
     }
+    let mut notices = Notices::new(state);
+    if notify.announce {
+        announce_channels(state, me, &created, &mut notices);
+    }
+    if notify.notify_subscribed {
+        outcome.new_subscription_messages_sent =
+            notify_subscribed(state, me, &to_tell, targets.len(), &mut notices);
+    }
+    events.extend(notices.into_events());
     Ok((events, outcome))
 }
 

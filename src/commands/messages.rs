@@ -212,21 +212,48 @@ pub const NOTIFICATION_BOT_NAME: &str = "Notification Bot";
 
 /// Messages the notification bot sends on behalf of a command (channel announcements, move
 /// notices, ...). The bot is created with its first message, in the same batch; message ids
-/// are allocated one after another, so a command may send several. A command using this must
-/// not create users itself.
+/// are allocated one after another, so a command may send several. A command that also creates
+/// users says how many with `reserving`, so that the bot's id comes after theirs.
 pub struct Notices<'a> {
     state: &'a Projections,
     bot: UserId,
     events: Vec<Event>,
     next_id: u64,
+    /// Accounts the same command creates, which mentions may name: `(id, full name)`.
+    new_users: Vec<(u64, String)>,
+}
+
+/// The organization, plus accounts not yet folded into it.
+struct WithNewUsers<'a> {
+    org: OrgResolver<'a>,
+    new_users: &'a [(u64, String)],
+}
+
+impl Resolver for WithNewUsers<'_> {
+    fn user(&self, name: &str, id: Option<u64>) -> Option<(u64, String)> {
+        self.new_users
+            .iter()
+            .find(|(uid, full)| full == name && id.is_none_or(|id| id == *uid))
+            .cloned()
+            .or_else(|| self.org.user(name, id))
+    }
+
+    fn channel(&self, name: &str) -> Option<(u64, String)> {
+        self.org.channel(name)
+    }
 }
 
 impl<'a> Notices<'a> {
     pub fn new(state: &'a Projections) -> Notices<'a> {
+        Notices::reserving(state, 0)
+    }
+
+    /// For a command that creates `new_users` accounts (ids after the highest) itself.
+    pub fn reserving(state: &'a Projections, new_users: u64) -> Notices<'a> {
         let (bot, events) = match state.users.system_bot(NOTIFICATION_BOT_EMAIL) {
             Some(bot) => (bot.user_id, Vec::new()),
             None => {
-                let bot = UserId(state.users.max_id().0 + 1);
+                let bot = UserId(state.users.max_id().0 + 1 + new_users);
                 let created = Event::UserCreated {
                     user_id: bot,
                     email: NOTIFICATION_BOT_EMAIL.into(),
@@ -255,11 +282,24 @@ impl<'a> Notices<'a> {
             bot,
             events,
             next_id: state.messages.next_id().0,
+            new_users: Vec::new(),
         }
     }
 
+    /// Lets notices mention an account the same command creates.
+    pub fn knowing(mut self, user: UserId, full_name: &str) -> Notices<'a> {
+        self.new_users.push((user.0, full_name.to_owned()));
+        self
+    }
+
     fn send(&mut self, recipient: Recipient, content: String) {
-        let rendered = render_message(&content, &OrgResolver(self.state));
+        // Like every message body, stored without trailing white space.
+        let content = content.trim_end().to_owned();
+        let resolver = WithNewUsers {
+            org: OrgResolver(self.state),
+            new_users: &self.new_users,
+        };
+        let rendered = render_message(&content, &resolver);
         let message_id = MessageId(self.next_id);
         self.next_id += 1;
         self.events.push(Event::MessageSent {
@@ -1121,7 +1161,7 @@ mod tests {
             name: "general".into(),
             ..ChannelSpec::default()
         };
-        let (events, _) = create_channel(&state, &ctx(1, 0), spec, vec![UserId(2)]).unwrap();
+        let (events, _) = create_channel(&state, &ctx(1, 0), spec, vec![UserId(2)], false).unwrap();
         fold(&mut state, 0, events);
         for (at, text) in [(SENT_MS, "old"), (SENT_MS + 8 * 24 * 60 * MINUTE_MS, "new")] {
             let to = Destination::Channel {

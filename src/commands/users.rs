@@ -149,8 +149,26 @@ pub fn create_user(
     };
     check_unique_name(state, &user.full_name, None)?;
     let user_id = UserId(state.users.max_id().0 + 1);
+    let full_name = user.full_name.clone();
+    let mention = format!("@_**{full_name}|{user_id}**");
     let mut events = vec![user_created(user_id, user, false)];
     events.extend(super::channels::default_subscriptions(state, user_id));
+    // The sign-up announcement, where the organization has a channel for it.
+    let signups = state
+        .realm
+        .channel("signup_announcements_stream_id")
+        .and_then(|id| state.channels.get(id))
+        .filter(|c| !c.is_archived);
+    if let Some(channel) = signups {
+        let mut notices =
+            super::messages::Notices::reserving(state, 1).knowing(user_id, &full_name);
+        notices.to_channel(
+            channel.id,
+            "signups",
+            format!("{mention} joined this organization."),
+        );
+        events.extend(notices.into_events());
+    }
     Ok((events, user_id))
 }
 

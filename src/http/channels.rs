@@ -224,6 +224,7 @@ pub async fn create_channel(
         description,
         ..channel_spec_params(&mut params)?
     };
+    let announce = params.bool("announce")?.unwrap_or(false);
     let committed = state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
@@ -232,6 +233,7 @@ pub async fn create_channel(
                 ctx,
                 spec,
                 subscribers.into_iter().map(UserId).collect(),
+                announce,
             )
         })
         .await?;

@@ -4,7 +4,7 @@
 
 use super::channels::{channel_spec_params, subscription_json};
 use super::{path_id, AppState, Auth, Params};
-use crate::commands::channels::{parse_subscription_property, ChannelSpec};
+use crate::commands::channels::{parse_subscription_property, ChannelSpec, SubscribeNotices};
 use crate::error::{ApiError, ApiResult};
 use crate::ids::{ChannelId, UserId};
 use crate::projections::Projections;
@@ -113,6 +113,12 @@ pub async fn subscribe(
     let principals = state.engine.read(|s| principals(s, &mut params))?;
     let fatal = params.bool("authorization_errors_fatal")?.unwrap_or(true);
     let template: ChannelSpec = channel_spec_params(&mut params)?;
+    let notify = SubscribeNotices {
+        announce: params.bool("announce")?.unwrap_or(false),
+        notify_subscribed: params
+            .bool("send_new_subscription_messages")?
+            .unwrap_or(true),
+    };
     let channels: Vec<(String, String)> = requested
         .into_iter()
         .map(|c| (c.name, c.description.unwrap_or_default()))
@@ -120,7 +126,9 @@ pub async fn subscribe(
     let committed = state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::channels::subscribe(s, ctx, channels, principals, template, fatal)
+            crate::commands::channels::subscribe(
+                s, ctx, channels, principals, template, fatal, notify,
+            )
         })
         .await?;
     let outcome = committed.value;
@@ -130,6 +138,9 @@ pub async fn subscribe(
     });
     if !fatal {
         body["unauthorized"] = json!(outcome.unauthorized);
+    }
+    if notify.notify_subscribed {
+        body["new_subscription_messages_sent"] = json!(outcome.new_subscription_messages_sent);
     }
     Ok(params.success(body))
 }

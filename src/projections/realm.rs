@@ -350,6 +350,14 @@ impl Realm {
         }
     }
 
+    /// A channel setting (`-1`, none, is `None`). The channel may since have been archived.
+    pub fn channel(&self, name: &str) -> Option<crate::ids::ChannelId> {
+        match self.value(name) {
+            RealmValue::Int(id) => u64::try_from(id).ok().map(crate::ids::ChannelId),
+            _ => None,
+        }
+    }
+
     pub fn text(&self, name: &str) -> String {
         match self.value(name) {
             RealmValue::Text(t) => t,

@@ -379,7 +379,7 @@ async fn subscribe_and_unsubscribe() {
     let bob_key = o.bob.0.to_string();
     assert_eq!(
         body,
-        json!({"result":"success","msg":"","subscribed":{&bob_key: ["general", "new one"]},"already_subscribed":{}})
+        json!({"result":"success","msg":"","subscribed":{&bob_key: ["general", "new one"]},"already_subscribed":{},"new_subscription_messages_sent":true})
     );
     let (_, body) = bob
         .post(
@@ -1146,4 +1146,184 @@ async fn unarchiving_and_privacy_rules() {
         ),
         (json!(true), json!(true))
     );
+}
+
+/// The newest `n` messages of a narrow as `(sender_email, raw content)`, oldest first.
+async fn newest(api: &crate::support::Api, narrow: Value, n: usize) -> Vec<(String, String)> {
+    let count = n.to_string();
+    let narrow = narrow.to_string();
+    let (status, body) = api
+        .get(
+            "/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", count.as_str()),
+                ("num_after", "0"),
+                ("apply_markdown", "false"),
+                ("narrow", narrow.as_str()),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["sender_email"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn notification_bot_announces_channels_subscriptions_and_signups() {
+    let o = org().await;
+    let owner = o.server.api(Some(&o.owner));
+    let alice = o.server.api(Some(&o.alice.1));
+    let bob = o.server.api(Some(&o.bob.1));
+    let (alice_id, bob_id) = (o.alice.0, o.bob.0);
+    let bot = "notification-bot@zulip.com".to_owned();
+    let (_, body) = create(
+        &owner,
+        "announcements",
+        &[("subscribers", &format!("[{alice_id}, {bob_id}]"))],
+    )
+    .await;
+    let announcements = body["id"].as_u64().unwrap().to_string();
+    let in_channel = |topic: &str| json!([["channel", "announcements"], ["topic", topic]]);
+
+    // Without an announcement channel, announce=true says nothing.
+    let (status, body) = create(&alice, "quiet", &[("announce", "true")]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(
+        body.get("ignored_parameters_unsupported").is_none(),
+        "{body}"
+    );
+    assert!(newest(&bob, in_channel("new channels"), 5).await.is_empty());
+
+    let (status, _) = owner
+        .call(
+            Method::PATCH,
+            "/realm",
+            &[
+                ("new_stream_announcements_stream_id", announcements.as_str()),
+                ("signup_announcements_stream_id", announcements.as_str()),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    // A new channel, announced; another not (announce defaults to false).
+    create(&alice, "design", &[("announce", "true")]).await;
+    create(&alice, "unannounced", &[]).await;
+    let by_alice = format!("@_**Alice|{alice_id}**");
+    assert_eq!(
+        newest(&bob, in_channel("new channels"), 5).await,
+        vec![(
+            bot.clone(),
+            format!("{by_alice} created a new channel #**design**.")
+        )]
+    );
+
+    // Channels created through a subscription request: one announcement for all.
+    let (status, _) = alice
+        .post(
+            "/users/me/subscriptions",
+            &[
+                ("subscriptions", r#"[{"name": "ops"}, {"name": "dev"}]"#),
+                ("announce", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        newest(&bob, in_channel("new channels"), 1).await,
+        vec![(
+            bot.clone(),
+            format!("{by_alice} created the following channels: #**ops**, #**dev**.")
+        )]
+    );
+
+    // Someone else subscribing you to existing channels: a direct message, one or a list.
+    let to_bob = format!("[{bob_id}]");
+    let (status, body) = alice
+        .post(
+            "/users/me/subscriptions",
+            &[
+                ("subscriptions", r#"[{"name": "design"}]"#),
+                ("principals", &to_bob),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["new_subscription_messages_sent"], true);
+    let dms = json!([["is", "dm"]]);
+    assert_eq!(
+        newest(&bob, dms.clone(), 1).await,
+        vec![(
+            bot.clone(),
+            format!("{by_alice} subscribed you to #**design**.")
+        )]
+    );
+    alice
+        .post(
+            "/users/me/subscriptions",
+            &[
+                ("subscriptions", r#"[{"name": "ops"}, {"name": "dev"}]"#),
+                ("principals", &to_bob),
+            ],
+        )
+        .await;
+    assert_eq!(
+        newest(&bob, dms.clone(), 1).await,
+        vec![(
+            bot.clone(),
+            format!(
+                "{by_alice} subscribed you to the following channels:\n\n* #**dev**\n* #**ops**"
+            )
+        )]
+    );
+    // Not when asked not to; never to oneself.
+    let (_, body) = alice
+        .post(
+            "/users/me/subscriptions",
+            &[
+                ("subscriptions", r#"[{"name": "unannounced"}]"#),
+                ("principals", &to_bob),
+                ("send_new_subscription_messages", "false"),
+            ],
+        )
+        .await;
+    assert!(
+        body.get("new_subscription_messages_sent").is_none(),
+        "{body}"
+    );
+    assert_eq!(newest(&bob, dms.clone(), 10).await.len(), 2);
+    assert!(newest(&alice, dms, 10).await.is_empty());
+
+    // A new account is announced in "signups".
+    let (newbie_id, _) = o.server.create_member("newbie@example.com", "Newbie").await;
+    assert_eq!(
+        newest(&bob, in_channel("signups"), 5).await,
+        vec![(
+            bot.clone(),
+            format!("@_**Newbie|{newbie_id}** joined this organization.")
+        )]
+    );
+    let (_, body) = bob
+        .get(
+            "/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "1"),
+                ("num_after", "0"),
+                ("narrow", &in_channel("signups").to_string()),
+            ],
+        )
+        .await;
+    let html = body["messages"][0]["content"].as_str().unwrap();
+    assert!(html.contains("user-mention silent"), "{html}");
 }
