@@ -72,12 +72,7 @@ pub struct Committed<T> {
     pub seq: Seq,
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
+use crate::time::now_ms;
 
 impl Engine {
     /// Starts the writer over a log whose contents are already folded into `state`.

@@ -1,4 +1,14 @@
-//! Rendering timestamps without a calendar dependency: Zulip sends `date_joined` as ISO 8601.
+//! The clock, and rendering timestamps without a calendar dependency: Zulip sends
+//! `date_joined` as ISO 8601.
+
+/// Milliseconds since the epoch: the writer stamps events with it, and reads that depend on
+/// the present (how recently a channel was active) use it too. `apply` never does.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
 
 /// `2024-05-06T07:08:09.123000+00:00` for milliseconds since the epoch (UTC), in the form Zulip
 /// uses (microsecond precision, explicit offset).

@@ -534,9 +534,6 @@ pub fn subscribe(
     notify: SubscribeNotices,
 ) -> ApiResult<(Vec<Event>, SubscribeOutcome)> {
     let me = actor(state, ctx)?;
-    if me.role == Role::Guest {
-        return Err(ApiError::bad_request("Not allowed for guest users"));
-    }
     let principals = principals.unwrap_or_else(|| vec![me.user_id]);
     let mut targets: Vec<&User> = Vec::new();
     for id in &principals {
@@ -550,6 +547,12 @@ pub fn subscribe(
         }
     }
     let others = targets.iter().any(|t| t.user_id != me.user_id);
+    // Guests may only join, themselves, private channels whose `can_subscribe_group` (or
+    // `can_add_subscribers_group`) includes them: public channels stay out of their reach.
+    let guest_refused = || ApiError::bad_request("Not allowed for guest users");
+    if me.role == Role::Guest && others {
+        return Err(guest_refused());
+    }
     let mut events = Vec::new();
     let mut outcome = SubscribeOutcome::default();
     let mut next_id = state.channels.max_id().0;
@@ -594,6 +597,9 @@ pub fn subscribe(
                 (channel.id, channel.name.clone(), false)
             }
             None => {
+                if me.role == Role::Guest {
+                    return Err(guest_refused());
+                }
                 next_id += 1;
                 let spec = ChannelSpec {
                     name: name.clone(),
@@ -1055,11 +1061,30 @@ pub fn change_channel(
                 if !state.realm_allows(me.user_id, "can_set_topics_policy_group") {
                     return Err(ApiError::bad_request("Insufficient permission"));
                 }
+                // Only a channel whose every message is in the empty topic may be limited to it.
+                let all = state.messages.in_channel(channel_id).map_or(0, |m| m.len());
+                let untitled = state
+                    .messages
+                    .in_topic(channel_id, "")
+                    .map_or(0, |m| m.len());
+                if policy == TopicsPolicy::EmptyTopicOnly && all != untitled {
+                    return Err(ApiError::bad_request(
+                        "To enable this configuration, all messages in this channel must be in the general chat topic.",
+                    ));
+                }
                 ChannelChange::TopicsPolicy(policy)
             }
             ChannelChange::Permission { setting, value } => {
                 if channel.permissions.get(&setting).is_none() {
                     return Err(ApiError::bad_request(format!("Invalid {setting}")));
+                }
+                // Who may reach or post to the channel is decided only by those who can read it.
+                let grants_access = matches!(
+                    setting.as_str(),
+                    "can_add_subscribers_group" | "can_subscribe_group" | "can_send_message_group"
+                );
+                if grants_access && access(state, me, channel) != Access::Content {
+                    return Err(ApiError::bad_request("Channel content access is required."));
                 }
                 let value = validate_setting(state, &setting, value, false)?;
                 ChannelChange::Permission { setting, value }

@@ -62,6 +62,18 @@ fn system_group_description(kind: SystemGroup) -> &'static str {
     }
 }
 
+/// Channel and user-group settings Zulip never lets include everyone (guests included): who
+/// may add, join, manage or administer.
+const EVERYONE_REFUSED: &[&str] = &[
+    "can_add_subscribers_group",
+    "can_administer_channel_group",
+    "can_subscribe_group",
+    "can_add_members_group",
+    "can_join_group",
+    "can_manage_group",
+    "can_remove_members_group",
+];
+
 /// Validates a group-setting value against the organization and returns it normalized (an
 /// anonymous group with nobody in it is `role:nobody`). Named groups must exist and be active;
 /// anonymous members must be active users. `system_only` settings accept only system groups;
@@ -127,6 +139,13 @@ pub fn validate_setting(
                 }
             }
         }
+    }
+    if EVERYONE_REFUSED.contains(&name)
+        && setting == state.groups.system_setting(SystemGroup::Everyone)
+    {
+        return Err(ApiError::bad_request(format!(
+            "'{name}' setting cannot be set to 'role:everyone' group."
+        )));
     }
     Ok(setting)
 }

@@ -957,7 +957,12 @@ fn plan_move(
             ));
         }
         let permitted = if resolving {
-            state.realm_allows(me.user_id, "can_resolve_topics_group")
+            allowed_here(
+                state,
+                me,
+                "can_resolve_topics_group",
+                Some(&channel.permissions.can_resolve_topics_group),
+            )
         } else {
             allowed_here(
                 state,

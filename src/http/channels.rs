@@ -62,15 +62,68 @@ pub fn channel_json(state: &Projections, channel: &Channel) -> Value {
     put("topics_policy", json!(channel.topics_policy.as_str()));
     put("first_message_id", first_message_id(state, channel));
     put("folder_id", json!(channel.folder_id));
-    put("is_recently_active", json!(true));
+    let (weekly_traffic, recently_active) = activity(state, channel);
+    put("is_recently_active", json!(recently_active));
     put("is_announcement_only", json!(policy == 2));
     permissions_into(&mut map, &channel.permissions);
-    map.insert("stream_weekly_traffic".into(), Value::Null);
+    map.insert("stream_weekly_traffic".into(), weekly_traffic);
     map.insert(
         "subscriber_count".into(),
         json!(subscriber_count(state, channel)),
     );
     Value::Object(map)
+}
+
+const DAY_SECS: i64 = 86_400;
+
+/// Zulip's `stream_weekly_traffic` and `is_recently_active` for `channel` now: the average
+/// number of messages a week over the last four weeks (null for channels younger than a week;
+/// at least 1 when there was any traffic; two significant digits), and whether the channel is
+/// younger than 180 days or had a message in the last 180 days.
+fn activity(state: &Projections, channel: &Channel) -> (Value, bool) {
+    activity_at(state, channel, crate::time::now_ms() / 1000)
+}
+
+fn activity_at(state: &Projections, channel: &Channel, now: i64) -> (Value, bool) {
+    let age_days = (now - channel.date_created_ms / 1000) / DAY_SECS;
+    let timestamps = || {
+        state
+            .messages
+            .in_channel(channel.id)
+            .into_iter()
+            .flatten()
+            .rev()
+            .filter_map(|id| state.messages.get(*id))
+            .map(|m| m.timestamp)
+    };
+    let recent = age_days < 180
+        || timestamps()
+            .next()
+            .is_some_and(|t| now - t < 180 * DAY_SECS);
+    if age_days < 7 {
+        return (Value::Null, recent);
+    }
+    // Newest first, so the walk stops at the first message older than four weeks.
+    let count = timestamps().take_while(|t| now - t < 28 * DAY_SECS).count() as i64;
+    let mut weekly = if age_days < 28 {
+        count * 7 / age_days
+    } else {
+        count / 4
+    };
+    if weekly == 0 && count > 0 {
+        weekly = 1;
+    }
+    (json!(round_significant(weekly, 2)), recent)
+}
+
+/// `n` rounded to `digits` significant digits (1234 → 1200).
+fn round_significant(n: i64, digits: u32) -> i64 {
+    let magnitude = n.abs().checked_ilog10().unwrap_or(0) + 1;
+    if magnitude <= digits {
+        return n;
+    }
+    let unit = 10_i64.pow(magnitude - digits);
+    (n + unit / 2) / unit * unit
 }
 
 /// The channel's oldest message id, or null.
@@ -159,8 +212,9 @@ pub fn subscription_json(
     put("first_message_id", first_message_id(state, channel));
     put("folder_id", json!(channel.folder_id));
     put("topics_policy", json!(channel.topics_policy.as_str()));
-    put("is_recently_active", json!(true));
-    put("stream_weekly_traffic", Value::Null);
+    let (weekly_traffic, recently_active) = activity(state, channel);
+    put("is_recently_active", json!(recently_active));
+    put("stream_weekly_traffic", weekly_traffic);
     permissions_into(&mut map, &channel.permissions);
     map.insert("is_archived".into(), json!(channel.is_archived));
     map.insert(
@@ -599,4 +653,89 @@ pub async fn remove_default_stream(
     params: Params,
 ) -> ApiResult<HttpResponse> {
     set_default(state, auth, params, false).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::channels::{create_channel, ChannelSpec};
+    use crate::commands::messages::{send_message, ChannelRef, Destination};
+    use crate::commands::users::{create_realm, NewUser};
+    use crate::engine::Ctx;
+    use crate::events::{Envelope, Event, Role, SCHEMA_VERSION};
+    use crate::ids::{ChannelId, UserId};
+
+    const DAY_MS: i64 = DAY_SECS * 1000;
+
+    fn fold(state: &mut Projections, at: i64, events: Vec<Event>) {
+        for event in events {
+            let env = Envelope {
+                seq: state.seq.next(),
+                at,
+                actor: None,
+                schema_version: SCHEMA_VERSION,
+                event,
+            };
+            state.apply(&env);
+        }
+    }
+
+    /// A channel created on day 0 with one message on each of `days`.
+    fn channel_with_messages(days: &[i64]) -> Projections {
+        let mut state = Projections::default();
+        let owner = NewUser {
+            email: "o@example.com".into(),
+            full_name: "O".into(),
+            role: Role::Owner,
+            password_hash: None,
+            api_key_nonce: "n".into(),
+        };
+        let (events, _) = create_realm(&state, "Org", "", owner).unwrap();
+        fold(&mut state, 0, events);
+        let ctx = |at| Ctx {
+            now_ms: at,
+            actor: Some(UserId(1)),
+        };
+        let spec = ChannelSpec {
+            name: "c".into(),
+            ..ChannelSpec::default()
+        };
+        let (events, _) = create_channel(&state, &ctx(0), spec, vec![UserId(1)], false).unwrap();
+        fold(&mut state, 0, events);
+        for day in days {
+            let to = Destination::Channel {
+                channel: ChannelRef::Id(ChannelId(1)),
+                topic: "t".into(),
+            };
+            let at = day * DAY_MS;
+            let (events, _) = send_message(&state, &ctx(at), to, "hi", "test", None).unwrap();
+            fold(&mut state, at, events);
+        }
+        state
+    }
+
+    fn at_day(state: &Projections, day: i64) -> (Value, bool) {
+        let channel = state.channels.get(ChannelId(1)).unwrap();
+        activity_at(state, channel, day * DAY_SECS)
+    }
+
+    #[test]
+    fn weekly_traffic_and_recent_activity_follow_zulip() {
+        // Too young to estimate; active because new.
+        assert_eq!(
+            at_day(&channel_with_messages(&[1, 2]), 3),
+            (Value::Null, true)
+        );
+        // Two weeks old with 6 messages: 6 * 7 / 14 = 3 a week.
+        let state = channel_with_messages(&[1, 2, 3, 10, 11, 12]);
+        assert_eq!(at_day(&state, 14), (json!(3), true));
+        // Past four weeks: only the last 28 days count, divided by 4; some traffic is at least 1.
+        assert_eq!(at_day(&state, 39), (json!(1), true));
+        assert_eq!(at_day(&state, 100), (json!(0), true));
+        // Inactive after 180 days without messages (and older than 180 days).
+        assert_eq!(at_day(&state, 200), (json!(0), false));
+        assert_eq!(round_significant(1234, 2), 1200);
+        assert_eq!(round_significant(1250, 2), 1300);
+        assert_eq!(round_significant(99, 2), 99);
+    }
 }

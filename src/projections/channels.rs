@@ -28,6 +28,8 @@ pub struct Channel {
     pub creator_id: Option<UserId>,
     /// Users currently subscribed.
     pub subscribers: BTreeSet<UserId>,
+    /// The name before the last rename: Zulip's rename event names the channel by it.
+    pub previous_name: Option<String>,
 }
 
 /// One user's subscription to one channel. Kept after unsubscribing (`active` false), as Zulip
@@ -140,6 +142,7 @@ impl Channels {
                         date_created_ms: env.at,
                         creator_id: env.actor,
                         subscribers: BTreeSet::new(),
+                        previous_name: None,
                     },
                 );
             }
@@ -151,7 +154,8 @@ impl Channels {
                     ChannelChange::Name(name) => {
                         self.by_name.remove(&channel_key(&channel.name));
                         self.by_name.insert(channel_key(name), *channel_id);
-                        channel.name = name.clone();
+                        channel.previous_name =
+                            Some(std::mem::replace(&mut channel.name, name.clone()));
                     }
                     ChannelChange::Description(text) => {
                         channel.description = text.clone();

@@ -224,7 +224,18 @@ pub fn client_events(
         }
         Event::ChannelChanged { channel_id, change } => match change {
             ChannelChange::Name(name) => {
-                channel_update(state, *channel_id, "name", json!(name), json!({}))
+                // Zulip names the channel by its old name in the rename event.
+                let old = state
+                    .channels
+                    .get(*channel_id)
+                    .and_then(|c| c.previous_name.clone());
+                channel_update(
+                    state,
+                    *channel_id,
+                    "name",
+                    json!(name),
+                    json!({"name": old}),
+                )
             }
             ChannelChange::Description(_) => {
                 let Some(c) = state.channels.get(*channel_id) else {

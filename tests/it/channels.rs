@@ -412,15 +412,54 @@ async fn subscribe_and_unsubscribe() {
         body["subscribed"],
         json!({o.alice.0.to_string(): ["general"]})
     );
-    // Guests may not use the endpoint at all.
+    // Guests cannot reach public channels, create channels or subscribe others; they may join
+    // a private channel whose can_subscribe_group includes them.
     let guest = o.server.api(Some(&o.guest.1));
+    let join = |names: &'static str| {
+        let guest = &guest;
+        async move {
+            guest
+                .post("/users/me/subscriptions", &[("subscriptions", names)])
+                .await
+        }
+    };
+    let (_, body) = join(r#"[{"name":"general"}]"#).await;
+    assert_eq!(body["msg"], "Unable to access channel (general).");
+    let (_, body) = join(r#"[{"name":"guest-made"}]"#).await;
+    assert_eq!(body["msg"], "Not allowed for guest users");
     let (_, body) = guest
         .post(
             "/users/me/subscriptions",
-            &[("subscriptions", r#"[{"name":"general"}]"#)],
+            &[
+                ("subscriptions", r#"[{"name":"general"}]"#),
+                ("principals", &format!("[{}]", o.alice.0)),
+            ],
         )
         .await;
     assert_eq!(body["msg"], "Not allowed for guest users");
+    let owner = o.server.api(Some(&o.owner));
+    let (_, body) = create(
+        &owner,
+        "guests welcome",
+        &[
+            ("invite_only", "true"),
+            (
+                "can_subscribe_group",
+                &format!(
+                    "{{\"direct_members\": [{}], \"direct_subgroups\": []}}",
+                    o.guest.0
+                ),
+            ),
+        ],
+    )
+    .await;
+    assert!(body["id"].is_u64(), "{body}");
+    let (status, body) = join(r#"[{"name":"guests welcome"}]"#).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["subscribed"],
+        json!({o.guest.0.to_string(): ["guests welcome"]})
+    );
     // Unsubscribing: removed and not removed; removing others needs permission.
     let (_, body) = bob
         .delete(
@@ -1326,4 +1365,196 @@ async fn notification_bot_announces_channels_subscriptions_and_signups() {
         .await;
     let html = body["messages"][0]["content"].as_str().unwrap();
     assert!(html.contains("user-mention silent"), "{html}");
+}
+
+#[tokio::test]
+async fn channel_rules_for_topics_resolving_access_and_renames() {
+    let o = org().await;
+    let owner = o.server.api(Some(&o.owner));
+    let alice = o.server.api(Some(&o.alice.1));
+    let bob = o.server.api(Some(&o.bob.1));
+    let (alice_id, bob_id) = (o.alice.0, o.bob.0);
+    let (_, groups) = owner.get("/user_groups", &[]).await;
+    let group_id = |name: &str| {
+        groups["user_groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == name)
+            .unwrap()["id"]
+            .as_u64()
+            .unwrap()
+    };
+    let everyone = group_id("role:everyone").to_string();
+    let admins = group_id("role:administrators").to_string();
+
+    // Settings that decide who gets in never include everyone.
+    let (status, body) = create(
+        &alice,
+        "open",
+        &[("can_subscribe_group", everyone.as_str())],
+    )
+    .await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"result":"error","msg":"'can_subscribe_group' setting cannot be set to 'role:everyone' group.","code":"BAD_REQUEST"})
+        )
+    );
+    let (_, body) = alice
+        .post(
+            "/user_groups/create",
+            &[
+                ("name", "club"),
+                ("description", ""),
+                ("members", "[]"),
+                ("can_join_group", everyone.as_str()),
+            ],
+        )
+        .await;
+    assert_eq!(
+        body["msg"],
+        "'can_join_group' setting cannot be set to 'role:everyone' group."
+    );
+
+    // empty_topic_only needs every message in the empty topic.
+    let members = format!("[{alice_id}, {bob_id}]");
+    let (_, body) = create(&alice, "chat", &[("subscribers", members.as_str())]).await;
+    let chat = body["id"].as_u64().unwrap();
+    let send = |topic: &'static str| {
+        let alice = &alice;
+        async move {
+            let (status, body) = alice
+                .post(
+                    "/messages",
+                    &[
+                        ("type", "stream"),
+                        ("to", "chat"),
+                        ("topic", topic),
+                        ("content", "x"),
+                    ],
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            body["id"].as_u64().unwrap()
+        }
+    };
+    send("").await;
+    let patch_stream = |params: Vec<(&'static str, String)>| {
+        let alice = &alice;
+        async move {
+            let params: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            alice
+                .call(Method::PATCH, &format!("/streams/{chat}"), &params)
+                .await
+        }
+    };
+    let (status, body) = patch_stream(vec![("topics_policy", "empty_topic_only".into())]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    patch_stream(vec![("topics_policy", "inherit".into())]).await;
+    let named = send("named").await;
+    let (_, body) = patch_stream(vec![("topics_policy", "empty_topic_only".into())]).await;
+    assert_eq!(
+        body["msg"],
+        "To enable this configuration, all messages in this channel must be in the general chat topic."
+    );
+
+    // Resolving: the organization's group or the channel's own.
+    owner
+        .call(
+            Method::PATCH,
+            "/realm",
+            &[(
+                "can_resolve_topics_group",
+                &format!("{{\"new\": {admins}}}"),
+            )],
+        )
+        .await;
+    let resolve = |topic: &'static str| {
+        let path = format!("/messages/{named}");
+        let bob = &bob;
+        async move {
+            bob.call(
+                Method::PATCH,
+                &path,
+                &[("topic", topic), ("propagate_mode", "change_all")],
+            )
+            .await
+        }
+    };
+    let (_, body) = resolve("✔ named").await;
+    assert_eq!(
+        body["msg"],
+        "You don't have permission to edit this message"
+    );
+    let only_bob =
+        format!("{{\"new\": {{\"direct_members\": [{bob_id}], \"direct_subgroups\": []}}}}");
+    let (status, body) = patch_stream(vec![("can_resolve_topics_group", only_bob)]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = resolve("✔ named").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    // Who may get in is changed only by those who can read the channel: an administrator who
+    // only sees a private channel's settings may not open it to themselves.
+    let (_, body) = create(&alice, "secret", &[("invite_only", "true")]).await;
+    let secret = body["id"].as_u64().unwrap();
+    let (admin_id, admin) = o
+        .server
+        .create_member("admin@example.com", "Ada Admin")
+        .await;
+    owner
+        .call(
+            Method::PATCH,
+            &format!("/users/{admin_id}"),
+            &[("role", "200")],
+        )
+        .await;
+    let admin = o.server.api(Some(&admin));
+    let to_admin =
+        format!("{{\"new\": {{\"direct_members\": [{admin_id}], \"direct_subgroups\": []}}}}");
+    let (_, body) = admin
+        .call(
+            Method::PATCH,
+            &format!("/streams/{secret}"),
+            &[("can_subscribe_group", to_admin.as_str())],
+        )
+        .await;
+    assert_eq!(body["msg"], "Channel content access is required.");
+    let (status, _) = admin
+        .call(
+            Method::PATCH,
+            &format!("/streams/{secret}"),
+            &[("description", "admins may describe it")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    // A rename event names the channel by its old name.
+    let (status, body) = bob
+        .post("/register", &[("event_types", r#"["stream"]"#)])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let queue = body["queue_id"].as_str().unwrap().to_owned();
+    patch_stream(vec![("new_name", "conversation".into())]).await;
+    let (_, body) = bob
+        .get("/events", &[("queue_id", &queue), ("dont_block", "true")])
+        .await;
+    let event = &body["events"][0];
+    assert_eq!(
+        (
+            &event["op"],
+            &event["property"],
+            &event["value"],
+            &event["name"],
+            &event["stream_id"]
+        ),
+        (
+            &json!("update"),
+            &json!("name"),
+            &json!("conversation"),
+            &json!("chat"),
+            &json!(chat)
+        )
+    );
 }
