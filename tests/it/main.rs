@@ -9,6 +9,7 @@ mod durability;
 mod fixtures;
 mod message_changes;
 mod messages;
+mod permissions;
 mod realm;
 mod realtime;
 mod support;

@@ -5,6 +5,24 @@ use crate::support::{Server, OWNER};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
+/// The domain the server makes addresses in (bots, placeholders): its host name, or a reserved
+/// domain when it is reached by IP address.
+pub fn email_domain(server: &Server) -> String {
+    let host = server
+        .url
+        .split("://")
+        .nth(1)
+        .unwrap()
+        .split(':')
+        .next()
+        .unwrap();
+    if host.chars().any(|c| c.is_ascii_alphabetic()) {
+        host.to_owned()
+    } else {
+        "chronicle.invalid".to_owned()
+    }
+}
+
 fn keys(value: &Value) -> Vec<&str> {
     value
         .as_object()
@@ -129,19 +147,7 @@ async fn bots_are_created_listed_announced_and_deactivated() {
     let as_alice = server.api(Some(&alice));
     let (owner_queue, _) = register(&owner, &[]).await;
     let (alice_queue, _) = register(&as_alice, &[]).await;
-    let host = server
-        .url
-        .split("://")
-        .nth(1)
-        .unwrap()
-        .split(':')
-        .next()
-        .unwrap();
-    let domain = if host.chars().any(|c| c.is_ascii_alphabetic()) {
-        host.to_owned()
-    } else {
-        "chronicle.invalid".to_owned()
-    };
+    let domain = email_domain(&server);
 
     // A member creates a generic bot; the answer carries its key but no email.
     let (status, body) = as_alice

@@ -1,0 +1,391 @@
+//! Who may do what: one table of routes × kinds of caller, each cell the exact outcome.
+//!
+//! The callers are an owner, an administrator, a moderator, a member (subscribed to the private
+//! channel), a guest, a generic bot owned by the member, a deactivated account, a wrong key and
+//! no credentials at all. Each row runs once per caller; `{who}` in a path or value becomes the
+//! caller's name, so that creations do not collide.
+
+use crate::support::{Api, Creds, Server};
+use reqwest::{Method, StatusCode};
+
+const CALLERS: [&str; 9] = [
+    "owner",
+    "admin",
+    "moderator",
+    "member",
+    "guest",
+    "bot",
+    "deactivated",
+    "wrong_key",
+    "anonymous",
+];
+
+/// An expected outcome: success, or an error message.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Outcome {
+    Ok,
+    Err(&'static str),
+}
+use Outcome::{Err as E, Ok as OK};
+
+const ADMIN: Outcome = E("Must be an organization administrator");
+const NO_CHANNEL: Outcome = E("Invalid channel ID");
+const GUESTS: Outcome = E("Not allowed for guest users");
+const NO_BOTS: Outcome = E("This endpoint does not accept bot requests.");
+const DEACTIVATED: Outcome = E("Account is deactivated");
+const WRONG_KEY: Outcome = E("Invalid API key");
+const ANONYMOUS: Outcome = E("Not logged in: API authentication or user session required");
+
+/// One route and its expected outcome per caller, in `CALLERS` order.
+struct Row {
+    method: Method,
+    path: &'static str,
+    params: &'static [(&'static str, &'static str)],
+    expect: [Outcome; 9],
+}
+
+/// The three that never reach the route: deactivated, wrong key, anonymous.
+const REFUSED: [Outcome; 3] = [DEACTIVATED, WRONG_KEY, ANONYMOUS];
+
+/// Builds a row from six outcomes (owner … bot) plus the three refusals.
+fn row(
+    method: Method,
+    path: &'static str,
+    params: &'static [(&'static str, &'static str)],
+    six: [Outcome; 6],
+) -> Row {
+    let mut expect = [OK; 9];
+    expect[..6].copy_from_slice(&six);
+    expect[6..].copy_from_slice(&REFUSED);
+    Row {
+        method,
+        path,
+        params,
+        expect,
+    }
+}
+
+fn rows() -> Vec<Row> {
+    use Method as M;
+    vec![
+        row(M::GET, "/streams", &[], [OK, OK, OK, OK, OK, OK]),
+        row(
+            M::GET,
+            "/streams/{public}",
+            &[],
+            [OK, OK, OK, OK, NO_CHANNEL, OK],
+        ),
+        // Administrators see a private channel's settings; other outsiders do not see it.
+        row(
+            M::GET,
+            "/streams/{secret}",
+            &[],
+            [OK, OK, NO_CHANNEL, OK, NO_CHANNEL, NO_CHANNEL],
+        ),
+        row(
+            M::GET,
+            "/streams/{secret}/members",
+            &[],
+            // Subscriber lists are metadata: administrators see them.
+            [OK, OK, NO_CHANNEL, OK, NO_CHANNEL, NO_CHANNEL],
+        ),
+        row(
+            M::GET,
+            "/get_stream_id",
+            &[("stream", "public")],
+            [OK, OK, OK, OK, E("Invalid channel name 'public'"), OK],
+        ),
+        row(
+            M::POST,
+            "/channels/create",
+            &[("name", "made by {who}"), ("subscribers", "[]")],
+            [OK, OK, OK, OK, GUESTS, OK],
+        ),
+        row(
+            M::PATCH,
+            "/streams/{public}",
+            &[("description", "edited by {who}")],
+            [
+                OK,
+                OK,
+                E("You do not have permission to administer this channel."),
+                E("You do not have permission to administer this channel."),
+                NO_CHANNEL,
+                E("You do not have permission to administer this channel."),
+            ],
+        ),
+        row(
+            M::POST,
+            "/users/me/subscriptions",
+            &[("subscriptions", r#"[{"name": "public"}]"#)],
+            [OK, OK, OK, OK, E("Unable to access channel (public)."), OK],
+        ),
+        row(
+            M::POST,
+            "/users/me/subscriptions",
+            &[("subscriptions", r#"[{"name": "secret"}]"#)],
+            [
+                E("Unable to access channel (secret)."),
+                E("Unable to access channel (secret)."),
+                E("Unable to access channel (secret)."),
+                OK,
+                E("Unable to access channel (secret)."),
+                E("Unable to access channel (secret)."),
+            ],
+        ),
+        row(
+            M::PATCH,
+            "/users/me/subscriptions/{public}",
+            &[("property", "pin_to_top"), ("value", "true")],
+            [
+                OK,
+                OK,
+                OK,
+                OK,
+                E("Not subscribed to channel ID {public}"),
+                OK,
+            ],
+        ),
+        row(
+            M::POST,
+            "/user_topics",
+            &[
+                ("stream_id", "{public}"),
+                ("topic", "t"),
+                ("visibility_policy", "1"),
+            ],
+            [OK, OK, OK, OK, NO_CHANNEL, OK],
+        ),
+        row(
+            M::POST,
+            "/user_topics",
+            &[
+                ("stream_id", "{secret}"),
+                ("topic", "t"),
+                ("visibility_policy", "1"),
+            ],
+            [
+                NO_CHANNEL, NO_CHANNEL, NO_CHANNEL, OK, NO_CHANNEL, NO_CHANNEL,
+            ],
+        ),
+        row(M::GET, "/channel_folders", &[], [OK, OK, OK, OK, OK, OK]),
+        row(
+            M::POST,
+            "/channel_folders/create",
+            &[("name", "folder of {who}"), ("description", "")],
+            [OK, OK, ADMIN, ADMIN, ADMIN, ADMIN],
+        ),
+        row(
+            M::GET,
+            "/user_groups",
+            &[],
+            [OK, OK, OK, OK, GUESTS, NO_BOTS],
+        ),
+        row(
+            M::POST,
+            "/user_groups/create",
+            &[
+                ("name", "group of {who}"),
+                ("description", ""),
+                ("members", "[]"),
+            ],
+            [OK, OK, OK, OK, GUESTS, NO_BOTS],
+        ),
+        row(
+            M::GET,
+            "/default_streams",
+            &[],
+            // Everyone learns the default channels (they are in /register too).
+            [OK, OK, OK, OK, OK, OK],
+        ),
+        row(
+            M::POST,
+            "/default_streams",
+            &[("stream_id", "{public}")],
+            [OK, OK, ADMIN, ADMIN, ADMIN, ADMIN],
+        ),
+        row(M::GET, "/users", &[], [OK, OK, OK, OK, OK, OK]),
+        row(
+            M::POST,
+            "/bots",
+            &[
+                ("full_name", "Bot of {who}"),
+                ("short_name", "{who}-helper"),
+            ],
+            [OK, OK, OK, OK, GUESTS, NO_BOTS],
+        ),
+        row(M::GET, "/bots", &[], [OK, OK, OK, OK, GUESTS, NO_BOTS]),
+        row(
+            M::PATCH,
+            "/realm",
+            &[("description", "set by {who}")],
+            [OK, OK, ADMIN, ADMIN, ADMIN, ADMIN],
+        ),
+        row(
+            M::GET,
+            "/realm/profile_fields",
+            &[],
+            [OK, OK, OK, OK, OK, OK],
+        ),
+        row(
+            M::POST,
+            "/realm/profile_fields",
+            &[("name", "Field of {who}"), ("field_type", "1")],
+            [OK, OK, ADMIN, ADMIN, ADMIN, ADMIN],
+        ),
+        row(
+            M::PATCH,
+            "/users/me/profile_data",
+            &[("data", "[]")],
+            [OK, OK, OK, OK, OK, NO_BOTS],
+        ),
+    ]
+}
+
+/// Everyone the table calls, with the ids its paths need.
+struct World {
+    server: Server,
+    callers: Vec<(&'static str, Option<Creds>)>,
+    public: u64,
+    secret: u64,
+}
+
+async fn world() -> World {
+    let server = Server::start();
+    let owner = server.owner();
+    let as_owner = server.api(Some(&owner));
+    let mut callers: Vec<(&'static str, Option<Creds>)> = vec![("owner", Some(owner.clone()))];
+    for (who, role) in [
+        ("admin", "200"),
+        ("moderator", "300"),
+        ("member", "400"),
+        ("guest", "600"),
+        ("deactivated", "400"),
+    ] {
+        let (id, creds) = server
+            .create_member(&format!("{who}@example.com"), &format!("The {who}"))
+            .await;
+        let (status, body) = as_owner
+            .call(Method::PATCH, &format!("/users/{id}"), &[("role", role)])
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        if who == "deactivated" {
+            assert_eq!(
+                as_owner.delete(&format!("/users/{id}"), &[]).await.0,
+                StatusCode::OK
+            );
+        }
+        callers.push((who, Some(creds)));
+    }
+    let member = callers[3].1.clone().unwrap();
+    let (_, body) = server
+        .api(Some(&member))
+        .post(
+            "/bots",
+            &[("full_name", "The bot"), ("short_name", "table")],
+        )
+        .await;
+    let bot = Creds {
+        email: format!("table-bot@{}", crate::users::email_domain(&server)),
+        key: body["api_key"].as_str().unwrap().to_owned(),
+    };
+    callers.insert(5, ("bot", Some(bot)));
+    callers.push((
+        "wrong_key",
+        Some(Creds {
+            email: owner.email.clone(),
+            key: "a".repeat(32),
+        }),
+    ));
+    callers.push(("anonymous", None));
+    let names: Vec<&str> = callers.iter().map(|(who, _)| *who).collect();
+    assert_eq!(names, CALLERS);
+
+    let (_, body) = as_owner
+        .post(
+            "/channels/create",
+            &[("name", "public"), ("subscribers", "[]")],
+        )
+        .await;
+    let public = body["id"].as_u64().unwrap();
+    let member_id = server.api(Some(&member)).get("/users/me", &[]).await.1["user_id"]
+        .as_u64()
+        .unwrap();
+    let (_, body) = as_owner
+        .post(
+            "/channels/create",
+            &[
+                ("name", "secret"),
+                ("invite_only", "true"),
+                ("subscribers", &format!("[{member_id}]")),
+            ],
+        )
+        .await;
+    let secret = body["id"].as_u64().unwrap();
+    World {
+        server,
+        callers,
+        public,
+        secret,
+    }
+}
+
+fn fill(text: &str, who: &str, world: &World) -> String {
+    text.replace("{who}", who)
+        .replace("{public}", &world.public.to_string())
+        .replace("{secret}", &world.secret.to_string())
+}
+
+#[tokio::test]
+async fn every_route_against_every_kind_of_caller() {
+    let world = world().await;
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for row in rows() {
+        for (index, (who, creds)) in world.callers.iter().enumerate() {
+            let api: Api = world.server.api(creds.as_ref());
+            let path = fill(row.path, who, &world);
+            let values: Vec<(String, String)> = row
+                .params
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), fill(v, who, &world)))
+                .collect();
+            let params: Vec<(&str, &str)> = values
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let (status, body) = api.call(row.method.clone(), &path, &params).await;
+            let got = if status == StatusCode::OK {
+                OK
+            } else {
+                // Messages are compared after the same substitution as the request.
+                let msg = body["msg"].as_str().unwrap_or_default().to_owned();
+                let expected = match row.expect[index] {
+                    E(m) => fill(m, who, &world),
+                    OK => String::new(),
+                };
+                if msg == expected {
+                    row.expect[index]
+                } else {
+                    failures.push(format!("{} {path} as {who}: {status} {body}", row.method));
+                    continue;
+                }
+            };
+            if got != row.expect[index] {
+                failures.push(format!(
+                    "{} {path} as {who}: expected {:?}, got {status} {body}",
+                    row.method, row.expect[index]
+                ));
+            }
+            checked += 1;
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cells differ:\n{}",
+        failures.len(),
+        rows().len() * CALLERS.len(),
+        failures.join("\n")
+    );
+    assert_eq!(checked, rows().len() * CALLERS.len());
+}
