@@ -120,6 +120,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     patch => subscriptions::update_muted_topic);
                 endpoint!(api, "/users/me/subscriptions/{stream_id}",
                     patch => subscriptions::update_subscription);
+                // After every /users/me/subscriptions/... route: actix matches in this order.
+                endpoint!(api, "/users/{user_id}/subscriptions/{stream_id}",
+                    get => subscriptions::get_subscription_status);
                 endpoint!(api, "/user_topics", post => subscriptions::update_user_topic);
                 endpoint!(api, "/channel_folders",
                     get => folders::get_channel_folders,

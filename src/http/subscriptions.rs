@@ -306,3 +306,29 @@ pub async fn update_muted_topic(
         .await?;
     Ok(params.success(json!({})))
 }
+
+/// `GET /users/{user_id}/subscriptions/{stream_id}`: whether a user is subscribed to a channel
+/// the caller can see.
+pub async fn get_subscription_status(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let user_id = UserId(path_id(&req, "user_id")?);
+    let channel_id = ChannelId(path_id(&req, "stream_id")?);
+    let subscribed = state.engine.read(|s| {
+        let me = s
+            .users
+            .get(auth.user_id)
+            .ok_or_else(|| ApiError::internal("authenticated user missing"))?;
+        let user = s
+            .users
+            .get(user_id)
+            .filter(|u| !u.is_system_bot())
+            .ok_or_else(|| ApiError::bad_request("No such user"))?;
+        let channel = crate::commands::channels::visible_channel(s, me, channel_id)?;
+        Ok::<bool, ApiError>(s.channels.is_subscribed(user.user_id, channel.id))
+    })?;
+    Ok(params.success(json!({ "is_subscribed": subscribed })))
+}

@@ -211,3 +211,55 @@ def test_messages_through_the_client(server):
     assert client.delete_message(message_id)["result"] == "success"
     gone = client.get_raw_message(message_id)
     assert gone["result"] == "error" and gone["msg"] == "Invalid message(s)"
+
+
+def test_users_bots_settings_and_profile_fields_through_the_client(server):
+    owner = owner_client(server)
+    members = owner.get_members()
+    assert members["result"] == "success", members
+    emails = [m["email"] for m in members["members"]]
+    assert owner.email in emails
+    me = owner.get_profile()
+    assert owner.get_user_by_id(me["user_id"])["user"]["email"] == owner.email
+    assert owner.call_endpoint(url=f"users/{owner.email}", method="GET")["user"]["user_id"] == me["user_id"]
+
+    # A bot, through the endpoint the web app uses; it works as a client of its own.
+    bot = owner.call_endpoint(
+        url="bots", method="POST", request={"full_name": "Compat Bot", "short_name": "compat"}
+    )
+    assert bot["result"] == "success", bot
+    host = server.url.split("://", 1)[1].split(":", 1)[0]
+    domain = host if any(c.isalpha() for c in host) else "chronicle.invalid"
+    as_bot = zulip.Client(email=f"compat-bot@{domain}", api_key=bot["api_key"], site=server.url)
+    assert as_bot.get_profile()["is_bot"] is True
+    assert owner.add_subscriptions(streams=[{"name": "compat-status"}])["result"] == "success"
+    channel = owner.get_stream_id("compat-status")["stream_id"]
+    status = owner.get_subscription_status(user_id=me["user_id"], stream_id=channel)
+    assert status == {"result": "success", "msg": "", "is_subscribed": True}, status
+    listed = owner.call_endpoint(url="bots", method="GET")
+    assert [b["username"] for b in listed["bots"]] == [f"compat-bot@{domain}"]
+
+    # Organization settings.
+    changed = owner.call_endpoint(
+        url="realm", method="PATCH", request={"message_content_edit_limit_seconds": 1200}
+    )
+    assert changed["message_content_edit_limit_seconds"] == 1200, changed
+    state = owner.register(fetch_event_types=["realm"])
+    assert state["realm_message_content_edit_limit_seconds"] == 1200
+
+    # Custom profile fields: define, fill in, read back.
+    created = owner.create_realm_profile_field(name="Team", hint="Which team", field_type=1)
+    assert created["result"] == "success", created
+    field_id = created["id"]
+    fields = owner.get_realm_profile_fields()["custom_fields"]
+    assert [f["name"] for f in fields] == ["Team"]
+    assert owner.update_realm_profile_field(field_id=field_id, hint="Your team")["result"] == "success"
+    update = owner.call_endpoint(
+        url="users/me/profile_data", method="PATCH", request={"data": [{"id": field_id, "value": "Core"}]}
+    )
+    assert update["result"] == "success", update
+    profile = owner.get_user_by_id(me["user_id"], include_custom_profile_fields="true")
+    assert profile["user"]["profile_data"][str(field_id)]["value"] == "Core"
+    assert owner.reorder_realm_profile_fields(order=[field_id])["result"] == "success"
+    assert owner.remove_realm_profile_field(field_id=field_id)["result"] == "success"
+    assert owner.get_realm_profile_fields()["custom_fields"] == []

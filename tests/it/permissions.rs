@@ -206,6 +206,12 @@ fn rows() -> Vec<Row> {
         ),
         row(M::GET, "/users", &[], [OK, OK, OK, OK, OK, OK]),
         row(
+            M::GET,
+            "/users/1/subscriptions/{secret}",
+            &[],
+            [OK, OK, NO_CHANNEL, OK, NO_CHANNEL, NO_CHANNEL],
+        ),
+        row(
             M::POST,
             "/bots",
             &[
