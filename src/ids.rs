@@ -50,6 +50,11 @@ id_type!(
     FieldId
 );
 
+id_type!(
+    /// A linkifier's id.
+    LinkifierId
+);
+
 /// Position of an event in the log: 1 for the first event, gapless, strictly increasing.
 /// Stored as big-endian bytes so that sled's key order is log order.
 #[derive(

@@ -35,6 +35,7 @@ pub mod error;
 pub mod events;
 pub mod http;
 pub mod ids;
+pub mod linkify;
 pub mod markdown;
 pub mod projections;
 pub mod realtime;

@@ -5,9 +5,12 @@
 //! `@**Full Name|12**`), wildcard mentions (`@**all**`, `@**everyone**`, `@**channel**`,
 //! `@**stream**`, `@**topic**`), and channel links `#**channel**`. Zulip syntax inside code is left
 //! alone: it is replaced by placeholder tokens before parsing, outside code only, and the tokens
-//! are swapped for their HTML afterwards.
+//! are swapped for their HTML afterwards. The organization's linkifiers then apply to the text
+//! of the parsed document, never inside code, links or those tokens.
 
-use comrak::{markdown_to_html, Options};
+use crate::linkify::{find_all, Compiled};
+use comrak::nodes::{AstNode, NodeValue};
+use comrak::{format_html, parse_document, Arena, Options};
 
 /// Escapes text for HTML element content and attribute values.
 pub fn escape_html(text: &str) -> String {
@@ -42,6 +45,85 @@ pub trait Resolver {
     fn user(&self, name: &str, id: Option<u64>) -> Option<(u64, String)>;
     /// A channel by name, as `(channel_id, name)`.
     fn channel(&self, name: &str) -> Option<(u64, String)>;
+    /// The organization's linkifiers, in order.
+    fn linkifiers(&self) -> Vec<&Compiled> {
+        Vec::new()
+    }
+}
+
+/// A linkifier's URL if it is safe to link to: http(s) and mailto, and scheme-less URLs as
+/// http (Zulip's `sanitize_url`); anything else links nothing.
+fn safe_url(url: &str) -> Option<String> {
+    let scheme = url.split_once(':').map(|(s, _)| s).filter(|s| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    });
+    match scheme.map(str::to_ascii_lowercase).as_deref() {
+        Some("http" | "https" | "mailto") => Some(url.to_owned()),
+        Some(_) => None,
+        None if url.starts_with('/') => Some(url.to_owned()),
+        None => Some(format!("http://{url}")),
+    }
+}
+
+/// Applies the linkifiers to the document's text outside links (code has no text nodes), each
+/// match becoming a placeholder token for its `<a>`.
+fn linkify_document<'a>(
+    root: &'a AstNode<'a>,
+    linkifiers: &[&Compiled],
+    replacements: &mut Vec<String>,
+) {
+    if linkifiers.is_empty() {
+        return;
+    }
+    for node in root.descendants() {
+        let in_link = node.ancestors().skip(1).any(|a| {
+            matches!(
+                a.data.borrow().value,
+                NodeValue::Link(_) | NodeValue::Image(_)
+            )
+        });
+        if in_link {
+            continue;
+        }
+        let mut data = node.data.borrow_mut();
+        let NodeValue::Text(text) = &mut data.value else {
+            continue;
+        };
+        // Tokens already placed (mentions, channel links) are not linkified.
+        let mut tokens = Vec::new();
+        let mut from = 0;
+        while let Some(open) = text[from..].find(OPEN).map(|i| i + from) {
+            let close = text[open..]
+                .find(CLOSE)
+                .map_or(text.len(), |i| open + i + CLOSE.len_utf8());
+            tokens.push((open, close));
+            from = close;
+        }
+        let found: Vec<_> = find_all(linkifiers, text)
+            .into_iter()
+            .filter(|f| !tokens.iter().any(|(s, e)| f.start < *e && *s < f.end))
+            .filter_map(|f| safe_url(&f.url).map(|url| (f, url)))
+            .collect();
+        if found.is_empty() {
+            continue;
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        for (f, url) in found {
+            out.push_str(&text[at..f.start]);
+            replacements.push(format!(
+                "<a href=\"{}\">{}</a>",
+                escape_html(&url),
+                escape_html(&text[f.start..f.end])
+            ));
+            out.push_str(&format!("{OPEN}{}{CLOSE}", replacements.len() - 1));
+            at = f.end;
+        }
+        out.push_str(&text[at..]);
+        *text = out;
+    }
 }
 
 /// A rendered message.
@@ -81,7 +163,14 @@ pub fn render_message(source: &str, resolver: &dyn Resolver) -> Rendered {
         replacements.push(html);
         Some(format!("{OPEN}{}{CLOSE}", replacements.len() - 1))
     });
-    let mut html = markdown_to_html(&tokenized, &options());
+    let options = options();
+    let arena = Arena::new();
+    let root = parse_document(&arena, &tokenized, &options);
+    linkify_document(root, &resolver.linkifiers(), &mut replacements);
+    let mut out = Vec::new();
+    // Writing into a Vec cannot fail.
+    let _ = format_html(root, &options, &mut out);
+    let mut html = String::from_utf8(out).unwrap_or_default();
     for (i, replacement) in replacements.iter().enumerate() {
         html = html.replace(&format!("{OPEN}{i}{CLOSE}"), replacement);
     }

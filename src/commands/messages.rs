@@ -55,6 +55,10 @@ impl Resolver for OrgResolver<'_> {
         }
     }
 
+    fn linkifiers(&self) -> Vec<&crate::linkify::Compiled> {
+        self.0.linkifiers.compiled()
+    }
+
     fn channel(&self, name: &str) -> Option<(u64, String)> {
         self.0
             .channels
@@ -240,6 +244,10 @@ impl Resolver for WithNewUsers<'_> {
 
     fn channel(&self, name: &str) -> Option<(u64, String)> {
         self.org.channel(name)
+    }
+
+    fn linkifiers(&self) -> Vec<&crate::linkify::Compiled> {
+        self.org.linkifiers()
     }
 }
 

@@ -5,6 +5,7 @@
 
 pub mod channels;
 pub mod groups;
+pub mod linkifiers;
 pub mod messages;
 pub mod profile_fields;
 pub mod realm;

@@ -9,9 +9,10 @@ pub mod v1;
 
 pub use v1::{
     BotConfig, BotService, ChannelChange, ChannelPermissions, EditedContent, Event, GroupChange,
-    GroupPermissions, GroupSetting, MessageFlag, MessageMove, NewSubscription, ProfileChoice,
-    ProfileFieldData, ProfileFieldSpec, PropagateMode, ReactionType, RealmValue, Recipient, Role,
-    SenderQueue, SubscriptionProperty, SystemGroup, TopicsPolicy, TypingTarget, UserChange,
+    GroupPermissions, GroupSetting, LinkifierSpec, MessageFlag, MessageMove, NewSubscription,
+    ProfileChoice, ProfileFieldData, ProfileFieldSpec, PropagateMode, ReactionType, RealmValue,
+    Recipient, Role, SenderQueue, SubscriptionProperty, SystemGroup, TopicsPolicy, TypingTarget,
+    UserChange,
 };
 
 use crate::ids::{Seq, UserId};

@@ -3,7 +3,7 @@
 //! Names of variants and fields are a storage contract: a change means freezing this file,
 //! adding `v2.rs` and an upcast, and a fixture of v1 bytes in `replay-fixtures/`.
 
-use crate::ids::{ChannelId, FieldId, FolderId, GroupId, MessageId, UserId};
+use crate::ids::{ChannelId, FieldId, FolderId, GroupId, LinkifierId, MessageId, UserId};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -273,6 +273,18 @@ pub enum RealmValue {
     Group(GroupSetting),
 }
 
+/// A linkifier's definition, whole (creation and every change carry all of it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkifierSpec {
+    /// A regular expression (RE2 syntax) with named groups.
+    pub pattern: String,
+    /// An RFC 6570 template whose variables are the pattern's groups.
+    pub url_template: String,
+    pub example_input: Option<String>,
+    pub reverse_template: Option<String>,
+    pub alternative_url_templates: Vec<String>,
+}
+
 /// One choice of a dropdown profile field.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProfileChoice {
@@ -478,6 +490,20 @@ pub enum Event {
         value: Option<String>,
         rendered_value: Option<String>,
     },
+    /// An administrator added a linkifier (`order` after the others).
+    LinkifierAdded {
+        linkifier_id: LinkifierId,
+        spec: LinkifierSpec,
+    },
+    /// A linkifier's definition was replaced.
+    LinkifierChanged {
+        linkifier_id: LinkifierId,
+        spec: LinkifierSpec,
+    },
+    /// A linkifier was removed.
+    LinkifierRemoved { linkifier_id: LinkifierId },
+    /// The linkifiers' order was set (every id, in order).
+    LinkifiersReordered { order: Vec<LinkifierId> },
     /// A human account or a bot was created.
     UserCreated {
         user_id: UserId,
@@ -686,6 +712,10 @@ impl Event {
             Event::CustomProfileFieldDeleted { .. } => "CustomProfileFieldDeleted",
             Event::CustomProfileFieldsReordered { .. } => "CustomProfileFieldsReordered",
             Event::ProfileDataSet { .. } => "ProfileDataSet",
+            Event::LinkifierAdded { .. } => "LinkifierAdded",
+            Event::LinkifierChanged { .. } => "LinkifierChanged",
+            Event::LinkifierRemoved { .. } => "LinkifierRemoved",
+            Event::LinkifiersReordered { .. } => "LinkifiersReordered",
             Event::UserCreated { .. } => "UserCreated",
             Event::ApiKeyRegenerated { .. } => "ApiKeyRegenerated",
             Event::UserDeactivated { .. } => "UserDeactivated",

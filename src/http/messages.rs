@@ -31,6 +31,16 @@ pub fn shown_email(site: &Site, viewer: &User, user: &User) -> String {
     }
 }
 
+/// `topic_links` of a topic, with the organization's current linkifiers.
+pub fn topic_links_json(state: &Projections, topic: &str) -> Value {
+    Value::Array(
+        crate::linkify::topic_links(&state.linkifiers.compiled(), topic)
+            .into_iter()
+            .map(|(text, url)| json!({"url": url, "text": text}))
+            .collect(),
+    )
+}
+
 /// The shown topic: the empty topic is "general chat" unless the client handles it.
 pub fn shown_topic(topic: &str, allow_empty_topic_name: bool) -> String {
     if topic.is_empty() && !allow_empty_topic_name {
@@ -79,7 +89,10 @@ pub fn message_json(
             Some(_) => shown_topic(message.topic(), allow_empty_topic_name),
             None => String::new(),
         },
-        "topic_links": [],
+        "topic_links": match message.channel() {
+            Some(_) => topic_links_json(state, message.topic()),
+            None => json!([]),
+        },
         "is_me_message": message.is_me_message,
         "reactions": reactions_json(state, site, viewer, message),
         "submessages": [],

@@ -10,6 +10,7 @@ pub mod bots;
 pub mod channels;
 pub mod events;
 pub mod folders;
+pub mod linkifiers;
 pub mod messages;
 pub mod params;
 pub mod profile_fields;
@@ -87,6 +88,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     post => bots::create_bot);
                 endpoint!(api, "/bots/{bot_id}", delete => bots::deactivate_bot);
                 endpoint!(api, "/realm", patch => realm::update_realm);
+                endpoint!(api, "/realm/linkifiers",
+                    get => linkifiers::get_linkifiers,
+                    patch => linkifiers::reorder_linkifiers);
+                endpoint!(api, "/realm/filters", post => linkifiers::add_linkifier);
+                endpoint!(api, "/realm/filters/{filter_id}",
+                    patch => linkifiers::update_linkifier,
+                    delete => linkifiers::remove_linkifier);
                 endpoint!(api, "/realm/profile_fields",
                     get => profile_fields::get_profile_fields,
                     post => profile_fields::create_profile_field,

@@ -274,6 +274,10 @@ impl Groups {
             | Event::CustomProfileFieldDeleted { .. }
             | Event::CustomProfileFieldsReordered { .. }
             | Event::ProfileDataSet { .. }
+            | Event::LinkifierAdded { .. }
+            | Event::LinkifierChanged { .. }
+            | Event::LinkifierRemoved { .. }
+            | Event::LinkifiersReordered { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }

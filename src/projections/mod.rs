@@ -7,6 +7,7 @@
 pub mod channels;
 pub mod folders;
 pub mod groups;
+pub mod linkifiers;
 pub mod messages;
 pub mod profile_fields;
 pub mod realm;
@@ -17,6 +18,7 @@ mod users;
 pub use channels::{Channel, Channels, Subscription};
 pub use folders::{Folder, Folders};
 pub use groups::{Group, Groups};
+pub use linkifiers::Linkifiers;
 pub use messages::{Message, Messages};
 pub use profile_fields::ProfileFields;
 pub use realm::Realm;
@@ -44,6 +46,7 @@ pub struct Projections {
     pub messages: Messages,
     pub typing: Typing,
     pub profile_fields: ProfileFields,
+    pub linkifiers: Linkifiers,
 }
 
 impl Projections {
@@ -59,6 +62,7 @@ impl Projections {
         self.messages.apply(env, &self.channels, &self.users);
         self.typing.apply(env);
         self.profile_fields.apply(env);
+        self.linkifiers.apply(env);
         self.seq = env.seq;
     }
 
@@ -97,6 +101,7 @@ impl Projections {
             "messages": self.messages.dump(),
             "typing": self.typing.dump(),
             "custom_profile_fields": self.profile_fields.dump(),
+            "linkifiers": self.linkifiers.dump(),
         })
     }
 

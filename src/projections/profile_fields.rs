@@ -106,6 +106,10 @@ impl ProfileFields {
             },
             Event::RealmCreated { .. }
             | Event::RealmSettingChanged { .. }
+            | Event::LinkifierAdded { .. }
+            | Event::LinkifierChanged { .. }
+            | Event::LinkifierRemoved { .. }
+            | Event::LinkifiersReordered { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }

@@ -385,6 +385,10 @@ impl Realm {
             | Event::CustomProfileFieldDeleted { .. }
             | Event::CustomProfileFieldsReordered { .. }
             | Event::ProfileDataSet { .. }
+            | Event::LinkifierAdded { .. }
+            | Event::LinkifierChanged { .. }
+            | Event::LinkifierRemoved { .. }
+            | Event::LinkifiersReordered { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }

@@ -48,6 +48,10 @@ impl Typing {
             | Event::CustomProfileFieldDeleted { .. }
             | Event::CustomProfileFieldsReordered { .. }
             | Event::ProfileDataSet { .. }
+            | Event::LinkifierAdded { .. }
+            | Event::LinkifierChanged { .. }
+            | Event::LinkifierRemoved { .. }
+            | Event::LinkifiersReordered { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }

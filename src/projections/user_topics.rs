@@ -73,6 +73,10 @@ impl UserTopics {
             | Event::CustomProfileFieldDeleted { .. }
             | Event::CustomProfileFieldsReordered { .. }
             | Event::ProfileDataSet { .. }
+            | Event::LinkifierAdded { .. }
+            | Event::LinkifierChanged { .. }
+            | Event::LinkifierRemoved { .. }
+            | Event::LinkifiersReordered { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
             | Event::UserDeactivated { .. }

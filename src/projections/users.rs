@@ -174,6 +174,10 @@ impl Users {
             | Event::CustomProfileFieldDeleted { .. }
             | Event::CustomProfileFieldsReordered { .. }
             | Event::ProfileDataSet { .. }
+            | Event::LinkifierAdded { .. }
+            | Event::LinkifierChanged { .. }
+            | Event::LinkifierRemoved { .. }
+            | Event::LinkifiersReordered { .. }
             | Event::UserGroupCreated { .. }
             | Event::UserGroupMembersChanged { .. }
             | Event::UserGroupSubgroupsChanged { .. }

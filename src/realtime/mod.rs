@@ -235,6 +235,12 @@ impl Queues {
                     if channel_typing && !q.options.capabilities.stream_typing_notifications {
                         continue;
                     }
+                    // Linkifier events only for clients that handle URL templates.
+                    if event_type == "realm_linkifiers"
+                        && !q.options.capabilities.linkifier_url_template
+                    {
+                        continue;
+                    }
                     if env.seq <= q.from_seq || !q.options.wants(&event_type) {
                         continue;
                     }

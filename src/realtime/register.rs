@@ -483,7 +483,13 @@ pub fn initial_state(
         put("custom_profile_field_types", custom_profile_field_types());
     }
     if want("realm_linkifiers") {
-        put("realm_linkifiers", json!([]));
+        // Clients that do not handle URL templates get none (Zulip's rule).
+        let linkifiers = if request.capabilities.linkifier_url_template {
+            crate::http::linkifiers::linkifiers_json(state)
+        } else {
+            json!([])
+        };
+        put("realm_linkifiers", linkifiers);
     }
     if want("realm_filters") {
         put("realm_filters", json!([]));

@@ -87,6 +87,13 @@ pub fn client_events(
 ) -> Vec<(UserId, Value)> {
     match &env.event {
         Event::RealmCreated { .. } | Event::ApiKeyRegenerated { .. } => Vec::new(),
+        Event::LinkifierAdded { .. }
+        | Event::LinkifierChanged { .. }
+        | Event::LinkifierRemoved { .. }
+        | Event::LinkifiersReordered { .. } => to_all(
+            state,
+            json!({"type": "realm_linkifiers", "realm_linkifiers": crate::http::linkifiers::linkifiers_json(state)}),
+        ),
         Event::CustomProfileFieldCreated { .. }
         | Event::CustomProfileFieldChanged { .. }
         | Event::CustomProfileFieldDeleted { .. }
@@ -735,7 +742,7 @@ fn update_message_events(
             let orig = edit.prev_topic.clone().unwrap_or_default();
             event["orig_subject"] = json!(crate::http::messages::shown_topic(&orig, false));
             event["subject"] = json!(crate::http::messages::shown_topic(message.topic(), false));
-            event["topic_links"] = json!([]);
+            event["topic_links"] = crate::http::messages::topic_links_json(state, message.topic());
         }
     }
     let mut out: Vec<(UserId, Value)> = active_holders(state, message_id)

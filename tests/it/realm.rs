@@ -311,3 +311,241 @@ async fn realm_settings_govern_editing_history_topics_and_names() {
         .await;
     assert_eq!(body["msg"], "Unique names required in this organization.");
 }
+
+#[tokio::test]
+async fn linkifiers_are_validated_applied_and_announced() {
+    let chat = chat().await;
+    let server = &chat.server;
+    let owner = server.api(Some(&server.owner()));
+    let (_, alice) = &chat.alice;
+    let (_, bob) = &chat.bob;
+    let (status, body) = bob
+        .post(
+            "/register",
+            &[("client_capabilities", r#"{"linkifier_url_template": true}"#)],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let with_capability = body["queue_id"].as_str().unwrap().to_owned();
+    let (without_capability, _) = register(bob, &[]).await;
+    let add = |params: Vec<(&'static str, &'static str)>| {
+        let owner = &owner;
+        async move { owner.post("/realm/filters", &params).await }
+    };
+
+    // Administrators only.
+    let (_, body) = alice
+        .post(
+            "/realm/filters",
+            &[
+                ("pattern", "#(?P<id>[0-9]+)"),
+                ("url_template", "https://t.example/{id}"),
+            ],
+        )
+        .await;
+    assert_eq!(body["code"], "UNAUTHORIZED_PRINCIPAL");
+
+    let (status, body) = add(vec![
+        ("pattern", "#(?P<id>[0-9]+)"),
+        ("url_template", "https://trac.example.com/ticket/{id}"),
+        ("example_input", "#123"),
+        ("reverse_template", "#{id}"),
+    ])
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["id"], 1);
+
+    // Validation, in Zulip's words, with the failing field under `errors`.
+    type Case = (Vec<(&'static str, &'static str)>, &'static str, &'static str);
+    let cases: Vec<Case> = vec![
+        (
+            vec![("pattern", " "), ("url_template", "https://x.example")],
+            "pattern",
+            "This field cannot be blank.",
+        ),
+        (
+            vec![("pattern", "a"), ("url_template", "https://x.example/{id")],
+            "url_template",
+            "Invalid URL template.",
+        ),
+        (
+            vec![
+                ("pattern", "(?P<id>[0-9]+"),
+                ("url_template", "https://x.example/{id}"),
+            ],
+            "__all__",
+            "",
+        ),
+        (
+            vec![
+                ("pattern", "T-(?P<id>[0-9]+)"),
+                ("url_template", "https://x.example/{id}/{other}"),
+            ],
+            "__all__",
+            "Group 'other' in URL template is not present in linkifier pattern.",
+        ),
+        (
+            vec![
+                ("pattern", "T-(?P<id>[0-9]+)"),
+                ("url_template", "https://x.example/"),
+            ],
+            "__all__",
+            "Group 'id' in linkifier pattern is not present in URL template.",
+        ),
+        (
+            vec![
+                ("pattern", "#(?P<id>[0-9]+)"),
+                ("url_template", "https://x.example/{id}"),
+            ],
+            "__all__",
+            "Realm filter with this Realm and Pattern already exists.",
+        ),
+        (
+            vec![
+                ("pattern", "T-(?P<id>[0-9]+)"),
+                ("url_template", "https://x.example/{id}"),
+                ("example_input", "nope"),
+            ],
+            "example_input",
+            "Example input does not match the linkifier pattern.",
+        ),
+        (
+            vec![
+                ("pattern", "T-(?P<id>[0-9]+)"),
+                ("url_template", "https://x.example/{id}"),
+                ("example_input", "T-1"),
+                ("reverse_template", "T{id}"),
+            ],
+            "reverse_template",
+            "Example text does not match auto-conversion field.",
+        ),
+    ];
+    for (params, field, msg) in cases {
+        let (status, body) = owner.post("/realm/filters", &params).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{params:?}: {body}");
+        let got = body["msg"].as_str().unwrap();
+        if msg.is_empty() {
+            assert!(got.starts_with("Bad regular expression: "), "{body}");
+        } else {
+            assert_eq!(got, msg, "{params:?}");
+        }
+        assert_eq!(body["errors"][field][0], got, "{body}");
+    }
+
+    let (_, body) = alice.get("/realm/linkifiers", &[]).await;
+    assert_eq!(
+        body["linkifiers"],
+        json!([{"pattern": "#(?P<id>[0-9]+)", "url_template": "https://trac.example.com/ticket/{id}", "id": 1,
+                "example_input": "#123", "reverse_template": "#{id}", "alternative_url_templates": []}])
+    );
+
+    // Applied to content (not in code or links) and to topics.
+    let channel = chat.channel.to_string();
+    let id = send(
+        alice,
+        &[
+            ("type", "stream"),
+            ("to", &channel),
+            ("topic", "fix #99"),
+            (
+                "content",
+                "See #224, `#225` and [#226](https://other.example), not x#227.",
+            ),
+        ],
+    )
+    .await;
+    let (_, body) = bob.get(&format!("/messages/{id}"), &[]).await;
+    assert_eq!(
+        body["message"]["content"],
+        "<p>See <a href=\"https://trac.example.com/ticket/224\">#224</a>, <code>#225</code> and \
+         <a href=\"https://other.example\">#226</a>, not x#227.</p>"
+    );
+    assert_eq!(
+        body["message"]["topic_links"],
+        json!([{"url": "https://trac.example.com/ticket/99", "text": "#99"}])
+    );
+
+    // Events only to clients that declared linkifier_url_template.
+    let events = drain(bob, &with_capability).await;
+    let linkifier_events: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "realm_linkifiers")
+        .collect();
+    assert_eq!(linkifier_events.len(), 1);
+    assert_eq!(linkifier_events[0]["realm_linkifiers"][0]["id"], 1);
+    assert!(drain(bob, &without_capability)
+        .await
+        .iter()
+        .all(|e| e["type"] != "realm_linkifiers"));
+    let (_, state) = register(bob, &[("fetch_event_types", r#"["realm_linkifiers"]"#)]).await;
+    assert_eq!(state["realm_linkifiers"], json!([]));
+
+    // Change, reorder, remove.
+    let (status, body) = owner
+        .call(
+            Method::PATCH,
+            "/realm/filters/1",
+            &[
+                ("pattern", "#(?P<id>[0-9]+)"),
+                ("url_template", "https://bugs.example/{id}"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, body) = add(vec![
+        ("pattern", "PR-(?P<n>[0-9]+)"),
+        ("url_template", "https://pr.example/{n}"),
+    ])
+    .await;
+    assert_eq!(body["id"], 2);
+    let reorder = |ids: &'static str| {
+        let owner = &owner;
+        async move {
+            owner
+                .call(
+                    Method::PATCH,
+                    "/realm/linkifiers",
+                    &[("ordered_linkifier_ids", ids)],
+                )
+                .await
+        }
+    };
+    assert_eq!(
+        reorder("[1, 1]").await.1["msg"],
+        "The ordered list must not contain duplicated linkifiers"
+    );
+    assert_eq!(
+        reorder("[1]").await.1["msg"],
+        "The ordered list must enumerate all existing linkifiers exactly once"
+    );
+    assert_eq!(reorder("[2, 1]").await.0, StatusCode::OK);
+    let (_, body) = alice.get("/realm/linkifiers", &[]).await;
+    assert_eq!(body["linkifiers"][0]["id"], 2);
+    assert_eq!(
+        body["linkifiers"][1]["url_template"],
+        "https://bugs.example/{id}"
+    );
+    assert_eq!(
+        owner.delete("/realm/filters/9", &[]).await.1["msg"],
+        "Linkifier not found."
+    );
+    assert_eq!(
+        owner.delete("/realm/filters/2", &[]).await.0,
+        StatusCode::OK
+    );
+
+    // Survives a restart; old messages keep the links they were rendered with.
+    let server = chat.server.stop().restart();
+    let owner = server.api(Some(&server.owner()));
+    let (_, body) = owner.get("/realm/linkifiers", &[]).await;
+    assert_eq!(body["linkifiers"].as_array().unwrap().len(), 1);
+    let (_, body) = owner.get(&format!("/messages/{id}"), &[]).await;
+    assert!(body["message"]["content"]
+        .as_str()
+        .unwrap()
+        .contains("trac.example.com/ticket/224"));
+    assert_eq!(
+        body["message"]["topic_links"],
+        json!([{"url": "https://bugs.example/99", "text": "#99"}])
+    );
+}
