@@ -263,3 +263,17 @@ def test_users_bots_settings_and_profile_fields_through_the_client(server):
     assert owner.reorder_realm_profile_fields(order=[field_id])["result"] == "success"
     assert owner.remove_realm_profile_field(field_id=field_id)["result"] == "success"
     assert owner.get_realm_profile_fields()["custom_fields"] == []
+
+
+def test_linkifiers_through_the_client(server):
+    owner = owner_client(server)
+    added = owner.add_realm_filter("#(?P<id>[0-9]+)", "https://issues.example/{id}")
+    assert added["result"] == "success", added
+    listed = owner.get_realm_linkifiers()["linkifiers"]
+    assert [(l["id"], l["url_template"]) for l in listed] == [(added["id"], "https://issues.example/{id}")]
+    sent = owner.send_message({"type": "stream", "to": "compat-status", "topic": "links", "content": "see #42"})
+    assert sent["result"] == "success", sent
+    message = owner.get_raw_message(sent["id"])["message"]
+    assert '<a href="https://issues.example/42">#42</a>' in message["content"]
+    assert owner.remove_realm_filter(added["id"])["result"] == "success"
+    assert owner.get_realm_linkifiers()["linkifiers"] == []
