@@ -69,12 +69,22 @@ impl ServerSecret {
 
     /// The API key of `user_id` for the nonce currently on record.
     pub fn api_key(&self, user_id: UserId, nonce: &str) -> String {
+        self.derive(b"api-key\0", user_id.0, nonce)
+    }
+
+    /// The key in an invitation's link (the log keeps only its nonce).
+    pub fn invitation_key(&self, invite_id: u64, nonce: &str) -> String {
+        self.derive(b"invitation\0", invite_id, nonce)
+    }
+
+    /// 32 alphanumerics from `HMAC-SHA256(secret, label ++ id ++ nonce)`.
+    fn derive(&self, label: &[u8], id: u64, nonce: &str) -> String {
         // HMAC accepts keys of any length, so this cannot fail; fall back defensively anyway.
         let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(&self.0) else {
             return String::new();
         };
-        mac.update(b"api-key\0");
-        mac.update(&user_id.0.to_be_bytes());
+        mac.update(label);
+        mac.update(&id.to_be_bytes());
         mac.update(nonce.as_bytes());
         let digest = mac.finalize().into_bytes();
         // Each 8 digest bytes give 8 base-62 digits (62^8 < 2^64, bias below 2^-16).

@@ -55,6 +55,11 @@ id_type!(
     LinkifierId
 );
 
+id_type!(
+    /// An invitation's id (email invitations and reusable links share the sequence).
+    InviteId
+);
+
 /// Position of an event in the log: 1 for the first event, gapless, strictly increasing.
 /// Stored as big-endian bytes so that sled's key order is log order.
 #[derive(

@@ -56,6 +56,10 @@ impl Layout {
     pub fn initial_password(&self) -> PathBuf {
         self.dir.join("initial-password")
     }
+    /// Invitation emails, one file each (Chronicle's mail delivery).
+    pub fn outbox(&self) -> PathBuf {
+        self.dir.join("outbox")
+    }
 }
 
 /// Opens the log read-only in spirit (no recovery) and folds it up to `until`.
@@ -242,6 +246,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         site,
         queues: queues.clone(),
         heartbeat: config.heartbeat,
+        outbox: Some(layout.outbox()),
     });
     // Idle queues are collected every minute, as in Zulip.
     let collector = {

@@ -280,7 +280,7 @@ pub fn create_group(
 
 /// Whether the actor may manage a group (administrators, `can_manage_all_groups`, or the
 /// group's own `can_manage_group`).
-fn may_manage(state: &Projections, user: UserId, group: GroupId) -> bool {
+pub fn may_manage(state: &Projections, user: UserId, group: GroupId) -> bool {
     let Some(g) = state.groups.get(group) else {
         return false;
     };
@@ -291,7 +291,7 @@ fn may_manage(state: &Projections, user: UserId, group: GroupId) -> bool {
             .setting_allows(&state.users, user, &g.permissions.can_manage_group)
 }
 
-fn user_defined_group(
+pub fn user_defined_group(
     state: &Projections,
     group: GroupId,
 ) -> ApiResult<&crate::projections::Group> {

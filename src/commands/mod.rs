@@ -5,6 +5,7 @@
 
 pub mod channels;
 pub mod groups;
+pub mod invitations;
 pub mod linkifiers;
 pub mod messages;
 pub mod profile_fields;

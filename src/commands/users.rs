@@ -153,23 +153,31 @@ pub fn create_user(
     let mention = format!("@_**{full_name}|{user_id}**");
     let mut events = vec![user_created(user_id, user, false)];
     events.extend(super::channels::default_subscriptions(state, user_id));
-    // The sign-up announcement, where the organization has a channel for it.
+    let mut notices = super::messages::Notices::reserving(state, 1).knowing(user_id, &full_name);
+    signup_notices(state, &mention, &mut notices);
+    events.extend(notices.into_events());
+    Ok((events, user_id))
+}
+
+/// The sign-up announcement of a new account (`mention` names it), where the organization has
+/// a channel for them (topic "signups").
+pub fn signup_notices(
+    state: &Projections,
+    mention: &str,
+    notices: &mut super::messages::Notices<'_>,
+) {
     let signups = state
         .realm
         .channel("signup_announcements_stream_id")
         .and_then(|id| state.channels.get(id))
         .filter(|c| !c.is_archived);
     if let Some(channel) = signups {
-        let mut notices =
-            super::messages::Notices::reserving(state, 1).knowing(user_id, &full_name);
         notices.to_channel(
             channel.id,
             "signups",
             format!("{mention} joined this organization."),
         );
-        events.extend(notices.into_events());
     }
-    Ok((events, user_id))
 }
 
 /// Zulip's bot types: 1 generic, 2 incoming webhook, 3 outgoing webhook, 4 embedded.

@@ -9,10 +9,10 @@ pub mod v1;
 
 pub use v1::{
     BotConfig, BotService, ChannelChange, ChannelPermissions, EditedContent, Event, GroupChange,
-    GroupPermissions, GroupSetting, LinkifierSpec, MessageFlag, MessageMove, NewSubscription,
-    ProfileChoice, ProfileFieldData, ProfileFieldSpec, PropagateMode, ReactionType, RealmValue,
-    Recipient, Role, SenderQueue, SubscriptionProperty, SystemGroup, TopicsPolicy, TypingTarget,
-    UserChange,
+    GroupPermissions, GroupSetting, InvitationSpec, LinkifierSpec, MessageFlag, MessageMove,
+    NewSubscription, ProfileChoice, ProfileFieldData, ProfileFieldSpec, PropagateMode,
+    ReactionType, RealmValue, Recipient, Role, SenderQueue, SubscriptionProperty, SystemGroup,
+    TopicsPolicy, TypingTarget, UserChange,
 };
 
 use crate::ids::{Seq, UserId};
@@ -100,7 +100,13 @@ impl Envelope {
 }
 
 /// Field names whose values are secrets (or secret-derived) and never leave the server.
-pub const SECRET_FIELDS: &[&str] = &["password_hash", "api_key_nonce", "api_key", "password"];
+pub const SECRET_FIELDS: &[&str] = &[
+    "password_hash",
+    "api_key_nonce",
+    "api_key",
+    "password",
+    "link_nonce",
+];
 
 /// Replaces every secret field, at any depth, by `"[redacted]"` (or `null` when it was null).
 pub fn redact(value: &mut Value) {

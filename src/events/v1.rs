@@ -3,7 +3,7 @@
 //! Names of variants and fields are a storage contract: a change means freezing this file,
 //! adding `v2.rs` and an upcast, and a fixture of v1 bytes in `replay-fixtures/`.
 
-use crate::ids::{ChannelId, FieldId, FolderId, GroupId, LinkifierId, MessageId, UserId};
+use crate::ids::{ChannelId, FieldId, FolderId, GroupId, InviteId, LinkifierId, MessageId, UserId};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -273,6 +273,21 @@ pub enum RealmValue {
     Group(GroupSetting),
 }
 
+/// What an invitation grants the account created through it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InvitationSpec {
+    pub invite_as: Role,
+    pub stream_ids: Vec<ChannelId>,
+    pub group_ids: Vec<GroupId>,
+    pub include_realm_default_subscriptions: bool,
+    /// Email invitations: tell the inviter when the account is created.
+    pub notify_referrer_on_join: bool,
+    /// `None`: the organization's default welcome; `Some("")`: no custom welcome.
+    pub welcome_message_custom_text: Option<String>,
+    /// Milliseconds since the epoch; `None` never expires.
+    pub expires_at_ms: Option<i64>,
+}
+
 /// A linkifier's definition, whole (creation and every change carry all of it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinkifierSpec {
@@ -489,6 +504,24 @@ pub enum Event {
         field_id: FieldId,
         value: Option<String>,
         rendered_value: Option<String>,
+    },
+    /// An invitation was made: by email (`email`) or a reusable link (`email` absent). The key
+    /// in its link is derived from `link_nonce` with the server secret (never stored); the
+    /// nonce is redacted from every dump and listing.
+    InvitationCreated {
+        invite_id: InviteId,
+        email: Option<String>,
+        spec: Box<InvitationSpec>,
+        link_nonce: String,
+    },
+    /// An email invitation was sent again (same link, same expiry: kept for the audit log).
+    InvitationResent { invite_id: InviteId },
+    /// An invitation was revoked: its link no longer works.
+    InvitationRevoked { invite_id: InviteId },
+    /// Someone created their account through an invitation (the `UserCreated` is beside it).
+    InvitationAccepted {
+        invite_id: InviteId,
+        user_id: UserId,
     },
     /// An administrator added a linkifier (`order` after the others).
     LinkifierAdded {
@@ -712,6 +745,10 @@ impl Event {
             Event::CustomProfileFieldDeleted { .. } => "CustomProfileFieldDeleted",
             Event::CustomProfileFieldsReordered { .. } => "CustomProfileFieldsReordered",
             Event::ProfileDataSet { .. } => "ProfileDataSet",
+            Event::InvitationCreated { .. } => "InvitationCreated",
+            Event::InvitationResent { .. } => "InvitationResent",
+            Event::InvitationRevoked { .. } => "InvitationRevoked",
+            Event::InvitationAccepted { .. } => "InvitationAccepted",
             Event::LinkifierAdded { .. } => "LinkifierAdded",
             Event::LinkifierChanged { .. } => "LinkifierChanged",
             Event::LinkifierRemoved { .. } => "LinkifierRemoved",

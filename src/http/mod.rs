@@ -10,6 +10,7 @@ pub mod bots;
 pub mod channels;
 pub mod events;
 pub mod folders;
+pub mod invitations;
 pub mod linkifiers;
 pub mod messages;
 pub mod params;
@@ -51,6 +52,8 @@ pub struct AppState {
     pub queues: Arc<crate::realtime::Queues>,
     /// Long-poll heartbeat interval; `None` for Zulip's 45–55 s.
     pub heartbeat: Option<std::time::Duration>,
+    /// Where invitation emails are written (`DATA_DIR/outbox`); `None` sends none.
+    pub outbox: Option<std::path::PathBuf>,
 }
 
 /// Registers one path with its methods; every other method gets Zulip's 405 body.
@@ -87,6 +90,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     get => bots::get_bots,
                     post => bots::create_bot);
                 endpoint!(api, "/bots/{bot_id}", delete => bots::deactivate_bot);
+                endpoint!(api, "/invites",
+                    get => invitations::get_invites,
+                    post => invitations::invite_users);
+                endpoint!(api, "/invites/multiuse", post => invitations::create_multiuse_invite);
+                endpoint!(api, "/invites/multiuse/{invite_id}",
+                    delete => invitations::revoke_multiuse_invite);
+                endpoint!(api, "/invites/{invite_id}", delete => invitations::revoke_user_invite);
+                endpoint!(api, "/invites/{invite_id}/resend", post => invitations::resend_invite);
                 endpoint!(api, "/realm", patch => realm::update_realm);
                 endpoint!(api, "/realm/linkifiers",
                     get => linkifiers::get_linkifiers,
@@ -181,6 +192,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .default_service(web::to(not_found)),
     );
     endpoint!(cfg, "/avatar/{key}", get => users::get_avatar);
+    endpoint!(cfg, "/join/{key}/",
+        get => invitations::registration_form,
+        post => invitations::register_account);
+    endpoint!(cfg, "/join/{key}",
+        get => invitations::registration_form,
+        post => invitations::register_account);
 }
 
 /// Builds the application with shared state, the house error format for everything, and a

@@ -245,6 +245,10 @@ impl Channels {
             }
             Event::RealmCreated { .. }
             | Event::RealmSettingChanged { .. }
+            | Event::InvitationCreated { .. }
+            | Event::InvitationResent { .. }
+            | Event::InvitationRevoked { .. }
+            | Event::InvitationAccepted { .. }
             | Event::CustomProfileFieldCreated { .. }
             | Event::CustomProfileFieldChanged { .. }
             | Event::CustomProfileFieldDeleted { .. }

@@ -89,6 +89,10 @@ impl Linkifiers {
             }
             Event::RealmCreated { .. }
             | Event::RealmSettingChanged { .. }
+            | Event::InvitationCreated { .. }
+            | Event::InvitationResent { .. }
+            | Event::InvitationRevoked { .. }
+            | Event::InvitationAccepted { .. }
             | Event::CustomProfileFieldCreated { .. }
             | Event::CustomProfileFieldChanged { .. }
             | Event::CustomProfileFieldDeleted { .. }

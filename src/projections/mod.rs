@@ -7,6 +7,7 @@
 pub mod channels;
 pub mod folders;
 pub mod groups;
+pub mod invitations;
 pub mod linkifiers;
 pub mod messages;
 pub mod profile_fields;
@@ -18,6 +19,7 @@ mod users;
 pub use channels::{Channel, Channels, Subscription};
 pub use folders::{Folder, Folders};
 pub use groups::{Group, Groups};
+pub use invitations::Invitations;
 pub use linkifiers::Linkifiers;
 pub use messages::{Message, Messages};
 pub use profile_fields::ProfileFields;
@@ -47,6 +49,7 @@ pub struct Projections {
     pub typing: Typing,
     pub profile_fields: ProfileFields,
     pub linkifiers: Linkifiers,
+    pub invitations: Invitations,
 }
 
 impl Projections {
@@ -63,6 +66,7 @@ impl Projections {
         self.typing.apply(env);
         self.profile_fields.apply(env);
         self.linkifiers.apply(env);
+        self.invitations.apply(env);
         self.seq = env.seq;
     }
 
@@ -102,6 +106,7 @@ impl Projections {
             "typing": self.typing.dump(),
             "custom_profile_fields": self.profile_fields.dump(),
             "linkifiers": self.linkifiers.dump(),
+            "invitations": self.invitations.dump(),
         })
     }
 

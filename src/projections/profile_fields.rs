@@ -106,6 +106,10 @@ impl ProfileFields {
             },
             Event::RealmCreated { .. }
             | Event::RealmSettingChanged { .. }
+            | Event::InvitationCreated { .. }
+            | Event::InvitationResent { .. }
+            | Event::InvitationRevoked { .. }
+            | Event::InvitationAccepted { .. }
             | Event::LinkifierAdded { .. }
             | Event::LinkifierChanged { .. }
             | Event::LinkifierRemoved { .. }

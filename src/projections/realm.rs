@@ -380,7 +380,11 @@ impl Realm {
                     self.changed.insert(name.clone(), value.clone());
                 }
             },
-            Event::CustomProfileFieldCreated { .. }
+            Event::InvitationCreated { .. }
+            | Event::InvitationResent { .. }
+            | Event::InvitationRevoked { .. }
+            | Event::InvitationAccepted { .. }
+            | Event::CustomProfileFieldCreated { .. }
             | Event::CustomProfileFieldChanged { .. }
             | Event::CustomProfileFieldDeleted { .. }
             | Event::CustomProfileFieldsReordered { .. }

@@ -68,6 +68,10 @@ impl UserTopics {
             }
             Event::RealmCreated { .. }
             | Event::RealmSettingChanged { .. }
+            | Event::InvitationCreated { .. }
+            | Event::InvitationResent { .. }
+            | Event::InvitationRevoked { .. }
+            | Event::InvitationAccepted { .. }
             | Event::CustomProfileFieldCreated { .. }
             | Event::CustomProfileFieldChanged { .. }
             | Event::CustomProfileFieldDeleted { .. }

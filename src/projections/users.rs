@@ -169,6 +169,10 @@ impl Users {
             }
             Event::RealmCreated { .. }
             | Event::RealmSettingChanged { .. }
+            | Event::InvitationCreated { .. }
+            | Event::InvitationResent { .. }
+            | Event::InvitationRevoked { .. }
+            | Event::InvitationAccepted { .. }
             | Event::CustomProfileFieldCreated { .. }
             | Event::CustomProfileFieldChanged { .. }
             | Event::CustomProfileFieldDeleted { .. }

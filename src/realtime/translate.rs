@@ -87,6 +87,17 @@ pub fn client_events(
 ) -> Vec<(UserId, Value)> {
     match &env.event {
         Event::RealmCreated { .. } | Event::ApiKeyRegenerated { .. } => Vec::new(),
+        Event::InvitationResent { .. } => Vec::new(),
+        Event::InvitationCreated { invite_id, .. }
+        | Event::InvitationRevoked { invite_id }
+        | Event::InvitationAccepted { invite_id, .. } => {
+            // Those who manage invitations: administrators, and the inviter.
+            let inviter = state.invitations.get(*invite_id).and_then(|i| i.invited_by);
+            active(state)
+                .filter(|u| u.role.is_admin() || Some(u.user_id) == inviter)
+                .map(|u| (u.user_id, json!({"type": "invites_changed"})))
+                .collect()
+        }
         Event::LinkifierAdded { .. }
         | Event::LinkifierChanged { .. }
         | Event::LinkifierRemoved { .. }

@@ -7,6 +7,7 @@ mod api;
 mod channels;
 mod durability;
 mod fixtures;
+mod invitations;
 mod message_changes;
 mod messages;
 mod permissions;

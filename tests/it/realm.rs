@@ -356,7 +356,11 @@ async fn linkifiers_are_validated_applied_and_announced() {
     assert_eq!(body["id"], 1);
 
     // Validation, in Zulip's words, with the failing field under `errors`.
-    type Case = (Vec<(&'static str, &'static str)>, &'static str, &'static str);
+    type Case = (
+        Vec<(&'static str, &'static str)>,
+        &'static str,
+        &'static str,
+    );
     let cases: Vec<Case> = vec![
         (
             vec![("pattern", " "), ("url_template", "https://x.example")],
