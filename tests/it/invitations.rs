@@ -65,11 +65,9 @@ async fn email_invitations_from_invite_to_account() {
 
     // Refusals, in Zulip's words and order.
     let stream_ids = format!("[{general}]");
-    let invite = |params: Vec<(&'static str, String)>| {
-        async move {
-            let params: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            alice.post("/invites", &params).await
-        }
+    let invite = |params: Vec<(&'static str, String)>| async move {
+        let params: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        alice.post("/invites", &params).await
     };
     let s = |v: &str| v.to_owned();
     let cases: Vec<(Vec<(&'static str, String)>, Value)> = vec![
@@ -207,6 +205,13 @@ async fn email_invitations_from_invite_to_account() {
         !log.to_string().contains(&key),
         "the link key leaked into the log listing"
     );
+    let created = log["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "InvitationCreated")
+        .unwrap();
+    assert_eq!(created["payload"]["link_nonce"], "[redacted]", "{created}");
     assert!(
         !drain(&owner, &admin_queue).await.is_empty(),
         "invites_changed"
