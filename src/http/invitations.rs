@@ -172,10 +172,11 @@ pub async fn get_invites(
 ) -> ApiResult<HttpResponse> {
     let now = crate::time::now_ms();
     let invites = state.engine.read(|s| {
-        let me = s
-            .users
-            .get(auth.user_id)
-            .ok_or_else(|| ApiError::internal("authenticated user missing"))?;
+        let ctx = crate::engine::Ctx {
+            now_ms: now,
+            actor: Some(auth.user_id),
+        };
+        let me = crate::commands::users::human_member(s, &ctx)?;
         Ok::<Vec<Value>, ApiError>(
             s.invitations
                 .iter()

@@ -206,6 +206,29 @@ fn rows() -> Vec<Row> {
         ),
         row(M::GET, "/users", &[], [OK, OK, OK, OK, OK, OK]),
         row(
+            M::POST,
+            "/invites",
+            &[
+                ("invitee_emails", "{who}-invitee@example.com"),
+                ("stream_ids", "[]"),
+            ],
+            [OK, OK, OK, OK, GUESTS, NO_BOTS],
+        ),
+        row(M::GET, "/invites", &[], [OK, OK, OK, OK, GUESTS, NO_BOTS]),
+        row(
+            M::POST,
+            "/invites/multiuse",
+            &[],
+            [
+                OK,
+                OK,
+                E("Insufficient permission"),
+                E("Insufficient permission"),
+                GUESTS,
+                NO_BOTS,
+            ],
+        ),
+        row(
             M::GET,
             "/users/1/subscriptions/{secret}",
             &[],
