@@ -45,9 +45,21 @@ impl InProcess {
                 }))
                 .map_err(|e| e.to_string())
         });
-        let running = rx
-            .recv_timeout(Duration::from_secs(60))
-            .map_err(|_| "the in-process server did not start")?;
+        let running = match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(running) => running,
+            // The server gave up before it was ready: say why.
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                let reason = match thread.join() {
+                    Ok(Err(e)) => e,
+                    Ok(Ok(())) => "it stopped".to_owned(),
+                    Err(_) => "it panicked".to_owned(),
+                };
+                return Err(format!("the in-process server did not start: {reason}").into());
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                return Err("the in-process server did not start within 60 s".into());
+            }
+        };
         let zuliprc = std::fs::read_to_string(dir.join("zuliprc"))?;
         let owner_key = zuliprc
             .lines()

@@ -18,23 +18,40 @@ fn io(e: sled::Error) -> StoreError {
 impl SledLog {
     /// Opens (or creates) the log in `dir`. Fails if another process holds it open.
     pub fn open(dir: &Path) -> Result<SledLog, StoreError> {
-        let db = sled::Config::new()
-            .path(dir)
-            // Durability comes from our explicit flush per batch, not from a timer.
-            .flush_every_ms(None)
-            .open()
-            .map_err(|e| match e {
-                sled::Error::Io(ref io_err)
-                    if io_err.kind() == std::io::ErrorKind::WouldBlock
-                        || io_err.to_string().contains("could not acquire lock") =>
-                {
-                    StoreError::Io(format!(
-                        "{} is in use by another process (is the server running?)",
-                        dir.display()
-                    ))
+        let locked = |e: &sled::Error| {
+            matches!(e, sled::Error::Io(io_err)
+                if io_err.kind() == std::io::ErrorKind::WouldBlock
+                    || io_err.to_string().contains("could not acquire lock"))
+        };
+        let open = || {
+            sled::Config::new()
+                .path(dir)
+                // Durability comes from our explicit flush per batch, not from a timer.
+                .flush_every_ms(None)
+                .open()
+        };
+        // A log closed by this process a moment ago can keep its lock until sled's background
+        // work lets go of it; wait a little before calling the directory busy.
+        let mut attempt = open();
+        for _ in 0..50 {
+            match &attempt {
+                Err(e) if locked(e) => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    attempt = open();
                 }
-                other => io(other),
-            })?;
+                _ => break,
+            }
+        }
+        let db = attempt.map_err(|e| {
+            if locked(&e) {
+                StoreError::Io(format!(
+                    "{} is in use by another process (is the server running?)",
+                    dir.display()
+                ))
+            } else {
+                io(e)
+            }
+        })?;
         let events = db.open_tree("events").map_err(io)?;
         let quarantine = db.open_tree("quarantine").map_err(io)?;
         Ok(SledLog {
