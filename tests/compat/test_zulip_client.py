@@ -277,3 +277,43 @@ def test_linkifiers_through_the_client(server):
     assert '<a href="https://issues.example/42">#42</a>' in message["content"]
     assert owner.remove_realm_filter(added["id"])["result"] == "success"
     assert owner.get_realm_linkifiers()["linkifiers"] == []
+
+
+def test_channel_administration_and_groups_through_the_client(server):
+    owner = owner_client(server)
+    assert owner.add_subscriptions(streams=[{"name": "compat-admin"}])["result"] == "success"
+    stream_id = owner.get_stream_id("compat-admin")["stream_id"]
+
+    updated = owner.update_stream({"stream_id": stream_id, "description": "Managed by the client"})
+    assert updated["result"] == "success", updated
+    stream = owner.call_endpoint(url=f"streams/{stream_id}", method="GET")["stream"]
+    assert stream["description"] == "Managed by the client"
+
+    members = owner.get_subscribers(stream="compat-admin")
+    assert members["result"] == "success", members
+    assert members["subscribers"] == [owner.get_profile()["user_id"]]
+
+    sent = owner.send_message({"type": "stream", "to": "compat-admin", "topic": "agenda", "content": "hi"})
+    assert sent["result"] == "success", sent
+    topics = owner.get_stream_topics(stream_id)
+    assert [t["name"] for t in topics["topics"]] == ["agenda"]
+
+    assert owner.add_default_stream(stream_id)["result"] == "success"
+    defaults = owner.call_endpoint(url="default_streams", method="GET")["default_streams"]
+    assert [d["stream_id"] for d in defaults] == [stream_id]
+
+    group = owner.create_user_group({"name": "compat-admins", "description": "d", "members": []})
+    assert group["result"] == "success", group
+    group_id = group["group_id"]
+    me = owner.get_profile()["user_id"]
+    assert owner.update_user_group_members(group_id, {"add": [me]})["result"] == "success"
+    renamed = owner.update_user_group({"group_id": group_id, "name": "compat-admins-2"})
+    assert renamed["result"] == "success", renamed
+    names = {g["name"]: g for g in owner.get_user_groups()["user_groups"]}
+    assert names["compat-admins-2"]["members"] == [me]
+
+    assert owner.call_endpoint(url="default_streams", method="DELETE", request={"stream_id": stream_id})["result"] == "success"
+    archived = owner.delete_stream(stream_id)
+    assert archived["result"] == "success", archived
+    listed = owner.get_streams()["streams"]
+    assert all(s["stream_id"] != stream_id for s in listed)
