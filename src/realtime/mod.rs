@@ -283,6 +283,16 @@ fn legacy_deletions(event: &Value) -> Vec<Value> {
 fn adapt(event: &Value, queue: &Queue) -> Value {
     let options = &queue.options;
     let mut event = event.clone();
+    if let Some(stream) = event.as_object_mut().and_then(|e| e.remove("_stream")) {
+        if !options.capabilities.archived_channels {
+            let archived = event["value"] == json!(true);
+            return if archived {
+                json!({"type": "stream", "op": "delete", "streams": [stream], "stream_ids": [event["stream_id"]]})
+            } else {
+                json!({"type": "stream", "op": "create", "streams": [stream]})
+            };
+        }
+    }
     if let Some(map) = event.as_object_mut() {
         let origin = map.remove("_sender_queue");
         let local_id = map.remove("_local_id");

@@ -271,13 +271,38 @@ pub fn client_events(
                 invite_only,
                 history_public_to_subscribers,
                 is_web_public,
-            } => channel_update(
-                state,
-                *channel_id,
-                "invite_only",
-                json!(invite_only),
-                json!({"history_public_to_subscribers": history_public_to_subscribers, "is_web_public": is_web_public}),
-            ),
+            } => {
+                let Some(channel) = state.channels.get(*channel_id) else {
+                    return Vec::new();
+                };
+                // Who could see the channel before the change: judged on the channel as it was.
+                let mut before = channel.clone();
+                before.invite_only = !invite_only;
+                let saw = |u: &User| access(state, u, &before) != Access::None;
+                let sees = |u: &User| access(state, u, channel) != Access::None;
+                let stream = channel_json(state, channel);
+                let mut out: Vec<(UserId, Value)> = channel_update(
+                    state,
+                    *channel_id,
+                    "invite_only",
+                    json!(invite_only),
+                    json!({"history_public_to_subscribers": history_public_to_subscribers, "is_web_public": is_web_public}),
+                )
+                .into_iter()
+                .filter(|(id, _)| state.users.get(*id).is_some_and(saw))
+                .collect();
+                for user in active(state) {
+                    if sees(user) && !saw(user) {
+                        out.push((
+                            user.user_id,
+                            json!({"type": "stream", "op": "create", "streams": [stream]}),
+                        ));
+                    } else if saw(user) && !sees(user) {
+                        out.push((user.user_id, json!({"type": "stream", "op": "delete", "streams": [stream], "stream_ids": [channel_id.0]})));
+                    }
+                }
+                out
+            }
             ChannelChange::MessageRetentionDays(days) => channel_update(
                 state,
                 *channel_id,
@@ -303,7 +328,19 @@ pub fn client_events(
                 json!({}),
             ),
             ChannelChange::Archived(flag) => {
-                channel_update(state, *channel_id, "is_archived", json!(flag), json!({}))
+                // Clients without the `archived_channels` capability see a deletion (or a
+                // creation when unarchived) instead: `realtime::adapt` swaps it in.
+                let stream = state
+                    .channels
+                    .get(*channel_id)
+                    .map(|c| channel_json(state, c));
+                channel_update(
+                    state,
+                    *channel_id,
+                    "is_archived",
+                    json!(flag),
+                    json!({"_stream": stream}),
+                )
             }
             ChannelChange::DefaultForNewUsers(_) => {
                 let defaults: Vec<Value> = state

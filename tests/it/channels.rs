@@ -1558,3 +1558,94 @@ async fn channel_rules_for_topics_resolving_access_and_renames() {
         )
     );
 }
+
+#[tokio::test]
+async fn privacy_changes_and_archiving_tell_clients_what_they_can_now_see() {
+    let o = org().await;
+    let owner = o.server.api(Some(&o.owner));
+    let alice = o.server.api(Some(&o.alice.1));
+    let bob_id = o.bob.0;
+    let (_, body) = create(
+        &owner,
+        "plans",
+        &[
+            ("invite_only", "true"),
+            ("subscribers", &format!("[1, {bob_id}]")),
+        ],
+    )
+    .await;
+    let plans = body["id"].as_u64().unwrap();
+    let queue = |capabilities: &'static str| {
+        let alice = &alice;
+        async move {
+            let (status, body) = alice
+                .post(
+                    "/register",
+                    &[
+                        ("event_types", r#"["stream"]"#),
+                        ("client_capabilities", capabilities),
+                    ],
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            body["queue_id"].as_str().unwrap().to_owned()
+        }
+    };
+    let modern = queue(r#"{"archived_channels": true}"#).await;
+    let legacy = queue("{}").await;
+    let events = |id: String| {
+        let alice = &alice;
+        async move { crate::realtime::drain(alice, &id).await }
+    };
+    let patch = |params: &'static [(&'static str, &'static str)]| {
+        let owner = &owner;
+        async move {
+            let (status, body) = owner
+                .call(Method::PATCH, &format!("/streams/{plans}"), params)
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+    };
+
+    // Made public: Alice, who could not see it, learns of it as a new channel.
+    patch(&[("is_private", "false")]).await;
+    let got = events(modern.clone()).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(
+        (&got[0]["op"], &got[0]["streams"][0]["stream_id"]),
+        (&json!("create"), &json!(plans))
+    );
+    // Private again: for her it is gone.
+    patch(&[("is_private", "true")]).await;
+    let got = events(modern.clone()).await;
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(
+        (&got[0]["op"], &got[0]["stream_ids"]),
+        (&json!("delete"), &json!([plans]))
+    );
+    let _ = events(legacy.clone()).await;
+
+    // Archiving a channel she sees: an update for clients that know archived channels, a
+    // deletion for the others.
+    let (_, body) = create(&owner, "old", &[]).await;
+    let old = body["id"].as_u64().unwrap();
+    let _ = events(modern.clone()).await;
+    let _ = events(legacy.clone()).await;
+    assert_eq!(
+        owner.delete(&format!("/streams/{old}"), &[]).await.0,
+        StatusCode::OK
+    );
+    let got = events(modern).await;
+    assert_eq!(
+        (&got[0]["op"], &got[0]["property"], &got[0]["value"]),
+        (&json!("update"), &json!("is_archived"), &json!(true)),
+        "{got:?}"
+    );
+    assert!(got[0].get("_stream").is_none());
+    let got = events(legacy).await;
+    assert_eq!(
+        (&got[0]["op"], &got[0]["stream_ids"]),
+        (&json!("delete"), &json!([old])),
+        "{got:?}"
+    );
+}
