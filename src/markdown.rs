@@ -28,15 +28,19 @@ pub fn escape_html(text: &str) -> String {
     out
 }
 
-/// Plain text as HTML paragraphs (blank lines separate paragraphs, single newlines become
-/// `<br>`); the empty string stays empty.
-pub fn render_paragraphs(text: &str) -> String {
-    text.split("\n\n")
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(|p| format!("<p>{}</p>", escape_html(p).replace('\n', "<br>\n")))
-        .collect::<Vec<_>>()
-        .join("\n")
+/// Markdown of descriptions (organization, channels, channel folders), rendered without the
+/// organization at hand: Zulip's mention and channel syntax stays as typed.
+pub fn render_description(text: &str) -> String {
+    struct Nothing;
+    impl Resolver for Nothing {
+        fn user(&self, _: &str, _: Option<u64>) -> Option<(u64, String)> {
+            None
+        }
+        fn channel(&self, _: &str) -> Option<(u64, String)> {
+            None
+        }
+    }
+    render_message(text, &Nothing).html
 }
 
 /// What a message's Zulip syntax refers to, resolved against the organization.
@@ -348,12 +352,12 @@ mod tests {
     }
 
     #[test]
-    fn escapes_and_wraps() {
-        assert_eq!(render_paragraphs(""), "");
-        assert_eq!(render_paragraphs("a <b> & c"), "<p>a &lt;b&gt; &amp; c</p>");
+    fn descriptions_are_markdown_with_html_escaped() {
+        assert_eq!(render_description(""), "");
+        assert_eq!(render_description("a <b> & c"), "<p>a &lt;b&gt; &amp; c</p>");
         assert_eq!(
-            render_paragraphs("one\n\ntwo\nlines"),
-            "<p>one</p>\n<p>two<br>\nlines</p>"
+            render_description("one\n\n**two**\nlines @**Ada Lovelace**"),
+            "<p>one</p>\n<p><strong>two</strong><br />\nlines @<strong>Ada Lovelace</strong></p>"
         );
     }
 

@@ -2,7 +2,7 @@
 
 use super::{AppState, Params};
 use crate::error::ApiResult;
-use crate::markdown::render_paragraphs;
+use crate::markdown::render_description;
 use actix_web::{web, HttpResponse};
 use serde_json::json;
 
@@ -39,7 +39,7 @@ pub async fn get_server_settings(
         "realm_uri": url,
         "realm_name": name,
         "realm_icon": format!("{url}/avatar/realm"),
-        "realm_description": render_paragraphs(&description),
+        "realm_description": render_description(&description),
         "realm_web_public_access_enabled": false,
     })))
 }

@@ -4,7 +4,7 @@ use crate::events::{
     ChannelChange, ChannelPermissions, Envelope, Event, SubscriptionProperty, TopicsPolicy,
 };
 use crate::ids::{ChannelId, FolderId, UserId};
-use crate::markdown::render_paragraphs;
+use crate::markdown::render_description;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -129,7 +129,7 @@ impl Channels {
                         id: *channel_id,
                         name: name.clone(),
                         description: description.clone(),
-                        rendered_description: render_paragraphs(description),
+                        rendered_description: render_description(description),
                         invite_only: *invite_only,
                         is_web_public: *is_web_public,
                         history_public_to_subscribers: *history_public_to_subscribers,
@@ -159,7 +159,7 @@ impl Channels {
                     }
                     ChannelChange::Description(text) => {
                         channel.description = text.clone();
-                        channel.rendered_description = render_paragraphs(text);
+                        channel.rendered_description = render_description(text);
                     }
                     ChannelChange::Privacy {
                         invite_only,

@@ -2,7 +2,7 @@
 
 use crate::events::{Envelope, Event};
 use crate::ids::{FolderId, UserId};
-use crate::markdown::render_paragraphs;
+use crate::markdown::render_description;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -77,7 +77,7 @@ impl Folders {
                         id: *folder_id,
                         name: name.clone(),
                         description: description.clone(),
-                        rendered_description: render_paragraphs(description),
+                        rendered_description: render_description(description),
                         order: folder_id.0,
                         is_archived: false,
                         date_created_ms: env.at,
@@ -99,7 +99,7 @@ impl Folders {
                 }
                 if let Some(text) = description {
                     folder.description = text.clone();
-                    folder.rendered_description = render_paragraphs(text);
+                    folder.rendered_description = render_description(text);
                 }
                 if let Some(flag) = is_archived {
                     folder.is_archived = *flag;

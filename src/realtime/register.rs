@@ -12,7 +12,7 @@ use crate::http::user_groups::group_json;
 use crate::http::users::{avatar_url, user_json};
 use crate::http::wire::render_group_setting;
 use crate::http::Site;
-use crate::markdown::render_paragraphs;
+use crate::markdown::render_description;
 use crate::projections::realm::{Kind, SETTINGS};
 use crate::projections::{Folders, Projections, User};
 use serde_json::{json, Map, Value};
@@ -207,7 +207,7 @@ pub fn initial_state(
         put("realm_name", json!(state.realm.name));
         put(
             "realm_description",
-            json!(render_paragraphs(&state.realm.description)),
+            json!(render_description(&state.realm.description)),
         );
         put("realm_url", json!(site.realm_url));
         put("realm_uri", json!(site.realm_url));

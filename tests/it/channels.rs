@@ -1649,3 +1649,259 @@ async fn privacy_changes_and_archiving_tell_clients_what_they_can_now_see() {
         "{got:?}"
     );
 }
+
+#[tokio::test]
+async fn administration_details_and_the_events_they_send() {
+    let o = org().await;
+    let owner = o.server.api(Some(&o.owner));
+    let alice = o.server.api(Some(&o.alice.1));
+    let bob = o.server.api(Some(&o.bob.1));
+    let (alice_id, bob_id) = (o.alice.0, o.bob.0);
+    let (queue, _) = crate::realtime::register(&bob, &[]).await;
+    let (admin_queue, _) = crate::realtime::register(&owner, &[]).await;
+    let drain = |api: &'static str| {
+        let (api, queue) = match api {
+            "bob" => (&bob, &queue),
+            _ => (&owner, &admin_queue),
+        };
+        async move { crate::realtime::drain(api, queue).await }
+    };
+    let kinds = |events: &[Value]| crate::realtime::kinds(events);
+
+    // Folders: administrators only, names and descriptions bounded, renames and reorders told.
+    let (_, body) = owner
+        .post(
+            "/channel_folders/create",
+            &[("name", "Ops"), ("description", "")],
+        )
+        .await;
+    let ops = body["channel_folder_id"].as_u64().unwrap();
+    let (_, body) = owner
+        .post(
+            "/channel_folders/create",
+            &[("name", "Dev"), ("description", "")],
+        )
+        .await;
+    let dev = body["channel_folder_id"].as_u64().unwrap();
+    let must_be_admin = json!({"result":"error","msg":"Must be an organization administrator","code":"UNAUTHORIZED_PRINCIPAL"});
+    let path = format!("/channel_folders/{ops}");
+    assert_eq!(
+        alice
+            .call(Method::PATCH, &path, &[("name", "Mine")])
+            .await
+            .1,
+        must_be_admin
+    );
+    let order = format!("[{dev}, {ops}]");
+    assert_eq!(
+        alice
+            .call(Method::PATCH, "/channel_folders", &[("order", &order)])
+            .await
+            .1,
+        must_be_admin
+    );
+    let long = "n".repeat(61);
+    let (_, body) = owner.call(Method::PATCH, &path, &[("name", &long)]).await;
+    assert_eq!(body["msg"], "name is too long (limit: 60 characters)");
+    let long = "d".repeat(1025);
+    let (_, body) = owner
+        .call(Method::PATCH, &path, &[("description", &long)])
+        .await;
+    assert_eq!(
+        body["msg"],
+        "description is too long (limit: 1024 characters)"
+    );
+    let (_, body) = owner
+        .call(Method::PATCH, "/channel_folders/999", &[("name", "x")])
+        .await;
+    assert_eq!(body["msg"], "Invalid channel folder ID");
+    drain("bob").await;
+    owner
+        .call(
+            Method::PATCH,
+            &path,
+            &[("name", "Operations"), ("description", "**24/7**")],
+        )
+        .await;
+    owner
+        .call(Method::PATCH, "/channel_folders", &[("order", &order)])
+        .await;
+    let events = drain("bob").await;
+    // One update per changed property, as Zulip sends them, then the reorder.
+    assert_eq!(
+        kinds(&events),
+        vec![
+            "channel_folder:update",
+            "channel_folder:update",
+            "channel_folder:reorder"
+        ]
+    );
+    assert_eq!(events[0]["data"]["name"], "Operations");
+    assert_eq!(
+        events[1]["data"]["rendered_description"],
+        "<p><strong>24/7</strong></p>"
+    );
+    assert_eq!(events[2]["order"], json!([dev, ops]));
+    let (_, body) = owner
+        .call(Method::PATCH, &path, &[("is_archived", "true")])
+        .await;
+    assert_eq!(body["result"], "success");
+    let (_, body) = owner
+        .call(Method::PATCH, &path, &[("is_archived", "false")])
+        .await;
+    assert_eq!(body["result"], "success");
+
+    // Retention: a number and "unlimited" are owners' choices; -1 is how forever is shown.
+    let (_, body) = create(&owner, "kept", &[("message_retention_days", "unlimited")]).await;
+    let kept = body["id"].as_u64().unwrap();
+    let (_, body) = owner.get(&format!("/streams/{kept}"), &[]).await;
+    assert_eq!(body["stream"]["message_retention_days"], -1);
+    let (_, body) = create(&owner, "bounded", &[("message_retention_days", "30")]).await;
+    let (_, stream) = owner.get(&format!("/streams/{}", body["id"]), &[]).await;
+    assert_eq!(stream["stream"]["message_retention_days"], 30);
+    let (_, body) = create(&owner, "bad", &[("message_retention_days", "soon")]).await;
+    assert_eq!(body["msg"], "Bad value for 'message_retention_days': soon");
+    let (_, body) = create(
+        &alice,
+        "defaulted",
+        &[("message_retention_days", "realm_default")],
+    )
+    .await;
+    assert!(body["id"].is_u64(), "{body}");
+
+    // An administrator edits a channel someone else created; everyone who sees it hears of it.
+    let (_, body) = create(
+        &alice,
+        "alices",
+        &[("subscribers", &format!("[{alice_id}, {bob_id}]"))],
+    )
+    .await;
+    let alices = body["id"].as_u64().unwrap();
+    drain("bob").await;
+    let (status, body) = owner
+        .call(
+            Method::PATCH,
+            &format!("/streams/{alices}"),
+            &[
+                ("folder_id", &dev.to_string()),
+                ("topics_policy", "disable_empty_topic"),
+                ("is_default_stream", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let events = drain("bob").await;
+    let updates: Vec<(&Value, &Value)> = events
+        .iter()
+        .filter(|e| e["type"] == "stream")
+        .map(|e| (&e["property"], &e["value"]))
+        .collect();
+    assert!(
+        updates.contains(&(&json!("folder_id"), &json!(dev))),
+        "{events:?}"
+    );
+    assert!(
+        updates.contains(&(&json!("topics_policy"), &json!("disable_empty_topic"))),
+        "{events:?}"
+    );
+    let defaults = events
+        .iter()
+        .find(|e| e["type"] == "default_streams")
+        .unwrap();
+    assert_eq!(defaults["default_streams"][0]["stream_id"], alices);
+
+    // Subscribing someone to an existing channel: peers and administrators learn of it.
+    drain("owner").await;
+    let (gus_id, _) = &o.guest;
+    let (status, body) = alice
+        .post(
+            "/users/me/subscriptions",
+            &[
+                ("subscriptions", r#"[{"name": "alices"}]"#),
+                ("principals", &format!("[{gus_id}]")),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let peer = |events: Vec<Value>| events.into_iter().find(|e| e["op"] == "peer_add");
+    let seen_by_bob = peer(drain("bob").await).expect("bob is told");
+    assert_eq!(
+        (&seen_by_bob["stream_ids"], &seen_by_bob["user_ids"]),
+        (&json!([alices]), &json!([gus_id]))
+    );
+    assert!(
+        peer(drain("owner").await).is_some(),
+        "administrators are told"
+    );
+
+    // User groups: who may create them, bounded names, valid members; system groups follow roles.
+    owner
+        .call(
+            Method::PATCH,
+            "/realm",
+            &[(
+                "can_create_groups",
+                &format!(
+                    "{{\"new\": {}}}",
+                    group_id(&owner, "role:administrators").await
+                ),
+            )],
+        )
+        .await;
+    let (_, body) = alice
+        .post(
+            "/user_groups/create",
+            &[("name", "club"), ("description", ""), ("members", "[]")],
+        )
+        .await;
+    assert_eq!(body["msg"], "Insufficient permission");
+    let (_, body) = owner
+        .post(
+            "/user_groups/create",
+            &[
+                ("name", &"g".repeat(101)),
+                ("description", ""),
+                ("members", "[]"),
+            ],
+        )
+        .await;
+    assert_eq!(body["msg"], "User group name cannot exceed 100 characters.");
+    let (_, body) = owner
+        .post(
+            "/user_groups/create",
+            &[("name", "club"), ("description", ""), ("members", "[999]")],
+        )
+        .await;
+    assert_eq!(body["msg"], "Invalid user ID: 999");
+    drain("bob").await;
+    owner
+        .call(
+            Method::PATCH,
+            &format!("/users/{bob_id}"),
+            &[("role", "300")],
+        )
+        .await;
+    let (_, body) = owner
+        .get(
+            &format!(
+                "/user_groups/{}/members/{bob_id}",
+                group_id(&owner, "role:moderators").await
+            ),
+            &[],
+        )
+        .await;
+    assert_eq!(body["is_user_group_member"], true);
+    assert!(kinds(&drain("bob").await).contains(&"realm_user:update".to_owned()));
+}
+
+async fn group_id(api: &crate::support::Api, name: &str) -> u64 {
+    let (_, groups) = api.get("/user_groups", &[]).await;
+    groups["user_groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == name)
+        .unwrap()["id"]
+        .as_u64()
+        .unwrap()
+}
