@@ -1078,10 +1078,11 @@ pub fn change_channel(
                 if channel.permissions.get(&setting).is_none() {
                     return Err(ApiError::bad_request(format!("Invalid {setting}")));
                 }
-                // Who may reach or post to the channel is decided only by those who can read it.
+                // Who may get into the channel is decided only by those who can read it (the
+                // other settings need metadata access, which reaching this point implies).
                 let grants_access = matches!(
                     setting.as_str(),
-                    "can_add_subscribers_group" | "can_subscribe_group" | "can_send_message_group"
+                    "can_add_subscribers_group" | "can_subscribe_group"
                 );
                 if grants_access && access(state, me, channel) != Access::Content {
                     return Err(ApiError::bad_request("Channel content access is required."));
