@@ -354,7 +354,10 @@ mod tests {
     #[test]
     fn descriptions_are_markdown_with_html_escaped() {
         assert_eq!(render_description(""), "");
-        assert_eq!(render_description("a <b> & c"), "<p>a &lt;b&gt; &amp; c</p>");
+        assert_eq!(
+            render_description("a <b> & c"),
+            "<p>a &lt;b&gt; &amp; c</p>"
+        );
         assert_eq!(
             render_description("one\n\n**two**\nlines @**Ada Lovelace**"),
             "<p>one</p>\n<p><strong>two</strong><br />\nlines @<strong>Ada Lovelace</strong></p>"

@@ -407,6 +407,43 @@ pub fn update_user(
     Ok((events, ()))
 }
 
+/// `PATCH /settings`: the caller's own name and password. `password` is the new hash and the
+/// hash the old password was checked against (a password changed meanwhile fails the check).
+pub fn update_own_settings(
+    state: &Projections,
+    ctx: &Ctx,
+    full_name: Option<String>,
+    password: Option<(String, Option<String>)>,
+) -> ApiResult<(Vec<Event>, ())> {
+    let me = actor(state, ctx)?;
+    let mut events = Vec::new();
+    if let Some(name) = full_name {
+        if state.realm.flag("name_changes_disabled") && !me.role.is_admin() {
+            return Err(ApiError::bad_request(
+                "Name changes are disabled in this organization. Contact an administrator to change your name.",
+            ));
+        }
+        let name = check_full_name(&name)?;
+        check_unique_name(state, &name, Some(me.user_id))?;
+        if name != me.full_name {
+            events.push(Event::UserChanged {
+                user_id: me.user_id,
+                change: UserChange::FullName(name),
+            });
+        }
+    }
+    if let Some((new_hash, checked_against)) = password {
+        if me.password_hash != checked_against {
+            return Err(ApiError::bad_request("Wrong password!"));
+        }
+        events.push(Event::PasswordChanged {
+            user_id: me.user_id,
+            password_hash: new_hash,
+        });
+    }
+    Ok((events, ()))
+}
+
 /// `POST /users/{user_id}/reactivate`.
 pub fn reactivate_user(
     state: &Projections,

@@ -560,6 +560,12 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         bot: Option<Box<BotConfig>>,
     },
+    /// A user changed their password (`PATCH /settings`); the argon2id hash is redacted from
+    /// every dump and listing.
+    PasswordChanged {
+        user_id: UserId,
+        password_hash: String,
+    },
     /// The user's API key was replaced; the old one stops working at once.
     ApiKeyRegenerated {
         user_id: UserId,
@@ -755,6 +761,7 @@ impl Event {
             Event::LinkifiersReordered { .. } => "LinkifiersReordered",
             Event::UserCreated { .. } => "UserCreated",
             Event::ApiKeyRegenerated { .. } => "ApiKeyRegenerated",
+            Event::PasswordChanged { .. } => "PasswordChanged",
             Event::UserDeactivated { .. } => "UserDeactivated",
             Event::UserReactivated { .. } => "UserReactivated",
             Event::UserChanged { .. } => "UserChanged",

@@ -78,6 +78,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 endpoint!(api, "/fetch_api_key", post => auth::fetch_api_key);
                 endpoint!(api, "/users/me", get => users::get_own_user);
                 endpoint!(api, "/users/me/api_key/regenerate", post => auth::regenerate_api_key);
+                endpoint!(api, "/settings", patch => users::update_settings);
                 endpoint!(api, "/users",
                     get => users::get_users,
                     post => users::create_user);

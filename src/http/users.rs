@@ -4,7 +4,7 @@
 
 use super::profile_fields::{parse_profile_data, profile_data_json};
 use super::{path_id, AppState, Auth, Params};
-use crate::auth::{hash_password, new_api_key_nonce};
+use crate::auth::{hash_password, new_api_key_nonce, verify_password};
 use crate::commands::users::{NewUser, MIN_PASSWORD_LENGTH};
 use crate::error::{ApiError, ApiResult};
 use crate::events::Role;
@@ -343,4 +343,51 @@ pub async fn get_avatar(req: HttpRequest) -> HttpResponse {
         .content_type("image/svg+xml")
         .insert_header(("Cache-Control", "public, max-age=86400"))
         .body(svg)
+}
+
+/// `PATCH /settings`: the caller's own `full_name`, and a new password given with the old one.
+/// Display and notification preferences are not stored by Chronicle; they are reported in
+/// `ignored_parameters_unsupported`.
+pub async fn update_settings(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let full_name = params.str("full_name");
+    let old_password = params.str("old_password");
+    let new_password = params.str("new_password");
+    let password = match (old_password, new_password) {
+        (None, None) => None,
+        (None, Some(_)) => return Err(ApiError::missing("old_password")),
+        (Some(_), None) => return Err(ApiError::missing("new_password")),
+        (Some(old), Some(new)) => {
+            if new.chars().count() < MIN_PASSWORD_LENGTH {
+                return Err(ApiError::bad_request("New password is too weak!"));
+            }
+            let current = state.engine.read(|s| {
+                s.users
+                    .get(auth.user_id)
+                    .and_then(|u| u.password_hash.clone())
+            });
+            // argon2id twice (check, then hash): on the blocking pool, never on an async worker.
+            let checked = current.clone();
+            let outcome = web::block(move || {
+                let matches = checked.as_deref().is_some_and(|h| verify_password(h, &old));
+                matches.then(|| hash_password(&new))
+            })
+            .await
+            .map_err(|e| ApiError::internal(format!("hashing: {e}")))?;
+            match outcome {
+                None => return Err(ApiError::bad_request("Wrong password!")),
+                Some(hashed) => Some((hashed.map_err(ApiError::internal)?, current)),
+            }
+        }
+    };
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::users::update_own_settings(s, ctx, full_name, password)
+        })
+        .await?;
+    Ok(params.success(json!({})))
 }

@@ -129,6 +129,7 @@ impl Folders {
             | Event::LinkifiersReordered { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
+            | Event::PasswordChanged { .. }
             | Event::UserDeactivated { .. }
             | Event::UserReactivated { .. }
             | Event::UserChanged { .. }

@@ -123,6 +123,7 @@ impl Invitations {
             | Event::ProfileDataSet { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
+            | Event::PasswordChanged { .. }
             | Event::UserDeactivated { .. }
             | Event::UserReactivated { .. }
             | Event::UserChanged { .. }

@@ -100,6 +100,7 @@ impl Linkifiers {
             | Event::ProfileDataSet { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
+            | Event::PasswordChanged { .. }
             | Event::UserDeactivated { .. }
             | Event::UserReactivated { .. }
             | Event::UserChanged { .. }

@@ -157,6 +157,7 @@ pub const SETTINGS: &[Setting] = &[
         Initial::Text("allow_empty_topic"),
     ),
     plain("require_unique_names", Kind::Bool, Initial::Bool(false)),
+    plain("name_changes_disabled", Kind::Bool, Initial::Bool(false)),
     plain(
         "enable_guest_user_indicator",
         Kind::Bool,
@@ -395,6 +396,7 @@ impl Realm {
             | Event::LinkifiersReordered { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
+            | Event::PasswordChanged { .. }
             | Event::UserDeactivated { .. }
             | Event::UserReactivated { .. }
             | Event::UserChanged { .. }

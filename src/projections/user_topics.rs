@@ -83,6 +83,7 @@ impl UserTopics {
             | Event::LinkifiersReordered { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
+            | Event::PasswordChanged { .. }
             | Event::UserDeactivated { .. }
             | Event::UserReactivated { .. }
             | Event::UserChanged { .. }

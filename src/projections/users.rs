@@ -149,6 +149,14 @@ impl Users {
                     user.api_key_nonce = api_key_nonce.clone();
                 }
             }
+            Event::PasswordChanged {
+                user_id,
+                password_hash,
+            } => {
+                if let Some(user) = self.by_id.get_mut(user_id) {
+                    user.password_hash = Some(password_hash.clone());
+                }
+            }
             Event::UserDeactivated { user_id } => {
                 if let Some(user) = self.by_id.get_mut(user_id) {
                     user.is_active = false;

@@ -86,7 +86,9 @@ pub fn client_events(
     env: &Envelope,
 ) -> Vec<(UserId, Value)> {
     match &env.event {
-        Event::RealmCreated { .. } | Event::ApiKeyRegenerated { .. } => Vec::new(),
+        Event::RealmCreated { .. }
+        | Event::ApiKeyRegenerated { .. }
+        | Event::PasswordChanged { .. } => Vec::new(),
         Event::InvitationResent { .. } => Vec::new(),
         Event::InvitationCreated { invite_id, .. }
         | Event::InvitationRevoked { invite_id }

@@ -725,3 +725,102 @@ async fn custom_profile_fields_and_values() {
         })
     );
 }
+
+#[tokio::test]
+async fn own_settings_name_and_password() {
+    let server = Server::start();
+    let owner = server.api(Some(&server.owner()));
+    let (alice_id, alice) = server.create_member("alice@example.com", "Alice").await;
+    let as_alice = server.api(Some(&alice));
+    let (queue, _) = register(&owner, &[("event_types", r#"["realm_user"]"#)]).await;
+    let patch = |params: &'static [(&'static str, &'static str)]| {
+        let as_alice = &as_alice;
+        async move {
+            as_alice
+                .call(reqwest::Method::PATCH, "/settings", params)
+                .await
+        }
+    };
+
+    let (status, body) = patch(&[("full_name", "Alice Liddell"), ("emojiset", "google")]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["ignored_parameters_unsupported"], json!(["emojiset"]));
+    assert_eq!(
+        as_alice.get("/users/me", &[]).await.1["full_name"],
+        "Alice Liddell"
+    );
+    let events = drain(&owner, &queue).await;
+    assert_eq!(
+        events[0]["person"],
+        json!({"user_id": alice_id, "full_name": "Alice Liddell"})
+    );
+    assert_eq!(
+        patch(&[("full_name", " ")]).await.1["msg"],
+        "Name too short!"
+    );
+
+    // Passwords: the old one is required and checked; the new one replaces it.
+    let (_, body) = patch(&[("new_password", "another-password")]).await;
+    assert_eq!(body["msg"], "Missing 'old_password' argument");
+    let (_, body) = patch(&[
+        ("old_password", "wrong"),
+        ("new_password", "another-password"),
+    ])
+    .await;
+    assert_eq!(
+        body,
+        json!({"result": "error", "msg": "Wrong password!", "code": "BAD_REQUEST"})
+    );
+    let (_, body) = patch(&[("old_password", "password123"), ("new_password", "abc")]).await;
+    assert_eq!(body["msg"], "New password is too weak!");
+    let (status, _) = patch(&[
+        ("old_password", "password123"),
+        ("new_password", "another-password"),
+    ])
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let login = |password: &'static str| {
+        let server = &server;
+        async move {
+            server
+                .api(None)
+                .post(
+                    "/fetch_api_key",
+                    &[("username", "alice@example.com"), ("password", password)],
+                )
+                .await
+                .0
+        }
+    };
+    assert_eq!(login("another-password").await, StatusCode::OK);
+    assert_eq!(login("password123").await, StatusCode::UNAUTHORIZED);
+    let (_, log) = owner.get("/admin/events", &[("limit", "1000")]).await;
+    let changed = log["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "PasswordChanged")
+        .unwrap();
+    assert_eq!(changed["payload"]["password_hash"], "[redacted]");
+
+    // Organizations may freeze names (administrators still change theirs).
+    owner
+        .call(
+            reqwest::Method::PATCH,
+            "/realm",
+            &[("name_changes_disabled", "true")],
+        )
+        .await;
+    assert_eq!(
+        patch(&[("full_name", "Someone Else")]).await.1["msg"],
+        "Name changes are disabled in this organization. Contact an administrator to change your name."
+    );
+    let (status, _) = owner
+        .call(
+            reqwest::Method::PATCH,
+            "/settings",
+            &[("full_name", "The Owner")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+}
