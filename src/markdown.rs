@@ -28,6 +28,18 @@ pub fn escape_html(text: &str) -> String {
     out
 }
 
+/// Zulip's encoding of a narrow URL component: percent-encoding with `.` for `%`.
+pub fn encode_hash_component(text: &str) -> String {
+    let mut out = String::new();
+    for byte in text.bytes() {
+        match byte {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'~' => out.push(byte as char),
+            _ => out.push_str(&format!(".{byte:02X}")),
+        }
+    }
+    out
+}
+
 /// Markdown of descriptions (organization, channels, channel folders), rendered without the
 /// organization at hand: Zulip's mention and channel syntax stays as typed.
 pub fn render_description(text: &str) -> String {
@@ -199,11 +211,22 @@ fn resolve(syntax: &str, resolver: &dyn Resolver, rendered: &mut Rendered) -> Op
         .strip_prefix("#**")
         .and_then(|s| s.strip_suffix("**"))
     {
-        let (id, name) = resolver.channel(name)?;
+        if let Some((id, name)) = resolver.channel(name) {
+            return Some(format!(
+                "<a class=\"stream\" data-stream-id=\"{id}\" href=\"/#narrow/channel/{id}-{}\">#{}</a>",
+                escape_html(&name.replace(' ', "-")),
+                escape_html(&name)
+            ));
+        }
+        // `#**channel>topic**`: a link to a topic.
+        let (channel, topic) = name.split_once('>')?;
+        let (id, channel) = resolver.channel(channel)?;
         return Some(format!(
-            "<a class=\"stream\" data-stream-id=\"{id}\" href=\"/#narrow/channel/{id}-{}\">#{}</a>",
-            escape_html(&name.replace(' ', "-")),
-            escape_html(&name)
+            "<a class=\"stream-topic\" data-stream-id=\"{id}\" href=\"/#narrow/channel/{id}-{}/topic/{}\">#{} &gt; {}</a>",
+            escape_html(&encode_hash_component(&channel.replace(' ', "-"))),
+            escape_html(&encode_hash_component(topic)),
+            escape_html(&channel),
+            escape_html(topic)
         ));
     }
     let (silent, inner) = if let Some(rest) = syntax.strip_prefix("@_**") {
@@ -374,6 +397,12 @@ mod tests {
              and <em>this</em></p>"
         );
         assert_eq!(r.mentioned, vec![7]);
+        let topic = render_message("See #**general>plans 2**.", &Org);
+        assert_eq!(
+            topic.html,
+            "<p>See <a class=\"stream-topic\" data-stream-id=\"3\" \
+             href=\"/#narrow/channel/3-general/topic/plans.202\">#general &gt; plans 2</a>.</p>"
+        );
         let silent = render_message("@_**Ada Lovelace|7**", &Org);
         assert!(silent.html.contains("user-mention silent"));
         assert!(silent.mentioned.is_empty());

@@ -455,6 +455,9 @@ fn announce_channels(
         .iter()
         .map(|(id, name)| channel_link(*id, name))
         .collect();
+    for (id, name) in created {
+        notices.knowing_channel(*id, name);
+    }
     let user = silent_mention(me);
     let content = if links.len() == 1 {
         format!("{user} created a new channel {}.", links[0])

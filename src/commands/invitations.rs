@@ -5,7 +5,10 @@ use super::actor;
 use super::channels::{can_add_subscribers, default_subscriptions, next_color};
 use super::groups::{may_manage, user_defined_group};
 use super::messages::Notices;
-use super::users::{check_full_name, human_member, signup_notices, validate_email, NewUser};
+use super::users::{
+    check_full_name, check_unique_name, email_taken, human_member, signup_notices, validate_email,
+    NewUser,
+};
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::{Event, InvitationSpec, NewSubscription, Role};
@@ -178,6 +181,8 @@ pub fn invite_users(
         let problem = if !validate_email(email) {
             invalid = true;
             Some(("Invalid address.", false))
+        } else if email_taken(state, email) && state.users.by_email(email).is_none() {
+            Some(("Reserved for system bots.", false))
         } else {
             state.users.by_email(email).map(|user| {
                 if user.is_system_bot() {
@@ -372,10 +377,11 @@ pub fn accept_invitation(
             user.email
         )));
     }
-    if state.users.by_email(&user.email).is_some() {
+    if email_taken(state, &user.email) {
         return Err(ApiError::bad_request("Email is already in use."));
     }
     let full_name = check_full_name(&user.full_name)?;
+    check_unique_name(state, &full_name, None)?;
     let user_id = UserId(state.users.max_id().0 + 1);
     let spec = &invite.spec;
     let mut events = vec![Event::UserCreated {

@@ -10,7 +10,7 @@ use crate::events::{
     SenderQueue, TopicsPolicy,
 };
 use crate::ids::{ChannelId, MessageId, UserId};
-use crate::markdown::{render_message, Resolver};
+use crate::markdown::{encode_hash_component, render_message, Resolver};
 use crate::projections::{Message, Projections, User};
 use std::collections::BTreeSet;
 
@@ -225,12 +225,15 @@ pub struct Notices<'a> {
     next_id: u64,
     /// Accounts the same command creates, which mentions may name: `(id, full name)`.
     new_users: Vec<(u64, String)>,
+    /// Channels the same command creates, which links may name: `(id, name)`.
+    new_channels: Vec<(u64, String)>,
 }
 
 /// The organization, plus accounts not yet folded into it.
 struct WithNewUsers<'a> {
     org: OrgResolver<'a>,
     new_users: &'a [(u64, String)],
+    new_channels: &'a [(u64, String)],
 }
 
 impl Resolver for WithNewUsers<'_> {
@@ -243,7 +246,11 @@ impl Resolver for WithNewUsers<'_> {
     }
 
     fn channel(&self, name: &str) -> Option<(u64, String)> {
-        self.org.channel(name)
+        self.new_channels
+            .iter()
+            .find(|(_, n)| n.eq_ignore_ascii_case(name))
+            .cloned()
+            .or_else(|| self.org.channel(name))
     }
 
     fn linkifiers(&self) -> Vec<&crate::linkify::Compiled> {
@@ -291,7 +298,13 @@ impl<'a> Notices<'a> {
             events,
             next_id: state.messages.next_id().0,
             new_users: Vec::new(),
+            new_channels: Vec::new(),
         }
+    }
+
+    /// Lets notices link to a channel the same command creates.
+    pub fn knowing_channel(&mut self, channel: ChannelId, name: &str) {
+        self.new_channels.push((channel.0, name.to_owned()));
     }
 
     /// Lets notices mention an account the same command creates.
@@ -306,6 +319,7 @@ impl<'a> Notices<'a> {
         let resolver = WithNewUsers {
             org: OrgResolver(self.state),
             new_users: &self.new_users,
+            new_channels: &self.new_channels,
         };
         let rendered = render_message(&content, &resolver);
         let message_id = MessageId(self.next_id);
@@ -366,18 +380,6 @@ pub fn silent_mention(user: &User) -> String {
 /// Characters that break Zulip's `#**...**` link syntax; names with them get a Markdown link.
 fn breaks_link_syntax(text: &str) -> bool {
     text.contains(['`', '>', '*', '&', '[', ']']) || text.contains("$$")
-}
-
-/// Zulip's encoding of a narrow URL component: percent-encoding with `.` for `%`.
-fn encode_hash_component(text: &str) -> String {
-    let mut out = String::new();
-    for byte in text.bytes() {
-        match byte {
-            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' | b'~' => out.push(byte as char),
-            _ => out.push_str(&format!(".{byte:02X}")),
-        }
-    }
-    out
 }
 
 /// `#narrow/channel/{id}-{name}` (relative, as Zulip writes it in messages).
@@ -676,7 +678,7 @@ fn past_limit(state: &Projections, setting: &str, sent: i64, now: i64) -> bool {
     state
         .realm
         .limit_secs(setting)
-        .is_some_and(|limit| now - sent > limit + EDIT_GRACE_SECS)
+        .is_some_and(|limit| now.saturating_sub(sent) > limit.saturating_add(EDIT_GRACE_SECS))
 }
 
 /// What `PATCH /messages/{id}` asks for.
@@ -743,8 +745,10 @@ fn move_notices(
             .chain(mv.message_ids.iter())
             .max()
             .and_then(|id| state.messages.get(*id));
+        // (Not when the notice is the very message being edited: its move must reach clients.)
         if let Some(notice) = newest.filter(|m| {
-            Some(m.sender_id) == bot
+            m.id != message.id
+                && Some(m.sender_id) == bot
                 && now - m.timestamp < RESOLVE_UNDO_GRACE_SECS
                 && (m.content.ends_with(RESOLVED_NOTICE) || m.content.ends_with(UNRESOLVED_NOTICE))
         }) {
@@ -1018,7 +1022,10 @@ fn plan_move(
         } else {
             "move_messages_within_stream_limit_seconds"
         };
-        let limit_from = state.realm.limit_secs(limit).map(|secs| now - secs);
+        let limit_from = state
+            .realm
+            .limit_secs(limit)
+            .map(|secs| now.saturating_sub(secs));
         let too_old = |id: &MessageId| {
             limit_from
                 .is_some_and(|from| state.messages.get(*id).is_some_and(|m| m.timestamp < from))

@@ -38,6 +38,13 @@ pub fn validate_email(email: &str) -> bool {
         && !domain.contains("..")
 }
 
+/// Whether an address is taken: by an account, or reserved for the server's own bots (which
+/// may not exist yet: the notification bot is created with its first notice).
+pub fn email_taken(state: &Projections, email: &str) -> bool {
+    state.users.by_email(email).is_some()
+        || crate::projections::email_key(email) == super::messages::NOTIFICATION_BOT_EMAIL
+}
+
 /// Zulip's `check_full_name`: trimmed, non-empty, at most 100 characters, no control characters.
 pub fn check_full_name(name: &str) -> ApiResult<String> {
     let name = name.trim();
@@ -65,7 +72,7 @@ pub fn check_full_name(name: &str) -> ApiResult<String> {
 
 /// With the organization's `require_unique_names`, no two active accounts share a name
 /// (compared case-insensitively).
-fn check_unique_name(state: &Projections, name: &str, except: Option<UserId>) -> ApiResult<()> {
+pub fn check_unique_name(state: &Projections, name: &str, except: Option<UserId>) -> ApiResult<()> {
     let taken = state.realm.flag("require_unique_names")
         && state.users.iter().any(|u| {
             u.is_active
@@ -140,7 +147,7 @@ pub fn create_user(
             user.email
         )));
     }
-    if state.users.by_email(&user.email).is_some() {
+    if email_taken(state, &user.email) {
         return Err(ApiError::bad_request("Email is already in use."));
     }
     let user = NewUser {
@@ -212,7 +219,7 @@ pub fn create_bot(state: &Projections, ctx: &Ctx, bot: NewBot) -> ApiResult<(Vec
         // Chronicle runs no embedded bots.
         return Err(ApiError::bad_request("Embedded bots are not enabled."));
     }
-    if state.users.by_email(&bot.email).is_some() {
+    if email_taken(state, &bot.email) {
         return Err(ApiError::bad_request("Email is already in use."));
     }
     if state
@@ -355,6 +362,17 @@ pub fn deactivate_user(
         })
         .collect();
     events.push(Event::UserDeactivated { user_id: target });
+    // The invitations and links they made stop working with them.
+    events.extend(
+        state
+            .invitations
+            .iter()
+            .filter(|i| {
+                i.invited_by == Some(target)
+                    && i.status == crate::projections::invitations::InviteStatus::Pending
+            })
+            .map(|i| Event::InvitationRevoked { invite_id: i.id }),
+    );
     Ok((events, ()))
 }
 

@@ -105,11 +105,12 @@ impl Groups {
         self.by_id.keys().next_back().copied().unwrap_or(GroupId(0))
     }
 
-    /// Direct members of a group: by role for system groups (active accounts only).
+    /// Direct members of a group: by role for system groups (active accounts of the
+    /// organization only: the server's own bots are in no group).
     pub fn direct_members(&self, group: &Group, users: &Users) -> BTreeSet<UserId> {
         match group.system {
             Some(kind) => users
-                .iter()
+                .members()
                 .filter(|u| u.is_active && system_direct_member(kind, u.role))
                 .map(|u| u.user_id)
                 .collect(),
@@ -135,7 +136,10 @@ impl Groups {
 
     /// Whether `user` belongs to `group`, directly or through subgroups (cycle-safe).
     pub fn contains(&self, users: &Users, user: UserId, group: GroupId) -> bool {
-        let Some(account) = users.get(user).filter(|u| u.is_active) else {
+        let Some(account) = users
+            .get(user)
+            .filter(|u| u.is_active && !u.is_system_bot())
+        else {
             return false;
         };
         let mut seen = BTreeSet::new();

@@ -26,7 +26,7 @@ pub use profile_fields::ProfileFields;
 pub use realm::Realm;
 pub use typing::Typing;
 pub use user_topics::UserTopics;
-pub use users::{User, Users};
+pub use users::{email_key, User, Users};
 
 use crate::events::Envelope;
 use crate::ids::Seq;

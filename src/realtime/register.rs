@@ -376,7 +376,7 @@ pub fn initial_state(
         let bots: Vec<Value> = state
             .users
             .iter()
-            .filter(|u| u.is_bot())
+            .filter(|u| u.is_bot() && !u.is_system_bot())
             .filter(|u| me.role.is_admin() || u.bot_owner_id == Some(me.user_id))
             .map(|bot| bot_json(state, site, secret, bot))
             .collect();

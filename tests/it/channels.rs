@@ -1266,6 +1266,22 @@ async fn notification_bot_announces_channels_subscriptions_and_signups() {
             format!("{by_alice} created a new channel #**design**.")
         )]
     );
+    let (_, body) = bob
+        .get(
+            "/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "1"),
+                ("num_after", "0"),
+                ("narrow", &in_channel("new channels").to_string()),
+            ],
+        )
+        .await;
+    let html = body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        html.contains("class=\"stream\""),
+        "the new channel is linked: {html}"
+    );
 
     // Channels created through a subscription request: one announcement for all.
     let (status, _) = alice

@@ -301,6 +301,27 @@ async fn email_invitations_from_invite_to_account() {
     );
     assert_eq!(page(&eve_link, None).await.0, StatusCode::NOT_FOUND);
 
+    // Deactivating the inviter revokes what they sent.
+    invite(vec![
+        ("invitee_emails", s("fay@example.com")),
+        ("stream_ids", s("[]")),
+    ])
+    .await;
+    let fay_link = link_in(outbox(server).last().unwrap());
+    assert_eq!(page(&fay_link, None).await.0, StatusCode::OK);
+    assert_eq!(
+        owner.delete(&format!("/users/{alice_id}"), &[]).await.0,
+        StatusCode::OK
+    );
+    assert_eq!(page(&fay_link, None).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(
+        owner
+            .post(&format!("/users/{alice_id}/reactivate"), &[])
+            .await
+            .0,
+        StatusCode::OK
+    );
+
     // An invitation that has expired opens nothing.
     invite(vec![
         ("invitee_emails", s("late@example.com")),

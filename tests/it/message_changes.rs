@@ -1045,4 +1045,29 @@ async fn move_and_resolve_notices() {
         .unwrap()
         .iter()
         .all(|u| u["full_name"] != "Notification Bot"));
+    let bot_id = bots[0]["user_id"].as_u64().unwrap();
+    // It is in no group, is no administrator's bot, and its address is reserved.
+    let (_, groups) = o.owner.get("/user_groups", &[]).await;
+    assert!(groups["user_groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|g| !g["members"].as_array().unwrap().contains(&json!(bot_id))));
+    let (_, state) = o
+        .owner
+        .post("/register", &[("fetch_event_types", r#"["realm_bot"]"#)])
+        .await;
+    assert_eq!(state["realm_bots"], json!([]));
+    let (_, body) = o
+        .owner
+        .post(
+            "/users",
+            &[
+                ("email", "Notification-Bot@zulip.com"),
+                ("password", "password1"),
+                ("full_name", "Impostor"),
+            ],
+        )
+        .await;
+    assert_eq!(body["msg"], "Email is already in use.");
 }

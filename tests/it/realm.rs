@@ -310,6 +310,16 @@ async fn realm_settings_govern_editing_history_topics_and_names() {
         )
         .await;
     assert_eq!(body["msg"], "Unique names required in this organization.");
+
+    // Limits as large as a number can be do not overflow.
+    patch(&owner, &[("allow_message_editing", "true")]).await;
+    let (status, _) = patch(
+        &owner,
+        &[("message_content_edit_limit_seconds", "9223372036854775807")],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(edit("still editable").await.0, StatusCode::OK);
 }
 
 #[tokio::test]
