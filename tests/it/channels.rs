@@ -1217,6 +1217,27 @@ async fn newest(api: &crate::support::Api, narrow: Value, n: usize) -> Vec<(Stri
         .collect()
 }
 
+/// The rendered content of the newest message of a narrow.
+async fn newest_html(api: &crate::support::Api, narrow: Value) -> String {
+    let narrow = narrow.to_string();
+    let (status, body) = api
+        .get(
+            "/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "1"),
+                ("num_after", "0"),
+                ("narrow", narrow.as_str()),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
 #[tokio::test]
 async fn notification_bot_announces_channels_subscriptions_and_signups() {
     let o = org().await;
@@ -1266,18 +1287,7 @@ async fn notification_bot_announces_channels_subscriptions_and_signups() {
             format!("{by_alice} created a new channel #**design**.")
         )]
     );
-    let (_, body) = bob
-        .get(
-            "/messages",
-            &[
-                ("anchor", "newest"),
-                ("num_before", "1"),
-                ("num_after", "0"),
-                ("narrow", &in_channel("new channels").to_string()),
-            ],
-        )
-        .await;
-    let html = body["messages"][0]["content"].as_str().unwrap();
+    let html = newest_html(&bob, in_channel("new channels")).await;
     assert!(
         html.contains("class=\"stream\""),
         "the new channel is linked: {html}"
@@ -1368,18 +1378,7 @@ async fn notification_bot_announces_channels_subscriptions_and_signups() {
             format!("@_**Newbie|{newbie_id}** joined this organization.")
         )]
     );
-    let (_, body) = bob
-        .get(
-            "/messages",
-            &[
-                ("anchor", "newest"),
-                ("num_before", "1"),
-                ("num_after", "0"),
-                ("narrow", &in_channel("signups").to_string()),
-            ],
-        )
-        .await;
-    let html = body["messages"][0]["content"].as_str().unwrap();
+    let html = newest_html(&bob, in_channel("signups")).await;
     assert!(html.contains("user-mention silent"), "{html}");
 }
 
