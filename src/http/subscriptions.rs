@@ -292,6 +292,15 @@ pub async fn update_muted_topic(
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
             let me = crate::commands::actor(s, ctx)?;
+            // This legacy endpoint mutes only in channels the caller is subscribed to.
+            if policy == 1 {
+                crate::commands::channels::visible_channel(s, me, channel)?;
+                if !s.channels.is_subscribed(me.user_id, channel) {
+                    return Err(ApiError::bad_request(format!(
+                        "Not subscribed to channel ID {channel}"
+                    )));
+                }
+            }
             if policy == 0 {
                 if s.channels.get(channel).is_none() {
                     return Err(ApiError::bad_request("Topic is not muted"));

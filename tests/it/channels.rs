@@ -714,6 +714,17 @@ async fn topic_visibility() {
         )
         .await;
     assert_eq!(body["msg"], "Topic is not muted");
+    // Muting through it needs a subscription (the owner sees the channel but is not in it).
+    let (_, body) = o
+        .server
+        .api(Some(&o.owner))
+        .call(
+            Method::PATCH,
+            muted,
+            &[("stream_id", &id), ("topic", "news"), ("op", "add")],
+        )
+        .await;
+    assert_eq!(body["msg"], format!("Not subscribed to channel ID {id}"));
     // What the projection believes.
     let (_, dump) = o
         .server
