@@ -328,11 +328,73 @@ pub fn regenerate_api_key(
     ))
 }
 
-/// `DELETE /users/{user_id}`: deactivates a human account, its bots first.
+/// What `DELETE /users/{user_id}` also removes (Zulip's `actions`), for the user and the bots
+/// they own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DeactivationActions {
+    /// The name becomes "Deleted user" (the avatar is a generated one anyway).
+    pub delete_profile: bool,
+    pub delete_public_channel_messages: bool,
+    pub delete_private_channel_messages: bool,
+    pub delete_direct_messages: bool,
+}
+
+/// The events removing what `actions` asks for of `user`'s profile and messages: deletions
+/// grouped by conversation (one channel topic, or one direct-message conversation).
+fn deletion_events(state: &Projections, user: UserId, actions: DeactivationActions) -> Vec<Event> {
+    let mut events = Vec::new();
+    if actions.delete_profile {
+        events.push(Event::UserChanged {
+            user_id: user,
+            change: UserChange::FullName("Deleted user".into()),
+        });
+    }
+    let mut groups: std::collections::BTreeMap<String, Vec<&crate::projections::Message>> =
+        Default::default();
+    for message in state.messages.sent_by(user) {
+        let wanted = match &message.recipient {
+            crate::events::Recipient::Direct { .. } => actions.delete_direct_messages,
+            crate::events::Recipient::Channel { channel_id, .. } => {
+                let private = state
+                    .channels
+                    .get(*channel_id)
+                    .is_some_and(|c| c.invite_only);
+                if private {
+                    actions.delete_private_channel_messages
+                } else {
+                    actions.delete_public_channel_messages
+                }
+            }
+        };
+        if wanted {
+            let key = match &message.recipient {
+                crate::events::Recipient::Channel { channel_id, topic } => {
+                    format!(
+                        "c{channel_id}/{}",
+                        crate::projections::user_topics::topic_key(topic)
+                    )
+                }
+                crate::events::Recipient::Direct { user_ids } => format!("d{user_ids:?}"),
+            };
+            groups.entry(key).or_default().push(message);
+        }
+    }
+    events.extend(
+        groups
+            .values()
+            .map(|messages| super::messages::deletion(state, messages)),
+    );
+    events
+}
+
+/// `DELETE /users/{user_id}`: deactivates a human account, its bots first, removing what
+/// `actions` asks for (bots' first, then the user's).
 pub fn deactivate_user(
     state: &Projections,
     ctx: &Ctx,
     target: UserId,
+    actions: DeactivationActions,
 ) -> ApiResult<(Vec<Event>, ())> {
     let me = admin(state, ctx)?;
     let user = state
@@ -353,14 +415,18 @@ pub fn deactivate_user(
             ));
         }
     }
-    let mut events: Vec<Event> = state
+    let mut events = Vec::new();
+    for bot in state
         .users
         .iter()
         .filter(|bot| bot.is_active && bot.bot_owner_id == Some(target))
-        .map(|bot| Event::UserDeactivated {
+    {
+        events.extend(deletion_events(state, bot.user_id, actions));
+        events.push(Event::UserDeactivated {
             user_id: bot.user_id,
-        })
-        .collect();
+        });
+    }
+    events.extend(deletion_events(state, target, actions));
     events.push(Event::UserDeactivated { user_id: target });
     // The invitations and links they made stop working with them.
     events.extend(
@@ -561,12 +627,12 @@ mod tests {
     #[test]
     fn the_only_owner_cannot_be_deactivated() {
         let state = org();
-        let err = deactivate_user(&state, &ctx(1), UserId(1)).unwrap_err();
+        let err = deactivate_user(&state, &ctx(1), UserId(1), Default::default()).unwrap_err();
         assert_eq!(
             err.body()["msg"],
             "Cannot deactivate the only organization owner"
         );
-        let err = deactivate_user(&state, &ctx(1), UserId(99)).unwrap_err();
+        let err = deactivate_user(&state, &ctx(1), UserId(99), Default::default()).unwrap_err();
         assert_eq!(err.body()["msg"], "No such user");
     }
 

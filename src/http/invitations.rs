@@ -78,7 +78,7 @@ fn read_grants(params: &mut Params, streams_required: bool) -> ApiResult<Grants>
 /// delivery Chronicle has, which an administrator reads or forwards. A failure is logged; the
 /// invitation exists anyway and can be resent.
 fn write_email(state: &AppState, invite: &Invitation, inviter: &str) {
-    let (Some(outbox), Some(to)) = (&state.outbox, &invite.email) else {
+    let Some(to) = &invite.email else {
         return;
     };
     let realm = state.engine.read(|s| s.realm.name.clone());
@@ -87,17 +87,16 @@ fn write_email(state: &AppState, invite: &Invitation, inviter: &str) {
         None => "The link does not expire.".to_owned(),
     };
     let body = format!(
-        "To: {to}\nSubject: {inviter} invited you to join {realm}\n\n\
-         {inviter} invited you to join {realm}, a Zulip organization.\n\n\
+        "{inviter} invited you to join {realm}, a Zulip organization.\n\n\
          Create your account here:\n{}\n\n{expiry}\n",
         link(state, invite)
     );
-    let name = format!("{}-invite-{}.eml", crate::time::now_ms(), invite.id);
-    let written =
-        std::fs::create_dir_all(outbox).and_then(|()| std::fs::write(outbox.join(&name), body));
-    if let Err(error) = written {
-        tracing::warn!(invite = invite.id.0, %error, "could not write the invitation email");
-    }
+    state.send_mail(
+        to,
+        &format!("{inviter} invited you to join {realm}"),
+        &body,
+        &format!("invite-{}", invite.id),
+    );
 }
 
 fn inviter_name(state: &AppState, auth: &Auth) -> String {

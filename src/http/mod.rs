@@ -56,6 +56,24 @@ pub struct AppState {
     pub outbox: Option<std::path::PathBuf>,
 }
 
+impl AppState {
+    /// Delivers an email: Chronicle writes it to the outbox (`DATA_DIR/outbox/`, one `.eml`
+    /// file each) for an administrator to read or forward. `tag` names the file (after the
+    /// time). A failure is logged, never the content.
+    pub fn send_mail(&self, to: &str, subject: &str, body: &str, tag: &str) {
+        let Some(outbox) = &self.outbox else {
+            return;
+        };
+        let mail = format!("To: {to}\nSubject: {subject}\n\n{body}");
+        let name = format!("{}-{tag}.eml", crate::time::now_ms());
+        let written =
+            std::fs::create_dir_all(outbox).and_then(|()| std::fs::write(outbox.join(&name), mail));
+        if let Err(error) = written {
+            tracing::warn!(%tag, %error, "could not write an email to the outbox");
+        }
+    }
+}
+
 /// Registers one path with its methods; every other method gets Zulip's 405 body.
 macro_rules! endpoint {
     ($cfg:expr, $path:expr, $($method:ident => $handler:expr),+ $(,)?) => {

@@ -5,7 +5,7 @@
 use super::profile_fields::{parse_profile_data, profile_data_json};
 use super::{path_id, AppState, Auth, Params};
 use crate::auth::{hash_password, new_api_key_nonce, verify_password};
-use crate::commands::users::{NewUser, MIN_PASSWORD_LENGTH};
+use crate::commands::users::{DeactivationActions, NewUser, MIN_PASSWORD_LENGTH};
 use crate::error::{ApiError, ApiResult};
 use crate::events::Role;
 use crate::ids::UserId;
@@ -267,19 +267,39 @@ pub async fn deactivate_user(
 ) -> ApiResult<HttpResponse> {
     auth.require_admin()?;
     let target = UserId(path_id(&req, "user_id")?);
-    if let Some(comment) = params.str("deactivation_notification_comment") {
-        if comment.chars().count() > 2000 {
-            return Err(ApiError::bad_request(
-                "deactivation_notification_comment is too long (limit: 2000 characters)",
-            ));
-        }
+    let comment = params.str("deactivation_notification_comment");
+    if comment.as_ref().is_some_and(|c| c.chars().count() > 2000) {
+        return Err(ApiError::bad_request(
+            "deactivation_notification_comment is too long (limit: 2000 characters)",
+        ));
     }
+    let actions: DeactivationActions = params.json("actions")?.unwrap_or_default();
     state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::users::deactivate_user(s, ctx, target)
+            crate::commands::users::deactivate_user(s, ctx, target, actions)
         })
         .await?;
+    // With a comment, Zulip emails the person that their account was deactivated.
+    if let Some(comment) = comment {
+        let (to, realm) = state.engine.read(|s| {
+            (
+                s.users
+                    .get(target)
+                    .map(|u| u.email.clone())
+                    .unwrap_or_default(),
+                s.realm.name.clone(),
+            )
+        });
+        state.send_mail(
+            &to,
+            &format!("Notification of account deactivation on {realm}"),
+            &format!(
+                "Your account on {realm} has been deactivated. A note from the administrator:\n\n{comment}\n"
+            ),
+            &format!("deactivation-{target}"),
+        );
+    }
     Ok(params.success(json!({})))
 }
 

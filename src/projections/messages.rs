@@ -185,6 +185,12 @@ impl Messages {
         MessageId(self.highest_id.max(self.max_id().0) + 1)
     }
 
+    /// Every message `user` sent, oldest first. It walks all messages: only a deactivation
+    /// that deletes someone's messages asks, which is rare and not a read path.
+    pub fn sent_by(&self, user: UserId) -> impl Iterator<Item = &Message> {
+        self.by_id.values().filter(move |m| m.sender_id == user)
+    }
+
     /// Users who hold a copy of a message.
     pub fn holders(&self, message: MessageId) -> Vec<UserId> {
         let mut out: Vec<UserId> = self

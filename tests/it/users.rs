@@ -824,3 +824,146 @@ async fn own_settings_name_and_password() {
         .await;
     assert_eq!(status, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn deactivation_actions_remove_what_was_asked() {
+    let chat = crate::messages::chat().await;
+    let server = &chat.server;
+    let owner = server.api(Some(&server.owner()));
+    let (alice_id, alice) = &chat.alice;
+    let (bob_id, bob) = &chat.bob;
+    let send = |api: &'static str, params: Vec<(&'static str, String)>| {
+        let api = match api {
+            "alice" => alice,
+            _ => bob,
+        };
+        async move {
+            let params: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            crate::messages::send(api, &params).await
+        }
+    };
+    let s = |v: &str| v.to_owned();
+    let channel = chat.channel.to_string();
+    let public = send(
+        "alice",
+        vec![
+            ("type", s("stream")),
+            ("to", channel.clone()),
+            ("topic", s("t")),
+            ("content", s("public")),
+        ],
+    )
+    .await;
+    let (_, body) = alice
+        .post(
+            "/channels/create",
+            &[
+                ("name", "secret"),
+                ("invite_only", "true"),
+                ("subscribers", &format!("[{alice_id}, {bob_id}]")),
+            ],
+        )
+        .await;
+    let secret = body["id"].as_u64().unwrap().to_string();
+    let private = send(
+        "alice",
+        vec![
+            ("type", s("stream")),
+            ("to", secret),
+            ("topic", s("t")),
+            ("content", s("private")),
+        ],
+    )
+    .await;
+    let direct = send(
+        "alice",
+        vec![
+            ("type", s("direct")),
+            ("to", format!("[{bob_id}]")),
+            ("content", s("psst")),
+        ],
+    )
+    .await;
+    let kept = send(
+        "bob",
+        vec![
+            ("type", s("stream")),
+            ("to", channel.clone()),
+            ("topic", s("t")),
+            ("content", s("bob's")),
+        ],
+    )
+    .await;
+    let (_, body) = alice
+        .post(
+            "/bots",
+            &[("full_name", "Alice Bot"), ("short_name", "alicebot")],
+        )
+        .await;
+    let bot = crate::support::Creds {
+        email: format!("alicebot-bot@{}", email_domain(server)),
+        key: body["api_key"].as_str().unwrap().to_owned(),
+    };
+    let bot_id = body["user_id"].as_u64().unwrap();
+    let bot_api = server.api(Some(&bot));
+    let (_, body) = bot_api
+        .post(
+            "/messages",
+            &[
+                ("type", "stream"),
+                ("to", &channel),
+                ("topic", "t"),
+                ("content", "beep"),
+            ],
+        )
+        .await;
+    let by_bot = body["id"].as_u64().unwrap();
+
+    let path = format!("/users/{alice_id}");
+    let (status, body) = owner
+        .delete(
+            &path,
+            &[("actions", r#"{"delete_profile": true, "explode": true}"#)],
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["code"], "REQUEST_VARIABLE_INVALID");
+    let (status, body) = owner
+        .delete(
+            &path,
+            &[
+                ("actions", r#"{"delete_profile": true, "delete_public_channel_messages": true, "delete_direct_messages": true}"#),
+                ("deactivation_notification_comment", "Thanks for everything."),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    let readable =
+        |id: u64| async move { bob.get(&format!("/messages/{id}"), &[]).await.0 == StatusCode::OK };
+    assert!(!readable(public).await, "public message deleted");
+    assert!(!readable(by_bot).await, "the bot's public message deleted");
+    assert!(!readable(direct).await, "direct message deleted");
+    assert!(
+        readable(private).await,
+        "private channel messages were not asked for"
+    );
+    assert!(readable(kept).await, "other people's messages stay");
+    for id in [*alice_id, bot_id] {
+        let (_, body) = owner.get(&format!("/users/{id}"), &[]).await;
+        assert_eq!(body["user"]["full_name"], "Deleted user");
+        assert_eq!(body["user"]["is_active"], false);
+    }
+    let mails: Vec<String> = std::fs::read_dir(server.dir.join("outbox"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    assert_eq!(mails.len(), 1);
+    assert!(
+        mails[0]
+            .starts_with("To: alice@example.com\nSubject: Notification of account deactivation on"),
+        "{}",
+        mails[0]
+    );
+    assert!(mails[0].contains("Thanks for everything."));
+}
