@@ -42,3 +42,4 @@ pub mod realtime;
 pub mod server;
 pub mod store;
 pub mod time;
+pub mod webhooks;

@@ -224,11 +224,22 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         realm_url: realm_url.clone(),
     };
     let queues = Arc::new(crate::realtime::Queues::new(site.clone(), secret.clone()));
+    // Outgoing webhook calls are picked out by the writer and made by their own task.
+    let (webhook_tx, webhook_rx) = tokio::sync::mpsc::unbounded_channel();
     let publisher: crate::engine::Publisher = {
         let queues = queues.clone();
-        Arc::new(move |state, batch| queues.publish(state, batch))
+        let site = site.clone();
+        let secret = secret.clone();
+        Arc::new(move |state, batch| {
+            queues.publish(state, batch);
+            for delivery in crate::webhooks::deliveries(state, &site, &secret, batch) {
+                // The task only stops with the server.
+                let _ = webhook_tx.send(delivery);
+            }
+        })
     };
     let engine = Arc::new(Engine::start_with(log_dyn, state, Some(publisher))?);
+    let webhooks = actix_web::rt::spawn(crate::webhooks::run(webhook_rx, engine.clone()));
     if realm_exists {
         // Organizations created before system groups existed get them now (a no-op after).
         engine
@@ -273,6 +284,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     });
     server.await?;
     collector.abort();
+    webhooks.abort();
     engine.shutdown().await;
     let seq = engine.read(|s| s.seq);
     tracing::info!(

@@ -40,7 +40,7 @@ fn defaults(state: &Projections, bot: &User) -> [(&'static str, Value); 3] {
 
 /// The token an outgoing webhook bot's service sends along, derived like API keys so that
 /// no secret is stored in the log.
-fn service_token(secret: &ServerSecret, bot: &User) -> String {
+pub fn service_token(secret: &ServerSecret, bot: &User) -> String {
     secret.api_key(bot.user_id, &format!("service:{}", bot.api_key_nonce))
 }
 

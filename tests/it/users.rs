@@ -967,3 +967,105 @@ async fn deactivation_actions_remove_what_was_asked() {
     );
     assert!(mails[0].contains("Thanks for everything."));
 }
+
+/// A service an outgoing webhook bot calls: it records each payload and answers `answer`.
+fn start_service(answer: Value) -> (String, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+    use actix_web::{web, App, HttpResponse, HttpServer};
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let recorded = seen.clone();
+    std::thread::spawn(move || {
+        actix_web::rt::System::new().block_on(async move {
+            let server = HttpServer::new(move || {
+                let recorded = recorded.clone();
+                let answer = answer.clone();
+                App::new().route(
+                    "/hook",
+                    web::post().to(move |body: web::Bytes| {
+                        let recorded = recorded.clone();
+                        let answer = answer.clone();
+                        async move {
+                            let payload: Value = serde_json::from_slice(&body)
+                                .unwrap_or_else(|_| json!(String::from_utf8_lossy(&body)));
+                            recorded.lock().unwrap().push(payload);
+                            HttpResponse::Ok().json(answer)
+                        }
+                    }),
+                )
+            })
+            .workers(1)
+            .bind("127.0.0.1:0")
+            .unwrap();
+            let port = server.addrs()[0].port();
+            tx.send(port).unwrap();
+            server.run().await.unwrap();
+        });
+    });
+    let port = rx.recv().unwrap();
+    (format!("http://127.0.0.1:{port}/hook"), seen)
+}
+
+#[tokio::test]
+async fn outgoing_webhook_bots_are_called_and_answer() {
+    let chat = crate::messages::chat().await;
+    let (_, alice) = &chat.alice;
+    let (url, seen) = start_service(json!({"content": "pong @**Pinger**"}));
+    let payload_url = serde_json::to_string(&url).unwrap();
+    let (status, body) = alice
+        .post(
+            "/bots",
+            &[
+                ("full_name", "Pinger"),
+                ("short_name", "pinger"),
+                ("bot_type", "3"),
+                ("payload_url", &payload_url),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let channel = chat.channel.to_string();
+    crate::messages::send(
+        alice,
+        &[
+            ("type", "stream"),
+            ("to", &channel),
+            ("topic", "t"),
+            ("content", "@**Pinger** ping"),
+        ],
+    )
+    .await;
+    // The answer arrives as the bot's message in the same topic.
+    let mut answer = None;
+    for _ in 0..100 {
+        let body = crate::messages::fetch(
+            alice,
+            &[
+                ("anchor", "newest"),
+                ("num_before", "1"),
+                ("num_after", "0"),
+                ("apply_markdown", "false"),
+            ],
+        )
+        .await;
+        if body["messages"][0]["content"] == "pong @**Pinger**" {
+            answer = Some(body["messages"][0].clone());
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let answer = answer.expect("the bot answered");
+    assert_eq!(answer["sender_full_name"], "Pinger");
+    assert_eq!(answer["subject"], "t");
+    assert_eq!(answer["client"], "OutgoingWebhook");
+    let payloads = seen.lock().unwrap().clone();
+    assert_eq!(payloads.len(), 1);
+    let payload = &payloads[0];
+    assert_eq!(payload["trigger"], "mention");
+    assert_eq!(payload["data"], "@**Pinger** ping");
+    assert_eq!(payload["bot_full_name"], "Pinger");
+    assert_eq!(payload["token"].as_str().unwrap().len(), 32);
+    assert_eq!(payload["message"]["subject"], "t");
+    // Its own answer (a bot's message) set nothing else off.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}
