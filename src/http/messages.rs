@@ -23,8 +23,8 @@ pub const MAX_MESSAGES_PER_FETCH: u64 = 5000;
 pub const LARGER_THAN_MAX_MESSAGE_ID: u64 = 10_000_000_000_000_000;
 
 /// The email `viewer` sees for `user`: real when visible, else the placeholder.
-pub fn shown_email(site: &Site, viewer: &User, user: &User) -> String {
-    if email_visible(viewer, user) {
+pub fn shown_email(state: &Projections, site: &Site, viewer: &User, user: &User) -> String {
+    if email_visible(state, viewer, user) {
         user.email.clone()
     } else {
         placeholder_email(site, user)
@@ -72,7 +72,7 @@ pub fn message_json(
                 user_ids
                     .iter()
                     .filter_map(|id| state.users.get(*id))
-                    .map(|u| json!({"id": u.user_id.0, "email": shown_email(site, viewer, u), "full_name": u.full_name, "is_mirror_dummy": false}))
+                    .map(|u| json!({"id": u.user_id.0, "email": shown_email(state, site, viewer, u), "full_name": u.full_name, "is_mirror_dummy": false}))
                     .collect(),
             ),
             None,
@@ -97,7 +97,7 @@ pub fn message_json(
         "reactions": reactions_json(state, site, viewer, message),
         "submessages": [],
         "sender_full_name": sender.map(|u| u.full_name.clone()).unwrap_or_default(),
-        "sender_email": sender.map(|u| shown_email(site, viewer, u)).unwrap_or_default(),
+        "sender_email": sender.map(|u| shown_email(state, site, viewer, u)).unwrap_or_default(),
         "sender_realm_str": "",
         "display_recipient": display_recipient,
         "type": kind,
@@ -138,7 +138,7 @@ fn reactions_json(state: &Projections, site: &Site, viewer: &User, message: &Mes
                 "reaction_type": r.reaction_type.as_str(), "user_id": r.user_id.0,
                 "user": {
                     "id": r.user_id.0,
-                    "email": user.map(|u| shown_email(site, viewer, u)),
+                    "email": user.map(|u| shown_email(state, site, viewer, u)),
                     "full_name": user.map(|u| u.full_name.clone()),
                     "is_mirror_dummy": false,
                 },

@@ -45,6 +45,13 @@ fn parse_value(params: &mut Params, name: &'static str, kind: Kind) -> ApiResult
             }
         }
         Kind::Channel => RealmValue::Int(params.int::<i64>(name)?.unwrap_or(-1)),
+        Kind::Code(codes) => {
+            let code = params.int::<i64>(name)?.unwrap_or_default();
+            if !codes.contains(&code) {
+                return Err(ApiError::invalid(name, &code.to_string()));
+            }
+            RealmValue::Int(code)
+        }
         Kind::Group { .. } => {
             return Err(ApiError::internal("group settings are read as changes"));
         }

@@ -23,10 +23,26 @@ pub fn avatar_url(site: &super::Site, user: &User) -> String {
     )
 }
 
-/// Whether `viewer` may see `user`'s real email address. Zulip's default visibility for new
-/// organizations is "administrators only"; bots' addresses are always visible.
-pub fn email_visible(viewer: &User, user: &User) -> bool {
-    viewer.user_id == user.user_id || user.is_bot() || viewer.role.is_admin()
+/// Whether `viewer` may see `user`'s real email address, under the organization's
+/// `email_address_visibility` (administrators only by default, as in current Zulip). One's own
+/// address and bots' addresses are always visible.
+pub fn email_visible(state: &Projections, viewer: &User, user: &User) -> bool {
+    if viewer.user_id == user.user_id || user.is_bot() {
+        return true;
+    }
+    let visibility = match state.realm.value("email_address_visibility") {
+        crate::events::RealmValue::Int(code) => code,
+        _ => 3,
+    };
+    // Which settings each role sees through (Zulip's table): 1 everyone, 2 members,
+    // 3 administrators, 4 nobody, 5 moderators.
+    let sees: &[i64] = match viewer.role {
+        Role::Owner | Role::Administrator => &[1, 2, 3, 5],
+        Role::Moderator => &[1, 2, 5],
+        Role::Member => &[1, 2],
+        Role::Guest => &[1],
+    };
+    sees.contains(&visibility)
 }
 
 /// The placeholder API email Zulip gives when the real one is hidden: `user{id}@{host}`, with
@@ -60,7 +76,7 @@ pub fn user_json(
     user: &User,
     with_profile_data: bool,
 ) -> Value {
-    let visible = email_visible(viewer, user);
+    let visible = email_visible(state, viewer, user);
     let mut map = serde_json::Map::new();
     let mut put = |k: &str, v: Value| {
         map.insert(k.to_owned(), v);
@@ -170,7 +186,7 @@ pub async fn get_user(
             Err(_) => s
                 .users
                 .by_email(&key)
-                .filter(|u| email_visible(viewer, u))
+                .filter(|u| email_visible(s, viewer, u))
                 .or_else(|| {
                     // `user{id}@{host}`: the id is in the address, the rest must match.
                     let id = key.strip_prefix("user")?.split('@').next()?.parse().ok()?;

@@ -22,6 +22,8 @@ pub enum Kind {
     Choice(&'static [&'static str]),
     /// A number of seconds above zero, or `"unlimited"` (null).
     Limit,
+    /// One of these numbers.
+    Code(&'static [i64]),
     /// A channel id, or -1 for none.
     Channel,
     /// A group-setting value. `everyone`: `role:everyone` is acceptable; `nobody` likewise;
@@ -157,6 +159,14 @@ pub const SETTINGS: &[Setting] = &[
         Initial::Text("allow_empty_topic"),
     ),
     plain("require_unique_names", Kind::Bool, Initial::Bool(false)),
+    // Who sees real email addresses: 1 everyone, 2 members, 3 administrators, 4 nobody,
+    // 5 moderators. (Zulip made this a per-user setting with an organization default; here it
+    // is the organization's.)
+    plain(
+        "email_address_visibility",
+        Kind::Code(&[1, 2, 3, 4, 5]),
+        Initial::Int(3),
+    ),
     plain("name_changes_disabled", Kind::Bool, Initial::Bool(false)),
     plain(
         "enable_guest_user_indicator",

@@ -26,9 +26,9 @@ pub struct RegisterRequest<'a> {
     pub capabilities: &'a Capabilities,
 }
 
-/// The user's display and notification settings (Zulip's defaults; changing them comes with
-/// `PATCH /settings`).
-fn user_settings() -> Map<String, Value> {
+/// The user's display and notification settings, at Zulip's defaults (`PATCH /settings` does
+/// not store them); the email visibility is the organization's.
+fn user_settings(state: &Projections) -> Map<String, Value> {
     let value = json!({
         "twenty_four_hour_time": false,
         "dense_mode": true,
@@ -90,10 +90,15 @@ fn user_settings() -> Map<String, Value> {
         "available_notification_sounds": ["zulip"],
         "emojiset_choices": [{"key": "google", "text": "Google"}, {"key": "text", "text": "Plain text"}],
     });
-    match value {
+    let mut map = match value {
         Value::Object(map) => map,
         _ => Map::new(),
-    }
+    };
+    map.insert(
+        "email_address_visibility".into(),
+        realm_setting_json(state, "email_address_visibility"),
+    );
+    map
 }
 
 /// The eight custom profile field types.
@@ -514,7 +519,7 @@ pub fn initial_state(
         );
     }
     if want("user_settings") {
-        let settings = user_settings();
+        let settings = user_settings(state);
         if request.capabilities.user_settings_object {
             put("user_settings", Value::Object(settings));
         } else {
@@ -526,7 +531,7 @@ pub fn initial_state(
         }
     }
     if want("update_display_settings") || want("update_global_notifications") {
-        for (k, v) in user_settings() {
+        for (k, v) in user_settings(state) {
             put(&k, v);
         }
     }
@@ -581,7 +586,7 @@ pub fn initial_state(
     if want("realm_user_settings_defaults") {
         put(
             "realm_user_settings_defaults",
-            Value::Object(user_settings()),
+            Value::Object(user_settings(state)),
         );
     }
     out

@@ -620,7 +620,7 @@ pub fn client_events(
             let Some(sender) = state.users.get(*user_id) else {
                 return Vec::new();
             };
-            let person = |viewer: &User, u: &User| json!({"user_id": u.user_id.0, "email": shown_email(site, viewer, u)});
+            let person = |viewer: &User, u: &User| json!({"user_id": u.user_id.0, "email": shown_email(state, site, viewer, u)});
             match target {
                 TypingTarget::Direct { user_ids } => user_ids
                     .iter()
@@ -725,7 +725,7 @@ fn reaction_events(
             let mut event = json!({
                 "type": "reaction", "message_id": message_id.0, "user_id": user_id.0,
                 "user": {
-                    "user_id": user_id.0, "email": shown_email(site, viewer, reactor),
+                    "user_id": user_id.0, "email": shown_email(state, site, viewer, reactor),
                     "full_name": reactor.full_name,
                 },
             });

@@ -132,6 +132,30 @@ async fn user_lists_and_lookups() {
         no_such_user
     );
 
+    // The organization decides who sees real addresses.
+    let set = |code: &'static str| {
+        let owner = &owner;
+        async move {
+            owner
+                .call(
+                    reqwest::Method::PATCH,
+                    "/realm",
+                    &[("email_address_visibility", code)],
+                )
+                .await
+        }
+    };
+    assert_eq!(set("1").await.0, StatusCode::OK);
+    let (_, body) = as_alice.get("/users/1", &[]).await;
+    assert_eq!(body["user"]["delivery_email"], OWNER);
+    assert_eq!(body["user"]["email"], OWNER);
+    assert_eq!(set("4").await.0, StatusCode::OK);
+    let (_, body) = owner.get(&format!("/users/{alice_id}"), &[]).await;
+    assert_eq!(body["user"]["delivery_email"], Value::Null);
+    let (status, body) = set("7").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["code"], "REQUEST_VARIABLE_INVALID");
+
     // Credentials are required.
     assert_eq!(
         server.api(None).get("/users", &[]).await.0,
