@@ -205,6 +205,87 @@ fn rows() -> Vec<Row> {
             [OK, OK, ADMIN, ADMIN, ADMIN, ADMIN],
         ),
         row(M::GET, "/users", &[], [OK, OK, OK, OK, OK, OK]),
+        // Only the first owner holds can_create_users.
+        row(
+            M::POST,
+            "/users",
+            &[
+                ("email", "{who}-new@example.com"),
+                ("password", "password1"),
+                ("full_name", "New {who}"),
+            ],
+            [
+                OK,
+                E("User not authorized to create users"),
+                ADMIN,
+                ADMIN,
+                ADMIN,
+                ADMIN,
+            ],
+        ),
+        // Account administration reaches the target only for administrators (999 is nobody).
+        row(
+            M::DELETE,
+            "/users/999",
+            &[],
+            [
+                E("No such user"),
+                E("No such user"),
+                ADMIN,
+                ADMIN,
+                ADMIN,
+                ADMIN,
+            ],
+        ),
+        row(
+            M::PATCH,
+            "/users/999",
+            &[("full_name", "X")],
+            [
+                E("No such user"),
+                E("No such user"),
+                ADMIN,
+                ADMIN,
+                ADMIN,
+                ADMIN,
+            ],
+        ),
+        row(
+            M::POST,
+            "/users/999/reactivate",
+            &[],
+            [
+                E("No such user"),
+                E("No such user"),
+                ADMIN,
+                ADMIN,
+                ADMIN,
+                ADMIN,
+            ],
+        ),
+        row(M::GET, "/realm/linkifiers", &[], [OK, OK, OK, OK, OK, OK]),
+        row(
+            M::POST,
+            "/realm/filters",
+            &[
+                ("pattern", "{who}-(?P<id>[0-9]+)"),
+                ("url_template", "https://x.example/{id}"),
+            ],
+            [OK, OK, ADMIN, ADMIN, ADMIN, ADMIN],
+        ),
+        row(
+            M::DELETE,
+            "/realm/profile_fields/999",
+            &[],
+            [
+                E("Field id 999 not found."),
+                E("Field id 999 not found."),
+                ADMIN,
+                ADMIN,
+                ADMIN,
+                ADMIN,
+            ],
+        ),
         row(
             M::POST,
             "/invites",
