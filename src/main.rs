@@ -38,6 +38,10 @@ enum Command {
         /// Long-poll heartbeat in seconds (default: Zulip's 45-55); for tests.
         #[arg(long, hide = true)]
         heartbeat_secs: Option<u64>,
+        /// Send emails through this SMTP relay (smtp://HOST[:PORT], no TLS: a local relay
+        /// handles it); without it emails are written to DATA_DIR/outbox.
+        #[arg(long)]
+        smtp_url: Option<String>,
     },
     /// Print the projection dump as JSON (the server must be stopped).
     Dump {
@@ -102,6 +106,7 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             realm_name,
             external_url,
             heartbeat_secs,
+            smtp_url,
         } => {
             let config = ServeConfig {
                 data_dir,
@@ -110,6 +115,7 @@ fn run(cli: Cli) -> Result<(), Fatal> {
                 realm_name,
                 external_url,
                 heartbeat: heartbeat_secs.map(std::time::Duration::from_secs),
+                smtp_url,
             };
             actix_web::rt::System::new().block_on(serve(config))
         }

@@ -31,6 +31,8 @@ pub struct ServeConfig {
     pub external_url: Option<String>,
     /// Long-poll heartbeat interval (default: Zulip's 45–55 s); for tests.
     pub heartbeat: Option<std::time::Duration>,
+    /// `smtp://HOST[:PORT]` of a relay for emails; `None` writes them to the outbox.
+    pub smtp_url: Option<String>,
 }
 
 /// The files of a data directory.
@@ -251,6 +253,10 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     } else {
         create_organization(&engine, &layout, &secret, &config, &realm_url).await?;
     }
+    let smtp = match &config.smtp_url {
+        None => None,
+        Some(url) => Some(crate::http::Smtp::from_url(url, &site)?),
+    };
     let data = web::Data::new(AppState {
         engine: engine.clone(),
         secret,
@@ -258,6 +264,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         queues: queues.clone(),
         heartbeat: config.heartbeat,
         outbox: Some(layout.outbox()),
+        smtp,
     });
     // Idle queues are collected every minute, as in Zulip.
     let collector = {

@@ -36,6 +36,7 @@ impl InProcess {
             realm_name: "Bench".into(),
             external_url: None,
             heartbeat: None,
+            smtp_url: None,
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {

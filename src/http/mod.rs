@@ -52,25 +52,109 @@ pub struct AppState {
     pub queues: Arc<crate::realtime::Queues>,
     /// Long-poll heartbeat interval; `None` for Zulip's 45–55 s.
     pub heartbeat: Option<std::time::Duration>,
-    /// Where invitation emails are written (`DATA_DIR/outbox`); `None` sends none.
+    /// Where emails are written when there is no SMTP relay, or it fails (`DATA_DIR/outbox`).
     pub outbox: Option<std::path::PathBuf>,
+    /// The SMTP relay emails go through, when configured.
+    pub smtp: Option<Smtp>,
+}
+
+/// An SMTP relay and the sender address mails carry.
+#[derive(Clone)]
+pub struct Smtp {
+    transport: lettre::AsyncSmtpTransport<lettre::Tokio1Executor>,
+    from: lettre::message::Mailbox,
+}
+
+impl Smtp {
+    /// A relay at `smtp://HOST[:PORT]` (port 25 by default), without TLS: the relay, typically
+    /// a local mail server, carries mail on from there.
+    pub fn from_url(url: &str, site: &Site) -> Result<Smtp, String> {
+        let rest = url
+            .strip_prefix("smtp://")
+            .ok_or_else(|| format!("--smtp-url must look like smtp://HOST[:PORT], not {url}"))?;
+        let rest = rest.trim_end_matches('/');
+        let (host, port) = match rest.rsplit_once(':') {
+            Some((host, port)) => (
+                host,
+                port.parse::<u16>()
+                    .map_err(|_| format!("bad port in --smtp-url {url}"))?,
+            ),
+            None => (rest, 25),
+        };
+        if host.is_empty() {
+            return Err(format!("no host in --smtp-url {url}"));
+        }
+        let transport =
+            lettre::AsyncSmtpTransport::<lettre::Tokio1Executor>::builder_dangerous(host)
+                .port(port)
+                .build();
+        let from = format!("Chronicle <noreply@{}>", users::email_domain(site))
+            .parse()
+            .map_err(|e| format!("sender address: {e}"))?;
+        Ok(Smtp { transport, from })
+    }
 }
 
 impl AppState {
-    /// Delivers an email: Chronicle writes it to the outbox (`DATA_DIR/outbox/`, one `.eml`
-    /// file each) for an administrator to read or forward. `tag` names the file (after the
-    /// time). A failure is logged, never the content.
+    /// Delivers an email: through the SMTP relay when one is configured (off the request, after
+    /// the change it reports is durable), else, or when the relay refuses it, into the outbox
+    /// (`DATA_DIR/outbox/`, one `.eml` file each, `tag` in its name) for an administrator to read
+    /// or forward. Failures are logged, never the content.
     pub fn send_mail(&self, to: &str, subject: &str, body: &str, tag: &str) {
-        let Some(outbox) = &self.outbox else {
+        if let Some(smtp) = &self.smtp {
+            // Through the relay, off the request; a mail the relay refuses lands in the outbox.
+            let smtp = smtp.clone();
+            let outbox = self.outbox.clone();
+            let (to, subject, body, tag) = (
+                to.to_owned(),
+                subject.to_owned(),
+                body.to_owned(),
+                tag.to_owned(),
+            );
+            actix_web::rt::spawn(async move {
+                use lettre::AsyncTransport;
+                let message = to
+                    .parse()
+                    .map_err(|e: lettre::address::AddressError| e.to_string())
+                    .and_then(|to| {
+                        lettre::Message::builder()
+                            .from(smtp.from.clone())
+                            .to(to)
+                            .subject(subject.clone())
+                            .body(body.clone())
+                            .map_err(|e| e.to_string())
+                    });
+                let sent = match message {
+                    Ok(message) => smtp
+                        .transport
+                        .send(message)
+                        .await
+                        .map(|_| ())
+                        .map_err(|e| e.to_string()),
+                    Err(e) => Err(e),
+                };
+                if let Err(error) = sent {
+                    tracing::warn!(%tag, %error, "the SMTP relay did not take an email; it goes to the outbox");
+                    write_outbox(outbox.as_deref(), &to, &subject, &body, &tag);
+                }
+            });
             return;
-        };
-        let mail = format!("To: {to}\nSubject: {subject}\n\n{body}");
-        let name = format!("{}-{tag}.eml", crate::time::now_ms());
-        let written =
-            std::fs::create_dir_all(outbox).and_then(|()| std::fs::write(outbox.join(&name), mail));
-        if let Err(error) = written {
-            tracing::warn!(%tag, %error, "could not write an email to the outbox");
         }
+        write_outbox(self.outbox.as_deref(), to, subject, body, tag);
+    }
+}
+
+/// Writes an email to the outbox directory (one `.eml` file each).
+fn write_outbox(outbox: Option<&std::path::Path>, to: &str, subject: &str, body: &str, tag: &str) {
+    let Some(outbox) = outbox else {
+        return;
+    };
+    let mail = format!("To: {to}\nSubject: {subject}\n\n{body}");
+    let name = format!("{}-{tag}.eml", crate::time::now_ms());
+    let written =
+        std::fs::create_dir_all(outbox).and_then(|()| std::fs::write(outbox.join(&name), mail));
+    if let Err(error) = written {
+        tracing::warn!(%tag, %error, "could not write an email to the outbox");
     }
 }
 

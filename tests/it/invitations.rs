@@ -422,3 +422,92 @@ async fn reusable_links_let_several_people_join() {
         StatusCode::NOT_FOUND
     );
 }
+
+/// A small SMTP server that takes every mail and keeps what came after DATA.
+async fn smtp_sink() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let mails = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = mails.clone();
+    tokio::spawn(async move {
+        while let Ok((socket, _)) = listener.accept().await {
+            let kept = kept.clone();
+            tokio::spawn(async move {
+                let (read, mut write) = socket.into_split();
+                let mut lines = BufReader::new(read).lines();
+                write.write_all(b"220 sink ESMTP\r\n").await.unwrap();
+                let mut data: Option<String> = None;
+                while let Ok(Some(line)) = lines.next_line().await {
+                    if let Some(body) = &mut data {
+                        if line == "." {
+                            kept.lock().unwrap().push(std::mem::take(body));
+                            data = None;
+                            write.write_all(b"250 queued\r\n").await.unwrap();
+                        } else {
+                            body.push_str(&line);
+                            body.push('\n');
+                        }
+                        continue;
+                    }
+                    let verb = line
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or_default()
+                        .to_ascii_uppercase();
+                    let reply: &[u8] = match verb.as_str() {
+                        "EHLO" | "HELO" => b"250 sink\r\n",
+                        "DATA" => {
+                            data = Some(String::new());
+                            b"354 go on\r\n"
+                        }
+                        "QUIT" => {
+                            write.write_all(b"221 bye\r\n").await.unwrap();
+                            break;
+                        }
+                        _ => b"250 ok\r\n",
+                    };
+                    write.write_all(reply).await.unwrap();
+                }
+            });
+        }
+    });
+    (port, mails)
+}
+
+#[tokio::test]
+async fn invitation_emails_go_through_an_smtp_relay() {
+    let (port, mails) = smtp_sink().await;
+    let url = format!("smtp://127.0.0.1:{port}");
+    let server = Server::start_with(&["--smtp-url", &url]);
+    let owner = server.api(Some(&server.owner()));
+    let (status, body) = owner
+        .post(
+            "/invites",
+            &[("invitee_emails", "gil@example.com"), ("stream_ids", "[]")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mut mail = None;
+    for _ in 0..100 {
+        if let Some(m) = mails.lock().unwrap().first().cloned() {
+            mail = Some(m);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let mail = mail.expect("the relay received the invitation");
+    assert!(mail.contains("To: gil@example.com"), "{mail}");
+    assert!(mail.contains("invited you to join"), "{mail}");
+    let link = mail
+        .lines()
+        .find(|l| l.contains("/join/"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert_eq!(page(&link, None).await.0, StatusCode::OK);
+    assert!(
+        outbox(&server).is_empty(),
+        "nothing fell back to the outbox"
+    );
+}
