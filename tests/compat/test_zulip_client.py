@@ -221,6 +221,16 @@ def test_users_bots_settings_and_profile_fields_through_the_client(server):
     assert owner.email in emails
     me = owner.get_profile()
     assert owner.get_user_by_id(me["user_id"])["user"]["email"] == owner.email
+    compat = next(m for m in members["members"] if m["email"] == "compat@example.com")
+    renamed = owner.update_user_by_id(compat["user_id"], full_name="Compat Renamed")
+    assert renamed["result"] == "success", renamed
+    assert owner.get_user_by_id(compat["user_id"])["user"]["full_name"] == "Compat Renamed"
+    invited = owner.call_endpoint(
+        url="invites", method="POST", request={"invitee_emails": "invitee@example.com", "stream_ids": []}
+    )
+    assert invited["result"] == "success", invited
+    listed_invites = owner.call_endpoint(url="invites", method="GET")["invites"]
+    assert [i["email"] for i in listed_invites] == ["invitee@example.com"]
     assert owner.call_endpoint(url=f"users/{owner.email}", method="GET")["user"]["user_id"] == me["user_id"]
 
     # A bot, through the endpoint the web app uses; it works as a client of its own.
