@@ -701,6 +701,55 @@ const RESOLVE_UNDO_GRACE_SECS: i64 = 60;
 const RESOLVED_NOTICE: &str = " has marked this topic as resolved.";
 const UNRESOLVED_NOTICE: &str = " has marked this topic as unresolved.";
 
+/// When a whole topic moves (resolving included), users' visibility policies (muted, followed)
+/// go with it, as in Zulip: set on the new topic unless the user has one there already, and
+/// cleared on the old one. A user who cannot read the destination only loses the old policy.
+fn move_topic_policies(state: &Projections, message: &Message, mv: &MessageMove) -> Vec<Event> {
+    let Recipient::Channel {
+        channel_id: old_channel,
+        topic: old_topic,
+    } = &message.recipient
+    else {
+        return Vec::new();
+    };
+    let new_channel = mv.new_channel_id.unwrap_or(*old_channel);
+    let new_topic = mv.new_topic.clone().unwrap_or_else(|| old_topic.clone());
+    let left_behind = state
+        .messages
+        .in_topic(*old_channel, old_topic)
+        .into_iter()
+        .flatten()
+        .any(|id| !mv.message_ids.contains(id));
+    let same_place = new_channel == *old_channel
+        && crate::projections::user_topics::topic_key(&new_topic)
+            == crate::projections::user_topics::topic_key(old_topic);
+    if left_behind || same_place {
+        return Vec::new();
+    }
+    let destination = state.channels.get(new_channel);
+    let mut events = Vec::new();
+    for (user_id, policy) in state.user_topics.on_topic(*old_channel, old_topic) {
+        let reaches = destination
+            .zip(state.users.get(user_id))
+            .is_some_and(|(c, u)| access(state, u, c) == Access::Content);
+        if reaches && state.user_topics.policy(user_id, new_channel, &new_topic) == 0 {
+            events.push(Event::TopicVisibilitySet {
+                user_id,
+                channel_id: new_channel,
+                topic: new_topic.clone(),
+                policy,
+            });
+        }
+        events.push(Event::TopicVisibilitySet {
+            user_id,
+            channel_id: *old_channel,
+            topic: old_topic.clone(),
+            policy: 0,
+        });
+    }
+    events
+}
+
 /// The notification bot's messages about a move: a resolve/unresolve notice in the topic, or
 /// "moved here" / "moved to" notices in the new and old topics as the request asks.
 fn move_notices(
@@ -904,12 +953,17 @@ pub fn edit_message(
         .as_deref()
         .map(|mv| move_notices(state, me, message, mv, &request, now))
         .unwrap_or_default();
+    let policies = moved
+        .as_deref()
+        .map(|mv| move_topic_policies(state, message, mv))
+        .unwrap_or_default();
     let mut events = vec![Event::MessageEdited {
         message_id,
         user_id: me.user_id,
         content: content.filter(|_| !unchanged_content),
         moved,
     }];
+    events.extend(policies);
     events.extend(notices);
     Ok((events, ()))
 }

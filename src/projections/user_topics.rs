@@ -35,6 +35,15 @@ impl UserTopics {
             .flat_map(|topics| topics.iter().map(|((channel, _), t)| (*channel, t)))
     }
 
+    /// The users with a policy for one topic, and their policies.
+    pub fn on_topic(&self, channel: ChannelId, topic: &str) -> Vec<(UserId, u8)> {
+        let key = (channel, topic_key(topic));
+        self.by_user
+            .iter()
+            .filter_map(|(user, topics)| topics.get(&key).map(|t| (*user, t.policy)))
+            .collect()
+    }
+
     /// The policy of one topic for one user (0 when none is set).
     pub fn policy(&self, user: UserId, channel: ChannelId, topic: &str) -> u8 {
         self.by_user

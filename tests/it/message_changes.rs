@@ -1071,3 +1071,85 @@ async fn move_and_resolve_notices() {
         .await;
     assert_eq!(body["msg"], "Email is already in use.");
 }
+
+#[tokio::test]
+async fn topic_policies_follow_a_whole_topic_when_it_moves() {
+    let o = org().await;
+    let (_, alice) = &o.alice;
+    let (_, bob) = &o.bob;
+    let first = send(alice, "plans", "one").await;
+    send(alice, "plans", "two").await;
+    let general = o.general.to_string();
+    let (status, _) = bob
+        .post(
+            "/user_topics",
+            &[
+                ("stream_id", &general),
+                ("topic", "plans"),
+                ("visibility_policy", "1"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    // Moving one message of two leaves the policy where it is.
+    let (status, _) = alice
+        .call(
+            Method::PATCH,
+            &format!("/messages/{first}"),
+            &[
+                ("topic", "split"),
+                ("send_notification_to_new_thread", "false"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        user_topic_policies(bob).await,
+        vec![("plans".to_owned(), 1)]
+    );
+
+    // Moving the whole topic (here by resolving it) takes the policy along.
+    let (_, body) = bob
+        .get(
+            "/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "1"),
+                ("num_after", "0"),
+                ("narrow", r#"[["topic", "plans"]]"#),
+            ],
+        )
+        .await;
+    let rest = body["messages"][0]["id"].as_u64().unwrap();
+    let (status, _) = alice
+        .call(
+            Method::PATCH,
+            &format!("/messages/{rest}"),
+            &[("topic", "✔ plans"), ("propagate_mode", "change_all")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        user_topic_policies(bob).await,
+        vec![("✔ plans".to_owned(), 1)]
+    );
+}
+
+/// A user's topic policies as `/register` gives them: `(topic, policy)`.
+async fn user_topic_policies(api: &Api) -> Vec<(String, u64)> {
+    let (_, state) = api
+        .post("/register", &[("fetch_event_types", r#"["user_topic"]"#)])
+        .await;
+    state["user_topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["topic_name"].as_str().unwrap().to_owned(),
+                t["visibility_policy"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
