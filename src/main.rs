@@ -38,6 +38,9 @@ enum Command {
         /// Long-poll heartbeat in seconds (default: Zulip's 45-55); for tests.
         #[arg(long, hide = true)]
         heartbeat_secs: Option<u64>,
+        /// Seconds between runs of the message retention job (default: an hour); for tests.
+        #[arg(long, hide = true)]
+        retention_interval_secs: Option<u64>,
         /// Send emails through this SMTP relay (smtp://HOST[:PORT], no TLS: a local relay
         /// handles it); without it emails are written to DATA_DIR/outbox.
         #[arg(long)]
@@ -106,6 +109,7 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             realm_name,
             external_url,
             heartbeat_secs,
+            retention_interval_secs,
             smtp_url,
         } => {
             let config = ServeConfig {
@@ -115,6 +119,7 @@ fn run(cli: Cli) -> Result<(), Fatal> {
                 realm_name,
                 external_url,
                 heartbeat: heartbeat_secs.map(std::time::Duration::from_secs),
+                retention_interval: retention_interval_secs.map(std::time::Duration::from_secs),
                 smtp_url,
             };
             actix_web::rt::System::new().block_on(serve(config))

@@ -33,6 +33,8 @@ pub struct ServeConfig {
     pub heartbeat: Option<std::time::Duration>,
     /// `smtp://HOST[:PORT]` of a relay for emails; `None` writes them to the outbox.
     pub smtp_url: Option<String>,
+    /// How often the message retention job runs (default: hourly); for tests.
+    pub retention_interval: Option<std::time::Duration>,
 }
 
 /// The files of a data directory.
@@ -280,6 +282,37 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
             }
         })
     };
+    // The retention job deletes what has outlived its retention period, a bounded batch at a
+    // time, as ordinary logged deletions by the server itself.
+    let retention = {
+        let engine = engine.clone();
+        let every = config
+            .retention_interval
+            .unwrap_or(std::time::Duration::from_secs(3600));
+        actix_web::rt::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                loop {
+                    let expired = engine
+                        .execute(None, |state, ctx| {
+                            crate::commands::messages::expire_messages(state, ctx, 1000)
+                        })
+                        .await;
+                    match expired {
+                        Ok(done) if done.value > 0 => {
+                            tracing::info!(deleted = done.value, "retention job");
+                        }
+                        Ok(_) => break,
+                        Err(error) => {
+                            tracing::warn!(%error, "retention job failed");
+                            break;
+                        }
+                    }
+                }
+            }
+        })
+    };
     let server = actix_web::HttpServer::new(move || crate::http::app(data.clone()))
         .listen(listener)?
         .shutdown_timeout(10)
@@ -292,6 +325,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     server.await?;
     collector.abort();
     webhooks.abort();
+    retention.abort();
     engine.shutdown().await;
     let seq = engine.read(|s| s.seq);
     tracing::info!(

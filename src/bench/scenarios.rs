@@ -37,6 +37,7 @@ impl InProcess {
             external_url: None,
             heartbeat: None,
             smtp_url: None,
+            retention_interval: None,
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {

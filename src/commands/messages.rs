@@ -12,7 +12,7 @@ use crate::events::{
 use crate::ids::{ChannelId, MessageId, UserId};
 use crate::markdown::{encode_hash_component, render_message, Resolver};
 use crate::projections::{Message, Projections, User};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Zulip's `MAX_MESSAGE_LENGTH`: longer content is truncated, as Zulip does.
 pub const MAX_MESSAGE_LENGTH: usize = 10_000;
@@ -1158,6 +1158,71 @@ pub fn delete_message(
     Ok((vec![deletion(state, &[message])], ()))
 }
 
+const DAY_SECS: i64 = 86_400;
+
+/// The retention job: deletes messages older than their retention period as of `ctx.now_ms`
+/// (a channel's `message_retention_days`, or the organization's when it inherits; direct
+/// messages by the organization's), at most `limit` at a time, one deletion per conversation.
+/// Returns how many it deleted; the job runs it again until that is 0.
+pub fn expire_messages(
+    state: &Projections,
+    ctx: &Ctx,
+    limit: usize,
+) -> ApiResult<(Vec<Event>, usize)> {
+    let now = ctx.now_ms / 1000;
+    let days = |value: Option<i64>| value.filter(|d| *d > 0);
+    let realm_days = days(match state.realm.value("message_retention_days") {
+        crate::events::RealmValue::Int(n) => Some(n),
+        _ => None,
+    });
+    // (cutoff in seconds, the messages of one conversation in id order)
+    let mut sources: Vec<(i64, &BTreeSet<MessageId>)> = Vec::new();
+    for channel in state.channels.iter() {
+        let retention = match channel.message_retention_days {
+            None => realm_days,
+            Some(n) => days(Some(i64::from(n))),
+        };
+        if let (Some(d), Some(ids)) = (retention, state.messages.in_channel(channel.id)) {
+            sources.push((now.saturating_sub(d.saturating_mul(DAY_SECS)), ids));
+        }
+    }
+    if let Some(d) = realm_days {
+        let cutoff = now.saturating_sub(d.saturating_mul(DAY_SECS));
+        sources.extend(state.messages.conversations().map(|ids| (cutoff, ids)));
+    }
+    let mut groups: BTreeMap<String, Vec<&Message>> = BTreeMap::new();
+    let mut taken = 0;
+    'sources: for (cutoff, ids) in sources {
+        for id in ids {
+            let Some(message) = state.messages.get(*id) else {
+                continue;
+            };
+            if message.timestamp >= cutoff {
+                break;
+            }
+            if taken == limit {
+                break 'sources;
+            }
+            let key = match &message.recipient {
+                Recipient::Channel { channel_id, topic } => {
+                    format!(
+                        "c{channel_id}/{}",
+                        crate::projections::user_topics::topic_key(topic)
+                    )
+                }
+                Recipient::Direct { user_ids } => format!("d{user_ids:?}"),
+            };
+            groups.entry(key).or_default().push(message);
+            taken += 1;
+        }
+    }
+    let events = groups
+        .values()
+        .map(|messages| deletion(state, messages))
+        .collect();
+    Ok((events, taken))
+}
+
 /// The deletion of some messages of one conversation, with everyone to tell: the users holding
 /// a copy and, for channel messages, the channel's subscribers.
 pub fn deletion(state: &Projections, messages: &[&Message]) -> Event {
@@ -1262,6 +1327,59 @@ mod tests {
 
     fn msg(err: ApiError) -> String {
         err.body()["msg"].as_str().unwrap_or_default().to_owned()
+    }
+
+    #[test]
+    fn retention_deletes_what_outlived_its_period() {
+        const DAY: i64 = 24 * 60 * MINUTE_MS;
+        let mut state = org();
+        // A direct message too, sent with the first channel message.
+        let to = Destination::Direct {
+            user_ids: vec![UserId(1)],
+        };
+        let (events, _) = send_message(&state, &ctx(2, SENT_MS), to, "dm", "test", None).unwrap();
+        fold(&mut state, SENT_MS, events);
+        let now = SENT_MS + 9 * DAY;
+        // Nothing expires while everything is kept forever (the default).
+        let (events, count) = expire_messages(&state, &ctx(1, now), 1000).unwrap();
+        assert_eq!((events.len(), count), (0, 0));
+        // A channel keeping five days loses the nine-day-old message, not the one-day-old one;
+        // direct messages follow the organization, which still keeps everything.
+        fold(
+            &mut state,
+            now,
+            vec![Event::ChannelChanged {
+                channel_id: ChannelId(1),
+                change: crate::events::ChannelChange::MessageRetentionDays(Some(5)),
+            }],
+        );
+        let (events, count) = expire_messages(&state, &ctx(1, now), 1000).unwrap();
+        assert_eq!(count, 1);
+        fold(&mut state, now, events);
+        assert!(state.messages.get(MessageId(1)).is_none());
+        assert!(state.messages.get(MessageId(2)).is_some());
+        assert!(state.messages.get(MessageId(3)).is_some());
+        // An organization keeping a week takes the direct message; the channel's own
+        // "forever" wins over it.
+        fold(
+            &mut state,
+            now,
+            vec![
+                Event::RealmSettingChanged {
+                    name: "message_retention_days".into(),
+                    value: crate::events::RealmValue::Int(7),
+                },
+                Event::ChannelChanged {
+                    channel_id: ChannelId(1),
+                    change: crate::events::ChannelChange::MessageRetentionDays(Some(-1)),
+                },
+            ],
+        );
+        let (events, count) = expire_messages(&state, &ctx(1, now + 30 * DAY), 1).unwrap();
+        assert_eq!(count, 1);
+        fold(&mut state, now, events);
+        assert!(state.messages.get(MessageId(3)).is_none());
+        assert!(state.messages.get(MessageId(2)).is_some());
     }
 
     #[test]

@@ -45,6 +45,16 @@ fn parse_value(params: &mut Params, name: &'static str, kind: Kind) -> ApiResult
             }
         }
         Kind::Channel => RealmValue::Int(params.int::<i64>(name)?.unwrap_or(-1)),
+        Kind::RetentionDays => {
+            let text = raw(params);
+            match text.trim().trim_matches('"') {
+                "unlimited" => RealmValue::Int(-1),
+                number => match number.parse::<i64>() {
+                    Ok(days) if days > 0 => RealmValue::Int(days),
+                    _ => return Err(ApiError::invalid(name, &text)),
+                },
+            }
+        }
         Kind::Code(codes) => {
             let code = params.int::<i64>(name)?.unwrap_or_default();
             if !codes.contains(&code) {

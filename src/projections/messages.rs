@@ -232,6 +232,11 @@ impl Messages {
         self.by_topic.get(&(channel, topic_key(topic)))
     }
 
+    /// Every direct-message conversation's messages, ascending.
+    pub fn conversations(&self) -> impl Iterator<Item = &BTreeSet<MessageId>> {
+        self.by_conversation.values()
+    }
+
     pub fn in_conversation(&self, participants: &[UserId]) -> Option<&BTreeSet<MessageId>> {
         self.by_conversation.get(participants)
     }

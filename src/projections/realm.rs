@@ -24,6 +24,8 @@ pub enum Kind {
     Limit,
     /// One of these numbers.
     Code(&'static [i64]),
+    /// A number of days above zero, or `"unlimited"` (stored and shown as -1).
+    RetentionDays,
     /// A channel id, or -1 for none.
     Channel,
     /// A group-setting value. `everyone`: `role:everyone` is acceptable; `nobody` likewise;
@@ -159,6 +161,14 @@ pub const SETTINGS: &[Setting] = &[
         Initial::Text("allow_empty_topic"),
     ),
     plain("require_unique_names", Kind::Bool, Initial::Bool(false)),
+    Setting {
+        owner_only: true,
+        ..plain(
+            "message_retention_days",
+            Kind::RetentionDays,
+            Initial::Int(-1),
+        )
+    },
     // Who sees real email addresses: 1 everyone, 2 members, 3 administrators, 4 nobody,
     // 5 moderators. (Zulip made this a per-user setting with an organization default; here it
     // is the organization's.)

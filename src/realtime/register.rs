@@ -246,7 +246,6 @@ pub fn initial_state(
             "realm_allow_edit_history",
             json!(state.realm.text("message_edit_history_visibility_policy") != "none"),
         );
-        put("realm_message_retention_days", json!(-1));
         put("realm_waiting_period_threshold", json!(0));
         put("realm_enable_spectator_access", json!(false));
         put("realm_invite_required", json!(true));

@@ -173,6 +173,16 @@ async fn realm_settings_permissions_answers_and_events() {
     assert_eq!(body["msg"], "Invalid channel ID");
     assert_eq!(register(bob, &[]).await.1["realm_name"], "Renamed");
 
+    // Retention is the owners' choice; "unlimited" is shown as -1.
+    let (_, body) = patch(alice, &[("message_retention_days", "30")]).await;
+    assert_eq!(body["msg"], "Must be an organization owner");
+    let (_, body) = patch(&owner, &[("message_retention_days", "30")]).await;
+    assert_eq!(body["message_retention_days"], 30);
+    let (_, body) = patch(&owner, &[("message_retention_days", "unlimited")]).await;
+    assert_eq!(body["message_retention_days"], -1);
+    let (_, body) = patch(&owner, &[("message_retention_days", "0")]).await;
+    assert_eq!(body["code"], "REQUEST_VARIABLE_INVALID");
+
     // Unchanged values: nothing to report, no event.
     let (queue, _) = register(bob, &[]).await;
     let (_, body) = patch(&owner, &[("name", "Renamed")]).await;
