@@ -698,6 +698,7 @@ pub fn memory_probe(probe: Probe) -> Result<String, Fatal> {
                 all_public_streams: false,
                 capabilities: Default::default(),
                 lifespan: crate::realtime::DEFAULT_QUEUE_LIFESPAN,
+                narrow: Vec::new(),
             };
             for i in 0..n {
                 queues.register(UserId(1 + i % 100), options.clone(), Seq(0));

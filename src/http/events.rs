@@ -51,8 +51,8 @@ fn queue_options(params: &mut Params) -> ApiResult<(QueueOptions, Option<BTreeSe
         Some("true") | Some("partial") => true,
         Some(other) => return Err(ApiError::invalid("include_subscribers", other)),
     };
-    // Narrows filter message events; they are accepted now and apply once messages exist.
-    let _narrow: Option<Value> = params.json("narrow")?;
+    // A narrow limits which message events the queue takes (checked against the state below).
+    let narrow = crate::http::messages::parse_narrow(params.json("narrow")?)?;
     let caps: Map<String, Value> = params.json("client_capabilities")?.unwrap_or_default();
     let lifespan = match params.int::<i64>("queue_lifespan_secs")? {
         None | Some(0) => DEFAULT_QUEUE_LIFESPAN,
@@ -68,6 +68,7 @@ fn queue_options(params: &mut Params) -> ApiResult<(QueueOptions, Option<BTreeSe
         all_public_streams: params.bool("all_public_streams")?.unwrap_or(false),
         capabilities: capabilities(&caps),
         lifespan,
+        narrow,
     };
     let _slim_presence = params.bool("slim_presence")?;
     let _presence_history = params.int::<i64>("presence_history_limit_days")?;
@@ -89,6 +90,7 @@ pub async fn register(
             .users
             .get(auth.user_id)
             .ok_or_else(|| ApiError::internal("user missing"))?;
+        crate::http::messages::check_narrow(s, me, &options.narrow)?;
         let request = RegisterRequest {
             fetch_event_types: fetch.as_ref(),
             include_subscribers,

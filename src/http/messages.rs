@@ -418,13 +418,14 @@ pub async fn get_message(
 
 /// One narrow term.
 #[derive(Debug, Clone)]
-struct Term {
+pub struct Term {
     operator: String,
     operand: Value,
     negated: bool,
 }
 
-fn parse_narrow(raw: Option<Value>) -> ApiResult<Vec<Term>> {
+/// A narrow in either form (`[["channel", "x"]]` or `[{"operator": ..., "operand": ...}]`).
+pub fn parse_narrow(raw: Option<Value>) -> ApiResult<Vec<Term>> {
     let items = match raw {
         None => return Ok(Vec::new()),
         Some(Value::Array(items)) => items,
@@ -689,6 +690,32 @@ impl<'a> Narrow<'a> {
             None => Box::new(std::iter::empty()),
         }
     }
+}
+
+/// Checks a narrow's operators (Zulip's `BAD_NARROW` for unknown ones or unknown channels).
+pub fn check_narrow(state: &Projections, viewer: &User, terms: &[Term]) -> ApiResult<()> {
+    Narrow::compile(state, viewer, terms.to_vec()).map(|_| ())
+}
+
+/// Whether `viewer` may read `message` and it matches every term of a narrow: which message
+/// events a queue registered with that narrow receives.
+pub fn narrow_matches(
+    state: &Projections,
+    viewer: &User,
+    terms: &[Term],
+    message: &Message,
+) -> bool {
+    let narrow = Narrow {
+        state,
+        me: viewer,
+        source: None,
+        use_received: true,
+        terms: Vec::new(),
+    };
+    can_read(state, viewer, message)
+        && terms
+            .iter()
+            .all(|t| narrow.matches_term(message, t) != t.negated)
 }
 
 fn empty_set() -> &'static BTreeSet<MessageId> {

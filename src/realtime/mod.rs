@@ -15,7 +15,7 @@ use crate::auth::ServerSecret;
 use crate::events::Envelope;
 use crate::http::Site;
 use crate::ids::{Seq, UserId};
-use crate::projections::Projections;
+use crate::projections::{Message, Projections};
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -55,6 +55,8 @@ pub struct QueueOptions {
     pub all_public_streams: bool,
     pub capabilities: Capabilities,
     pub lifespan: Duration,
+    /// Only message events matching this narrow are delivered (empty: all of them).
+    pub narrow: Vec<crate::http::messages::Term>,
 }
 
 impl QueueOptions {
@@ -223,41 +225,83 @@ impl Queues {
             by_user.entry(q.user_id).or_default().push(q);
         }
         for env in batch {
+            let mut told: BTreeSet<UserId> = BTreeSet::new();
             for (user, event) in translate::client_events(state, &self.site, &self.secret, env) {
                 let Some(user_queues) = by_user.get(&user) else {
                     continue;
                 };
-                let event_type = event["type"].as_str().unwrap_or_default().to_owned();
+                if event["type"] == "message" {
+                    told.insert(user);
+                }
                 for q in user_queues {
-                    // Channel typing goes only to clients that declared they handle it.
-                    let channel_typing =
-                        event_type == "typing" && event["message_type"] == "stream";
-                    if channel_typing && !q.options.capabilities.stream_typing_notifications {
+                    deliver(state, q, env, &event);
+                }
+            }
+            // Queues registered with `all_public_streams` also see public channel messages
+            // their user was not sent.
+            if let Some(message) = public_channel_message(state, env) {
+                for q in &queues {
+                    if !q.options.all_public_streams || told.contains(&q.user_id) {
                         continue;
                     }
-                    // Linkifier events only for clients that handle URL templates.
-                    if event_type == "realm_linkifiers"
-                        && !q.options.capabilities.linkifier_url_template
-                    {
+                    let Some(viewer) = state.users.get(q.user_id).filter(|u| u.is_active) else {
                         continue;
-                    }
-                    if env.seq <= q.from_seq || !q.options.wants(&event_type) {
-                        continue;
-                    }
-                    let event = adapt(&event, q);
-                    if event_type == "delete_message"
-                        && !q.options.capabilities.bulk_message_deletion
-                    {
-                        // Older clients get one event per message, with `message_id`.
-                        for one in legacy_deletions(&event) {
-                            q.push(one);
-                        }
-                    } else {
-                        q.push(event);
-                    }
+                    };
+                    let event = translate::message_event(state, &self.site, viewer, message);
+                    deliver(state, q, env, &event);
                 }
             }
         }
+    }
+}
+
+/// The message a `MessageSent` put in a public channel, if it did.
+fn public_channel_message<'a>(state: &'a Projections, env: &Envelope) -> Option<&'a Message> {
+    let crate::events::Event::MessageSent { message_id, .. } = &env.event else {
+        return None;
+    };
+    let message = state.messages.get(*message_id)?;
+    let channel = state.channels.get(message.channel()?)?;
+    (!channel.invite_only).then_some(message)
+}
+
+/// Puts one client event in one queue, if the queue takes it: the event type it asked for,
+/// the capabilities the event needs, its narrow; fitted to the queue by `adapt`.
+fn deliver(state: &Projections, q: &Queue, env: &Envelope, event: &Value) {
+    let event_type = event["type"].as_str().unwrap_or_default();
+    // Channel typing goes only to clients that declared they handle it.
+    let channel_typing = event_type == "typing" && event["message_type"] == "stream";
+    if channel_typing && !q.options.capabilities.stream_typing_notifications {
+        return;
+    }
+    // Linkifier events only for clients that handle URL templates.
+    if event_type == "realm_linkifiers" && !q.options.capabilities.linkifier_url_template {
+        return;
+    }
+    if env.seq <= q.from_seq || !q.options.wants(event_type) {
+        return;
+    }
+    // A narrowed queue takes only the message events its narrow matches.
+    if event_type == "message" && !q.options.narrow.is_empty() {
+        let matches = event["message"]["id"]
+            .as_u64()
+            .and_then(|id| state.messages.get(crate::ids::MessageId(id)))
+            .zip(state.users.get(q.user_id))
+            .is_some_and(|(message, viewer)| {
+                crate::http::messages::narrow_matches(state, viewer, &q.options.narrow, message)
+            });
+        if !matches {
+            return;
+        }
+    }
+    let adapted = adapt(event, q);
+    if event_type == "delete_message" && !q.options.capabilities.bulk_message_deletion {
+        // Older clients get one event per message, with `message_id`.
+        for one in legacy_deletions(&adapted) {
+            q.push(one);
+        }
+    } else {
+        q.push(adapted);
     }
 }
 

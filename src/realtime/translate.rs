@@ -77,6 +77,21 @@ fn channel_update(
         .collect()
 }
 
+/// The `message` event of `message` for `viewer`, with the raw forms `Queues::publish` picks
+/// from per queue (Markdown or HTML, the empty topic) and strips.
+pub fn message_event(
+    state: &Projections,
+    site: &Site,
+    viewer: &User,
+    message: &crate::projections::Message,
+) -> Value {
+    let mut json = message_json(state, site, viewer, message, true, false);
+    json["_raw_content"] = json!(&*message.content);
+    json["_raw_topic"] = json!(message.topic());
+    let flags = message_flags(state, viewer.user_id, message.id);
+    json!({"type": "message", "message": json, "flags": flags})
+}
+
 /// The client events of one durable event, each with the user it is for. `state` is the
 /// state right after the event's batch.
 pub fn client_events(
@@ -501,13 +516,7 @@ pub fn client_events(
                 .into_iter()
                 .filter_map(|user_id| {
                     let viewer = state.users.get(user_id).filter(|u| u.is_active)?;
-                    let mut json = message_json(state, site, viewer, message, true, false);
-                    // Raw forms for queues that asked for Markdown or handle the empty topic;
-                    // `Queues::publish` picks per queue and strips these.
-                    json["_raw_content"] = json!(&*message.content);
-                    json["_raw_topic"] = json!(message.topic());
-                    let flags = message_flags(state, user_id, *message_id);
-                    let mut event = json!({"type": "message", "message": json, "flags": flags});
+                    let mut event = message_event(state, site, viewer, message);
                     if let Some(origin) = sender_queue.as_deref().filter(|_| user_id == *sender_id)
                     {
                         // `Queues::publish` gives it to the sending queue only.

@@ -568,3 +568,57 @@ async fn typing_notifications() {
         vec!["TypingStarted", "TypingStopped", "TypingStarted"]
     );
 }
+
+#[tokio::test]
+async fn narrowed_queues_and_all_public_streams() {
+    let chat = crate::messages::chat().await;
+    let (_, alice) = &chat.alice;
+    let (_, bob) = &chat.bob;
+    let (_, carol) = &chat.carol;
+    let (narrowed, _) = register(
+        bob,
+        &[
+            ("event_types", r#"["message"]"#),
+            ("narrow", r#"[["topic", "a"]]"#),
+        ],
+    )
+    .await;
+    let (everything, _) = register(
+        carol,
+        &[
+            ("event_types", r#"["message"]"#),
+            ("all_public_streams", "true"),
+        ],
+    )
+    .await;
+    let (mine_only, _) = register(carol, &[("event_types", r#"["message"]"#)]).await;
+    let channel = chat.channel.to_string();
+    for topic in ["a", "b"] {
+        crate::messages::send(
+            alice,
+            &[
+                ("type", "stream"),
+                ("to", &channel),
+                ("topic", topic),
+                ("content", topic),
+            ],
+        )
+        .await;
+    }
+    let topics = |events: Vec<Value>| -> Vec<String> {
+        events
+            .iter()
+            .map(|e| e["message"]["subject"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(topics(drain(bob, &narrowed).await), vec!["a"]);
+    assert_eq!(topics(drain(carol, &everything).await), vec!["a", "b"]);
+    assert!(drain(carol, &mine_only).await.is_empty());
+
+    // A narrow the server cannot apply is refused at registration.
+    let (status, body) = bob
+        .post("/register", &[("narrow", r#"[["bogus", "x"]]"#)])
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["code"], "BAD_NARROW");
+}
