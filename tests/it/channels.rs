@@ -752,20 +752,8 @@ async fn channel_folders() {
         body,
         json!({"result":"error","msg":"Must be an organization administrator","code":"UNAUTHORIZED_PRINCIPAL"})
     );
-    let (_, body) = owner
-        .post(
-            "/channel_folders/create",
-            &[("name", "Frontend"), ("description", "UI *work*")],
-        )
-        .await;
-    let frontend = body["channel_folder_id"].as_u64().unwrap();
-    let (_, body) = owner
-        .post(
-            "/channel_folders/create",
-            &[("name", "Backend"), ("description", "")],
-        )
-        .await;
-    let backend = body["channel_folder_id"].as_u64().unwrap();
+    let frontend = create_folder(&owner, "Frontend", "UI *work*").await;
+    let backend = create_folder(&owner, "Backend", "").await;
     let (_, body) = owner
         .post(
             "/channel_folders/create",
@@ -1695,20 +1683,8 @@ async fn administration_details_and_the_events_they_send() {
     let kinds = |events: &[Value]| crate::realtime::kinds(events);
 
     // Folders: administrators only, names and descriptions bounded, renames and reorders told.
-    let (_, body) = owner
-        .post(
-            "/channel_folders/create",
-            &[("name", "Ops"), ("description", "")],
-        )
-        .await;
-    let ops = body["channel_folder_id"].as_u64().unwrap();
-    let (_, body) = owner
-        .post(
-            "/channel_folders/create",
-            &[("name", "Dev"), ("description", "")],
-        )
-        .await;
-    let dev = body["channel_folder_id"].as_u64().unwrap();
+    let ops = create_folder(&owner, "Ops", "").await;
+    let dev = create_folder(&owner, "Dev", "").await;
     let must_be_admin = json!({"result":"error","msg":"Must be an organization administrator","code":"UNAUTHORIZED_PRINCIPAL"});
     let path = format!("/channel_folders/{ops}");
     assert_eq!(
@@ -1930,4 +1906,16 @@ async fn group_id(api: &crate::support::Api, name: &str) -> u64 {
         .unwrap()["id"]
         .as_u64()
         .unwrap()
+}
+
+/// Creates a channel folder and returns its id.
+async fn create_folder(api: &crate::support::Api, name: &str, description: &str) -> u64 {
+    let (status, body) = api
+        .post(
+            "/channel_folders/create",
+            &[("name", name), ("description", description)],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["channel_folder_id"].as_u64().unwrap()
 }
