@@ -60,6 +60,11 @@ id_type!(
     InviteId
 );
 
+id_type!(
+    /// A custom emoji's id (its `emoji_code` in reactions).
+    EmojiId
+);
+
 /// Position of an event in the log: 1 for the first event, gapless, strictly increasing.
 /// Stored as big-endian bytes so that sled's key order is log order.
 #[derive(

@@ -65,6 +65,10 @@ pub trait Resolver {
     fn linkifiers(&self) -> Vec<&Compiled> {
         Vec::new()
     }
+    /// The image URL of an active custom emoji of that name.
+    fn custom_emoji(&self, _name: &str) -> Option<String> {
+        None
+    }
 }
 
 /// A linkifier's URL if it is safe to link to: http(s) and mailto, and scheme-less URLs as
@@ -200,6 +204,15 @@ pub fn render_message(source: &str, resolver: &dyn Resolver) -> Rendered {
 /// the text as it is.
 fn resolve(syntax: &str, resolver: &dyn Resolver, rendered: &mut Rendered) -> Option<String> {
     if let Some(name) = syntax.strip_prefix(':').and_then(|s| s.strip_suffix(':')) {
+        // The organization's emoji win over the built-in ones, as in Zulip.
+        if let Some(url) = resolver.custom_emoji(name) {
+            return Some(format!(
+                "<img alt=\":{name}:\" class=\"emoji\" src=\"{url}\" title=\"{title}\">",
+                name = escape_html(name),
+                url = escape_html(&url),
+                title = escape_html(&name.replace('_', " ")),
+            ));
+        }
         let code = crate::emoji::unicode_code(name)?;
         return Some(format!(
             "<span aria-label=\"{label}\" class=\"emoji emoji-{code}\" role=\"img\" title=\"{label}\">:{name}:</span>",

@@ -59,6 +59,13 @@ impl Resolver for OrgResolver<'_> {
         self.0.linkifiers.compiled()
     }
 
+    fn custom_emoji(&self, name: &str) -> Option<String> {
+        self.0
+            .custom_emoji
+            .active_named(name)
+            .map(crate::http::emoji::source_url)
+    }
+
     fn channel(&self, name: &str) -> Option<(u64, String)> {
         self.0
             .channels
@@ -255,6 +262,10 @@ impl Resolver for WithNewUsers<'_> {
 
     fn linkifiers(&self) -> Vec<&crate::linkify::Compiled> {
         self.org.linkifiers()
+    }
+
+    fn custom_emoji(&self, name: &str) -> Option<String> {
+        self.org.custom_emoji(name)
     }
 }
 
@@ -534,7 +545,7 @@ pub struct EmojiRequest {
 }
 
 /// Resolves a request's emoji to `(code, type)`; the name alone is looked up.
-fn resolve_emoji(request: &EmojiRequest) -> ApiResult<(String, ReactionType)> {
+fn resolve_emoji(state: &Projections, request: &EmojiRequest) -> ApiResult<(String, ReactionType)> {
     let reaction_type = match request.reaction_type.as_deref() {
         None | Some("unicode_emoji") => ReactionType::UnicodeEmoji,
         Some("zulip_extra_emoji") => ReactionType::ZulipExtraEmoji,
@@ -549,6 +560,10 @@ fn resolve_emoji(request: &EmojiRequest) -> ApiResult<(String, ReactionType)> {
             "At least one of the following arguments must be present: emoji_name, emoji_code",
         ));
     };
+    // The organization's own emoji win over the built-in ones of the same name.
+    if let Some(custom) = state.custom_emoji.active_named(name) {
+        return Ok((custom.id.0.to_string(), ReactionType::RealmEmoji));
+    }
     if name == emoji::ZULIP_EXTRA_EMOJI {
         return Ok((name.clone(), ReactionType::ZulipExtraEmoji));
     }
@@ -558,7 +573,12 @@ fn resolve_emoji(request: &EmojiRequest) -> ApiResult<(String, ReactionType)> {
 }
 
 /// Checks that a name and code go together (Zulip's `check_emoji_request`).
-fn check_emoji(name: &str, code: &str, reaction_type: ReactionType) -> ApiResult<()> {
+fn check_emoji(
+    state: &Projections,
+    name: &str,
+    code: &str,
+    reaction_type: ReactionType,
+) -> ApiResult<()> {
     match reaction_type {
         ReactionType::UnicodeEmoji => {
             if emoji::unicode_name(code).is_none() {
@@ -576,8 +596,21 @@ fn check_emoji(name: &str, code: &str, reaction_type: ReactionType) -> ApiResult
                 return Err(ApiError::bad_request("Invalid emoji name."));
             }
         }
-        // No organization has custom emoji yet (uploading them is not implemented).
-        ReactionType::RealmEmoji => return Err(ApiError::bad_request("Invalid custom emoji.")),
+        ReactionType::RealmEmoji => {
+            let custom = code
+                .parse::<u64>()
+                .ok()
+                .and_then(|id| state.custom_emoji.get(crate::ids::EmojiId(id)))
+                .ok_or_else(|| ApiError::bad_request("Invalid custom emoji."))?;
+            if custom.name != name {
+                return Err(ApiError::bad_request("Invalid custom emoji name."));
+            }
+            if custom.deactivated {
+                return Err(ApiError::bad_request(
+                    "This custom emoji has been deactivated.",
+                ));
+            }
+        }
     }
     Ok(())
 }
@@ -600,7 +633,7 @@ pub fn add_reaction(
 ) -> ApiResult<(Vec<Event>, ())> {
     let me = actor(state, ctx)?;
     let message = readable(state, me, message_id)?;
-    let (emoji_code, reaction_type) = resolve_emoji(&request)?;
+    let (emoji_code, reaction_type) = resolve_emoji(state, &request)?;
     let same = |r: &&crate::projections::messages::Reaction| {
         r.emoji_code == emoji_code && r.reaction_type == reaction_type
     };
@@ -622,7 +655,7 @@ pub fn add_reaction(
             let name = request
                 .emoji_name
                 .ok_or_else(|| ApiError::missing("emoji_name"))?;
-            check_emoji(&name, &emoji_code, reaction_type)?;
+            check_emoji(state, &name, &emoji_code, reaction_type)?;
             name
         }
     };
@@ -647,7 +680,7 @@ pub fn remove_reaction(
 ) -> ApiResult<(Vec<Event>, ())> {
     let me = actor(state, ctx)?;
     let message = readable(state, me, message_id)?;
-    let (emoji_code, reaction_type) = resolve_emoji(&request)?;
+    let (emoji_code, reaction_type) = resolve_emoji(state, &request)?;
     let existing = message.reactions().iter().find(|r| {
         r.user_id == me.user_id && r.emoji_code == emoji_code && r.reaction_type == reaction_type
     });

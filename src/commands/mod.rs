@@ -4,10 +4,12 @@
 //! caller beforehand and passed in.
 
 pub mod channels;
+pub mod emoji;
 pub mod groups;
 pub mod invitations;
 pub mod linkifiers;
 pub mod messages;
+pub mod presence;
 pub mod profile_fields;
 pub mod realm;
 pub mod users;

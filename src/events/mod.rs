@@ -9,8 +9,8 @@ pub mod v1;
 
 pub use v1::{
     BotConfig, BotService, ChannelChange, ChannelPermissions, EditedContent, Event, GroupChange,
-    GroupPermissions, GroupSetting, InvitationSpec, LinkifierSpec, MessageFlag, MessageMove,
-    NewSubscription, ProfileChoice, ProfileFieldData, ProfileFieldSpec, PropagateMode,
+    GroupPermissions, GroupSetting, ImageBytes, InvitationSpec, LinkifierSpec, MessageFlag,
+    MessageMove, NewSubscription, ProfileChoice, ProfileFieldData, ProfileFieldSpec, PropagateMode,
     ReactionType, RealmValue, Recipient, Role, SenderQueue, SubscriptionProperty, SystemGroup,
     TopicsPolicy, TypingTarget, UserChange,
 };

@@ -3,7 +3,9 @@
 //! Names of variants and fields are a storage contract: a change means freezing this file,
 //! adding `v2.rs` and an upcast, and a fixture of v1 bytes in `replay-fixtures/`.
 
-use crate::ids::{ChannelId, FieldId, FolderId, GroupId, InviteId, LinkifierId, MessageId, UserId};
+use crate::ids::{
+    ChannelId, EmojiId, FieldId, FolderId, GroupId, InviteId, LinkifierId, MessageId, UserId,
+};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -738,6 +740,84 @@ pub enum Event {
         topic: String,
         policy: u8,
     },
+    /// Someone uploaded a custom emoji. The image travels in the event, so the log alone
+    /// restores it (and an export carries it); listings show its size and digest instead.
+    CustomEmojiAdded {
+        emoji_id: EmojiId,
+        name: String,
+        /// `image/png`, `image/gif`, `image/jpeg` or `image/webp`, from the file's magic bytes.
+        content_type: String,
+        image: ImageBytes,
+    },
+    /// A custom emoji was deactivated: it stays in old messages and reactions, and its name
+    /// may be taken again.
+    CustomEmojiDeactivated { emoji_id: EmojiId },
+    /// A client reported a user's presence (`active`, or only connected). Pings that change
+    /// nothing a client could see are not logged (see `commands::presence`); the time is the
+    /// envelope's.
+    PresenceUpdated { user_id: UserId, active: bool },
+}
+
+/// An uploaded image: msgpack `bin` in the log, shared (`Arc`) between the engine's two states,
+/// and a short description (size and SHA-256) wherever events are shown as JSON.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ImageBytes(pub Arc<[u8]>);
+
+impl ImageBytes {
+    /// Lowercase hex SHA-256 of the bytes.
+    pub fn sha256(&self) -> String {
+        use sha2::{Digest, Sha256};
+        Sha256::digest(&self.0)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    }
+
+    fn summary(&self) -> String {
+        format!("<{} bytes, sha256 {}>", self.0.len(), self.sha256())
+    }
+}
+
+impl std::fmt::Debug for ImageBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.summary())
+    }
+}
+
+impl Serialize for ImageBytes {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if serializer.is_human_readable() {
+            serializer.serialize_str(&self.summary())
+        } else {
+            serializer.serialize_bytes(&self.0)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ImageBytes {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ImageBytes;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("image bytes")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<ImageBytes, E> {
+                Ok(ImageBytes(Arc::from(v)))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<ImageBytes, A::Error> {
+                let mut bytes = Vec::new();
+                while let Some(b) = seq.next_element::<u8>()? {
+                    bytes.push(b);
+                }
+                Ok(ImageBytes(Arc::from(bytes)))
+            }
+        }
+        deserializer.deserialize_bytes(Visitor)
+    }
 }
 
 impl Event {
@@ -786,6 +866,9 @@ impl Event {
             Event::ReactionRemoved { .. } => "ReactionRemoved",
             Event::MessageEdited { .. } => "MessageEdited",
             Event::MessagesDeleted { .. } => "MessagesDeleted",
+            Event::CustomEmojiAdded { .. } => "CustomEmojiAdded",
+            Event::CustomEmojiDeactivated { .. } => "CustomEmojiDeactivated",
+            Event::PresenceUpdated { .. } => "PresenceUpdated",
         }
     }
 }

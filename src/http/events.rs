@@ -37,7 +37,15 @@ fn capabilities(map: &Map<String, Value>) -> Capabilities {
 }
 
 /// The queue options shared by `POST /register` and `GET /events` without a queue.
-fn queue_options(params: &mut Params) -> ApiResult<(QueueOptions, Option<BTreeSet<String>>, bool)> {
+/// What `/register` reads besides the queue's options: the fetch types, `include_subscribers`
+/// and the presence format.
+struct FetchOptions {
+    fetch_event_types: Option<BTreeSet<String>>,
+    include_subscribers: bool,
+    presence: crate::http::presence::PresenceQuery,
+}
+
+fn queue_options(params: &mut Params) -> ApiResult<(QueueOptions, FetchOptions)> {
     let event_types: Option<BTreeSet<String>> = params.json("event_types")?;
     let fetch_event_types: Option<BTreeSet<String>> = params
         .json("fetch_event_types")?
@@ -70,9 +78,19 @@ fn queue_options(params: &mut Params) -> ApiResult<(QueueOptions, Option<BTreeSe
         lifespan,
         narrow,
     };
-    let _slim_presence = params.bool("slim_presence")?;
-    let _presence_history = params.int::<i64>("presence_history_limit_days")?;
-    Ok((options, fetch_event_types, include_subscribers))
+    let presence = crate::http::presence::PresenceQuery {
+        modern: params.bool("slim_presence")?.unwrap_or(false),
+        after: None,
+        history_days: params.int::<i64>("presence_history_limit_days")?,
+    };
+    Ok((
+        options,
+        FetchOptions {
+            fetch_event_types,
+            include_subscribers,
+            presence,
+        },
+    ))
 }
 
 /// `POST /register`: a queue plus the initial state, taken at the same log position.
@@ -81,7 +99,7 @@ pub async fn register(
     auth: Auth,
     mut params: Params,
 ) -> ApiResult<HttpResponse> {
-    let (options, fetch, include_subscribers) = queue_options(&mut params)?;
+    let (options, fetch) = queue_options(&mut params)?;
     if options.all_public_streams && auth.role == crate::events::Role::Guest {
         return Err(ApiError::bad_request("User not authorized for this query"));
     }
@@ -92,9 +110,10 @@ pub async fn register(
             .ok_or_else(|| ApiError::internal("user missing"))?;
         crate::http::messages::check_narrow(s, me, &options.narrow)?;
         let request = RegisterRequest {
-            fetch_event_types: fetch.as_ref(),
-            include_subscribers,
+            fetch_event_types: fetch.fetch_event_types.as_ref(),
+            include_subscribers: fetch.include_subscribers,
             capabilities: &options.capabilities,
+            presence: &fetch.presence,
         };
         let mut body = initial_state(s, &state.site, &state.secret, me, &request);
         // Registered under the same read lock as the state above: see `realtime`.
@@ -131,7 +150,7 @@ pub async fn get_events(
             .map_err(|PollError::BadQueue| bad_queue(&id))?,
         None if dont_block => {
             // A queue created on the fly from register-style parameters.
-            let (options, _, _) = queue_options(&mut params)?;
+            let (options, _) = queue_options(&mut params)?;
             let queue = state
                 .engine
                 .read(|s| state.queues.register(auth.user_id, options, s.seq));

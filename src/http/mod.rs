@@ -8,12 +8,14 @@ pub mod admin;
 pub mod auth;
 pub mod bots;
 pub mod channels;
+pub mod emoji;
 pub mod events;
 pub mod folders;
 pub mod invitations;
 pub mod linkifiers;
 pub mod messages;
 pub mod params;
+pub mod presence;
 pub mod profile_fields;
 pub mod realm;
 pub mod server_settings;
@@ -189,6 +191,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     patch => users::update_user,
                     delete => users::deactivate_user);
                 endpoint!(api, "/users/{user_id}/reactivate", post => users::reactivate_user);
+                endpoint!(api, "/users/me/presence", post => presence::update_presence);
+                endpoint!(api, "/users/{user_id_or_email}/presence",
+                    get => presence::get_user_presence);
                 endpoint!(api, "/bots",
                     get => bots::get_bots,
                     post => bots::create_bot);
@@ -209,6 +214,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 endpoint!(api, "/realm/filters/{filter_id}",
                     patch => linkifiers::update_linkifier,
                     delete => linkifiers::remove_linkifier);
+                endpoint!(api, "/realm/emoji", get => emoji::get_realm_emoji);
+                endpoint!(api, "/realm/emoji/{emoji_name}",
+                    post => emoji::upload_custom_emoji,
+                    delete => emoji::deactivate_custom_emoji);
+                endpoint!(api, "/realm/presence", get => presence::get_presence);
                 endpoint!(api, "/realm/profile_fields",
                     get => profile_fields::get_profile_fields,
                     post => profile_fields::create_profile_field,
@@ -295,6 +305,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .default_service(web::to(not_found)),
     );
     endpoint!(cfg, "/avatar/{key}", get => users::get_avatar);
+    endpoint!(cfg, "/user_avatars/{realm_id}/emoji/images/{file}", get => emoji::get_emoji_image);
     endpoint!(cfg, "/join/{key}/",
         get => invitations::registration_form,
         post => invitations::register_account);

@@ -16,11 +16,24 @@ use std::pin::Pin;
 /// Largest request body accepted (a 10,000-character message is far below it).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
+/// Largest `multipart/form-data` body accepted: room for a custom emoji of Zulip's default
+/// limit (`MAX_EMOJI_FILE_SIZE_MIB`, 5 MiB), so that a larger file gets Zulip's own message.
+pub const MAX_MULTIPART_BYTES: usize = 6 * 1024 * 1024;
+
+/// A file sent in a `multipart/form-data` request.
+#[derive(Debug)]
+pub struct UploadedFile {
+    /// The form field that carried it.
+    pub field: String,
+    pub bytes: Vec<u8>,
+}
+
 /// The parameters of one request.
 #[derive(Debug, Default)]
 pub struct Params {
     values: BTreeMap<String, String>,
     used: BTreeSet<String>,
+    files: Vec<UploadedFile>,
 }
 
 impl Params {
@@ -29,7 +42,13 @@ impl Params {
         Params {
             values: pairs.into_iter().collect(),
             used: BTreeSet::new(),
+            files: Vec::new(),
         }
+    }
+
+    /// The files of a `multipart/form-data` request (none for other requests).
+    pub fn files(&self) -> &[UploadedFile] {
+        &self.files
     }
 
     fn take(&mut self, name: &str) -> Option<&str> {
@@ -128,18 +147,47 @@ fn parse_pairs(bytes: &[u8]) -> ApiResult<Vec<(String, String)>> {
         .map_err(|_| ApiError::bad_request("Malformed form-encoded parameters"))
 }
 
-fn is_form(req: &HttpRequest) -> bool {
-    match req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-    {
-        None => true,
-        Some(ct) => ct.split(';').next().is_some_and(|mime| {
-            mime.trim()
-                .eq_ignore_ascii_case("application/x-www-form-urlencoded")
-        }),
+/// The request's media type, lowercased, without parameters (`None` without a header).
+fn media_type(req: &HttpRequest) -> Option<String> {
+    let value = req.headers().get(header::CONTENT_TYPE)?.to_str().ok()?;
+    Some(value.split(';').next()?.trim().to_ascii_lowercase())
+}
+
+/// Reads a `multipart/form-data` body: fields with a file name are files, the others are
+/// parameters like form fields.
+async fn read_multipart(
+    req: &HttpRequest,
+    payload: Payload,
+) -> ApiResult<(Vec<(String, String)>, Vec<UploadedFile>)> {
+    let malformed = |e: actix_multipart::MultipartError| {
+        ApiError::bad_request(format!("Malformed multipart body: {e}"))
+    };
+    let mut multipart = actix_multipart::Multipart::new(req.headers(), payload);
+    let (mut pairs, mut files, mut total) = (Vec::new(), Vec::new(), 0usize);
+    while let Some(field) = multipart.next().await {
+        let mut field = field.map_err(malformed)?;
+        let name = field.name().unwrap_or_default().to_owned();
+        let is_file = field
+            .content_disposition()
+            .is_some_and(|d| d.get_filename().is_some());
+        let mut bytes = Vec::new();
+        while let Some(chunk) = field.next().await {
+            let chunk = chunk.map_err(malformed)?;
+            total += chunk.len();
+            if total > MAX_MULTIPART_BYTES {
+                return Err(ApiError::bad_request("Request body too large"));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        if is_file {
+            files.push(UploadedFile { field: name, bytes });
+        } else {
+            let text = String::from_utf8(bytes)
+                .map_err(|_| ApiError::bad_request(format!("{name} is not valid UTF-8")))?;
+            pairs.push((name, text));
+        }
     }
+    Ok((pairs, files))
 }
 
 impl FromRequest for Params {
@@ -148,10 +196,21 @@ impl FromRequest for Params {
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let query = parse_pairs(req.query_string().as_bytes());
-        let form = is_form(req);
+        let media_type = media_type(req);
+        let form = media_type
+            .as_deref()
+            .is_none_or(|m| m == "application/x-www-form-urlencoded");
         let mut payload = payload.take();
+        let req = req.clone();
         Box::pin(async move {
             let mut pairs = query?;
+            if media_type.as_deref() == Some("multipart/form-data") {
+                let (fields, files) = read_multipart(&req, payload).await?;
+                pairs.extend(fields);
+                let mut params = Params::from_pairs(pairs);
+                params.files = files;
+                return Ok(params);
+            }
             let mut body = Vec::new();
             while let Some(chunk) = payload.next().await {
                 let chunk = chunk.map_err(|e| {

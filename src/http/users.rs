@@ -3,7 +3,7 @@
 //! `POST /users/{user_id}/reactivate`, and the avatar image behind `avatar_url`.
 
 use super::profile_fields::{parse_profile_data, profile_data_json};
-use super::{path_id, AppState, Auth, Params};
+use super::{path_id, AppState, Auth, Params, Site};
 use crate::auth::{hash_password, new_api_key_nonce, verify_password};
 use crate::commands::users::{DeactivationActions, NewUser, MIN_PASSWORD_LENGTH};
 use crate::error::{ApiError, ApiResult};
@@ -181,26 +181,37 @@ pub async fn get_user(
             .users
             .get(auth.user_id)
             .ok_or_else(|| ApiError::internal("authenticated user missing"))?;
-        let found = match key.parse::<u64>() {
-            Ok(id) => s.users.get(UserId(id)),
-            Err(_) => s
-                .users
-                .by_email(&key)
-                .filter(|u| email_visible(s, viewer, u))
-                .or_else(|| {
-                    // `user{id}@{host}`: the id is in the address, the rest must match.
-                    let id = key.strip_prefix("user")?.split('@').next()?.parse().ok()?;
-                    s.users
-                        .get(UserId(id))
-                        .filter(|u| placeholder_email(&state.site, u).eq_ignore_ascii_case(&key))
-                }),
-        };
+        let found = find_user(s, &state.site, viewer, &key);
         found
             .filter(|u| !u.is_system_bot())
             .map(|u| user_json(s, &state.site, viewer, u, with_profile))
             .ok_or_else(|| ApiError::bad_request("No such user"))
     })?;
     Ok(params.success(json!({ "user": user })))
+}
+
+/// The user a path segment names: an id, a real address the viewer may see, or the
+/// `user{id}@{host}` placeholder (which always works).
+pub fn find_user<'a>(
+    s: &'a Projections,
+    site: &Site,
+    viewer: &User,
+    key: &str,
+) -> Option<&'a User> {
+    match key.parse::<u64>() {
+        Ok(id) => s.users.get(UserId(id)),
+        Err(_) => s
+            .users
+            .by_email(key)
+            .filter(|u| email_visible(s, viewer, u))
+            .or_else(|| {
+                // `user{id}@{host}`: the id is in the address, the rest must match.
+                let id = key.strip_prefix("user")?.split('@').next()?.parse().ok()?;
+                s.users
+                    .get(UserId(id))
+                    .filter(|u| placeholder_email(site, u).eq_ignore_ascii_case(key))
+            }),
+    }
 }
 
 /// `GET /users/me`.

@@ -143,6 +143,9 @@ impl Folders {
             | Event::Unsubscribed { .. }
             | Event::SubscriptionPropertyChanged { .. }
             | Event::TopicVisibilitySet { .. }
+            | Event::CustomEmojiAdded { .. }
+            | Event::CustomEmojiDeactivated { .. }
+            | Event::PresenceUpdated { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::MessageSent { .. }

@@ -301,6 +301,9 @@ impl Groups {
             | Event::ChannelFolderChanged { .. }
             | Event::ChannelFoldersReordered { .. }
             | Event::TopicVisibilitySet { .. }
+            | Event::CustomEmojiAdded { .. }
+            | Event::CustomEmojiDeactivated { .. }
+            | Event::PresenceUpdated { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::MessageSent { .. }

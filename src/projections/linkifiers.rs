@@ -117,6 +117,9 @@ impl Linkifiers {
             | Event::ChannelFolderChanged { .. }
             | Event::ChannelFoldersReordered { .. }
             | Event::TopicVisibilitySet { .. }
+            | Event::CustomEmojiAdded { .. }
+            | Event::CustomEmojiDeactivated { .. }
+            | Event::PresenceUpdated { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::MessageSent { .. }

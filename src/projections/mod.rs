@@ -5,11 +5,13 @@
 //! rules live in `commands`, never here: a log that was valid when written must always replay.
 
 pub mod channels;
+pub mod emoji;
 pub mod folders;
 pub mod groups;
 pub mod invitations;
 pub mod linkifiers;
 pub mod messages;
+pub mod presence;
 pub mod profile_fields;
 pub mod realm;
 pub mod typing;
@@ -17,11 +19,13 @@ pub mod user_topics;
 mod users;
 
 pub use channels::{Channel, Channels, Subscription};
+pub use emoji::{CustomEmoji, CustomEmojis};
 pub use folders::{Folder, Folders};
 pub use groups::{Group, Groups};
 pub use invitations::Invitations;
 pub use linkifiers::Linkifiers;
 pub use messages::{Message, Messages};
+pub use presence::Presence;
 pub use profile_fields::ProfileFields;
 pub use realm::Realm;
 pub use typing::Typing;
@@ -50,6 +54,8 @@ pub struct Projections {
     pub profile_fields: ProfileFields,
     pub linkifiers: Linkifiers,
     pub invitations: Invitations,
+    pub custom_emoji: CustomEmojis,
+    pub presence: Presence,
 }
 
 impl Projections {
@@ -67,6 +73,8 @@ impl Projections {
         self.profile_fields.apply(env);
         self.linkifiers.apply(env);
         self.invitations.apply(env);
+        self.custom_emoji.apply(env);
+        self.presence.apply(env);
         self.seq = env.seq;
     }
 
@@ -107,6 +115,8 @@ impl Projections {
             "custom_profile_fields": self.profile_fields.dump(),
             "linkifiers": self.linkifiers.dump(),
             "invitations": self.invitations.dump(),
+            "custom_emoji": self.custom_emoji.dump(),
+            "presence": self.presence.dump(),
         })
     }
 

@@ -234,6 +234,13 @@ pub const SETTINGS: &[Setting] = &[
         false,
     ),
     group(
+        "can_add_custom_emoji_group",
+        SystemGroup::Members,
+        false,
+        true,
+        false,
+    ),
+    group(
         "can_create_bots_group",
         SystemGroup::Members,
         false,
@@ -433,6 +440,9 @@ impl Realm {
             | Event::ChannelFolderChanged { .. }
             | Event::ChannelFoldersReordered { .. }
             | Event::TopicVisibilitySet { .. }
+            | Event::CustomEmojiAdded { .. }
+            | Event::CustomEmojiDeactivated { .. }
+            | Event::PresenceUpdated { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::MessageSent { .. }

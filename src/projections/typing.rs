@@ -80,7 +80,10 @@ impl Typing {
             | Event::ReactionRemoved { .. }
             | Event::MessageEdited { .. }
             | Event::MessagesDeleted { .. }
-            | Event::TopicVisibilitySet { .. } => {}
+            | Event::TopicVisibilitySet { .. }
+            | Event::CustomEmojiAdded { .. }
+            | Event::CustomEmojiDeactivated { .. }
+            | Event::PresenceUpdated { .. } => {}
         }
     }
 

@@ -76,6 +76,9 @@ impl UserTopics {
                 }
             }
             Event::RealmCreated { .. }
+            | Event::CustomEmojiAdded { .. }
+            | Event::CustomEmojiDeactivated { .. }
+            | Event::PresenceUpdated { .. }
             | Event::RealmSettingChanged { .. }
             | Event::InvitationCreated { .. }
             | Event::InvitationResent { .. }

@@ -203,6 +203,9 @@ impl Users {
             | Event::ChannelFolderChanged { .. }
             | Event::ChannelFoldersReordered { .. }
             | Event::TopicVisibilitySet { .. }
+            | Event::CustomEmojiAdded { .. }
+            | Event::CustomEmojiDeactivated { .. }
+            | Event::PresenceUpdated { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::MessageSent { .. }

@@ -337,6 +337,15 @@ fn adapt(event: &Value, queue: &Queue) -> Value {
             };
         }
     }
+    if let Some(modern) = event.as_object_mut().and_then(|e| e.remove("_modern")) {
+        if options.capabilities.simplified_presence_events {
+            let mut simple = json!({"type": event["type"]});
+            if let (Value::Object(map), Value::Object(fields)) = (&mut simple, modern) {
+                map.extend(fields);
+            }
+            return simple;
+        }
+    }
     if let Some(map) = event.as_object_mut() {
         let origin = map.remove("_sender_queue");
         let local_id = map.remove("_local_id");

@@ -24,6 +24,7 @@ pub struct RegisterRequest<'a> {
     pub fetch_event_types: Option<&'a BTreeSet<String>>,
     pub include_subscribers: bool,
     pub capabilities: &'a Capabilities,
+    pub presence: &'a crate::http::presence::PresenceQuery,
 }
 
 /// The user's display and notification settings, at Zulip's defaults (`PATCH /settings` does
@@ -508,14 +509,12 @@ pub fn initial_state(
         put("realm_user_groups", Value::Array(groups));
     }
     if want("presence") {
-        put("presences", json!({}));
-        put("presence_last_update_id", json!(-1));
-        put(
-            "server_timestamp",
-            json!(std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0.0, |d| d.as_secs_f64())),
-        );
+        let now = crate::time::now_ms();
+        let (presences, newest) =
+            crate::http::presence::presences_json(state, site, me, request.presence, now);
+        put("presences", presences);
+        put("presence_last_update_id", json!(newest));
+        put("server_timestamp", json!(now as f64 / 1000.0));
     }
     if want("user_settings") {
         let settings = user_settings(state);
@@ -535,7 +534,7 @@ pub fn initial_state(
         }
     }
     if want("realm_emoji") {
-        put("realm_emoji", json!({}));
+        put("realm_emoji", crate::http::emoji::realm_emoji_json(state));
     }
     if want("channel_folders") {
         let folders: Vec<Value> = state

@@ -101,6 +101,40 @@ pub fn client_events(
     env: &Envelope,
 ) -> Vec<(UserId, Value)> {
     match &env.event {
+        Event::CustomEmojiAdded { .. } | Event::CustomEmojiDeactivated { .. } => to_all(
+            state,
+            json!({"type": "realm_emoji", "op": "update", "realm_emoji": crate::http::emoji::realm_emoji_json(state)}),
+        ),
+        Event::PresenceUpdated { user_id, .. } => {
+            // Zulip tells everyone only when someone comes (back) online; clients learn the
+            // rest by polling `POST /users/me/presence`.
+            let (Some(user), Some(presence)) =
+                (state.users.get(*user_id), state.presence.get(*user_id))
+            else {
+                return Vec::new();
+            };
+            if !presence.came_online {
+                return Vec::new();
+            }
+            let (status, timestamp) = crate::http::presence::legacy_status(presence);
+            let client = json!({"client": "website", "status": status, "timestamp": timestamp, "pushable": false});
+            let modern = json!({"presences": {user_id.0.to_string(): crate::http::presence::modern_json(presence)}});
+            active(state)
+                .map(|viewer| {
+                    (
+                        viewer.user_id,
+                        json!({
+                            "type": "presence",
+                            "user_id": user_id.0,
+                            "email": shown_email(state, site, viewer, user),
+                            "server_timestamp": env.at as f64 / 1000.0,
+                            "presence": {"website": client},
+                            "_modern": modern,
+                        }),
+                    )
+                })
+                .collect()
+        }
         Event::RealmCreated { .. }
         | Event::ApiKeyRegenerated { .. }
         | Event::PasswordChanged { .. } => Vec::new(),

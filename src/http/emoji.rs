@@ -1,0 +1,117 @@
+//! Custom emoji: `GET /realm/emoji`, `POST|DELETE /realm/emoji/{emoji_name}`, and the images
+//! at `/user_avatars/{realm_id}/emoji/images/{file}`.
+
+use super::{AppState, Auth, Params};
+use crate::error::{ApiError, ApiResult};
+use crate::projections::{CustomEmoji, Projections};
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde_json::{json, Map, Value};
+
+/// Chronicle serves one organization; its id in upload paths is 1, as on a fresh Zulip server.
+pub const REALM_ID: u64 = 1;
+
+/// Where an emoji's image is served (relative to the organization's URL, as Zulip sends it).
+pub fn source_url(emoji: &CustomEmoji) -> String {
+    format!(
+        "/user_avatars/{REALM_ID}/emoji/images/{}",
+        emoji.file_name()
+    )
+}
+
+/// Every custom emoji, deactivated ones included, keyed by id: `GET /realm/emoji`, `/register`'s
+/// `realm_emoji` and the `realm_emoji` event.
+pub fn realm_emoji_json(state: &Projections) -> Value {
+    let all: Map<String, Value> = state
+        .custom_emoji
+        .iter()
+        .map(|e| {
+            (
+                e.id.0.to_string(),
+                json!({
+                    "id": e.id.0.to_string(),
+                    "name": e.name,
+                    "source_url": source_url(e),
+                    "still_url": null,
+                    "deactivated": e.deactivated,
+                    "author_id": e.author_id.map(|a| a.0),
+                }),
+            )
+        })
+        .collect();
+    Value::Object(all)
+}
+
+/// `GET /realm/emoji`.
+pub async fn get_realm_emoji(
+    state: web::Data<AppState>,
+    _auth: Auth,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let emoji = state.engine.read(realm_emoji_json);
+    Ok(params.success(json!({ "emoji": emoji })))
+}
+
+fn emoji_name(req: &HttpRequest) -> String {
+    req.match_info()
+        .get("emoji_name")
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// `POST /realm/emoji/{emoji_name}`: one image file, `multipart/form-data`.
+pub async fn upload_custom_emoji(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let name = emoji_name(&req);
+    let files: Vec<Vec<u8>> = params.files().iter().map(|f| f.bytes.clone()).collect();
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::emoji::add_custom_emoji(s, ctx, &name, files)
+        })
+        .await?;
+    Ok(params.success(json!({})))
+}
+
+/// `DELETE /realm/emoji/{emoji_name}`.
+pub async fn deactivate_custom_emoji(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let name = emoji_name(&req);
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::emoji::deactivate_custom_emoji(s, ctx, &name)
+        })
+        .await?;
+    Ok(params.success(json!({})))
+}
+
+/// `GET /user_avatars/{realm_id}/emoji/images/{file}`: the uploaded image, public like Zulip's
+/// upload directory (messages of any viewer may show it).
+pub async fn get_emoji_image(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
+    let realm = req.match_info().get("realm_id").unwrap_or_default();
+    let file = req.match_info().get("file").unwrap_or_default();
+    let found = (realm == REALM_ID.to_string())
+        .then(|| {
+            state.engine.read(|s| {
+                s.custom_emoji
+                    .by_file_name(file)
+                    .map(|e| (e.content_type.clone(), e.image.0.clone()))
+            })
+        })
+        .flatten();
+    match found {
+        Some((content_type, bytes)) => HttpResponse::Ok()
+            .content_type(content_type)
+            .insert_header(("Cache-Control", "public, max-age=31536000, immutable"))
+            .body(bytes.to_vec()),
+        None => actix_web::ResponseError::error_response(&ApiError::not_found()),
+    }
+}

@@ -1,0 +1,158 @@
+//! Custom emoji: the organization's uploaded images, by id, deactivated ones included (old
+//! messages and reactions still show them).
+
+use crate::events::{Envelope, Event, ImageBytes};
+use crate::ids::{EmojiId, UserId};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// One custom emoji.
+#[derive(Debug, Clone)]
+pub struct CustomEmoji {
+    pub id: EmojiId,
+    pub name: String,
+    pub author_id: Option<UserId>,
+    pub content_type: String,
+    pub image: ImageBytes,
+    pub deactivated: bool,
+}
+
+impl CustomEmoji {
+    /// The image's file name under `/user_avatars/{realm}/emoji/images/`: the id and the
+    /// extension of its type, as Zulip names uploaded emoji.
+    pub fn file_name(&self) -> String {
+        let extension = match self.content_type.as_str() {
+            "image/gif" => "gif",
+            "image/jpeg" => "jpeg",
+            "image/webp" => "webp",
+            _ => "png",
+        };
+        format!("{}.{extension}", self.id)
+    }
+}
+
+/// Every custom emoji the organization ever had.
+#[derive(Debug, Clone, Default)]
+pub struct CustomEmojis {
+    by_id: BTreeMap<EmojiId, CustomEmoji>,
+    max_id: EmojiId,
+}
+
+impl CustomEmojis {
+    pub fn get(&self, id: EmojiId) -> Option<&CustomEmoji> {
+        self.by_id.get(&id)
+    }
+
+    pub fn max_id(&self) -> EmojiId {
+        self.max_id
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &CustomEmoji> {
+        self.by_id.values()
+    }
+
+    /// The active emoji of that name (at most one: names are unique among active emoji).
+    pub fn active_named(&self, name: &str) -> Option<&CustomEmoji> {
+        self.by_id
+            .values()
+            .find(|e| !e.deactivated && e.name == name)
+    }
+
+    /// The emoji whose image file this is (`{id}.{extension}`).
+    pub fn by_file_name(&self, file: &str) -> Option<&CustomEmoji> {
+        let id = file.split('.').next()?.parse::<u64>().ok()?;
+        self.get(EmojiId(id)).filter(|e| e.file_name() == file)
+    }
+
+    pub fn apply(&mut self, env: &Envelope) {
+        match &env.event {
+            Event::CustomEmojiAdded {
+                emoji_id,
+                name,
+                content_type,
+                image,
+            } => {
+                self.max_id = self.max_id.max(*emoji_id);
+                self.by_id.insert(
+                    *emoji_id,
+                    CustomEmoji {
+                        id: *emoji_id,
+                        name: name.clone(),
+                        author_id: env.actor,
+                        content_type: content_type.clone(),
+                        image: image.clone(),
+                        deactivated: false,
+                    },
+                );
+            }
+            Event::CustomEmojiDeactivated { emoji_id } => {
+                if let Some(emoji) = self.by_id.get_mut(emoji_id) {
+                    emoji.deactivated = true;
+                }
+            }
+            Event::RealmCreated { .. }
+            | Event::RealmSettingChanged { .. }
+            | Event::CustomProfileFieldCreated { .. }
+            | Event::CustomProfileFieldChanged { .. }
+            | Event::CustomProfileFieldDeleted { .. }
+            | Event::CustomProfileFieldsReordered { .. }
+            | Event::ProfileDataSet { .. }
+            | Event::InvitationCreated { .. }
+            | Event::InvitationResent { .. }
+            | Event::InvitationRevoked { .. }
+            | Event::InvitationAccepted { .. }
+            | Event::LinkifierAdded { .. }
+            | Event::LinkifierChanged { .. }
+            | Event::LinkifierRemoved { .. }
+            | Event::LinkifiersReordered { .. }
+            | Event::UserCreated { .. }
+            | Event::ApiKeyRegenerated { .. }
+            | Event::PasswordChanged { .. }
+            | Event::UserDeactivated { .. }
+            | Event::UserReactivated { .. }
+            | Event::UserChanged { .. }
+            | Event::UserGroupCreated { .. }
+            | Event::UserGroupMembersChanged { .. }
+            | Event::UserGroupSubgroupsChanged { .. }
+            | Event::UserGroupChanged { .. }
+            | Event::ChannelCreated { .. }
+            | Event::ChannelChanged { .. }
+            | Event::Subscribed { .. }
+            | Event::Unsubscribed { .. }
+            | Event::SubscriptionPropertyChanged { .. }
+            | Event::ChannelFolderCreated { .. }
+            | Event::ChannelFolderChanged { .. }
+            | Event::ChannelFoldersReordered { .. }
+            | Event::TopicVisibilitySet { .. }
+            | Event::MessageSent { .. }
+            | Event::TypingStarted { .. }
+            | Event::TypingStopped { .. }
+            | Event::MessageFlagsChanged { .. }
+            | Event::ReactionAdded { .. }
+            | Event::ReactionRemoved { .. }
+            | Event::MessageEdited { .. }
+            | Event::MessagesDeleted { .. }
+            | Event::PresenceUpdated { .. } => {}
+        }
+    }
+
+    /// The dump shows each image by size and digest, never its bytes.
+    pub fn dump(&self) -> Value {
+        Value::Array(
+            self.by_id
+                .values()
+                .map(|e| {
+                    json!({
+                        "id": e.id.0,
+                        "name": e.name,
+                        "author_id": e.author_id.map(|a| a.0),
+                        "content_type": e.content_type,
+                        "bytes": e.image.0.len(),
+                        "sha256": e.image.sha256(),
+                        "deactivated": e.deactivated,
+                    })
+                })
+                .collect(),
+        )
+    }
+}
