@@ -33,6 +33,7 @@ pub mod emoji;
 pub mod engine;
 pub mod error;
 pub mod events;
+pub mod html_diff;
 pub mod http;
 pub mod ids;
 pub mod linkify;

@@ -15,6 +15,7 @@ use crate::projections::user_topics::topic_key;
 use crate::projections::{Message, Projections, User};
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 /// Zulip's `MAX_MESSAGES_PER_FETCH`.
@@ -259,9 +260,9 @@ pub fn message_history_json(
         if let Some((raw, html)) = edit.prev_content.as_ref().filter(|_| !moves_only) {
             snapshot["prev_content"] = json!(&**raw);
             snapshot["prev_rendered_content"] = json!(&**html);
-            snapshot["content_html_diff"] = json!(format!(
-                "<div><div class=\"highlight_text_inserted\">{}</div> <div class=\"highlight_text_deleted\">{}</div></div>",
-                after.content.1, html
+            snapshot["content_html_diff"] = json!(crate::html_diff::highlight_differences(
+                html,
+                &after.content.1
             ));
         }
         if let Some(prev) = &edit.prev_topic {
@@ -471,8 +472,13 @@ fn bad_narrow(desc: &str) -> ApiError {
 struct Narrow<'a> {
     state: &'a Projections,
     me: &'a User,
-    source: Option<&'a BTreeSet<MessageId>>,
+    /// The index the narrow walks: a channel's, a topic's, a conversation's, the word index's
+    /// answer to a search (owned), or none (the user's own copies).
+    source: Option<Cow<'a, BTreeSet<MessageId>>>,
     use_received: bool,
+    /// A search walked the word index instead of the user's copies: only messages the user
+    /// holds a copy of count.
+    require_copy: bool,
     terms: Vec<Term>,
 }
 
@@ -512,6 +518,7 @@ impl<'a> Narrow<'a> {
             me,
             source: None,
             use_received: true,
+            require_copy: false,
             terms: Vec::new(),
         };
         let channel_of = |operand: &Value| -> Option<ChannelId> {
@@ -546,13 +553,11 @@ impl<'a> Narrow<'a> {
                 .iter()
                 .find(|t| matches!(t.operator.as_str(), "topic" | "subject") && !t.negated)
                 .and_then(|t| t.operand.as_str());
-            narrow.source = match topic {
+            let set = match topic {
                 Some(topic) => state.messages.in_topic(id, &topic_param(topic)),
                 None => state.messages.in_channel(id),
             };
-            if narrow.source.is_none() {
-                narrow.source = Some(empty_set());
-            }
+            narrow.source = Some(Cow::Borrowed(set.unwrap_or(empty_set())));
         }
         if let Some(term) = terms
             .iter()
@@ -564,12 +569,25 @@ impl<'a> Narrow<'a> {
             users.sort();
             users.dedup();
             narrow.use_received = false;
-            narrow.source = Some(
+            narrow.source = Some(Cow::Borrowed(
                 state
                     .messages
                     .in_conversation(&users)
                     .unwrap_or(empty_set()),
-            );
+            ));
+        }
+        // A search walks the word index's answer (within the source above, if any).
+        let query = terms
+            .iter()
+            .find(|t| t.operator == "search" && !t.negated)
+            .and_then(|t| t.operand.as_str());
+        if let Some(found) = query.and_then(|q| state.messages.search(q)) {
+            let within = match narrow.source.take() {
+                Some(set) => found.into_iter().filter(|id| set.contains(id)).collect(),
+                None => found,
+            };
+            narrow.require_copy = narrow.use_received;
+            narrow.source = Some(Cow::Owned(within));
         }
         narrow.terms = terms;
         Ok(narrow)
@@ -636,14 +654,11 @@ impl<'a> Narrow<'a> {
                 }),
                 _ => false,
             },
-            "search" => {
-                let haystack = format!("{} {}", message.topic(), message.content).to_lowercase();
-                term.operand
-                    .as_str()
-                    .unwrap_or_default()
-                    .split_whitespace()
-                    .all(|word| haystack.contains(&word.to_lowercase()))
-            }
+            "search" => crate::projections::search::text_matches(
+                term.operand.as_str().unwrap_or_default(),
+                message.topic(),
+                &message.content,
+            ),
             "id" => {
                 term.operand
                     .as_u64()
@@ -669,6 +684,9 @@ impl<'a> Narrow<'a> {
         let Some(message) = self.state.messages.get(id) else {
             return false;
         };
+        if self.require_copy && self.state.messages.flags(self.me.user_id, id).is_none() {
+            return false;
+        }
         can_read(self.state, self.me, message)
             && self
                 .terms
@@ -678,7 +696,7 @@ impl<'a> Narrow<'a> {
 
     /// Candidate ids in ascending order, as a set to take ranges of.
     fn candidates(&self) -> Box<dyn DoubleEndedIterator<Item = MessageId> + '_> {
-        match self.source {
+        match &self.source {
             Some(set) => Box::new(set.iter().copied()),
             None if self.use_received => Box::new(
                 self.state
@@ -710,6 +728,7 @@ pub fn narrow_matches(
         me: viewer,
         source: None,
         use_received: true,
+        require_copy: false,
         terms: Vec::new(),
     };
     can_read(state, viewer, message)

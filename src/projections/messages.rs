@@ -165,6 +165,8 @@ pub struct Messages {
     received: HashMap<UserId, BTreeMap<MessageId, u8>>,
     /// The highest id ever sent: ids are never reused, even after deletions.
     highest_id: u64,
+    /// Words of topics and contents, for `search:` narrows.
+    words: super::search::WordIndex,
 }
 
 impl Messages {
@@ -222,6 +224,11 @@ impl Messages {
             .get(&user)
             .and_then(|m| m.get(&message))
             .copied()
+    }
+
+    /// Messages whose topic and content hold every word of `query` (`None`: it has no words).
+    pub fn search(&self, query: &str) -> Option<BTreeSet<MessageId>> {
+        self.words.matching(query)
     }
 
     pub fn in_channel(&self, channel: ChannelId) -> Option<&BTreeSet<MessageId>> {
@@ -341,6 +348,7 @@ impl Messages {
                     }
                 };
                 copies.insert(*sender_id);
+                self.words.add(*message_id, message.topic(), content);
                 let wildcard = wildcard_bits(*stream_wildcard, *topic_wildcard);
                 for user in copies {
                     let mut bits = wildcard;
@@ -487,6 +495,8 @@ impl Messages {
         let Some(message) = self.by_id.get_mut(&id) else {
             return;
         };
+        self.words.remove(id, message.topic(), &message.content);
+        self.words.add(id, message.topic(), &new.content);
         let prev = (
             std::mem::replace(&mut message.content, new.content.clone()),
             std::mem::replace(&mut message.rendered_content, new.rendered_content.clone()),
@@ -536,6 +546,10 @@ impl Messages {
         let new_topic = moved.new_topic.clone().unwrap_or_else(|| old_topic.clone());
         *channel_id = new_channel;
         *topic = new_topic.clone();
+        if new_topic != old_topic {
+            self.words.remove(id, &old_topic, &message.content);
+            self.words.add(id, &new_topic, &message.content);
+        }
         let extra = message.extra_mut();
         let topic_changed = new_topic != old_topic;
         let channel_changed = new_channel != old_channel;
@@ -608,6 +622,7 @@ impl Messages {
         let Some(message) = self.by_id.remove(&id) else {
             return;
         };
+        self.words.remove(id, message.topic(), &message.content);
         match &message.recipient {
             Recipient::Channel { channel_id, topic } => {
                 if let Some(set) = self.by_channel.get_mut(channel_id) {

@@ -14,6 +14,7 @@ pub mod messages;
 pub mod presence;
 pub mod profile_fields;
 pub mod realm;
+pub mod search;
 pub mod typing;
 pub mod user_topics;
 mod users;

@@ -375,10 +375,24 @@ async fn editing_content_keeps_history_and_tells_holders() {
             json!("Howdy @**Bob Brown**!")
         )
     );
-    assert!(history[2]["content_html_diff"]
-        .as_str()
-        .unwrap()
-        .contains("<p>Bye</p>"));
+    // Word by word, insertions before the deletions they replace (as Zulip's lxml diff).
+    assert_eq!(
+        history[1]["content_html_diff"],
+        format!(
+            "<div><p><span class=\"highlight_text_inserted\">Howdy </span>\
+             <span class=\"user-mention\" data-user-id=\"{bob_id}\">\
+             <span class=\"highlight_text_inserted\">@Bob Brown</span></span>\
+             <span class=\"highlight_text_inserted\">!</span>\
+             <span class=\"highlight_text_deleted\">Hello!</span></p></div>"
+        )
+    );
+    assert_eq!(
+        history[2]["content_html_diff"],
+        format!(
+            "<div><p><span class=\"highlight_text_inserted\">Bye</span>\
+             <span class=\"highlight_text_deleted\">Howdy @Bob Brown!</span></p></div>"
+        )
+    );
     let (status, body) = o.carol.1.get("/messages/999999/history", &[]).await;
     assert_eq!(error(status, &body), bad("Invalid message(s)"));
 }

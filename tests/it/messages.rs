@@ -839,3 +839,88 @@ async fn hostile_fetch_parameters_are_refused_cleanly() {
         assert_eq!(status, StatusCode::OK, "{content:?}: {body}");
     }
 }
+
+/// `search:` walks the word index: whole words of topic and content, every word of the query,
+/// following edits, moves and deletions, and only the caller's messages unless a channel is named.
+#[tokio::test]
+async fn search_finds_whole_words_and_follows_changes() {
+    let c = chat().await;
+    let (alice, bob, carol) = (&c.alice.1, &c.bob.1, &c.carol.1);
+    let mut sent = Vec::new();
+    for (topic, text) in [
+        ("Deploys", "Shipped **v2** to staging, then prod."),
+        ("deploys", "staging is down"),
+        ("lunch", "Stagingpizza is not a word we search"),
+    ] {
+        let params = [
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", topic),
+            ("content", text),
+        ];
+        sent.push(send(alice, &params).await);
+    }
+    let search = |q: &str| json!([["search", q]]).to_string();
+    let found = |body: &Value| ids(body);
+    let window = |narrow: &str| {
+        vec![
+            ("anchor".to_owned(), "newest".to_owned()),
+            ("num_before".to_owned(), "50".to_owned()),
+            ("num_after".to_owned(), "0".to_owned()),
+            ("narrow".to_owned(), narrow.to_owned()),
+        ]
+    };
+    async fn run(api: &crate::support::Api, params: Vec<(String, String)>) -> Value {
+        let pairs: Vec<(&str, &str)> = params
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        fetch(api, &pairs).await
+    }
+    let q = search("STAGING");
+    assert_eq!(found(&run(bob, window(&q)).await), vec![sent[0], sent[1]]);
+    let q = search("staging deploys prod");
+    assert_eq!(found(&run(bob, window(&q)).await), vec![sent[0]]);
+    let q = search("stag");
+    assert!(found(&run(bob, window(&q)).await).is_empty());
+    // Carol holds no copies; naming the (public) channel searches its history.
+    let q = search("staging");
+    assert!(found(&run(carol, window(&q)).await).is_empty());
+    let in_channel = json!([["channel", "general"], ["search", "staging"]]).to_string();
+    assert_eq!(
+        found(&run(carol, window(&in_channel)).await),
+        vec![sent[0], sent[1]]
+    );
+    let negated = json!([{"operator": "search", "operand": "prod", "negated": true}, {"operator": "search", "operand": "staging"}]).to_string();
+    assert_eq!(found(&run(bob, window(&negated)).await), vec![sent[1]]);
+
+    // An edit, a topic move and a deletion change what is found.
+    let (status, body) = alice
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/messages/{}", sent[1]),
+            &[("content", "production is down")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = alice
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/messages/{}", sent[2]),
+            &[
+                ("topic", "staging lunch"),
+                ("propagate_mode", "change_one"),
+                ("send_notification_to_new_thread", "false"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let q = search("staging");
+    assert_eq!(found(&run(bob, window(&q)).await), vec![sent[0], sent[2]]);
+    let q = search("production");
+    assert_eq!(found(&run(bob, window(&q)).await), vec![sent[1]]);
+    let (status, body) = alice.delete(&format!("/messages/{}", sent[0]), &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let q = search("staging");
+    assert_eq!(found(&run(bob, window(&q)).await), vec![sent[2]]);
+}
