@@ -88,6 +88,9 @@ impl Engine {
     ) -> std::io::Result<Engine> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let read = Arc::new(RwLock::new(state.clone()));
+        let mut state = state;
+        // Commands never need the search index fast; only the read state keeps one.
+        state.messages.without_word_index();
         let failed = Arc::new(AtomicBool::new(false));
         let writer = Writer {
             log: log.clone(),

@@ -199,6 +199,33 @@ pub async fn serve(config: ServeConfig) -> Result<(), Fatal> {
     serve_with(config, |_| {}).await
 }
 
+/// Returns on SIGINT or SIGTERM (or if signals cannot be watched, never).
+async fn wait_for_stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+            }
+            _ => {
+                tracing::warn!("cannot watch for SIGTERM/SIGINT; stop the server another way");
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
 /// What a running server tells whoever started it.
 #[derive(Clone)]
 pub struct Running {
@@ -316,13 +343,28 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     let server = actix_web::HttpServer::new(move || crate::http::app(data.clone()))
         .listen(listener)?
         .shutdown_timeout(10)
+        // Signals are ours: clients are told of the restart before the server stops.
+        .disable_signals()
         .run();
+    let on_signal = {
+        let handle = server.handle();
+        let queues = queues.clone();
+        actix_web::rt::spawn(async move {
+            wait_for_stop_signal().await;
+            tracing::info!("stopping: telling event queues to re-register");
+            queues.announce_restart();
+            // Parked long-polls were woken; let their answers go out before connections close.
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            handle.stop(true).await;
+        })
+    };
     println!("Chronicle listening on {realm_url} (bound to {addr})");
     on_ready(Running {
         url: realm_url.clone(),
         handle: server.handle(),
     });
     server.await?;
+    on_signal.abort();
     collector.abort();
     webhooks.abort();
     retention.abort();

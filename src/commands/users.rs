@@ -498,9 +498,24 @@ pub fn update_own_settings(
     ctx: &Ctx,
     full_name: Option<String>,
     password: Option<(String, Option<String>)>,
+    settings: Vec<(&'static str, crate::events::RealmValue)>,
 ) -> ApiResult<(Vec<Event>, ())> {
+    use crate::projections::user_settings;
     let me = actor(state, ctx)?;
     let mut events = Vec::new();
+    for (name, value) in settings {
+        let fits = user_settings::setting(name).is_some_and(|s| user_settings::allows(s, &value));
+        if !fits {
+            return Err(ApiError::bad_request(format!("Invalid {name}")));
+        }
+        if state.user_settings.get(me.user_id, name) != value {
+            events.push(Event::UserSettingChanged {
+                user_id: me.user_id,
+                name: name.to_owned(),
+                value,
+            });
+        }
+    }
     if let Some(name) = full_name {
         if state.realm.flag("name_changes_disabled") && !me.role.is_admin() {
             return Err(ApiError::bad_request(

@@ -756,6 +756,13 @@ pub enum Event {
     /// nothing a client could see are not logged (see `commands::presence`); the time is the
     /// envelope's.
     PresenceUpdated { user_id: UserId, active: bool },
+    /// A user changed one of their own settings (`PATCH /settings`); `name` is Zulip's name,
+    /// one of `projections::user_settings::SETTINGS`.
+    UserSettingChanged {
+        user_id: UserId,
+        name: String,
+        value: RealmValue,
+    },
 }
 
 /// An uploaded image: msgpack `bin` in the log, shared (`Arc`) between the engine's two states,
@@ -869,6 +876,7 @@ impl Event {
             Event::CustomEmojiAdded { .. } => "CustomEmojiAdded",
             Event::CustomEmojiDeactivated { .. } => "CustomEmojiDeactivated",
             Event::PresenceUpdated { .. } => "PresenceUpdated",
+            Event::UserSettingChanged { .. } => "UserSettingChanged",
         }
     }
 }

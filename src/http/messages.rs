@@ -15,7 +15,6 @@ use crate::projections::user_topics::topic_key;
 use crate::projections::{Message, Projections, User};
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 /// Zulip's `MAX_MESSAGES_PER_FETCH`.
@@ -469,12 +468,23 @@ fn bad_narrow(desc: &str) -> ApiError {
 }
 
 /// A compiled narrow: where candidates come from, and a predicate over them.
+/// The index a narrow walks.
+enum Source<'a> {
+    /// A channel's, a topic's or a conversation's messages.
+    Set(&'a BTreeSet<MessageId>),
+    /// The messages in every one of the word index's lists for a search (shortest first),
+    /// within a set when the narrow also names one.
+    Words {
+        lists: Vec<&'a [MessageId]>,
+        within: Option<&'a BTreeSet<MessageId>>,
+    },
+}
+
 struct Narrow<'a> {
     state: &'a Projections,
     me: &'a User,
-    /// The index the narrow walks: a channel's, a topic's, a conversation's, the word index's
-    /// answer to a search (owned), or none (the user's own copies).
-    source: Option<Cow<'a, BTreeSet<MessageId>>>,
+    /// What the narrow walks; `None`: the user's own copies.
+    source: Option<Source<'a>>,
     use_received: bool,
     /// A search walked the word index instead of the user's copies: only messages the user
     /// holds a copy of count.
@@ -557,7 +567,7 @@ impl<'a> Narrow<'a> {
                 Some(topic) => state.messages.in_topic(id, &topic_param(topic)),
                 None => state.messages.in_channel(id),
             };
-            narrow.source = Some(Cow::Borrowed(set.unwrap_or(empty_set())));
+            narrow.source = Some(Source::Set(set.unwrap_or(empty_set())));
         }
         if let Some(term) = terms
             .iter()
@@ -569,7 +579,7 @@ impl<'a> Narrow<'a> {
             users.sort();
             users.dedup();
             narrow.use_received = false;
-            narrow.source = Some(Cow::Borrowed(
+            narrow.source = Some(Source::Set(
                 state
                     .messages
                     .in_conversation(&users)
@@ -581,13 +591,13 @@ impl<'a> Narrow<'a> {
             .iter()
             .find(|t| t.operator == "search" && !t.negated)
             .and_then(|t| t.operand.as_str());
-        if let Some(found) = query.and_then(|q| state.messages.search(q)) {
+        if let Some(lists) = query.and_then(|q| state.messages.search_lists(q)) {
             let within = match narrow.source.take() {
-                Some(set) => found.into_iter().filter(|id| set.contains(id)).collect(),
-                None => found,
+                Some(Source::Set(set)) => Some(set),
+                _ => None,
             };
             narrow.require_copy = narrow.use_received;
-            narrow.source = Some(Cow::Owned(within));
+            narrow.source = Some(Source::Words { lists, within });
         }
         narrow.terms = terms;
         Ok(narrow)
@@ -697,7 +707,14 @@ impl<'a> Narrow<'a> {
     /// Candidate ids in ascending order, as a set to take ranges of.
     fn candidates(&self) -> Box<dyn DoubleEndedIterator<Item = MessageId> + '_> {
         match &self.source {
-            Some(set) => Box::new(set.iter().copied()),
+            Some(Source::Set(set)) => Box::new(set.iter().copied()),
+            Some(Source::Words { lists, within }) => {
+                let within = *within;
+                Box::new(
+                    crate::projections::search::intersect(lists.clone())
+                        .filter(move |id| within.is_none_or(|set| set.contains(id))),
+                )
+            }
             None if self.use_received => Box::new(
                 self.state
                     .messages

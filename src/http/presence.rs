@@ -49,6 +49,11 @@ fn legacy_json(p: &UserPresence) -> Value {
     })
 }
 
+/// Whether a user shares their presence (`presence_enabled`; off is Zulip's invisible mode).
+pub fn shares_presence(state: &Projections, user: crate::ids::UserId) -> bool {
+    state.user_settings.get(user, "presence_enabled") != crate::events::RealmValue::Bool(false)
+}
+
 /// Which presence records a request wants.
 pub struct PresenceQuery {
     /// Modern format (by user id) rather than legacy (by email).
@@ -76,7 +81,7 @@ pub fn presences_json(
         let Some(user) = state
             .users
             .get(user_id)
-            .filter(|u| u.is_active && !u.is_bot())
+            .filter(|u| u.is_active && !u.is_bot() && shares_presence(state, user_id))
         else {
             continue;
         };

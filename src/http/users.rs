@@ -430,11 +430,34 @@ pub async fn update_settings(
             }
         }
     };
+    let settings = read_user_settings(&mut params)?;
     state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::users::update_own_settings(s, ctx, full_name, password)
+            crate::commands::users::update_own_settings(s, ctx, full_name, password, settings)
         })
         .await?;
     Ok(params.success(json!({})))
+}
+
+/// The stored settings a `PATCH /settings` request names, parsed by the kind of each.
+fn read_user_settings(
+    params: &mut Params,
+) -> ApiResult<Vec<(&'static str, crate::events::RealmValue)>> {
+    use crate::events::RealmValue;
+    use crate::projections::user_settings::{Kind, SETTINGS};
+    let mut out = Vec::new();
+    for setting in SETTINGS {
+        let value = match setting.kind {
+            Kind::Bool => params.bool(setting.name)?.map(RealmValue::Bool),
+            Kind::IntIn(_) | Kind::IntRange(..) => {
+                params.int::<i64>(setting.name)?.map(RealmValue::Int)
+            }
+            Kind::TextIn(_) => params.str(setting.name).map(RealmValue::Text),
+        };
+        if let Some(value) = value {
+            out.push((setting.name, value));
+        }
+    }
+    Ok(out)
 }

@@ -132,7 +132,8 @@ impl CustomEmojis {
             | Event::ReactionRemoved { .. }
             | Event::MessageEdited { .. }
             | Event::MessagesDeleted { .. }
-            | Event::PresenceUpdated { .. } => {}
+            | Event::PresenceUpdated { .. }
+            | Event::UserSettingChanged { .. } => {}
         }
     }
 

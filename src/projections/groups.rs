@@ -304,6 +304,7 @@ impl Groups {
             | Event::CustomEmojiAdded { .. }
             | Event::CustomEmojiDeactivated { .. }
             | Event::PresenceUpdated { .. }
+            | Event::UserSettingChanged { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::MessageSent { .. }

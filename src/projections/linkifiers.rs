@@ -120,6 +120,7 @@ impl Linkifiers {
             | Event::CustomEmojiAdded { .. }
             | Event::CustomEmojiDeactivated { .. }
             | Event::PresenceUpdated { .. }
+            | Event::UserSettingChanged { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::MessageSent { .. }

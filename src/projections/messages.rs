@@ -153,7 +153,7 @@ impl Message {
 }
 
 /// All messages and their indexes.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Messages {
     by_id: BTreeMap<MessageId, Message>,
     by_channel: HashMap<ChannelId, BTreeSet<MessageId>>,
@@ -165,8 +165,24 @@ pub struct Messages {
     received: HashMap<UserId, BTreeMap<MessageId, u8>>,
     /// The highest id ever sent: ids are never reused, even after deletions.
     highest_id: u64,
-    /// Words of topics and contents, for `search:` narrows.
-    words: super::search::WordIndex,
+    /// Words of topics and contents, for `search:` narrows; `None` in a state that answers no
+    /// searches (the engine's decision state: see `without_word_index`).
+    words: Option<super::search::WordIndex>,
+}
+
+impl Default for Messages {
+    fn default() -> Messages {
+        Messages {
+            by_id: BTreeMap::new(),
+            by_channel: HashMap::new(),
+            by_topic: HashMap::new(),
+            by_conversation: HashMap::new(),
+            group_ids: HashMap::new(),
+            received: HashMap::new(),
+            highest_id: 0,
+            words: Some(super::search::WordIndex::default()),
+        }
+    }
 }
 
 impl Messages {
@@ -226,9 +242,16 @@ impl Messages {
             .copied()
     }
 
-    /// Messages whose topic and content hold every word of `query` (`None`: it has no words).
-    pub fn search(&self, query: &str) -> Option<BTreeSet<MessageId>> {
-        self.words.matching(query)
+    /// The word index's posting lists for `query`, shortest first: `None` when the query has
+    /// no words or this state keeps no index (a search then checks each message's text).
+    pub fn search_lists(&self, query: &str) -> Option<Vec<&[MessageId]>> {
+        self.words.as_ref()?.lists(query)
+    }
+
+    /// Drops the word index and stops keeping it: for a copy of the state that never answers
+    /// reads (the engine's decision state), which halves the index's memory.
+    pub fn without_word_index(&mut self) {
+        self.words = None;
     }
 
     pub fn in_channel(&self, channel: ChannelId) -> Option<&BTreeSet<MessageId>> {
@@ -242,6 +265,15 @@ impl Messages {
     /// Every direct-message conversation's messages, ascending.
     pub fn conversations(&self) -> impl Iterator<Item = &BTreeSet<MessageId>> {
         self.by_conversation.values()
+    }
+
+    /// The direct conversations `user` takes part in, as (participants, newest message id).
+    pub fn conversations_of(&self, user: UserId) -> Vec<(&[UserId], MessageId)> {
+        self.by_conversation
+            .iter()
+            .filter(|(participants, _)| participants.contains(&user))
+            .filter_map(|(participants, ids)| Some((participants.as_slice(), *ids.last()?)))
+            .collect()
     }
 
     pub fn in_conversation(&self, participants: &[UserId]) -> Option<&BTreeSet<MessageId>> {
@@ -348,7 +380,9 @@ impl Messages {
                     }
                 };
                 copies.insert(*sender_id);
-                self.words.add(*message_id, message.topic(), content);
+                if let Some(words) = &mut self.words {
+                    words.add(*message_id, message.topic(), content);
+                }
                 let wildcard = wildcard_bits(*stream_wildcard, *topic_wildcard);
                 for user in copies {
                     let mut bits = wildcard;
@@ -486,6 +520,7 @@ impl Messages {
             | Event::CustomEmojiAdded { .. }
             | Event::CustomEmojiDeactivated { .. }
             | Event::PresenceUpdated { .. }
+            | Event::UserSettingChanged { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. } => {}
         }
@@ -495,8 +530,10 @@ impl Messages {
         let Some(message) = self.by_id.get_mut(&id) else {
             return;
         };
-        self.words.remove(id, message.topic(), &message.content);
-        self.words.add(id, message.topic(), &new.content);
+        if let Some(words) = &mut self.words {
+            words.remove(id, message.topic(), &message.content);
+            words.add(id, message.topic(), &new.content);
+        }
         let prev = (
             std::mem::replace(&mut message.content, new.content.clone()),
             std::mem::replace(&mut message.rendered_content, new.rendered_content.clone()),
@@ -546,9 +583,9 @@ impl Messages {
         let new_topic = moved.new_topic.clone().unwrap_or_else(|| old_topic.clone());
         *channel_id = new_channel;
         *topic = new_topic.clone();
-        if new_topic != old_topic {
-            self.words.remove(id, &old_topic, &message.content);
-            self.words.add(id, &new_topic, &message.content);
+        if let Some(words) = self.words.as_mut().filter(|_| new_topic != old_topic) {
+            words.remove(id, &old_topic, &message.content);
+            words.add(id, &new_topic, &message.content);
         }
         let extra = message.extra_mut();
         let topic_changed = new_topic != old_topic;
@@ -622,7 +659,9 @@ impl Messages {
         let Some(message) = self.by_id.remove(&id) else {
             return;
         };
-        self.words.remove(id, message.topic(), &message.content);
+        if let Some(words) = &mut self.words {
+            words.remove(id, message.topic(), &message.content);
+        }
         match &message.recipient {
             Recipient::Channel { channel_id, topic } => {
                 if let Some(set) = self.by_channel.get_mut(channel_id) {

@@ -16,6 +16,7 @@ pub mod profile_fields;
 pub mod realm;
 pub mod search;
 pub mod typing;
+pub mod user_settings;
 pub mod user_topics;
 mod users;
 
@@ -57,6 +58,7 @@ pub struct Projections {
     pub invitations: Invitations,
     pub custom_emoji: CustomEmojis,
     pub presence: Presence,
+    pub user_settings: user_settings::UserSettings,
 }
 
 impl Projections {
@@ -76,6 +78,7 @@ impl Projections {
         self.invitations.apply(env);
         self.custom_emoji.apply(env);
         self.presence.apply(env);
+        self.user_settings.apply(env);
         self.seq = env.seq;
     }
 
@@ -118,6 +121,7 @@ impl Projections {
             "invitations": self.invitations.dump(),
             "custom_emoji": self.custom_emoji.dump(),
             "presence": self.presence.dump(),
+            "user_settings": self.user_settings.dump(),
         })
     }
 

@@ -112,7 +112,8 @@ impl Presence {
             | Event::MessageEdited { .. }
             | Event::MessagesDeleted { .. }
             | Event::CustomEmojiAdded { .. }
-            | Event::CustomEmojiDeactivated { .. } => {}
+            | Event::CustomEmojiDeactivated { .. }
+            | Event::UserSettingChanged { .. } => {}
         }
     }
 

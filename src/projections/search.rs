@@ -64,30 +64,24 @@ impl WordIndex {
         }
     }
 
-    /// The ids of messages containing every word of `query`, ascending; `None` when the query
-    /// has no words (it then constrains nothing).
-    pub fn matching(&self, query: &str) -> Option<BTreeSet<MessageId>> {
+    /// The posting lists of every word of `query`, shortest first; `None` when the query has
+    /// no words (it then constrains nothing). A word nobody used gives an empty list.
+    pub fn lists(&self, query: &str) -> Option<Vec<&[MessageId]>> {
         let wanted = words(query);
         if wanted.is_empty() {
             return None;
         }
-        let mut lists: Vec<&[MessageId]> = Vec::with_capacity(wanted.len());
-        for word in &wanted {
-            match self.postings.get(word.as_str()) {
-                Some(list) => lists.push(list),
-                None => return Some(BTreeSet::new()),
-            }
-        }
-        // Walk the shortest list, probing the others.
+        let mut lists: Vec<&[MessageId]> = wanted
+            .iter()
+            .map(|w| self.postings.get(w.as_str()).map_or(&[][..], Vec::as_slice))
+            .collect();
         lists.sort_by_key(|l| l.len());
-        let (first, rest) = lists.split_first()?;
-        Some(
-            first
-                .iter()
-                .copied()
-                .filter(|id| rest.iter().all(|l| l.binary_search(id).is_ok()))
-                .collect(),
-        )
+        Some(lists)
+    }
+
+    /// The ids of messages containing every word of `query`, ascending (`None`: no words).
+    pub fn matching(&self, query: &str) -> Option<Vec<MessageId>> {
+        Some(intersect(self.lists(query)?).collect())
     }
 
     /// Distinct words indexed (for the memory benchmark and tests).
@@ -98,6 +92,21 @@ impl WordIndex {
     pub fn is_empty(&self) -> bool {
         self.postings.is_empty()
     }
+}
+
+/// The ids in every one of `lists` (shortest first), ascending and lazily, from either end: the
+/// shortest list is walked and the others probed by binary search.
+pub fn intersect<'a>(
+    lists: Vec<&'a [MessageId]>,
+) -> impl DoubleEndedIterator<Item = MessageId> + 'a {
+    let (first, rest) = match lists.split_first() {
+        Some((first, rest)) => (*first, rest.to_vec()),
+        None => (&[][..], Vec::new()),
+    };
+    first
+        .iter()
+        .copied()
+        .filter(move |id| rest.iter().all(|l| l.binary_search(id).is_ok()))
 }
 
 /// Whether a message's topic and content contain every word of `query` (the same rule as the

@@ -83,7 +83,8 @@ impl Typing {
             | Event::TopicVisibilitySet { .. }
             | Event::CustomEmojiAdded { .. }
             | Event::CustomEmojiDeactivated { .. }
-            | Event::PresenceUpdated { .. } => {}
+            | Event::PresenceUpdated { .. }
+            | Event::UserSettingChanged { .. } => {}
         }
     }
 

@@ -79,6 +79,7 @@ impl UserTopics {
             | Event::CustomEmojiAdded { .. }
             | Event::CustomEmojiDeactivated { .. }
             | Event::PresenceUpdated { .. }
+            | Event::UserSettingChanged { .. }
             | Event::RealmSettingChanged { .. }
             | Event::InvitationCreated { .. }
             | Event::InvitationResent { .. }

@@ -67,7 +67,8 @@ impl QueueOptions {
             return true;
         };
         match event_type {
-            "heartbeat" => true,
+            // Every client must hear these, whatever it asked for.
+            "heartbeat" | "restart" => true,
             "muted_topics" => types.contains("muted_topics") && !types.contains("user_topic"),
             other => types.contains(other),
         }
@@ -274,6 +275,10 @@ fn deliver(state: &Projections, q: &Queue, env: &Envelope, event: &Value) {
     if channel_typing && !q.options.capabilities.stream_typing_notifications {
         return;
     }
+    // The deprecated settings events only for clients without the settings object.
+    if event.get("_legacy_settings").is_some() && q.options.capabilities.user_settings_object {
+        return;
+    }
     // Linkifier events only for clients that handle URL templates.
     if event_type == "realm_linkifiers" && !q.options.capabilities.linkifier_url_template {
         return;
@@ -337,6 +342,9 @@ fn adapt(event: &Value, queue: &Queue) -> Value {
             };
         }
     }
+    if let Some(map) = event.as_object_mut() {
+        map.remove("_legacy_settings");
+    }
     if let Some(modern) = event.as_object_mut().and_then(|e| e.remove("_modern")) {
         if options.capabilities.simplified_presence_events {
             let mut simple = json!({"type": event["type"]});
@@ -352,6 +360,13 @@ fn adapt(event: &Value, queue: &Queue) -> Value {
         if let (Some(origin), Some(local_id)) = (origin, local_id) {
             if origin.as_str() == Some(queue.id.as_str()) {
                 map.insert("local_message_id".into(), local_id);
+            }
+        }
+    }
+    if let Some(Value::Object(raw)) = event.as_object_mut().and_then(|e| e.remove("_raw")) {
+        if options.capabilities.empty_topic_name {
+            if let Some(map) = event.as_object_mut() {
+                map.extend(raw);
             }
         }
     }
@@ -381,6 +396,24 @@ fn adapt(event: &Value, queue: &Queue) -> Value {
 }
 
 impl Queues {
+    /// Tells every queue the server is going away (Zulip's `restart` event): queues live in
+    /// memory, so their clients must register again once it is back. Parked polls return it
+    /// at once.
+    pub fn announce_restart(&self) {
+        use crate::http::server_settings::{ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION};
+        let event = json!({
+            "type": "restart",
+            "zulip_version": ZULIP_VERSION,
+            "zulip_merge_base": ZULIP_MERGE_BASE,
+            "zulip_feature_level": ZULIP_FEATURE_LEVEL,
+            "server_generation": crate::time::now_ms() / 1000,
+            "immediate": true,
+        });
+        for queue in self.map().values() {
+            queue.push(event.clone());
+        }
+    }
+
     /// Drops queues nobody polled for longer than their lifespan.
     pub fn collect_garbage(&self) -> usize {
         let now = Instant::now();

@@ -27,74 +27,22 @@ pub struct RegisterRequest<'a> {
     pub presence: &'a crate::http::presence::PresenceQuery,
 }
 
-/// The user's display and notification settings, at Zulip's defaults (`PATCH /settings` does
-/// not store them); the email visibility is the organization's.
-fn user_settings(state: &Projections) -> Map<String, Value> {
-    let value = json!({
-        "twenty_four_hour_time": false,
-        "dense_mode": true,
-        "web_mark_read_on_scroll_policy": 1,
-        "starred_message_counts": true,
-        "fluid_layout_width": false,
-        "high_contrast_mode": false,
-        "color_scheme": 1,
-        "translate_emoticons": false,
-        "display_emoji_reaction_users": true,
-        "default_language": "en",
-        "web_home_view": "inbox",
-        "emojiset": "google",
-        "demote_inactive_streams": 1,
-        "user_list_style": 2,
-        "timezone": "",
-        "enter_sends": false,
-        "enable_drafts_synchronization": true,
-        "enable_stream_desktop_notifications": false,
-        "enable_stream_email_notifications": false,
-        "enable_stream_push_notifications": false,
-        "enable_stream_audible_notifications": false,
-        "notification_sound": "zulip",
-        "enable_desktop_notifications": true,
-        "enable_sounds": true,
-        "email_notifications_batching_period_seconds": 120,
-        "enable_offline_email_notifications": true,
-        "enable_offline_push_notifications": true,
-        "enable_online_push_notifications": true,
-        "enable_digest_emails": true,
-        "enable_marketing_emails": true,
-        "enable_login_emails": true,
-        "message_content_in_email_notifications": true,
-        "pm_content_in_desktop_notifications": true,
-        "wildcard_mentions_notify": true,
-        "enable_followed_topic_desktop_notifications": true,
-        "enable_followed_topic_email_notifications": true,
-        "enable_followed_topic_push_notifications": true,
-        "enable_followed_topic_audible_notifications": true,
-        "enable_followed_topic_wildcard_mentions_notify": true,
-        "desktop_icon_count_display": 1,
-        "realm_name_in_email_notifications_policy": 1,
-        "automatically_follow_topics_policy": 3,
-        "automatically_unmute_topics_in_muted_streams_policy": 3,
-        "automatically_follow_topics_where_mentioned": true,
-        "presence_enabled": true,
-        "send_private_typing_notifications": true,
-        "send_stream_typing_notifications": true,
-        "send_read_receipts": true,
-        "receives_typing_notifications": true,
-        "allow_private_data_export": false,
-        "email_address_visibility": 3,
-        "web_channel_default_view": 1,
-        "web_font_size_px": 16,
-        "web_line_height_percent": 122,
-        "web_navigate_to_sent_message": true,
-        "web_suggest_update_timezone": true,
-        "hide_ai_features": false,
-        "available_notification_sounds": ["zulip"],
-        "emojiset_choices": [{"key": "google", "text": "Google"}, {"key": "text", "text": "Plain text"}],
-    });
-    let mut map = match value {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    };
+/// The user's own settings (`PATCH /settings`), with the choices clients offer and the
+/// organization's email visibility (per organization in Chronicle).
+fn user_settings(state: &Projections, me: &User) -> Map<String, Value> {
+    let mut map = state.user_settings.all(me.user_id);
+    map.insert("default_language".into(), json!("en"));
+    map.insert("timezone".into(), json!(me.timezone));
+    map.insert("available_notification_sounds".into(), json!(["zulip"]));
+    map.insert(
+        "emojiset_choices".into(),
+        json!([
+            {"key": "google", "text": "Google"},
+            {"key": "google-blob", "text": "Google blobs"},
+            {"key": "twitter", "text": "Twitter"},
+            {"key": "text", "text": "Plain text"},
+        ]),
+    );
     map.insert(
         "email_address_visibility".into(),
         realm_setting_json(state, "email_address_visibility"),
@@ -117,7 +65,9 @@ fn custom_profile_field_types() -> Value {
 }
 
 /// `unread_msgs`: the user's unread messages grouped as Zulip groups them.
-fn unread_msgs(state: &Projections, me: &User) -> Value {
+/// `unread_msgs`; `raw_topics`: the client handles the empty topic (`empty_topic_name`), else
+/// it is shown by its display name.
+fn unread_msgs(state: &Projections, me: &User, raw_topics: bool) -> Value {
     use crate::events::Recipient;
     use crate::projections::messages::flags;
     use std::collections::BTreeMap;
@@ -141,7 +91,12 @@ fn unread_msgs(state: &Projections, me: &User) -> Value {
             Recipient::Channel { channel_id, topic } => {
                 streams
                     .entry((channel_id.0, topic.to_lowercase()))
-                    .or_insert_with(|| (topic.clone(), Vec::new()))
+                    .or_insert_with(|| {
+                        (
+                            crate::http::messages::shown_topic(topic, raw_topics),
+                            Vec::new(),
+                        )
+                    })
                     .1
                     .push(id.0);
             }
@@ -440,7 +395,10 @@ pub fn initial_state(
             if max == 0 { json!(-1) } else { json!(max) },
         );
         if want("update_message_flags") {
-            put("unread_msgs", unread_msgs(state, me));
+            put(
+                "unread_msgs",
+                unread_msgs(state, me, request.capabilities.empty_topic_name),
+            );
         }
     }
     if want("starred_messages") {
@@ -458,7 +416,7 @@ pub fn initial_state(
         let topics: Vec<Value> = state
             .user_topics
             .of(me.user_id)
-            .map(|(c, t)| json!({"stream_id": c.0, "topic_name": t.topic, "last_updated": t.last_updated, "visibility_policy": t.policy}))
+            .map(|(c, t)| json!({"stream_id": c.0, "topic_name": crate::http::messages::shown_topic(&t.topic, request.capabilities.empty_topic_name), "last_updated": t.last_updated, "visibility_policy": t.policy}))
             .collect();
         put("user_topics", Value::Array(topics));
     }
@@ -517,7 +475,7 @@ pub fn initial_state(
         put("server_timestamp", json!(now as f64 / 1000.0));
     }
     if want("user_settings") {
-        let settings = user_settings(state);
+        let settings = user_settings(state, me);
         if request.capabilities.user_settings_object {
             put("user_settings", Value::Object(settings));
         } else {
@@ -529,7 +487,7 @@ pub fn initial_state(
         }
     }
     if want("update_display_settings") || want("update_global_notifications") {
-        for (k, v) in user_settings(state) {
+        for (k, v) in user_settings(state, me) {
             put(&k, v);
         }
     }
@@ -554,15 +512,29 @@ pub fn initial_state(
             .collect();
         put("default_streams", Value::Array(defaults));
     }
+    if want("recent_private_conversations") {
+        // Newest first, the other participants' ids (none for one's own conversation), at
+        // most Zulip's 1,000.
+        let mut conversations = state.messages.conversations_of(me.user_id);
+        conversations.sort_by_key(|(_, newest)| std::cmp::Reverse(*newest));
+        let recent: Vec<Value> = conversations
+            .into_iter()
+            .take(1000)
+            .map(|(participants, newest)| {
+                let others: Vec<u64> = participants
+                    .iter()
+                    .filter(|id| **id != me.user_id)
+                    .map(|id| id.0)
+                    .collect();
+                json!({"max_message_id": newest.0, "user_ids": others})
+            })
+            .collect();
+        put("recent_private_conversations", Value::Array(recent));
+    }
     if want("default_stream_groups") {
         put("default_stream_groups", json!([]));
     }
     for (fetch, key, empty) in [
-        (
-            "recent_private_conversations",
-            "recent_private_conversations",
-            json!([]),
-        ),
         ("muted_users", "muted_users", json!([])),
         ("user_status", "user_status", json!({})),
         ("alert_words", "alert_words", json!([])),
@@ -584,7 +556,7 @@ pub fn initial_state(
     if want("realm_user_settings_defaults") {
         put(
             "realm_user_settings_defaults",
-            Value::Object(user_settings(state)),
+            Value::Object(crate::projections::user_settings::defaults()),
         );
     }
     out

@@ -25,6 +25,15 @@ fn active(state: &Projections) -> impl Iterator<Item = &User> {
     state.users.iter().filter(|u| u.is_active)
 }
 
+/// Active users who have not turned typing notifications off (`receives_typing_notifications`).
+fn receives_typing(state: &Projections, user: &User) -> bool {
+    user.is_active
+        && state
+            .user_settings
+            .get(user.user_id, "receives_typing_notifications")
+            != crate::events::RealmValue::Bool(false)
+}
+
 fn to_all(state: &Projections, event: Value) -> Vec<(UserId, Value)> {
     active(state).map(|u| (u.user_id, event.clone())).collect()
 }
@@ -113,7 +122,7 @@ pub fn client_events(
             else {
                 return Vec::new();
             };
-            if !presence.came_online {
+            if !presence.came_online || !crate::http::presence::shares_presence(state, *user_id) {
                 return Vec::new();
             }
             let (status, timestamp) = crate::http::presence::legacy_status(presence);
@@ -134,6 +143,37 @@ pub fn client_events(
                     )
                 })
                 .collect()
+        }
+        Event::UserSettingChanged {
+            user_id,
+            name,
+            value,
+        } => {
+            use crate::projections::user_settings::{self, Legacy};
+            let Some(user) = state.users.get(*user_id) else {
+                return Vec::new();
+            };
+            let value = user_settings::value_json(value);
+            let mut out = vec![(
+                *user_id,
+                json!({"type": "user_settings", "op": "update", "property": name, "value": value}),
+            )];
+            // Clients without `user_settings_object` also hear the deprecated form.
+            let email = shown_email(state, site, user, user);
+            let legacy = match user_settings::setting(name).map(|s| s.legacy) {
+                Some(Legacy::Display) => Some(
+                    json!({"type": "update_display_settings", "user": email, "setting_name": name, "setting": value}),
+                ),
+                Some(Legacy::Notification) => Some(
+                    json!({"type": "update_global_notifications", "user": email, "notification_name": name, "setting": value}),
+                ),
+                _ => None,
+            };
+            if let Some(mut legacy) = legacy {
+                legacy["_legacy_settings"] = json!(true);
+                out.push((*user_id, legacy));
+            }
+            out
         }
         Event::RealmCreated { .. }
         | Event::ApiKeyRegenerated { .. }
@@ -667,7 +707,7 @@ pub fn client_events(
             match target {
                 TypingTarget::Direct { user_ids } => user_ids
                     .iter()
-                    .filter_map(|id| state.users.get(*id).filter(|u| u.is_active))
+                    .filter_map(|id| state.users.get(*id).filter(|u| receives_typing(state, u)))
                     .map(|viewer| {
                         let recipients: Vec<Value> = user_ids
                             .iter()
@@ -694,8 +734,7 @@ pub fn client_events(
                     channel
                         .subscribers
                         .iter()
-                        .filter(|id| *id != user_id)
-                        .filter_map(|id| state.users.get(*id).filter(|u| u.is_active))
+                        .filter_map(|id| state.users.get(*id).filter(|u| receives_typing(state, u)))
                         .map(|viewer| {
                             (viewer.user_id, json!({
                                 "type": "typing", "op": op, "message_type": "stream",
@@ -732,7 +771,9 @@ pub fn client_events(
                 (
                     *user_id,
                     json!({
-                        "type": "user_topic", "stream_id": channel_id.0, "topic_name": topic,
+                        "type": "user_topic", "stream_id": channel_id.0,
+                        "topic_name": crate::http::messages::shown_topic(topic, false),
+                        "_raw": {"topic_name": topic},
                         "last_updated": env.at / 1000, "visibility_policy": policy,
                     }),
                 ),
@@ -835,6 +876,8 @@ fn update_message_events(
             let orig = edit.prev_topic.clone().unwrap_or_default();
             event["orig_subject"] = json!(crate::http::messages::shown_topic(&orig, false));
             event["subject"] = json!(crate::http::messages::shown_topic(message.topic(), false));
+            // Clients with `empty_topic_name` get the topics as they are.
+            event["_raw"] = json!({"orig_subject": orig, "subject": message.topic()});
             event["topic_links"] = crate::http::messages::topic_links_json(state, message.topic());
         }
     }
@@ -853,6 +896,7 @@ fn update_message_events(
             let event = json!({
                 "type": "delete_message", "message_type": "stream", "stream_id": old.id.0,
                 "topic": crate::http::messages::shown_topic(edit.prev_topic.as_deref().unwrap_or(message.topic()), false),
+                "_raw_topic": edit.prev_topic.as_deref().unwrap_or(message.topic()),
                 "message_ids": moved.message_ids,
             });
             out.extend(

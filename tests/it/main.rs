@@ -15,5 +15,6 @@ mod permissions;
 mod presence;
 mod realm;
 mod realtime;
+mod settings;
 mod support;
 mod users;

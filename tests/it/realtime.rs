@@ -481,7 +481,19 @@ async fn typing_notifications() {
     assert_eq!(drain(&bob_api, &qb).await[0]["op"], "stop");
     assert_eq!(drain(&alice_api, &qa).await[0]["op"], "stop");
 
-    // Channel typing: only to subscribers whose client handles it, never to the typist.
+    // Channel typing: to the subscribers (the typist included, as Zulip) whose client
+    // handles it.
+    let (qa_streams, _) = register(
+        &alice_api,
+        &[
+            ("event_types", r#"["typing"]"#),
+            (
+                "client_capabilities",
+                r#"{"stream_typing_notifications": true}"#,
+            ),
+        ],
+    )
+    .await;
     let (_, body) = owner
         .post(
             "/channels/create",
@@ -510,7 +522,11 @@ async fn typing_notifications() {
     assert!(b[0].get("_raw_topic").is_none());
     assert!(
         drain(&alice_api, &qa).await.is_empty(),
-        "no capability, and the typist is excluded"
+        "no capability, no channel typing"
+    );
+    assert_eq!(
+        kinds(&drain(&alice_api, &qa_streams).await),
+        ["typing:start"]
     );
 
     // Errors.

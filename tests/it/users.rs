@@ -766,9 +766,12 @@ async fn own_settings_name_and_password() {
         }
     };
 
-    let (status, body) = patch(&[("full_name", "Alice Liddell"), ("emojiset", "google")]).await;
+    let (status, body) = patch(&[("full_name", "Alice Liddell"), ("default_language", "de")]).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["ignored_parameters_unsupported"], json!(["emojiset"]));
+    assert_eq!(
+        body["ignored_parameters_unsupported"],
+        json!(["default_language"])
+    );
     assert_eq!(
         as_alice.get("/users/me", &[]).await.1["full_name"],
         "Alice Liddell"

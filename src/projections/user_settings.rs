@@ -1,0 +1,320 @@
+//! Each user's own settings (`PATCH /settings`): display, notification and privacy choices.
+//!
+//! `SETTINGS` is the table of every setting Chronicle stores: its Zulip name, its default, the
+//! values it may take, and which legacy event (`update_display_settings` or
+//! `update_global_notifications`) older clients hear it by. The projection keeps only values a
+//! user changed, so a setting added to the table later has its default in every older log.
+
+use crate::events::{Envelope, Event, RealmValue};
+use crate::ids::UserId;
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, HashMap};
+
+/// The values a setting may take.
+#[derive(Debug, Clone, Copy)]
+pub enum Kind {
+    Bool,
+    /// An integer from this list.
+    IntIn(&'static [i64]),
+    /// An integer in this inclusive range.
+    IntRange(i64, i64),
+    /// A string from this list.
+    TextIn(&'static [&'static str]),
+}
+
+/// Which deprecated event carries a change to clients without `user_settings_object`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Legacy {
+    Display,
+    Notification,
+    None,
+}
+
+/// One user setting.
+#[derive(Debug, Clone, Copy)]
+pub struct Setting {
+    pub name: &'static str,
+    pub kind: Kind,
+    pub default: Default,
+    pub legacy: Legacy,
+}
+
+/// A default value (a `const`-friendly form of `RealmValue`).
+#[derive(Debug, Clone, Copy)]
+pub enum Default {
+    Bool(bool),
+    Int(i64),
+    Text(&'static str),
+}
+
+impl Default {
+    fn value(self) -> RealmValue {
+        match self {
+            Default::Bool(b) => RealmValue::Bool(b),
+            Default::Int(n) => RealmValue::Int(n),
+            Default::Text(t) => RealmValue::Text(t.to_owned()),
+        }
+    }
+}
+
+const fn flag(name: &'static str, default: bool, legacy: Legacy) -> Setting {
+    Setting {
+        name,
+        kind: Kind::Bool,
+        default: Default::Bool(default),
+        legacy,
+    }
+}
+
+const fn choice(
+    name: &'static str,
+    values: &'static [i64],
+    default: i64,
+    legacy: Legacy,
+) -> Setting {
+    Setting {
+        name,
+        kind: Kind::IntIn(values),
+        default: Default::Int(default),
+        legacy,
+    }
+}
+
+const ONE_TO_THREE: &[i64] = &[1, 2, 3];
+const ONE_TO_FOUR: &[i64] = &[1, 2, 3, 4];
+
+use Legacy::{Display as D, None as N, Notification as M};
+
+/// Every stored user setting with Zulip's default.
+pub const SETTINGS: &[Setting] = &[
+    flag("twenty_four_hour_time", false, D),
+    flag("dense_mode", true, D),
+    choice("web_mark_read_on_scroll_policy", ONE_TO_THREE, 1, N),
+    flag("starred_message_counts", true, D),
+    flag("fluid_layout_width", false, D),
+    flag("high_contrast_mode", false, D),
+    choice("color_scheme", ONE_TO_THREE, 1, D),
+    flag("translate_emoticons", false, D),
+    flag("display_emoji_reaction_users", true, N),
+    Setting {
+        name: "web_home_view",
+        kind: Kind::TextIn(&["recent_topics", "inbox", "all_messages"]),
+        default: Default::Text("inbox"),
+        legacy: D,
+    },
+    Setting {
+        name: "emojiset",
+        kind: Kind::TextIn(&["google", "google-blob", "twitter", "text"]),
+        default: Default::Text("google"),
+        legacy: D,
+    },
+    choice("demote_inactive_streams", ONE_TO_THREE, 1, D),
+    choice("user_list_style", ONE_TO_THREE, 2, D),
+    flag("enter_sends", false, D),
+    flag("enable_drafts_synchronization", true, D),
+    flag("enable_stream_desktop_notifications", false, M),
+    flag("enable_stream_email_notifications", false, M),
+    flag("enable_stream_push_notifications", false, M),
+    flag("enable_stream_audible_notifications", false, M),
+    Setting {
+        name: "notification_sound",
+        kind: Kind::TextIn(&["zulip", "none"]),
+        default: Default::Text("zulip"),
+        legacy: M,
+    },
+    flag("enable_desktop_notifications", true, M),
+    flag("enable_sounds", true, M),
+    Setting {
+        name: "email_notifications_batching_period_seconds",
+        kind: Kind::IntRange(120, 7 * 24 * 3600),
+        default: Default::Int(120),
+        legacy: M,
+    },
+    flag("enable_offline_email_notifications", true, M),
+    flag("enable_offline_push_notifications", true, M),
+    flag("enable_online_push_notifications", true, M),
+    flag("enable_digest_emails", true, M),
+    flag("enable_marketing_emails", true, M),
+    flag("enable_login_emails", true, M),
+    flag("message_content_in_email_notifications", true, M),
+    flag("pm_content_in_desktop_notifications", true, M),
+    flag("wildcard_mentions_notify", true, M),
+    flag("enable_followed_topic_desktop_notifications", true, N),
+    flag("enable_followed_topic_email_notifications", true, N),
+    flag("enable_followed_topic_push_notifications", true, N),
+    flag("enable_followed_topic_audible_notifications", true, N),
+    flag("enable_followed_topic_wildcard_mentions_notify", true, N),
+    choice("desktop_icon_count_display", ONE_TO_THREE, 1, M),
+    choice(
+        "realm_name_in_email_notifications_policy",
+        ONE_TO_THREE,
+        1,
+        M,
+    ),
+    choice("automatically_follow_topics_policy", ONE_TO_FOUR, 3, N),
+    choice(
+        "automatically_unmute_topics_in_muted_streams_policy",
+        ONE_TO_FOUR,
+        3,
+        N,
+    ),
+    flag("automatically_follow_topics_where_mentioned", true, N),
+    flag("presence_enabled", true, M),
+    flag("send_private_typing_notifications", true, N),
+    flag("send_stream_typing_notifications", true, N),
+    flag("send_read_receipts", true, N),
+    flag("receives_typing_notifications", true, N),
+    flag("allow_private_data_export", false, N),
+    choice("web_channel_default_view", ONE_TO_FOUR, 1, N),
+    Setting {
+        name: "web_font_size_px",
+        kind: Kind::IntRange(12, 20),
+        default: Default::Int(16),
+        legacy: N,
+    },
+    Setting {
+        name: "web_line_height_percent",
+        kind: Kind::IntRange(122, 158),
+        default: Default::Int(122),
+        legacy: N,
+    },
+    flag("web_navigate_to_sent_message", true, N),
+    flag("web_suggest_update_timezone", true, N),
+    flag("hide_ai_features", false, N),
+];
+
+/// The table entry of a setting.
+pub fn setting(name: &str) -> Option<&'static Setting> {
+    SETTINGS.iter().find(|s| s.name == name)
+}
+
+/// Every setting at its default (the organization's defaults for new users).
+pub fn defaults() -> Map<String, Value> {
+    SETTINGS
+        .iter()
+        .map(|s| (s.name.to_owned(), value_json(&s.default.value())))
+        .collect()
+}
+
+/// Whether a value fits a setting.
+pub fn allows(setting: &Setting, value: &RealmValue) -> bool {
+    match (setting.kind, value) {
+        (Kind::Bool, RealmValue::Bool(_)) => true,
+        (Kind::IntIn(values), RealmValue::Int(n)) => values.contains(n),
+        (Kind::IntRange(low, high), RealmValue::Int(n)) => (low..=high).contains(n),
+        (Kind::TextIn(values), RealmValue::Text(t)) => values.contains(&t.as_str()),
+        _ => false,
+    }
+}
+
+/// A setting's value as JSON.
+pub fn value_json(value: &RealmValue) -> Value {
+    match value {
+        RealmValue::Bool(b) => json!(b),
+        RealmValue::Int(n) => json!(n),
+        RealmValue::Text(t) => json!(t),
+        RealmValue::Null | RealmValue::Group(_) => Value::Null,
+    }
+}
+
+/// Every user's changed settings.
+#[derive(Debug, Clone, std::default::Default)]
+pub struct UserSettings {
+    changed: HashMap<UserId, BTreeMap<String, RealmValue>>,
+}
+
+impl UserSettings {
+    /// A user's value of a setting: as changed, else the default (`Null` for an unknown name).
+    pub fn get(&self, user: UserId, name: &str) -> RealmValue {
+        if let Some(value) = self.changed.get(&user).and_then(|m| m.get(name)) {
+            return value.clone();
+        }
+        setting(name).map_or(RealmValue::Null, |s| s.default.value())
+    }
+
+    /// Every setting of a user, in the table's order.
+    pub fn all(&self, user: UserId) -> Map<String, Value> {
+        SETTINGS
+            .iter()
+            .map(|s| (s.name.to_owned(), value_json(&self.get(user, s.name))))
+            .collect()
+    }
+
+    pub fn apply(&mut self, env: &Envelope) {
+        match &env.event {
+            Event::UserSettingChanged {
+                user_id,
+                name,
+                value,
+            } => {
+                self.changed
+                    .entry(*user_id)
+                    .or_default()
+                    .insert(name.clone(), value.clone());
+            }
+            Event::RealmCreated { .. }
+            | Event::RealmSettingChanged { .. }
+            | Event::CustomProfileFieldCreated { .. }
+            | Event::CustomProfileFieldChanged { .. }
+            | Event::CustomProfileFieldDeleted { .. }
+            | Event::CustomProfileFieldsReordered { .. }
+            | Event::ProfileDataSet { .. }
+            | Event::InvitationCreated { .. }
+            | Event::InvitationResent { .. }
+            | Event::InvitationRevoked { .. }
+            | Event::InvitationAccepted { .. }
+            | Event::LinkifierAdded { .. }
+            | Event::LinkifierChanged { .. }
+            | Event::LinkifierRemoved { .. }
+            | Event::LinkifiersReordered { .. }
+            | Event::UserCreated { .. }
+            | Event::ApiKeyRegenerated { .. }
+            | Event::PasswordChanged { .. }
+            | Event::UserDeactivated { .. }
+            | Event::UserReactivated { .. }
+            | Event::UserChanged { .. }
+            | Event::UserGroupCreated { .. }
+            | Event::UserGroupMembersChanged { .. }
+            | Event::UserGroupSubgroupsChanged { .. }
+            | Event::UserGroupChanged { .. }
+            | Event::ChannelCreated { .. }
+            | Event::ChannelChanged { .. }
+            | Event::Subscribed { .. }
+            | Event::Unsubscribed { .. }
+            | Event::SubscriptionPropertyChanged { .. }
+            | Event::ChannelFolderCreated { .. }
+            | Event::ChannelFolderChanged { .. }
+            | Event::ChannelFoldersReordered { .. }
+            | Event::TopicVisibilitySet { .. }
+            | Event::MessageSent { .. }
+            | Event::TypingStarted { .. }
+            | Event::TypingStopped { .. }
+            | Event::MessageFlagsChanged { .. }
+            | Event::ReactionAdded { .. }
+            | Event::ReactionRemoved { .. }
+            | Event::MessageEdited { .. }
+            | Event::MessagesDeleted { .. }
+            | Event::CustomEmojiAdded { .. }
+            | Event::CustomEmojiDeactivated { .. }
+            | Event::PresenceUpdated { .. } => {}
+        }
+    }
+
+    pub fn dump(&self) -> Value {
+        let mut users: Vec<(&UserId, &BTreeMap<String, RealmValue>)> =
+            self.changed.iter().collect();
+        users.sort_by_key(|(id, _)| **id);
+        Value::Object(
+            users
+                .into_iter()
+                .map(|(id, settings)| {
+                    let values: Map<String, Value> = settings
+                        .iter()
+                        .map(|(k, v)| (k.clone(), value_json(v)))
+                        .collect();
+                    (id.0.to_string(), Value::Object(values))
+                })
+                .collect(),
+        )
+    }
+}
