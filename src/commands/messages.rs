@@ -1280,6 +1280,42 @@ pub fn deletion(state: &Projections, messages: &[&Message]) -> Event {
     }
 }
 
+/// `POST /submessage`, with Zulip's rules: the caller must be able to read the message, the
+/// first submessage must come from the message's sender, and the content must be JSON.
+pub fn add_submessage(
+    state: &Projections,
+    ctx: &Ctx,
+    message_id: MessageId,
+    msg_type: String,
+    content: String,
+) -> ApiResult<(Vec<Event>, ())> {
+    let me = actor(state, ctx)?;
+    let message = readable(state, me, message_id)?;
+    let sender_started = message.sender_id == me.user_id
+        || message
+            .submessages()
+            .iter()
+            .any(|sm| sm.sender_id == message.sender_id);
+    if !sender_started {
+        return Err(ApiError::bad_request(
+            "You cannot attach a submessage to this message.",
+        ));
+    }
+    if serde_json::from_str::<serde_json::Value>(&content).is_err() {
+        return Err(ApiError::bad_request("Invalid json for submessage"));
+    }
+    Ok((
+        vec![Event::SubmessageAdded {
+            submessage_id: state.messages.next_submessage_id(),
+            message_id,
+            sender_id: me.user_id,
+            msg_type,
+            content,
+        }],
+        (),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

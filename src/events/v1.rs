@@ -756,6 +756,15 @@ pub enum Event {
     /// nothing a client could see are not logged (see `commands::presence`); the time is the
     /// envelope's.
     PresenceUpdated { user_id: UserId, active: bool },
+    /// A user attached a submessage (widget data: a vote, a to-do item) to a message.
+    SubmessageAdded {
+        submessage_id: u64,
+        message_id: MessageId,
+        sender_id: UserId,
+        msg_type: String,
+        /// JSON text, checked to parse when added.
+        content: String,
+    },
     /// A user changed one of their own settings (`PATCH /settings`); `name` is Zulip's name,
     /// one of `projections::user_settings::SETTINGS`.
     UserSettingChanged {
@@ -877,6 +886,7 @@ impl Event {
             Event::CustomEmojiDeactivated { .. } => "CustomEmojiDeactivated",
             Event::PresenceUpdated { .. } => "PresenceUpdated",
             Event::UserSettingChanged { .. } => "UserSettingChanged",
+            Event::SubmessageAdded { .. } => "SubmessageAdded",
         }
     }
 }

@@ -50,6 +50,20 @@ pub fn shown_topic(topic: &str, allow_empty_topic_name: bool) -> String {
     }
 }
 
+/// A message's submessages as Zulip lists them.
+pub fn submessages_json(message: &Message) -> Value {
+    message
+        .submessages()
+        .iter()
+        .map(|sm| {
+            json!({
+                "msg_type": sm.msg_type, "content": sm.content, "message_id": message.id.0,
+                "sender_id": sm.sender_id.0, "id": sm.id,
+            })
+        })
+        .collect()
+}
+
 /// A message as `viewer` sees it (without `flags`, which callers add where Zulip has them).
 pub fn message_json(
     state: &Projections,
@@ -95,7 +109,7 @@ pub fn message_json(
         },
         "is_me_message": message.is_me_message,
         "reactions": reactions_json(state, site, viewer, message),
-        "submessages": [],
+        "submessages": submessages_json(message),
         "sender_full_name": sender.map(|u| u.full_name.clone()).unwrap_or_default(),
         "sender_email": sender.map(|u| shown_email(state, site, viewer, u)).unwrap_or_default(),
         "sender_realm_str": "",
@@ -1356,4 +1370,22 @@ pub async fn get_messages_matching_narrow(
         Ok::<_, ApiError>(json!({"messages": matches}))
     })?;
     Ok(params.success(body))
+}
+
+/// `POST /submessage`: widget data attached to a message.
+pub async fn add_submessage(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let message_id = MessageId(params.required_int::<u64>("message_id")?);
+    let msg_type = params.required_str("msg_type")?;
+    let content = params.required_str("content")?;
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::messages::add_submessage(s, ctx, message_id, msg_type, content)
+        })
+        .await?;
+    Ok(params.success(json!({})))
 }

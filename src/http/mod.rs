@@ -291,6 +291,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     post => messages::add_reaction,
                     delete => messages::remove_reaction);
                 endpoint!(api, "/messages/{message_id}/history", get => messages::get_message_history);
+                endpoint!(api, "/submessage", post => messages::add_submessage);
                 endpoint!(api, "/mark_topic_as_read", post => messages::mark_topic_as_read);
                 endpoint!(api, "/mark_stream_as_read", post => messages::mark_stream_as_read);
                 endpoint!(api, "/mark_all_as_read", post => messages::mark_all_as_read);

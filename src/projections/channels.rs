@@ -276,6 +276,7 @@ impl Channels {
             | Event::CustomEmojiDeactivated { .. }
             | Event::PresenceUpdated { .. }
             | Event::UserSettingChanged { .. }
+            | Event::SubmessageAdded { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::MessageSent { .. }

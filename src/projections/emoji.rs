@@ -133,7 +133,8 @@ impl CustomEmojis {
             | Event::MessageEdited { .. }
             | Event::MessagesDeleted { .. }
             | Event::PresenceUpdated { .. }
-            | Event::UserSettingChanged { .. } => {}
+            | Event::UserSettingChanged { .. }
+            | Event::SubmessageAdded { .. } => {}
         }
     }
 

@@ -147,6 +147,7 @@ impl Folders {
             | Event::CustomEmojiDeactivated { .. }
             | Event::PresenceUpdated { .. }
             | Event::UserSettingChanged { .. }
+            | Event::SubmessageAdded { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::MessageSent { .. }

@@ -90,6 +90,18 @@ pub struct MessageExtra {
     pub last_edit_timestamp: Option<i64>,
     /// Seconds; the last topic/channel change (resolving a topic does not count).
     pub last_moved_timestamp: Option<i64>,
+    /// Widget data attached to the message, oldest first.
+    pub submessages: Vec<Submessage>,
+}
+
+/// One submessage (Zulip's widget data: a poll vote, a to-do item).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Submessage {
+    pub id: u64,
+    pub sender_id: UserId,
+    pub msg_type: String,
+    /// JSON text.
+    pub content: String,
 }
 
 /// One reaction on a message.
@@ -147,6 +159,10 @@ impl Message {
         self.extra.as_deref().map_or(&[], |e| &e.edits)
     }
 
+    pub fn submessages(&self) -> &[Submessage] {
+        self.extra.as_deref().map_or(&[], |e| &e.submessages)
+    }
+
     fn extra_mut(&mut self) -> &mut MessageExtra {
         self.extra.get_or_insert_with(Default::default)
     }
@@ -168,6 +184,8 @@ pub struct Messages {
     /// Words of topics and contents, for `search:` narrows; `None` in a state that answers no
     /// searches (the engine's decision state: see `without_word_index`).
     words: Option<super::search::WordIndex>,
+    /// The highest submessage id ever given (ids are never reused).
+    highest_submessage_id: u64,
 }
 
 impl Default for Messages {
@@ -181,6 +199,7 @@ impl Default for Messages {
             received: HashMap::new(),
             highest_id: 0,
             words: Some(super::search::WordIndex::default()),
+            highest_submessage_id: 0,
         }
     }
 }
@@ -196,6 +215,11 @@ impl Messages {
             .next_back()
             .copied()
             .unwrap_or(MessageId(0))
+    }
+
+    /// The id the next submessage gets.
+    pub fn next_submessage_id(&self) -> u64 {
+        self.highest_submessage_id + 1
     }
 
     /// The id the next message gets (ids are never reused).
@@ -439,6 +463,23 @@ impl Messages {
                         .or_default()
                         .entry(*message_id)
                         .or_insert(flags::READ);
+                }
+            }
+            Event::SubmessageAdded {
+                submessage_id,
+                message_id,
+                sender_id,
+                msg_type,
+                content,
+            } => {
+                self.highest_submessage_id = self.highest_submessage_id.max(*submessage_id);
+                if let Some(message) = self.by_id.get_mut(message_id) {
+                    message.extra_mut().submessages.push(Submessage {
+                        id: *submessage_id,
+                        sender_id: *sender_id,
+                        msg_type: msg_type.clone(),
+                        content: content.clone(),
+                    });
                 }
             }
             Event::ReactionRemoved {
@@ -719,6 +760,13 @@ impl Messages {
                             "prev_content": e.prev_content.as_ref().map(|(raw, _)| &**raw),
                             "prev_topic": e.prev_topic, "prev_channel": e.prev_channel.map(|c| c.0),
                         }))
+                        .collect();
+                }
+                if !m.submessages().is_empty() {
+                    row["submessages"] = m
+                        .submessages()
+                        .iter()
+                        .map(|sm| json!({"id": sm.id, "sender_id": sm.sender_id.0, "msg_type": sm.msg_type, "content": sm.content}))
                         .collect();
                 }
                 row

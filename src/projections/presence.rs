@@ -113,7 +113,8 @@ impl Presence {
             | Event::MessagesDeleted { .. }
             | Event::CustomEmojiAdded { .. }
             | Event::CustomEmojiDeactivated { .. }
-            | Event::UserSettingChanged { .. } => {}
+            | Event::UserSettingChanged { .. }
+            | Event::SubmessageAdded { .. } => {}
         }
     }
 

@@ -84,7 +84,8 @@ impl Typing {
             | Event::CustomEmojiAdded { .. }
             | Event::CustomEmojiDeactivated { .. }
             | Event::PresenceUpdated { .. }
-            | Event::UserSettingChanged { .. } => {}
+            | Event::UserSettingChanged { .. }
+            | Event::SubmessageAdded { .. } => {}
         }
     }
 

@@ -296,7 +296,8 @@ impl UserSettings {
             | Event::MessagesDeleted { .. }
             | Event::CustomEmojiAdded { .. }
             | Event::CustomEmojiDeactivated { .. }
-            | Event::PresenceUpdated { .. } => {}
+            | Event::PresenceUpdated { .. }
+            | Event::SubmessageAdded { .. } => {}
         }
     }
 

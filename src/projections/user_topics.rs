@@ -80,6 +80,7 @@ impl UserTopics {
             | Event::CustomEmojiDeactivated { .. }
             | Event::PresenceUpdated { .. }
             | Event::UserSettingChanged { .. }
+            | Event::SubmessageAdded { .. }
             | Event::RealmSettingChanged { .. }
             | Event::InvitationCreated { .. }
             | Event::InvitationResent { .. }

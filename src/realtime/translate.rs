@@ -144,6 +144,22 @@ pub fn client_events(
                 })
                 .collect()
         }
+        Event::SubmessageAdded {
+            submessage_id,
+            message_id,
+            sender_id,
+            msg_type,
+            content,
+        } => {
+            let event = json!({
+                "type": "submessage", "msg_type": msg_type, "message_id": message_id.0,
+                "submessage_id": submessage_id, "sender_id": sender_id.0, "content": content,
+            });
+            active_holders(state, *message_id)
+                .into_iter()
+                .map(|u| (u.user_id, event.clone()))
+                .collect()
+        }
         Event::UserSettingChanged {
             user_id,
             name,

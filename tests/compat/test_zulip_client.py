@@ -327,3 +327,82 @@ def test_channel_administration_and_groups_through_the_client(server):
     assert archived["result"] == "success", archived
     listed = owner.get_streams()["streams"]
     assert all(s["stream_id"] != stream_id for s in listed)
+
+
+def test_live_events_for_messages_reactions_and_typing(server):
+    """`call_on_each_event` hears another user's message, reaction and typing as they happen."""
+    import threading
+    import time
+
+    owner = owner_client(server)
+    created = owner.create_user(
+        {"email": "live@example.com", "password": "live-password", "full_name": "Live Peer"}
+    )
+    assert created["result"] == "success", created
+    peer_key = requests.post(
+        f"{server.url}/api/v1/fetch_api_key",
+        data={"username": "live@example.com", "password": "live-password"},
+        timeout=15,
+    ).json()["api_key"]
+    peer = zulip.Client(email="live@example.com", api_key=peer_key, site=server.url)
+    seen = []
+    done = threading.Event()
+
+    def on_event(event):
+        seen.append(event)
+        if event["type"] == "typing":
+            done.set()
+            raise SystemExit
+
+    def listen():
+        try:
+            owner_client(server).call_on_each_event(
+                on_event, event_types=["message", "reaction", "typing"]
+            )
+        except SystemExit:
+            pass
+
+    threading.Thread(target=listen, daemon=True).start()
+    time.sleep(1)
+    sent = peer.send_message({"type": "private", "to": [1], "content": "ping"})
+    assert sent["result"] == "success", sent
+    reacted = peer.add_reaction({"message_id": sent["id"], "emoji_name": "wave"})
+    assert reacted["result"] == "success", reacted
+    typing = peer.set_typing_status({"op": "start", "to": [1]})
+    assert typing["result"] == "success", typing
+    assert done.wait(20), seen
+    assert [e["type"] for e in seen] == ["message", "reaction", "typing"], seen
+    assert seen[0]["message"]["content"] == "<p>ping</p>"
+    assert seen[1]["op"] == "add" and seen[1]["emoji_name"] == "wave"
+    assert seen[2]["op"] == "start" and seen[2]["sender"]["email"] == "live@example.com"
+
+
+def test_custom_emoji_and_presence_through_the_client(server, tmp_path):
+    client = owner_client(server)
+    assert client.add_subscriptions(streams=[{"name": "compat-emoji"}])["result"] == "success"
+    image = tmp_path / "parrot.png"
+    image.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 32)
+    with open(image, "rb") as fp:
+        uploaded = client.call_endpoint("realm/emoji/compat_parrot", method="POST", files=[fp])
+    assert uploaded["result"] == "success", uploaded
+    listed = client.call_endpoint("realm/emoji", method="GET")
+    (emoji,) = [e for e in listed["emoji"].values() if e["name"] == "compat_parrot"]
+    served = requests.get(server.url + emoji["source_url"], timeout=15)
+    assert served.status_code == 200 and served.content == image.read_bytes()
+    sent = client.send_message(
+        {"type": "stream", "to": "compat-emoji", "topic": "emoji", "content": "look :compat_parrot:"}
+    )
+    assert sent["result"] == "success", sent
+    reacted = client.add_reaction({"message_id": sent["id"], "emoji_name": "compat_parrot"})
+    assert reacted["result"] == "success", reacted
+    raw = client.get_raw_message(sent["id"])["message"]
+    assert raw["reactions"][0]["reaction_type"] == "realm_emoji"
+    assert raw["reactions"][0]["emoji_code"] == emoji["id"]
+
+    presence = client.update_presence({"status": "active", "ping_only": False, "new_user_input": True})
+    assert presence["result"] == "success", presence
+    assert presence["presences"][client.email]["aggregated"]["status"] == "active"
+    mine = client.call_endpoint(f"users/{client.email}/presence", method="GET")
+    assert mine["presence"]["aggregated"]["status"] == "active", mine
+    everyone = client.call_endpoint("realm/presence", method="GET")
+    assert client.email in everyone["presences"]

@@ -1167,3 +1167,68 @@ async fn user_topic_policies(api: &Api) -> Vec<(String, u64)> {
         })
         .collect()
 }
+
+#[tokio::test]
+async fn submessages_attach_widget_data() {
+    let o = org().await;
+    let (alice_id, alice) = &o.alice;
+    let (bob_id, bob) = &o.bob;
+    let id = send(alice, "poll", "/poll Lunch?").await;
+    let (status, body) = bob
+        .post("/register", &[("event_types", r#"["submessage"]"#)])
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let queue = body["queue_id"].as_str().unwrap().to_owned();
+    // Only the sender may start; the content must be JSON; the message must be readable.
+    let params = |content: &str| {
+        vec![
+            ("message_id".to_owned(), id.to_string()),
+            ("msg_type".to_owned(), "widget".to_owned()),
+            ("content".to_owned(), content.to_owned()),
+        ]
+    };
+    async fn post(api: &Api, params: Vec<(String, String)>) -> (StatusCode, Value) {
+        let pairs: Vec<(&str, &str)> = params
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        api.post("/submessage", &pairs).await
+    }
+    let (status, body) = post(bob, params(r#"{"type":"vote"}"#)).await;
+    assert_eq!(
+        error(status, &body),
+        bad("You cannot attach a submessage to this message.")
+    );
+    let (status, body) = post(alice, params("not json")).await;
+    assert_eq!(error(status, &body), bad("Invalid json for submessage"));
+    let (status, body) = post(&o.carol.1, params("{}")).await;
+    assert_eq!(
+        error(status, &body),
+        bad("You cannot attach a submessage to this message.")
+    );
+    let (status, body) = post(alice, params(r#"{"widget_type":"poll"}"#)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = post(bob, params(r#"{"type":"vote","key":"1"}"#)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    let m = message(bob, id).await;
+    assert_eq!(
+        m["submessages"],
+        json!([
+            {"msg_type": "widget", "content": r#"{"widget_type":"poll"}"#, "message_id": id,
+             "sender_id": alice_id, "id": 1},
+            {"msg_type": "widget", "content": r#"{"type":"vote","key":"1"}"#, "message_id": id,
+             "sender_id": bob_id, "id": 2},
+        ])
+    );
+    let got = events(bob, &queue).await;
+    assert_eq!(
+        got,
+        vec![
+            json!({"type": "submessage", "msg_type": "widget", "message_id": id, "submessage_id": 1,
+                   "sender_id": alice_id, "content": r#"{"widget_type":"poll"}"#, "id": 0}),
+            json!({"type": "submessage", "msg_type": "widget", "message_id": id, "submessage_id": 2,
+                   "sender_id": bob_id, "content": r#"{"type":"vote","key":"1"}"#, "id": 1}),
+        ]
+    );
+}

@@ -236,6 +236,74 @@ async fn each_user_gets_exactly_the_events_meant_for_them() {
     assert_eq!(old[0]["muted_topics"][0][0], "general");
     assert_eq!(old[0]["muted_topics"][0][1], "lunch");
 
+    // A message in the private channel reaches only its subscriber; a direct message, its
+    // reactions and typing reach both participants; the owner's queue hears none of it.
+    // (Alice's first queue took every type, the topic events above included; administrators
+    // hear of the private channel's subscribers.)
+    assert_eq!(
+        kinds(&drain(&alice_api, &qa).await),
+        vec!["muted_topics:", "user_topic:"]
+    );
+    assert_eq!(
+        kinds(&drain(&owner, &qo).await),
+        vec!["subscription:peer_add"]
+    );
+    let (_, sent) = alice_api
+        .post(
+            "/messages",
+            &[
+                ("type", "stream"),
+                ("to", "secret"),
+                ("topic", "plans"),
+                ("content", "shh"),
+            ],
+        )
+        .await;
+    let a = drain(&alice_api, &qa).await;
+    assert_eq!(kinds(&a), vec!["message:"]);
+    assert_eq!(a[0]["message"]["id"], sent["id"]);
+    assert_eq!(a[0]["flags"], json!(["read"]));
+    assert!(drain(&bob_api, &qb).await.is_empty());
+    let (_, dm) = alice_api
+        .post(
+            "/messages",
+            &[
+                ("type", "direct"),
+                ("to", &format!("[{bob_id}]")),
+                ("content", "hi"),
+            ],
+        )
+        .await;
+    let dm_id = dm["id"].as_u64().unwrap();
+    bob_api
+        .post(
+            &format!("/messages/{dm_id}/reactions"),
+            &[("emoji_name", "octopus")],
+        )
+        .await;
+    bob_api
+        .post(
+            "/typing",
+            &[("op", "start"), ("to", &format!("[{alice_id}]"))],
+        )
+        .await;
+    let expected = vec!["message:", "reaction:add", "typing:start"];
+    let a = drain(&alice_api, &qa).await;
+    assert_eq!(kinds(&a), expected);
+    assert_eq!(a[0]["flags"], json!(["read"]));
+    let b = drain(&bob_api, &qb).await;
+    assert_eq!(kinds(&b), expected);
+    assert_eq!(b[0]["flags"], json!([]));
+    assert_eq!(
+        (
+            b[1]["message_id"].clone(),
+            b[1]["user_id"].clone(),
+            b[1]["emoji_code"].clone()
+        ),
+        (json!(dm_id), json!(bob_id), json!("1f419"))
+    );
+    assert!(drain(&owner, &qo).await.is_empty());
+
     // Unsubscribing: remove for Bob, peer_remove for the others.
     bob_api
         .post(
