@@ -372,7 +372,8 @@ def test_live_events_for_messages_reactions_and_typing(server):
     assert typing["result"] == "success", typing
     assert done.wait(20), seen
     assert [e["type"] for e in seen] == ["message", "reaction", "typing"], seen
-    assert seen[0]["message"]["content"] == "<p>ping</p>"
+    # The client registers without apply_markdown: the Markdown source comes back.
+    assert seen[0]["message"]["content"] == "ping"
     assert seen[1]["op"] == "add" and seen[1]["emoji_name"] == "wave"
     assert seen[2]["op"] == "start" and seen[2]["sender"]["email"] == "live@example.com"
 
