@@ -3,9 +3,10 @@
 //!
 //! Words are runs of letters and digits, lowercased (Unicode-aware), so `Deploy, deploy!` and
 //! `deploy` are one word. A search matches messages that contain every word of the query, as
-//! whole words: the shape of Zulip's full-text search, without its English stemming. Posting
-//! lists are plain sorted vectors (8 bytes a posting): new messages have the highest ids, so
-//! sending appends; edits, moves and deletions, which are rare, pay a binary search and a shift.
+//! whole words: the shape of Zulip's full-text search, without its English stemming. Words are
+//! keyed by a hash and posting lists are plain sorted vectors (8 bytes a posting; a word used
+//! once costs no allocation): new messages have the highest ids, so sending appends; edits,
+//! moves and deletions, which are rare, pay a binary search and a shift.
 
 use crate::ids::MessageId;
 use std::collections::{BTreeSet, HashMap};
@@ -26,24 +27,80 @@ fn message_words(topic: &str, content: &str) -> BTreeSet<String> {
     all
 }
 
+/// The ids holding one word, ascending. Most words of a large organization occur once (numbers,
+/// names, typos), so a single id is kept inline rather than in a vector of its own.
+#[derive(Debug, Clone)]
+enum Postings {
+    One(MessageId),
+    Many(Vec<MessageId>),
+}
+
+impl Postings {
+    fn as_slice(&self) -> &[MessageId] {
+        match self {
+            Postings::One(id) => std::slice::from_ref(id),
+            Postings::Many(ids) => ids,
+        }
+    }
+
+    fn insert(&mut self, id: MessageId) {
+        match self {
+            Postings::One(existing) if *existing == id => {}
+            Postings::One(existing) => {
+                let mut ids = vec![*existing, id];
+                ids.sort_unstable();
+                *self = Postings::Many(ids);
+            }
+            // New messages have the highest ids: appending is the common case.
+            Postings::Many(ids) if ids.last().is_none_or(|last| *last < id) => ids.push(id),
+            Postings::Many(ids) => {
+                if let Err(at) = ids.binary_search(&id) {
+                    ids.insert(at, id);
+                }
+            }
+        }
+    }
+
+    /// Removes `id`; false when nothing is left.
+    fn remove(&mut self, id: MessageId) -> bool {
+        match self {
+            Postings::One(existing) => *existing != id,
+            Postings::Many(ids) => {
+                if let Ok(at) = ids.binary_search(&id) {
+                    ids.remove(at);
+                }
+                !ids.is_empty()
+            }
+        }
+    }
+}
+
+/// A word's key in the index: a 64-bit hash, so the index stores no text. Two words that share
+/// a hash share a list, which can only add candidates: every candidate is checked against the
+/// query's words (`text_matches`) before it is shown. Changes always remove a message's old
+/// words before adding its new ones, so a shared list never loses an id it should keep.
+fn key(word: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // SipHash with fixed keys: the same word always has the same key within a process.
+    let mut hasher = std::hash::DefaultHasher::new();
+    word.hash(&mut hasher);
+    hasher.finish()
+}
+
 /// Word → message ids.
 #[derive(Debug, Clone, Default)]
 pub struct WordIndex {
-    postings: HashMap<Box<str>, Vec<MessageId>>,
+    postings: HashMap<u64, Postings>,
 }
 
 impl WordIndex {
     /// Indexes a message's topic and content.
     pub fn add(&mut self, id: MessageId, topic: &str, content: &str) {
         for word in message_words(topic, content) {
-            let list = self.postings.entry(word.into_boxed_str()).or_default();
-            match list.last() {
-                None => list.push(id),
-                Some(last) if *last < id => list.push(id),
-                Some(_) => {
-                    if let Err(at) = list.binary_search(&id) {
-                        list.insert(at, id);
-                    }
+            match self.postings.entry(key(&word)) {
+                std::collections::hash_map::Entry::Occupied(mut list) => list.get_mut().insert(id),
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    slot.insert(Postings::One(id));
                 }
             }
         }
@@ -52,14 +109,11 @@ impl WordIndex {
     /// Forgets a message's topic and content (as they were indexed).
     pub fn remove(&mut self, id: MessageId, topic: &str, content: &str) {
         for word in message_words(topic, content) {
-            let Some(list) = self.postings.get_mut(word.as_str()) else {
-                continue;
-            };
-            if let Ok(at) = list.binary_search(&id) {
-                list.remove(at);
-            }
-            if list.is_empty() {
-                self.postings.remove(word.as_str());
+            let key = key(&word);
+            if let Some(list) = self.postings.get_mut(&key) {
+                if !list.remove(id) {
+                    self.postings.remove(&key);
+                }
             }
         }
     }
@@ -73,7 +127,7 @@ impl WordIndex {
         }
         let mut lists: Vec<&[MessageId]> = wanted
             .iter()
-            .map(|w| self.postings.get(w.as_str()).map_or(&[][..], Vec::as_slice))
+            .map(|w| self.postings.get(&key(w)).map_or(&[][..], Postings::as_slice))
             .collect();
         lists.sort_by_key(|l| l.len());
         Some(lists)
