@@ -161,6 +161,33 @@ pub fn visible_subscribers(
 }
 
 /// A subscription as `GET /users/me/subscriptions` and `subscription` events send it.
+/// A subscription's notification settings with the user setting each one falls back to.
+pub const NOTIFICATION_DEFAULTS: [(&str, &str); 5] = [
+    (
+        "desktop_notifications",
+        "enable_stream_desktop_notifications",
+    ),
+    ("email_notifications", "enable_stream_email_notifications"),
+    ("push_notifications", "enable_stream_push_notifications"),
+    (
+        "audible_notifications",
+        "enable_stream_audible_notifications",
+    ),
+    ("wildcard_mentions_notify", "wildcard_mentions_notify"),
+];
+
+/// For clients without `notification_settings_null`: a subscription's notification settings
+/// that follow the user's defaults (null) are shown as those defaults, as Zulip does.
+pub fn fill_notification_defaults(state: &Projections, user: UserId, subscription: &mut Value) {
+    for (field, setting) in NOTIFICATION_DEFAULTS {
+        if subscription.get(field).is_some_and(Value::is_null) {
+            subscription[field] = crate::projections::user_settings::value_json(
+                &state.user_settings.get(user, setting),
+            );
+        }
+    }
+}
+
 pub fn subscription_json(
     state: &Projections,
     user: &User,

@@ -470,3 +470,89 @@ impl Realm {
         dump
     }
 }
+
+/// One entry of `/register`'s `server_supported_permission_settings`.
+fn permission_config(default: &str, everyone: bool, nobody: bool, system_only: bool) -> Value {
+    json!({
+        "require_system_group": system_only,
+        "allow_internet_group": false,
+        "allow_nobody_group": nobody,
+        "allow_everyone_group": everyone,
+        "default_group_name": default,
+        "default_for_system_groups": null,
+        "allowed_system_groups": [],
+    })
+}
+
+/// `/register`'s `server_supported_permission_settings`: the organization's group settings
+/// from `SETTINGS`, and the channel and user-group settings with the defaults new channels and
+/// groups get (`commands::channels`, `commands::groups`; "the creator" where Zulip names it so).
+pub fn supported_permission_settings() -> Value {
+    let realm: serde_json::Map<String, Value> = SETTINGS
+        .iter()
+        .filter_map(|s| match (s.kind, s.default) {
+            (
+                Kind::Group {
+                    everyone,
+                    nobody,
+                    system_only,
+                },
+                Initial::Group(default),
+            ) => Some((
+                s.name.to_owned(),
+                permission_config(default.name(), everyone, nobody, system_only),
+            )),
+            _ => None,
+        })
+        .collect();
+    let stream: serde_json::Map<String, Value> = [
+        ("can_add_subscribers_group", "role:nobody", false),
+        (
+            "can_administer_channel_group",
+            "stream_creator_or_nobody",
+            false,
+        ),
+        ("can_create_topic_group", "role:everyone", true),
+        ("can_delete_any_message_group", "role:nobody", true),
+        ("can_delete_own_message_group", "role:nobody", true),
+        (
+            "can_move_messages_out_of_channel_group",
+            "role:nobody",
+            true,
+        ),
+        (
+            "can_move_messages_within_channel_group",
+            "role:nobody",
+            true,
+        ),
+        ("can_remove_subscribers_group", "role:administrators", true),
+        ("can_resolve_topics_group", "role:nobody", true),
+        ("can_send_message_group", "role:everyone", true),
+        ("can_subscribe_group", "role:nobody", false),
+    ]
+    .into_iter()
+    .map(|(name, default, everyone)| {
+        (
+            name.to_owned(),
+            permission_config(default, everyone, true, false),
+        )
+    })
+    .collect();
+    let group: serde_json::Map<String, Value> = [
+        ("can_add_members_group", "group_creator", false),
+        ("can_join_group", "role:nobody", false),
+        ("can_leave_group", "role:everyone", true),
+        ("can_manage_group", "group_creator", false),
+        ("can_mention_group", "role:everyone", true),
+        ("can_remove_members_group", "role:nobody", false),
+    ]
+    .into_iter()
+    .map(|(name, default, everyone)| {
+        (
+            name.to_owned(),
+            permission_config(default, everyone, true, false),
+        )
+    })
+    .collect();
+    json!({"realm": realm, "stream": stream, "group": group})
+}

@@ -127,7 +127,11 @@ impl WordIndex {
         }
         let mut lists: Vec<&[MessageId]> = wanted
             .iter()
-            .map(|w| self.postings.get(&key(w)).map_or(&[][..], Postings::as_slice))
+            .map(|w| {
+                self.postings
+                    .get(&key(w))
+                    .map_or(&[][..], Postings::as_slice)
+            })
             .collect();
         lists.sort_by_key(|l| l.len());
         Some(lists)
@@ -149,18 +153,104 @@ impl WordIndex {
 }
 
 /// The ids in every one of `lists` (shortest first), ascending and lazily, from either end: the
-/// shortest list is walked and the others probed by binary search.
-pub fn intersect<'a>(
-    lists: Vec<&'a [MessageId]>,
-) -> impl DoubleEndedIterator<Item = MessageId> + 'a {
+/// shortest list is walked and the others searched by galloping from where the last search
+/// ended, so a walk reads each list mostly in order instead of binary-searching it afresh.
+pub fn intersect(lists: Vec<&[MessageId]>) -> Intersection<'_> {
     let (first, rest) = match lists.split_first() {
         Some((first, rest)) => (*first, rest.to_vec()),
         None => (&[][..], Vec::new()),
     };
-    first
-        .iter()
-        .copied()
-        .filter(move |id| rest.iter().all(|l| l.binary_search(id).is_ok()))
+    Intersection {
+        first,
+        front: 0,
+        back: first.len(),
+        lo: vec![0; rest.len()],
+        hi: rest.iter().map(|l| l.len()).collect(),
+        rest,
+    }
+}
+
+/// See [`intersect`].
+pub struct Intersection<'a> {
+    first: &'a [MessageId],
+    /// The unread part of `first` is `front..back`.
+    front: usize,
+    back: usize,
+    rest: Vec<&'a [MessageId]>,
+    /// Per other list: nothing before `lo` can still match going forward, nothing from `hi` on
+    /// going backward.
+    lo: Vec<usize>,
+    hi: Vec<usize>,
+}
+
+/// The first index at or after `from` whose id is not below `id` (galloping, then bisecting).
+fn gallop_up(list: &[MessageId], from: usize, id: MessageId) -> usize {
+    let mut step = 1;
+    let mut low = from;
+    while low + step < list.len() && list[low + step] < id {
+        low += step;
+        step *= 2;
+    }
+    let high = (low + step + 1).min(list.len());
+    low + list[low..high].partition_point(|x| *x < id)
+}
+
+/// One past the last index before `to` whose id is not above `id`.
+fn gallop_down(list: &[MessageId], to: usize, id: MessageId) -> usize {
+    let mut step = 1;
+    let mut high = to;
+    while high > step && list[high - step - 1] > id {
+        high -= step;
+        step *= 2;
+    }
+    let low = high.saturating_sub(step + 1);
+    low + list[low..high].partition_point(|x| *x <= id)
+}
+
+impl Iterator for Intersection<'_> {
+    type Item = MessageId;
+
+    fn next(&mut self) -> Option<MessageId> {
+        while self.front < self.back {
+            let id = self.first[self.front];
+            self.front += 1;
+            let mut everywhere = true;
+            for (i, list) in self.rest.iter().enumerate() {
+                let at = gallop_up(list, self.lo[i], id);
+                self.lo[i] = at;
+                if list.get(at) != Some(&id) {
+                    everywhere = false;
+                    break;
+                }
+            }
+            if everywhere {
+                return Some(id);
+            }
+        }
+        None
+    }
+}
+
+impl DoubleEndedIterator for Intersection<'_> {
+    fn next_back(&mut self) -> Option<MessageId> {
+        while self.front < self.back {
+            self.back -= 1;
+            let id = self.first[self.back];
+            let mut everywhere = true;
+            for (i, list) in self.rest.iter().enumerate() {
+                let end = gallop_down(list, self.hi[i], id);
+                self.hi[i] = end;
+                if end == 0 || list[end - 1] != id {
+                    everywhere = false;
+                    break;
+                }
+            }
+            if everywhere {
+                return Some(id);
+            }
+        }
+        None
+    }
 }
 
 /// Whether a message's topic and content contain every word of `query` (the same rule as the
@@ -173,6 +263,61 @@ pub fn text_matches(query: &str, topic: &str, content: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn intersection_walks_both_ways() {
+        let ids = |v: &[u64]| v.iter().map(|n| MessageId(*n)).collect::<Vec<_>>();
+        let (a, b, c) = (
+            ids(&[2, 5, 9, 12]),
+            ids(&[1, 2, 3, 5, 7, 9, 11, 12, 13]),
+            ids(&(0..100).collect::<Vec<_>>()),
+        );
+        let forward: Vec<u64> = intersect(vec![&a, &b, &c]).map(|m| m.0).collect();
+        assert_eq!(forward, [2, 5, 9, 12]);
+        let backward: Vec<u64> = intersect(vec![&a, &b, &c]).rev().map(|m| m.0).collect();
+        assert_eq!(backward, [12, 9, 5, 2]);
+        let d = ids(&[5, 12, 40]);
+        let both: Vec<u64> = intersect(vec![&d, &a, &b]).map(|m| m.0).collect();
+        assert_eq!(both, [5, 12]);
+        let back: Vec<u64> = intersect(vec![&d, &a, &b]).rev().map(|m| m.0).collect();
+        assert_eq!(back, [12, 5]);
+        assert_eq!(intersect(vec![]).next(), None);
+        assert_eq!(intersect(vec![&a, &[][..]]).next_back(), None);
+    }
+
+    #[test]
+    fn intersection_agrees_with_a_naive_one() {
+        // A small linear congruential generator: deterministic lists of varied density.
+        let mut seed = 42u64;
+        let mut next = move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        for round in 0..200 {
+            let lists: Vec<Vec<MessageId>> = (0..3)
+                .map(|k| {
+                    let keep = 2 + (round + k) % 9;
+                    (0..300u64)
+                        .filter(|_| next() % keep == 0)
+                        .map(MessageId)
+                        .collect()
+                })
+                .collect();
+            let mut refs: Vec<&[MessageId]> = lists.iter().map(Vec::as_slice).collect();
+            refs.sort_by_key(|l| l.len());
+            let naive: Vec<MessageId> = refs[0]
+                .iter()
+                .copied()
+                .filter(|id| refs[1..].iter().all(|l| l.contains(id)))
+                .collect();
+            assert_eq!(intersect(refs.clone()).collect::<Vec<_>>(), naive);
+            let mut reversed: Vec<MessageId> = intersect(refs).rev().collect();
+            reversed.reverse();
+            assert_eq!(reversed, naive);
+        }
+    }
 
     #[test]
     fn words_are_lowercased_alphanumeric_runs() {

@@ -299,7 +299,7 @@ fn deliver(state: &Projections, q: &Queue, env: &Envelope, event: &Value) {
             return;
         }
     }
-    let adapted = adapt(event, q);
+    let adapted = adapt(state, event, q);
     if event_type == "delete_message" && !q.options.capabilities.bulk_message_deletion {
         // Older clients get one event per message, with `message_id`.
         for one in legacy_deletions(&adapted) {
@@ -329,9 +329,52 @@ fn legacy_deletions(event: &Value) -> Vec<Value> {
 /// Fits a message event to what the queue registered for (Markdown or HTML, the empty topic
 /// shown as is or by its display name, `local_message_id` for the queue that sent it) and drops
 /// the internal fields.
-fn adapt(event: &Value, queue: &Queue) -> Value {
+fn adapt(state: &Projections, event: &Value, queue: &Queue) -> Value {
     let options = &queue.options;
     let mut event = event.clone();
+    let event_type = event["type"].as_str().unwrap_or_default().to_owned();
+    let op = event["op"].as_str().unwrap_or_default().to_owned();
+    // Notification settings that follow the user's defaults are shown as those defaults to
+    // clients without `notification_settings_null`.
+    if event_type == "subscription" && !options.capabilities.notification_settings_null {
+        use crate::http::channels::{fill_notification_defaults, NOTIFICATION_DEFAULTS};
+        if let Some(subs) = event.get_mut("subscriptions").and_then(Value::as_array_mut) {
+            for sub in subs.iter_mut().filter(|_| op == "add") {
+                fill_notification_defaults(state, queue.user_id, sub);
+            }
+        }
+        let property = event["property"].as_str().unwrap_or_default().to_owned();
+        if let Some((_, setting)) = NOTIFICATION_DEFAULTS.iter().find(|(f, _)| *f == property) {
+            if event["value"].is_null() {
+                event["value"] = crate::projections::user_settings::value_json(
+                    &state.user_settings.get(queue.user_id, setting),
+                );
+            }
+        }
+    }
+    // Clients that do not list deactivated groups see a deactivation as a removal (and a
+    // reactivation as an addition).
+    if event_type == "user_group"
+        && op == "update"
+        && !options.capabilities.include_deactivated_groups
+    {
+        let group_id = event["group_id"].clone();
+        match event["data"]["deactivated"].as_bool() {
+            Some(true) => {
+                return json!({"type": "user_group", "op": "remove", "group_id": group_id})
+            }
+            Some(false) => {
+                let group = group_id
+                    .as_u64()
+                    .and_then(|id| state.groups.get(crate::ids::GroupId(id)))
+                    .map(|g| crate::http::user_groups::group_json(state, g));
+                if let Some(group) = group {
+                    return json!({"type": "user_group", "op": "add", "group": group});
+                }
+            }
+            None => {}
+        }
+    }
     if let Some(stream) = event.as_object_mut().and_then(|e| e.remove("_stream")) {
         if !options.capabilities.archived_channels {
             let archived = event["value"] == json!(true);

@@ -229,7 +229,21 @@ pub fn initial_state(
         put("max_message_length", json!(10_000));
         put("max_channel_folder_name_length", json!(60));
         put("max_channel_folder_description_length", json!(1024));
+        // No file uploads (0 tells clients so); avatars, icons and logos are generated.
         put("max_file_upload_size_mib", json!(0));
+        put("max_avatar_file_size_mib", json!(0));
+        put("max_icon_file_size_mib", json!(0));
+        put("max_logo_file_size_mib", json!(0));
+        put(
+            "max_emoji_file_size_mib",
+            json!(crate::commands::emoji::MAX_EMOJI_FILE_SIZE_MIB),
+        );
+        put("server_thumbnail_formats", json!([]));
+        put("server_can_summarize_topics", json!(false));
+        put(
+            "server_supported_permission_settings",
+            crate::projections::realm::supported_permission_settings(),
+        );
         put(
             "server_typing_started_expiry_period_milliseconds",
             json!(45_000),
@@ -349,7 +363,10 @@ pub fn initial_state(
             let Some(channel) = state.channels.get(channel_id) else {
                 continue;
             };
-            let json = subscription_json(state, me, channel, sub, request.include_subscribers);
+            let mut json = subscription_json(state, me, channel, sub, request.include_subscribers);
+            if !request.capabilities.notification_settings_null {
+                crate::http::channels::fill_notification_defaults(state, me.user_id, &mut json);
+            }
             if sub.active {
                 subscribed.push(json);
             } else {

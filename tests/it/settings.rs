@@ -302,3 +302,82 @@ async fn conversations_and_the_empty_topic_in_state_and_events() {
         );
     }
 }
+
+#[tokio::test]
+async fn capabilities_shape_subscriptions_and_group_events() {
+    let chat = crate::messages::chat().await;
+    let (alice_id, alice) = &chat.alice;
+    let sub_fetch = ("fetch_event_types", r#"["subscription","realm"]"#);
+    let desktop = |state: &Value| state["subscriptions"][0]["desktop_notifications"].clone();
+    let (_, modern) = register(
+        alice,
+        &[
+            sub_fetch,
+            (
+                "client_capabilities",
+                r#"{"notification_settings_null": true}"#,
+            ),
+        ],
+    )
+    .await;
+    assert_eq!(desktop(&modern), Value::Null);
+    let (_, old) = register(alice, &[sub_fetch]).await;
+    assert_eq!(desktop(&old), false);
+    let (status, _) = patch(alice, &[("enable_stream_desktop_notifications", "true")]).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, old) = register(alice, &[sub_fetch]).await;
+    assert_eq!(desktop(&old), true);
+    // The realm's limits and permission settings that clients read.
+    assert_eq!(old["max_emoji_file_size_mib"], 5);
+    assert_eq!(
+        old["server_supported_permission_settings"]["realm"]["can_add_custom_emoji_group"]
+            ["default_group_name"],
+        "role:members"
+    );
+    assert_eq!(
+        old["server_supported_permission_settings"]["stream"]["can_send_message_group"]
+            ["allow_everyone_group"],
+        true
+    );
+
+    // A deactivated group: an update for clients that list deactivated groups, a removal for
+    // the others.
+    let types = ("event_types", r#"["user_group"]"#);
+    let (with, _) = register(
+        alice,
+        &[
+            types,
+            (
+                "client_capabilities",
+                r#"{"include_deactivated_groups": true}"#,
+            ),
+        ],
+    )
+    .await;
+    let (without, _) = register(alice, &[types]).await;
+    let (status, body) = alice
+        .post(
+            "/user_groups/create",
+            &[
+                ("name", "lunchers"),
+                ("description", "who eats"),
+                ("members", &format!("[{alice_id}]")),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let group_id = body["group_id"].as_u64().unwrap();
+    let (status, body) = alice
+        .post(&format!("/user_groups/{group_id}/deactivate"), &[])
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let got = drain(alice, &with).await;
+    assert_eq!(got[1]["op"], "update");
+    assert_eq!(got[1]["data"], json!({"deactivated": true}));
+    let got = drain(alice, &without).await;
+    assert_eq!(got[0]["op"], "add");
+    assert_eq!(
+        got[1],
+        json!({"type": "user_group", "op": "remove", "group_id": group_id, "id": 1})
+    );
+}
