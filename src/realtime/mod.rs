@@ -511,3 +511,81 @@ pub async fn poll(
     };
     events
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queues() -> Queues {
+        Queues::new(
+            Site {
+                realm_url: "http://localhost".into(),
+            },
+            ServerSecret::generate(),
+        )
+    }
+
+    fn options(lifespan: Duration) -> QueueOptions {
+        QueueOptions {
+            event_types: None,
+            apply_markdown: true,
+            client_gravatar: false,
+            all_public_streams: false,
+            capabilities: Capabilities::default(),
+            lifespan,
+            narrow: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn idle_queues_are_collected_after_their_lifespan_only() {
+        let queues = queues();
+        let short = queues.register(UserId(1), options(Duration::from_millis(20)), Seq(0));
+        let long = queues.register(UserId(1), options(DEFAULT_QUEUE_LIFESPAN), Seq(0));
+        assert_eq!(queues.collect_garbage(), 0);
+        std::thread::sleep(Duration::from_millis(40));
+        assert_eq!(queues.collect_garbage(), 1);
+        assert!(matches!(
+            queues.get(UserId(1), &short.id),
+            Err(PollError::BadQueue)
+        ));
+        assert!(queues.get(UserId(1), &long.id).is_ok());
+        // Another user's queue id is refused like an unknown one.
+        assert!(matches!(
+            queues.get(UserId(2), &long.id),
+            Err(PollError::BadQueue)
+        ));
+    }
+
+    #[test]
+    fn a_queue_that_overflows_must_be_registered_again() {
+        let queues = queues();
+        let queue = queues.register(UserId(1), options(DEFAULT_QUEUE_LIFESPAN), Seq(0));
+        for i in 0..MAX_QUEUE_EVENTS {
+            queue.push(json!({"type": "heartbeat", "n": i}));
+        }
+        assert!(queues.get(UserId(1), &queue.id).is_ok());
+        assert_eq!(queue.lock().events.len(), MAX_QUEUE_EVENTS);
+        queue.push(json!({"type": "heartbeat"}));
+        // The events are dropped at once (memory stays bounded) and the client is told.
+        assert!(queue.lock().events.is_empty());
+        assert!(matches!(
+            queues.get(UserId(1), &queue.id),
+            Err(PollError::BadQueue)
+        ));
+    }
+
+    #[test]
+    fn restart_and_heartbeat_reach_queues_that_did_not_ask() {
+        let mut only_messages = options(DEFAULT_QUEUE_LIFESPAN);
+        only_messages.event_types = Some(["message".to_owned()].into_iter().collect());
+        assert!(only_messages.wants("restart") && only_messages.wants("heartbeat"));
+        assert!(!only_messages.wants("typing"));
+        let queues = queues();
+        let queue = queues.register(UserId(1), only_messages, Seq(0));
+        queues.announce_restart();
+        let events = queue.lock().events.clone();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].1["type"], "restart");
+    }
+}
