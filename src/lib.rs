@@ -26,6 +26,7 @@
 //! `docs/architecture.md` tells the same story at length, with the lock rules and the
 //! durability promise.
 
+pub mod audit;
 pub mod auth;
 pub mod bench;
 pub mod commands;

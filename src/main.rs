@@ -1,8 +1,12 @@
-//! The `chronicle` command line: `serve`, `dump`, `replay`, `export`, `import`.
+//! The `chronicle` command line: `serve`, `dump`, `replay`, `log`, `diff`, `export`, `import`.
 
+use chronicle::audit::EventFilter;
 use chronicle::ids::Seq;
+use chronicle::projections::Projections;
 use chronicle::server::{fold_data_dir, serve, Fatal, Layout, ServeConfig};
+use chronicle::store::read_envelopes;
 use chronicle::store::{check_integrity, export_records, import_records, Integrity, SledLog};
+use chronicle::time::parse_rfc3339_ms;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,6 +57,45 @@ enum Command {
         /// Fold only up to and including this event.
         #[arg(long)]
         at_seq: Option<u64>,
+        /// Print one area only (users, messages, ...).
+        #[arg(long)]
+        only: Option<String>,
+    },
+    /// The audit trail: one line per event (seq, time, actor, what happened), or JSON
+    /// (the server must be stopped).
+    Log {
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// Only events after this seq.
+        #[arg(long, default_value_t = 0)]
+        after_seq: u64,
+        /// Only events of these types (comma-separated: MessageSent,UserCreated).
+        #[arg(long = "type")]
+        types: Option<String>,
+        /// Only events caused by this user (id or email; 0 for the server itself).
+        #[arg(long)]
+        actor: Option<String>,
+        /// Only events at or after this time (RFC 3339).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only events at or before this time (RFC 3339).
+        #[arg(long)]
+        until: Option<String>,
+        /// One JSON object per line instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// What changed in the projections between two points of the log, per area.
+    Diff {
+        #[arg(long)]
+        data_dir: PathBuf,
+        #[arg(long)]
+        from_seq: u64,
+        #[arg(long)]
+        to_seq: u64,
+        /// One area only.
+        #[arg(long)]
+        only: Option<String>,
     },
     /// Write the log, byte for byte, to a portable file (a backup; the server must be stopped).
     Export {
@@ -95,8 +138,11 @@ enum Command {
     Replay {
         #[arg(long)]
         data_dir: PathBuf,
-        #[arg(long)]
+        #[arg(long, conflicts_with = "to_time")]
         to_seq: Option<u64>,
+        /// Replay the events up to and including this time (RFC 3339).
+        #[arg(long)]
+        to_time: Option<String>,
     },
 }
 
@@ -124,9 +170,50 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             };
             actix_web::rt::System::new().block_on(serve(config))
         }
-        Command::Dump { data_dir, at_seq } => {
+        Command::Dump {
+            data_dir,
+            at_seq,
+            only,
+        } => {
             let (state, _) = fold_data_dir(&data_dir, at_seq.map(Seq))?;
-            println!("{}", serde_json::to_string_pretty(&state.dump())?);
+            let dump = match only {
+                None => state.dump(),
+                Some(area) => chronicle::audit::only_area(&state.dump(), &area)?,
+            };
+            println!("{}", serde_json::to_string_pretty(&dump)?);
+            Ok(())
+        }
+        Command::Log {
+            data_dir,
+            after_seq,
+            types,
+            actor,
+            since,
+            until,
+            json,
+        } => print_log(&data_dir, after_seq, types, actor, since, until, json),
+        Command::Diff {
+            data_dir,
+            from_seq,
+            to_seq,
+            only,
+        } => {
+            if from_seq > to_seq {
+                return Err("--from-seq must not be after --to-seq".into());
+            }
+            let log = SledLog::open(&Layout::new(&data_dir).log())?;
+            let mut state = Projections::fold(&log, Some(Seq(from_seq)), |_| {})?;
+            let before = state.dump();
+            state.continue_while(&log, |env| env.seq.0 <= to_seq, |_| {})?;
+            let after = state.dump();
+            let diff = match only {
+                None => chronicle::audit::diff(&before, &after),
+                Some(area) => chronicle::audit::diff(
+                    &chronicle::audit::only_area(&before, &area)?,
+                    &chronicle::audit::only_area(&after, &area)?,
+                ),
+            };
+            println!("{}", serde_json::to_string_pretty(&diff)?);
             Ok(())
         }
         Command::Bench {
@@ -177,9 +264,34 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             }
             Ok(())
         }
-        Command::Replay { data_dir, to_seq } => {
+        Command::Replay {
+            data_dir,
+            to_seq,
+            to_time,
+        } => {
             let started = Instant::now();
-            let (state, events) = fold_data_dir(&data_dir, to_seq.map(Seq))?;
+            let until_ms = match to_time {
+                None => None,
+                Some(text) => Some(
+                    parse_rfc3339_ms(&text)
+                        .ok_or_else(|| format!("--to-time: not an RFC 3339 time: {text}"))?,
+                ),
+            };
+            let log = SledLog::open(&Layout::new(&data_dir).log())?;
+            let state = Projections::fold_while(
+                &log,
+                |env| to_seq.is_none_or(|s| env.seq.0 <= s) && until_ms.is_none_or(|t| env.at <= t),
+                |seq| {
+                    // A progress line on a terminal; scripts get the summary only.
+                    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+                        eprint!("\rreplayed {} events…", seq.0);
+                    }
+                },
+            )?;
+            if events_were_shown(&state) {
+                eprintln!();
+            }
+            let events = state.seq.0;
             let seconds = started.elapsed().as_secs_f64();
             println!("events: {events}");
             println!("seconds: {seconds:.3}");
@@ -192,6 +304,80 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             Ok(())
         }
     }
+}
+
+/// `chronicle log`: the filtered audit trail, as lines or JSON.
+fn print_log(
+    data_dir: &std::path::Path,
+    after_seq: u64,
+    types: Option<String>,
+    actor: Option<String>,
+    since: Option<String>,
+    until: Option<String>,
+    json: bool,
+) -> Result<(), Fatal> {
+    let log = SledLog::open(&Layout::new(data_dir).log())?;
+    let time = |flag: &str, text: Option<String>| -> Result<Option<i64>, Fatal> {
+        match text {
+            None => Ok(None),
+            Some(t) => parse_rfc3339_ms(&t)
+                .map(Some)
+                .ok_or_else(|| format!("--{flag}: not an RFC 3339 time: {t}").into()),
+        }
+    };
+    let actor = match actor {
+        None => None,
+        Some(a) => Some(match a.parse::<u64>() {
+            Ok(id) => id,
+            // An address: the account it was created for, found in the log itself.
+            Err(_) => read_envelopes(&log, Seq(1))
+                .filter_map(Result::ok)
+                .find_map(|env| match &env.event {
+                    chronicle::events::Event::UserCreated { user_id, email, .. }
+                        if email.eq_ignore_ascii_case(&a) =>
+                    {
+                        Some(user_id.0)
+                    }
+                    _ => None,
+                })
+                .ok_or_else(|| format!("--actor: no account {a} in this log"))?,
+        }),
+    };
+    let filter = EventFilter {
+        after_seq,
+        types: types.as_deref().map(EventFilter::parse_types).transpose()?,
+        actor,
+        since_ms: time("since", since)?,
+        until_ms: time("until", until)?,
+    };
+    use std::io::Write;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    for env in read_envelopes(&log, Seq(after_seq.saturating_add(1))) {
+        let env = env?;
+        if filter.past_the_end(&env) {
+            break;
+        }
+        if !filter.keeps(&env) {
+            continue;
+        }
+        let written = if json {
+            writeln!(out, "{}", chronicle::audit::event_json(&env))
+        } else {
+            writeln!(out, "{}", chronicle::audit::event_line(&env))
+        };
+        // A closed pipe (`| head`) ends the listing quietly.
+        if written.is_err() {
+            return Ok(());
+        }
+    }
+    let _ = out.flush();
+    Ok(())
+}
+
+/// Whether `replay` printed progress (so the summary starts on a fresh line).
+fn events_were_shown(state: &Projections) -> bool {
+    state.seq.0 >= 100_000 && std::io::IsTerminal::is_terminal(&std::io::stderr())
 }
 
 fn main() -> ExitCode {

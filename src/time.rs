@@ -27,6 +27,80 @@ pub fn iso8601_ms(ms: i64) -> String {
     )
 }
 
+/// Milliseconds since the epoch of an RFC 3339 instant (`2026-11-24T05:00:00Z`,
+/// `2026-11-24T06:00:00.250+01:00`); `None` for anything else.
+pub fn parse_rfc3339_ms(text: &str) -> Option<i64> {
+    let b = text.trim().as_bytes();
+    let num = |range: std::ops::Range<usize>| -> Option<i64> {
+        let part = b.get(range)?;
+        if part.is_empty() || !part.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        std::str::from_utf8(part).ok()?.parse().ok()
+    };
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
+        return None;
+    }
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
+        return None;
+    }
+    let mut at = 19;
+    let mut millis = 0;
+    if b[at] == b'.' {
+        let start = at + 1;
+        at = start;
+        while at < b.len() && b[at].is_ascii_digit() {
+            at += 1;
+        }
+        let digits = b.get(start..at)?;
+        if digits.is_empty() {
+            return None;
+        }
+        // Milliseconds from the first three digits, padded.
+        for i in 0..3 {
+            millis = millis * 10 + digits.get(i).map_or(0, |d| i64::from(d - b'0'));
+        }
+    }
+    let offset_minutes = match b.get(at..)? {
+        [b'Z' | b'z'] => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let digit = |d: &u8| d.is_ascii_digit().then(|| i64::from(d - b'0'));
+            let minutes = (digit(h1)? * 10 + digit(h2)?) * 60 + digit(m1)? * 10 + digit(m2)?;
+            if *sign == b'-' {
+                -minutes
+            } else {
+                minutes
+            }
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(year, month as u32, day as u32);
+    let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset_minutes * 60;
+    Some(secs * 1000 + millis)
+}
+
+/// A proleptic Gregorian date to days since 1970-01-01 (the inverse of `civil_from_days`).
+fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year.rem_euclid(400);
+    let month = i64::from(month);
+    let day_of_year =
+        (153 * (if month > 2 { month - 3 } else { month + 9 }) + 2) / 5 + i64::from(day) - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
 /// Days since 1970-01-01 to a proleptic Gregorian (year, month, day), using 400-year eras.
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
@@ -49,6 +123,24 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rfc3339_round_trips_and_rejects_junk() {
+        for ms in [0, 951_782_400_000, 1_795_495_255_123, -86_400_000] {
+            assert_eq!(parse_rfc3339_ms(&iso8601_ms(ms)), Some(ms), "{ms}");
+        }
+        assert_eq!(parse_rfc3339_ms("1970-01-01T01:00:00+01:00"), Some(0));
+        assert_eq!(parse_rfc3339_ms("1970-01-01T00:00:01.5Z"), Some(1500));
+        for junk in [
+            "",
+            "yesterday",
+            "2026-13-01T00:00:00Z",
+            "2026-11-24T00:00:00",
+            "2026-11-24T00:00:00+0100",
+        ] {
+            assert_eq!(parse_rfc3339_ms(junk), None, "{junk}");
+        }
+    }
 
     #[test]
     fn known_instants() {

@@ -1,13 +1,14 @@
-//! Owner/administrator inspection: `GET /admin/projections[?at_seq=N]` and
-//! `GET /admin/events?after_seq=N&limit=M`. These two read the log (that is their job); every
+//! Owner/administrator inspection: `GET /admin/projections[?at_seq=N&only=AREA]` and
+//! `GET /admin/events[?after_seq=N&type=T&actor=U&since=T&until=T&limit=M]`. These two read the log (that is their job); every
 //! other read is answered from the projections.
 
 use super::{AppState, Auth, Params};
+use crate::audit::{event_json, only_area, EventFilter};
 use crate::error::{ApiError, ApiResult};
 use crate::ids::Seq;
 use crate::projections::Projections;
 use crate::store::read_envelopes;
-use crate::time::iso8601_ms;
+use crate::time::parse_rfc3339_ms;
 use actix_web::{web, HttpResponse};
 use serde_json::json;
 
@@ -40,17 +41,61 @@ pub async fn get_projections(
                 .dump()
         }
     };
+    let dump = match params.str("only") {
+        None => dump,
+        Some(area) => only_area(&dump, &area)
+            .map_err(|e| ApiError::bad_request(e).with("var_name", "only"))?,
+    };
     Ok(params.success(json!({"projections": dump})))
 }
 
-/// `GET /admin/events`: the log, oldest first, with every secret redacted.
+/// Reads the audit filters (`after_seq`, `type`, `actor`, `since`, `until`) shared with
+/// `chronicle log`.
+fn read_filter(params: &mut Params, state: &AppState) -> ApiResult<EventFilter> {
+    let mut filter = EventFilter {
+        after_seq: params.int("after_seq")?.unwrap_or(0),
+        ..EventFilter::default()
+    };
+    if let Some(types) = params.str("type") {
+        filter.types = Some(
+            EventFilter::parse_types(&types)
+                .map_err(|e| ApiError::bad_request(e).with("var_name", "type"))?,
+        );
+    }
+    if let Some(actor) = params.str("actor") {
+        let id = match actor.parse::<u64>() {
+            Ok(id) => Some(id),
+            Err(_) => state
+                .engine
+                .read(|s| s.users.by_email(&actor).map(|u| u.user_id.0)),
+        };
+        filter.actor = Some(
+            id.ok_or_else(|| ApiError::bad_request("No such user").with("var_name", "actor"))?,
+        );
+    }
+    for (name, slot) in [
+        ("since", &mut filter.since_ms),
+        ("until", &mut filter.until_ms),
+    ] {
+        if let Some(text) = params.str(name) {
+            *slot = Some(parse_rfc3339_ms(&text).ok_or_else(|| {
+                ApiError::bad_request(format!("{name} is not an RFC 3339 time"))
+                    .with("var_name", name)
+            })?);
+        }
+    }
+    Ok(filter)
+}
+
+/// `GET /admin/events`: the log, oldest first, with every secret redacted, filtered like
+/// `chronicle log`. `scanned_to_seq` is where the next page starts (`after_seq`).
 pub async fn get_events(
     state: web::Data<AppState>,
     auth: Auth,
     mut params: Params,
 ) -> ApiResult<HttpResponse> {
     auth.require_admin()?;
-    let after: u64 = params.int("after_seq")?.unwrap_or(0);
+    let filter = read_filter(&mut params, &state)?;
     let limit: usize = params.int("limit")?.unwrap_or(100);
     if limit == 0 || limit > MAX_EVENTS_LIMIT {
         return Err(ApiError::bad_request(format!(
@@ -60,27 +105,27 @@ pub async fn get_events(
     }
     let last_seq = state.engine.read(|s| s.seq.0);
     let log = state.engine.log().clone();
-    let events = web::block(move || {
-        read_envelopes(log.as_ref(), Seq(after.saturating_add(1)))
+    let (events, scanned) = web::block(move || {
+        let mut events = Vec::new();
+        let mut scanned = filter.after_seq;
+        for env in read_envelopes(log.as_ref(), Seq(filter.after_seq.saturating_add(1))) {
+            let env = env?;
             // Only what is applied: a batch being written right now is not listed yet.
-            .take_while(|env| env.as_ref().map_or(true, |e| e.seq.0 <= last_seq))
-            .take(limit)
-            .map(|env| {
-                env.map(|e| {
-                    json!({
-                        "seq": e.seq.0,
-                        "time": iso8601_ms(e.at),
-                        "actor": e.actor.map(|a| a.0),
-                        "type": e.event.type_name(),
-                        "schema_version": e.schema_version,
-                        "payload": e.redacted_payload(),
-                    })
-                })
-            })
-            .collect::<Result<Vec<_>, _>>()
+            if env.seq.0 > last_seq || filter.past_the_end(&env) {
+                break;
+            }
+            scanned = env.seq.0;
+            if filter.keeps(&env) {
+                events.push(event_json(&env));
+                if events.len() == limit {
+                    break;
+                }
+            }
+        }
+        Ok::<_, crate::store::StoreError>((events, scanned))
     })
     .await
     .map_err(|e| ApiError::internal(format!("scan: {e}")))?
     .map_err(|e| ApiError::internal(format!("scan: {e}")))?;
-    Ok(params.success(json!({"events": events, "last_seq": last_seq})))
+    Ok(params.success(json!({"events": events, "last_seq": last_seq, "scanned_to_seq": scanned})))
 }

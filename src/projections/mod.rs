@@ -87,20 +87,41 @@ impl Projections {
     pub fn fold(
         log: &dyn EventLog,
         until: Option<Seq>,
+        progress: impl FnMut(Seq),
+    ) -> Result<Projections, StoreError> {
+        Projections::fold_while(log, |env| until.is_none_or(|u| env.seq <= u), progress)
+    }
+
+    /// Folds the log from the start while `keep` accepts the next event (the first one it
+    /// refuses ends the fold), calling `progress` every 100,000 events.
+    pub fn fold_while(
+        log: &dyn EventLog,
+        keep: impl Fn(&Envelope) -> bool,
         mut progress: impl FnMut(Seq),
     ) -> Result<Projections, StoreError> {
         let mut state = Projections::default();
-        for env in read_envelopes(log, Seq(1)) {
+        state.continue_while(log, keep, &mut progress)?;
+        Ok(state)
+    }
+
+    /// Folds the events after this state's seq while `keep` accepts them.
+    pub fn continue_while(
+        &mut self,
+        log: &dyn EventLog,
+        keep: impl Fn(&Envelope) -> bool,
+        mut progress: impl FnMut(Seq),
+    ) -> Result<(), StoreError> {
+        for env in read_envelopes(log, self.seq.next()) {
             let env = env?;
-            if until.is_some_and(|u| env.seq > u) {
+            if !keep(&env) {
                 break;
             }
-            state.apply(&env);
+            self.apply(&env);
             if env.seq.0 % 100_000 == 0 {
                 progress(env.seq);
             }
         }
-        Ok(state)
+        Ok(())
     }
 
     /// Every projection as ordered JSON, with no secrets: what `GET /admin/projections` and

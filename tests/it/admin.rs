@@ -141,3 +141,147 @@ async fn dump_refuses_while_the_server_runs() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("in use by another process"), "{err}");
 }
+
+fn run(args: &[&str], dir: &std::path::Path) -> String {
+    let out = Command::new(bin())
+        .args(args)
+        .arg("--data-dir")
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Debugging a real scenario: who renamed Ivy, when, and what the server believed before and
+/// after, through the admin API and the offline commands alike.
+#[tokio::test]
+async fn audit_trail_filters_areas_and_diffs() {
+    let server = Server::start();
+    let (ivy_id, ivy) = server.create_member("ivy@example.com", "Ivy").await;
+    let owner = server.api(Some(&server.owner()));
+    let ivy = server.api(Some(&ivy));
+    let (status, _) = ivy
+        .call(
+            reqwest::Method::PATCH,
+            "/settings",
+            &[("full_name", "Ivy Vine")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let middle = crate::support::now_rfc3339();
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let (status, _) = owner
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/users/{ivy_id}"),
+            &[("full_name", "Ivy Oak")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    // The API: by type, by actor (id or address), by time; pages continue from scanned_to_seq.
+    let renames = |params: Vec<(&'static str, String)>| {
+        let owner = &owner;
+        async move {
+            let pairs: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let (status, body) = owner.get("/admin/events", &pairs).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            body
+        }
+    };
+    let all = renames(vec![("type", "UserChanged".into())]).await;
+    let seqs: Vec<u64> = all["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, vec![12, 13], "{all}");
+    assert_eq!(
+        all["events"][0]["payload"]["change"],
+        json!({"FullName": "Ivy Vine"})
+    );
+    let by_ivy = renames(vec![
+        ("type", "UserChanged".into()),
+        ("actor", "ivy@example.com".into()),
+    ])
+    .await;
+    assert_eq!(by_ivy["events"].as_array().unwrap().len(), 1);
+    assert_eq!(by_ivy["events"][0]["actor"], ivy_id);
+    let later = renames(vec![("since", middle.clone())]).await;
+    assert_eq!(later["events"][0]["seq"], 13, "{later}");
+    let page = renames(vec![("type", "UserChanged".into()), ("limit", "1".into())]).await;
+    assert_eq!(page["scanned_to_seq"], 12);
+    let next = renames(vec![
+        ("type", "UserChanged".into()),
+        ("after_seq", "12".into()),
+    ])
+    .await;
+    assert_eq!(next["events"][0]["seq"], 13);
+    for (param, value, msg) in [
+        ("type", "UserRenamed", "unknown event type 'UserRenamed'"),
+        ("actor", "nobody@example.com", "No such user"),
+        ("since", "yesterday", "since is not an RFC 3339 time"),
+    ] {
+        let (status, body) = owner.get("/admin/events", &[(param, value)]).await;
+        assert_eq!((status.as_u16(), body["msg"].as_str().unwrap()), (400, msg));
+        assert_eq!(body["var_name"], param);
+    }
+    let (_, users) = owner
+        .get("/admin/projections", &[("only", "users"), ("at_seq", "12")])
+        .await;
+    assert_eq!(users["projections"]["seq"], 12);
+    assert_eq!(users["projections"]["users"][1]["full_name"], "Ivy Vine");
+    assert!(users["projections"].get("messages").is_none());
+    let (status, body) = owner.get("/admin/projections", &[("only", "nope")]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(body["msg"]
+        .as_str()
+        .unwrap()
+        .starts_with("no area 'nope'; the areas are: realm, users"));
+
+    // The same from the command line, the server stopped.
+    let stopped = server.stop();
+    let dir = stopped.dir.as_path();
+    let lines = run(&["log", "--type", "UserChanged"], dir);
+    let lines: Vec<&str> = lines.lines().collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].contains(&format!("user {ivy_id}")), "{}", lines[0]);
+    assert!(
+        lines[0].contains(r#"change={"FullName":"Ivy Vine"}"#),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[1].contains("user 1") && lines[1].contains("Ivy Oak"),
+        "{}",
+        lines[1]
+    );
+    let json_lines = run(&["log", "--json", "--actor", "ivy@example.com"], dir);
+    let parsed: Vec<serde_json::Value> = json_lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(parsed.len(), 1);
+    assert_eq!(parsed[0]["type"], "UserChanged");
+    let setup = run(&["log", "--until", &middle, "--actor", "0"], dir);
+    assert_eq!(setup.lines().count(), 10, "{setup}");
+    let only: serde_json::Value =
+        serde_json::from_str(&run(&["dump", "--only", "users", "--at-seq", "12"], dir)).unwrap();
+    assert_eq!(only, users["projections"]);
+    let diff: serde_json::Value =
+        serde_json::from_str(&run(&["diff", "--from-seq", "12", "--to-seq", "13"], dir)).unwrap();
+    assert_eq!(
+        diff,
+        json!({"from_seq": 12, "to_seq": 13, "changes": {
+            "users": [{"path": "/users/1/full_name", "before": "Ivy Vine", "after": "Ivy Oak"}],
+        }})
+    );
+    let replayed = run(&["replay", "--to-time", &middle], dir);
+    assert!(replayed.contains("last_seq: 12\n"), "{replayed}");
+}

@@ -272,3 +272,13 @@ impl Api {
         self.call(Method::DELETE, path, params).await
     }
 }
+
+/// Now, as RFC 3339 (for the audit filters), a few milliseconds after the last event.
+pub fn now_rfc3339() -> String {
+    std::thread::sleep(Duration::from_millis(5));
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    chronicle::time::iso8601_ms(ms)
+}
