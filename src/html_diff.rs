@@ -5,11 +5,12 @@
 //!
 //! Tags are atoms and words carry their trailing whitespace, so equal runs come out byte for
 //! byte. The longest common subsequence is computed between the first and last difference
-//! only (edits are usually small); past [`MAX_CELLS`] the changed middle is shown as replaced
-//! whole rather than spending quadratic time on it.
+//! only (edits are usually small); once a request's [`CELL_BUDGET`] is spent, a changed middle is
+//! shown as replaced whole rather than spending quadratic time on it.
 
-/// The largest table the word alignment may fill (tokens of one side × the other).
-pub const MAX_CELLS: usize = 4_000_000;
+/// The most alignment cells (tokens of one side × the other) one request may spend on all the
+/// diffs it shows: a message with many long edits must not hold the state's read lock for long.
+pub const CELL_BUDGET: usize = 1_000_000;
 
 #[derive(Debug, Clone, Copy)]
 enum Token<'a> {
@@ -70,7 +71,7 @@ enum Op {
 
 /// The edit script turning `old` into `new`: each token of `new` (Equal/Insert) and of `old`
 /// (Delete), in output order (within a change, insertions before deletions, as Zulip's).
-fn script<'a>(old: &[Token<'a>], new: &[Token<'a>]) -> Vec<(Op, Token<'a>)> {
+fn script<'a>(old: &[Token<'a>], new: &[Token<'a>], budget: &mut usize) -> Vec<(Op, Token<'a>)> {
     let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
     let suffix = old[prefix..]
         .iter()
@@ -83,10 +84,12 @@ fn script<'a>(old: &[Token<'a>], new: &[Token<'a>]) -> Vec<(Op, Token<'a>)> {
         &new[prefix..new.len() - suffix],
     );
     let mut out: Vec<(Op, Token<'a>)> = new[..prefix].iter().map(|t| (Op::Equal, *t)).collect();
-    if a.len().saturating_mul(b.len()) > MAX_CELLS {
+    let cells = a.len().saturating_mul(b.len());
+    if cells > *budget {
         out.extend(b.iter().map(|t| (Op::Insert, *t)));
         out.extend(a.iter().map(|t| (Op::Delete, *t)));
     } else {
+        *budget -= cells;
         // lcs[i][j]: the longest common subsequence of a[i..] and b[j..].
         let width = b.len() + 1;
         let mut lcs = vec![0u32; (a.len() + 1) * width];
@@ -128,8 +131,9 @@ fn script<'a>(old: &[Token<'a>], new: &[Token<'a>]) -> Vec<(Op, Token<'a>)> {
     out
 }
 
-/// Zulip's `content_html_diff` of two renderings.
-pub fn highlight_differences(old: &str, new: &str) -> String {
+/// Zulip's `content_html_diff` of two renderings, spending at most `budget` alignment cells
+/// (what it spends is taken off).
+pub fn highlight_differences(old: &str, new: &str, budget: &mut usize) -> String {
     let (old, new) = (tokens(old), tokens(new));
     let mut html = String::from("<div>");
     let mut open: Option<Op> = None;
@@ -138,7 +142,7 @@ pub fn highlight_differences(old: &str, new: &str) -> String {
             html.push_str("</span>");
         }
     };
-    for (op, token) in script(&old, &new) {
+    for (op, token) in script(&old, &new, budget) {
         match (op, token) {
             (Op::Equal, t) => {
                 close(&mut html, &mut open);
@@ -175,21 +179,29 @@ mod tests {
     #[test]
     fn changed_words_are_marked_and_the_rest_kept() {
         assert_eq!(
-            highlight_differences("<p>Lunch at noon today</p>", "<p>Lunch at one today</p>"),
+            highlight_differences(
+                "<p>Lunch at noon today</p>",
+                "<p>Lunch at one today</p>",
+                &mut CELL_BUDGET.clone()
+            ),
             "<div><p>Lunch at <span class=\"highlight_text_inserted\">one </span>\
              <span class=\"highlight_text_deleted\">noon </span>today</p></div>"
         );
         assert_eq!(
-            highlight_differences("<p>Hello</p>", "<p>Hello <strong>world</strong></p>"),
+            highlight_differences(
+                "<p>Hello</p>",
+                "<p>Hello <strong>world</strong></p>",
+                &mut CELL_BUDGET.clone()
+            ),
             "<div><p>Hello <strong><span class=\"highlight_text_inserted\">world</span>\
              </strong></p></div>"
         );
         assert_eq!(
-            highlight_differences("<p>same</p>", "<p>same</p>"),
+            highlight_differences("<p>same</p>", "<p>same</p>", &mut 0),
             "<div><p>same</p></div>"
         );
         assert_eq!(
-            highlight_differences("", "<p>new</p>"),
+            highlight_differences("", "<p>new</p>", &mut CELL_BUDGET.clone()),
             "<div><p><span class=\"highlight_text_inserted\">new</span></p></div>"
         );
     }
@@ -198,8 +210,17 @@ mod tests {
     fn large_rewrites_do_not_go_quadratic() {
         let old: String = (0..3000).map(|i| format!("a{i} ")).collect();
         let new: String = (0..3000).map(|i| format!("b{i} ")).collect();
-        let diff = highlight_differences(&old, &new);
+        let mut budget = CELL_BUDGET;
+        let diff = highlight_differences(&old, &new, &mut budget);
+        assert_eq!(budget, CELL_BUDGET, "9M cells: over budget, nothing spent");
         assert!(diff.starts_with("<div><span class=\"highlight_text_inserted\">b0 "));
         assert!(diff.ends_with("a2999 </span></div>"));
+        // Each diff spends from the same budget.
+        let (a, b) = ("<p>x y z</p>", "<p>x q z</p>");
+        let mut budget = 1;
+        assert!(highlight_differences(a, b, &mut budget).contains("highlight_text_inserted"));
+        assert_eq!(budget, 0);
+        let whole = highlight_differences(a, b, &mut budget);
+        assert!(whole.contains("highlight_text_deleted"));
     }
 }

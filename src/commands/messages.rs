@@ -493,8 +493,17 @@ pub fn set_typing(
     target: crate::events::TypingTarget,
     start: bool,
 ) -> ApiResult<(Vec<Event>, ())> {
-    use crate::events::TypingTarget;
+    use crate::events::{RealmValue, TypingTarget};
     let me = actor(state, ctx)?;
+    let (setting, kind) = match target {
+        TypingTarget::Direct { .. } => ("send_private_typing_notifications", "direct"),
+        TypingTarget::Channel { .. } => ("send_stream_typing_notifications", "channel"),
+    };
+    if state.user_settings.get(me.user_id, setting) == RealmValue::Bool(false) {
+        return Err(ApiError::bad_request(format!(
+            "User has disabled typing notifications for {kind} messages"
+        )));
+    }
     let target = match target {
         TypingTarget::Direct { user_ids } => {
             if user_ids.is_empty() {

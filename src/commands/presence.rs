@@ -19,6 +19,10 @@ pub fn update_presence(
     active: bool,
 ) -> ApiResult<(Vec<Event>, ())> {
     let me = actor(state, ctx)?;
+    // Invisible mode: Zulip records nothing while a user does not share presence.
+    if !crate::http::presence::shares_presence(state, me.user_id) {
+        return Ok((Vec::new(), ()));
+    }
     let recent = |t: Option<i64>| t.is_some_and(|t| ctx.now_ms - t < PRESENCE_UPDATE_MIN_FREQ_MS);
     let current = state.presence.get(me.user_id);
     let connected_recently = recent(current.map(|p| p.last_connected_ms));

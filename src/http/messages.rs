@@ -250,6 +250,7 @@ pub fn message_history_json(
         (raw.to_string(), html.to_string())
     };
     let mut out = Vec::with_capacity(versions.len());
+    let mut budget = crate::html_diff::CELL_BUDGET;
     let (raw, html) = content(&versions[0].content);
     out.push(json!({
         "topic": shown_topic(&versions[0].topic, allow_empty_topic_name),
@@ -275,7 +276,8 @@ pub fn message_history_json(
             snapshot["prev_rendered_content"] = json!(&**html);
             snapshot["content_html_diff"] = json!(crate::html_diff::highlight_differences(
                 html,
-                &after.content.1
+                &after.content.1,
+                &mut budget,
             ));
         }
         if let Some(prev) = &edit.prev_topic {
@@ -504,6 +506,24 @@ struct Narrow<'a> {
     /// holds a copy of count.
     require_copy: bool,
     terms: Vec<Term>,
+    /// Each `search:` operand with its words, split once.
+    search_words: Vec<(String, Vec<String>)>,
+}
+
+/// The words of every `search:` operand of a narrow (`BAD_NARROW` for an overlong one).
+fn search_words(terms: &[Term]) -> ApiResult<Vec<(String, Vec<String>)>> {
+    use crate::projections::search::{words, MAX_QUERY_CHARS};
+    terms
+        .iter()
+        .filter(|t| t.operator == "search")
+        .map(|t| {
+            let operand = t.operand.as_str().unwrap_or_default();
+            if operand.chars().count() > MAX_QUERY_CHARS {
+                return Err(bad_narrow("search operand too long"));
+            }
+            Ok((operand.to_owned(), words(operand)))
+        })
+        .collect()
 }
 
 fn user_by_operand(state: &Projections, operand: &Value) -> Option<UserId> {
@@ -544,6 +564,7 @@ impl<'a> Narrow<'a> {
             use_received: true,
             require_copy: false,
             terms: Vec::new(),
+            search_words: search_words(&terms)?,
         };
         let channel_of = |operand: &Value| -> Option<ChannelId> {
             match operand {
@@ -678,11 +699,21 @@ impl<'a> Narrow<'a> {
                 }),
                 _ => false,
             },
-            "search" => crate::projections::search::text_matches(
-                term.operand.as_str().unwrap_or_default(),
-                message.topic(),
-                &message.content,
-            ),
+            "search" => {
+                let operand = term.operand.as_str().unwrap_or_default();
+                match self.search_words.iter().find(|(o, _)| o == operand) {
+                    Some((_, wanted)) => crate::projections::search::has_words(
+                        wanted,
+                        message.topic(),
+                        &message.content,
+                    ),
+                    None => crate::projections::search::text_matches(
+                        operand,
+                        message.topic(),
+                        &message.content,
+                    ),
+                }
+            }
             "id" => {
                 term.operand
                     .as_u64()
@@ -722,6 +753,19 @@ impl<'a> Narrow<'a> {
     fn candidates(&self) -> Box<dyn DoubleEndedIterator<Item = MessageId> + '_> {
         match &self.source {
             Some(Source::Set(set)) => Box::new(set.iter().copied()),
+            // A small channel, topic or conversation is walked itself, each id looked up in
+            // the word lists; otherwise the rarest word's list is walked.
+            Some(Source::Words {
+                lists,
+                within: Some(set),
+            }) if lists.first().is_some_and(|l| set.len() < l.len()) => {
+                let lists = lists.clone();
+                Box::new(
+                    set.iter()
+                        .copied()
+                        .filter(move |id| lists.iter().all(|l| l.binary_search(id).is_ok())),
+                )
+            }
             Some(Source::Words { lists, within }) => {
                 let within = *within;
                 Box::new(
@@ -761,6 +805,7 @@ pub fn narrow_matches(
         use_received: true,
         require_copy: false,
         terms: Vec::new(),
+        search_words: search_words(terms).unwrap_or_default(),
     };
     can_read(state, viewer, message)
         && terms

@@ -153,18 +153,53 @@ fn media_type(req: &HttpRequest) -> Option<String> {
     Some(value.split(';').next()?.trim().to_ascii_lowercase())
 }
 
+/// Most fields one `multipart/form-data` body may have.
+pub const MAX_MULTIPART_FIELDS: usize = 64;
+
+/// Reads a request body, refusing it past `limit` bytes (checked against `Content-Length`
+/// first, then as it arrives).
+async fn read_body(req: &HttpRequest, mut payload: Payload, limit: usize) -> ApiResult<Vec<u8>> {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(ApiError::bad_request("Request body too large"));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = payload.next().await {
+        let chunk = chunk
+            .map_err(|e| ApiError::bad_request(format!("Could not read the request body: {e}")))?;
+        if body.len() + chunk.len() > limit {
+            return Err(ApiError::bad_request("Request body too large"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
 /// Reads a `multipart/form-data` body: fields with a file name are files, the others are
-/// parameters like form fields.
+/// parameters like form fields. The whole body is read first (at most `MAX_MULTIPART_BYTES`),
+/// so the parser never buffers more than that; at most `MAX_MULTIPART_FIELDS` fields, and the
+/// text fields together within `MAX_BODY_BYTES` like a form.
 async fn read_multipart(
     req: &HttpRequest,
     payload: Payload,
 ) -> ApiResult<(Vec<(String, String)>, Vec<UploadedFile>)> {
+    let body = read_body(req, payload, MAX_MULTIPART_BYTES).await?;
     let malformed = |e: actix_multipart::MultipartError| {
         ApiError::bad_request(format!("Malformed multipart body: {e}"))
     };
-    let mut multipart = actix_multipart::Multipart::new(req.headers(), payload);
-    let (mut pairs, mut files, mut total) = (Vec::new(), Vec::new(), 0usize);
+    let stream = futures_util::stream::once(async move {
+        Ok::<_, actix_web::error::PayloadError>(actix_web::web::Bytes::from(body))
+    });
+    let mut multipart = actix_multipart::Multipart::new(req.headers(), stream);
+    let (mut pairs, mut files, mut text_bytes) = (Vec::new(), Vec::new(), 0usize);
     while let Some(field) = multipart.next().await {
+        if pairs.len() + files.len() >= MAX_MULTIPART_FIELDS {
+            return Err(ApiError::bad_request("Too many fields in the request"));
+        }
         let mut field = field.map_err(malformed)?;
         let name = field.name().unwrap_or_default().to_owned();
         let is_file = field
@@ -172,16 +207,15 @@ async fn read_multipart(
             .is_some_and(|d| d.get_filename().is_some());
         let mut bytes = Vec::new();
         while let Some(chunk) = field.next().await {
-            let chunk = chunk.map_err(malformed)?;
-            total += chunk.len();
-            if total > MAX_MULTIPART_BYTES {
-                return Err(ApiError::bad_request("Request body too large"));
-            }
-            bytes.extend_from_slice(&chunk);
+            bytes.extend_from_slice(&chunk.map_err(malformed)?);
         }
         if is_file {
             files.push(UploadedFile { field: name, bytes });
         } else {
+            text_bytes += bytes.len();
+            if text_bytes > MAX_BODY_BYTES {
+                return Err(ApiError::bad_request("Request body too large"));
+            }
             let text = String::from_utf8(bytes)
                 .map_err(|_| ApiError::bad_request(format!("{name} is not valid UTF-8")))?;
             pairs.push((name, text));
@@ -200,7 +234,7 @@ impl FromRequest for Params {
         let form = media_type
             .as_deref()
             .is_none_or(|m| m == "application/x-www-form-urlencoded");
-        let mut payload = payload.take();
+        let payload = payload.take();
         let req = req.clone();
         Box::pin(async move {
             let mut pairs = query?;
@@ -211,16 +245,7 @@ impl FromRequest for Params {
                 params.files = files;
                 return Ok(params);
             }
-            let mut body = Vec::new();
-            while let Some(chunk) = payload.next().await {
-                let chunk = chunk.map_err(|e| {
-                    ApiError::bad_request(format!("Could not read the request body: {e}"))
-                })?;
-                if body.len() + chunk.len() > MAX_BODY_BYTES {
-                    return Err(ApiError::bad_request("Request body too large"));
-                }
-                body.extend_from_slice(&chunk);
-            }
+            let body = read_body(&req, payload, MAX_BODY_BYTES).await?;
             if form && !body.is_empty() {
                 pairs.extend(parse_pairs(&body)?);
             }

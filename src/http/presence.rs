@@ -33,10 +33,10 @@ pub fn legacy_status(p: &UserPresence) -> (&'static str, i64) {
 }
 
 /// The modern form: `active_timestamp` and `idle_timestamp`, in seconds. A user never seen
-/// active shows their connection time for both, so neither is missing.
-pub fn modern_json(p: &UserPresence) -> Value {
+/// active shows the time they joined there, as Zulip does.
+pub fn modern_json(p: &UserPresence, user: &User) -> Value {
     json!({
-        "active_timestamp": p.last_active_ms.unwrap_or(p.last_connected_ms) / 1000,
+        "active_timestamp": p.last_active_ms.unwrap_or(user.date_joined_ms) / 1000,
         "idle_timestamp": p.last_connected_ms / 1000,
     })
 }
@@ -94,7 +94,7 @@ pub fn presences_json(
         }
         newest = newest.max(presence.update_id.0 as i64);
         if query.modern {
-            out.insert(user_id.0.to_string(), modern_json(presence));
+            out.insert(user_id.0.to_string(), modern_json(presence, user));
         } else {
             out.insert(
                 shown_email(state, site, viewer, user),
@@ -211,13 +211,19 @@ pub async fn get_user_presence(
         let p = s
             .presence
             .get(user.user_id)
+            .filter(|_| shares_presence(s, user.user_id))
             .ok_or_else(|| ApiError::bad_request(format!("No presence data for {key}")))?;
-        let (mut status, timestamp) = legacy_status(p);
-        if now - timestamp * 1000 > OFFLINE_THRESHOLD_MS {
-            status = "offline";
-        }
-        let entry = json!({"status": status, "timestamp": timestamp});
-        Ok(json!({"website": entry, "aggregated": entry}))
+        let (status, timestamp) = legacy_status(p);
+        // Only the aggregate says "offline" once the last report is old, as in Zulip.
+        let aggregated = if now - timestamp * 1000 > OFFLINE_THRESHOLD_MS {
+            "offline"
+        } else {
+            status
+        };
+        Ok(json!({
+            "website": {"status": status, "timestamp": timestamp},
+            "aggregated": {"status": aggregated, "timestamp": timestamp},
+        }))
     })?;
     Ok(params.success(json!({ "presence": presence })))
 }

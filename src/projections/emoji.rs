@@ -35,6 +35,8 @@ impl CustomEmoji {
 #[derive(Debug, Clone, Default)]
 pub struct CustomEmojis {
     by_id: BTreeMap<EmojiId, CustomEmoji>,
+    /// Active emoji by name (names are unique among them): rendering looks each `:name:` up.
+    active: BTreeMap<String, EmojiId>,
     max_id: EmojiId,
 }
 
@@ -53,9 +55,7 @@ impl CustomEmojis {
 
     /// The active emoji of that name (at most one: names are unique among active emoji).
     pub fn active_named(&self, name: &str) -> Option<&CustomEmoji> {
-        self.by_id
-            .values()
-            .find(|e| !e.deactivated && e.name == name)
+        self.active.get(name).and_then(|id| self.by_id.get(id))
     }
 
     /// The emoji whose image file this is (`{id}.{extension}`).
@@ -73,6 +73,7 @@ impl CustomEmojis {
                 image,
             } => {
                 self.max_id = self.max_id.max(*emoji_id);
+                self.active.insert(name.clone(), *emoji_id);
                 self.by_id.insert(
                     *emoji_id,
                     CustomEmoji {
@@ -88,6 +89,9 @@ impl CustomEmojis {
             Event::CustomEmojiDeactivated { emoji_id } => {
                 if let Some(emoji) = self.by_id.get_mut(emoji_id) {
                     emoji.deactivated = true;
+                    if self.active.get(&emoji.name) == Some(emoji_id) {
+                        self.active.remove(&emoji.name);
+                    }
                 }
             }
             Event::RealmCreated { .. }

@@ -18,9 +18,9 @@ pub struct UserPresence {
     pub last_active_ms: Option<i64>,
     /// The seq of the event that last changed this entry.
     pub update_id: Seq,
-    /// Whether that event brought the user (back) online: no report within the offline
-    /// threshold before it, or active again after being only idle that long. Zulip tells
-    /// every client about exactly these updates.
+    /// Whether that event brought the user (back) online: an active report with no report
+    /// within the offline threshold before it, or active again after being only idle that long.
+    /// Zulip tells every client about exactly these updates.
     pub came_online: bool,
 }
 
@@ -53,8 +53,10 @@ impl Presence {
             Event::PresenceUpdated { user_id, active } => {
                 let stale = |t: Option<i64>| t.is_none_or(|t| env.at - t > OFFLINE_THRESHOLD_MS);
                 let previous = self.by_user.get(user_id);
-                let came_online = stale(previous.map(|p| p.last_connected_ms))
-                    || (*active && stale(previous.and_then(|p| p.last_active_ms)));
+                // Only an active report announces a user, as in Zulip.
+                let came_online = *active
+                    && (stale(previous.map(|p| p.last_connected_ms))
+                        || stale(previous.and_then(|p| p.last_active_ms)));
                 let entry = self.by_user.entry(*user_id).or_insert(UserPresence {
                     last_connected_ms: env.at,
                     last_active_ms: None,

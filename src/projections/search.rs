@@ -256,9 +256,22 @@ impl DoubleEndedIterator for Intersection<'_> {
 /// Whether a message's topic and content contain every word of `query` (the same rule as the
 /// index, for checking one message).
 pub fn text_matches(query: &str, topic: &str, content: &str) -> bool {
-    let have = message_words(topic, content);
-    words(query).iter().all(|w| have.contains(w))
+    has_words(&words(query), topic, content)
 }
+
+/// Whether a message's topic and content contain every one of `wanted` (already split and
+/// lowercased by [`words`]).
+pub fn has_words(wanted: &[String], topic: &str, content: &str) -> bool {
+    if wanted.is_empty() {
+        return true;
+    }
+    let have = message_words(topic, content);
+    wanted.iter().all(|w| have.contains(w))
+}
+
+/// The longest `search:` operand accepted: a query is split once per request, but each
+/// candidate is checked against every word of it.
+pub const MAX_QUERY_CHARS: usize = 1000;
 
 #[cfg(test)]
 mod tests {

@@ -1,9 +1,10 @@
 //! Each user's own settings (`PATCH /settings`): display, notification and privacy choices.
 //!
-//! `SETTINGS` is the table of every setting Chronicle stores: its Zulip name, its default, the
-//! values it may take, and which legacy event (`update_display_settings` or
-//! `update_global_notifications`) older clients hear it by. The projection keeps only values a
-//! user changed, so a setting added to the table later has its default in every older log.
+//! `SETTINGS` is the table of every setting Chronicle stores: its Zulip name, its default and
+//! the values it may take. The projection keeps only values a user changed, so a setting added
+//! to the table later has its default in every older log. (Zulip stopped sending the legacy
+//! `update_display_settings` / `update_global_notifications` events at feature level 439;
+//! Chronicle's level is above it, so changes are announced as `user_settings` only.)
 
 use crate::events::{Envelope, Event, RealmValue};
 use crate::ids::UserId;
@@ -22,21 +23,12 @@ pub enum Kind {
     TextIn(&'static [&'static str]),
 }
 
-/// Which deprecated event carries a change to clients without `user_settings_object`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Legacy {
-    Display,
-    Notification,
-    None,
-}
-
 /// One user setting.
 #[derive(Debug, Clone, Copy)]
 pub struct Setting {
     pub name: &'static str,
     pub kind: Kind,
     pub default: Default,
-    pub legacy: Legacy,
 }
 
 /// A default value (a `const`-friendly form of `RealmValue`).
@@ -57,130 +49,109 @@ impl Default {
     }
 }
 
-const fn flag(name: &'static str, default: bool, legacy: Legacy) -> Setting {
+const fn flag(name: &'static str, default: bool) -> Setting {
     Setting {
         name,
         kind: Kind::Bool,
         default: Default::Bool(default),
-        legacy,
     }
 }
 
-const fn choice(
-    name: &'static str,
-    values: &'static [i64],
-    default: i64,
-    legacy: Legacy,
-) -> Setting {
+const fn choice(name: &'static str, values: &'static [i64], default: i64) -> Setting {
     Setting {
         name,
         kind: Kind::IntIn(values),
         default: Default::Int(default),
-        legacy,
     }
 }
 
 const ONE_TO_THREE: &[i64] = &[1, 2, 3];
 const ONE_TO_FOUR: &[i64] = &[1, 2, 3, 4];
 
-use Legacy::{Display as D, None as N, Notification as M};
-
 /// Every stored user setting with Zulip's default.
 pub const SETTINGS: &[Setting] = &[
-    flag("twenty_four_hour_time", false, D),
-    flag("dense_mode", true, D),
-    choice("web_mark_read_on_scroll_policy", ONE_TO_THREE, 1, N),
-    flag("starred_message_counts", true, D),
-    flag("fluid_layout_width", false, D),
-    flag("high_contrast_mode", false, D),
-    choice("color_scheme", ONE_TO_THREE, 1, D),
-    flag("translate_emoticons", false, D),
-    flag("display_emoji_reaction_users", true, N),
+    flag("twenty_four_hour_time", false),
+    flag("dense_mode", true),
+    choice("web_mark_read_on_scroll_policy", ONE_TO_THREE, 1),
+    flag("starred_message_counts", true),
+    flag("fluid_layout_width", false),
+    flag("high_contrast_mode", false),
+    choice("color_scheme", ONE_TO_THREE, 1),
+    flag("translate_emoticons", false),
+    flag("display_emoji_reaction_users", true),
     Setting {
         name: "web_home_view",
         kind: Kind::TextIn(&["recent_topics", "inbox", "all_messages"]),
         default: Default::Text("inbox"),
-        legacy: D,
     },
     Setting {
         name: "emojiset",
         kind: Kind::TextIn(&["google", "google-blob", "twitter", "text"]),
         default: Default::Text("google"),
-        legacy: D,
     },
-    choice("demote_inactive_streams", ONE_TO_THREE, 1, D),
-    choice("user_list_style", ONE_TO_THREE, 2, D),
-    flag("enter_sends", false, D),
-    flag("enable_drafts_synchronization", true, D),
-    flag("enable_stream_desktop_notifications", false, M),
-    flag("enable_stream_email_notifications", false, M),
-    flag("enable_stream_push_notifications", false, M),
-    flag("enable_stream_audible_notifications", false, M),
+    choice("demote_inactive_streams", ONE_TO_THREE, 1),
+    choice("user_list_style", ONE_TO_THREE, 2),
+    flag("enter_sends", false),
+    flag("enable_drafts_synchronization", true),
+    flag("enable_stream_desktop_notifications", false),
+    flag("enable_stream_email_notifications", false),
+    flag("enable_stream_push_notifications", false),
+    flag("enable_stream_audible_notifications", false),
     Setting {
         name: "notification_sound",
         kind: Kind::TextIn(&["zulip", "none"]),
         default: Default::Text("zulip"),
-        legacy: M,
     },
-    flag("enable_desktop_notifications", true, M),
-    flag("enable_sounds", true, M),
+    flag("enable_desktop_notifications", true),
+    flag("enable_sounds", true),
     Setting {
         name: "email_notifications_batching_period_seconds",
         kind: Kind::IntRange(120, 7 * 24 * 3600),
         default: Default::Int(120),
-        legacy: M,
     },
-    flag("enable_offline_email_notifications", true, M),
-    flag("enable_offline_push_notifications", true, M),
-    flag("enable_online_push_notifications", true, M),
-    flag("enable_digest_emails", true, M),
-    flag("enable_marketing_emails", true, M),
-    flag("enable_login_emails", true, M),
-    flag("message_content_in_email_notifications", true, M),
-    flag("pm_content_in_desktop_notifications", true, M),
-    flag("wildcard_mentions_notify", true, M),
-    flag("enable_followed_topic_desktop_notifications", true, N),
-    flag("enable_followed_topic_email_notifications", true, N),
-    flag("enable_followed_topic_push_notifications", true, N),
-    flag("enable_followed_topic_audible_notifications", true, N),
-    flag("enable_followed_topic_wildcard_mentions_notify", true, N),
-    choice("desktop_icon_count_display", ONE_TO_THREE, 1, M),
-    choice(
-        "realm_name_in_email_notifications_policy",
-        ONE_TO_THREE,
-        1,
-        M,
-    ),
-    choice("automatically_follow_topics_policy", ONE_TO_FOUR, 3, N),
+    flag("enable_offline_email_notifications", true),
+    flag("enable_offline_push_notifications", true),
+    flag("enable_online_push_notifications", true),
+    flag("enable_digest_emails", true),
+    flag("enable_marketing_emails", true),
+    flag("enable_login_emails", true),
+    flag("message_content_in_email_notifications", true),
+    flag("pm_content_in_desktop_notifications", true),
+    flag("wildcard_mentions_notify", true),
+    flag("enable_followed_topic_desktop_notifications", true),
+    flag("enable_followed_topic_email_notifications", true),
+    flag("enable_followed_topic_push_notifications", true),
+    flag("enable_followed_topic_audible_notifications", true),
+    flag("enable_followed_topic_wildcard_mentions_notify", true),
+    choice("desktop_icon_count_display", ONE_TO_THREE, 1),
+    choice("realm_name_in_email_notifications_policy", ONE_TO_THREE, 1),
+    choice("automatically_follow_topics_policy", ONE_TO_FOUR, 3),
     choice(
         "automatically_unmute_topics_in_muted_streams_policy",
         ONE_TO_FOUR,
         3,
-        N,
     ),
-    flag("automatically_follow_topics_where_mentioned", true, N),
-    flag("presence_enabled", true, M),
-    flag("send_private_typing_notifications", true, N),
-    flag("send_stream_typing_notifications", true, N),
-    flag("send_read_receipts", true, N),
-    flag("receives_typing_notifications", true, N),
-    flag("allow_private_data_export", false, N),
-    choice("web_channel_default_view", ONE_TO_FOUR, 1, N),
+    flag("automatically_follow_topics_where_mentioned", true),
+    flag("presence_enabled", true),
+    flag("send_private_typing_notifications", true),
+    flag("send_stream_typing_notifications", true),
+    flag("send_read_receipts", true),
+    flag("receives_typing_notifications", true),
+    flag("allow_private_data_export", false),
+    choice("web_channel_default_view", ONE_TO_FOUR, 1),
     Setting {
         name: "web_font_size_px",
         kind: Kind::IntRange(12, 20),
         default: Default::Int(16),
-        legacy: N,
     },
     Setting {
         name: "web_line_height_percent",
         kind: Kind::IntRange(122, 158),
         default: Default::Int(122),
-        legacy: N,
     },
-    flag("web_navigate_to_sent_message", true, N),
-    flag("web_suggest_update_timezone", true, N),
-    flag("hide_ai_features", false, N),
+    flag("web_navigate_to_sent_message", true),
+    flag("web_suggest_update_timezone", true),
+    flag("hide_ai_features", false),
 ];
 
 /// The table entry of a setting.

@@ -275,10 +275,6 @@ fn deliver(state: &Projections, q: &Queue, env: &Envelope, event: &Value) {
     if channel_typing && !q.options.capabilities.stream_typing_notifications {
         return;
     }
-    // The deprecated settings events only for clients without the settings object.
-    if event.get("_legacy_settings").is_some() && q.options.capabilities.user_settings_object {
-        return;
-    }
     // Linkifier events only for clients that handle URL templates.
     if event_type == "realm_linkifiers" && !q.options.capabilities.linkifier_url_template {
         return;
@@ -384,9 +380,6 @@ fn adapt(state: &Projections, event: &Value, queue: &Queue) -> Value {
                 json!({"type": "stream", "op": "create", "streams": [stream]})
             };
         }
-    }
-    if let Some(map) = event.as_object_mut() {
-        map.remove("_legacy_settings");
     }
     if let Some(modern) = event.as_object_mut().and_then(|e| e.remove("_modern")) {
         if options.capabilities.simplified_presence_events {

@@ -25,6 +25,10 @@ fn active(state: &Projections) -> impl Iterator<Item = &User> {
     state.users.iter().filter(|u| u.is_active)
 }
 
+/// Zulip's `USER_LIMIT_FOR_SENDING_PRESENCE_UPDATE_EVENTS`: larger organizations get no
+/// `presence` events (their clients poll).
+const PRESENCE_EVENT_USER_LIMIT: usize = 100;
+
 /// Active users who have not turned typing notifications off (`receives_typing_notifications`).
 fn receives_typing(state: &Projections, user: &User) -> bool {
     user.is_active
@@ -122,12 +126,17 @@ pub fn client_events(
             else {
                 return Vec::new();
             };
-            if !presence.came_online || !crate::http::presence::shares_presence(state, *user_id) {
+            // Zulip sends none in organizations past USER_LIMIT_FOR_SENDING_PRESENCE_UPDATE_EVENTS.
+            let large = active(state).nth(PRESENCE_EVENT_USER_LIMIT).is_some();
+            if large
+                || !presence.came_online
+                || !crate::http::presence::shares_presence(state, *user_id)
+            {
                 return Vec::new();
             }
             let (status, timestamp) = crate::http::presence::legacy_status(presence);
             let client = json!({"client": "website", "status": status, "timestamp": timestamp, "pushable": false});
-            let modern = json!({"presences": {user_id.0.to_string(): crate::http::presence::modern_json(presence)}});
+            let modern = json!({"presences": {user_id.0.to_string(): crate::http::presence::modern_json(presence, user)}});
             active(state)
                 .map(|viewer| {
                     (
@@ -165,31 +174,11 @@ pub fn client_events(
             name,
             value,
         } => {
-            use crate::projections::user_settings::{self, Legacy};
-            let Some(user) = state.users.get(*user_id) else {
-                return Vec::new();
-            };
-            let value = user_settings::value_json(value);
-            let mut out = vec![(
+            let value = crate::projections::user_settings::value_json(value);
+            vec![(
                 *user_id,
                 json!({"type": "user_settings", "op": "update", "property": name, "value": value}),
-            )];
-            // Clients without `user_settings_object` also hear the deprecated form.
-            let email = shown_email(state, site, user, user);
-            let legacy = match user_settings::setting(name).map(|s| s.legacy) {
-                Some(Legacy::Display) => Some(
-                    json!({"type": "update_display_settings", "user": email, "setting_name": name, "setting": value}),
-                ),
-                Some(Legacy::Notification) => Some(
-                    json!({"type": "update_global_notifications", "user": email, "notification_name": name, "setting": value}),
-                ),
-                _ => None,
-            };
-            if let Some(mut legacy) = legacy {
-                legacy["_legacy_settings"] = json!(true);
-                out.push((*user_id, legacy));
-            }
-            out
+            )]
         }
         Event::RealmCreated { .. }
         | Event::ApiKeyRegenerated { .. }

@@ -133,6 +133,16 @@ async fn upload_list_serve_react_render_and_deactivate() {
         let (status, body) = upload(alice, name, &files).await;
         assert_eq!(error(status, &body), (400, msg.to_owned()), "{name}");
     }
+    // Bodies are bounded before they are parsed: size, then the number of fields.
+    let huge = vec![0u8; 7 * 1024 * 1024];
+    let (status, body) = upload(alice, "huge", &[&huge]).await;
+    assert_eq!(error(status, &body), (400, "Request body too large".into()));
+    let many: Vec<&[u8]> = vec![PNG; 70];
+    let (status, body) = upload(alice, "many", &many).await;
+    assert_eq!(
+        error(status, &body),
+        (400, "Too many fields in the request".into())
+    );
     let (status, body) = alice.post("/realm/emoji/none", &[]).await;
     assert_eq!(
         error(status, &body),

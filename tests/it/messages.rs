@@ -893,6 +893,22 @@ async fn search_finds_whole_words_and_follows_changes() {
     );
     let negated = json!([{"operator": "search", "operand": "prod", "negated": true}, {"operator": "search", "operand": "staging"}]).to_string();
     assert_eq!(found(&run(bob, window(&negated)).await), vec![sent[1]]);
+    // A topic smaller than the word's list is walked itself.
+    let in_topic =
+        json!([["channel", "general"], ["topic", "lunch"], ["search", "is"]]).to_string();
+    assert_eq!(found(&run(bob, window(&in_topic)).await), vec![sent[2]]);
+    let long = json!([["search", "word ".repeat(201)]]).to_string();
+    let pairs: Vec<(String, String)> = window(&long);
+    let pairs: Vec<(&str, &str)> = pairs
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let (status, body) = bob.get("/messages", &pairs).await;
+    assert_eq!(
+        (status.as_u16(), body["code"].as_str().unwrap()),
+        (400, "BAD_NARROW"),
+        "{body}"
+    );
 
     // An edit, a topic move and a deletion change what is found.
     let (status, body) = alice

@@ -104,8 +104,13 @@ async fn presence_reports_reads_and_events() {
         json!({"active_timestamp": t, "idle_timestamp": t})
     );
     assert!(body["presence_last_update_id"].as_i64().unwrap() > update_id);
+    // Never active: the join time stands for it, as in Zulip. An idle report announces no one.
     let bob_status = &presences[&bob_id.to_string()];
-    assert_eq!(bob_status["active_timestamp"], bob_status["idle_timestamp"]);
+    let joined = bob.get("/users/me", &[]).await.1["date_joined"].clone();
+    let joined_ms = chronicle::time::parse_rfc3339_ms(joined.as_str().unwrap()).unwrap();
+    assert_eq!(bob_status["active_timestamp"], joined_ms / 1000);
+    assert!(drain(carol, &carol_queue).await.is_empty());
+    report(bob, &[("status", "active")]).await;
     assert_eq!(kinds(&drain(carol, &carol_queue).await), ["presence"]);
 
     // The read endpoints.
@@ -113,7 +118,7 @@ async fn presence_reports_reads_and_events() {
     assert_eq!(status, StatusCode::OK, "{realm}");
     assert_eq!(
         realm["presences"][placeholder(*bob_id)]["aggregated"]["status"],
-        "idle"
+        "active"
     );
     assert!(realm["server_timestamp"].is_f64());
     let (status, one) = carol.get(&format!("/users/{alice_id}/presence"), &[]).await;
