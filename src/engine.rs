@@ -92,6 +92,18 @@ impl Engine {
         // Commands never need the search index fast; only the read state keeps one.
         state.messages.without_word_index();
         let failed = Arc::new(AtomicBool::new(false));
+        // The next record links to the last one the state was folded from.
+        let last_record = match state.seq {
+            Seq(0) => None,
+            seq => match log.scan_from(seq).next() {
+                Some(Ok((found, record))) if found == seq => Some(record),
+                _ => {
+                    return Err(std::io::Error::other(format!(
+                        "the log has no record {seq} to continue its hash chain from"
+                    )))
+                }
+            },
+        };
         let writer = Writer {
             log: log.clone(),
             read: read.clone(),
@@ -99,6 +111,7 @@ impl Engine {
             decided: state,
             last_at: 0,
             publisher,
+            chain: crate::events::Chain::after_record(last_record.as_deref()),
         };
         let handle = std::thread::Builder::new()
             .name("chronicle-writer".into())
@@ -193,6 +206,8 @@ struct Writer {
     /// Keeps `at` non-decreasing along the log even if the wall clock steps back.
     last_at: i64,
     publisher: Option<Publisher>,
+    /// Where the log's hash chain ends (what the next record links to).
+    chain: crate::events::Chain,
 }
 
 impl Writer {
@@ -306,17 +321,22 @@ impl Writer {
         }
     }
 
-    fn persist(&self, staged: &[Envelope]) -> Result<(), crate::store::StoreError> {
+    fn persist(&mut self, staged: &[Envelope]) -> Result<(), crate::store::StoreError> {
+        // The chain moves on only once the batch is durable (a failed batch stops all writes).
+        let mut chain = self.chain;
         let records = staged
             .iter()
             .map(|env| {
-                env.encode()
+                chain
+                    .seal(env)
                     .map(|bytes| (env.seq, bytes))
                     .map_err(|e| crate::store::StoreError::Encode(e.to_string()))
             })
             .collect::<Result<Vec<_>, _>>()?;
         self.log.append_batch(&records)?;
-        self.log.flush()
+        self.log.flush()?;
+        self.chain = chain;
+        Ok(())
     }
 }
 

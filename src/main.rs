@@ -5,7 +5,9 @@ use chronicle::ids::Seq;
 use chronicle::projections::Projections;
 use chronicle::server::{fold_data_dir, serve, Fatal, Layout, ServeConfig};
 use chronicle::store::read_envelopes;
-use chronicle::store::{check_integrity, export_records, import_records, Integrity, SledLog};
+use chronicle::store::{
+    check_integrity, export_records, import_records, verify_chain, Integrity, SledLog,
+};
 use chronicle::time::parse_rfc3339_ms;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -85,6 +87,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check every record's checksum and the log's hash chain; report the first break (exit
+    /// status 1 when there is one).
+    Verify {
+        #[arg(long)]
+        data_dir: PathBuf,
+    },
     /// What changed in the projections between two points of the log, per area.
     Diff {
         #[arg(long)]
@@ -143,6 +151,9 @@ enum Command {
         /// Replay the events up to and including this time (RFC 3339).
         #[arg(long)]
         to_time: Option<String>,
+        /// First check every checksum and the hash chain (as `verify`).
+        #[arg(long)]
+        verify: bool,
     },
 }
 
@@ -264,11 +275,29 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             }
             Ok(())
         }
+        Command::Verify { data_dir } => {
+            let log = SledLog::open(&Layout::new(&data_dir).log())?;
+            let report = verify_chain(&log, None)?;
+            print_chain_report(&report);
+            match report.first_break {
+                None => Ok(()),
+                Some((seq, _)) => Err(format!("the log is broken at record {seq}").into()),
+            }
+        }
         Command::Replay {
             data_dir,
             to_seq,
             to_time,
+            verify,
         } => {
+            if verify {
+                let log = SledLog::open(&Layout::new(&data_dir).log())?;
+                let report = verify_chain(&log, to_seq.map(Seq))?;
+                print_chain_report(&report);
+                if let Some((seq, _)) = report.first_break {
+                    return Err(format!("the log is broken at record {seq}; not replayed").into());
+                }
+            }
             let started = Instant::now();
             let until_ms = match to_time {
                 None => None,
@@ -303,6 +332,17 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             println!("digest: {}", state.digest());
             Ok(())
         }
+    }
+}
+
+/// Prints what `verify_chain` found, one `key: value` per line.
+fn print_chain_report(report: &chronicle::store::ChainReport) {
+    println!("records_checked: {}", report.records);
+    println!("unchained_prefix: {}", report.unchained);
+    println!("head: {}", report.head.as_deref().unwrap_or("-"));
+    match &report.first_break {
+        None => println!("chain: intact"),
+        Some((seq, reason)) => println!("chain: broken at record {seq}: {reason}"),
     }
 }
 

@@ -524,6 +524,7 @@ pub fn replay(quick: bool) -> Result<Vec<Row>, Fatal> {
     let log = SledLog::open(tmp.path())?;
     let mut encoded_bytes: u64 = 0;
     let mut batch = Vec::with_capacity(10_000);
+    let mut chain = crate::events::Chain::after(crate::events::GENESIS);
     for i in 1..=total {
         let env = Envelope {
             seq: Seq(i),
@@ -532,7 +533,7 @@ pub fn replay(quick: bool) -> Result<Vec<Row>, Fatal> {
             schema_version: SCHEMA_VERSION,
             event: generated_event(i, users),
         };
-        let record = env.encode()?;
+        let record = chain.seal(&env)?;
         encoded_bytes += record.len() as u64;
         batch.push((Seq(i), record));
         if batch.len() == 10_000 {
@@ -636,7 +637,7 @@ pub fn memory_probe(probe: Probe) -> Result<String, Fatal> {
     let mut fold = |state: &mut Projections, event: Event| -> Result<u64, Fatal> {
         seq += 1;
         let env = probe_envelope(seq, event);
-        let size = env.encode()?.len() as u64;
+        let size = env.encode(&crate::events::GENESIS)?.len() as u64;
         state.apply(&env);
         Ok(size)
     };

@@ -33,6 +33,7 @@ struct Writer {
     log: SledLog,
     seq: u64,
     batch: Vec<(Seq, Vec<u8>)>,
+    chain: crate::events::Chain,
 }
 
 impl Writer {
@@ -45,7 +46,7 @@ impl Writer {
             schema_version: SCHEMA_VERSION,
             event,
         };
-        self.batch.push((env.seq, env.encode()?));
+        self.batch.push((env.seq, self.chain.seal(&env)?));
         if self.batch.len() >= 10_000 {
             self.log.append_batch(&self.batch)?;
             self.batch.clear();
@@ -76,6 +77,7 @@ pub fn seed(spec: &SeedSpec) -> Result<Seeded, Fatal> {
         log: SledLog::open(&layout.log())?,
         seq: 0,
         batch: Vec::new(),
+        chain: crate::events::Chain::after(crate::events::GENESIS),
     };
     w.push(
         None,

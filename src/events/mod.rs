@@ -1,9 +1,13 @@
 //! The stored envelope and its checksummed encoding.
 //!
-//! A record in the log is `crc32(body) (4 bytes, big-endian) ++ body`, where `body` is the
-//! envelope encoded as msgpack with named fields (`rmp_serde::to_vec_named`): a field added later
-//! never shifts old records, and a torn or flipped byte fails the checksum instead of being
-//! folded as garbage.
+//! A record in the log is `crc32(rest) (4 bytes, big-endian) ++ rest`, where `rest` is
+//! `0xC1 ++ link (32 bytes) ++ body`: `body` is the envelope encoded as msgpack with named fields
+//! (`rmp_serde::to_vec_named`), so a field added later never shifts old records, and `link` is
+//! the SHA-256 of the whole previous record (zeros before the first), a hash chain over the log.
+//! A torn or flipped byte fails the checksum; a record rewritten with a fixed checksum breaks
+//! the chain at the next record (`store::verify_chain`). `0xC1` is the one byte msgpack never
+//! uses, so records written before the chain (`rest` = `body`) still decode: they form an
+//! unchained prefix.
 
 pub mod v1;
 
@@ -49,13 +53,67 @@ pub enum DecodeError {
     SeqMismatch { key: u64, inner: u64 },
 }
 
+/// The SHA-256 of a stored record: what the next record links to.
+pub type RecordHash = [u8; 32];
+
+/// The link of the first record of a log.
+pub const GENESIS: RecordHash = [0; 32];
+
+/// Marks a chained record (a byte msgpack never uses as a first byte).
+const CHAIN_MARK: u8 = 0xC1;
+
+/// The hash the next record must link to.
+pub fn record_hash(record: &[u8]) -> RecordHash {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(record).into()
+}
+
+/// The link a stored record carries (`None` for records written before the chain, or too short
+/// to hold one). The checksum is not checked here.
+pub fn record_link(record: &[u8]) -> Option<RecordHash> {
+    match record.get(4..) {
+        Some([CHAIN_MARK, rest @ ..]) => rest.get(..32)?.try_into().ok(),
+        _ => None,
+    }
+}
+
+/// The end of a log's hash chain: encodes envelopes into records, each linked to the one
+/// before it.
+#[derive(Debug, Clone, Copy)]
+pub struct Chain {
+    link: RecordHash,
+}
+
+impl Chain {
+    /// A chain whose next record follows a record with this hash (`GENESIS` for an empty log).
+    pub fn after(link: RecordHash) -> Chain {
+        Chain { link }
+    }
+
+    /// The chain after the last record of a log (or empty).
+    pub fn after_record(last: Option<&[u8]>) -> Chain {
+        Chain::after(last.map_or(GENESIS, record_hash))
+    }
+
+    /// Encodes the next record and moves the chain past it.
+    pub fn seal(&mut self, env: &Envelope) -> Result<Vec<u8>, rmp_serde::encode::Error> {
+        let record = env.encode(&self.link)?;
+        self.link = record_hash(&record);
+        Ok(record)
+    }
+}
+
 impl Envelope {
-    /// Encodes the envelope into a stored record.
-    pub fn encode(&self) -> Result<Vec<u8>, rmp_serde::encode::Error> {
+    /// Encodes the envelope into a stored record linked to the record before it.
+    pub fn encode(&self, link: &RecordHash) -> Result<Vec<u8>, rmp_serde::encode::Error> {
         let body = rmp_serde::to_vec_named(self)?;
-        let mut record = Vec::with_capacity(body.len() + 4);
-        record.extend_from_slice(&crc32fast::hash(&body).to_be_bytes());
-        record.extend_from_slice(&body);
+        let mut rest = Vec::with_capacity(body.len() + 33);
+        rest.push(CHAIN_MARK);
+        rest.extend_from_slice(link);
+        rest.extend_from_slice(&body);
+        let mut record = Vec::with_capacity(rest.len() + 4);
+        record.extend_from_slice(&crc32fast::hash(&rest).to_be_bytes());
+        record.extend_from_slice(&rest);
         Ok(record)
     }
 
@@ -64,12 +122,18 @@ impl Envelope {
         if record.len() < 4 {
             return Err(DecodeError::TooShort(record.len()));
         }
-        let (crc, body) = record.split_at(4);
+        let (crc, rest) = record.split_at(4);
         let stored = u32::from_be_bytes([crc[0], crc[1], crc[2], crc[3]]);
-        let computed = crc32fast::hash(body);
+        let computed = crc32fast::hash(rest);
         if stored != computed {
             return Err(DecodeError::Checksum { stored, computed });
         }
+        let body = match rest {
+            [CHAIN_MARK, chained @ ..] => chained
+                .get(32..)
+                .ok_or(DecodeError::TooShort(record.len()))?,
+            unchained => unchained,
+        };
         let envelope: Envelope =
             rmp_serde::from_slice(body).map_err(|e| DecodeError::Msgpack(e.to_string()))?;
         if envelope.schema_version != SCHEMA_VERSION {
@@ -147,20 +211,20 @@ mod tests {
     #[test]
     fn round_trips() {
         let env = sample();
-        let record = env.encode().unwrap();
+        let record = env.encode(&GENESIS).unwrap();
         assert_eq!(Envelope::decode(Seq(7), &record).unwrap(), env);
     }
 
     #[test]
     fn detects_flipped_byte_and_truncation() {
-        let mut record = sample().encode().unwrap();
+        let mut record = sample().encode(&GENESIS).unwrap();
         let last = record.len() - 1;
         record[last] ^= 0x40;
         assert!(matches!(
             Envelope::decode(Seq(7), &record),
             Err(DecodeError::Checksum { .. })
         ));
-        let record = sample().encode().unwrap();
+        let record = sample().encode(&GENESIS).unwrap();
         assert!(Envelope::decode(Seq(7), &record[..record.len() - 3]).is_err());
         assert_eq!(
             Envelope::decode(Seq(7), &record[..2]),
@@ -170,7 +234,7 @@ mod tests {
 
     #[test]
     fn rejects_record_under_wrong_key() {
-        let record = sample().encode().unwrap();
+        let record = sample().encode(&GENESIS).unwrap();
         assert_eq!(
             Envelope::decode(Seq(8), &record),
             Err(DecodeError::SeqMismatch { key: 8, inner: 7 })
@@ -179,7 +243,7 @@ mod tests {
 
     #[test]
     fn encoding_uses_field_names() {
-        let record = sample().encode().unwrap();
+        let record = sample().encode(&GENESIS).unwrap();
         let body = &record[4..];
         let needle = b"api_key_nonce";
         assert!(body.windows(needle.len()).any(|w| w == needle));

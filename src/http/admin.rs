@@ -129,3 +129,28 @@ pub async fn get_events(
     .map_err(|e| ApiError::internal(format!("scan: {e}")))?;
     Ok(params.success(json!({"events": events, "last_seq": last_seq, "scanned_to_seq": scanned})))
 }
+
+/// `GET /admin/verify`: every record's checksum and the hash chain, up to the last applied
+/// event (`chronicle verify` while the server runs).
+pub async fn verify_log(
+    state: web::Data<AppState>,
+    auth: Auth,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    auth.require_admin()?;
+    let last_seq = state.engine.read(|s| s.seq);
+    let log = state.engine.log().clone();
+    let report = web::block(move || crate::store::verify_chain(log.as_ref(), Some(last_seq)))
+        .await
+        .map_err(|e| ApiError::internal(format!("verify: {e}")))?
+        .map_err(|e| ApiError::internal(format!("verify: {e}")))?;
+    let first_break = report
+        .first_break
+        .map(|(seq, reason)| json!({"seq": seq, "reason": reason}));
+    Ok(params.success(json!({
+        "records_checked": report.records,
+        "unchained_prefix": report.unchained,
+        "head": report.head,
+        "first_break": first_break,
+    })))
+}

@@ -302,6 +302,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     delete => events::delete_queue);
                 endpoint!(api, "/admin/projections", get => admin::get_projections);
                 endpoint!(api, "/admin/events", get => admin::get_events);
+                endpoint!(api, "/admin/verify", get => admin::verify_log);
             })
             .default_service(web::to(not_found)),
     );

@@ -162,7 +162,7 @@ mod tests {
                 user_id: UserId(seq),
             },
         };
-        (Seq(seq), e.encode().unwrap())
+        (Seq(seq), e.encode(&crate::events::GENESIS).unwrap())
     }
 
     #[test]

@@ -113,7 +113,7 @@ async fn torn_tail_is_quarantined_and_the_log_continues() {
             schema_version: SCHEMA_VERSION,
             event: Event::UserDeactivated { user_id: UserId(1) },
         };
-        let record = env.encode().unwrap();
+        let record = env.encode(&chronicle::events::GENESIS).unwrap();
         log.insert_raw_for_tests(valid_last.next(), &record[..record.len() / 2])
             .unwrap();
     }
