@@ -39,12 +39,81 @@ fn write_expectations(dir: &Path, state: &Projections) {
     std::fs::write(dir.join("expected-digest.txt"), state.digest() + "\n").unwrap();
 }
 
-#[tokio::test]
-async fn v1_foundation_fixture_replays_to_its_dump() {
-    let dir = fixture_dir("v1-foundation");
+/// Records a v1 log of a working organization: a channel, messages, topic visibility policies
+/// of every kind (the event schema version 2 changed), a reaction, an edit.
+async fn record_v1_messages(dir: &Path) {
+    let server = Server::start();
+    let (alice, alice_creds) = server.create_member("alice@example.com", "Alice").await;
+    let owner = server.api(Some(&server.owner()));
+    let alice_api = server.api(Some(&alice_creds));
+    let (_, created) = owner
+        .post(
+            "/channels/create",
+            &[("name", "general"), ("subscribers", &format!("[{alice}]"))],
+        )
+        .await;
+    let channel = created["id"].as_u64().unwrap().to_string();
+    let (_, sent) = alice_api
+        .post(
+            "/messages",
+            &[
+                ("type", "stream"),
+                ("to", "general"),
+                ("topic", "lunch"),
+                ("content", "Tacos?"),
+            ],
+        )
+        .await;
+    let id = sent["id"].as_u64().unwrap();
+    for (topic, policy) in [
+        ("lunch", "1"),
+        ("deploys", "3"),
+        ("random", "2"),
+        ("random", "0"),
+    ] {
+        alice_api
+            .post(
+                "/user_topics",
+                &[
+                    ("stream_id", &channel),
+                    ("topic", topic),
+                    ("visibility_policy", policy),
+                ],
+            )
+            .await;
+    }
+    owner
+        .post(
+            &format!("/messages/{id}/reactions"),
+            &[("emoji_name", "octopus")],
+        )
+        .await;
+    alice_api
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/messages/{id}"),
+            &[("content", "Tacos!")],
+        )
+        .await;
+    let stopped = server.stop();
+    let log = SledLog::open(&stopped.dir.join("log")).unwrap();
+    std::fs::create_dir_all(dir).unwrap();
+    let mut out = Vec::new();
+    export_records(&log, &mut out).unwrap();
+    std::fs::write(dir.join("log.bin"), out).unwrap();
+}
+
+/// Replays a fixture's frozen log and compares the state with its recorded dump and digest
+/// (recording the log first under `BLESS=1` when there is none).
+async fn replay_fixture<F, Fut>(name: &str, record: F) -> serde_json::Value
+where
+    F: FnOnce(PathBuf) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let dir = fixture_dir(name);
     let bless = std::env::var("BLESS").as_deref() == Ok("1");
     if bless && !dir.join("log.bin").exists() {
-        record_v1_foundation(&dir).await;
+        record(dir.clone()).await;
     }
     let bytes = std::fs::read(dir.join("log.bin")).expect("fixture exists (BLESS=1 records it)");
     let tmp = tempfile::tempdir().unwrap();
@@ -63,11 +132,37 @@ async fn v1_foundation_fixture_replays_to_its_dump() {
     let expected: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("expected-dump.json")).unwrap())
             .unwrap();
-    assert_eq!(state.dump(), expected);
+    assert_eq!(state.dump(), expected, "{name}");
     let digest = std::fs::read_to_string(dir.join("expected-digest.txt")).unwrap();
-    assert_eq!(state.digest(), digest.trim());
+    assert_eq!(state.digest(), digest.trim(), "{name}");
+    expected
+}
+
+#[tokio::test]
+async fn v1_foundation_fixture_replays_to_its_dump() {
+    let expected = replay_fixture("v1-foundation", |dir| async move {
+        record_v1_foundation(&dir).await
+    })
+    .await;
     // Bob ends deactivated, the owner keeps a password and is the only owner.
     let users = expected["users"].as_array().unwrap();
     assert_eq!(users.len(), 3);
     assert_eq!(users[1]["is_active"], false);
+}
+
+#[tokio::test]
+async fn v1_messages_fixture_replays_to_its_dump() {
+    let expected = replay_fixture("v1-messages", |dir| async move {
+        record_v1_messages(&dir).await
+    })
+    .await;
+    // The policies as recorded by schema version 1 (numbers): muted, followed; "random" was
+    // unmuted, then cleared.
+    let topics = expected["user_topics"].to_string();
+    assert!(
+        topics.contains("lunch") && topics.contains("deploys"),
+        "{topics}"
+    );
+    assert!(!topics.contains("random"), "{topics}");
+    assert_eq!(expected["messages"]["messages"][0]["content"], "Tacos!");
 }
