@@ -495,7 +495,8 @@ fn generated_event(i: u64, users: u64) -> Event {
             user_id,
             channel_id,
             topic,
-            policy: (i % 4) as u8,
+            policy: crate::events::TopicPolicy::from_code((i % 4) as u8)
+                .unwrap_or(crate::events::TopicPolicy::None),
         },
         18 if (i / 20) % 2 == 0 => Event::Subscribed {
             channel_id,

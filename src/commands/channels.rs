@@ -830,7 +830,8 @@ pub fn set_topic_visibility(
             user_id: me.user_id,
             channel_id,
             topic,
-            policy,
+            policy: crate::events::TopicPolicy::from_code(policy)
+                .ok_or_else(|| ApiError::invalid("visibility_policy", &policy.to_string()))?,
         }],
         (),
     ))

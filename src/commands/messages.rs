@@ -775,6 +775,9 @@ fn move_topic_policies(state: &Projections, message: &Message, mv: &MessageMove)
             .zip(state.users.get(user_id))
             .is_some_and(|(c, u)| access(state, u, c) == Access::Content);
         if reaches && state.user_topics.policy(user_id, new_channel, &new_topic) == 0 {
+            // The projection holds only codes of real policies.
+            let policy = crate::events::TopicPolicy::from_code(policy)
+                .unwrap_or(crate::events::TopicPolicy::None);
             events.push(Event::TopicVisibilitySet {
                 user_id,
                 channel_id: new_channel,
@@ -786,7 +789,7 @@ fn move_topic_policies(state: &Projections, message: &Message, mv: &MessageMove)
             user_id,
             channel_id: *old_channel,
             topic: old_topic.clone(),
-            policy: 0,
+            policy: crate::events::TopicPolicy::None,
         });
     }
     events

@@ -10,21 +10,23 @@
 //! unchained prefix.
 
 pub mod v1;
+pub mod v2;
 
-pub use v1::{
+pub use v2::{
     BotConfig, BotService, ChannelChange, ChannelPermissions, EditedContent, Event, GroupChange,
     GroupPermissions, GroupSetting, ImageBytes, InvitationSpec, LinkifierSpec, MessageFlag,
     MessageMove, NewSubscription, ProfileChoice, ProfileFieldData, ProfileFieldSpec, PropagateMode,
     ReactionType, RealmValue, Recipient, Role, SenderQueue, SubscriptionProperty, SystemGroup,
-    TopicsPolicy, TypingTarget, UserChange,
+    TopicPolicy, TopicsPolicy, TypingTarget, UserChange,
 };
 
 use crate::ids::{Seq, UserId};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// The schema version new events are written with.
-pub const SCHEMA_VERSION: u16 = 1;
+/// The schema version new events are written with. Version 1 records are upcast when decoded
+/// (`v2::upcast`).
+pub const SCHEMA_VERSION: u16 = 2;
 
 /// One entry of the log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -49,6 +51,8 @@ pub enum DecodeError {
     Msgpack(String),
     #[error("unsupported schema version {0}")]
     UnknownVersion(u16),
+    #[error("cannot upcast an older record: {0}")]
+    Upcast(String),
     #[error("record stored under seq {key} claims seq {inner}")]
     SeqMismatch { key: u64, inner: u64 },
 }
@@ -103,6 +107,49 @@ impl Chain {
     }
 }
 
+/// The envelope of a version-1 record, with version 1's frozen event type.
+#[derive(Deserialize)]
+struct EnvelopeV1 {
+    seq: Seq,
+    at: i64,
+    actor: Option<UserId>,
+    schema_version: u16,
+    event: v1::Event,
+}
+
+/// Just the version of a record, read first.
+#[derive(Deserialize)]
+struct VersionOnly {
+    schema_version: u16,
+}
+
+/// Decodes an envelope of any schema version into the current one. The current version is
+/// decoded directly; an older one with its own frozen types, then upcast step by step. The
+/// envelope keeps the version it was stored with (listings show it).
+fn decode_body(body: &[u8]) -> Result<Envelope, DecodeError> {
+    let msgpack = |e: rmp_serde::decode::Error| DecodeError::Msgpack(e.to_string());
+    match rmp_serde::from_slice::<Envelope>(body) {
+        Ok(envelope) if envelope.schema_version == SCHEMA_VERSION => return Ok(envelope),
+        Ok(_) | Err(_) => {}
+    }
+    let version = rmp_serde::from_slice::<VersionOnly>(body).map_err(msgpack)?;
+    match version.schema_version {
+        1 => {
+            let old: EnvelopeV1 = rmp_serde::from_slice(body).map_err(msgpack)?;
+            Ok(Envelope {
+                seq: old.seq,
+                at: old.at,
+                actor: old.actor,
+                schema_version: old.schema_version,
+                event: v2::upcast(old.event).map_err(DecodeError::Upcast)?,
+            })
+        }
+        // A current-version record that did not decode above.
+        SCHEMA_VERSION => rmp_serde::from_slice::<Envelope>(body).map_err(msgpack),
+        other => Err(DecodeError::UnknownVersion(other)),
+    }
+}
+
 impl Envelope {
     /// Encodes the envelope into a stored record linked to the record before it.
     pub fn encode(&self, link: &RecordHash) -> Result<Vec<u8>, rmp_serde::encode::Error> {
@@ -134,12 +181,7 @@ impl Envelope {
                 .ok_or(DecodeError::TooShort(record.len()))?,
             unchained => unchained,
         };
-        let envelope: Envelope =
-            rmp_serde::from_slice(body).map_err(|e| DecodeError::Msgpack(e.to_string()))?;
-        if envelope.schema_version != SCHEMA_VERSION {
-            // Upcasts from older versions plug in here once a v2 exists.
-            return Err(DecodeError::UnknownVersion(envelope.schema_version));
-        }
+        let envelope = decode_body(body)?;
         if envelope.seq != key {
             return Err(DecodeError::SeqMismatch {
                 key: key.0,
@@ -193,6 +235,68 @@ pub fn redact(value: &mut Value) {
 
 #[cfg(test)]
 mod tests {
+    /// A record as schema version 1 wrote it (before the hash chain: `crc ‖ body`).
+    fn v1_record(seq: u64, event: v1::Event) -> Vec<u8> {
+        #[derive(serde::Serialize)]
+        struct V1Envelope {
+            seq: Seq,
+            at: i64,
+            actor: Option<UserId>,
+            schema_version: u16,
+            event: v1::Event,
+        }
+        let body = rmp_serde::to_vec_named(&V1Envelope {
+            seq: Seq(seq),
+            at: 5,
+            actor: Some(UserId(2)),
+            schema_version: 1,
+            event,
+        })
+        .unwrap();
+        let mut record = crc32fast::hash(&body).to_be_bytes().to_vec();
+        record.extend_from_slice(&body);
+        record
+    }
+
+    #[test]
+    fn version_1_records_are_upcast() {
+        let topic = |policy| v1::Event::TopicVisibilitySet {
+            user_id: UserId(2),
+            channel_id: crate::ids::ChannelId(1),
+            topic: "lunch".into(),
+            policy,
+        };
+        let env = Envelope::decode(Seq(3), &v1_record(3, topic(3))).unwrap();
+        assert_eq!(env.schema_version, 1, "the stored version is kept");
+        assert_eq!(
+            env.event,
+            Event::TopicVisibilitySet {
+                user_id: UserId(2),
+                channel_id: crate::ids::ChannelId(1),
+                topic: "lunch".into(),
+                policy: TopicPolicy::Followed,
+            }
+        );
+        // Unchanged events come through as they were.
+        let same = Envelope::decode(
+            Seq(4),
+            &v1_record(4, v1::Event::UserDeactivated { user_id: UserId(9) }),
+        )
+        .unwrap();
+        assert_eq!(same.event, Event::UserDeactivated { user_id: UserId(9) });
+        // No version of Chronicle wrote policy 9.
+        assert_eq!(
+            Envelope::decode(Seq(3), &v1_record(3, topic(9))).unwrap_err(),
+            DecodeError::Upcast("unknown topic visibility policy 9".into())
+        );
+        // Version 2 stores the policy by name.
+        let mut current = Envelope::decode(Seq(3), &v1_record(3, topic(1))).unwrap();
+        current.schema_version = SCHEMA_VERSION;
+        let record = current.encode(&GENESIS).unwrap();
+        assert!(record.windows(5).any(|w| w == b"Muted"));
+        assert_eq!(Envelope::decode(Seq(3), &record).unwrap(), current);
+    }
+
     use super::*;
 
     fn sample() -> Envelope {

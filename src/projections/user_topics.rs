@@ -62,14 +62,14 @@ impl UserTopics {
             } => {
                 let topics = self.by_user.entry(*user_id).or_default();
                 let key = (*channel_id, topic_key(topic));
-                if *policy == 0 {
+                if *policy == crate::events::TopicPolicy::None {
                     topics.remove(&key);
                 } else {
                     topics.insert(
                         key,
                         UserTopic {
                             topic: topic.clone(),
-                            policy: *policy,
+                            policy: policy.code(),
                             last_updated: env.at / 1000,
                         },
                     );

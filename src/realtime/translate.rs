@@ -779,7 +779,7 @@ pub fn client_events(
                         "type": "user_topic", "stream_id": channel_id.0,
                         "topic_name": crate::http::messages::shown_topic(topic, false),
                         "_raw": {"topic_name": topic},
-                        "last_updated": env.at / 1000, "visibility_policy": policy,
+                        "last_updated": env.at / 1000, "visibility_policy": policy.code(),
                     }),
                 ),
             ]

@@ -41,7 +41,7 @@ async fn event_listing_pages_and_time_travel_dumps() {
     assert_eq!(event["seq"], 2);
     assert_eq!(event["type"], "UserCreated");
     assert_eq!(event["actor"], serde_json::Value::Null);
-    assert_eq!(event["schema_version"], 1);
+    assert_eq!(event["schema_version"], 2);
     assert_eq!(event["payload"]["email"], "owner@chronicle.local");
     assert_eq!(event["payload"]["password_hash"], "[redacted]");
     assert_eq!(event["payload"]["api_key_nonce"], "[redacted]");

@@ -1,0 +1,807 @@
+//! Schema version 2 of the stored events: what Chronicle writes now. `schema/events-v2.md`
+//! documents the change; `schema/events-v1.md` every variant.
+//!
+//! Version 2 changed one event: `TopicVisibilitySet.policy` is a named `TopicPolicy` instead of
+//! Zulip's number. Every other stored type is version 1's, unchanged (re-exported below).
+//! Records of version 1 decode with the frozen types of `v1` and are upcast here, one step, by
+//! `upcast`; `replay-fixtures/v1-*` hold version-1 logs that must keep replaying to their dumps.
+
+use super::v1;
+use crate::ids::{
+    ChannelId, EmojiId, FieldId, FolderId, GroupId, InviteId, LinkifierId, MessageId, UserId,
+};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+pub use super::v1::{
+    BotConfig, BotService, ChannelChange, ChannelPermissions, EditedContent, GroupChange,
+    GroupPermissions, GroupSetting, ImageBytes, InvitationSpec, LinkifierSpec, MessageFlag,
+    MessageMove, NewSubscription, ProfileChoice, ProfileFieldData, ProfileFieldSpec, PropagateMode,
+    ReactionType, RealmValue, Recipient, Role, SenderQueue, SubscriptionProperty, SystemGroup,
+    TopicsPolicy, TypingTarget, UserChange,
+};
+
+/// A user's visibility policy for a topic. Zulip's API numbers them (`visibility_policy`);
+/// the log names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TopicPolicy {
+    /// No policy: the topic follows its channel.
+    None,
+    Muted,
+    Unmuted,
+    Followed,
+}
+
+impl TopicPolicy {
+    /// Zulip's number for the policy.
+    pub fn code(self) -> u8 {
+        match self {
+            TopicPolicy::None => 0,
+            TopicPolicy::Muted => 1,
+            TopicPolicy::Unmuted => 2,
+            TopicPolicy::Followed => 3,
+        }
+    }
+
+    pub fn from_code(code: u8) -> Option<TopicPolicy> {
+        Some(match code {
+            0 => TopicPolicy::None,
+            1 => TopicPolicy::Muted,
+            2 => TopicPolicy::Unmuted,
+            3 => TopicPolicy::Followed,
+            _ => return None,
+        })
+    }
+}
+
+/// Everything that ever happened, in past tense. Each variant carries every non-deterministic
+/// input (ids, generated nonces, password hashes); the envelope carries time and actor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Event {
+    /// The organization came into being (always the first event of a log).
+    RealmCreated { name: String, description: String },
+    /// An organization setting changed (`PATCH /realm`); `name` is Zulip's setting name.
+    RealmSettingChanged { name: String, value: RealmValue },
+    /// An administrator created a custom profile field (`order` = id).
+    CustomProfileFieldCreated {
+        field_id: FieldId,
+        spec: ProfileFieldSpec,
+    },
+    /// A custom profile field's definition was replaced (its type never changes). Values of
+    /// dropdown choices that no longer exist are cleared by `ProfileDataSet` events beside it.
+    CustomProfileFieldChanged {
+        field_id: FieldId,
+        spec: ProfileFieldSpec,
+    },
+    /// A custom profile field was deleted, with every user's value for it.
+    CustomProfileFieldDeleted { field_id: FieldId },
+    /// The fields' order was set (every field id, in order).
+    CustomProfileFieldsReordered { order: Vec<FieldId> },
+    /// A user's value for a field was set (`None` removes it). The users type stores its ids
+    /// as JSON text (`"[11]"`), as Zulip does; `rendered_value` is the Markdown rendering for
+    /// the text types, made when the value was set.
+    ProfileDataSet {
+        user_id: UserId,
+        field_id: FieldId,
+        value: Option<String>,
+        rendered_value: Option<String>,
+    },
+    /// An invitation was made: by email (`email`) or a reusable link (`email` absent). The key
+    /// in its link is derived from `link_nonce` with the server secret (never stored); the
+    /// nonce is redacted from every dump and listing.
+    InvitationCreated {
+        invite_id: InviteId,
+        email: Option<String>,
+        spec: Box<InvitationSpec>,
+        link_nonce: String,
+    },
+    /// An email invitation was sent again (same link, same expiry: kept for the audit log).
+    InvitationResent { invite_id: InviteId },
+    /// An invitation was revoked: its link no longer works.
+    InvitationRevoked { invite_id: InviteId },
+    /// Someone created their account through an invitation (the `UserCreated` is beside it).
+    InvitationAccepted {
+        invite_id: InviteId,
+        user_id: UserId,
+    },
+    /// An administrator added a linkifier (`order` after the others).
+    LinkifierAdded {
+        linkifier_id: LinkifierId,
+        spec: LinkifierSpec,
+    },
+    /// A linkifier's definition was replaced.
+    LinkifierChanged {
+        linkifier_id: LinkifierId,
+        spec: LinkifierSpec,
+    },
+    /// A linkifier was removed.
+    LinkifierRemoved { linkifier_id: LinkifierId },
+    /// The linkifiers' order was set (every id, in order).
+    LinkifiersReordered { order: Vec<LinkifierId> },
+    /// A human account or a bot was created.
+    UserCreated {
+        user_id: UserId,
+        email: String,
+        full_name: String,
+        role: Role,
+        /// `None` for humans; Zulip's bot type (1 generic, 2 incoming webhook, ...) for bots.
+        bot_type: Option<u8>,
+        bot_owner_id: Option<UserId>,
+        timezone: String,
+        /// Zulip's server-granted `can_create_users` permission (the first owner has it).
+        can_create_users: bool,
+        /// argon2id PHC string; `None` when the account cannot log in with a password.
+        /// Redacted from every dump and listing.
+        password_hash: Option<String>,
+        /// Random nonce from which the API key is derived with the server secret
+        /// (the key itself is never stored). Redacted from every dump and listing.
+        api_key_nonce: String,
+        /// For bots: their default channels and services (absent for humans, and in records
+        /// written before bots could be created).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bot: Option<Box<BotConfig>>,
+    },
+    /// A user changed their password (`PATCH /settings`); the argon2id hash is redacted from
+    /// every dump and listing.
+    PasswordChanged {
+        user_id: UserId,
+        password_hash: String,
+    },
+    /// The user's API key was replaced; the old one stops working at once.
+    ApiKeyRegenerated {
+        user_id: UserId,
+        api_key_nonce: String,
+    },
+    /// An account was deactivated (it can no longer authenticate).
+    UserDeactivated { user_id: UserId },
+    /// A deactivated account was reactivated.
+    UserReactivated { user_id: UserId },
+    /// An account's name or role changed.
+    UserChanged { user_id: UserId, change: UserChange },
+    /// A user group came into being. System groups (`system` set) take their members from
+    /// roles; `members` and `subgroups` are their direct members and subgroups otherwise.
+    UserGroupCreated {
+        group_id: GroupId,
+        name: String,
+        description: String,
+        system: Option<SystemGroup>,
+        members: Vec<UserId>,
+        subgroups: Vec<GroupId>,
+        permissions: Box<GroupPermissions>,
+    },
+    /// Direct members of a user-defined group changed.
+    UserGroupMembersChanged {
+        group_id: GroupId,
+        added: Vec<UserId>,
+        removed: Vec<UserId>,
+    },
+    /// Direct subgroups of a user-defined group changed.
+    UserGroupSubgroupsChanged {
+        group_id: GroupId,
+        added: Vec<GroupId>,
+        removed: Vec<GroupId>,
+    },
+    /// A user group's name, description, permission or activity changed.
+    UserGroupChanged {
+        group_id: GroupId,
+        change: GroupChange,
+    },
+    /// A channel was created (its creator is the envelope's actor).
+    ChannelCreated {
+        channel_id: ChannelId,
+        name: String,
+        description: String,
+        invite_only: bool,
+        is_web_public: bool,
+        history_public_to_subscribers: bool,
+        /// `None` inherits the organization's setting; `Some(-1)` keeps messages forever.
+        message_retention_days: Option<i32>,
+        folder_id: Option<FolderId>,
+        topics_policy: TopicsPolicy,
+        is_default: bool,
+        permissions: Box<ChannelPermissions>,
+    },
+    /// A channel setting changed.
+    ChannelChanged {
+        channel_id: ChannelId,
+        change: ChannelChange,
+    },
+    /// Users were subscribed to a channel.
+    Subscribed {
+        channel_id: ChannelId,
+        subscriptions: Vec<NewSubscription>,
+    },
+    /// Users were unsubscribed from a channel.
+    Unsubscribed {
+        channel_id: ChannelId,
+        user_ids: Vec<UserId>,
+    },
+    /// A user changed a personal setting of one subscription.
+    SubscriptionPropertyChanged {
+        user_id: UserId,
+        channel_id: ChannelId,
+        property: SubscriptionProperty,
+    },
+    /// A channel folder was created.
+    ChannelFolderCreated {
+        folder_id: FolderId,
+        name: String,
+        description: String,
+    },
+    /// A channel folder was renamed, described, archived or unarchived.
+    ChannelFolderChanged {
+        folder_id: FolderId,
+        name: Option<String>,
+        description: Option<String>,
+        is_archived: Option<bool>,
+    },
+    /// The order of all channel folders was set.
+    ChannelFoldersReordered { order: Vec<FolderId> },
+    /// A message was sent. Who receives a copy follows from the state at this point of the log
+    /// (the channel's subscribers, or the direct message's participants). The rendering is part
+    /// of the event, so a later change of the Markdown rules never changes old messages.
+    MessageSent {
+        message_id: MessageId,
+        sender_id: UserId,
+        recipient: Recipient,
+        /// Shared (`Arc`) in memory so that the engine's two copies of the state hold one body;
+        /// stored as a plain string.
+        content: Arc<str>,
+        rendered_content: Arc<str>,
+        client: Arc<str>,
+        is_me_message: bool,
+        /// Users mentioned by name (not silently).
+        mentioned: Vec<UserId>,
+        stream_wildcard: bool,
+        topic_wildcard: bool,
+        /// The sending client's event queue and its `local_id` for the message, echoed to that
+        /// queue as `local_message_id` (absent in records written before it existed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sender_queue: Option<Box<SenderQueue>>,
+    },
+    /// A user added or removed a flag on some of their messages.
+    MessageFlagsChanged {
+        user_id: UserId,
+        flag: MessageFlag,
+        add: bool,
+        message_ids: Vec<MessageId>,
+    },
+    /// A user started composing (kept in the audit log by the product owner's wish; the typing
+    /// projection forgets it after the start-expiry period).
+    TypingStarted {
+        user_id: UserId,
+        target: TypingTarget,
+    },
+    /// A user stopped composing.
+    TypingStopped {
+        user_id: UserId,
+        target: TypingTarget,
+    },
+    /// A user reacted to a message with an emoji.
+    ReactionAdded {
+        message_id: MessageId,
+        user_id: UserId,
+        emoji_name: String,
+        emoji_code: String,
+        reaction_type: ReactionType,
+    },
+    /// A user took back a reaction (identified by code and type, as in Zulip; the name is the
+    /// one the reaction had).
+    ReactionRemoved {
+        message_id: MessageId,
+        user_id: UserId,
+        emoji_name: String,
+        emoji_code: String,
+        reaction_type: ReactionType,
+    },
+    /// A message's content was edited, and/or messages were moved to another topic or channel.
+    /// `message_id` is the message the request named; the editor is `user_id`. Moving to another
+    /// channel removes the copies of users who cannot read the new channel and gives its
+    /// subscribers read copies, both decided by the state at this point of the log.
+    MessageEdited {
+        message_id: MessageId,
+        user_id: UserId,
+        content: Option<Box<EditedContent>>,
+        moved: Option<Box<MessageMove>>,
+    },
+    /// Messages of one conversation (a channel topic, or a direct conversation) were deleted.
+    /// `holders` are the users who had a copy (they are told); the fold removes the messages,
+    /// their copies and their indexes.
+    MessagesDeleted {
+        message_ids: Vec<MessageId>,
+        recipient: Recipient,
+        holders: Vec<UserId>,
+    },
+    /// A user set their visibility policy for a topic. Changed in schema version 2: the policy
+    /// is named (`"Muted"`), not Zulip's number (`1`).
+    TopicVisibilitySet {
+        user_id: UserId,
+        channel_id: ChannelId,
+        topic: String,
+        policy: TopicPolicy,
+    },
+    /// Someone uploaded a custom emoji. The image travels in the event, so the log alone
+    /// restores it (and an export carries it); listings show its size and digest instead.
+    CustomEmojiAdded {
+        emoji_id: EmojiId,
+        name: String,
+        /// `image/png`, `image/gif`, `image/jpeg` or `image/webp`, from the file's magic bytes.
+        content_type: String,
+        image: ImageBytes,
+    },
+    /// A custom emoji was deactivated: it stays in old messages and reactions, and its name
+    /// may be taken again.
+    CustomEmojiDeactivated { emoji_id: EmojiId },
+    /// A client reported a user's presence (`active`, or only connected). Pings that change
+    /// nothing a client could see are not logged (see `commands::presence`); the time is the
+    /// envelope's.
+    PresenceUpdated { user_id: UserId, active: bool },
+    /// A user attached a submessage (widget data: a vote, a to-do item) to a message.
+    SubmessageAdded {
+        submessage_id: u64,
+        message_id: MessageId,
+        sender_id: UserId,
+        msg_type: String,
+        /// JSON text, checked to parse when added.
+        content: String,
+    },
+    /// A user changed one of their own settings (`PATCH /settings`); `name` is Zulip's name,
+    /// one of `projections::user_settings::SETTINGS`.
+    UserSettingChanged {
+        user_id: UserId,
+        name: String,
+        value: RealmValue,
+    },
+}
+
+/// Every variant name (`Event::type_name`), for filters that name event types.
+pub const EVENT_TYPES: &[&str] = &[
+    "RealmCreated",
+    "RealmSettingChanged",
+    "CustomProfileFieldCreated",
+    "CustomProfileFieldChanged",
+    "CustomProfileFieldDeleted",
+    "CustomProfileFieldsReordered",
+    "ProfileDataSet",
+    "InvitationCreated",
+    "InvitationResent",
+    "InvitationRevoked",
+    "InvitationAccepted",
+    "LinkifierAdded",
+    "LinkifierChanged",
+    "LinkifierRemoved",
+    "LinkifiersReordered",
+    "UserCreated",
+    "ApiKeyRegenerated",
+    "PasswordChanged",
+    "UserDeactivated",
+    "UserReactivated",
+    "UserChanged",
+    "UserGroupCreated",
+    "UserGroupMembersChanged",
+    "UserGroupSubgroupsChanged",
+    "UserGroupChanged",
+    "ChannelCreated",
+    "ChannelChanged",
+    "Subscribed",
+    "Unsubscribed",
+    "SubscriptionPropertyChanged",
+    "ChannelFolderCreated",
+    "ChannelFolderChanged",
+    "ChannelFoldersReordered",
+    "TopicVisibilitySet",
+    "MessageSent",
+    "TypingStarted",
+    "TypingStopped",
+    "MessageFlagsChanged",
+    "ReactionAdded",
+    "ReactionRemoved",
+    "MessageEdited",
+    "MessagesDeleted",
+    "CustomEmojiAdded",
+    "CustomEmojiDeactivated",
+    "PresenceUpdated",
+    "UserSettingChanged",
+    "SubmessageAdded",
+];
+
+impl Event {
+    /// The variant name, as listed by `GET /admin/events` and in `schema/` (keep `EVENT_TYPES`
+    /// in step).
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Event::RealmCreated { .. } => "RealmCreated",
+            Event::RealmSettingChanged { .. } => "RealmSettingChanged",
+            Event::CustomProfileFieldCreated { .. } => "CustomProfileFieldCreated",
+            Event::CustomProfileFieldChanged { .. } => "CustomProfileFieldChanged",
+            Event::CustomProfileFieldDeleted { .. } => "CustomProfileFieldDeleted",
+            Event::CustomProfileFieldsReordered { .. } => "CustomProfileFieldsReordered",
+            Event::ProfileDataSet { .. } => "ProfileDataSet",
+            Event::InvitationCreated { .. } => "InvitationCreated",
+            Event::InvitationResent { .. } => "InvitationResent",
+            Event::InvitationRevoked { .. } => "InvitationRevoked",
+            Event::InvitationAccepted { .. } => "InvitationAccepted",
+            Event::LinkifierAdded { .. } => "LinkifierAdded",
+            Event::LinkifierChanged { .. } => "LinkifierChanged",
+            Event::LinkifierRemoved { .. } => "LinkifierRemoved",
+            Event::LinkifiersReordered { .. } => "LinkifiersReordered",
+            Event::UserCreated { .. } => "UserCreated",
+            Event::ApiKeyRegenerated { .. } => "ApiKeyRegenerated",
+            Event::PasswordChanged { .. } => "PasswordChanged",
+            Event::UserDeactivated { .. } => "UserDeactivated",
+            Event::UserReactivated { .. } => "UserReactivated",
+            Event::UserChanged { .. } => "UserChanged",
+            Event::UserGroupCreated { .. } => "UserGroupCreated",
+            Event::UserGroupMembersChanged { .. } => "UserGroupMembersChanged",
+            Event::UserGroupSubgroupsChanged { .. } => "UserGroupSubgroupsChanged",
+            Event::UserGroupChanged { .. } => "UserGroupChanged",
+            Event::ChannelCreated { .. } => "ChannelCreated",
+            Event::ChannelChanged { .. } => "ChannelChanged",
+            Event::Subscribed { .. } => "Subscribed",
+            Event::Unsubscribed { .. } => "Unsubscribed",
+            Event::SubscriptionPropertyChanged { .. } => "SubscriptionPropertyChanged",
+            Event::ChannelFolderCreated { .. } => "ChannelFolderCreated",
+            Event::ChannelFolderChanged { .. } => "ChannelFolderChanged",
+            Event::ChannelFoldersReordered { .. } => "ChannelFoldersReordered",
+            Event::TopicVisibilitySet { .. } => "TopicVisibilitySet",
+            Event::MessageSent { .. } => "MessageSent",
+            Event::TypingStarted { .. } => "TypingStarted",
+            Event::TypingStopped { .. } => "TypingStopped",
+            Event::MessageFlagsChanged { .. } => "MessageFlagsChanged",
+            Event::ReactionAdded { .. } => "ReactionAdded",
+            Event::ReactionRemoved { .. } => "ReactionRemoved",
+            Event::MessageEdited { .. } => "MessageEdited",
+            Event::MessagesDeleted { .. } => "MessagesDeleted",
+            Event::CustomEmojiAdded { .. } => "CustomEmojiAdded",
+            Event::CustomEmojiDeactivated { .. } => "CustomEmojiDeactivated",
+            Event::PresenceUpdated { .. } => "PresenceUpdated",
+            Event::UserSettingChanged { .. } => "UserSettingChanged",
+            Event::SubmessageAdded { .. } => "SubmessageAdded",
+        }
+    }
+}
+
+/// Version 1's event as version 2 has it (the one step of the upcast chain). Fails only for a
+/// record no version of Chronicle wrote (a policy number outside Zulip's four).
+pub fn upcast(event: v1::Event) -> Result<Event, String> {
+    Ok(match event {
+        v1::Event::RealmCreated { name, description } => Event::RealmCreated { name, description },
+        v1::Event::RealmSettingChanged { name, value } => {
+            Event::RealmSettingChanged { name, value }
+        }
+        v1::Event::CustomProfileFieldCreated { field_id, spec } => {
+            Event::CustomProfileFieldCreated { field_id, spec }
+        }
+        v1::Event::CustomProfileFieldChanged { field_id, spec } => {
+            Event::CustomProfileFieldChanged { field_id, spec }
+        }
+        v1::Event::CustomProfileFieldDeleted { field_id } => {
+            Event::CustomProfileFieldDeleted { field_id }
+        }
+        v1::Event::CustomProfileFieldsReordered { order } => {
+            Event::CustomProfileFieldsReordered { order }
+        }
+        v1::Event::ProfileDataSet {
+            user_id,
+            field_id,
+            value,
+            rendered_value,
+        } => Event::ProfileDataSet {
+            user_id,
+            field_id,
+            value,
+            rendered_value,
+        },
+        v1::Event::InvitationCreated {
+            invite_id,
+            email,
+            spec,
+            link_nonce,
+        } => Event::InvitationCreated {
+            invite_id,
+            email,
+            spec,
+            link_nonce,
+        },
+        v1::Event::InvitationResent { invite_id } => Event::InvitationResent { invite_id },
+        v1::Event::InvitationRevoked { invite_id } => Event::InvitationRevoked { invite_id },
+        v1::Event::InvitationAccepted { invite_id, user_id } => {
+            Event::InvitationAccepted { invite_id, user_id }
+        }
+        v1::Event::LinkifierAdded { linkifier_id, spec } => {
+            Event::LinkifierAdded { linkifier_id, spec }
+        }
+        v1::Event::LinkifierChanged { linkifier_id, spec } => {
+            Event::LinkifierChanged { linkifier_id, spec }
+        }
+        v1::Event::LinkifierRemoved { linkifier_id } => Event::LinkifierRemoved { linkifier_id },
+        v1::Event::LinkifiersReordered { order } => Event::LinkifiersReordered { order },
+        v1::Event::UserCreated {
+            user_id,
+            email,
+            full_name,
+            role,
+            bot_type,
+            bot_owner_id,
+            timezone,
+            can_create_users,
+            password_hash,
+            api_key_nonce,
+            bot,
+        } => Event::UserCreated {
+            user_id,
+            email,
+            full_name,
+            role,
+            bot_type,
+            bot_owner_id,
+            timezone,
+            can_create_users,
+            password_hash,
+            api_key_nonce,
+            bot,
+        },
+        v1::Event::PasswordChanged {
+            user_id,
+            password_hash,
+        } => Event::PasswordChanged {
+            user_id,
+            password_hash,
+        },
+        v1::Event::ApiKeyRegenerated {
+            user_id,
+            api_key_nonce,
+        } => Event::ApiKeyRegenerated {
+            user_id,
+            api_key_nonce,
+        },
+        v1::Event::UserDeactivated { user_id } => Event::UserDeactivated { user_id },
+        v1::Event::UserReactivated { user_id } => Event::UserReactivated { user_id },
+        v1::Event::UserChanged { user_id, change } => Event::UserChanged { user_id, change },
+        v1::Event::UserGroupCreated {
+            group_id,
+            name,
+            description,
+            system,
+            members,
+            subgroups,
+            permissions,
+        } => Event::UserGroupCreated {
+            group_id,
+            name,
+            description,
+            system,
+            members,
+            subgroups,
+            permissions,
+        },
+        v1::Event::UserGroupMembersChanged {
+            group_id,
+            added,
+            removed,
+        } => Event::UserGroupMembersChanged {
+            group_id,
+            added,
+            removed,
+        },
+        v1::Event::UserGroupSubgroupsChanged {
+            group_id,
+            added,
+            removed,
+        } => Event::UserGroupSubgroupsChanged {
+            group_id,
+            added,
+            removed,
+        },
+        v1::Event::UserGroupChanged { group_id, change } => {
+            Event::UserGroupChanged { group_id, change }
+        }
+        v1::Event::ChannelCreated {
+            channel_id,
+            name,
+            description,
+            invite_only,
+            is_web_public,
+            history_public_to_subscribers,
+            message_retention_days,
+            folder_id,
+            topics_policy,
+            is_default,
+            permissions,
+        } => Event::ChannelCreated {
+            channel_id,
+            name,
+            description,
+            invite_only,
+            is_web_public,
+            history_public_to_subscribers,
+            message_retention_days,
+            folder_id,
+            topics_policy,
+            is_default,
+            permissions,
+        },
+        v1::Event::ChannelChanged { channel_id, change } => {
+            Event::ChannelChanged { channel_id, change }
+        }
+        v1::Event::Subscribed {
+            channel_id,
+            subscriptions,
+        } => Event::Subscribed {
+            channel_id,
+            subscriptions,
+        },
+        v1::Event::Unsubscribed {
+            channel_id,
+            user_ids,
+        } => Event::Unsubscribed {
+            channel_id,
+            user_ids,
+        },
+        v1::Event::SubscriptionPropertyChanged {
+            user_id,
+            channel_id,
+            property,
+        } => Event::SubscriptionPropertyChanged {
+            user_id,
+            channel_id,
+            property,
+        },
+        v1::Event::ChannelFolderCreated {
+            folder_id,
+            name,
+            description,
+        } => Event::ChannelFolderCreated {
+            folder_id,
+            name,
+            description,
+        },
+        v1::Event::ChannelFolderChanged {
+            folder_id,
+            name,
+            description,
+            is_archived,
+        } => Event::ChannelFolderChanged {
+            folder_id,
+            name,
+            description,
+            is_archived,
+        },
+        v1::Event::ChannelFoldersReordered { order } => Event::ChannelFoldersReordered { order },
+        v1::Event::MessageSent {
+            message_id,
+            sender_id,
+            recipient,
+            content,
+            rendered_content,
+            client,
+            is_me_message,
+            mentioned,
+            stream_wildcard,
+            topic_wildcard,
+            sender_queue,
+        } => Event::MessageSent {
+            message_id,
+            sender_id,
+            recipient,
+            content,
+            rendered_content,
+            client,
+            is_me_message,
+            mentioned,
+            stream_wildcard,
+            topic_wildcard,
+            sender_queue,
+        },
+        v1::Event::MessageFlagsChanged {
+            user_id,
+            flag,
+            add,
+            message_ids,
+        } => Event::MessageFlagsChanged {
+            user_id,
+            flag,
+            add,
+            message_ids,
+        },
+        v1::Event::TypingStarted { user_id, target } => Event::TypingStarted { user_id, target },
+        v1::Event::TypingStopped { user_id, target } => Event::TypingStopped { user_id, target },
+        v1::Event::ReactionAdded {
+            message_id,
+            user_id,
+            emoji_name,
+            emoji_code,
+            reaction_type,
+        } => Event::ReactionAdded {
+            message_id,
+            user_id,
+            emoji_name,
+            emoji_code,
+            reaction_type,
+        },
+        v1::Event::ReactionRemoved {
+            message_id,
+            user_id,
+            emoji_name,
+            emoji_code,
+            reaction_type,
+        } => Event::ReactionRemoved {
+            message_id,
+            user_id,
+            emoji_name,
+            emoji_code,
+            reaction_type,
+        },
+        v1::Event::MessageEdited {
+            message_id,
+            user_id,
+            content,
+            moved,
+        } => Event::MessageEdited {
+            message_id,
+            user_id,
+            content,
+            moved,
+        },
+        v1::Event::MessagesDeleted {
+            message_ids,
+            recipient,
+            holders,
+        } => Event::MessagesDeleted {
+            message_ids,
+            recipient,
+            holders,
+        },
+        v1::Event::TopicVisibilitySet {
+            user_id,
+            channel_id,
+            topic,
+            policy,
+        } => Event::TopicVisibilitySet {
+            user_id,
+            channel_id,
+            topic,
+            policy: TopicPolicy::from_code(policy)
+                .ok_or_else(|| format!("unknown topic visibility policy {policy}"))?,
+        },
+        v1::Event::CustomEmojiAdded {
+            emoji_id,
+            name,
+            content_type,
+            image,
+        } => Event::CustomEmojiAdded {
+            emoji_id,
+            name,
+            content_type,
+            image,
+        },
+        v1::Event::CustomEmojiDeactivated { emoji_id } => {
+            Event::CustomEmojiDeactivated { emoji_id }
+        }
+        v1::Event::PresenceUpdated { user_id, active } => {
+            Event::PresenceUpdated { user_id, active }
+        }
+        v1::Event::SubmessageAdded {
+            submessage_id,
+            message_id,
+            sender_id,
+            msg_type,
+            content,
+        } => Event::SubmessageAdded {
+            submessage_id,
+            message_id,
+            sender_id,
+            msg_type,
+            content,
+        },
+        v1::Event::UserSettingChanged {
+            user_id,
+            name,
+            value,
+        } => Event::UserSettingChanged {
+            user_id,
+            name,
+            value,
+        },
+    })
+}
