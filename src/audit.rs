@@ -26,7 +26,7 @@ pub struct EventFilter {
 impl EventFilter {
     /// Reads the type list (`A,B`), checking each name against the schema.
     pub fn parse_types(list: &str) -> Result<BTreeSet<String>, String> {
-        let known: BTreeSet<&str> = crate::events::v1::EVENT_TYPES.iter().copied().collect();
+        let known: BTreeSet<&str> = crate::events::v2::EVENT_TYPES.iter().copied().collect();
         let mut types = BTreeSet::new();
         for name in list.split(',').map(str::trim).filter(|t| !t.is_empty()) {
             if !known.contains(name) {

@@ -1,7 +1,6 @@
-//! Schema version 1 of the stored events. `schema/events-v1.md` documents every variant.
-//!
-//! Names of variants and fields are a storage contract: a change means freezing this file,
-//! adding `v2.rs` and an upcast, and a fixture of v1 bytes in `replay-fixtures/`.
+//! Schema version 1 of the stored events, **frozen**: version-1 records are decoded with these
+//! types and upcast (`v2::upcast`). Never edit this file; `schema/events-v1.md` documents every
+//! variant. Types that version 2 did not change are re-exported by `v2` and live here.
 
 use crate::ids::{
     ChannelId, EmojiId, FieldId, FolderId, GroupId, InviteId, LinkifierId, MessageId, UserId,
