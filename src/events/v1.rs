@@ -1,6 +1,7 @@
 //! Schema version 1 of the stored events, **frozen**: version-1 records are decoded with these
-//! types and upcast (`v2::upcast`). Never edit this file; `schema/events-v1.md` documents every
-//! variant. Types that version 2 did not change are re-exported by `v2` and live here.
+//! types and upcast (`v2::upcast`). Never change what it decodes: `schema/events-v1.md`
+//! documents every variant. Types that version 2 did not change are re-exported by `v2` and
+//! live here; a later incompatible change to one of them copies it into the new version first.
 
 use crate::ids::{
     ChannelId, EmojiId, FieldId, FolderId, GroupId, InviteId, LinkifierId, MessageId, UserId,
