@@ -86,6 +86,16 @@ impl Engine {
         state: Projections,
         publisher: Option<Publisher>,
     ) -> std::io::Result<Engine> {
+        Engine::start_full(log, state, publisher, None)
+    }
+
+    /// `start_with`, also writing a projection snapshot every so many events.
+    pub fn start_full(
+        log: Arc<dyn EventLog>,
+        state: Projections,
+        publisher: Option<Publisher>,
+        snapshots: Option<SnapshotPolicy>,
+    ) -> std::io::Result<Engine> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
         let read = Arc::new(RwLock::new(state.clone()));
         let mut state = state;
@@ -112,6 +122,7 @@ impl Engine {
             last_at: 0,
             publisher,
             chain: crate::events::Chain::after_record(last_record.as_deref()),
+            snapshots,
         };
         let handle = std::thread::Builder::new()
             .name("chronicle-writer".into())
@@ -208,6 +219,17 @@ struct Writer {
     publisher: Option<Publisher>,
     /// Where the log's hash chain ends (what the next record links to).
     chain: crate::events::Chain,
+    snapshots: Option<SnapshotPolicy>,
+}
+
+/// When and where the writer takes projection snapshots.
+#[derive(Debug, Clone)]
+pub struct SnapshotPolicy {
+    pub data_dir: std::path::PathBuf,
+    /// A snapshot each time the log passes a multiple of this many events.
+    pub every: u64,
+    /// Snapshots kept (older ones are removed).
+    pub keep: usize,
 }
 
 impl Writer {
@@ -297,6 +319,7 @@ impl Writer {
                 }
                 let seq = self.decided.seq;
                 completions.into_iter().for_each(|done| done(Ok(seq)));
+                self.maybe_snapshot(staged[0].seq);
             }
             Err(err) => {
                 self.failed.store(true, Ordering::SeqCst);
@@ -318,6 +341,32 @@ impl Writer {
         Ctx {
             now_ms: self.last_at,
             actor,
+        }
+    }
+
+    /// After a durable batch that began at `first`: if it crossed a multiple of the snapshot
+    /// interval, a copy of the decision state (which holds no search index, so it is the
+    /// cheaper copy) is written by a thread of its own; the writer only pays for the copy.
+    fn maybe_snapshot(&self, first: Seq) {
+        let Some(policy) = &self.snapshots else {
+            return;
+        };
+        let every = policy.every.max(1);
+        if (first.0 - 1) / every == self.decided.seq.0 / every {
+            return;
+        }
+        let state = self.decided.clone();
+        let (policy, log) = (policy.clone(), self.log.clone());
+        let spawned = std::thread::Builder::new()
+            .name("chronicle-snapshot".into())
+            .spawn(move || {
+                match crate::snapshot::write(&policy.data_dir, log.as_ref(), &state, policy.keep) {
+                    Ok(path) => tracing::info!(seq = state.seq.0, path = %path.display(), "snapshot written"),
+                    Err(error) => tracing::warn!(seq = state.seq.0, %error, "snapshot not written"),
+                }
+            });
+        if let Err(error) = spawned {
+            tracing::warn!(%error, "snapshot not started");
         }
     }
 

@@ -42,6 +42,7 @@ pub mod markdown;
 pub mod projections;
 pub mod realtime;
 pub mod server;
+pub mod snapshot;
 pub mod store;
 pub mod time;
 pub mod webhooks;

@@ -51,6 +51,10 @@ enum Command {
         /// handles it); without it emails are written to DATA_DIR/outbox.
         #[arg(long)]
         smtp_url: Option<String>,
+        /// Write a projection snapshot every N events (0: never), so starts replay only the
+        /// log after the newest one.
+        #[arg(long, default_value_t = chronicle::server::DEFAULT_SNAPSHOT_EVERY)]
+        snapshot_every: u64,
     },
     /// Print the projection dump as JSON (the server must be stopped).
     Dump {
@@ -168,6 +172,7 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             heartbeat_secs,
             retention_interval_secs,
             smtp_url,
+            snapshot_every,
         } => {
             let config = ServeConfig {
                 data_dir,
@@ -178,6 +183,7 @@ fn run(cli: Cli) -> Result<(), Fatal> {
                 heartbeat: heartbeat_secs.map(std::time::Duration::from_secs),
                 retention_interval: retention_interval_secs.map(std::time::Duration::from_secs),
                 smtp_url,
+                snapshot_every,
             };
             actix_web::rt::System::new().block_on(serve(config))
         }
@@ -307,16 +313,41 @@ fn run(cli: Cli) -> Result<(), Fatal> {
                 ),
             };
             let log = SledLog::open(&Layout::new(&data_dir).log())?;
-            let state = Projections::fold_while(
-                &log,
-                |env| to_seq.is_none_or(|s| env.seq.0 <= s) && until_ms.is_none_or(|t| env.at <= t),
-                |seq| {
-                    // A progress line on a terminal; scripts get the summary only.
-                    if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-                        eprint!("\rreplayed {} events…", seq.0);
+            let keep = |env: &chronicle::events::Envelope| {
+                to_seq.is_none_or(|s| env.seq.0 <= s) && until_ms.is_none_or(|t| env.at <= t)
+            };
+            let progress = |seq: Seq| {
+                // A progress line on a terminal; scripts get the summary only.
+                if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+                    eprint!("\rreplayed {} events…", seq.0);
+                }
+            };
+            let mut state = Projections::default();
+            // With --verify, the replay passes through the newest snapshot within reach and
+            // checks that it folds to the digest the snapshot recorded.
+            let snapshot = verify
+                .then(|| chronicle::snapshot::list(&data_dir))
+                .into_iter()
+                .flatten()
+                .rev()
+                .filter_map(|(_, path)| chronicle::snapshot::recorded_digest(&path))
+                .find(|(seq, _)| to_seq.is_none_or(|s| seq.0 <= s));
+            let mut mismatch = None;
+            if let Some((snap_seq, recorded)) = snapshot {
+                state.continue_while(&log, |env| env.seq <= snap_seq && keep(env), progress)?;
+                if state.seq == snap_seq {
+                    let matches = state.digest() == recorded;
+                    println!("snapshot_seq: {snap_seq}");
+                    println!(
+                        "snapshot_digest: {}",
+                        if matches { "matches" } else { "DIFFERS" }
+                    );
+                    if !matches {
+                        mismatch = Some(snap_seq);
                     }
-                },
-            )?;
+                }
+            }
+            state.continue_while(&log, keep, progress)?;
             if events_were_shown(&state) {
                 eprintln!();
             }
@@ -330,6 +361,12 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             );
             println!("last_seq: {}", state.seq);
             println!("digest: {}", state.digest());
+            if let Some(seq) = mismatch {
+                return Err(format!(
+                    "the snapshot at {seq} does not match a replay of the log up to it"
+                )
+                .into());
+            }
             Ok(())
         }
     }

@@ -35,7 +35,16 @@ pub struct ServeConfig {
     pub smtp_url: Option<String>,
     /// How often the message retention job runs (default: hourly); for tests.
     pub retention_interval: Option<std::time::Duration>,
+    /// A projection snapshot every this many events (0: none).
+    pub snapshot_every: u64,
 }
+
+/// The default snapshot interval: at about 70,000 events/s of fold, a start replays at most
+/// a second or two of log after its snapshot.
+pub const DEFAULT_SNAPSHOT_EVERY: u64 = 100_000;
+
+/// Snapshots kept in a data directory.
+pub const SNAPSHOTS_KEPT: usize = 2;
 
 /// The files of a data directory.
 pub struct Layout {
@@ -102,14 +111,32 @@ pub fn open_for_serving(layout: &Layout) -> Result<(Arc<SledLog>, Projections), 
         ),
     }
     let started = Instant::now();
-    let state = Projections::fold(log.as_ref(), None, |seq| {
-        tracing::info!(seq = seq.0, "replaying");
-    })?;
+    // The newest valid snapshot, then the log after it; the whole log without one.
+    let snapshot = crate::snapshot::newest_valid(&layout.dir, log.as_ref(), None, |path, error| {
+        tracing::warn!(path = %path.display(), %error, "snapshot ignored");
+    });
+    let mut state = match snapshot {
+        Some(state) => {
+            tracing::info!(seq = state.seq.0, "loaded the newest snapshot");
+            state
+        }
+        None => Projections::default(),
+    };
+    let from = state.seq;
+    state.continue_while(
+        log.as_ref(),
+        |_| true,
+        |seq| {
+            tracing::info!(seq = seq.0, "replaying");
+        },
+    )?;
     let seconds = started.elapsed().as_secs_f64();
     tracing::info!(
-        events = state.seq.0,
+        snapshot_seq = from.0,
+        replayed = state.seq.0 - from.0,
+        last_seq = state.seq.0,
         seconds,
-        "replayed the log into the projections"
+        "state ready: snapshot plus the log after it"
     );
     Ok((log, state))
 }
@@ -269,7 +296,17 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
             }
         })
     };
-    let engine = Arc::new(Engine::start_with(log_dyn, state, Some(publisher))?);
+    let snapshots = (config.snapshot_every > 0).then(|| crate::engine::SnapshotPolicy {
+        data_dir: layout.dir.clone(),
+        every: config.snapshot_every,
+        keep: SNAPSHOTS_KEPT,
+    });
+    let engine = Arc::new(Engine::start_full(
+        log_dyn,
+        state,
+        Some(publisher),
+        snapshots,
+    )?);
     let webhooks = actix_web::rt::spawn(crate::webhooks::run(webhook_rx, engine.clone()));
     if realm_exists {
         // Organizations created before system groups existed get them now (a no-op after).

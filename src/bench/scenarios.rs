@@ -38,6 +38,7 @@ impl InProcess {
             heartbeat: None,
             smtp_url: None,
             retention_interval: None,
+            snapshot_every: crate::server::DEFAULT_SNAPSHOT_EVERY,
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// One channel.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Channel {
     pub id: ChannelId,
     pub name: String,
@@ -34,7 +34,7 @@ pub struct Channel {
 
 /// One user's subscription to one channel. Kept after unsubscribing (`active` false), as Zulip
 /// does, so that `unsubscribed` and a later re-subscription keep the user's settings.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Subscription {
     pub active: bool,
     pub color: String,
@@ -48,7 +48,7 @@ pub struct Subscription {
 }
 
 /// All channels and subscriptions.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Channels {
     by_id: BTreeMap<ChannelId, Channel>,
     by_name: HashMap<String, ChannelId>,

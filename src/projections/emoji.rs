@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 /// One custom emoji.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct CustomEmoji {
     pub id: EmojiId,
     pub name: String,
@@ -32,7 +32,7 @@ impl CustomEmoji {
 }
 
 /// Every custom emoji the organization ever had.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct CustomEmojis {
     by_id: BTreeMap<EmojiId, CustomEmoji>,
     /// Active emoji by name (names are unique among them): rendering looks each `:name:` up.

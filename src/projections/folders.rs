@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 /// One channel folder.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Folder {
     pub id: FolderId,
     pub name: String,
@@ -21,7 +21,7 @@ pub struct Folder {
 }
 
 /// All channel folders.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Folders {
     by_id: BTreeMap<FolderId, Folder>,
 }

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// One user group.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Group {
     pub id: GroupId,
     pub name: String,
@@ -26,7 +26,7 @@ pub struct Group {
 }
 
 /// All groups.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Groups {
     by_id: BTreeMap<GroupId, Group>,
     by_system: HashMap<SystemGroup, GroupId>,

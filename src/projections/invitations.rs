@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 /// Where an invitation stands (expiry is separate: it depends on the time of asking).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum InviteStatus {
     Pending,
     /// An email invitation whose account exists (reusable links are never used up).
@@ -15,7 +15,7 @@ pub enum InviteStatus {
 }
 
 /// One invitation.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Invitation {
     pub id: InviteId,
     /// `None` for a reusable link.
@@ -43,7 +43,7 @@ impl Invitation {
 }
 
 /// All invitations.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Invitations {
     by_id: BTreeMap<InviteId, Invitation>,
 }

@@ -7,13 +7,15 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 /// One linkifier.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Linkifier {
     pub id: LinkifierId,
     pub spec: LinkifierSpec,
     pub order: u64,
     /// `None` if the stored pattern or template no longer compiles (it was checked when
     /// added; a log must replay whatever the rules become): such a linkifier links nothing.
+    /// Not in snapshots: compiled again when one is loaded (`Linkifiers::recompile`).
+    #[serde(skip)]
     pub compiled: Option<Compiled>,
 }
 
@@ -25,7 +27,7 @@ fn compiled(spec: &LinkifierSpec) -> Option<Compiled> {
 }
 
 /// All linkifiers.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Linkifiers {
     by_id: BTreeMap<LinkifierId, Linkifier>,
     /// The highest id ever given: ids of removed linkifiers are never reused.
@@ -54,6 +56,13 @@ impl Linkifiers {
             .into_iter()
             .filter_map(|l| l.compiled.as_ref())
             .collect()
+    }
+
+    /// Compiles every linkifier again (after loading a snapshot, which holds only the specs).
+    pub fn recompile(&mut self) {
+        for l in self.by_id.values_mut() {
+            l.compiled = compiled(&l.spec);
+        }
     }
 
     pub fn apply(&mut self, env: &Envelope) {

@@ -65,7 +65,7 @@ pub fn flag_bit(flag: MessageFlag) -> u8 {
 }
 
 /// One message. Bodies are shared (`Arc`) between the engine's two copies of the state.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Message {
     pub id: MessageId,
     pub sender_id: UserId,
@@ -80,7 +80,7 @@ pub struct Message {
 }
 
 /// What a message gathers after it is sent.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct MessageExtra {
     /// In the order they were added.
     pub reactions: Vec<Reaction>,
@@ -95,7 +95,7 @@ pub struct MessageExtra {
 }
 
 /// One submessage (Zulip's widget data: a poll vote, a to-do item).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Submessage {
     pub id: u64,
     pub sender_id: UserId,
@@ -105,7 +105,7 @@ pub struct Submessage {
 }
 
 /// One reaction on a message.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Reaction {
     pub user_id: UserId,
     pub emoji_name: String,
@@ -114,7 +114,7 @@ pub struct Reaction {
 }
 
 /// One entry of a message's edit history: what it was before the edit.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct EditRecord {
     pub user_id: UserId,
     /// Seconds.
@@ -169,7 +169,7 @@ impl Message {
 }
 
 /// All messages and their indexes.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Messages {
     by_id: BTreeMap<MessageId, Message>,
     by_channel: HashMap<ChannelId, BTreeSet<MessageId>>,
@@ -270,6 +270,19 @@ impl Messages {
     /// no words or this state keeps no index (a search then checks each message's text).
     pub fn search_lists(&self, query: &str) -> Option<Vec<&[MessageId]>> {
         self.words.as_ref()?.lists(query)
+    }
+
+    /// Builds the word index from the messages, if this state has none (a snapshot taken from
+    /// the engine's decision state).
+    pub fn ensure_word_index(&mut self) {
+        if self.words.is_some() {
+            return;
+        }
+        let mut words = super::search::WordIndex::default();
+        for message in self.by_id.values() {
+            words.add(message.id, message.topic(), &message.content);
+        }
+        self.words = Some(words);
     }
 
     /// Drops the word index and stops keeping it: for a copy of the state that never answers

@@ -41,7 +41,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 /// All projections, as of `seq`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Projections {
     /// The last event folded in (0 before any).
     pub seq: Seq,
@@ -122,6 +122,13 @@ impl Projections {
             }
         }
         Ok(())
+    }
+
+    /// Rebuilds what snapshots leave out (compiled linkifiers, the search index when the
+    /// snapshot came from the engine's decision state) after one is loaded.
+    pub fn restore_derived(&mut self) {
+        self.linkifiers.recompile();
+        self.messages.ensure_word_index();
     }
 
     /// Every projection as ordered JSON, with no secrets: what `GET /admin/projections` and

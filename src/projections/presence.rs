@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 /// One user's presence. Times are milliseconds since the UNIX epoch (the envelopes').
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct UserPresence {
     /// The last report of any kind (Zulip's `idle_timestamp`).
     pub last_connected_ms: i64,
@@ -28,7 +28,7 @@ pub struct UserPresence {
 pub const OFFLINE_THRESHOLD_MS: i64 = 200_000;
 
 /// Every user's presence.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Presence {
     by_user: BTreeMap<UserId, UserPresence>,
     last_update_id: Seq,

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 
 /// One field as the organization defined it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Field {
     pub id: FieldId,
     pub spec: ProfileFieldSpec,
@@ -15,14 +15,14 @@ pub struct Field {
 }
 
 /// A user's value for one field.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FieldValue {
     pub value: String,
     pub rendered_value: Option<String>,
 }
 
 /// All fields and values.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct ProfileFields {
     fields: BTreeMap<FieldId, Field>,
     values: HashMap<UserId, BTreeMap<FieldId, FieldValue>>,

@@ -326,7 +326,7 @@ pub fn setting(name: &str) -> Option<&'static Setting> {
 }
 
 /// Organization-wide settings.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Realm {
     /// False until `RealmCreated` has been folded.
     pub exists: bool,

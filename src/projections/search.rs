@@ -29,7 +29,7 @@ fn message_words(topic: &str, content: &str) -> BTreeSet<String> {
 
 /// The ids holding one word, ascending. Most words of a large organization occur once (numbers,
 /// names, typos), so a single id is kept inline rather than in a vector of its own.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 enum Postings {
     One(MessageId),
     Many(Vec<MessageId>),
@@ -88,7 +88,7 @@ fn key(word: &str) -> u64 {
 }
 
 /// Word → message ids.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct WordIndex {
     postings: HashMap<u64, Postings>,
 }

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 pub const TYPING_STARTED_EXPIRY_MS: i64 = 45_000;
 
 /// Typing indicators, keyed by typist and place, with their expiry (ms since the epoch).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Typing {
     active: BTreeMap<(UserId, String), (TypingTarget, i64)>,
 }

@@ -189,7 +189,7 @@ pub fn value_json(value: &RealmValue) -> Value {
 }
 
 /// Every user's changed settings.
-#[derive(Debug, Clone, std::default::Default)]
+#[derive(Debug, Clone, std::default::Default, serde::Serialize, serde::Deserialize)]
 pub struct UserSettings {
     changed: HashMap<UserId, BTreeMap<String, RealmValue>>,
 }

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
 /// One user's policy for one topic.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct UserTopic {
     /// The topic as the user last wrote it (topics match case-insensitively).
     pub topic: String,
@@ -16,7 +16,7 @@ pub struct UserTopic {
 }
 
 /// Policies of every user; policy 0 (none) is the absence of an entry.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct UserTopics {
     by_user: BTreeMap<UserId, BTreeMap<(ChannelId, String), UserTopic>>,
 }

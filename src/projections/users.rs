@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
 
 /// One account as the server knows it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct User {
     pub user_id: UserId,
     pub email: String,
@@ -40,7 +40,7 @@ impl User {
 }
 
 /// All accounts.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Users {
     by_id: BTreeMap<UserId, User>,
     by_email: HashMap<String, UserId>,

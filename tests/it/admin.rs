@@ -398,3 +398,132 @@ fn a_log_from_before_the_chain_verifies_as_unchained() {
     );
     assert!(out.contains("chain: intact"), "{out}");
 }
+
+/// Snapshots: a start loads the newest valid one and replays the rest; the state is exactly
+/// the state of a replay from event 1; a damaged snapshot is reported and passed over.
+#[tokio::test]
+async fn starting_from_a_snapshot_equals_replaying_from_the_start() {
+    let server = Server::start_with(&["--snapshot-every", "10"]);
+    let (alice_id, alice) = server.create_member("alice@example.com", "Alice").await;
+    let owner = server.api(Some(&server.owner()));
+    let alice = server.api(Some(&alice));
+    owner
+        .post(
+            "/channels/create",
+            &[
+                ("name", "general"),
+                ("subscribers", &format!("[{alice_id}]")),
+            ],
+        )
+        .await;
+    owner
+        .post(
+            "/realm/filters",
+            &[
+                ("pattern", "#(?P<id>[0-9]+)"),
+                ("url_template", "https://tracker.example/{id}"),
+            ],
+        )
+        .await;
+    for i in 0..12 {
+        let (status, body) = alice
+            .post(
+                "/messages",
+                &[
+                    ("type", "stream"),
+                    ("to", "general"),
+                    ("topic", "builds"),
+                    ("content", &format!("build {i} fixes #{i}")),
+                ],
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let snapshots = stopped_snapshots_after(&server.dir, 2).await;
+    let stopped = server.stop();
+    let dir = stopped.dir.clone();
+    let full: serde_json::Value = serde_json::from_str(&run(&["dump"], &dir)).unwrap();
+    let replayed = run(&["replay", "--verify"], &dir);
+    assert!(replayed.contains("snapshot_digest: matches"), "{replayed}");
+
+    let server = stopped.restart();
+    assert!(
+        server.stderr().contains("loaded the newest snapshot"),
+        "{}",
+        server.stderr()
+    );
+    let owner = server.api(Some(&server.owner()));
+    let (_, now) = owner.get("/admin/projections", &[]).await;
+    assert_eq!(now["projections"], full);
+    // What snapshots leave out is rebuilt: the search index and compiled linkifiers.
+    let (_, found) = owner
+        .get(
+            "/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "5"),
+                ("num_after", "0"),
+                ("narrow", r#"[["channel","general"],["search","build 7"]]"#),
+            ],
+        )
+        .await;
+    assert_eq!(found["messages"].as_array().unwrap().len(), 1, "{found}");
+    let alice = server.api(alice.creds.as_ref());
+    let (_, sent) = alice
+        .post(
+            "/messages",
+            &[
+                ("type", "stream"),
+                ("to", "general"),
+                ("topic", "t"),
+                ("content", "see #42"),
+            ],
+        )
+        .await;
+    let (_, m) = alice.get(&format!("/messages/{}", sent["id"]), &[]).await;
+    assert!(
+        m["message"]["content"]
+            .as_str()
+            .unwrap()
+            .contains("https://tracker.example/42"),
+        "{m}"
+    );
+    let stopped = server.stop();
+
+    // The newest snapshot damaged: reported, and the one before it (or the log) used instead.
+    let newest = snapshots.last().unwrap().clone();
+    let mut bytes = std::fs::read(&newest).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&newest, bytes).unwrap();
+    let full: serde_json::Value = serde_json::from_str(&run(&["dump"], &stopped.dir)).unwrap();
+    let server = stopped.restart();
+    let stderr = server.stderr();
+    assert!(stderr.contains("snapshot ignored"), "{stderr}");
+    assert!(stderr.contains("do not match their hash"), "{stderr}");
+    let owner = server.api(Some(&server.owner()));
+    let (_, now) = owner.get("/admin/projections", &[]).await;
+    assert_eq!(now["projections"], full);
+}
+
+/// Waits (a few seconds at most) until at least `n` snapshots are on disk; returns them,
+/// oldest first.
+async fn stopped_snapshots_after(dir: &std::path::Path, n: usize) -> Vec<std::path::PathBuf> {
+    for _ in 0..100 {
+        let mut found: Vec<std::path::PathBuf> = std::fs::read_dir(dir.join("snapshots"))
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "snap"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        found.sort();
+        if found.len() >= n {
+            return found;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("fewer than {n} snapshots were written");
+}

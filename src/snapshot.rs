@@ -1,0 +1,180 @@
+//! Projection snapshots: the whole state as of one event, so a start loads the newest valid
+//! snapshot and replays only the tail of the log.
+//!
+//! A snapshot is `DIR/snapshots/{seq:020}.snap`:
+//! `MAGIC ‖ seq (u64 BE) ‖ SHA-256 of the log record at seq ‖ the state's digest (64 hex bytes)
+//! ‖ SHA-256 of the payload ‖ payload`, where the payload is the projections as msgpack.
+//! Loading checks, in order: the magic, the payload's hash (a torn or flipped file), that the
+//! log's record at `seq` is the one the snapshot was taken after (a snapshot of another log, or
+//! of a log since restored from an older backup, is not used), and, once decoded, that the
+//! state's digest is the recorded one (a snapshot written by a build whose fold differs is not
+//! used). A snapshot that fails any check is reported and ignored: the log is the truth, and a
+//! full replay is always possible.
+
+use crate::events::{record_hash, RecordHash};
+use crate::ids::Seq;
+use crate::projections::Projections;
+use crate::store::EventLog;
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+
+const MAGIC: &[u8; 16] = b"chronicle-snap1\n";
+const HEADER: usize = 16 + 8 + 32 + 64 + 32;
+
+/// Why a snapshot was not used.
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("cannot read: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("not a Chronicle snapshot")]
+    NotASnapshot,
+    #[error("its contents do not match their hash (a torn or damaged file)")]
+    Damaged,
+    #[error("the log has no record {0}")]
+    MissingRecord(u64),
+    #[error("it was not taken from this log (record {0} differs)")]
+    OtherLog(u64),
+    #[error("cannot decode its state: {0}")]
+    Decode(String),
+    #[error(
+        "its state's digest is not the recorded one (taken by a build that folds differently)"
+    )]
+    Digest,
+    #[error("the log cannot be read: {0}")]
+    Log(String),
+}
+
+/// Where the snapshots of a data directory live.
+pub fn dir(data_dir: &Path) -> PathBuf {
+    data_dir.join("snapshots")
+}
+
+fn file_name(seq: Seq) -> String {
+    format!("{:020}.snap", seq.0)
+}
+
+/// The log record a snapshot is tied to.
+fn record_at(log: &dyn EventLog, seq: Seq) -> Result<Vec<u8>, SnapshotError> {
+    match log.scan_from(seq).next() {
+        Some(Ok((found, record))) if found == seq => Ok(record),
+        Some(Err(e)) => Err(SnapshotError::Log(e.to_string())),
+        _ => Err(SnapshotError::MissingRecord(seq.0)),
+    }
+}
+
+/// Writes a snapshot of `state` (its seq must be in `log`) atomically: a temporary file, synced,
+/// then renamed. Keeps the newest `keep` snapshots and removes older ones. Returns the path.
+pub fn write(
+    data_dir: &Path,
+    log: &dyn EventLog,
+    state: &Projections,
+    keep: usize,
+) -> Result<PathBuf, SnapshotError> {
+    let link: RecordHash = record_hash(&record_at(log, state.seq)?);
+    let payload =
+        rmp_serde::to_vec_named(state).map_err(|e| SnapshotError::Decode(e.to_string()))?;
+    let mut bytes = Vec::with_capacity(HEADER + payload.len());
+    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(&state.seq.0.to_be_bytes());
+    bytes.extend_from_slice(&link);
+    bytes.extend_from_slice(state.digest().as_bytes());
+    bytes.extend_from_slice(&Sha256::digest(&payload));
+    bytes.extend_from_slice(&payload);
+    let dir = dir(data_dir);
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(file_name(state.seq));
+    let tmp = path.with_extension("tmp");
+    {
+        use std::io::Write;
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(&bytes)?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&tmp, &path)?;
+    let mut all = list(data_dir);
+    all.sort();
+    if all.len() > keep {
+        for (_, old) in &all[..all.len() - keep] {
+            let _ = std::fs::remove_file(old);
+        }
+    }
+    Ok(path)
+}
+
+/// The snapshots of a data directory, as (seq, path), oldest first.
+pub fn list(data_dir: &Path) -> Vec<(Seq, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir(data_dir)) else {
+        return Vec::new();
+    };
+    let mut all: Vec<(Seq, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let path = e.path();
+            let name = path.file_name()?.to_str()?;
+            let seq = name.strip_suffix(".snap")?.parse::<u64>().ok()?;
+            Some((Seq(seq), path))
+        })
+        .collect();
+    all.sort();
+    all
+}
+
+/// Reads and checks one snapshot against `log`.
+pub fn load(path: &Path, log: &dyn EventLog) -> Result<Projections, SnapshotError> {
+    let bytes = std::fs::read(path)?;
+    if bytes.len() < HEADER || &bytes[..16] != MAGIC {
+        return Err(SnapshotError::NotASnapshot);
+    }
+    let mut seq_bytes = [0u8; 8];
+    seq_bytes.copy_from_slice(&bytes[16..24]);
+    let seq = Seq(u64::from_be_bytes(seq_bytes));
+    let link = &bytes[24..56];
+    let digest = &bytes[56..120];
+    let payload_hash = &bytes[120..152];
+    let payload = &bytes[HEADER..];
+    if Sha256::digest(payload).as_slice() != payload_hash {
+        return Err(SnapshotError::Damaged);
+    }
+    if record_hash(&record_at(log, seq)?).as_slice() != link {
+        return Err(SnapshotError::OtherLog(seq.0));
+    }
+    let mut state: Projections =
+        rmp_serde::from_slice(payload).map_err(|e| SnapshotError::Decode(e.to_string()))?;
+    state.restore_derived();
+    if state.seq != seq || state.digest().as_bytes() != digest {
+        return Err(SnapshotError::Digest);
+    }
+    Ok(state)
+}
+
+/// The newest snapshot of `data_dir` that passes every check, at or before `until` (the whole
+/// log when `None`); the ones that fail are reported through `reject`.
+pub fn newest_valid(
+    data_dir: &Path,
+    log: &dyn EventLog,
+    until: Option<Seq>,
+    mut reject: impl FnMut(&Path, &SnapshotError),
+) -> Option<Projections> {
+    for (seq, path) in list(data_dir).into_iter().rev() {
+        if until.is_some_and(|u| seq > u) {
+            continue;
+        }
+        match load(&path, log) {
+            Ok(state) => return Some(state),
+            Err(error) => reject(&path, &error),
+        }
+    }
+    None
+}
+
+/// The recorded digest of a snapshot file (for `replay --verify`), without decoding it.
+pub fn recorded_digest(path: &Path) -> Option<(Seq, String)> {
+    let bytes = std::fs::read(path).ok()?;
+    if bytes.len() < HEADER || &bytes[..16] != MAGIC {
+        return None;
+    }
+    let mut seq_bytes = [0u8; 8];
+    seq_bytes.copy_from_slice(&bytes[16..24]);
+    let digest = String::from_utf8(bytes[56..120].to_vec()).ok()?;
+    Some((Seq(u64::from_be_bytes(seq_bytes)), digest))
+}
