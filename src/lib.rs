@@ -32,6 +32,7 @@ pub mod bench;
 pub mod commands;
 pub mod emoji;
 pub mod engine;
+pub mod erase;
 pub mod error;
 pub mod events;
 pub mod html_diff;

@@ -97,6 +97,12 @@ enum Command {
         #[arg(long)]
         data_dir: PathBuf,
     },
+    /// Rewrite the log so that the content of deleted messages is gone from the data
+    /// directory (the server must be stopped; see docs/operations.md).
+    Erase {
+        #[arg(long)]
+        data_dir: PathBuf,
+    },
     /// What changed in the projections between two points of the log, per area.
     Diff {
         #[arg(long)]
@@ -279,6 +285,22 @@ fn run(cli: Cli) -> Result<(), Fatal> {
                 }
                 damaged => return Err(format!("the imported log is damaged: {damaged:?}").into()),
             }
+            Ok(())
+        }
+        Command::Erase { data_dir } => {
+            let report = chronicle::erase::erase_deleted(&data_dir)?;
+            println!("messages_erased: {}", report.messages);
+            println!(
+                "records_rewritten: {}",
+                report
+                    .records
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            );
+            println!("previous_head: {}", report.previous_head);
+            println!("head: {}", report.new_head);
             Ok(())
         }
         Command::Verify { data_dir } => {

@@ -99,6 +99,11 @@ impl Chain {
         Chain::after(last.map_or(GENESIS, record_hash))
     }
 
+    /// What the next record links to.
+    pub fn link(&self) -> RecordHash {
+        self.link
+    }
+
     /// Encodes the next record and moves the chain past it.
     pub fn seal(&mut self, env: &Envelope) -> Result<Vec<u8>, rmp_serde::encode::Error> {
         let record = env.encode(&self.link)?;

@@ -336,6 +336,16 @@ pub enum Event {
     /// nothing a client could see are not logged (see `commands::presence`); the time is the
     /// envelope's.
     PresenceUpdated { user_id: UserId, active: bool },
+    /// `chronicle erase` rewrote the log so that the content of deleted messages is gone from
+    /// it (written at the end of the rewritten log, for the audit trail). `records` are the seqs
+    /// whose bodies were rewritten; every record after the first of them was relinked, so
+    /// `previous_head` (the hash of the last record before the erasure) is what an earlier
+    /// `verify` printed.
+    LogErased {
+        message_ids: Vec<MessageId>,
+        records: Vec<u64>,
+        previous_head: String,
+    },
     /// A user attached a submessage (widget data: a vote, a to-do item) to a message.
     SubmessageAdded {
         submessage_id: u64,
@@ -403,6 +413,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "PresenceUpdated",
     "UserSettingChanged",
     "SubmessageAdded",
+    "LogErased",
 ];
 
 impl Event {
@@ -457,6 +468,7 @@ impl Event {
             Event::PresenceUpdated { .. } => "PresenceUpdated",
             Event::UserSettingChanged { .. } => "UserSettingChanged",
             Event::SubmessageAdded { .. } => "SubmessageAdded",
+            Event::LogErased { .. } => "LogErased",
         }
     }
 }

@@ -277,6 +277,7 @@ impl Channels {
             | Event::PresenceUpdated { .. }
             | Event::UserSettingChanged { .. }
             | Event::SubmessageAdded { .. }
+            | Event::LogErased { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::MessageSent { .. }

@@ -138,7 +138,8 @@ impl CustomEmojis {
             | Event::MessagesDeleted { .. }
             | Event::PresenceUpdated { .. }
             | Event::UserSettingChanged { .. }
-            | Event::SubmessageAdded { .. } => {}
+            | Event::SubmessageAdded { .. }
+            | Event::LogErased { .. } => {}
         }
     }
 

@@ -148,6 +148,7 @@ impl Folders {
             | Event::PresenceUpdated { .. }
             | Event::UserSettingChanged { .. }
             | Event::SubmessageAdded { .. }
+            | Event::LogErased { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::MessageSent { .. }

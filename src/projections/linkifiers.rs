@@ -131,6 +131,7 @@ impl Linkifiers {
             | Event::PresenceUpdated { .. }
             | Event::UserSettingChanged { .. }
             | Event::SubmessageAdded { .. }
+            | Event::LogErased { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::MessageSent { .. }

@@ -575,6 +575,7 @@ impl Messages {
             | Event::CustomEmojiDeactivated { .. }
             | Event::PresenceUpdated { .. }
             | Event::UserSettingChanged { .. }
+            | Event::LogErased { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. } => {}
         }

@@ -116,7 +116,8 @@ impl Presence {
             | Event::CustomEmojiAdded { .. }
             | Event::CustomEmojiDeactivated { .. }
             | Event::UserSettingChanged { .. }
-            | Event::SubmessageAdded { .. } => {}
+            | Event::SubmessageAdded { .. }
+            | Event::LogErased { .. } => {}
         }
     }
 

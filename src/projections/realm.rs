@@ -445,6 +445,7 @@ impl Realm {
             | Event::PresenceUpdated { .. }
             | Event::UserSettingChanged { .. }
             | Event::SubmessageAdded { .. }
+            | Event::LogErased { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::MessageSent { .. }

@@ -85,7 +85,8 @@ impl Typing {
             | Event::CustomEmojiDeactivated { .. }
             | Event::PresenceUpdated { .. }
             | Event::UserSettingChanged { .. }
-            | Event::SubmessageAdded { .. } => {}
+            | Event::SubmessageAdded { .. }
+            | Event::LogErased { .. } => {}
         }
     }
 

@@ -268,7 +268,8 @@ impl UserSettings {
             | Event::CustomEmojiAdded { .. }
             | Event::CustomEmojiDeactivated { .. }
             | Event::PresenceUpdated { .. }
-            | Event::SubmessageAdded { .. } => {}
+            | Event::SubmessageAdded { .. }
+            | Event::LogErased { .. } => {}
         }
     }
 

@@ -181,6 +181,7 @@ pub fn client_events(
             )]
         }
         Event::RealmCreated { .. }
+        | Event::LogErased { .. }
         | Event::ApiKeyRegenerated { .. }
         | Event::PasswordChanged { .. } => Vec::new(),
         Event::InvitationResent { .. } => Vec::new(),

@@ -16,7 +16,9 @@ async fn restart_keeps_state() {
     let (_, before) = owner.get("/admin/projections", &[]).await;
     let server = server.stop().restart();
     assert!(
-        server.stderr().contains("state ready: snapshot plus the log after it"),
+        server
+            .stderr()
+            .contains("state ready: snapshot plus the log after it"),
         "{}",
         server.stderr()
     );
