@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: Rust unit and integration tests, the Zulip client compatibility suite
-# (in a Python venv it creates), and a quick benchmark smoke run. Works on a fresh machine.
+# (in a Python venv it creates, with zulip-term in tmux and the audit page in headless
+# Chromium), and a quick benchmark smoke run. Works on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 logs=$(mktemp -d)
@@ -22,6 +23,14 @@ if ! command -v tmux >/dev/null 2>&1; then
         (apt-get update -qq && apt-get install -y -qq tmux) >/dev/null
     else
         echo "tmux is missing and this user cannot install it: the zulip-term test will be skipped"
+    fi
+fi
+# The audit page is checked in headless Chromium (Debian's package).
+if ! command -v chromium >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ]; then
+        (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null
+    else
+        echo "chromium is missing and this user cannot install it: the audit page test will be skipped"
     fi
 fi
 CHRONICLE_BIN="$PWD/target/debug/chronicle" .venv/bin/python -m pytest -q tests/compat 2>&1 \

@@ -303,10 +303,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 endpoint!(api, "/admin/projections", get => admin::get_projections);
                 endpoint!(api, "/admin/events", get => admin::get_events);
                 endpoint!(api, "/admin/verify", get => admin::verify_log);
+                endpoint!(api, "/admin/diff", get => admin::get_diff);
             })
             .default_service(web::to(not_found)),
     );
     endpoint!(cfg, "/avatar/{key}", get => users::get_avatar);
+    endpoint!(cfg, "/admin/", get => admin::audit_page);
+    endpoint!(cfg, "/admin", get => admin::audit_page);
     endpoint!(cfg, "/user_avatars/{realm_id}/emoji/images/{file}", get => emoji::get_emoji_image);
     endpoint!(cfg, "/join/{key}/",
         get => invitations::registration_form,

@@ -10,7 +10,12 @@ async fn admin_endpoints_are_for_administrators_only() {
     let server = Server::start();
     let (_, member) = server.create_member("gina@example.com", "Gina").await;
     let as_member = server.api(Some(&member));
-    for path in ["/admin/projections", "/admin/events"] {
+    for path in [
+        "/admin/projections",
+        "/admin/events",
+        "/admin/verify",
+        "/admin/diff",
+    ] {
         let (status, body) = as_member.get(path, &[]).await;
         assert_eq!(status, StatusCode::BAD_REQUEST);
         assert_eq!(
@@ -238,6 +243,20 @@ async fn audit_trail_filters_areas_and_diffs() {
     assert_eq!(users["projections"]["seq"], 12);
     assert_eq!(users["projections"]["users"][1]["full_name"], "Ivy Vine");
     assert!(users["projections"].get("messages").is_none());
+    let (_, diff) = owner
+        .get(
+            "/admin/diff",
+            &[("from_seq", "12"), ("to_seq", "13"), ("only", "users")],
+        )
+        .await;
+    assert_eq!(
+        diff["diff"]["changes"]["users"],
+        json!([{"path": "/users/1/full_name", "before": "Ivy Vine", "after": "Ivy Oak"}])
+    );
+    let (status, body) = owner
+        .get("/admin/diff", &[("from_seq", "13"), ("to_seq", "12")])
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     let (status, body) = owner.get("/admin/projections", &[("only", "nope")]).await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(body["msg"]
