@@ -220,6 +220,16 @@ impl ResponseError for ApiError {
             tracing::error!(%detail, "request failed with an internal error");
         }
         let mut response = HttpResponse::build(self.status_code());
+        if matches!(self.code(), Some(ErrorCode::RateLimitHit)) {
+            let seconds = self.body()["retry-after"]
+                .as_f64()
+                .unwrap_or(1.0)
+                .ceil()
+                .max(1.0);
+            if let Ok(value) = HeaderValue::from_str(&format!("{seconds}")) {
+                response.insert_header((header::RETRY_AFTER, value));
+            }
+        }
         if matches!(self.code(), Some(ErrorCode::Unauthorized)) {
             response.insert_header((
                 header::WWW_AUTHENTICATE,

@@ -55,6 +55,15 @@ enum Command {
         /// log after the newest one.
         #[arg(long, default_value_t = chronicle::server::DEFAULT_SNAPSHOT_EVERY)]
         snapshot_every: u64,
+        /// Authenticated API requests per minute per user (Zulip's 200; 0: no limit).
+        #[arg(long, default_value_t = 200)]
+        rate_limit_user: usize,
+        /// Unauthenticated API requests per minute per IP address (Zulip's 100; 0: no limit).
+        #[arg(long, default_value_t = 100)]
+        rate_limit_ip: usize,
+        /// Failed password logins per 30 minutes per username (Zulip's 5; 0: no limit).
+        #[arg(long, default_value_t = 5)]
+        rate_limit_logins: usize,
     },
     /// Print the projection dump as JSON (the server must be stopped).
     Dump {
@@ -179,7 +188,26 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             retention_interval_secs,
             smtp_url,
             snapshot_every,
+            rate_limit_user,
+            rate_limit_ip,
+            rate_limit_logins,
         } => {
+            use chronicle::http::rate_limit::{Limits, Rule};
+            let defaults = Limits::default();
+            let rate_limits = Limits {
+                per_user: Rule {
+                    max: rate_limit_user,
+                    ..defaults.per_user
+                },
+                per_ip: Rule {
+                    max: rate_limit_ip,
+                    ..defaults.per_ip
+                },
+                failed_logins: Rule {
+                    max: rate_limit_logins,
+                    ..defaults.failed_logins
+                },
+            };
             let config = ServeConfig {
                 data_dir,
                 bind,
@@ -190,6 +218,7 @@ fn run(cli: Cli) -> Result<(), Fatal> {
                 retention_interval: retention_interval_secs.map(std::time::Duration::from_secs),
                 smtp_url,
                 snapshot_every,
+                rate_limits,
             };
             actix_web::rt::System::new().block_on(serve(config))
         }

@@ -37,6 +37,8 @@ pub struct ServeConfig {
     pub retention_interval: Option<std::time::Duration>,
     /// A projection snapshot every this many events (0: none).
     pub snapshot_every: u64,
+    /// Rate limits (Zulip's defaults; a `max` of 0 turns one off).
+    pub rate_limits: crate::http::rate_limit::Limits,
 }
 
 /// The default snapshot interval: at about 70,000 events/s of fold, a start replays at most
@@ -323,7 +325,11 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         None => None,
         Some(url) => Some(crate::http::Smtp::from_url(url, &site)?),
     };
+    let rate_limiter = Arc::new(crate::http::rate_limit::RateLimiter::new(
+        config.rate_limits,
+    ));
     let data = web::Data::new(AppState {
+        rate_limiter: rate_limiter.clone(),
         engine: engine.clone(),
         secret,
         site,
@@ -339,6 +345,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
             let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
             loop {
                 tick.tick().await;
+                rate_limiter.sweep();
                 let dropped = queues.collect_garbage();
                 if dropped > 0 {
                     tracing::info!(dropped, "collected idle event queues");

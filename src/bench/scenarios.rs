@@ -39,6 +39,8 @@ impl InProcess {
             smtp_url: None,
             retention_interval: None,
             snapshot_every: crate::server::DEFAULT_SNAPSHOT_EVERY,
+            // The load generator is one client sending thousands of requests a second.
+            rate_limits: crate::http::rate_limit::Limits::unlimited(),
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {

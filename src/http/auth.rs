@@ -83,7 +83,16 @@ impl FromRequest for Auth {
     type Future = Ready<Result<Auth, ApiError>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(authenticate(req))
+        ready(authenticate(req).and_then(|auth| {
+            // Every authenticated request counts against its user.
+            if let Some(state) = req.app_data::<web::Data<AppState>>() {
+                let key = crate::http::rate_limit::Key::User(auth.user_id.0);
+                if let Some(standing) = state.rate_limiter.hit(key)? {
+                    actix_web::HttpMessage::extensions_mut(req).insert(standing);
+                }
+            }
+            Ok(auth)
+        }))
     }
 }
 
@@ -94,6 +103,9 @@ pub async fn fetch_api_key(
 ) -> ApiResult<HttpResponse> {
     let username = params.required_str("username")?;
     let password = params.required_str("password")?;
+    // Five failed logins per username in 30 minutes, then nothing more is tried.
+    let login_key = crate::http::rate_limit::Key::Login(username.trim().to_lowercase());
+    state.rate_limiter.peek(login_key.clone())?;
     let account = state.engine.read(|s| {
         s.users.by_email(&username).map(|u| {
             (
@@ -113,6 +125,7 @@ pub async fn fetch_api_key(
         .await
         .map_err(|e| ApiError::internal(format!("password check: {e}")))?;
     let Some((user_id, email, Some(_), is_active)) = account.filter(|_| verified) else {
+        state.rate_limiter.record(login_key);
         return Err(ApiError::new(
             ErrorCode::AuthenticationFailed,
             "Your username or password is incorrect",

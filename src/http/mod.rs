@@ -17,6 +17,7 @@ pub mod messages;
 pub mod params;
 pub mod presence;
 pub mod profile_fields;
+pub mod rate_limit;
 pub mod realm;
 pub mod server_settings;
 pub mod subscriptions;
@@ -58,6 +59,8 @@ pub struct AppState {
     pub outbox: Option<std::path::PathBuf>,
     /// The SMTP relay emails go through, when configured.
     pub smtp: Option<Smtp>,
+    /// Requests per user, per address and failed logins per username (`rate_limit`).
+    pub rate_limiter: Arc<rate_limit::RateLimiter>,
 }
 
 /// An SMTP relay and the sender address mails carry.
@@ -338,18 +341,72 @@ pub fn app(
         .default_service(web::to(not_found))
         .wrap_fn(|req, srv| {
             let path = req.path().to_owned();
+            // Unauthenticated API requests count against their address (authenticated ones
+            // against their user, in the `Auth` extractor).
+            let anonymous_api = path.starts_with("/api/v1/")
+                && !req
+                    .headers()
+                    .contains_key(actix_web::http::header::AUTHORIZATION);
+            if anonymous_api {
+                let limiter = req
+                    .app_data::<web::Data<AppState>>()
+                    .map(|s| s.rate_limiter.clone());
+                let ip = req.peer_addr().map(|a| a.ip());
+                if let (Some(limiter), Some(ip)) = (limiter, ip) {
+                    match limiter.hit(rate_limit::Key::Ip(ip)) {
+                        Ok(Some(standing)) => {
+                            actix_web::HttpMessage::extensions_mut(&req).insert(standing);
+                        }
+                        Ok(None) => {}
+                        Err(refused) => {
+                            let response = req.into_response(refused.error_response());
+                            return Box::pin(async move { Ok(response) })
+                                as std::pin::Pin<Box<dyn std::future::Future<Output = _>>>;
+                        }
+                    }
+                }
+            }
             let response = srv.call(req);
-            async move {
+            Box::pin(async move {
                 match AssertUnwindSafe(response).catch_unwind().await {
-                    Ok(result) => result.map(ServiceResponse::map_into_boxed_body),
+                    Ok(result) => {
+                        result.map(|res| with_rate_limit_headers(res.map_into_boxed_body()))
+                    }
                     Err(_) => {
                         tracing::error!(%path, "a handler panicked");
                         // The dispatcher renders this error with `ApiError::error_response`.
                         Err(ApiError::internal("handler panicked").into())
                     }
                 }
-            }
+            })
         })
+}
+
+/// Adds `X-RateLimit-Limit`, `-Remaining` and `-Reset` to a response whose request was counted.
+fn with_rate_limit_headers(mut res: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
+    use actix_web::HttpMessage;
+    let standing = res
+        .request()
+        .extensions()
+        .get::<rate_limit::Standing>()
+        .copied();
+    if let Some(standing) = standing {
+        let headers = res.headers_mut();
+        let pairs: [(&'static str, String); 3] = [
+            ("x-ratelimit-limit", standing.limit.to_string()),
+            ("x-ratelimit-remaining", standing.remaining.to_string()),
+            ("x-ratelimit-reset", standing.reset.to_string()),
+        ];
+        for (name, value) in pairs {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.insert(
+                    actix_web::http::header::HeaderName::from_static(name),
+                    value,
+                );
+            }
+        }
+    }
+    res
 }
 
 async fn not_found() -> HttpResponse {

@@ -448,3 +448,103 @@ async fn user_lifecycle_and_permissions() {
         "User is already active"
     );
 }
+
+/// Rate limits as Zulip's (per user, per address without credentials, failed logins per
+/// username), here with small numbers: 429 `RATE_LIMIT_HIT` with `retry-after` and
+/// `Retry-After`, and the `X-RateLimit-*` headers on counted responses.
+#[tokio::test]
+async fn rate_limits_answer_like_zulip() {
+    let server = crate::support::Server::start_with(&[
+        "--rate-limit-user",
+        "5",
+        "--rate-limit-ip",
+        "3",
+        "--rate-limit-logins",
+        "2",
+    ]);
+    let (_, bob) = server.create_member("bob@example.com", "Bob").await;
+    let bob = server.api(Some(&bob));
+    for remaining in (0..5).rev() {
+        let (status, headers, _) = bob.call_raw(reqwest::Method::GET, "/users/me", &[]).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(headers["x-ratelimit-limit"], "5");
+        assert_eq!(
+            headers["x-ratelimit-remaining"],
+            remaining.to_string().as_str()
+        );
+        assert!(
+            headers["x-ratelimit-reset"]
+                .to_str()
+                .unwrap()
+                .parse::<i64>()
+                .unwrap()
+                > 0
+        );
+    }
+    let (status, headers, body) = bob.call_raw(reqwest::Method::GET, "/users/me", &[]).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["code"], "RATE_LIMIT_HIT");
+    assert_eq!(body["msg"], "API usage exceeded rate limit");
+    let wait = body["retry-after"].as_f64().unwrap();
+    assert!(wait > 0.0 && wait <= 60.0, "{wait}");
+    let header: f64 = headers["retry-after"].to_str().unwrap().parse().unwrap();
+    assert!(header >= wait.floor() && header <= 60.0);
+    // Another user has a budget of their own.
+    let owner = server.api(Some(&server.owner()));
+    assert_eq!(owner.get("/users/me", &[]).await.0, StatusCode::OK);
+
+    // Without credentials: per address.
+    // (Bob's sign-in, `fetch_api_key`, already counted: it came without credentials.)
+    let anonymous = server.api(None);
+    loop {
+        let (status, headers, _) = anonymous
+            .call_raw(reqwest::Method::GET, "/server_settings", &[])
+            .await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(headers["x-ratelimit-limit"], "3");
+        if headers["x-ratelimit-remaining"] == "0" {
+            break;
+        }
+    }
+    let (status, body) = anonymous.get("/server_settings", &[]).await;
+    assert_eq!(
+        (status, body["code"].clone()),
+        (StatusCode::TOO_MANY_REQUESTS, json!("RATE_LIMIT_HIT"))
+    );
+
+    // Failed logins: counted per username once they fail; then even the right password waits.
+    let server = crate::support::Server::start_with(&["--rate-limit-logins", "2"]);
+    let login = |password: &'static str| {
+        let anonymous = server.api(None);
+        async move {
+            anonymous
+                .post(
+                    "/fetch_api_key",
+                    &[("username", crate::support::OWNER), ("password", password)],
+                )
+                .await
+        }
+    };
+    for _ in 0..2 {
+        assert_eq!(
+            login("wrong-password").await.1["code"],
+            "AUTHENTICATION_FAILED"
+        );
+    }
+    let password = std::fs::read_to_string(server.dir.join("initial-password")).unwrap();
+    let (status, body) = server
+        .api(None)
+        .post(
+            "/fetch_api_key",
+            &[
+                ("username", crate::support::OWNER),
+                ("password", password.trim()),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (status, body["code"].clone()),
+        (StatusCode::TOO_MANY_REQUESTS, json!("RATE_LIMIT_HIT"))
+    );
+}
