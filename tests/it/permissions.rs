@@ -349,7 +349,95 @@ fn rows() -> Vec<Row> {
             &[("data", "[]")],
             [OK, OK, OK, OK, OK, NO_BOTS],
         ),
+        row(M::GET, "/realm/emoji", &[], [OK, OK, OK, OK, OK, OK]),
+        row(
+            M::POST,
+            "/users/me/presence",
+            &[("status", "active")],
+            [OK, OK, OK, OK, OK, OK],
+        ),
+        row(M::GET, "/realm/presence", &[], [OK, OK, OK, OK, OK, OK]),
+        row(
+            M::PATCH,
+            "/settings",
+            &[("enter_sends", "true")],
+            [OK, OK, OK, OK, OK, OK],
+        ),
+        row(
+            M::GET,
+            "/admin/events",
+            &[("limit", "1")],
+            [OK, OK, ADMIN, ADMIN, ADMIN, ADMIN],
+        ),
+        row(
+            M::GET,
+            "/admin/projections",
+            &[("only", "realm")],
+            [OK, OK, ADMIN, ADMIN, ADMIN, ADMIN],
+        ),
+        row(
+            M::GET,
+            "/admin/verify",
+            &[],
+            [OK, OK, ADMIN, ADMIN, ADMIN, ADMIN],
+        ),
+        row(
+            M::GET,
+            "/admin/diff",
+            &[("from_seq", "1"), ("to_seq", "2")],
+            [OK, OK, ADMIN, ADMIN, ADMIN, ADMIN],
+        ),
     ]
+}
+
+/// The table as Markdown, for docs/security.md.
+fn render_table() -> String {
+    let mut out = String::from("| route | ");
+    out.push_str(&CALLERS.join(" | "));
+    out.push_str(" |\n|---|");
+    out.push_str(&"---|".repeat(CALLERS.len()));
+    out.push('\n');
+    for row in rows() {
+        let params: Vec<String> = row.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let route = if params.is_empty() {
+            format!("`{} {}`", row.method, row.path)
+        } else {
+            format!("`{} {}` ({})", row.method, row.path, params.join(", "))
+        };
+        out.push_str(&format!("| {} |", route.replace('|', "\\|")));
+        for outcome in row.expect {
+            match outcome {
+                OK => out.push_str(" ✓ |"),
+                E(msg) => out.push_str(&format!(" {} |", msg.replace('|', "\\|"))),
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// docs/security.md shows exactly this table (between its markers); `BLESS=1` rewrites it.
+#[test]
+fn the_security_document_shows_this_table() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/security.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let (begin, end) = (
+        "<!-- permission table: begin -->\n",
+        "<!-- permission table: end -->",
+    );
+    let start = doc.find(begin).expect("begin marker") + begin.len();
+    let stop = doc.find(end).expect("end marker");
+    let table = render_table();
+    if std::env::var("BLESS").as_deref() == Ok("1") {
+        let updated = format!("{}{table}{}", &doc[..start], &doc[stop..]);
+        std::fs::write(&path, updated).unwrap();
+        return;
+    }
+    assert_eq!(
+        &doc[start..stop],
+        table,
+        "docs/security.md is out of date: BLESS=1 cargo test security_document"
+    );
 }
 
 /// Everyone the table calls, with the ids its paths need.
