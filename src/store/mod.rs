@@ -4,6 +4,7 @@
 //! The trait deals in encoded records so that every backend shares one codec
 //! (`events::Envelope::encode`/`decode`) and one recovery policy (`check_integrity`).
 
+pub mod faulty;
 mod sled_log;
 
 pub use sled_log::SledLog;
