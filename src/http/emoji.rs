@@ -63,10 +63,10 @@ pub async fn upload_custom_emoji(
     state: web::Data<AppState>,
     auth: Auth,
     req: HttpRequest,
-    params: Params,
+    mut params: Params,
 ) -> ApiResult<HttpResponse> {
     let name = emoji_name(&req);
-    let files: Vec<Vec<u8>> = params.files().iter().map(|f| f.bytes.clone()).collect();
+    let files: Vec<Vec<u8>> = params.take_files().into_iter().map(|f| f.bytes).collect();
     state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {

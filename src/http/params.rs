@@ -46,9 +46,9 @@ impl Params {
         }
     }
 
-    /// The files of a `multipart/form-data` request (none for other requests).
-    pub fn files(&self) -> &[UploadedFile] {
-        &self.files
+    /// Takes the files of a `multipart/form-data` request (none for other requests).
+    pub fn take_files(&mut self) -> Vec<UploadedFile> {
+        std::mem::take(&mut self.files)
     }
 
     fn take(&mut self, name: &str) -> Option<&str> {
