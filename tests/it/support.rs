@@ -199,8 +199,13 @@ pub struct Stopped {
 }
 
 impl Stopped {
-    pub fn restart(mut self) -> Server {
-        let mut server = Server::start_in(&self.dir).expect("server restarts");
+    pub fn restart(self) -> Server {
+        self.restart_with(&[])
+    }
+
+    /// Restarts with extra `serve` arguments.
+    pub fn restart_with(mut self, args: &[&str]) -> Server {
+        let mut server = Server::start_in_with(&self.dir, args).expect("server restarts");
         server._tmp = self.tmp.take();
         server
     }
