@@ -40,6 +40,8 @@ pub mod http;
 pub mod ids;
 pub mod linkify;
 pub mod markdown;
+#[cfg(test)]
+mod model_tests;
 pub mod projections;
 pub mod realtime;
 pub mod server;
