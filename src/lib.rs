@@ -35,6 +35,8 @@ pub mod engine;
 pub mod erase;
 pub mod error;
 pub mod events;
+#[cfg(test)]
+mod fuzz_tests;
 pub mod html_diff;
 pub mod http;
 pub mod ids;
