@@ -228,30 +228,51 @@ pub async fn serve(config: ServeConfig) -> Result<(), Fatal> {
     serve_with(config, |_| {}).await
 }
 
-/// Returns on SIGINT or SIGTERM (or if signals cannot be watched, never).
-async fn wait_for_stop_signal() {
+/// SIGINT and SIGTERM, watched from the moment this is made: made before the server says it
+/// listens, so a signal that arrives at once is ours to handle (a signal with no handler yet
+/// would kill the process on the spot).
+struct StopSignals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) {
-            (Ok(mut term), Ok(mut int)) => {
+    watched: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+}
+
+impl StopSignals {
+    fn install() -> StopSignals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let watched = match (
+                signal(SignalKind::terminate()),
+                signal(SignalKind::interrupt()),
+            ) {
+                (Ok(term), Ok(int)) => Some((term, int)),
+                _ => {
+                    tracing::warn!("cannot watch for SIGTERM/SIGINT; stop the server another way");
+                    None
+                }
+            };
+            StopSignals { watched }
+        }
+        #[cfg(not(unix))]
+        StopSignals {}
+    }
+
+    /// Returns on SIGINT or SIGTERM (never, if they could not be watched).
+    async fn wait(self) {
+        #[cfg(unix)]
+        match self.watched {
+            Some((mut term, mut int)) => {
                 tokio::select! {
                     _ = term.recv() => {}
                     _ = int.recv() => {}
                 }
             }
-            _ => {
-                tracing::warn!("cannot watch for SIGTERM/SIGINT; stop the server another way");
-                std::future::pending::<()>().await;
-            }
+            None => std::future::pending::<()>().await,
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
@@ -390,11 +411,12 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         // Signals are ours: clients are told of the restart before the server stops.
         .disable_signals()
         .run();
+    let signals = StopSignals::install();
     let on_signal = {
         let handle = server.handle();
         let queues = queues.clone();
         actix_web::rt::spawn(async move {
-            wait_for_stop_signal().await;
+            signals.wait().await;
             tracing::info!("stopping: telling event queues to re-register");
             queues.announce_restart();
             // Parked long-polls were woken; let their answers go out before connections close.
