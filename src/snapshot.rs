@@ -119,29 +119,41 @@ pub fn list(data_dir: &Path) -> Vec<(Seq, PathBuf)> {
     all
 }
 
+/// A snapshot's fixed-size header.
+struct Header {
+    seq: Seq,
+    link: [u8; 32],
+    digest: String,
+    payload_hash: [u8; 32],
+}
+
+fn parse_header(bytes: &[u8]) -> Option<Header> {
+    if bytes.len() < HEADER || &bytes[..16] != MAGIC {
+        return None;
+    }
+    Some(Header {
+        seq: Seq(u64::from_be_bytes(bytes[16..24].try_into().ok()?)),
+        link: bytes[24..56].try_into().ok()?,
+        digest: String::from_utf8(bytes[56..120].to_vec()).ok()?,
+        payload_hash: bytes[120..152].try_into().ok()?,
+    })
+}
+
 /// Reads and checks one snapshot against `log`.
 pub fn load(path: &Path, log: &dyn EventLog) -> Result<Projections, SnapshotError> {
     let bytes = std::fs::read(path)?;
-    if bytes.len() < HEADER || &bytes[..16] != MAGIC {
-        return Err(SnapshotError::NotASnapshot);
-    }
-    let mut seq_bytes = [0u8; 8];
-    seq_bytes.copy_from_slice(&bytes[16..24]);
-    let seq = Seq(u64::from_be_bytes(seq_bytes));
-    let link = &bytes[24..56];
-    let digest = &bytes[56..120];
-    let payload_hash = &bytes[120..152];
+    let header = parse_header(&bytes).ok_or(SnapshotError::NotASnapshot)?;
     let payload = &bytes[HEADER..];
-    if Sha256::digest(payload).as_slice() != payload_hash {
+    if Sha256::digest(payload).as_slice() != header.payload_hash {
         return Err(SnapshotError::Damaged);
     }
-    if record_hash(&record_at(log, seq)?).as_slice() != link {
-        return Err(SnapshotError::OtherLog(seq.0));
+    if record_hash(&record_at(log, header.seq)?) != header.link {
+        return Err(SnapshotError::OtherLog(header.seq.0));
     }
     let mut state: Projections =
         rmp_serde::from_slice(payload).map_err(|e| SnapshotError::Decode(e.to_string()))?;
     state.restore_derived();
-    if state.seq != seq || state.digest().as_bytes() != digest {
+    if state.seq != header.seq || state.digest() != header.digest {
         return Err(SnapshotError::Digest);
     }
     Ok(state)
@@ -167,14 +179,13 @@ pub fn newest_valid(
     None
 }
 
-/// The recorded digest of a snapshot file (for `replay --verify`), without decoding it.
+/// The recorded digest of a snapshot file (for `replay --verify`), from its header alone.
 pub fn recorded_digest(path: &Path) -> Option<(Seq, String)> {
-    let bytes = std::fs::read(path).ok()?;
-    if bytes.len() < HEADER || &bytes[..16] != MAGIC {
-        return None;
-    }
-    let mut seq_bytes = [0u8; 8];
-    seq_bytes.copy_from_slice(&bytes[16..24]);
-    let digest = String::from_utf8(bytes[56..120].to_vec()).ok()?;
-    Some((Seq(u64::from_be_bytes(seq_bytes)), digest))
+    use std::io::Read;
+    let mut header = [0u8; HEADER];
+    std::fs::File::open(path)
+        .ok()?
+        .read_exact(&mut header)
+        .ok()?;
+    parse_header(&header).map(|h| (h.seq, h.digest))
 }

@@ -20,11 +20,9 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// limit (`MAX_EMOJI_FILE_SIZE_MIB`, 5 MiB), so that a larger file gets Zulip's own message.
 pub const MAX_MULTIPART_BYTES: usize = 6 * 1024 * 1024;
 
-/// A file sent in a `multipart/form-data` request.
+/// A file sent in a `multipart/form-data` request (Zulip accepts it under any field name).
 #[derive(Debug)]
 pub struct UploadedFile {
-    /// The form field that carried it.
-    pub field: String,
     pub bytes: Vec<u8>,
 }
 
@@ -210,7 +208,7 @@ async fn read_multipart(
             bytes.extend_from_slice(&chunk.map_err(malformed)?);
         }
         if is_file {
-            files.push(UploadedFile { field: name, bytes });
+            files.push(UploadedFile { bytes });
         } else {
             text_bytes += bytes.len();
             if text_bytes > MAX_BODY_BYTES {

@@ -1,7 +1,7 @@
 //! Presence: reports, the three read endpoints in both formats, `presence` events (legacy and
 //! simplified), the update-id protocol, and what a restart keeps.
 
-use crate::realtime::{drain, register};
+use crate::realtime::{drain, kinds, register};
 use crate::support::Api;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -111,7 +111,7 @@ async fn presence_reports_reads_and_events() {
     assert_eq!(bob_status["active_timestamp"], joined_ms / 1000);
     assert!(drain(carol, &carol_queue).await.is_empty());
     report(bob, &[("status", "active")]).await;
-    assert_eq!(kinds(&drain(carol, &carol_queue).await), ["presence"]);
+    assert_eq!(kinds(&drain(carol, &carol_queue).await), ["presence:"]);
 
     // The read endpoints.
     let (status, realm) = carol.get("/realm/presence", &[]).await;
@@ -188,11 +188,4 @@ async fn presence_reports_reads_and_events() {
         json!({"active_timestamp": t, "idle_timestamp": t})
     );
     assert!(slim["presence_last_update_id"].as_i64().unwrap() > update_id);
-}
-
-fn kinds(events: &[Value]) -> Vec<String> {
-    events
-        .iter()
-        .map(|e| e["type"].as_str().unwrap().to_owned())
-        .collect()
 }
