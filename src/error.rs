@@ -25,6 +25,8 @@ pub enum ErrorCode {
     BadEventQueueId,
     InvitationFailed,
     RateLimitHit,
+    /// A client that did not send its request body in time (408).
+    RequestTimeout,
     UserDeactivated,
     AuthenticationFailed,
     Unauthorized,
@@ -57,6 +59,7 @@ impl ErrorCode {
             ErrorCode::BadEventQueueId => "BAD_EVENT_QUEUE_ID",
             ErrorCode::InvitationFailed => "INVITATION_FAILED",
             ErrorCode::RateLimitHit => "RATE_LIMIT_HIT",
+            ErrorCode::RequestTimeout => "REQUEST_TIMEOUT",
             ErrorCode::UserDeactivated => "USER_DEACTIVATED",
             ErrorCode::AuthenticationFailed => "AUTHENTICATION_FAILED",
             ErrorCode::Unauthorized => "UNAUTHORIZED",
@@ -77,6 +80,7 @@ impl ErrorCode {
             | ErrorCode::UserDeactivated
             | ErrorCode::AuthenticationFailed => StatusCode::UNAUTHORIZED,
             ErrorCode::RateLimitHit => StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ErrorCode::ChannelAlreadyExists => StatusCode::CONFLICT,
             ErrorCode::NotFound => StatusCode::NOT_FOUND,
             ErrorCode::AccessDenied => StatusCode::FORBIDDEN,

@@ -64,6 +64,12 @@ enum Command {
         /// Failed password logins per 30 minutes per username (Zulip's 5; 0: no limit).
         #[arg(long, default_value_t = 5)]
         rate_limit_logins: usize,
+        /// Seconds a client has to send a request's line and headers (then a bare 408).
+        #[arg(long, default_value_t = 5)]
+        client_head_timeout_secs: u64,
+        /// Seconds a client has to send a request's body (then 408 REQUEST_TIMEOUT).
+        #[arg(long, default_value_t = 30)]
+        client_body_timeout_secs: u64,
     },
     /// Print the projection dump as JSON (the server must be stopped).
     Dump {
@@ -191,6 +197,8 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             rate_limit_user,
             rate_limit_ip,
             rate_limit_logins,
+            client_head_timeout_secs,
+            client_body_timeout_secs,
         } => {
             use chronicle::http::rate_limit::{Limits, Rule};
             let defaults = Limits::default();
@@ -219,6 +227,10 @@ fn run(cli: Cli) -> Result<(), Fatal> {
                 smtp_url,
                 snapshot_every,
                 rate_limits,
+                client_timeouts: chronicle::http::ClientTimeouts {
+                    head: std::time::Duration::from_secs(client_head_timeout_secs),
+                    body: std::time::Duration::from_secs(client_body_timeout_secs),
+                },
             };
             actix_web::rt::System::new().block_on(serve(config))
         }

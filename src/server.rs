@@ -39,6 +39,8 @@ pub struct ServeConfig {
     pub snapshot_every: u64,
     /// Rate limits (Zulip's defaults; a `max` of 0 turns one off).
     pub rate_limits: crate::http::rate_limit::Limits,
+    /// How long a client may take to send a request.
+    pub client_timeouts: crate::http::ClientTimeouts,
 }
 
 /// The default snapshot interval: at about 70,000 events/s of fold, a start replays at most
@@ -358,6 +360,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         heartbeat: config.heartbeat,
         outbox: Some(layout.outbox()),
         smtp,
+        client_timeouts: config.client_timeouts,
     });
     // Idle queues are collected every minute, as in Zulip.
     let collector = {
@@ -408,6 +411,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     let server = actix_web::HttpServer::new(move || crate::http::app(data.clone()))
         .listen(listener)?
         .shutdown_timeout(10)
+        .client_request_timeout(config.client_timeouts.head)
         // Signals are ours: clients are told of the restart before the server stops.
         .disable_signals()
         .run();

@@ -41,6 +41,7 @@ impl InProcess {
             snapshot_every: crate::server::DEFAULT_SNAPSHOT_EVERY,
             // The load generator is one client sending thousands of requests a second.
             rate_limits: crate::http::rate_limit::Limits::unlimited(),
+            client_timeouts: Default::default(),
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
@@ -706,7 +707,7 @@ pub fn memory_probe(probe: Probe) -> Result<String, Fatal> {
                 narrow: Vec::new(),
             };
             for i in 0..n {
-                queues.register(UserId(1 + i % 100), options.clone(), Seq(0));
+                queues.register(UserId(1 + i / 10), options.clone(), Seq(0));
             }
             let after = resident_bytes().ok_or("cannot read /proc/self/status")?;
             std::hint::black_box(&queues);

@@ -154,7 +154,9 @@ pub async fn get_events(
             let queue = state
                 .engine
                 .read(|s| state.queues.register(auth.user_id, options, s.seq));
-            let events = poll(&queue, None, true, heartbeat(&state)).await;
+            let events = poll(&queue, None, true, heartbeat(&state))
+                .await
+                .map_err(|PollError::BadQueue| bad_queue(&queue.id))?;
             return Ok(params.success(json!({"events": events, "queue_id": queue.id})));
         }
         None => return Err(ApiError::missing("queue_id")),
@@ -166,7 +168,9 @@ pub async fn get_events(
             )));
         }
     }
-    let events = poll(&queue, last_event_id, dont_block, heartbeat(&state)).await;
+    let events = poll(&queue, last_event_id, dont_block, heartbeat(&state))
+        .await
+        .map_err(|PollError::BadQueue| bad_queue(&queue.id))?;
     Ok(params.success(json!({"events": events})))
 }
 

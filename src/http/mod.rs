@@ -61,6 +61,29 @@ pub struct AppState {
     pub smtp: Option<Smtp>,
     /// Requests per user, per address and failed logins per username (`rate_limit`).
     pub rate_limiter: Arc<rate_limit::RateLimiter>,
+    /// How long a client may take to send a request.
+    pub client_timeouts: ClientTimeouts,
+}
+
+/// How long a client may take to send its request, so that slow or stalled clients cannot
+/// hold connections and buffers open.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientTimeouts {
+    /// For the request line and headers (actix answers a bare 408 and closes).
+    pub head: std::time::Duration,
+    /// For the whole body once the head is in (a Zulip-shaped 408 `REQUEST_TIMEOUT`).
+    pub body: std::time::Duration,
+}
+
+impl Default for ClientTimeouts {
+    /// 5 s for the head (actix's own default) and 30 s for the body: a 6 MiB upload at
+    /// about 200 KB/s still fits.
+    fn default() -> Self {
+        ClientTimeouts {
+            head: std::time::Duration::from_secs(5),
+            body: std::time::Duration::from_secs(30),
+        }
+    }
 }
 
 /// An SMTP relay and the sender address mails carry.

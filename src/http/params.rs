@@ -2,7 +2,7 @@
 //! where list and object values arrive as JSON text. Every parameter a handler reads is
 //! remembered, so the success reply can list the rest in `ignored_parameters_unsupported`.
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, ErrorCode};
 use actix_web::dev::Payload;
 use actix_web::http::header;
 use actix_web::{FromRequest, HttpRequest, HttpResponse};
@@ -234,7 +234,13 @@ impl FromRequest for Params {
             .is_none_or(|m| m == "application/x-www-form-urlencoded");
         let payload = payload.take();
         let req = req.clone();
-        Box::pin(async move {
+        let deadline = req
+            .app_data::<actix_web::web::Data<crate::http::AppState>>()
+            .map_or_else(
+                || crate::http::ClientTimeouts::default().body,
+                |s| s.client_timeouts.body,
+            );
+        let read = async move {
             let mut pairs = query?;
             if media_type.as_deref() == Some("multipart/form-data") {
                 let (fields, files) = read_multipart(&req, payload).await?;
@@ -248,6 +254,17 @@ impl FromRequest for Params {
                 pairs.extend(parse_pairs(&body)?);
             }
             Ok(Params::from_pairs(pairs))
+        };
+        Box::pin(async move {
+            // A client that stalls mid-body is cut off instead of holding the buffer.
+            tokio::time::timeout(deadline, read)
+                .await
+                .unwrap_or_else(|_| {
+                    Err(ApiError::new(
+                        ErrorCode::RequestTimeout,
+                        "The request body did not arrive in time",
+                    ))
+                })
         })
     }
 }

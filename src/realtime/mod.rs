@@ -28,6 +28,14 @@ pub const DEFAULT_QUEUE_LIFESPAN: Duration = Duration::from_secs(600);
 pub const MAX_QUEUE_LIFESPAN: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Events a queue holds before it is dropped (the client then re-registers): bounds memory.
 pub const MAX_QUEUE_EVENTS: usize = 10_000;
+/// The JSON text a queue holds (as [`json_size`] counts it) before it is dropped: a client that
+/// stops polling costs at most this much until its queue expires.
+pub const MAX_QUEUE_BYTES: usize = 2 * 1024 * 1024;
+/// Queues one user may hold. Registering another drops the user's least recently polled idle
+/// queue (its client re-registers, as after any expiry), so a client stuck in a register loop
+/// cannot grow the server; with one parked long-poll per queue this also bounds a user's
+/// long-polls.
+pub const MAX_QUEUES_PER_USER: usize = 32;
 
 /// The client capabilities Chronicle's events depend on.
 #[derive(Debug, Clone, Default)]
@@ -76,11 +84,18 @@ impl QueueOptions {
 }
 
 struct QueueState {
-    events: VecDeque<(i64, Value)>,
+    /// Event id, its size by [`json_size`], the event.
+    events: VecDeque<(i64, usize, Value)>,
+    /// The sum of the held events' sizes.
+    bytes: usize,
     next_id: i64,
     last_poll: Instant,
     polling: usize,
-    overflowed: bool,
+    /// Bumped by each poll: an older parked poll that sees a newer one ends, so a queue has at
+    /// most one parked long-poll.
+    poll_generation: u64,
+    /// Overflowed or displaced: the client must register again.
+    dropped: bool,
 }
 
 /// One client's event queue.
@@ -94,6 +109,31 @@ pub struct Queue {
     notify: Notify,
 }
 
+impl QueueState {
+    fn drop_events(&mut self) {
+        self.dropped = true;
+        self.events = VecDeque::new();
+        self.bytes = 0;
+    }
+}
+
+/// About how many bytes `value` takes as JSON text, without writing it (escapes not counted).
+pub fn json_size(value: &Value) -> usize {
+    match value {
+        Value::Null => 4,
+        Value::Bool(_) => 5,
+        Value::Number(_) => 12,
+        Value::String(s) => s.len() + 2,
+        Value::Array(items) => 2 + items.iter().map(|v| json_size(v) + 1).sum::<usize>(),
+        Value::Object(map) => {
+            2 + map
+                .iter()
+                .map(|(k, v)| k.len() + 4 + json_size(v))
+                .sum::<usize>()
+        }
+    }
+}
+
 impl Queue {
     fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
@@ -101,12 +141,12 @@ impl Queue {
 
     fn push(&self, event: Value) {
         let mut state = self.lock();
-        if state.overflowed {
+        if state.dropped {
             return;
         }
-        if state.events.len() >= MAX_QUEUE_EVENTS {
-            state.overflowed = true;
-            state.events.clear();
+        let size = json_size(&event) + ",\"id\":".len() + 20;
+        if state.events.len() >= MAX_QUEUE_EVENTS || state.bytes + size > MAX_QUEUE_BYTES {
+            state.drop_events();
         } else {
             let id = state.next_id;
             state.next_id += 1;
@@ -114,20 +154,27 @@ impl Queue {
             if let Value::Object(map) = &mut event {
                 map.insert("id".into(), json!(id));
             }
-            state.events.push_back((id, event));
+            state.bytes += size;
+            state.events.push_back((id, size, event));
         }
         drop(state);
+        self.notify.notify_waiters();
+    }
+
+    /// Marks the queue dropped and frees its events; a parked poll wakes to tell its client.
+    fn drop_queue(&self) {
+        self.lock().drop_events();
         self.notify.notify_waiters();
     }
 
     /// Drops events the client has seen (ids up to `last_event_id`).
     fn prune(&self, last_event_id: i64) {
         let mut state = self.lock();
-        while state
-            .events
-            .front()
-            .is_some_and(|(id, _)| *id <= last_event_id)
-        {
+        while let Some(&(id, size, _)) = state.events.front() {
+            if id > last_event_id {
+                break;
+            }
+            state.bytes -= size;
             state.events.pop_front();
         }
     }
@@ -145,9 +192,29 @@ pub enum PollError {
     BadQueue,
 }
 
+/// All queues of the server, by id and by user.
+#[derive(Default)]
+struct QueueMap {
+    by_id: HashMap<String, Arc<Queue>>,
+    by_user: HashMap<UserId, Vec<Arc<Queue>>>,
+}
+
+impl QueueMap {
+    fn remove(&mut self, id: &str) -> Option<Arc<Queue>> {
+        let queue = self.by_id.remove(id)?;
+        if let Some(list) = self.by_user.get_mut(&queue.user_id) {
+            list.retain(|q| q.id != id);
+            if list.is_empty() {
+                self.by_user.remove(&queue.user_id);
+            }
+        }
+        Some(queue)
+    }
+}
+
 /// All queues of the server.
 pub struct Queues {
-    by_id: Mutex<HashMap<String, Arc<Queue>>>,
+    map: Mutex<QueueMap>,
     site: Site,
     /// For the API keys that `realm_bot` events carry to bot owners.
     secret: ServerSecret,
@@ -156,17 +223,18 @@ pub struct Queues {
 impl Queues {
     pub fn new(site: Site, secret: ServerSecret) -> Queues {
         Queues {
-            by_id: Mutex::new(HashMap::new()),
+            map: Mutex::new(QueueMap::default()),
             site,
             secret,
         }
     }
 
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Queue>>> {
-        self.by_id.lock().unwrap_or_else(|p| p.into_inner())
+    fn map(&self) -> std::sync::MutexGuard<'_, QueueMap> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Registers a queue. Call it while holding the read lock of the state the client gets.
+    /// A user at [`MAX_QUEUES_PER_USER`] loses the queue polled longest ago (idle ones first).
     pub fn register(&self, user_id: UserId, options: QueueOptions, from_seq: Seq) -> Arc<Queue> {
         let queue = Arc::new(Queue {
             id: uuid::Uuid::new_v4().to_string(),
@@ -175,21 +243,46 @@ impl Queues {
             from_seq,
             state: Mutex::new(QueueState {
                 events: VecDeque::new(),
+                bytes: 0,
                 next_id: 0,
                 last_poll: Instant::now(),
                 polling: 0,
-                overflowed: false,
+                poll_generation: 0,
+                dropped: false,
             }),
             notify: Notify::new(),
         });
-        self.map().insert(queue.id.clone(), queue.clone());
+        let mut map = self.map();
+        let displaced = map
+            .by_user
+            .get(&user_id)
+            .filter(|list| list.len() >= MAX_QUEUES_PER_USER)
+            .and_then(|list| {
+                list.iter()
+                    .min_by_key(|q| {
+                        let state = q.lock();
+                        (state.polling > 0, state.last_poll)
+                    })
+                    .cloned()
+            });
+        if let Some(old) = displaced {
+            map.remove(&old.id);
+            old.drop_queue();
+        }
+        map.by_id.insert(queue.id.clone(), queue.clone());
+        map.by_user.entry(user_id).or_default().push(queue.clone());
         queue
     }
 
     /// The user's queue with this id.
     pub fn get(&self, user_id: UserId, id: &str) -> Result<Arc<Queue>, PollError> {
-        let queue = self.map().get(id).cloned().ok_or(PollError::BadQueue)?;
-        if queue.user_id != user_id || queue.lock().overflowed {
+        let queue = self
+            .map()
+            .by_id
+            .get(id)
+            .cloned()
+            .ok_or(PollError::BadQueue)?;
+        if queue.user_id != user_id || queue.lock().dropped {
             return Err(PollError::BadQueue);
         }
         Ok(queue)
@@ -198,9 +291,11 @@ impl Queues {
     /// `DELETE /events`.
     pub fn remove(&self, user_id: UserId, id: &str) -> Result<(), PollError> {
         let mut map = self.map();
-        match map.get(id) {
+        match map.by_id.get(id) {
             Some(q) if q.user_id == user_id => {
-                map.remove(id);
+                if let Some(queue) = map.remove(id) {
+                    queue.drop_queue();
+                }
                 Ok(())
             }
             _ => Err(PollError::BadQueue),
@@ -208,23 +303,28 @@ impl Queues {
     }
 
     pub fn len(&self) -> usize {
-        self.map().len()
+        self.map().by_id.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
+    /// How many queues the user holds.
+    pub fn count_for(&self, user_id: UserId) -> usize {
+        self.map().by_user.get(&user_id).map_or(0, Vec::len)
+    }
+
     /// Delivers a durable batch: called by the engine with the state right after it.
     pub fn publish(&self, state: &Projections, batch: &[Envelope]) {
-        let queues: Vec<Arc<Queue>> = self.map().values().cloned().collect();
-        if queues.is_empty() {
-            return;
-        }
-        let mut by_user: HashMap<UserId, Vec<&Arc<Queue>>> = HashMap::new();
-        for q in &queues {
-            by_user.entry(q.user_id).or_default().push(q);
-        }
+        type ByUser = HashMap<UserId, Vec<Arc<Queue>>>;
+        let (queues, by_user): (Vec<Arc<Queue>>, ByUser) = {
+            let map = self.map();
+            if map.by_id.is_empty() {
+                return;
+            }
+            (map.by_id.values().cloned().collect(), map.by_user.clone())
+        };
         for env in batch {
             let mut told: BTreeSet<UserId> = BTreeSet::new();
             for (user, event) in translate::client_events(state, &self.site, &self.secret, env) {
@@ -445,7 +545,7 @@ impl Queues {
             "server_generation": crate::time::now_ms() / 1000,
             "immediate": true,
         });
-        for queue in self.map().values() {
+        for queue in self.map().by_id.values() {
             queue.push(event.clone());
         }
     }
@@ -454,24 +554,32 @@ impl Queues {
     pub fn collect_garbage(&self) -> usize {
         let now = Instant::now();
         let mut map = self.map();
-        let before = map.len();
-        map.retain(|_, q| {
-            let state = q.lock();
-            state.polling > 0 || now.duration_since(state.last_poll) < q.options.lifespan
-        });
-        before - map.len()
+        let expired: Vec<String> = map
+            .by_id
+            .values()
+            .filter(|q| {
+                let state = q.lock();
+                state.polling == 0 && now.duration_since(state.last_poll) >= q.options.lifespan
+            })
+            .map(|q| q.id.clone())
+            .collect();
+        for id in &expired {
+            map.remove(id);
+        }
+        expired.len()
     }
 }
 
 /// Long-polls a queue: returns its events after `last_event_id` at once if there are any (or
 /// if `dont_block`), else waits until one arrives or `heartbeat` passes, then returns a
-/// heartbeat.
+/// heartbeat. A newer poll of the same queue ends this one with no events (a queue has one
+/// parked poll at most); a queue dropped meanwhile answers `BadQueue`.
 pub async fn poll(
     queue: &Queue,
     last_event_id: Option<i64>,
     dont_block: bool,
     heartbeat: Duration,
-) -> Vec<Value> {
+) -> Result<Vec<Value>, PollError> {
     if let Some(last) = last_event_id {
         queue.prune(last);
     }
@@ -484,25 +592,44 @@ pub async fn poll(
             state.last_poll = Instant::now();
         }
     }
-    {
+    let generation = {
         let mut state = queue.lock();
         state.last_poll = Instant::now();
         state.polling += 1;
-    }
+        state.poll_generation += 1;
+        state.poll_generation
+    };
+    // Wakes an older parked poll so that it sees it was superseded.
+    queue.notify.notify_waiters();
     let _polling = Polling(queue);
     let deadline = tokio::time::Instant::now() + heartbeat;
-    let events = loop {
+    let pending = |state: &QueueState| -> Vec<Value> {
+        state.events.iter().map(|(_, _, e)| e.clone()).collect()
+    };
+    loop {
         let notified = queue.notify.notified();
-        let pending: Vec<Value> = queue.lock().events.iter().map(|(_, e)| e.clone()).collect();
-        if !pending.is_empty() || dont_block {
-            break pending;
+        {
+            let state = queue.lock();
+            if state.dropped {
+                return Err(PollError::BadQueue);
+            }
+            if state.poll_generation != generation {
+                return Ok(Vec::new());
+            }
+            let events = pending(&state);
+            if !events.is_empty() || dont_block {
+                return Ok(events);
+            }
         }
         if tokio::time::timeout_at(deadline, notified).await.is_err() {
             queue.push(json!({"type": "heartbeat"}));
-            break queue.lock().events.iter().map(|(_, e)| e.clone()).collect();
+            let state = queue.lock();
+            if state.dropped {
+                return Err(PollError::BadQueue);
+            }
+            return Ok(pending(&state));
         }
-    };
-    events
+    }
 }
 
 #[cfg(test)]
@@ -559,6 +686,7 @@ mod tests {
         }
         assert!(queues.get(UserId(1), &queue.id).is_ok());
         assert_eq!(queue.lock().events.len(), MAX_QUEUE_EVENTS);
+        assert!(queue.lock().bytes < MAX_QUEUE_BYTES);
         queue.push(json!({"type": "heartbeat"}));
         // The events are dropped at once (memory stays bounded) and the client is told.
         assert!(queue.lock().events.is_empty());
@@ -566,6 +694,105 @@ mod tests {
             queues.get(UserId(1), &queue.id),
             Err(PollError::BadQueue)
         ));
+    }
+
+    #[test]
+    fn a_queue_is_dropped_when_its_events_outgrow_the_byte_bound() {
+        let queues = queues();
+        let queue = queues.register(UserId(1), options(DEFAULT_QUEUE_LIFESPAN), Seq(0));
+        let big = "x".repeat(100_000);
+        let mut pushed = 0;
+        while queues.get(UserId(1), &queue.id).is_ok() {
+            queue.push(json!({"type": "message", "content": big}));
+            pushed += 1;
+            assert!(queue.lock().bytes <= MAX_QUEUE_BYTES);
+        }
+        // 2 MiB of 100 kB events: the 21st does not fit.
+        assert_eq!(pushed, 21);
+        assert_eq!(queue.lock().bytes, 0);
+        assert!(queue.lock().events.is_empty());
+    }
+
+    #[test]
+    fn pruning_seen_events_gives_their_bytes_back() {
+        let queues = queues();
+        let queue = queues.register(UserId(1), options(DEFAULT_QUEUE_LIFESPAN), Seq(0));
+        for _ in 0..3 {
+            queue.push(json!({"type": "message", "content": "x".repeat(1000)}));
+        }
+        let three = queue.lock().bytes;
+        assert!(three > 3000, "{three}");
+        queue.prune(1);
+        assert_eq!(queue.lock().bytes, three / 3);
+        queue.prune(2);
+        assert_eq!(queue.lock().bytes, 0);
+    }
+
+    #[test]
+    fn json_size_is_close_to_the_written_length() {
+        let value = json!({"type": "message", "ids": [1, 22, 333], "flags": ["read"],
+            "message": {"content": "hello there", "topic": "", "is_me": false, "x": null}});
+        let written = serde_json::to_string(&value).unwrap().len();
+        let counted = json_size(&value);
+        assert!(
+            counted >= written && counted < written * 2,
+            "{counted} vs {written}"
+        );
+    }
+
+    #[test]
+    fn a_user_over_the_queue_bound_loses_the_least_recently_polled_idle_queue() {
+        let queues = queues();
+        let first = queues.register(UserId(1), options(DEFAULT_QUEUE_LIFESPAN), Seq(0));
+        std::thread::sleep(Duration::from_millis(2));
+        let rest: Vec<_> = (1..MAX_QUEUES_PER_USER)
+            .map(|_| queues.register(UserId(1), options(DEFAULT_QUEUE_LIFESPAN), Seq(0)))
+            .collect();
+        // The oldest is being polled, so it is not the one to go.
+        first.lock().polling = 1;
+        let other_user = queues.register(UserId(2), options(DEFAULT_QUEUE_LIFESPAN), Seq(0));
+        assert_eq!(queues.count_for(UserId(1)), MAX_QUEUES_PER_USER);
+        let newest = queues.register(UserId(1), options(DEFAULT_QUEUE_LIFESPAN), Seq(0));
+        assert_eq!(queues.count_for(UserId(1)), MAX_QUEUES_PER_USER);
+        assert!(queues.get(UserId(1), &first.id).is_ok());
+        assert!(queues.get(UserId(1), &newest.id).is_ok());
+        assert_eq!(
+            queues.get(UserId(1), &rest[0].id).err(),
+            Some(PollError::BadQueue)
+        );
+        assert!(rest[1..]
+            .iter()
+            .all(|q| queues.get(UserId(1), &q.id).is_ok()));
+        assert!(queues.get(UserId(2), &other_user.id).is_ok());
+        assert_eq!(queues.len(), MAX_QUEUES_PER_USER + 1);
+        // Removal and expiry keep the per-user count right.
+        queues.remove(UserId(1), &newest.id).unwrap();
+        assert_eq!(queues.count_for(UserId(1)), MAX_QUEUES_PER_USER - 1);
+    }
+
+    #[tokio::test]
+    async fn a_newer_poll_ends_the_parked_one_and_a_dropped_queue_answers_bad_queue() {
+        let queues = queues();
+        let queue = queues.register(UserId(1), options(DEFAULT_QUEUE_LIFESPAN), Seq(0));
+        let long = Duration::from_secs(30);
+        let parked = {
+            let queue = queue.clone();
+            tokio::spawn(async move { poll(&queue, None, false, long).await })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let second = {
+            let queue = queue.clone();
+            tokio::spawn(async move { poll(&queue, None, false, long).await })
+        };
+        let first = tokio::time::timeout(Duration::from_secs(2), parked).await;
+        assert_eq!(first.expect("superseded at once").unwrap(), Ok(Vec::new()));
+        assert_eq!(queue.lock().polling, 1);
+        queues.remove(UserId(1), &queue.id).unwrap();
+        let second = tokio::time::timeout(Duration::from_secs(2), second).await;
+        assert_eq!(
+            second.expect("told at once").unwrap(),
+            Err(PollError::BadQueue)
+        );
     }
 
     #[test]
@@ -579,6 +806,6 @@ mod tests {
         queues.announce_restart();
         let events = queue.lock().events.clone();
         assert_eq!(events.len(), 1);
-        assert_eq!(events[0].1["type"], "restart");
+        assert_eq!(events[0].2["type"], "restart");
     }
 }

@@ -4,6 +4,7 @@
 
 mod admin;
 mod api;
+mod bounds;
 mod channels;
 mod durability;
 mod emoji;
