@@ -43,6 +43,8 @@ pub mod ids;
 pub mod linkify;
 pub mod markdown;
 #[cfg(test)]
+mod model_client;
+#[cfg(test)]
 mod model_tests;
 pub mod projections;
 pub mod realtime;

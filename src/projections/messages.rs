@@ -245,6 +245,18 @@ impl Messages {
         out
     }
 
+    /// Users holding a copy of any of `messages`, ascending.
+    pub fn holders_of_any(&self, messages: &[MessageId]) -> Vec<UserId> {
+        let mut out: Vec<UserId> = self
+            .received
+            .iter()
+            .filter(|(_, copies)| messages.iter().any(|m| copies.contains_key(m)))
+            .map(|(user, _)| *user)
+            .collect();
+        out.sort();
+        out
+    }
+
     pub fn len(&self) -> usize {
         self.by_id.len()
     }

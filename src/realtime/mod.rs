@@ -310,6 +310,21 @@ impl Queues {
         self.len() == 0
     }
 
+    /// Drops every queue of the user.
+    pub fn drop_user_queues(&self, user_id: UserId) {
+        let mut map = self.map();
+        let ids: Vec<String> = map
+            .by_user
+            .get(&user_id)
+            .map(|list| list.iter().map(|q| q.id.clone()).collect())
+            .unwrap_or_default();
+        for id in ids {
+            if let Some(queue) = map.remove(&id) {
+                queue.drop_queue();
+            }
+        }
+    }
+
     /// How many queues the user holds.
     pub fn count_for(&self, user_id: UserId) -> usize {
         self.map().by_user.get(&user_id).map_or(0, Vec::len)
@@ -326,6 +341,11 @@ impl Queues {
             (map.by_id.values().cloned().collect(), map.by_user.clone())
         };
         for env in batch {
+            // A deactivated user's queues end with their access (the client cannot poll them
+            // any more, and must not resume one after a reactivation).
+            if let crate::events::Event::UserDeactivated { user_id } = &env.event {
+                self.drop_user_queues(*user_id);
+            }
             let mut told: BTreeSet<UserId> = BTreeSet::new();
             for (user, event) in translate::client_events(state, &self.site, &self.secret, env) {
                 let Some(user_queues) = by_user.get(&user) else {

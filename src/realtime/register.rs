@@ -406,11 +406,13 @@ pub fn initial_state(
         put("streams", Value::Array(streams));
     }
     if want("message") {
-        let max = state.messages.max_id().0;
-        put(
-            "max_message_id",
-            if max == 0 { json!(-1) } else { json!(max) },
-        );
+        // The newest message the user received, as Zulip's (-1 for none).
+        let max = state
+            .messages
+            .received(me.user_id)
+            .and_then(|received| received.keys().next_back())
+            .map_or(json!(-1), |id| json!(id.0));
+        put("max_message_id", max);
         if want("update_message_flags") {
             put(
                 "unread_msgs",

@@ -42,6 +42,72 @@ fn to_all(state: &Projections, event: Value) -> Vec<(UserId, Value)> {
     active(state).map(|u| (u.user_id, event.clone())).collect()
 }
 
+/// `user_group` `add_members` for the system groups `user`'s role puts them in directly and,
+/// when `changed` (the role changed; the old one is not in the event), `remove_members` for
+/// the other role groups, which clients take as a no-op where the user was not a member.
+fn role_group_events(state: &Projections, user: &User, changed: bool) -> Vec<(UserId, Value)> {
+    use crate::events::SystemGroup;
+    use crate::projections::groups::system_direct_member;
+    let role_groups = [
+        SystemGroup::Owners,
+        SystemGroup::Administrators,
+        SystemGroup::Moderators,
+        SystemGroup::FullMembers,
+        SystemGroup::Members,
+        SystemGroup::Everyone,
+    ];
+    let mut out = Vec::new();
+    for kind in role_groups {
+        let Some(group_id) = state.groups.system(kind) else {
+            continue;
+        };
+        let member = system_direct_member(kind, user.role);
+        if !member && !changed {
+            continue;
+        }
+        let op = if member {
+            "add_members"
+        } else {
+            "remove_members"
+        };
+        out.extend(to_all(
+            state,
+            json!({"type": "user_group", "op": op, "group_id": group_id.0, "user_ids": [user.user_id.0]}),
+        ));
+    }
+    out
+}
+
+/// `peer_add` for the channels a reactivated user is subscribed to and `add_members` for the
+/// groups they are a direct member of.
+fn reactivation_events(state: &Projections, user_id: UserId) -> Vec<(UserId, Value)> {
+    let mut out = Vec::new();
+    for (channel_id, sub) in state.channels.subscriptions_of(user_id) {
+        let Some(channel) = state.channels.get(channel_id).filter(|_| sub.active) else {
+            continue;
+        };
+        let peer = json!({"type": "subscription", "op": "peer_add", "stream_ids": [channel_id.0], "user_ids": [user_id.0]});
+        out.extend(
+            peer_audience(state, channel)
+                .filter(|u| u.user_id != user_id)
+                .map(|u| (u.user_id, peer.clone())),
+        );
+    }
+    for group in state.groups.iter() {
+        if state
+            .groups
+            .direct_members(group, &state.users)
+            .contains(&user_id)
+        {
+            out.extend(to_all(
+                state,
+                json!({"type": "user_group", "op": "add_members", "group_id": group.id.0, "user_ids": [user_id.0]}),
+            ));
+        }
+    }
+    out
+}
+
 /// Users who may see a channel exist (its `stream` events).
 fn channel_audience<'a>(
     state: &'a Projections,
@@ -88,6 +154,43 @@ fn channel_update(
     channel_audience(state, channel)
         .map(|u| (u.user_id, event.clone()))
         .collect()
+}
+
+/// The channel's oldest message id now (null without messages).
+fn first_message_id(state: &Projections, channel_id: ChannelId) -> Option<u64> {
+    state
+        .messages
+        .in_channel(channel_id)
+        .and_then(|ids| ids.first())
+        .map(|id| id.0)
+}
+
+/// A `first_message_id` update when the oldest message of the channel changed: `arrived`
+/// messages came in (it changed if one of them is the oldest now) and `left` ones went out
+/// (it changed if one was older than the oldest now, or none is left).
+fn first_message_changes(
+    state: &Projections,
+    channel_id: ChannelId,
+    arrived: &[crate::ids::MessageId],
+    left: &[crate::ids::MessageId],
+) -> Vec<(UserId, Value)> {
+    let first = first_message_id(state, channel_id);
+    let came_first = first.is_some_and(|f| arrived.iter().any(|id| id.0 == f));
+    let left_first = left
+        .iter()
+        .map(|id| id.0)
+        .min()
+        .is_some_and(|oldest_gone| first.is_none_or(|f| oldest_gone < f));
+    if !came_first && !left_first {
+        return Vec::new();
+    }
+    channel_update(
+        state,
+        channel_id,
+        "first_message_id",
+        json!(first),
+        json!({}),
+    )
 }
 
 /// The `message` event of `message` for `viewer`, with the raw forms `Queues::publish` picks
@@ -241,6 +344,8 @@ pub fn client_events(
                     (viewer.user_id, json!({"type": "realm_user", "op": "add", "person": user_json(state, site, viewer, user, true)}))
                 })
                 .collect();
+            // Zulip puts a new account in its role's system groups and says so.
+            out.extend(role_group_events(state, user, false));
             if user.is_bot() {
                 let event = json!({"type": "realm_bot", "op": "add", "bot": bot_json(state, site, secret, user)});
                 out.extend(
@@ -254,6 +359,11 @@ pub fn client_events(
         Event::UserDeactivated { user_id } | Event::UserReactivated { user_id } => {
             let is_active = matches!(env.event, Event::UserReactivated { .. });
             let mut out = realm_user_update(state, *user_id, json!({"is_active": is_active}));
+            // Clients drop a deactivated user from subscriber and member lists themselves (as
+            // Zulip's do); a reactivated one is given back to them.
+            if is_active {
+                out.extend(reactivation_events(state, *user_id));
+            }
             if let Some(bot) = state.users.get(*user_id).filter(|u| u.is_bot()) {
                 let event = json!({"type": "realm_bot", "op": "update", "bot": {"user_id": user_id.0, "is_active": is_active}});
                 out.extend(
@@ -269,7 +379,11 @@ pub fn client_events(
                 realm_user_update(state, *user_id, json!({"full_name": name}))
             }
             UserChange::Role(role) => {
-                realm_user_update(state, *user_id, json!({"role": role.code()}))
+                let mut out = realm_user_update(state, *user_id, json!({"role": role.code()}));
+                if let Some(user) = state.users.get(*user_id).filter(|u| u.is_active) {
+                    out.extend(role_group_events(state, user, true));
+                }
+                out
             }
         },
         Event::UserGroupCreated {
@@ -592,7 +706,13 @@ pub fn client_events(
             if !recipients.contains(sender_id) {
                 recipients.push(*sender_id);
             }
-            recipients
+            let first = match recipient {
+                Recipient::Channel { channel_id, .. } => {
+                    first_message_changes(state, *channel_id, &[*message_id], &[])
+                }
+                Recipient::Direct { .. } => Vec::new(),
+            };
+            let mut out: Vec<(UserId, Value)> = recipients
                 .into_iter()
                 .filter_map(|user_id| {
                     let viewer = state.users.get(user_id).filter(|u| u.is_active)?;
@@ -605,7 +725,9 @@ pub fn client_events(
                     }
                     Some((user_id, event))
                 })
-                .collect()
+                .collect();
+            out.extend(first);
+            out
         }
         Event::MessageFlagsChanged {
             user_id,
@@ -694,11 +816,15 @@ pub fn client_events(
                 }
                 Recipient::Direct { .. } => event["message_type"] = json!("private"),
             }
-            holders
+            let mut out: Vec<(UserId, Value)> = holders
                 .iter()
                 .filter(|id| state.users.get(**id).is_some_and(|u| u.is_active))
                 .map(|id| (*id, event.clone()))
-                .collect()
+                .collect();
+            if let Recipient::Channel { channel_id, .. } = recipient {
+                out.extend(first_message_changes(state, *channel_id, &[], message_ids));
+            }
+            out
         }
         Event::TypingStarted { user_id, target } | Event::TypingStopped { user_id, target } => {
             let op = if matches!(env.event, Event::TypingStarted { .. }) {
@@ -887,7 +1013,18 @@ fn update_message_events(
             event["topic_links"] = crate::http::messages::topic_links_json(state, message.topic());
         }
     }
-    let mut out: Vec<(UserId, Value)> = active_holders(state, message_id)
+    // Everyone holding a copy of a moved message hears of the move, not only those holding
+    // the edited one: their unread counts and topics change too.
+    let audience: Vec<&User> = match moved {
+        Some(m) => state
+            .messages
+            .holders_of_any(&m.message_ids)
+            .into_iter()
+            .filter_map(|id| state.users.get(id).filter(|u| u.is_active))
+            .collect(),
+        None => active_holders(state, message_id),
+    };
+    let mut out: Vec<(UserId, Value)> = audience
         .into_iter()
         .map(|viewer| {
             let mut event = event.clone();
@@ -895,6 +1032,13 @@ fn update_message_events(
             (viewer.user_id, event)
         })
         .collect();
+    // A move between channels can change which message is oldest in either.
+    if let (Some(moved), Some(old)) = (moved, orig_channel) {
+        if let Some(new) = moved.new_channel_id.filter(|new| *new != old) {
+            out.extend(first_message_changes(state, old, &[], &moved.message_ids));
+            out.extend(first_message_changes(state, new, &moved.message_ids, &[]));
+        }
+    }
     // A move to a channel someone cannot read takes the messages away from them.
     if let Some(moved) = moved.filter(|m| m.new_channel_id.is_some()) {
         let told: std::collections::HashSet<UserId> = out.iter().map(|(u, _)| *u).collect();

@@ -260,9 +260,13 @@ async fn each_user_gets_exactly_the_events_meant_for_them() {
         )
         .await;
     let a = drain(&alice_api, &qa).await;
-    assert_eq!(kinds(&a), vec!["message:"]);
+    // The channel's first message: its `first_message_id` is announced, as Zulip does.
+    assert_eq!(kinds(&a), vec!["message:", "stream:update"]);
     assert_eq!(a[0]["message"]["id"], sent["id"]);
     assert_eq!(a[0]["flags"], json!(["read"]));
+    assert_eq!(a[1]["property"], "first_message_id");
+    assert_eq!(a[1]["value"], sent["id"]);
+    assert_eq!(a[1]["name"], "secret");
     assert!(drain(&bob_api, &qb).await.is_empty());
     let (_, dm) = alice_api
         .post(
@@ -332,7 +336,16 @@ async fn each_user_gets_exactly_the_events_meant_for_them() {
     // Users, groups and folders reach everyone.
     let (carol_id, _) = server.create_member("carol@example.com", "Carol").await;
     let a = drain(&alice_api, &qa).await;
-    assert_eq!(kinds(&a), vec!["realm_user:add"]);
+    // With the system groups a member joins (members, full members).
+    assert_eq!(
+        kinds(&a),
+        vec![
+            "realm_user:add",
+            "user_group:add_members",
+            "user_group:add_members"
+        ]
+    );
+    assert_eq!(a[1]["user_ids"], json!([carol_id]));
     assert_eq!(a[0]["person"]["user_id"], carol_id);
     assert_eq!(a[0]["person"]["delivery_email"], Value::Null);
     owner
@@ -349,7 +362,12 @@ async fn each_user_gets_exactly_the_events_meant_for_them() {
     );
     assert_eq!(
         kinds(&drain(&bob_api, &qb).await),
-        vec!["realm_user:add", "realm_user:update"]
+        vec![
+            "realm_user:add",
+            "user_group:add_members",
+            "user_group:add_members",
+            "realm_user:update"
+        ]
     );
     owner
         .post(

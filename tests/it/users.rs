@@ -234,18 +234,25 @@ async fn bots_are_created_listed_announced_and_deactivated() {
     let (_, body) = as_bot.get("/bots", &[]).await;
     assert_eq!(body["msg"], "This endpoint does not accept bot requests.");
 
-    // Everyone hears of the new user; the owner and administrators of the bot itself.
+    // Everyone hears of the new user and the system groups its role puts it in (members and
+    // full members, as Zulip's bots); the owner and administrators of the bot itself.
     let owner_events = drain(&owner, &owner_queue).await;
     let alice_events = drain(&as_alice, &alice_queue).await;
     assert_eq!(
         kinds(&owner_events),
-        vec!["realm_user:add", "realm_bot:add"]
+        vec![
+            "realm_user:add",
+            "user_group:add_members",
+            "user_group:add_members",
+            "realm_bot:add"
+        ]
     );
     assert_eq!(
-        kinds(&alice_events),
-        vec!["realm_user:add", "realm_bot:add"]
+        owner_events[1]["user_ids"],
+        json!([owner_events[0]["person"]["user_id"]])
     );
-    let added = &alice_events[1]["bot"];
+    assert_eq!(kinds(&alice_events), kinds(&owner_events));
+    let added = &alice_events[3]["bot"];
     assert_eq!(added["user_id"], bot_id);
     assert_eq!(added["owner_id"], alice_id);
     assert_eq!(added["api_key"], bot_key.as_str());
