@@ -724,3 +724,26 @@ async fn narrowed_queues_and_all_public_streams() {
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(body["code"], "BAD_NARROW");
 }
+
+#[tokio::test]
+async fn a_deactivation_ends_the_users_queues() {
+    let server = Server::start();
+    let owner = server.api(Some(&server.owner()));
+    let (alice_id, alice) = server.create_member("alice@example.com", "Alice").await;
+    let alice_api = server.api(Some(&alice));
+    let (queue, _) = register(&alice_api, &[]).await;
+    let (status, _) = owner
+        .call(Method::DELETE, &format!("/users/{alice_id}"), &[])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = owner
+        .post(&format!("/users/{alice_id}/reactivate"), &[])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    // The old queue missed what happened meanwhile: the client must register again.
+    let (status, body) = alice_api
+        .get("/events", &[("queue_id", &queue), ("dont_block", "true")])
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["code"], "BAD_EVENT_QUEUE_ID");
+}
