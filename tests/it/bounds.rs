@@ -63,31 +63,17 @@ async fn a_second_long_poll_of_a_queue_ends_the_first_with_no_events() {
     let server = Server::start();
     let owner = server.api(Some(&server.owner()));
     let (queue, _) = register(&owner, &[]).await;
-    let first = {
-        let (base, owner_creds, queue) = (server.url.clone(), server.owner(), queue.clone());
+    // Each long-poll on a task of its own, as two clients of one queue would.
+    let long_poll = |api: crate::support::Api, queue: String| {
         tokio::spawn(async move {
-            let api = crate::support::Api {
-                client: reqwest::Client::new(),
-                base: format!("{base}/api/v1"),
-                creds: Some(owner_creds),
-            };
             let started = Instant::now();
             let answer = api.get("/events", &[("queue_id", &queue)]).await;
             (answer, started.elapsed())
         })
     };
+    let first = long_poll(server.api(Some(&server.owner())), queue.clone());
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let second = {
-        let (base, owner_creds, queue) = (server.url.clone(), server.owner(), queue.clone());
-        tokio::spawn(async move {
-            let api = crate::support::Api {
-                client: reqwest::Client::new(),
-                base: format!("{base}/api/v1"),
-                creds: Some(owner_creds),
-            };
-            api.get("/events", &[("queue_id", &queue)]).await
-        })
-    };
+    let second = long_poll(server.api(Some(&server.owner())), queue.clone());
     let ((status, body), waited) = tokio::time::timeout(Duration::from_secs(10), first)
         .await
         .expect("the first poll ends when the second comes")
@@ -104,7 +90,7 @@ async fn a_second_long_poll_of_a_queue_ends_the_first_with_no_events() {
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let (status, body) = tokio::time::timeout(Duration::from_secs(10), second)
+    let ((status, body), _) = tokio::time::timeout(Duration::from_secs(10), second)
         .await
         .expect("the second poll is answered")
         .unwrap();
