@@ -36,10 +36,13 @@ fi
 CHRONICLE_BIN="$PWD/target/debug/chronicle" .venv/bin/python -m pytest -q tests/compat 2>&1 \
     | tee "$logs/pytest.log"
 
+echo "== cargo fuzz smoke run (libFuzzer on the stable toolchain, 5 s a target)"
+scripts/fuzz.sh 5 --dev 2>&1 | tee "$logs/fuzz.log"
+
 echo "== benchmark smoke run (asserts nothing about speed)"
 cargo run --release --quiet -- bench --quick --out target/bench-quick
 
 # One closing line for the whole suite (every step above already stopped the script on failure).
 rust=$(grep -oE '^test result: ok\. [0-9]+ passed' "$logs/cargo.log" | awk '{s += $4} END {print s + 0}')
 python=$(grep -oE '[0-9]+ passed' "$logs/pytest.log" | tail -1 | awk '{print $1 + 0}')
-echo "suite: $((rust + python)) passed, 0 failed"
+echo "suite: $((rust + python)) passed, 0 failed; $(tail -1 "$logs/fuzz.log")"

@@ -1,8 +1,9 @@
 //! Fuzzing on the stable toolchain: property tests that throw arbitrary input at the code that
 //! reads untrusted bytes (request parameters, narrows, Markdown, stored records, multipart-style
 //! names, RFC 3339 times, HTML diffs) and require that it answers (an error is an answer) and
-//! never panics. `cargo fuzz` would need a nightly toolchain, which this project's machines
-//! cannot download; proptest's shrinking gives the same minimal failing input.
+//! never panics, with proptest's shrinking to a minimal failing input. The coverage-guided
+//! counterparts are the cargo-fuzz targets in `fuzz/` (`scripts/fuzz.sh`, stable toolchain with
+//! `--sanitizer none`).
 
 use crate::events::Envelope;
 use crate::http::params::Params;
