@@ -586,9 +586,27 @@ impl<'a> Narrow<'a> {
                         channel = Some(id);
                     }
                 }
-                "topic" | "subject" | "sender" | "dm" | "pm-with" | "dm-including"
-                | "group-pm-with" | "is" | "search" | "id" | "near" | "has" | "channels"
-                | "streams" | "with" => {}
+                // As Zulip: an unknown user or a malformed id is an error, not an empty page.
+                "sender" | "dm-including" | "group-pm-with" => {
+                    if user_by_operand(state, &term.operand).is_none() {
+                        let shown = match &term.operand {
+                            Value::String(text) => text.clone(),
+                            other => other.to_string(),
+                        };
+                        return Err(bad_narrow(&format!("unknown user {shown}")));
+                    }
+                }
+                "id" => {
+                    let numeric = term.operand.as_u64().is_some()
+                        || term.operand.as_str().is_some_and(|s| {
+                            !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+                        });
+                    if !numeric {
+                        return Err(bad_narrow("Invalid message ID"));
+                    }
+                }
+                "topic" | "subject" | "dm" | "pm-with" | "is" | "search" | "near" | "has"
+                | "channels" | "streams" | "with" => {}
                 other => return Err(bad_narrow(other)),
             }
         }

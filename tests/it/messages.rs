@@ -940,3 +940,52 @@ async fn search_finds_whole_words_and_follows_changes() {
     let q = search("staging");
     assert_eq!(found(&run(bob, window(&q)).await), vec![sent[2]]);
 }
+
+#[tokio::test]
+async fn narrows_naming_nobody_or_no_message_are_refused() {
+    let server = Server::start();
+    let owner = server.api(Some(&server.owner()));
+    for (narrow, desc) in [
+        (
+            r#"[["sender","nobody@example.com"]]"#,
+            "unknown user nobody@example.com",
+        ),
+        (r#"[["dm-including",999]]"#, "unknown user 999"),
+        (r#"[["id","abc"]]"#, "Invalid message ID"),
+    ] {
+        let (status, body) = owner
+            .get(
+                "/messages",
+                &[
+                    ("anchor", "newest"),
+                    ("num_before", "5"),
+                    ("num_after", "0"),
+                    ("narrow", narrow),
+                ],
+            )
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{narrow}");
+        assert_eq!(
+            body,
+            json!({"result": "error", "code": "BAD_NARROW", "desc": desc,
+                "msg": format!("Invalid narrow operator: {desc}")}),
+            "{narrow}"
+        );
+    }
+    // A known sender and a numeric id are fine.
+    let email = server.owner().email;
+    for narrow in [json!([["sender", email]]), json!([["id", "1"]])] {
+        let (status, body) = owner
+            .get(
+                "/messages",
+                &[
+                    ("anchor", "newest"),
+                    ("num_before", "5"),
+                    ("num_after", "0"),
+                    ("narrow", &narrow.to_string()),
+                ],
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+}
