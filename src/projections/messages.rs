@@ -246,11 +246,20 @@ impl Messages {
     }
 
     /// Users holding a copy of any of `messages`, ascending.
+    /// Per user, only the copies between the lowest and highest of `messages` are looked at.
     pub fn holders_of_any(&self, messages: &[MessageId]) -> Vec<UserId> {
+        let (Some(low), Some(high)) = (messages.iter().min(), messages.iter().max()) else {
+            return Vec::new();
+        };
+        let wanted: std::collections::HashSet<MessageId> = messages.iter().copied().collect();
         let mut out: Vec<UserId> = self
             .received
             .iter()
-            .filter(|(_, copies)| messages.iter().any(|m| copies.contains_key(m)))
+            .filter(|(_, copies)| {
+                copies
+                    .range(*low..=*high)
+                    .any(|(id, _)| wanted.contains(id))
+            })
             .map(|(user, _)| *user)
             .collect();
         out.sort();

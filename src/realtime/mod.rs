@@ -261,7 +261,8 @@ impl Queues {
                 list.iter()
                     .min_by_key(|q| {
                         let state = q.lock();
-                        (state.polling > 0, state.last_poll)
+                        // Dropped queues first, then idle ones, the longest unpolled first.
+                        (!state.dropped, state.polling > 0, state.last_poll)
                     })
                     .cloned()
             });
@@ -584,7 +585,9 @@ impl Queues {
             .map(|q| q.id.clone())
             .collect();
         for id in &expired {
-            map.remove(id);
+            if let Some(queue) = map.remove(id) {
+                queue.drop_queue();
+            }
         }
         expired.len()
     }

@@ -93,7 +93,8 @@ fn reactivation_events(state: &Projections, user_id: UserId) -> Vec<(UserId, Val
                 .map(|u| (u.user_id, peer.clone())),
         );
     }
-    for group in state.groups.iter() {
+    // Deactivated groups are not in every client's list; their members are not news.
+    for group in state.groups.iter().filter(|g| !g.deactivated) {
         if state
             .groups
             .direct_members(group, &state.users)
@@ -1029,16 +1030,24 @@ fn update_message_events(
         .map(|viewer| {
             let mut event = event.clone();
             event["flags"] = json!(message_flags(state, viewer.user_id, message_id));
+            // The edited text only to those holding the edited message (a later joiner of a
+            // channel without public history may hold only other moved messages).
+            if state.messages.flags(viewer.user_id, message_id).is_none() {
+                if let Some(map) = event.as_object_mut() {
+                    for key in [
+                        "content",
+                        "rendered_content",
+                        "orig_content",
+                        "orig_rendered_content",
+                        "is_me_message",
+                    ] {
+                        map.remove(key);
+                    }
+                }
+            }
             (viewer.user_id, event)
         })
         .collect();
-    // A move between channels can change which message is oldest in either.
-    if let (Some(moved), Some(old)) = (moved, orig_channel) {
-        if let Some(new) = moved.new_channel_id.filter(|new| *new != old) {
-            out.extend(first_message_changes(state, old, &[], &moved.message_ids));
-            out.extend(first_message_changes(state, new, &moved.message_ids, &[]));
-        }
-    }
     // A move to a channel someone cannot read takes the messages away from them.
     if let Some(moved) = moved.filter(|m| m.new_channel_id.is_some()) {
         let told: std::collections::HashSet<UserId> = out.iter().map(|(u, _)| *u).collect();
@@ -1056,6 +1065,14 @@ fn update_message_events(
                     .filter(|u| state.users.get(**u).is_some_and(|u| u.is_active))
                     .map(|u| (*u, event.clone())),
             );
+        }
+    }
+    // A move between channels can change which message is oldest in either (after the
+    // deletions above, which count who was told of the move itself).
+    if let (Some(moved), Some(old)) = (moved, orig_channel) {
+        if let Some(new) = moved.new_channel_id.filter(|new| *new != old) {
+            out.extend(first_message_changes(state, old, &[], &moved.message_ids));
+            out.extend(first_message_changes(state, new, &moved.message_ids, &[]));
         }
     }
     out

@@ -1232,3 +1232,50 @@ async fn submessages_attach_widget_data() {
         ]
     );
 }
+
+#[tokio::test]
+async fn moving_a_channels_oldest_message_away_still_takes_it_from_those_who_cannot_follow() {
+    let o = org().await;
+    let (alice_id, alice) = &o.alice;
+    let (_, bob) = &o.bob;
+    let first = send(alice, "plans", "the very first").await;
+    let (_, body) = alice
+        .post(
+            "/channels/create",
+            &[
+                ("name", "vault"),
+                ("invite_only", "true"),
+                ("subscribers", &format!("[{alice_id}]")),
+            ],
+        )
+        .await;
+    let vault = body["id"].as_u64().unwrap();
+    let (status, body) = bob.post("/register", &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let queue = body["queue_id"].as_str().unwrap().to_owned();
+    let (status, body) = alice
+        .call(
+            Method::PATCH,
+            &format!("/messages/{first}"),
+            &[
+                ("stream_id", &vault.to_string()),
+                ("propagate_mode", "change_one"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let got = events(bob, &queue).await;
+    let kinds: Vec<&str> = got.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    // Bob cannot read #vault: the message leaves his view, and #general has no messages now.
+    assert_eq!(kinds, ["delete_message", "stream"], "{got:?}");
+    // Registered without bulk_message_deletion: one event per message.
+    assert_eq!(got[0]["message_id"], json!(first));
+    assert_eq!(
+        (
+            got[1]["property"].clone(),
+            got[1]["value"].clone(),
+            got[1]["stream_id"].clone()
+        ),
+        (json!("first_message_id"), Value::Null, json!(o.general))
+    );
+}
