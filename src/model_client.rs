@@ -382,16 +382,12 @@ fn apply_flags(state: &mut Map<String, Value>, me: u64, op: &str, event: &Value)
     }
 }
 
-/// A topic move: unread messages follow their topic (and channel).
+/// A topic move: unread messages follow their topic (and channel), re-filed under the new one.
 fn apply_move(state: &mut Map<String, Value>, event: &Value) {
     if event.get("subject").is_none() && event.get("new_stream_id").is_none() {
         return;
     }
-    apply_move_buckets(state, event, &ids(&event["message_ids"]));
-}
-
-/// Re-files the moved unread ids under their new channel and topic.
-fn apply_move_buckets(state: &mut Map<String, Value>, event: &Value, moved: &[u64]) {
+    let moved = ids(&event["message_ids"]);
     let Some(streams) = unread(state)["streams"].as_array().cloned() else {
         return;
     };

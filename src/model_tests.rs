@@ -334,36 +334,29 @@ async fn run(ops: Vec<Op>) -> Session {
                     .await
                     .map(|_| ())
             }
-            Op::SendChannel {
-                by,
-                channel,
-                topic,
-                words,
-            } => {
-                let Some(id) = pick(&channels, channel) else {
-                    continue;
+            Op::SendChannel { by, .. } | Op::SendDirect { by, .. } => {
+                let (to, words) = match op {
+                    Op::SendChannel {
+                        channel,
+                        topic,
+                        words,
+                        ..
+                    } => {
+                        let Some(id) = pick(&channels, channel) else {
+                            continue;
+                        };
+                        let to = Destination::Channel {
+                            channel: ChannelRef::Id(id),
+                            topic: format!("topic {topic}"),
+                        };
+                        (to, words)
+                    }
+                    Op::SendDirect { to, words, .. } => {
+                        let Some(to) = who(to) else { continue };
+                        (Destination::Direct { user_ids: vec![to] }, words)
+                    }
+                    _ => continue,
                 };
-                let to = Destination::Channel {
-                    channel: ChannelRef::Id(id),
-                    topic: format!("topic {topic}"),
-                };
-                engine
-                    .execute(who(by), move |s, ctx| {
-                        crate::commands::messages::send_message(
-                            s,
-                            ctx,
-                            to,
-                            &text(words),
-                            "test",
-                            None,
-                        )
-                    })
-                    .await
-                    .map(|_| ())
-            }
-            Op::SendDirect { by, to, words } => {
-                let Some(to) = who(to) else { continue };
-                let to = Destination::Direct { user_ids: vec![to] };
                 engine
                     .execute(who(by), move |s, ctx| {
                         crate::commands::messages::send_message(

@@ -60,7 +60,10 @@ pub fn channel_json(state: &Projections, channel: &Channel) -> Value {
         json!(channel.history_public_to_subscribers),
     );
     put("topics_policy", json!(channel.topics_policy.as_str()));
-    put("first_message_id", first_message_id(state, channel));
+    put(
+        "first_message_id",
+        json!(first_message_id(state, channel.id)),
+    );
     put("folder_id", json!(channel.folder_id));
     let (weekly_traffic, recently_active) = activity(state, channel);
     put("is_recently_active", json!(recently_active));
@@ -126,13 +129,13 @@ fn round_significant(n: i64, digits: u32) -> i64 {
     (n + unit / 2) / unit * unit
 }
 
-/// The channel's oldest message id, or null.
-fn first_message_id(state: &Projections, channel: &Channel) -> Value {
-    json!(state
+/// The channel's oldest message id (null in JSON without messages).
+pub fn first_message_id(state: &Projections, channel: ChannelId) -> Option<u64> {
+    state
         .messages
-        .in_channel(channel.id)
+        .in_channel(channel)
         .and_then(|ids| ids.first())
-        .map(|id| id.0))
+        .map(|id| id.0)
 }
 
 /// Active, non-deactivated subscribers, bots included.
@@ -236,7 +239,10 @@ pub fn subscription_json(
         "history_public_to_subscribers",
         json!(channel.history_public_to_subscribers),
     );
-    put("first_message_id", first_message_id(state, channel));
+    put(
+        "first_message_id",
+        json!(first_message_id(state, channel.id)),
+    );
     put("folder_id", json!(channel.folder_id));
     put("topics_policy", json!(channel.topics_policy.as_str()));
     let (weekly_traffic, recently_active) = activity(state, channel);

@@ -235,14 +235,7 @@ impl Messages {
 
     /// Users who hold a copy of a message.
     pub fn holders(&self, message: MessageId) -> Vec<UserId> {
-        let mut out: Vec<UserId> = self
-            .received
-            .iter()
-            .filter(|(_, copies)| copies.contains_key(&message))
-            .map(|(user, _)| *user)
-            .collect();
-        out.sort();
-        out
+        self.holders_of_any(&[message])
     }
 
     /// Users holding a copy of any of `messages`, ascending.

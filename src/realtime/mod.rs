@@ -333,13 +333,12 @@ impl Queues {
 
     /// Delivers a durable batch: called by the engine with the state right after it.
     pub fn publish(&self, state: &Projections, batch: &[Envelope]) {
-        type ByUser = HashMap<UserId, Vec<Arc<Queue>>>;
-        let (queues, by_user): (Vec<Arc<Queue>>, ByUser) = {
+        let by_user: HashMap<UserId, Vec<Arc<Queue>>> = {
             let map = self.map();
             if map.by_id.is_empty() {
                 return;
             }
-            (map.by_id.values().cloned().collect(), map.by_user.clone())
+            map.by_user.clone()
         };
         for env in batch {
             // A deactivated user's queues end with their access (the client cannot poll them
@@ -362,7 +361,7 @@ impl Queues {
             // Queues registered with `all_public_streams` also see public channel messages
             // their user was not sent.
             if let Some(message) = public_channel_message(state, env) {
-                for q in &queues {
+                for q in by_user.values().flatten() {
                     if !q.options.all_public_streams || told.contains(&q.user_id) {
                         continue;
                     }

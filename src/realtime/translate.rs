@@ -48,15 +48,11 @@ fn to_all(state: &Projections, event: Value) -> Vec<(UserId, Value)> {
 fn role_group_events(state: &Projections, user: &User, changed: bool) -> Vec<(UserId, Value)> {
     use crate::events::SystemGroup;
     use crate::projections::groups::system_direct_member;
-    let role_groups = [
-        SystemGroup::Owners,
-        SystemGroup::Administrators,
-        SystemGroup::Moderators,
-        SystemGroup::FullMembers,
-        SystemGroup::Members,
-        SystemGroup::Everyone,
-    ];
     let mut out = Vec::new();
+    // Nobody and Internet have no direct members by role.
+    let role_groups = SystemGroup::ALL
+        .into_iter()
+        .filter(|k| !matches!(k, SystemGroup::Nobody | SystemGroup::Internet));
     for kind in role_groups {
         let Some(group_id) = state.groups.system(kind) else {
             continue;
@@ -157,15 +153,6 @@ fn channel_update(
         .collect()
 }
 
-/// The channel's oldest message id now (null without messages).
-fn first_message_id(state: &Projections, channel_id: ChannelId) -> Option<u64> {
-    state
-        .messages
-        .in_channel(channel_id)
-        .and_then(|ids| ids.first())
-        .map(|id| id.0)
-}
-
 /// A `first_message_id` update when the oldest message of the channel changed: `arrived`
 /// messages came in (it changed if one of them is the oldest now) and `left` ones went out
 /// (it changed if one was older than the oldest now, or none is left).
@@ -175,7 +162,7 @@ fn first_message_changes(
     arrived: &[crate::ids::MessageId],
     left: &[crate::ids::MessageId],
 ) -> Vec<(UserId, Value)> {
-    let first = first_message_id(state, channel_id);
+    let first = crate::http::channels::first_message_id(state, channel_id);
     let came_first = first.is_some_and(|f| arrived.iter().any(|id| id.0 == f));
     let left_first = left
         .iter()
