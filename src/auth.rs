@@ -16,6 +16,7 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::ids::UserId;
+use crate::projections::User;
 
 const ALPHANUMERIC: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -230,4 +231,10 @@ mod tests {
         assert_eq!(pw.len(), 24);
         assert!(pw.bytes().all(|b| b.is_ascii_alphanumeric()));
     }
+}
+
+/// The token an outgoing webhook bot's service sends along, derived like API keys so that
+/// no secret is stored in the log.
+pub fn service_token(secret: &ServerSecret, bot: &User) -> String {
+    secret.api_key(bot.user_id, &format!("service:{}", bot.api_key_nonce))
 }

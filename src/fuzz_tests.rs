@@ -36,7 +36,7 @@ proptest! {
     #[test]
     fn narrow_parsing_answers(raw in text()) {
         let value = serde_json::from_str::<serde_json::Value>(&raw).ok();
-        let _ = crate::http::messages::parse_narrow(value);
+        let _ = crate::narrow::parse_narrow(value);
     }
 
     #[test]
@@ -45,7 +45,7 @@ proptest! {
             .into_iter()
             .map(|(operator, operand, negated)| serde_json::json!({"operator": operator, "operand": operand, "negated": negated}))
             .collect();
-        let _ = crate::http::messages::parse_narrow(Some(serde_json::Value::Array(json)));
+        let _ = crate::narrow::parse_narrow(Some(serde_json::Value::Array(json)));
     }
 
     #[test]

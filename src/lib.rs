@@ -46,8 +46,10 @@ pub mod markdown;
 mod model_client;
 #[cfg(test)]
 mod model_tests;
+pub mod narrow;
 pub mod projections;
 pub mod realtime;
+pub mod render;
 pub mod server;
 pub mod snapshot;
 pub mod store;

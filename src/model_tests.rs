@@ -7,16 +7,18 @@
 
 use crate::auth::ServerSecret;
 use crate::commands::channels::{ChannelSpec, SubscribeNotices};
-use crate::commands::messages::{ChannelRef, Destination, EditRequest, EmojiRequest};
+use crate::commands::edit::EditRequest;
+use crate::commands::messages::{ChannelRef, Destination};
+use crate::commands::reactions::EmojiRequest;
 use crate::commands::users::NewUser;
 use crate::engine::Engine;
 use crate::events::{MessageFlag, PropagateMode, Role};
-use crate::http::presence::PresenceQuery;
-use crate::http::Site;
 use crate::ids::{ChannelId, MessageId, UserId};
 use crate::projections::Projections;
 use crate::realtime::register::{initial_state, RegisterRequest};
 use crate::realtime::{Capabilities, Queue, QueueOptions, Queues};
+use crate::render::presence::PresenceQuery;
+use crate::render::Site;
 use crate::store::faulty::FaultyLog;
 use proptest::prelude::*;
 use serde_json::{Map, Value};
@@ -382,7 +384,7 @@ async fn run(ops: Vec<Op>) -> Session {
                 };
                 engine
                     .execute(who(by), move |s, ctx| {
-                        crate::commands::messages::add_reaction(s, ctx, id, request)
+                        crate::commands::reactions::add_reaction(s, ctx, id, request)
                     })
                     .await
                     .map(|_| ())
@@ -407,7 +409,7 @@ async fn run(ops: Vec<Op>) -> Session {
                 };
                 engine
                     .execute(who(by), move |s, ctx| {
-                        crate::commands::messages::edit_message(s, ctx, id, request)
+                        crate::commands::edit::edit_message(s, ctx, id, request)
                     })
                     .await
                     .map(|_| ())
@@ -418,7 +420,7 @@ async fn run(ops: Vec<Op>) -> Session {
                 };
                 engine
                     .execute(who(by), move |s, ctx| {
-                        crate::commands::messages::delete_message(s, ctx, id)
+                        crate::commands::delete::delete_message(s, ctx, id)
                     })
                     .await
                     .map(|_| ())
@@ -434,7 +436,7 @@ async fn run(ops: Vec<Op>) -> Session {
                 };
                 engine
                     .execute(who(by), move |s, ctx| {
-                        crate::commands::messages::update_flags(s, ctx, vec![id], flag, true)
+                        crate::commands::flags::update_flags(s, ctx, vec![id], flag, true)
                     })
                     .await
                     .map(|_| ())

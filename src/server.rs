@@ -391,7 +391,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
                 loop {
                     let expired = engine
                         .execute(None, |state, ctx| {
-                            crate::commands::messages::expire_messages(state, ctx, 1000)
+                            crate::commands::delete::expire_messages(state, ctx, 1000)
                         })
                         .await;
                     match expired {

@@ -8,15 +8,14 @@ use crate::auth::ServerSecret;
 use crate::commands::messages::{ChannelRef, Destination};
 use crate::engine::Engine;
 use crate::events::{Envelope, Event, Recipient};
-use crate::http::Site;
 use crate::ids::UserId;
 use crate::projections::{Projections, User};
+use crate::render::Site;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Zulip's outgoing webhook bot type.
-const OUTGOING_WEBHOOK_BOT: u8 = 3;
+use crate::events::OUTGOING_WEBHOOK_BOT;
 
 /// One call to make.
 #[derive(Debug, Clone)]
@@ -92,13 +91,13 @@ pub fn deliveries(
                 continue;
             };
             // The bot must be able to read the message it is sent.
-            if !crate::commands::messages::can_read(state, bot, message) {
+            if !crate::projections::can_read(state, bot, message) {
                 continue;
             }
-            let token = crate::http::bots::service_token(secret, bot);
+            let token = crate::auth::service_token(secret, bot);
             let sender = state.users.get(*sender_id);
             let message_json =
-                crate::http::messages::message_json(state, site, bot, message, false, true);
+                crate::render::messages::message_json(state, site, bot, message, false, true);
             let payload = if service.interface == 2 {
                 json!({
                     "token": token,

@@ -691,7 +691,7 @@ pub fn memory_probe(probe: Probe) -> Result<String, Fatal> {
         }
         Probe::Queues(n) => {
             let queues = crate::realtime::Queues::new(
-                crate::http::Site {
+                crate::render::Site {
                     realm_url: "http://probe".into(),
                 },
                 crate::auth::ServerSecret::generate(),

@@ -2,7 +2,7 @@
 
 use super::{actor, admin};
 use crate::commands::groups::validate_setting;
-use crate::commands::messages::{channel_link, silent_mention, Notices};
+use crate::commands::notices::{channel_link, silent_mention, Notices};
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::{
@@ -10,6 +10,8 @@ use crate::events::{
     SubscriptionProperty, SystemGroup, TopicsPolicy,
 };
 use crate::ids::{ChannelId, FolderId, UserId};
+use crate::projections::access;
+use crate::projections::Access;
 use crate::projections::{Channel, Projections, User};
 
 /// Zulip's limits (`Stream.MAX_NAME_LENGTH`, `MAX_DESCRIPTION_LENGTH`, `MAX_TOPIC_NAME_LENGTH`,
@@ -71,45 +73,6 @@ pub fn check_channel_description(text: &str) -> ApiResult<String> {
     }
     // Zulip keeps descriptions on one line.
     Ok(text.replace(['\r', '\n'], " ").trim().to_owned())
-}
-
-/// What a user may know about a channel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// Nothing: the channel is private and the user has no way in (it is invisible).
-    None,
-    /// Name, description, settings (administrators of a private channel, for instance).
-    Metadata,
-    /// Its messages too.
-    Content,
-}
-
-/// How much of `channel` `user` may see.
-pub fn access(state: &Projections, user: &User, channel: &Channel) -> Access {
-    if state.channels.is_subscribed(user.user_id, channel.id) {
-        return Access::Content;
-    }
-    if !channel.invite_only {
-        return if user.role == Role::Guest {
-            Access::None
-        } else {
-            Access::Content
-        };
-    }
-    let allows = |setting: &GroupSetting| {
-        state
-            .groups
-            .setting_allows(&state.users, user.user_id, setting)
-    };
-    if allows(&channel.permissions.can_subscribe_group)
-        || allows(&channel.permissions.can_add_subscribers_group)
-    {
-        return Access::Content;
-    }
-    if user.role.is_admin() || allows(&channel.permissions.can_administer_channel_group) {
-        return Access::Metadata;
-    }
-    Access::None
 }
 
 /// The channel by id if the user may at least see it; Zulip's "Invalid channel ID" otherwise,

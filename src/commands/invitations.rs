@@ -4,7 +4,7 @@
 use super::actor;
 use super::channels::{can_add_subscribers, default_subscriptions, next_color};
 use super::groups::{may_manage, user_defined_group};
-use super::messages::Notices;
+use super::notices::Notices;
 use super::users::{
     check_full_name, check_unique_name, email_taken, human_member, signup_notices, validate_email,
     NewUser,
@@ -64,7 +64,9 @@ fn check_grants(
             .channels
             .get(*id)
             .filter(|c| !c.is_archived)
-            .filter(|c| super::channels::access(state, me, c) != super::channels::Access::None)
+            .filter(|c| {
+                crate::projections::access(state, me, c) != crate::projections::Access::None
+            })
             .ok_or_else(|| {
                 ApiError::bad_request(format!("Invalid channel ID {id}. No invites were sent."))
             })?;

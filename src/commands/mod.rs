@@ -4,14 +4,21 @@
 //! caller beforehand and passed in.
 
 pub mod channels;
+pub mod delete;
+pub mod edit;
 pub mod emoji;
+pub mod flags;
 pub mod groups;
 pub mod invitations;
 pub mod linkifiers;
+pub mod markup;
 pub mod messages;
+pub mod notices;
 pub mod presence;
 pub mod profile_fields;
+pub mod reactions;
 pub mod realm;
+pub mod typing;
 pub mod users;
 
 use crate::engine::Ctx;
@@ -46,4 +53,27 @@ pub fn is_http_url(url: &str) -> bool {
         let host = r.split(['/', '?', '#']).next().unwrap_or_default();
         !host.is_empty() && !url.chars().any(|c| c.is_whitespace() || c.is_control())
     })
+}
+
+/// Zulip lets a request that started inside an edit limit finish a little after it.
+const EDIT_GRACE_SECS: i64 = 20;
+
+/// Whether `sent` (seconds) is past the organization's time limit `setting` at `now`, grace
+/// included; an unlimited setting never is.
+pub fn past_limit(state: &Projections, setting: &str, sent: i64, now: i64) -> bool {
+    state
+        .realm
+        .limit_secs(setting)
+        .is_some_and(|limit| now.saturating_sub(sent) > limit.saturating_add(EDIT_GRACE_SECS))
+}
+
+/// Whether `user` is covered by the organization's setting `realm` or the channel's `channel`.
+pub fn allowed_here(
+    state: &Projections,
+    user: &User,
+    realm: &str,
+    channel: Option<&crate::events::GroupSetting>,
+) -> bool {
+    state.realm_allows(user.user_id, realm)
+        || channel.is_some_and(|s| state.groups.setting_allows(&state.users, user.user_id, s))
 }

@@ -20,7 +20,7 @@ pub fn update_presence(
 ) -> ApiResult<(Vec<Event>, ())> {
     let me = actor(state, ctx)?;
     // Invisible mode: Zulip records nothing while a user does not share presence.
-    if !crate::http::presence::shares_presence(state, me.user_id) {
+    if !crate::projections::shares_presence(state, me.user_id) {
         return Ok((Vec::new(), ()));
     }
     let recent = |t: Option<i64>| t.is_some_and(|t| ctx.now_ms - t < PRESENCE_UPDATE_MIN_FREQ_MS);

@@ -1,6 +1,6 @@
 //! Custom profile fields: their definitions (administrators) and users' values.
 
-use super::messages::OrgResolver;
+use super::markup::OrgResolver;
 use super::{actor, admin, is_http_url};
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult};

@@ -3,6 +3,10 @@
 use super::{actor, admin};
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult};
+use crate::events::EMBEDDED_BOT;
+use crate::events::GENERIC_BOT;
+use crate::events::INCOMING_WEBHOOK_BOT;
+use crate::events::OUTGOING_WEBHOOK_BOT;
 use crate::events::{BotConfig, BotService, Event, Role, UserChange};
 use crate::ids::{ChannelId, UserId};
 use crate::projections::Projections;
@@ -42,7 +46,7 @@ pub fn validate_email(email: &str) -> bool {
 /// may not exist yet: the notification bot is created with its first notice).
 pub fn email_taken(state: &Projections, email: &str) -> bool {
     state.users.by_email(email).is_some()
-        || crate::projections::email_key(email) == super::messages::NOTIFICATION_BOT_EMAIL
+        || crate::projections::email_key(email) == super::notices::NOTIFICATION_BOT_EMAIL
 }
 
 /// Zulip's `check_full_name`: trimmed, non-empty, at most 100 characters, no control characters.
@@ -160,7 +164,7 @@ pub fn create_user(
     let mention = format!("@_**{full_name}|{user_id}**");
     let mut events = vec![user_created(user_id, user, false)];
     events.extend(super::channels::default_subscriptions(state, user_id));
-    let mut notices = super::messages::Notices::reserving(state, 1).knowing(user_id, &full_name);
+    let mut notices = super::notices::Notices::reserving(state, 1).knowing(user_id, &full_name);
     signup_notices(state, &mention, &mut notices);
     events.extend(notices.into_events());
     Ok((events, user_id))
@@ -171,7 +175,7 @@ pub fn create_user(
 pub fn signup_notices(
     state: &Projections,
     mention: &str,
-    notices: &mut super::messages::Notices<'_>,
+    notices: &mut super::notices::Notices<'_>,
 ) {
     let signups = state
         .realm
@@ -186,12 +190,6 @@ pub fn signup_notices(
         );
     }
 }
-
-/// Zulip's bot types: 1 generic, 2 incoming webhook, 3 outgoing webhook, 4 embedded.
-pub const GENERIC_BOT: u8 = 1;
-pub const INCOMING_WEBHOOK_BOT: u8 = 2;
-pub const OUTGOING_WEBHOOK_BOT: u8 = 3;
-pub const EMBEDDED_BOT: u8 = 4;
 
 /// A bot asked for through `POST /bots`, with its address built and its nonce drawn.
 #[derive(Debug, Clone)]
@@ -247,7 +245,9 @@ pub fn create_bot(state: &Projections, ctx: &Ctx, bot: NewBot) -> ApiResult<(Vec
         state
             .channels
             .by_name(&name)
-            .filter(|c| super::channels::access(state, owner, c) != super::channels::Access::None)
+            .filter(|c| {
+                crate::projections::access(state, owner, c) != crate::projections::Access::None
+            })
             .map(|c| Some(c.id))
             .ok_or_else(|| ApiError::bad_request(format!("Invalid channel name '{name}'")))
     };
@@ -383,7 +383,7 @@ fn deletion_events(state: &Projections, user: UserId, actions: DeactivationActio
     events.extend(
         groups
             .values()
-            .map(|messages| super::messages::deletion(state, messages)),
+            .map(|messages| super::delete::deletion(state, messages)),
     );
     events
 }

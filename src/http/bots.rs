@@ -1,104 +1,19 @@
 //! Bots: `POST /bots`, `GET /bots`, `DELETE /bots/{bot_id}`, and the bot object of `realm_bots`
 //! and `realm_bot` events.
 
-use super::users::{avatar_url, email_domain};
-use super::{path_id, AppState, Auth, Params, Site};
-use crate::auth::{new_api_key_nonce, ServerSecret};
+use super::{path_id, AppState, Auth, Params};
+use crate::auth::new_api_key_nonce;
 use crate::commands::is_http_url;
-use crate::commands::users::{human_member, NewBot, GENERIC_BOT, OUTGOING_WEBHOOK_BOT};
+use crate::commands::users::{human_member, NewBot};
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::events::BotService;
-use crate::ids::{ChannelId, UserId};
-use crate::projections::{Projections, User};
+use crate::events::{GENERIC_BOT, OUTGOING_WEBHOOK_BOT};
+use crate::ids::UserId;
+use crate::render::users::avatar_url;
+use crate::render::users::email_domain;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
-
-fn channel_name(state: &Projections, id: Option<ChannelId>) -> Value {
-    id.and_then(|id| state.channels.get(id))
-        .map_or(Value::Null, |c| json!(c.name))
-}
-
-/// The three default-channel fields every bot shape carries.
-fn defaults(state: &Projections, bot: &User) -> [(&'static str, Value); 3] {
-    let config = bot.bot.as_deref();
-    [
-        (
-            "default_sending_stream",
-            channel_name(state, config.and_then(|c| c.default_sending_stream)),
-        ),
-        (
-            "default_events_register_stream",
-            channel_name(state, config.and_then(|c| c.default_events_register_stream)),
-        ),
-        (
-            "default_all_public_streams",
-            json!(config.is_some_and(|c| c.default_all_public_streams)),
-        ),
-    ]
-}
-
-/// The token an outgoing webhook bot's service sends along, derived like API keys so that
-/// no secret is stored in the log.
-pub fn service_token(secret: &ServerSecret, bot: &User) -> String {
-    secret.api_key(bot.user_id, &format!("service:{}", bot.api_key_nonce))
-}
-
-/// A bot as `/register`'s `realm_bots` and `realm_bot` `add` events show it to its owner and
-/// to administrators (the API key included, as Zulip does).
-pub fn bot_json(state: &Projections, site: &Site, secret: &ServerSecret, bot: &User) -> Value {
-    let mut map = serde_json::Map::new();
-    map.insert("email".into(), json!(bot.email));
-    map.insert("user_id".into(), json!(bot.user_id.0));
-    map.insert("bot_type".into(), json!(bot.bot_type));
-    map.insert("full_name".into(), json!(bot.full_name));
-    map.insert("is_active".into(), json!(bot.is_active));
-    map.insert(
-        "api_key".into(),
-        json!(secret.api_key(bot.user_id, &bot.api_key_nonce)),
-    );
-    map.insert("avatar_url".into(), json!(avatar_url(site, bot)));
-    for (key, value) in defaults(state, bot) {
-        map.insert(key.into(), value);
-    }
-    let services: Vec<Value> = bot
-        .bot
-        .iter()
-        .flat_map(|c| c.services.iter())
-        .map(|s| {
-            json!({"base_url": s.base_url, "interface": s.interface, "token": service_token(secret, bot)})
-        })
-        .collect();
-    map.insert("services".into(), Value::Array(services));
-    if let Some(owner) = bot.bot_owner_id {
-        map.insert("owner_id".into(), json!(owner.0));
-    }
-    Value::Object(map)
-}
-
-/// Who hears about a bot (`realm_bot` events, `realm_bots`): its owner, and active human
-/// administrators unless one of its default channels is private.
-pub fn bot_audience(state: &Projections, bot: &User) -> Vec<UserId> {
-    let config = bot.bot.as_deref();
-    let private = config
-        .into_iter()
-        .flat_map(|c| [c.default_sending_stream, c.default_events_register_stream])
-        .flatten()
-        .filter_map(|id| state.channels.get(id))
-        .any(|c| c.invite_only);
-    let mut audience: Vec<UserId> = bot.bot_owner_id.into_iter().collect();
-    if !private {
-        audience.extend(
-            state
-                .users
-                .iter()
-                .filter(|u| u.is_active && !u.is_bot() && u.role.is_admin())
-                .map(|u| u.user_id)
-                .filter(|id| Some(*id) != bot.bot_owner_id),
-        );
-    }
-    audience
-}
 
 /// `POST /bots`.
 pub async fn create_bot(
@@ -165,7 +80,7 @@ pub async fn create_bot(
             "api_key": state.secret.api_key(bot_id, &bot.api_key_nonce),
             "avatar_url": avatar_url(&state.site, bot),
         });
-        for (key, value) in defaults(s, bot) {
+        for (key, value) in crate::render::users::bot_defaults(s, bot) {
             body[key] = value;
         }
         Ok::<Value, ApiError>(body)
@@ -196,7 +111,7 @@ pub async fn get_bots(
                         "api_key": state.secret.api_key(bot.user_id, &bot.api_key_nonce),
                         "avatar_url": avatar_url(&state.site, bot),
                     });
-                    for (key, value) in defaults(s, bot) {
+                    for (key, value) in crate::render::users::bot_defaults(s, bot) {
                         entry[key] = value;
                     }
                     entry

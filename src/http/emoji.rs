@@ -3,43 +3,10 @@
 
 use super::{AppState, Auth, Params};
 use crate::error::{ApiError, ApiResult};
-use crate::projections::{CustomEmoji, Projections};
+use crate::projections::emoji::REALM_ID;
+use crate::render::realm::realm_emoji_json;
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde_json::{json, Map, Value};
-
-/// Chronicle serves one organization; its id in upload paths is 1, as on a fresh Zulip server.
-pub const REALM_ID: u64 = 1;
-
-/// Where an emoji's image is served (relative to the organization's URL, as Zulip sends it).
-pub fn source_url(emoji: &CustomEmoji) -> String {
-    format!(
-        "/user_avatars/{REALM_ID}/emoji/images/{}",
-        emoji.file_name()
-    )
-}
-
-/// Every custom emoji, deactivated ones included, keyed by id: `GET /realm/emoji`, `/register`'s
-/// `realm_emoji` and the `realm_emoji` event.
-pub fn realm_emoji_json(state: &Projections) -> Value {
-    let all: Map<String, Value> = state
-        .custom_emoji
-        .iter()
-        .map(|e| {
-            (
-                e.id.0.to_string(),
-                json!({
-                    "id": e.id.0.to_string(),
-                    "name": e.name,
-                    "source_url": source_url(e),
-                    "still_url": null,
-                    "deactivated": e.deactivated,
-                    "author_id": e.author_id.map(|a| a.0),
-                }),
-            )
-        })
-        .collect();
-    Value::Object(all)
-}
+use serde_json::json;
 
 /// `GET /realm/emoji`.
 pub async fn get_realm_emoji(

@@ -42,7 +42,7 @@ fn capabilities(map: &Map<String, Value>) -> Capabilities {
 struct FetchOptions {
     fetch_event_types: Option<BTreeSet<String>>,
     include_subscribers: bool,
-    presence: crate::http::presence::PresenceQuery,
+    presence: crate::render::presence::PresenceQuery,
 }
 
 fn queue_options(params: &mut Params) -> ApiResult<(QueueOptions, FetchOptions)> {
@@ -60,7 +60,7 @@ fn queue_options(params: &mut Params) -> ApiResult<(QueueOptions, FetchOptions)>
         Some(other) => return Err(ApiError::invalid("include_subscribers", other)),
     };
     // A narrow limits which message events the queue takes (checked against the state below).
-    let narrow = crate::http::messages::parse_narrow(params.json("narrow")?)?;
+    let narrow = crate::narrow::parse_narrow(params.json("narrow")?)?;
     let caps: Map<String, Value> = params.json("client_capabilities")?.unwrap_or_default();
     let lifespan = match params.int::<i64>("queue_lifespan_secs")? {
         None | Some(0) => DEFAULT_QUEUE_LIFESPAN,
@@ -78,7 +78,7 @@ fn queue_options(params: &mut Params) -> ApiResult<(QueueOptions, FetchOptions)>
         lifespan,
         narrow,
     };
-    let presence = crate::http::presence::PresenceQuery {
+    let presence = crate::render::presence::PresenceQuery {
         modern: params.bool("slim_presence")?.unwrap_or(false),
         after: None,
         history_days: params.int::<i64>("presence_history_limit_days")?,
@@ -108,7 +108,7 @@ pub async fn register(
             .users
             .get(auth.user_id)
             .ok_or_else(|| ApiError::internal("user missing"))?;
-        crate::http::messages::check_narrow(s, me, &options.narrow)?;
+        crate::narrow::check_narrow(s, me, &options.narrow)?;
         let request = RegisterRequest {
             fetch_event_types: fetch.fetch_event_types.as_ref(),
             include_subscribers: fetch.include_subscribers,

@@ -5,31 +5,9 @@ use super::{path_id, AppState, Auth, Params};
 use crate::commands::linkifiers::LinkifierRequest;
 use crate::error::{ApiError, ApiResult};
 use crate::ids::LinkifierId;
-use crate::projections::Projections;
+use crate::render::realm::linkifiers_json;
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde_json::{json, Value};
-
-/// Every linkifier, in order, as `GET /realm/linkifiers`, `/register` and `realm_linkifiers`
-/// events show them.
-pub fn linkifiers_json(state: &Projections) -> Value {
-    Value::Array(
-        state
-            .linkifiers
-            .ordered()
-            .into_iter()
-            .map(|l| {
-                json!({
-                    "pattern": l.spec.pattern,
-                    "url_template": l.spec.url_template,
-                    "id": l.id.0,
-                    "example_input": l.spec.example_input,
-                    "reverse_template": l.spec.reverse_template,
-                    "alternative_url_templates": l.spec.alternative_url_templates,
-                })
-            })
-            .collect(),
-    )
-}
+use serde_json::json;
 
 /// `GET /realm/linkifiers`.
 pub async fn get_linkifiers(

@@ -1,304 +1,28 @@
 //! Messages: `POST /messages`, `GET /messages/{message_id}`, `GET /messages`,
 //! `POST /messages/flags`, `POST /mark_topic_as_read`, and the Message object.
 
-use super::subscriptions::{topic_param, EMPTY_TOPIC_DISPLAY_NAME};
-use super::users::{avatar_url, email_visible, placeholder_email};
-use super::{path_id, AppState, Auth, Params, Site};
-use crate::commands::messages::{
-    can_read, readable, ChannelRef, Destination, EditRequest, EmojiRequest,
-};
-use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::events::{MessageFlag, PropagateMode, Recipient};
+use super::{path_id, AppState, Auth, Params};
+use crate::commands::edit::EditRequest;
+use crate::commands::messages::{readable, ChannelRef, Destination};
+use crate::commands::reactions::EmojiRequest;
+use crate::error::{ApiError, ApiResult};
+use crate::events::{MessageFlag, PropagateMode};
 use crate::ids::{ChannelId, MessageId, UserId};
-use crate::projections::messages::{flag_names, flags};
-use crate::projections::user_topics::topic_key;
+use crate::narrow::parse_narrow;
+use crate::narrow::Narrow;
+use crate::projections::messages::flags;
+use crate::projections::messages::topic_param;
 use crate::projections::{Message, Projections, User};
+use crate::render::messages::message_flags;
+use crate::render::messages::message_history_json;
+use crate::render::messages::message_json;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
 
 /// Zulip's `MAX_MESSAGES_PER_FETCH`.
 pub const MAX_MESSAGES_PER_FETCH: u64 = 5000;
 /// What Zulip answers as the anchor for `newest`.
 pub const LARGER_THAN_MAX_MESSAGE_ID: u64 = 10_000_000_000_000_000;
-
-/// The email `viewer` sees for `user`: real when visible, else the placeholder.
-pub fn shown_email(state: &Projections, site: &Site, viewer: &User, user: &User) -> String {
-    if email_visible(state, viewer, user) {
-        user.email.clone()
-    } else {
-        placeholder_email(site, user)
-    }
-}
-
-/// `topic_links` of a topic, with the organization's current linkifiers.
-pub fn topic_links_json(state: &Projections, topic: &str) -> Value {
-    Value::Array(
-        crate::linkify::topic_links(&state.linkifiers.compiled(), topic)
-            .into_iter()
-            .map(|(text, url)| json!({"url": url, "text": text}))
-            .collect(),
-    )
-}
-
-/// The shown topic: the empty topic is "general chat" unless the client handles it.
-pub fn shown_topic(topic: &str, allow_empty_topic_name: bool) -> String {
-    if topic.is_empty() && !allow_empty_topic_name {
-        EMPTY_TOPIC_DISPLAY_NAME.to_owned()
-    } else {
-        topic.to_owned()
-    }
-}
-
-/// A message's submessages as Zulip lists them.
-pub fn submessages_json(message: &Message) -> Value {
-    message
-        .submessages()
-        .iter()
-        .map(|sm| {
-            json!({
-                "msg_type": sm.msg_type, "content": sm.content, "message_id": message.id.0,
-                "sender_id": sm.sender_id.0, "id": sm.id,
-            })
-        })
-        .collect()
-}
-
-/// A message as `viewer` sees it (without `flags`, which callers add where Zulip has them).
-pub fn message_json(
-    state: &Projections,
-    site: &Site,
-    viewer: &User,
-    message: &Message,
-    apply_markdown: bool,
-    allow_empty_topic_name: bool,
-) -> Value {
-    let sender = state.users.get(message.sender_id);
-    let (kind, display_recipient, stream_id) = match &message.recipient {
-        Recipient::Channel { channel_id, .. } => (
-            "stream",
-            json!(state.channels.get(*channel_id).map(|c| c.name.clone()).unwrap_or_default()),
-            Some(channel_id.0),
-        ),
-        Recipient::Direct { user_ids } => (
-            "private",
-            Value::Array(
-                user_ids
-                    .iter()
-                    .filter_map(|id| state.users.get(*id))
-                    .map(|u| json!({"id": u.user_id.0, "email": shown_email(state, site, viewer, u), "full_name": u.full_name, "is_mirror_dummy": false}))
-                    .collect(),
-            ),
-            None,
-        ),
-    };
-    let mut out = json!({
-        "id": message.id.0,
-        "sender_id": message.sender_id.0,
-        "content": if apply_markdown { &*message.rendered_content } else { &*message.content },
-        "recipient_id": state.messages.recipient_id(message),
-        "timestamp": message.timestamp,
-        "client": &*message.client,
-        "subject": match message.channel() {
-            Some(_) => shown_topic(message.topic(), allow_empty_topic_name),
-            None => String::new(),
-        },
-        "topic_links": match message.channel() {
-            Some(_) => topic_links_json(state, message.topic()),
-            None => json!([]),
-        },
-        "is_me_message": message.is_me_message,
-        "reactions": reactions_json(state, site, viewer, message),
-        "submessages": submessages_json(message),
-        "sender_full_name": sender.map(|u| u.full_name.clone()).unwrap_or_default(),
-        "sender_email": sender.map(|u| shown_email(state, site, viewer, u)).unwrap_or_default(),
-        "sender_realm_str": "",
-        "display_recipient": display_recipient,
-        "type": kind,
-        "avatar_url": sender.map(|u| avatar_url(site, u)),
-        "content_type": if apply_markdown { "text/html" } else { "text/x-markdown" },
-    });
-    if let (Some(id), Value::Object(map)) = (stream_id, &mut out) {
-        map.insert("stream_id".into(), json!(id));
-    }
-    if let (Some(extra), Value::Object(map)) = (message.extra.as_deref(), &mut out) {
-        if let Some(at) = extra.last_edit_timestamp {
-            map.insert("last_edit_timestamp".into(), json!(at));
-        }
-        if let Some(at) = extra.last_moved_timestamp {
-            map.insert("last_moved_timestamp".into(), json!(at));
-        }
-        let visibility = state.realm.text("message_edit_history_visibility_policy");
-        if !extra.edits.is_empty() && visibility != "none" {
-            let history = edit_history_json(message, allow_empty_topic_name, visibility == "moves");
-            if history.as_array().is_some_and(|h| !h.is_empty()) {
-                map.insert("edit_history".into(), history);
-            }
-        }
-    }
-    out
-}
-
-/// A message's reactions. Each carries the deprecated `user` object too: Zulip dropped it from
-/// message objects at feature level 328, but zulip-term 0.7.0 still reads it.
-fn reactions_json(state: &Projections, site: &Site, viewer: &User, message: &Message) -> Value {
-    message
-        .reactions()
-        .iter()
-        .map(|r| {
-            let user = state.users.get(r.user_id);
-            json!({
-                "emoji_name": r.emoji_name, "emoji_code": r.emoji_code,
-                "reaction_type": r.reaction_type.as_str(), "user_id": r.user_id.0,
-                "user": {
-                    "id": r.user_id.0,
-                    "email": user.map(|u| shown_email(state, site, viewer, u)),
-                    "full_name": user.map(|u| u.full_name.clone()),
-                    "is_mirror_dummy": false,
-                },
-            })
-        })
-        .collect()
-}
-
-/// One state of a message in its history: topic, channel and content after some edit.
-struct Version {
-    topic: String,
-    channel: Option<ChannelId>,
-    content: (std::sync::Arc<str>, std::sync::Arc<str>),
-}
-
-/// The message as it was after each edit, oldest first, starting with the original.
-fn versions(message: &Message) -> Vec<Version> {
-    let mut current = Version {
-        topic: message.topic().to_owned(),
-        channel: message.channel(),
-        content: (message.content.clone(), message.rendered_content.clone()),
-    };
-    let mut out = Vec::with_capacity(message.edits().len() + 1);
-    for edit in message.edits().iter().rev() {
-        let before = Version {
-            topic: edit
-                .prev_topic
-                .clone()
-                .unwrap_or_else(|| current.topic.clone()),
-            channel: edit.prev_channel.or(current.channel),
-            content: edit
-                .prev_content
-                .clone()
-                .unwrap_or_else(|| current.content.clone()),
-        };
-        out.push(std::mem::replace(&mut current, before));
-    }
-    out.push(current);
-    out.reverse();
-    out
-}
-
-/// Whether an edit moved the message (topic or channel), as opposed to editing its content
-/// only: with the organization's edit history policy "moves", only these are shown.
-fn is_move(edit: &crate::projections::messages::EditRecord) -> bool {
-    edit.prev_topic.is_some() || edit.prev_channel.is_some()
-}
-
-/// The `edit_history` of a message object: newest edit first, each with what it changed
-/// (moves only, without content, when `moves_only`).
-fn edit_history_json(message: &Message, allow_empty_topic_name: bool, moves_only: bool) -> Value {
-    let versions = versions(message);
-    let mut entries: Vec<Value> = message
-        .edits()
-        .iter()
-        .zip(versions.iter().skip(1))
-        .filter(|(edit, _)| !moves_only || is_move(edit))
-        .map(|(edit, after)| {
-            let mut entry = json!({"user_id": edit.user_id.0, "timestamp": edit.timestamp});
-            if let Some((raw, html)) = edit.prev_content.as_ref().filter(|_| !moves_only) {
-                entry["prev_content"] = json!(&**raw);
-                entry["prev_rendered_content"] = json!(&**html);
-            }
-            if let Some(prev) = &edit.prev_topic {
-                entry["prev_topic"] = json!(shown_topic(prev, allow_empty_topic_name));
-                entry["topic"] = json!(shown_topic(&after.topic, allow_empty_topic_name));
-            }
-            if let Some(prev) = edit.prev_channel {
-                entry["prev_stream"] = json!(prev.0);
-                entry["stream"] = json!(after.channel.map(|c| c.0));
-            }
-            entry
-        })
-        .collect();
-    entries.reverse();
-    Value::Array(entries)
-}
-
-/// `GET /messages/{id}/history`'s snapshots, oldest first. With `moves_only` (the
-/// organization's policy "moves") only moves are listed and every snapshot shows the current
-/// content, so no earlier content can be read back.
-pub fn message_history_json(
-    message: &Message,
-    allow_empty_topic_name: bool,
-    moves_only: bool,
-) -> Vec<Value> {
-    let versions = versions(message);
-    let current = versions.last().map(|v| &v.content);
-    let content = |own: &(std::sync::Arc<str>, std::sync::Arc<str>)| -> (String, String) {
-        let (raw, html) = if moves_only {
-            current.unwrap_or(own)
-        } else {
-            own
-        };
-        (raw.to_string(), html.to_string())
-    };
-    let mut out = Vec::with_capacity(versions.len());
-    let mut budget = crate::html_diff::CELL_BUDGET;
-    let (raw, html) = content(&versions[0].content);
-    out.push(json!({
-        "topic": shown_topic(&versions[0].topic, allow_empty_topic_name),
-        "content": raw,
-        "rendered_content": html,
-        "user_id": message.sender_id.0,
-        "timestamp": message.timestamp,
-    }));
-    for (edit, after) in message.edits().iter().zip(versions.iter().skip(1)) {
-        if moves_only && !is_move(edit) {
-            continue;
-        }
-        let (raw, html) = content(&after.content);
-        let mut snapshot = json!({
-            "topic": shown_topic(&after.topic, allow_empty_topic_name),
-            "content": raw,
-            "rendered_content": html,
-            "user_id": edit.user_id.0,
-            "timestamp": edit.timestamp,
-        });
-        if let Some((raw, html)) = edit.prev_content.as_ref().filter(|_| !moves_only) {
-            snapshot["prev_content"] = json!(&**raw);
-            snapshot["prev_rendered_content"] = json!(&**html);
-            snapshot["content_html_diff"] = json!(crate::html_diff::highlight_differences(
-                html,
-                &after.content.1,
-                &mut budget,
-            ));
-        }
-        if let Some(prev) = &edit.prev_topic {
-            snapshot["prev_topic"] = json!(shown_topic(prev, allow_empty_topic_name));
-        }
-        if let Some(prev) = edit.prev_channel {
-            snapshot["prev_stream"] = json!(prev.0);
-            snapshot["stream"] = json!(after.channel.map(|c| c.0));
-        }
-        out.push(snapshot);
-    }
-    out
-}
-
-/// The viewer's flags on a message (`read` and `historical` where they have no copy).
-pub fn message_flags(state: &Projections, viewer: UserId, message: MessageId) -> Vec<&'static str> {
-    match state.messages.flags(viewer, message) {
-        Some(bits) => flag_names(bits, false),
-        None => flag_names(flags::READ, true),
-    }
-}
 
 fn parse_destination(state: &Projections, params: &mut Params) -> ApiResult<Destination> {
     let kind = params.required_str("type")?;
@@ -430,410 +154,6 @@ pub async fn get_message(
         Ok::<_, ApiError>(json!({"message": json, "raw_content": &*message.content}))
     })?;
     Ok(params.success(body))
-}
-
-/// One narrow term.
-#[derive(Debug, Clone)]
-pub struct Term {
-    operator: String,
-    operand: Value,
-    negated: bool,
-}
-
-/// A narrow in either form (`[["channel", "x"]]` or `[{"operator": ..., "operand": ...}]`).
-pub fn parse_narrow(raw: Option<Value>) -> ApiResult<Vec<Term>> {
-    let items = match raw {
-        None => return Ok(Vec::new()),
-        Some(Value::Array(items)) => items,
-        Some(_) => {
-            return Err(ApiError::bad_request("narrow is not a list").with("var_name", "narrow"))
-        }
-    };
-    items
-        .into_iter()
-        .map(|item| match item {
-            Value::Array(pair) if pair.len() == 2 => Ok(Term {
-                operator: pair[0].as_str().unwrap_or_default().to_owned(),
-                operand: pair[1].clone(),
-                negated: false,
-            }),
-            Value::Object(map) => Ok(Term {
-                operator: map
-                    .get("operator")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                operand: map.get("operand").cloned().unwrap_or(Value::Null),
-                negated: map.get("negated").and_then(Value::as_bool).unwrap_or(false),
-            }),
-            _ => Err(ApiError::new(
-                ErrorCode::BadNarrow,
-                "Invalid narrow operator: malformed term",
-            )
-            .with("desc", "malformed term")),
-        })
-        .collect()
-}
-
-fn bad_narrow(desc: &str) -> ApiError {
-    ApiError::new(
-        ErrorCode::BadNarrow,
-        format!("Invalid narrow operator: {desc}"),
-    )
-    .with("desc", desc)
-}
-
-/// A compiled narrow: where candidates come from, and a predicate over them.
-/// The index a narrow walks.
-enum Source<'a> {
-    /// A channel's, a topic's or a conversation's messages.
-    Set(&'a BTreeSet<MessageId>),
-    /// The messages in every one of the word index's lists for a search (shortest first),
-    /// within a set when the narrow also names one.
-    Words {
-        lists: Vec<&'a [MessageId]>,
-        within: Option<&'a BTreeSet<MessageId>>,
-    },
-}
-
-struct Narrow<'a> {
-    state: &'a Projections,
-    me: &'a User,
-    /// What the narrow walks; `None`: the user's own copies.
-    source: Option<Source<'a>>,
-    use_received: bool,
-    /// A search walked the word index instead of the user's copies: only messages the user
-    /// holds a copy of count.
-    require_copy: bool,
-    terms: Vec<Term>,
-    /// Each `search:` operand with its words, split once.
-    search_words: Vec<(String, Vec<String>)>,
-}
-
-/// The words of every `search:` operand of a narrow (`BAD_NARROW` for an overlong one).
-fn search_words(terms: &[Term]) -> ApiResult<Vec<(String, Vec<String>)>> {
-    use crate::projections::search::{words, MAX_QUERY_CHARS};
-    terms
-        .iter()
-        .filter(|t| t.operator == "search")
-        .map(|t| {
-            let operand = t.operand.as_str().unwrap_or_default();
-            if operand.chars().count() > MAX_QUERY_CHARS {
-                return Err(bad_narrow("search operand too long"));
-            }
-            Ok((operand.to_owned(), words(operand)))
-        })
-        .collect()
-}
-
-fn user_by_operand(state: &Projections, operand: &Value) -> Option<UserId> {
-    match operand {
-        Value::Number(n) => n
-            .as_u64()
-            .map(UserId)
-            .filter(|id| state.users.get(*id).is_some()),
-        Value::String(email) => state.users.by_email(email).map(|u| u.user_id).or_else(|| {
-            email
-                .strip_prefix("user")
-                .and_then(|r| r.split('@').next())
-                .and_then(|n| n.parse().ok())
-                .map(UserId)
-        }),
-        _ => None,
-    }
-}
-
-fn users_by_operand(state: &Projections, operand: &Value) -> Option<Vec<UserId>> {
-    match operand {
-        Value::Array(items) => items.iter().map(|v| user_by_operand(state, v)).collect(),
-        Value::String(text) => text
-            .split(',')
-            .map(|e| user_by_operand(state, &json!(e.trim())))
-            .collect(),
-        Value::Number(_) => user_by_operand(state, operand).map(|u| vec![u]),
-        _ => None,
-    }
-}
-
-impl<'a> Narrow<'a> {
-    fn compile(state: &'a Projections, me: &'a User, terms: Vec<Term>) -> ApiResult<Narrow<'a>> {
-        let mut narrow = Narrow {
-            state,
-            me,
-            source: None,
-            use_received: true,
-            require_copy: false,
-            terms: Vec::new(),
-            search_words: search_words(&terms)?,
-        };
-        let channel_of = |operand: &Value| -> Option<ChannelId> {
-            match operand {
-                Value::Number(n) => n
-                    .as_u64()
-                    .map(ChannelId)
-                    .filter(|id| state.channels.get(*id).is_some()),
-                Value::String(name) => state.channels.by_name(name).map(|c| c.id),
-                _ => None,
-            }
-        };
-        let mut channel = None;
-        for term in &terms {
-            match term.operator.as_str() {
-                "channel" | "stream" => {
-                    let id =
-                        channel_of(&term.operand).ok_or_else(|| bad_narrow("unknown channel"))?;
-                    if !term.negated {
-                        channel = Some(id);
-                    }
-                }
-                // As Zulip: an unknown user or a malformed id is an error, not an empty page.
-                "sender" | "dm-including" | "group-pm-with" => {
-                    if user_by_operand(state, &term.operand).is_none() {
-                        let shown = match &term.operand {
-                            Value::String(text) => text.clone(),
-                            other => other.to_string(),
-                        };
-                        return Err(bad_narrow(&format!("unknown user {shown}")));
-                    }
-                }
-                "id" => {
-                    let numeric = term.operand.as_u64().is_some()
-                        || term.operand.as_str().is_some_and(|s| {
-                            !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
-                        });
-                    if !numeric {
-                        return Err(bad_narrow("Invalid message ID"));
-                    }
-                }
-                "topic" | "subject" | "dm" | "pm-with" | "is" | "search" | "near" | "has"
-                | "channels" | "streams" | "with" => {}
-                other => return Err(bad_narrow(other)),
-            }
-        }
-        if let Some(id) = channel {
-            narrow.use_received = false;
-            let topic = terms
-                .iter()
-                .find(|t| matches!(t.operator.as_str(), "topic" | "subject") && !t.negated)
-                .and_then(|t| t.operand.as_str());
-            let set = match topic {
-                Some(topic) => state.messages.in_topic(id, &topic_param(topic)),
-                None => state.messages.in_channel(id),
-            };
-            narrow.source = Some(Source::Set(set.unwrap_or(empty_set())));
-        }
-        if let Some(term) = terms
-            .iter()
-            .find(|t| matches!(t.operator.as_str(), "dm" | "pm-with") && !t.negated)
-        {
-            let mut users =
-                users_by_operand(state, &term.operand).ok_or_else(|| bad_narrow("invalid user"))?;
-            users.push(me.user_id);
-            users.sort();
-            users.dedup();
-            narrow.use_received = false;
-            narrow.source = Some(Source::Set(
-                state
-                    .messages
-                    .in_conversation(&users)
-                    .unwrap_or(empty_set()),
-            ));
-        }
-        // A search walks the word index's answer (within the source above, if any).
-        let query = terms
-            .iter()
-            .find(|t| t.operator == "search" && !t.negated)
-            .and_then(|t| t.operand.as_str());
-        if let Some(lists) = query.and_then(|q| state.messages.search_lists(q)) {
-            let within = match narrow.source.take() {
-                Some(Source::Set(set)) => Some(set),
-                _ => None,
-            };
-            narrow.require_copy = narrow.use_received;
-            narrow.source = Some(Source::Words { lists, within });
-        }
-        narrow.terms = terms;
-        Ok(narrow)
-    }
-
-    fn matches_term(&self, message: &Message, term: &Term) -> bool {
-        let state = self.state;
-        let bits = state.messages.flags(self.me.user_id, message.id);
-        match term.operator.as_str() {
-            "channel" | "stream" => match &term.operand {
-                Value::Number(n) => message.channel().is_some_and(|c| Some(c.0) == n.as_u64()),
-                Value::String(name) => message
-                    .channel()
-                    .and_then(|c| state.channels.get(c))
-                    .is_some_and(|c| c.name.to_lowercase() == name.to_lowercase()),
-                _ => false,
-            },
-            "topic" | "subject" => {
-                message.channel().is_some()
-                    && topic_key(message.topic())
-                        == topic_key(&topic_param(term.operand.as_str().unwrap_or_default()))
-            }
-            "sender" => user_by_operand(state, &term.operand) == Some(message.sender_id),
-            "dm" | "pm-with" => {
-                match (&message.recipient, users_by_operand(state, &term.operand)) {
-                    (Recipient::Direct { user_ids }, Some(mut users)) => {
-                        users.push(self.me.user_id);
-                        users.sort();
-                        users.dedup();
-                        *user_ids == users
-                    }
-                    _ => false,
-                }
-            }
-            "dm-including" | "group-pm-with" => {
-                match (&message.recipient, user_by_operand(state, &term.operand)) {
-                    (Recipient::Direct { user_ids }, Some(user)) => user_ids.contains(&user),
-                    _ => false,
-                }
-            }
-            "is" => match term.operand.as_str().unwrap_or_default() {
-                "dm" | "private" => matches!(message.recipient, Recipient::Direct { .. }),
-                "starred" => bits.is_some_and(|b| b & flags::STARRED != 0),
-                "mentioned" | "alerted" => bits.is_some_and(|b| {
-                    b & (flags::MENTIONED | flags::STREAM_WILDCARD | flags::TOPIC_WILDCARD) != 0
-                }),
-                "unread" => bits.is_some_and(|b| b & flags::READ == 0),
-                "resolved" => message.topic().starts_with("✔ "),
-                "followed" => message.channel().is_some_and(|c| {
-                    state
-                        .user_topics
-                        .policy(self.me.user_id, c, message.topic())
-                        == 3
-                }),
-                "muted" => message.channel().is_some_and(|c| {
-                    state
-                        .user_topics
-                        .policy(self.me.user_id, c, message.topic())
-                        == 1
-                        || state
-                            .channels
-                            .subscription(self.me.user_id, c)
-                            .is_some_and(|s| s.is_muted)
-                }),
-                _ => false,
-            },
-            "search" => {
-                let operand = term.operand.as_str().unwrap_or_default();
-                match self.search_words.iter().find(|(o, _)| o == operand) {
-                    Some((_, wanted)) => crate::projections::search::has_words(
-                        wanted,
-                        message.topic(),
-                        &message.content,
-                    ),
-                    None => crate::projections::search::text_matches(
-                        operand,
-                        message.topic(),
-                        &message.content,
-                    ),
-                }
-            }
-            "id" => {
-                term.operand
-                    .as_u64()
-                    .or_else(|| term.operand.as_str().and_then(|s| s.parse().ok()))
-                    == Some(message.id.0)
-            }
-            "has" => match term.operand.as_str().unwrap_or_default() {
-                "link" => message.rendered_content.contains("<a href"),
-                "reaction" => !message.reactions().is_empty(),
-                "image" | "attachment" => false,
-                _ => false,
-            },
-            "channels" | "streams" => message
-                .channel()
-                .and_then(|c| state.channels.get(c))
-                .is_some_and(|c| !c.invite_only),
-            // `near` and `with` only move the anchor or the view; they do not filter.
-            _ => true,
-        }
-    }
-
-    fn matches(&self, id: MessageId) -> bool {
-        let Some(message) = self.state.messages.get(id) else {
-            return false;
-        };
-        if self.require_copy && self.state.messages.flags(self.me.user_id, id).is_none() {
-            return false;
-        }
-        can_read(self.state, self.me, message)
-            && self
-                .terms
-                .iter()
-                .all(|t| self.matches_term(message, t) != t.negated)
-    }
-
-    /// Candidate ids in ascending order, as a set to take ranges of.
-    fn candidates(&self) -> Box<dyn DoubleEndedIterator<Item = MessageId> + '_> {
-        match &self.source {
-            Some(Source::Set(set)) => Box::new(set.iter().copied()),
-            // A small channel, topic or conversation is walked itself, each id looked up in
-            // the word lists; otherwise the rarest word's list is walked.
-            Some(Source::Words {
-                lists,
-                within: Some(set),
-            }) if lists.first().is_some_and(|l| set.len() < l.len()) => {
-                let lists = lists.clone();
-                Box::new(
-                    set.iter()
-                        .copied()
-                        .filter(move |id| lists.iter().all(|l| l.binary_search(id).is_ok())),
-                )
-            }
-            Some(Source::Words { lists, within }) => {
-                let within = *within;
-                Box::new(
-                    crate::projections::search::intersect(lists.clone())
-                        .filter(move |id| within.is_none_or(|set| set.contains(id))),
-                )
-            }
-            None if self.use_received => Box::new(
-                self.state
-                    .messages
-                    .received(self.me.user_id)
-                    .into_iter()
-                    .flat_map(|m| m.keys().copied()),
-            ),
-            None => Box::new(std::iter::empty()),
-        }
-    }
-}
-
-/// Checks a narrow's operators (Zulip's `BAD_NARROW` for unknown ones or unknown channels).
-pub fn check_narrow(state: &Projections, viewer: &User, terms: &[Term]) -> ApiResult<()> {
-    Narrow::compile(state, viewer, terms.to_vec()).map(|_| ())
-}
-
-/// Whether `viewer` may read `message` and it matches every term of a narrow: which message
-/// events a queue registered with that narrow receives.
-pub fn narrow_matches(
-    state: &Projections,
-    viewer: &User,
-    terms: &[Term],
-    message: &Message,
-) -> bool {
-    let narrow = Narrow {
-        state,
-        me: viewer,
-        source: None,
-        use_received: true,
-        require_copy: false,
-        terms: Vec::new(),
-        search_words: search_words(terms).unwrap_or_default(),
-    };
-    can_read(state, viewer, message)
-        && terms
-            .iter()
-            .all(|t| narrow.matches_term(message, t) != t.negated)
-}
-
-fn empty_set() -> &'static BTreeSet<MessageId> {
-    static EMPTY: std::sync::OnceLock<BTreeSet<MessageId>> = std::sync::OnceLock::new();
-    EMPTY.get_or_init(BTreeSet::new)
 }
 
 /// Where a range of a narrow starts and how far it goes (`anchor`, `num_before`, ...).
@@ -1048,7 +368,7 @@ pub async fn update_message_flags(
     state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::messages::update_flags(s, ctx, requested, flag, add)
+            crate::commands::flags::update_flags(s, ctx, requested, flag, add)
         })
         .await?;
     Ok(params.success(json!({"messages": echo, "ignored_because_not_subscribed_channels": []})))
@@ -1067,8 +387,7 @@ pub async fn mark_topic_as_read(
         .execute(Some(auth.user_id), move |s, ctx| {
             let me = crate::commands::actor(s, ctx)?;
             let visible = s.channels.get(channel).filter(|c| {
-                crate::commands::channels::access(s, me, c)
-                    == crate::commands::channels::Access::Content
+                crate::projections::access(s, me, c) == crate::projections::Access::Content
             });
             if visible.is_none() {
                 return Err(ApiError::bad_request("Invalid channel ID"));
@@ -1085,7 +404,7 @@ pub async fn mark_topic_as_read(
                         .is_some_and(|b| b & flags::READ == 0)
                 })
                 .collect();
-            crate::commands::messages::update_flags(s, ctx, unread, MessageFlag::Read, true)
+            crate::commands::flags::update_flags(s, ctx, unread, MessageFlag::Read, true)
         })
         .await?;
     Ok(params.success(json!({})))
@@ -1129,7 +448,7 @@ pub async fn set_typing_status(
     state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::messages::set_typing(s, ctx, target, start)
+            crate::commands::typing::set_typing(s, ctx, target, start)
         })
         .await?;
     Ok(params.success(json!({})))
@@ -1164,7 +483,7 @@ pub async fn add_reaction(
     state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::messages::add_reaction(s, ctx, id, emoji)
+            crate::commands::reactions::add_reaction(s, ctx, id, emoji)
         })
         .await?;
     Ok(params.success(json!({})))
@@ -1182,7 +501,7 @@ pub async fn remove_reaction(
     state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::messages::remove_reaction(s, ctx, id, emoji)
+            crate::commands::reactions::remove_reaction(s, ctx, id, emoji)
         })
         .await?;
     Ok(params.success(json!({})))
@@ -1222,7 +541,7 @@ pub async fn update_message(
     state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::messages::edit_message(s, ctx, id, request)
+            crate::commands::edit::edit_message(s, ctx, id, request)
         })
         .await?;
     Ok(params.success(json!({"detached_uploads": []})))
@@ -1239,7 +558,7 @@ pub async fn delete_message(
     state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::messages::delete_message(s, ctx, id)
+            crate::commands::delete::delete_message(s, ctx, id)
         })
         .await?;
     Ok(params.success(json!({})))
@@ -1296,7 +615,7 @@ async fn mark_read_where(
                 .map(|(id, _)| *id)
                 .filter(|id| s.messages.get(*id).is_some_and(&filter))
                 .collect();
-            crate::commands::messages::update_flags(s, ctx, unread, MessageFlag::Read, true)
+            crate::commands::flags::update_flags(s, ctx, unread, MessageFlag::Read, true)
         })
         .await?;
     Ok(())
@@ -1316,8 +635,7 @@ pub async fn mark_stream_as_read(
             s.channels
                 .get(channel)
                 .filter(|c| {
-                    crate::commands::channels::access(s, me, c)
-                        == crate::commands::channels::Access::Content
+                    crate::projections::access(s, me, c) == crate::projections::Access::Content
                 })
                 .map(|_| ())
                 .ok_or_else(|| ApiError::bad_request("Invalid channel ID"))
@@ -1379,7 +697,7 @@ pub async fn update_message_flags_for_narrow(
                 .filter(|id| s.messages.flags(me.user_id, *id).is_some())
                 .collect();
             let (events, updated) =
-                crate::commands::messages::update_flags(s, ctx, processed.clone(), flag, add)?;
+                crate::commands::flags::update_flags(s, ctx, processed.clone(), flag, add)?;
             let summary = json!({
                 "processed_count": processed.len(),
                 "updated_count": updated.len(),

@@ -37,15 +37,9 @@ use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
+pub use crate::render::Site;
 pub use auth::Auth;
 pub use params::Params;
-
-/// Facts about how the server is reached.
-#[derive(Debug, Clone)]
-pub struct Site {
-    /// The organization's base URL, e.g. `http://127.0.0.1:9991` (no trailing slash).
-    pub realm_url: String,
-}
 
 /// Everything a handler may touch.
 pub struct AppState {
@@ -116,9 +110,12 @@ impl Smtp {
             lettre::AsyncSmtpTransport::<lettre::Tokio1Executor>::builder_dangerous(host)
                 .port(port)
                 .build();
-        let from = format!("Chronicle <noreply@{}>", users::email_domain(site))
-            .parse()
-            .map_err(|e| format!("sender address: {e}"))?;
+        let from = format!(
+            "Chronicle <noreply@{}>",
+            crate::render::users::email_domain(site)
+        )
+        .parse()
+        .map_err(|e| format!("sender address: {e}"))?;
         Ok(Smtp { transport, from })
     }
 }

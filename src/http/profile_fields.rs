@@ -6,86 +6,11 @@ use super::{path_id, AppState, Auth, Params};
 use crate::commands::profile_fields::{FieldChange, ValueChange};
 use crate::error::{ApiError, ApiResult};
 use crate::events::{ProfileChoice, ProfileFieldData};
-use crate::ids::{FieldId, UserId};
-use crate::projections::profile_fields::Field;
-use crate::projections::Projections;
+use crate::ids::FieldId;
+use crate::render::realm::fields_json;
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::collections::BTreeMap;
-
-/// `field_data` as Zulip sends it: JSON text (`""` for types without data).
-fn field_data_text(data: &ProfileFieldData) -> String {
-    match data {
-        ProfileFieldData::None => String::new(),
-        ProfileFieldData::Choices(choices) => {
-            let map: Map<String, Value> = choices
-                .iter()
-                .map(|(k, c)| (k.clone(), json!({"text": c.text, "order": c.order})))
-                .collect();
-            Value::Object(map).to_string()
-        }
-        ProfileFieldData::ExternalAccount {
-            subtype,
-            url_pattern,
-        } => {
-            let mut map = Map::new();
-            map.insert("subtype".into(), json!(subtype));
-            if let Some(pattern) = url_pattern {
-                map.insert("url_pattern".into(), json!(pattern));
-            }
-            Value::Object(map).to_string()
-        }
-    }
-}
-
-/// A field as `GET /realm/profile_fields`, `/register` and `custom_profile_fields` events show it.
-pub fn field_json(field: &Field) -> Value {
-    let spec = &field.spec;
-    let mut map = Map::new();
-    map.insert("id".into(), json!(field.id.0));
-    map.insert("name".into(), json!(spec.name));
-    map.insert("type".into(), json!(spec.field_type));
-    map.insert("hint".into(), json!(spec.hint));
-    map.insert(
-        "field_data".into(),
-        json!(field_data_text(&spec.field_data)),
-    );
-    map.insert("order".into(), json!(field.order));
-    map.insert("required".into(), json!(spec.required));
-    map.insert("editable_by_user".into(), json!(spec.editable_by_user));
-    if spec.display_in_profile_summary {
-        map.insert("display_in_profile_summary".into(), json!(true));
-    }
-    if spec.use_for_user_matching {
-        map.insert("use_for_user_matching".into(), json!(true));
-    }
-    Value::Object(map)
-}
-
-/// Every field, in the organization's order.
-pub fn fields_json(state: &Projections) -> Value {
-    Value::Array(
-        state
-            .profile_fields
-            .ordered()
-            .into_iter()
-            .map(field_json)
-            .collect(),
-    )
-}
-
-/// A user's `profile_data`: field id (as text) → `{value, rendered_value?}`.
-pub fn profile_data_json(state: &Projections, user: UserId) -> Value {
-    let mut map = Map::new();
-    for (id, value) in state.profile_fields.values_of(user).into_iter().flatten() {
-        let mut entry = json!({"value": value.value});
-        if let Some(html) = &value.rendered_value {
-            entry["rendered_value"] = json!(html);
-        }
-        map.insert(id.0.to_string(), entry);
-    }
-    Value::Object(map)
-}
 
 /// `field_data` as a request sends it (a JSON object), checked for its shape; the rules that
 /// depend on the type are the command's.

@@ -5,7 +5,7 @@ use super::{AppState, Auth, Params};
 use crate::error::{ApiError, ApiResult};
 use crate::events::RealmValue;
 use crate::projections::realm::{Kind, SETTINGS};
-use crate::realtime::register::realm_setting_json;
+use crate::render::realm::realm_setting_json;
 use actix_web::{web, HttpResponse};
 use serde_json::{json, Map, Value};
 

@@ -6,12 +6,7 @@ use crate::markdown::render_description;
 use actix_web::{web, HttpResponse};
 use serde_json::json;
 
-/// The Zulip feature level whose behaviour Chronicle implements (see docs/zulip-compat.md).
-pub const ZULIP_FEATURE_LEVEL: u32 = 478;
-/// Reported as `zulip_version`: the Zulip release line we follow, plus our own version.
-pub const ZULIP_VERSION: &str = concat!("12.0-dev+chronicle-", env!("CARGO_PKG_VERSION"));
-/// Reported as `zulip_merge_base`.
-pub const ZULIP_MERGE_BASE: &str = "12.0-dev";
+pub use crate::render::{ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION};
 
 pub async fn get_server_settings(
     state: web::Data<AppState>,

@@ -2,28 +2,17 @@
 //! `PATCH /users/me/subscriptions/{stream_id}`, `POST /users/me/subscriptions/properties`,
 //! `POST /user_topics`, `PATCH /users/me/subscriptions/muted_topics`.
 
-use super::channels::{channel_spec_params, subscription_json};
+use super::channels::channel_spec_params;
 use super::{path_id, AppState, Auth, Params};
 use crate::commands::channels::{parse_subscription_property, ChannelSpec, SubscribeNotices};
 use crate::error::{ApiError, ApiResult};
 use crate::ids::{ChannelId, UserId};
+use crate::projections::messages::topic_param;
 use crate::projections::Projections;
+use crate::render::channels::subscription_json;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-
-/// What Zulip shows in place of the empty topic (`realm_empty_topic_display_name`).
-pub const EMPTY_TOPIC_DISPLAY_NAME: &str = "general chat";
-
-/// A topic parameter: the display name of the empty topic means the empty topic.
-pub fn topic_param(raw: &str) -> String {
-    let trimmed = raw.trim();
-    if trimmed == EMPTY_TOPIC_DISPLAY_NAME || trimmed == "(no topic)" {
-        String::new()
-    } else {
-        trimmed.to_owned()
-    }
-}
 
 /// `GET /users/me/subscriptions`.
 pub async fn get_subscriptions(

@@ -4,57 +4,17 @@
 //! `POST /user_groups/{id}/deactivate`.
 
 use super::channels::{group_ids, permission_changes};
-use super::wire::{parse_group_setting, render_group_setting};
+use super::wire::parse_group_setting;
 use super::{path_id, AppState, Auth, Params};
 use crate::commands::groups::NewGroup;
 use crate::error::{ApiError, ApiResult};
 use crate::events::{GroupChange, GroupPermissions};
 use crate::ids::{GroupId, UserId};
 use crate::projections::{Group, Projections};
+use crate::render::groups::group_json;
 use actix_web::{web, HttpRequest, HttpResponse};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::collections::BTreeSet;
-
-/// A group as `GET /user_groups` and `user_group` events send it.
-pub fn group_json(state: &Projections, group: &Group) -> Value {
-    let mut map = Map::new();
-    map.insert("id".into(), json!(group.id.0));
-    map.insert("name".into(), json!(group.name));
-    map.insert("description".into(), json!(group.description));
-    let system = group.system.is_some();
-    map.insert(
-        "date_created".into(),
-        if system {
-            Value::Null
-        } else {
-            json!(group.date_created_ms / 1000)
-        },
-    );
-    map.insert(
-        "creator_id".into(),
-        if system {
-            Value::Null
-        } else {
-            json!(group.creator_id)
-        },
-    );
-    map.insert(
-        "members".into(),
-        json!(state.groups.direct_members(group, &state.users)),
-    );
-    map.insert(
-        "direct_subgroup_ids".into(),
-        json!(state.groups.direct_subgroups(group)),
-    );
-    map.insert("is_system_group".into(), json!(system));
-    for name in GroupPermissions::NAMES {
-        if let Some(setting) = group.permissions.get(name) {
-            map.insert((*name).to_owned(), render_group_setting(setting));
-        }
-    }
-    map.insert("deactivated".into(), json!(group.deactivated));
-    Value::Object(map)
-}
 
 /// Guests and bots may not use the user-group endpoints.
 fn refuse_guests(state: &Projections, auth: &Auth) -> ApiResult<()> {

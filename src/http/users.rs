@@ -2,7 +2,7 @@
 //! `POST /users`, `PATCH /users/{user_id}`, `DELETE /users/{user_id}`,
 //! `POST /users/{user_id}/reactivate`, and the avatar image behind `avatar_url`.
 
-use super::profile_fields::{parse_profile_data, profile_data_json};
+use super::profile_fields::parse_profile_data;
 use super::{path_id, AppState, Auth, Params, Site};
 use crate::auth::{hash_password, new_api_key_nonce, verify_password};
 use crate::commands::users::{DeactivationActions, NewUser, MIN_PASSWORD_LENGTH};
@@ -10,115 +10,15 @@ use crate::error::{ApiError, ApiResult};
 use crate::events::Role;
 use crate::ids::UserId;
 use crate::projections::{Projections, User};
+use crate::render::realm::profile_data_json;
+use crate::render::users::avatar_url;
+use crate::render::users::email_visible;
+use crate::render::users::placeholder_email;
+use crate::render::users::user_json;
 use crate::time::iso8601_ms;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
-
-/// `avatar_url` of a user: Chronicle serves a generated image for everyone.
-pub fn avatar_url(site: &super::Site, user: &User) -> String {
-    format!(
-        "{}/avatar/{}?version={}",
-        site.realm_url, user.user_id, user.avatar_version
-    )
-}
-
-/// Whether `viewer` may see `user`'s real email address, under the organization's
-/// `email_address_visibility` (administrators only by default, as in current Zulip). One's own
-/// address and bots' addresses are always visible.
-pub fn email_visible(state: &Projections, viewer: &User, user: &User) -> bool {
-    if viewer.user_id == user.user_id || user.is_bot() {
-        return true;
-    }
-    let visibility = match state.realm.value("email_address_visibility") {
-        crate::events::RealmValue::Int(code) => code,
-        _ => 3,
-    };
-    // Which settings each role sees through (Zulip's table): 1 everyone, 2 members,
-    // 3 administrators, 4 nobody, 5 moderators.
-    let sees: &[i64] = match viewer.role {
-        Role::Owner | Role::Administrator => &[1, 2, 3, 5],
-        Role::Moderator => &[1, 2, 5],
-        Role::Member => &[1, 2],
-        Role::Guest => &[1],
-    };
-    sees.contains(&visibility)
-}
-
-/// The placeholder API email Zulip gives when the real one is hidden: `user{id}@{host}`, with
-/// a reserved domain when the server is reached by IP address.
-pub fn placeholder_email(site: &super::Site, user: &User) -> String {
-    format!("user{}@{}", user.user_id, email_domain(site))
-}
-
-/// The domain of addresses the server makes up (placeholders, bots): the organization's host
-/// name, or a reserved domain when the server is reached by IP address.
-pub fn email_domain(site: &super::Site) -> String {
-    let host = site
-        .realm_url
-        .split("://")
-        .nth(1)
-        .unwrap_or_default()
-        .split(['/', ':'])
-        .next()
-        .unwrap_or_default();
-    let is_name = host.chars().any(|c| c.is_ascii_alphabetic());
-    if is_name { host } else { "chronicle.invalid" }.to_owned()
-}
-
-/// A user as `GET /users`, `/register` (`realm_users`) and `realm_user` events show it to
-/// `viewer`. `profile_data` (humans only) is included when `with_profile_data` is set, as
-/// Zulip does for `include_custom_profile_fields` and in `/register`.
-pub fn user_json(
-    state: &Projections,
-    site: &super::Site,
-    viewer: &User,
-    user: &User,
-    with_profile_data: bool,
-) -> Value {
-    let visible = email_visible(state, viewer, user);
-    let mut map = serde_json::Map::new();
-    let mut put = |k: &str, v: Value| {
-        map.insert(k.to_owned(), v);
-    };
-    put("user_id", json!(user.user_id.0));
-    put(
-        "delivery_email",
-        if visible {
-            json!(user.email)
-        } else {
-            Value::Null
-        },
-    );
-    put(
-        "email",
-        json!(if visible {
-            user.email.clone()
-        } else {
-            placeholder_email(site, user)
-        }),
-    );
-    put("full_name", json!(user.full_name));
-    put("date_joined", json!(iso8601_ms(user.date_joined_ms)));
-    put("is_active", json!(user.is_active));
-    put("is_owner", json!(user.role == Role::Owner));
-    put("is_admin", json!(user.role.is_admin()));
-    put("is_guest", json!(user.role == Role::Guest));
-    put("is_bot", json!(user.is_bot()));
-    put("bot_type", json!(user.bot_type));
-    if user.is_bot() {
-        put("bot_owner_id", json!(user.bot_owner_id));
-    }
-    put("role", json!(user.role.code()));
-    put("timezone", json!(user.timezone));
-    put("avatar_url", json!(avatar_url(site, user)));
-    put("avatar_version", json!(user.avatar_version));
-    put("is_imported_stub", json!(false));
-    if with_profile_data && !user.is_bot() {
-        put("profile_data", profile_data_json(state, user.user_id));
-    }
-    Value::Object(map)
-}
 
 /// The options `GET /users` and `GET /users/{user_id|email}` share.
 fn user_query_options(params: &mut Params) -> ApiResult<bool> {

@@ -3,7 +3,7 @@
 use crate::error::{ApiError, ApiResult};
 use crate::events::GroupSetting;
 use crate::ids::{GroupId, UserId};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// A group-setting value as clients send it: a group id, or
 /// `{"direct_members": [...], "direct_subgroups": [...]}` (feature level 320+).
@@ -51,20 +51,11 @@ pub fn parse_group_setting(name: &str, value: &Value) -> ApiResult<GroupSetting>
     }
 }
 
-/// A group-setting value as Zulip sends it.
-pub fn render_group_setting(setting: &GroupSetting) -> Value {
-    match setting {
-        GroupSetting::Group(id) => json!(id.0),
-        GroupSetting::Anonymous {
-            direct_members,
-            direct_subgroups,
-        } => json!({"direct_members": direct_members, "direct_subgroups": direct_subgroups}),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::render::groups::render_group_setting;
+    use serde_json::json;
 
     #[test]
     fn both_forms_parse_and_render() {

@@ -163,3 +163,14 @@ impl CustomEmojis {
         )
     }
 }
+
+/// Chronicle serves one organization; its id in upload paths is 1, as on a fresh Zulip server.
+pub const REALM_ID: u64 = 1;
+
+/// Where an emoji's image is served (relative to the organization's URL, as Zulip sends it).
+pub fn source_url(emoji: &CustomEmoji) -> String {
+    format!(
+        "/user_avatars/{REALM_ID}/emoji/images/{}",
+        emoji.file_name()
+    )
+}

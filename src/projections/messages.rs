@@ -815,3 +815,16 @@ impl Messages {
         json!({"messages": messages, "user_messages": received})
     }
 }
+
+/// What Zulip shows in place of the empty topic (`realm_empty_topic_display_name`).
+pub const EMPTY_TOPIC_DISPLAY_NAME: &str = "general chat";
+
+/// A topic parameter: the display name of the empty topic means the empty topic.
+pub fn topic_param(raw: &str) -> String {
+    let trimmed = raw.trim();
+    if trimmed == EMPTY_TOPIC_DISPLAY_NAME || trimmed == "(no topic)" {
+        String::new()
+    } else {
+        trimmed.to_owned()
+    }
+}

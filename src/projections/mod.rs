@@ -4,6 +4,7 @@
 //! explicitly, so a new event does not compile until each area decides what it means. Business
 //! rules live in `commands`, never here: a log that was valid when written must always replay.
 
+pub mod access;
 pub mod channels;
 pub mod emoji;
 pub mod folders;
@@ -20,6 +21,7 @@ pub mod user_settings;
 pub mod user_topics;
 mod users;
 
+pub use access::{access, can_read, shares_presence, Access};
 pub use channels::{Channel, Channels, Subscription};
 pub use emoji::{CustomEmoji, CustomEmojis};
 pub use folders::{Folder, Folders};

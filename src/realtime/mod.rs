@@ -13,9 +13,9 @@ pub mod translate;
 
 use crate::auth::ServerSecret;
 use crate::events::Envelope;
-use crate::http::Site;
 use crate::ids::{Seq, UserId};
 use crate::projections::{Message, Projections};
+use crate::render::Site;
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -64,7 +64,7 @@ pub struct QueueOptions {
     pub capabilities: Capabilities,
     pub lifespan: Duration,
     /// Only message events matching this narrow are delivered (empty: all of them).
-    pub narrow: Vec<crate::http::messages::Term>,
+    pub narrow: Vec<crate::narrow::Term>,
 }
 
 impl QueueOptions {
@@ -409,7 +409,7 @@ fn deliver(state: &Projections, q: &Queue, env: &Envelope, event: &Value) {
             .and_then(|id| state.messages.get(crate::ids::MessageId(id)))
             .zip(state.users.get(q.user_id))
             .is_some_and(|(message, viewer)| {
-                crate::http::messages::narrow_matches(state, viewer, &q.options.narrow, message)
+                crate::narrow::narrow_matches(state, viewer, &q.options.narrow, message)
             });
         if !matches {
             return;
@@ -453,7 +453,7 @@ fn adapt(state: &Projections, event: &Value, queue: &Queue) -> Value {
     // Notification settings that follow the user's defaults are shown as those defaults to
     // clients without `notification_settings_null`.
     if event_type == "subscription" && !options.capabilities.notification_settings_null {
-        use crate::http::channels::{fill_notification_defaults, NOTIFICATION_DEFAULTS};
+        use crate::render::channels::{fill_notification_defaults, NOTIFICATION_DEFAULTS};
         if let Some(subs) = event.get_mut("subscriptions").and_then(Value::as_array_mut) {
             for sub in subs.iter_mut().filter(|_| op == "add") {
                 fill_notification_defaults(state, queue.user_id, sub);
@@ -483,7 +483,7 @@ fn adapt(state: &Projections, event: &Value, queue: &Queue) -> Value {
                 let group = group_id
                     .as_u64()
                     .and_then(|id| state.groups.get(crate::ids::GroupId(id)))
-                    .map(|g| crate::http::user_groups::group_json(state, g));
+                    .map(|g| crate::render::groups::group_json(state, g));
                 if let Some(group) = group {
                     return json!({"type": "user_group", "op": "add", "group": group});
                 }
@@ -556,7 +556,7 @@ impl Queues {
     /// memory, so their clients must register again once it is back. Parked polls return it
     /// at once.
     pub fn announce_restart(&self) {
-        use crate::http::server_settings::{ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION};
+        use crate::render::{ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION};
         let event = json!({
             "type": "restart",
             "zulip_version": ZULIP_VERSION,

@@ -2,19 +2,19 @@
 
 use super::Capabilities;
 use crate::auth::ServerSecret;
-use crate::commands::channels::{access, Access};
-use crate::events::{RealmValue, Role};
-use crate::http::bots::bot_json;
-use crate::http::channels::{channel_json, subscription_json};
-use crate::http::server_settings::{ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION};
-use crate::http::subscriptions::EMPTY_TOPIC_DISPLAY_NAME;
-use crate::http::user_groups::group_json;
-use crate::http::users::{avatar_url, user_json};
-use crate::http::wire::render_group_setting;
-use crate::http::Site;
+use crate::events::Role;
 use crate::markdown::render_description;
-use crate::projections::realm::{Kind, SETTINGS};
+use crate::projections::messages::EMPTY_TOPIC_DISPLAY_NAME;
+use crate::projections::realm::SETTINGS;
+use crate::projections::{access, Access};
 use crate::projections::{Folders, Projections, User};
+use crate::render::channels::{channel_json, subscription_json};
+use crate::render::groups::group_json;
+use crate::render::realm::realm_setting_json;
+use crate::render::users::bot_json;
+use crate::render::users::{avatar_url, user_json};
+use crate::render::Site;
+use crate::render::{ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 
@@ -24,7 +24,7 @@ pub struct RegisterRequest<'a> {
     pub fetch_event_types: Option<&'a BTreeSet<String>>,
     pub include_subscribers: bool,
     pub capabilities: &'a Capabilities,
-    pub presence: &'a crate::http::presence::PresenceQuery,
+    pub presence: &'a crate::render::presence::PresenceQuery,
 }
 
 /// The user's own settings (`PATCH /settings`), with the choices clients offer and the
@@ -93,7 +93,7 @@ fn unread_msgs(state: &Projections, me: &User, raw_topics: bool) -> Value {
                     .entry((channel_id.0, topic.to_lowercase()))
                     .or_insert_with(|| {
                         (
-                            crate::http::messages::shown_topic(topic, raw_topics),
+                            crate::render::messages::shown_topic(topic, raw_topics),
                             Vec::new(),
                         )
                     })
@@ -130,20 +130,6 @@ fn unread_msgs(state: &Projections, me: &User, raw_topics: bool) -> Value {
 
 /// Builds the initial state for `me`. Called under the read lock, with the queue registered in
 /// the same critical section.
-/// A setting's value as `/register` and `realm` events carry it.
-pub fn realm_setting_json(state: &Projections, name: &str) -> Value {
-    match state.realm.value(name) {
-        RealmValue::Bool(b) => json!(b),
-        RealmValue::Int(n) => json!(n),
-        RealmValue::Null => match crate::projections::realm::setting(name).map(|s| s.kind) {
-            Some(Kind::Group { .. }) => render_group_setting(&state.realm_permission(name)),
-            _ => Value::Null,
-        },
-        RealmValue::Text(t) => json!(t),
-        RealmValue::Group(setting) => render_group_setting(&setting),
-    }
-}
-
 pub fn initial_state(
     state: &Projections,
     site: &Site,
@@ -365,7 +351,7 @@ pub fn initial_state(
             };
             let mut json = subscription_json(state, me, channel, sub, request.include_subscribers);
             if !request.capabilities.notification_settings_null {
-                crate::http::channels::fill_notification_defaults(state, me.user_id, &mut json);
+                crate::render::channels::fill_notification_defaults(state, me.user_id, &mut json);
             }
             if sub.active {
                 subscribed.push(json);
@@ -383,7 +369,7 @@ pub fn initial_state(
                 if request.include_subscribers {
                     if let (Value::Object(map), Some(subs)) = (
                         &mut json,
-                        crate::http::channels::visible_subscribers(state, me, c),
+                        crate::render::channels::visible_subscribers(state, me, c),
                     ) {
                         map.insert("subscribers".into(), json!(subs));
                     }
@@ -435,7 +421,7 @@ pub fn initial_state(
         let topics: Vec<Value> = state
             .user_topics
             .of(me.user_id)
-            .map(|(c, t)| json!({"stream_id": c.0, "topic_name": crate::http::messages::shown_topic(&t.topic, request.capabilities.empty_topic_name), "last_updated": t.last_updated, "visibility_policy": t.policy}))
+            .map(|(c, t)| json!({"stream_id": c.0, "topic_name": crate::render::messages::shown_topic(&t.topic, request.capabilities.empty_topic_name), "last_updated": t.last_updated, "visibility_policy": t.policy}))
             .collect();
         put("user_topics", Value::Array(topics));
     }
@@ -460,14 +446,14 @@ pub fn initial_state(
     if want("custom_profile_fields") {
         put(
             "custom_profile_fields",
-            crate::http::profile_fields::fields_json(state),
+            crate::render::realm::fields_json(state),
         );
         put("custom_profile_field_types", custom_profile_field_types());
     }
     if want("realm_linkifiers") {
         // Clients that do not handle URL templates get none (Zulip's rule).
         let linkifiers = if request.capabilities.linkifier_url_template {
-            crate::http::linkifiers::linkifiers_json(state)
+            crate::render::realm::linkifiers_json(state)
         } else {
             json!([])
         };
@@ -488,7 +474,7 @@ pub fn initial_state(
     if want("presence") {
         let now = crate::time::now_ms();
         let (presences, newest) =
-            crate::http::presence::presences_json(state, site, me, request.presence, now);
+            crate::render::presence::presences_json(state, site, me, request.presence, now);
         put("presences", presences);
         put("presence_last_update_id", json!(newest));
         put("server_timestamp", json!(now as f64 / 1000.0));
@@ -511,7 +497,7 @@ pub fn initial_state(
         }
     }
     if want("realm_emoji") {
-        put("realm_emoji", crate::http::emoji::realm_emoji_json(state));
+        put("realm_emoji", crate::render::realm::realm_emoji_json(state));
     }
     if want("channel_folders") {
         let folders: Vec<Value> = state

@@ -1,23 +1,24 @@
 //! From a durable event to the Zulip client events it implies, per recipient.
 
 use crate::auth::ServerSecret;
-use crate::commands::channels::{access, Access};
 use crate::events::{
     ChannelChange, Envelope, Event, GroupChange, Recipient, SubscriptionProperty, TypingTarget,
     UserChange,
 };
-use crate::http::bots::{bot_audience, bot_json};
-use crate::http::channels::{channel_json, subscription_json};
-use crate::http::messages::{message_flags, message_json, shown_email};
-use crate::http::profile_fields::fields_json;
-use crate::http::user_groups::group_json;
-use crate::http::users::user_json;
-use crate::http::wire::render_group_setting;
-use crate::http::Site;
 use crate::ids::{ChannelId, UserId};
 use crate::projections::realm::{self, ClientEvent};
+use crate::projections::{access, Access};
 use crate::projections::{Channel, Folders, Projections, User};
-use crate::realtime::register::realm_setting_json;
+use crate::render::channels::{channel_json, subscription_json};
+use crate::render::groups::group_json;
+use crate::render::groups::render_group_setting;
+use crate::render::messages::{message_flags, message_json};
+use crate::render::realm::fields_json;
+use crate::render::realm::realm_setting_json;
+use crate::render::users::shown_email;
+use crate::render::users::user_json;
+use crate::render::users::{bot_audience, bot_json};
+use crate::render::Site;
 use serde_json::{json, Value};
 
 /// Active accounts.
@@ -162,7 +163,7 @@ fn first_message_changes(
     arrived: &[crate::ids::MessageId],
     left: &[crate::ids::MessageId],
 ) -> Vec<(UserId, Value)> {
-    let first = crate::http::channels::first_message_id(state, channel_id);
+    let first = crate::render::channels::first_message_id(state, channel_id);
     let came_first = first.is_some_and(|f| arrived.iter().any(|id| id.0 == f));
     let left_first = left
         .iter()
@@ -207,7 +208,7 @@ pub fn client_events(
     match &env.event {
         Event::CustomEmojiAdded { .. } | Event::CustomEmojiDeactivated { .. } => to_all(
             state,
-            json!({"type": "realm_emoji", "op": "update", "realm_emoji": crate::http::emoji::realm_emoji_json(state)}),
+            json!({"type": "realm_emoji", "op": "update", "realm_emoji": crate::render::realm::realm_emoji_json(state)}),
         ),
         Event::PresenceUpdated { user_id, .. } => {
             // Zulip tells everyone only when someone comes (back) online; clients learn the
@@ -221,13 +222,13 @@ pub fn client_events(
             let large = active(state).nth(PRESENCE_EVENT_USER_LIMIT).is_some();
             if large
                 || !presence.came_online
-                || !crate::http::presence::shares_presence(state, *user_id)
+                || !crate::projections::shares_presence(state, *user_id)
             {
                 return Vec::new();
             }
-            let (status, timestamp) = crate::http::presence::legacy_status(presence);
+            let (status, timestamp) = crate::render::presence::legacy_status(presence);
             let client = json!({"client": "website", "status": status, "timestamp": timestamp, "pushable": false});
-            let modern = json!({"presences": {user_id.0.to_string(): crate::http::presence::modern_json(presence, user)}});
+            let modern = json!({"presences": {user_id.0.to_string(): crate::render::presence::modern_json(presence, user)}});
             active(state)
                 .map(|viewer| {
                     (
@@ -291,7 +292,7 @@ pub fn client_events(
         | Event::LinkifierRemoved { .. }
         | Event::LinkifiersReordered { .. } => to_all(
             state,
-            json!({"type": "realm_linkifiers", "realm_linkifiers": crate::http::linkifiers::linkifiers_json(state)}),
+            json!({"type": "realm_linkifiers", "realm_linkifiers": crate::render::realm::linkifiers_json(state)}),
         ),
         Event::CustomProfileFieldCreated { .. }
         | Event::CustomProfileFieldChanged { .. }
@@ -799,7 +800,7 @@ pub fn client_events(
                 Recipient::Channel { channel_id, topic } => {
                     event["message_type"] = json!("stream");
                     event["stream_id"] = json!(channel_id.0);
-                    event["topic"] = json!(crate::http::messages::shown_topic(topic, false));
+                    event["topic"] = json!(crate::render::messages::shown_topic(topic, false));
                     event["_raw_topic"] = json!(topic);
                 }
                 Recipient::Direct { .. } => event["message_type"] = json!("private"),
@@ -859,7 +860,7 @@ pub fn client_events(
                             (viewer.user_id, json!({
                                 "type": "typing", "op": op, "message_type": "stream",
                                 "sender": person(viewer, sender), "stream_id": channel_id.0,
-                                "topic": crate::http::messages::shown_topic(topic, false), "_raw_topic": topic,
+                                "topic": crate::render::messages::shown_topic(topic, false), "_raw_topic": topic,
                             }))
                         })
                         .collect()
@@ -892,7 +893,7 @@ pub fn client_events(
                     *user_id,
                     json!({
                         "type": "user_topic", "stream_id": channel_id.0,
-                        "topic_name": crate::http::messages::shown_topic(topic, false),
+                        "topic_name": crate::render::messages::shown_topic(topic, false),
                         "_raw": {"topic_name": topic},
                         "last_updated": env.at / 1000, "visibility_policy": policy.code(),
                     }),
@@ -994,11 +995,12 @@ fn update_message_events(
         }
         if moved.new_topic.is_some() {
             let orig = edit.prev_topic.clone().unwrap_or_default();
-            event["orig_subject"] = json!(crate::http::messages::shown_topic(&orig, false));
-            event["subject"] = json!(crate::http::messages::shown_topic(message.topic(), false));
+            event["orig_subject"] = json!(crate::render::messages::shown_topic(&orig, false));
+            event["subject"] = json!(crate::render::messages::shown_topic(message.topic(), false));
             // Clients with `empty_topic_name` get the topics as they are.
             event["_raw"] = json!({"orig_subject": orig, "subject": message.topic()});
-            event["topic_links"] = crate::http::messages::topic_links_json(state, message.topic());
+            event["topic_links"] =
+                crate::render::messages::topic_links_json(state, message.topic());
         }
     }
     // Everyone holding a copy of a moved message hears of the move, not only those holding
@@ -1041,7 +1043,7 @@ fn update_message_events(
         if let Some(old) = orig_channel.and_then(|c| state.channels.get(c)) {
             let event = json!({
                 "type": "delete_message", "message_type": "stream", "stream_id": old.id.0,
-                "topic": crate::http::messages::shown_topic(edit.prev_topic.as_deref().unwrap_or(message.topic()), false),
+                "topic": crate::render::messages::shown_topic(edit.prev_topic.as_deref().unwrap_or(message.topic()), false),
                 "_raw_topic": edit.prev_topic.as_deref().unwrap_or(message.topic()),
                 "message_ids": moved.message_ids,
             });

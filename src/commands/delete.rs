@@ -1,0 +1,142 @@
+//! Deleting messages, by request or when their retention period has passed.
+
+use super::{allowed_here, past_limit};
+use super::actor;
+use crate::commands::messages::readable;
+use crate::engine::Ctx;
+use crate::error::{ApiError, ApiResult};
+use crate::events::{Event, Recipient};
+use crate::ids::{MessageId, UserId};
+use crate::projections::{Message, Projections};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// `DELETE /messages/{id}`.
+pub fn delete_message(
+    state: &Projections,
+    ctx: &Ctx,
+    message_id: MessageId,
+) -> ApiResult<(Vec<Event>, ())> {
+    let me = actor(state, ctx)?;
+    let message = readable(state, me, message_id)?;
+    let channel = message.channel().and_then(|id| state.channels.get(id));
+    let may_delete_any = allowed_here(
+        state,
+        me,
+        "can_delete_any_message_group",
+        channel.map(|c| &c.permissions.can_delete_any_message_group),
+    );
+    if !may_delete_any {
+        let may_delete_own = message.sender_id == me.user_id
+            && allowed_here(
+                state,
+                me,
+                "can_delete_own_message_group",
+                channel.map(|c| &c.permissions.can_delete_own_message_group),
+            );
+        if !may_delete_own {
+            return Err(ApiError::bad_request(
+                "You don't have permission to delete this message",
+            ));
+        }
+        if past_limit(
+            state,
+            "message_content_delete_limit_seconds",
+            message.timestamp,
+            ctx.now_ms / 1000,
+        ) {
+            return Err(ApiError::bad_request(
+                "The time limit for deleting this message has passed",
+            ));
+        }
+    }
+    Ok((vec![deletion(state, &[message])], ()))
+}
+
+const DAY_SECS: i64 = 86_400;
+
+/// The retention job: deletes messages older than their retention period as of `ctx.now_ms`
+/// (a channel's `message_retention_days`, or the organization's when it inherits; direct
+/// messages by the organization's), at most `limit` at a time, one deletion per conversation.
+/// Returns how many it deleted; the job runs it again until that is 0.
+pub fn expire_messages(
+    state: &Projections,
+    ctx: &Ctx,
+    limit: usize,
+) -> ApiResult<(Vec<Event>, usize)> {
+    let now = ctx.now_ms / 1000;
+    let days = |value: Option<i64>| value.filter(|d| *d > 0);
+    let realm_days = days(match state.realm.value("message_retention_days") {
+        crate::events::RealmValue::Int(n) => Some(n),
+        _ => None,
+    });
+    // (cutoff in seconds, the messages of one conversation in id order)
+    let mut sources: Vec<(i64, &BTreeSet<MessageId>)> = Vec::new();
+    for channel in state.channels.iter() {
+        let retention = match channel.message_retention_days {
+            None => realm_days,
+            Some(n) => days(Some(i64::from(n))),
+        };
+        if let (Some(d), Some(ids)) = (retention, state.messages.in_channel(channel.id)) {
+            sources.push((now.saturating_sub(d.saturating_mul(DAY_SECS)), ids));
+        }
+    }
+    if let Some(d) = realm_days {
+        let cutoff = now.saturating_sub(d.saturating_mul(DAY_SECS));
+        sources.extend(state.messages.conversations().map(|ids| (cutoff, ids)));
+    }
+    let mut groups: BTreeMap<String, Vec<&Message>> = BTreeMap::new();
+    let mut taken = 0;
+    'sources: for (cutoff, ids) in sources {
+        for id in ids {
+            let Some(message) = state.messages.get(*id) else {
+                continue;
+            };
+            if message.timestamp >= cutoff {
+                break;
+            }
+            if taken == limit {
+                break 'sources;
+            }
+            let key = match &message.recipient {
+                Recipient::Channel { channel_id, topic } => {
+                    format!(
+                        "c{channel_id}/{}",
+                        crate::projections::user_topics::topic_key(topic)
+                    )
+                }
+                Recipient::Direct { user_ids } => format!("d{user_ids:?}"),
+            };
+            groups.entry(key).or_default().push(message);
+            taken += 1;
+        }
+    }
+    let events = groups
+        .values()
+        .map(|messages| deletion(state, messages))
+        .collect();
+    Ok((events, taken))
+}
+
+/// The deletion of some messages of one conversation, with everyone to tell: the users holding
+/// a copy and, for channel messages, the channel's subscribers.
+pub fn deletion(state: &Projections, messages: &[&Message]) -> Event {
+    let mut holders: BTreeSet<UserId> = BTreeSet::new();
+    for message in messages {
+        holders.extend(state.messages.holders(message.id));
+        if let Some(channel) = message.channel().and_then(|id| state.channels.get(id)) {
+            holders.extend(channel.subscribers.iter().copied());
+        }
+    }
+    let mut message_ids: Vec<MessageId> = messages.iter().map(|m| m.id).collect();
+    message_ids.sort();
+    Event::MessagesDeleted {
+        message_ids,
+        recipient: messages
+            .first()
+            .map(|m| m.recipient.clone())
+            .unwrap_or(Recipient::Direct {
+                user_ids: Vec::new(),
+            }),
+        holders: holders.into_iter().collect(),
+    }
+}

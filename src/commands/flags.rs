@@ -1,0 +1,45 @@
+//! Per-user message flags (read, starred, ...).
+
+use super::actor;
+use crate::commands::messages::readable;
+use crate::engine::Ctx;
+use crate::error::ApiResult;
+use crate::events::{Event, MessageFlag};
+use crate::ids::MessageId;
+use crate::projections::Projections;
+
+/// `POST /messages/flags` (and the mark-as-read endpoints): returns the ids whose flag changed.
+pub fn update_flags(
+    state: &Projections,
+    ctx: &Ctx,
+    message_ids: Vec<MessageId>,
+    flag: MessageFlag,
+    add: bool,
+) -> ApiResult<(Vec<Event>, Vec<MessageId>)> {
+    let me = actor(state, ctx)?;
+    let bit = crate::projections::messages::flag_bit(flag);
+    let mut changed = Vec::new();
+    for id in message_ids {
+        let message = readable(state, me, id)?;
+        let current = state.messages.flags(me.user_id, message.id);
+        // Read/collapsed only apply to copies; starring may create a historical copy.
+        let has = current.is_some_and(|bits| bits & bit != 0);
+        let applies = current.is_some() || flag == MessageFlag::Starred;
+        if applies && has != add && !changed.contains(&id) {
+            changed.push(id);
+        }
+    }
+    changed.sort();
+    if changed.is_empty() {
+        return Ok((Vec::new(), changed));
+    }
+    Ok((
+        vec![Event::MessageFlagsChanged {
+            user_id: me.user_id,
+            flag,
+            add,
+            message_ids: changed.clone(),
+        }],
+        changed,
+    ))
+}

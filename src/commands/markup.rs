@@ -1,0 +1,50 @@
+//! Rendering Markdown against the organization: the mentions, channel links, custom emoji and
+//! linkifiers a message or a profile value may name.
+
+use crate::ids::UserId;
+use crate::markdown::Resolver;
+use crate::projections::{Projections, User};
+
+pub struct OrgResolver<'a>(pub &'a Projections);
+
+impl Resolver for OrgResolver<'_> {
+    fn user(&self, name: &str, id: Option<u64>) -> Option<(u64, String)> {
+        let state = self.0;
+        let candidate = |u: &&User| u.is_active && u.full_name == name;
+        match id {
+            Some(id) => state
+                .users
+                .get(UserId(id))
+                .filter(candidate)
+                .map(|u| (u.user_id.0, u.full_name.clone())),
+            None => {
+                let mut matches = state.users.iter().filter(candidate);
+                let first = matches.next()?;
+                // An ambiguous name mentions nobody (Zulip asks for the `|id` form).
+                matches
+                    .next()
+                    .is_none()
+                    .then(|| (first.user_id.0, first.full_name.clone()))
+            }
+        }
+    }
+
+    fn linkifiers(&self) -> Vec<&crate::linkify::Compiled> {
+        self.0.linkifiers.compiled()
+    }
+
+    fn custom_emoji(&self, name: &str) -> Option<String> {
+        self.0
+            .custom_emoji
+            .active_named(name)
+            .map(crate::projections::emoji::source_url)
+    }
+
+    fn channel(&self, name: &str) -> Option<(u64, String)> {
+        self.0
+            .channels
+            .by_name(name)
+            .filter(|c| !c.invite_only)
+            .map(|c| (c.id.0, c.name.clone()))
+    }
+}

@@ -1,0 +1,66 @@
+//! Typing notifications.
+
+use super::actor;
+use crate::engine::Ctx;
+use crate::error::{ApiError, ApiResult};
+use crate::events::Event;
+use crate::projections::{access, Access, Projections};
+
+/// `POST /typing`: start or stop, to a direct conversation or a channel topic.
+pub fn set_typing(
+    state: &Projections,
+    ctx: &Ctx,
+    target: crate::events::TypingTarget,
+    start: bool,
+) -> ApiResult<(Vec<Event>, ())> {
+    use crate::events::{RealmValue, TypingTarget};
+    let me = actor(state, ctx)?;
+    let (setting, kind) = match target {
+        TypingTarget::Direct { .. } => ("send_private_typing_notifications", "direct"),
+        TypingTarget::Channel { .. } => ("send_stream_typing_notifications", "channel"),
+    };
+    if state.user_settings.get(me.user_id, setting) == RealmValue::Bool(false) {
+        return Err(ApiError::bad_request(format!(
+            "User has disabled typing notifications for {kind} messages"
+        )));
+    }
+    let target = match target {
+        TypingTarget::Direct { user_ids } => {
+            if user_ids.is_empty() {
+                return Err(ApiError::bad_request("Empty 'to' list"));
+            }
+            let mut participants = vec![me.user_id];
+            for id in user_ids {
+                if !state.users.get(id).is_some_and(|u| u.is_active) {
+                    return Err(ApiError::bad_request(format!("Invalid user ID {id}")));
+                }
+                participants.push(id);
+            }
+            participants.sort();
+            participants.dedup();
+            TypingTarget::Direct {
+                user_ids: participants,
+            }
+        }
+        TypingTarget::Channel { channel_id, topic } => {
+            state
+                .channels
+                .get(channel_id)
+                .filter(|c| access(state, me, c) == Access::Content)
+                .ok_or_else(|| ApiError::bad_request("Invalid channel ID"))?;
+            TypingTarget::Channel { channel_id, topic }
+        }
+    };
+    let event = if start {
+        Event::TypingStarted {
+            user_id: me.user_id,
+            target,
+        }
+    } else {
+        Event::TypingStopped {
+            user_id: me.user_id,
+            target,
+        }
+    };
+    Ok((vec![event], ()))
+}

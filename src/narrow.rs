@@ -1,0 +1,424 @@
+//! Zulip narrows: parsing the two wire forms, compiling a narrow against the state (which
+//! index to walk, which predicate to apply), and matching a message. `GET /messages`, the
+//! flag endpoints, `matches_narrow` and narrowed event queues all use this one engine.
+
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::events::Recipient;
+use crate::ids::ChannelId;
+use crate::ids::{MessageId, UserId};
+use crate::projections::messages::{flags, topic_param};
+use crate::projections::user_topics::topic_key;
+use crate::projections::{can_read, Message, Projections, User};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+
+/// One narrow term.
+#[derive(Debug, Clone)]
+pub struct Term {
+    operator: String,
+    operand: Value,
+    negated: bool,
+}
+
+/// A narrow in either form (`[["channel", "x"]]` or `[{"operator": ..., "operand": ...}]`).
+pub fn parse_narrow(raw: Option<Value>) -> ApiResult<Vec<Term>> {
+    let items = match raw {
+        None => return Ok(Vec::new()),
+        Some(Value::Array(items)) => items,
+        Some(_) => {
+            return Err(ApiError::bad_request("narrow is not a list").with("var_name", "narrow"))
+        }
+    };
+    items
+        .into_iter()
+        .map(|item| match item {
+            Value::Array(pair) if pair.len() == 2 => Ok(Term {
+                operator: pair[0].as_str().unwrap_or_default().to_owned(),
+                operand: pair[1].clone(),
+                negated: false,
+            }),
+            Value::Object(map) => Ok(Term {
+                operator: map
+                    .get("operator")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                operand: map.get("operand").cloned().unwrap_or(Value::Null),
+                negated: map.get("negated").and_then(Value::as_bool).unwrap_or(false),
+            }),
+            _ => Err(ApiError::new(
+                ErrorCode::BadNarrow,
+                "Invalid narrow operator: malformed term",
+            )
+            .with("desc", "malformed term")),
+        })
+        .collect()
+}
+
+fn bad_narrow(desc: &str) -> ApiError {
+    ApiError::new(
+        ErrorCode::BadNarrow,
+        format!("Invalid narrow operator: {desc}"),
+    )
+    .with("desc", desc)
+}
+
+/// The index a narrow walks.
+enum Source<'a> {
+    /// A channel's, a topic's or a conversation's messages.
+    Set(&'a BTreeSet<MessageId>),
+    /// The messages in every one of the word index's lists for a search (shortest first),
+    /// within a set when the narrow also names one.
+    Words {
+        lists: Vec<&'a [MessageId]>,
+        within: Option<&'a BTreeSet<MessageId>>,
+    },
+}
+
+/// A compiled narrow: where candidates come from, and a predicate over them.
+pub struct Narrow<'a> {
+    state: &'a Projections,
+    me: &'a User,
+    /// What the narrow walks; `None`: the user's own copies.
+    source: Option<Source<'a>>,
+    use_received: bool,
+    /// A search walked the word index instead of the user's copies: only messages the user
+    /// holds a copy of count.
+    require_copy: bool,
+    terms: Vec<Term>,
+    /// Each `search:` operand with its words, split once.
+    search_words: Vec<(String, Vec<String>)>,
+}
+
+/// The words of every `search:` operand of a narrow (`BAD_NARROW` for an overlong one).
+fn search_words(terms: &[Term]) -> ApiResult<Vec<(String, Vec<String>)>> {
+    use crate::projections::search::{words, MAX_QUERY_CHARS};
+    terms
+        .iter()
+        .filter(|t| t.operator == "search")
+        .map(|t| {
+            let operand = t.operand.as_str().unwrap_or_default();
+            if operand.chars().count() > MAX_QUERY_CHARS {
+                return Err(bad_narrow("search operand too long"));
+            }
+            Ok((operand.to_owned(), words(operand)))
+        })
+        .collect()
+}
+
+fn user_by_operand(state: &Projections, operand: &Value) -> Option<UserId> {
+    match operand {
+        Value::Number(n) => n
+            .as_u64()
+            .map(UserId)
+            .filter(|id| state.users.get(*id).is_some()),
+        Value::String(email) => state.users.by_email(email).map(|u| u.user_id).or_else(|| {
+            email
+                .strip_prefix("user")
+                .and_then(|r| r.split('@').next())
+                .and_then(|n| n.parse().ok())
+                .map(UserId)
+        }),
+        _ => None,
+    }
+}
+
+fn users_by_operand(state: &Projections, operand: &Value) -> Option<Vec<UserId>> {
+    match operand {
+        Value::Array(items) => items.iter().map(|v| user_by_operand(state, v)).collect(),
+        Value::String(text) => text
+            .split(',')
+            .map(|e| user_by_operand(state, &json!(e.trim())))
+            .collect(),
+        Value::Number(_) => user_by_operand(state, operand).map(|u| vec![u]),
+        _ => None,
+    }
+}
+
+impl<'a> Narrow<'a> {
+    /// Compiles `terms` for `me` (Zulip's `BAD_NARROW` for unknown operators, channels or
+    /// users).
+    pub fn compile(
+        state: &'a Projections,
+        me: &'a User,
+        terms: Vec<Term>,
+    ) -> ApiResult<Narrow<'a>> {
+        let mut narrow = Narrow {
+            state,
+            me,
+            source: None,
+            use_received: true,
+            require_copy: false,
+            terms: Vec::new(),
+            search_words: search_words(&terms)?,
+        };
+        let channel_of = |operand: &Value| -> Option<ChannelId> {
+            match operand {
+                Value::Number(n) => n
+                    .as_u64()
+                    .map(ChannelId)
+                    .filter(|id| state.channels.get(*id).is_some()),
+                Value::String(name) => state.channels.by_name(name).map(|c| c.id),
+                _ => None,
+            }
+        };
+        let mut channel = None;
+        for term in &terms {
+            match term.operator.as_str() {
+                "channel" | "stream" => {
+                    let id =
+                        channel_of(&term.operand).ok_or_else(|| bad_narrow("unknown channel"))?;
+                    if !term.negated {
+                        channel = Some(id);
+                    }
+                }
+                // As Zulip: an unknown user or a malformed id is an error, not an empty page.
+                "sender" | "dm-including" | "group-pm-with" => {
+                    if user_by_operand(state, &term.operand).is_none() {
+                        let shown = match &term.operand {
+                            Value::String(text) => text.clone(),
+                            other => other.to_string(),
+                        };
+                        return Err(bad_narrow(&format!("unknown user {shown}")));
+                    }
+                }
+                "id" => {
+                    let numeric = term.operand.as_u64().is_some()
+                        || term.operand.as_str().is_some_and(|s| {
+                            !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+                        });
+                    if !numeric {
+                        return Err(bad_narrow("Invalid message ID"));
+                    }
+                }
+                "topic" | "subject" | "dm" | "pm-with" | "is" | "search" | "near" | "has"
+                | "channels" | "streams" | "with" => {}
+                other => return Err(bad_narrow(other)),
+            }
+        }
+        if let Some(id) = channel {
+            narrow.use_received = false;
+            let topic = terms
+                .iter()
+                .find(|t| matches!(t.operator.as_str(), "topic" | "subject") && !t.negated)
+                .and_then(|t| t.operand.as_str());
+            let set = match topic {
+                Some(topic) => state.messages.in_topic(id, &topic_param(topic)),
+                None => state.messages.in_channel(id),
+            };
+            narrow.source = Some(Source::Set(set.unwrap_or(empty_set())));
+        }
+        if let Some(term) = terms
+            .iter()
+            .find(|t| matches!(t.operator.as_str(), "dm" | "pm-with") && !t.negated)
+        {
+            let mut users =
+                users_by_operand(state, &term.operand).ok_or_else(|| bad_narrow("invalid user"))?;
+            users.push(me.user_id);
+            users.sort();
+            users.dedup();
+            narrow.use_received = false;
+            narrow.source = Some(Source::Set(
+                state
+                    .messages
+                    .in_conversation(&users)
+                    .unwrap_or(empty_set()),
+            ));
+        }
+        // A search walks the word index's answer (within the source above, if any).
+        let query = terms
+            .iter()
+            .find(|t| t.operator == "search" && !t.negated)
+            .and_then(|t| t.operand.as_str());
+        if let Some(lists) = query.and_then(|q| state.messages.search_lists(q)) {
+            let within = match narrow.source.take() {
+                Some(Source::Set(set)) => Some(set),
+                _ => None,
+            };
+            narrow.require_copy = narrow.use_received;
+            narrow.source = Some(Source::Words { lists, within });
+        }
+        narrow.terms = terms;
+        Ok(narrow)
+    }
+
+    fn matches_term(&self, message: &Message, term: &Term) -> bool {
+        let state = self.state;
+        let bits = state.messages.flags(self.me.user_id, message.id);
+        match term.operator.as_str() {
+            "channel" | "stream" => match &term.operand {
+                Value::Number(n) => message.channel().is_some_and(|c| Some(c.0) == n.as_u64()),
+                Value::String(name) => message
+                    .channel()
+                    .and_then(|c| state.channels.get(c))
+                    .is_some_and(|c| c.name.to_lowercase() == name.to_lowercase()),
+                _ => false,
+            },
+            "topic" | "subject" => {
+                message.channel().is_some()
+                    && topic_key(message.topic())
+                        == topic_key(&topic_param(term.operand.as_str().unwrap_or_default()))
+            }
+            "sender" => user_by_operand(state, &term.operand) == Some(message.sender_id),
+            "dm" | "pm-with" => {
+                match (&message.recipient, users_by_operand(state, &term.operand)) {
+                    (Recipient::Direct { user_ids }, Some(mut users)) => {
+                        users.push(self.me.user_id);
+                        users.sort();
+                        users.dedup();
+                        *user_ids == users
+                    }
+                    _ => false,
+                }
+            }
+            "dm-including" | "group-pm-with" => {
+                match (&message.recipient, user_by_operand(state, &term.operand)) {
+                    (Recipient::Direct { user_ids }, Some(user)) => user_ids.contains(&user),
+                    _ => false,
+                }
+            }
+            "is" => match term.operand.as_str().unwrap_or_default() {
+                "dm" | "private" => matches!(message.recipient, Recipient::Direct { .. }),
+                "starred" => bits.is_some_and(|b| b & flags::STARRED != 0),
+                "mentioned" | "alerted" => bits.is_some_and(|b| {
+                    b & (flags::MENTIONED | flags::STREAM_WILDCARD | flags::TOPIC_WILDCARD) != 0
+                }),
+                "unread" => bits.is_some_and(|b| b & flags::READ == 0),
+                "resolved" => message.topic().starts_with("✔ "),
+                "followed" => message.channel().is_some_and(|c| {
+                    state
+                        .user_topics
+                        .policy(self.me.user_id, c, message.topic())
+                        == 3
+                }),
+                "muted" => message.channel().is_some_and(|c| {
+                    state
+                        .user_topics
+                        .policy(self.me.user_id, c, message.topic())
+                        == 1
+                        || state
+                            .channels
+                            .subscription(self.me.user_id, c)
+                            .is_some_and(|s| s.is_muted)
+                }),
+                _ => false,
+            },
+            "search" => {
+                let operand = term.operand.as_str().unwrap_or_default();
+                match self.search_words.iter().find(|(o, _)| o == operand) {
+                    Some((_, wanted)) => crate::projections::search::has_words(
+                        wanted,
+                        message.topic(),
+                        &message.content,
+                    ),
+                    None => crate::projections::search::text_matches(
+                        operand,
+                        message.topic(),
+                        &message.content,
+                    ),
+                }
+            }
+            "id" => {
+                term.operand
+                    .as_u64()
+                    .or_else(|| term.operand.as_str().and_then(|s| s.parse().ok()))
+                    == Some(message.id.0)
+            }
+            "has" => match term.operand.as_str().unwrap_or_default() {
+                "link" => message.rendered_content.contains("<a href"),
+                "reaction" => !message.reactions().is_empty(),
+                "image" | "attachment" => false,
+                _ => false,
+            },
+            "channels" | "streams" => message
+                .channel()
+                .and_then(|c| state.channels.get(c))
+                .is_some_and(|c| !c.invite_only),
+            // `near` and `with` only move the anchor or the view; they do not filter.
+            _ => true,
+        }
+    }
+
+    /// Whether the message exists, `me` may read it, and it matches every term.
+    pub fn matches(&self, id: MessageId) -> bool {
+        let Some(message) = self.state.messages.get(id) else {
+            return false;
+        };
+        if self.require_copy && self.state.messages.flags(self.me.user_id, id).is_none() {
+            return false;
+        }
+        can_read(self.state, self.me, message)
+            && self
+                .terms
+                .iter()
+                .all(|t| self.matches_term(message, t) != t.negated)
+    }
+
+    /// Candidate ids in ascending order, as a set to take ranges of.
+    pub fn candidates(&self) -> Box<dyn DoubleEndedIterator<Item = MessageId> + '_> {
+        match &self.source {
+            Some(Source::Set(set)) => Box::new(set.iter().copied()),
+            // A small channel, topic or conversation is walked itself, each id looked up in
+            // the word lists; otherwise the rarest word's list is walked.
+            Some(Source::Words {
+                lists,
+                within: Some(set),
+            }) if lists.first().is_some_and(|l| set.len() < l.len()) => {
+                let lists = lists.clone();
+                Box::new(
+                    set.iter()
+                        .copied()
+                        .filter(move |id| lists.iter().all(|l| l.binary_search(id).is_ok())),
+                )
+            }
+            Some(Source::Words { lists, within }) => {
+                let within = *within;
+                Box::new(
+                    crate::projections::search::intersect(lists.clone())
+                        .filter(move |id| within.is_none_or(|set| set.contains(id))),
+                )
+            }
+            None if self.use_received => Box::new(
+                self.state
+                    .messages
+                    .received(self.me.user_id)
+                    .into_iter()
+                    .flat_map(|m| m.keys().copied()),
+            ),
+            None => Box::new(std::iter::empty()),
+        }
+    }
+}
+
+/// Checks a narrow's operators (Zulip's `BAD_NARROW` for unknown ones or unknown channels).
+pub fn check_narrow(state: &Projections, viewer: &User, terms: &[Term]) -> ApiResult<()> {
+    Narrow::compile(state, viewer, terms.to_vec()).map(|_| ())
+}
+
+/// Whether `viewer` may read `message` and it matches every term of a narrow: which message
+/// events a queue registered with that narrow receives.
+pub fn narrow_matches(
+    state: &Projections,
+    viewer: &User,
+    terms: &[Term],
+    message: &Message,
+) -> bool {
+    let narrow = Narrow {
+        state,
+        me: viewer,
+        source: None,
+        use_received: true,
+        require_copy: false,
+        terms: Vec::new(),
+        search_words: search_words(terms).unwrap_or_default(),
+    };
+    can_read(state, viewer, message)
+        && terms
+            .iter()
+            .all(|t| narrow.matches_term(message, t) != t.negated)
+}
+
+fn empty_set() -> &'static BTreeSet<MessageId> {
+    static EMPTY: std::sync::OnceLock<BTreeSet<MessageId>> = std::sync::OnceLock::new();
+    EMPTY.get_or_init(BTreeSet::new)
+}

@@ -1,0 +1,29 @@
+//! Every Zulip JSON shape, rendered from the projections: users, channels, subscriptions,
+//! messages, groups, presence and realm data, with the facts about how the server is reached
+//! ([`Site`]) and the version it reports.
+//!
+//! The HTTP handlers and the real-time translator both render through here, so a shape is
+//! written once and a `GET` answer, a `/register` field and an event carrying the same object
+//! cannot drift apart. Nothing here reads a request or writes state: each function takes the
+//! projections and the viewer and returns JSON.
+
+pub mod channels;
+pub mod groups;
+pub mod messages;
+pub mod presence;
+pub mod realm;
+pub mod users;
+
+/// Facts about how the server is reached.
+#[derive(Debug, Clone)]
+pub struct Site {
+    /// The organization's base URL, e.g. `http://127.0.0.1:9991` (no trailing slash).
+    pub realm_url: String,
+}
+
+/// The Zulip feature level whose behaviour Chronicle implements (see docs/zulip-compat.md).
+pub const ZULIP_FEATURE_LEVEL: u32 = 478;
+/// Reported as `zulip_version`: the Zulip release line we follow, plus our own version.
+pub const ZULIP_VERSION: &str = concat!("12.0-dev+chronicle-", env!("CARGO_PKG_VERSION"));
+/// Reported as `zulip_merge_base`.
+pub const ZULIP_MERGE_BASE: &str = "12.0-dev";

@@ -1,0 +1,206 @@
+//! Users and bots as clients see them: `realm_users`, `GET /users`, avatars, the email a viewer
+//! may see, and the bot objects of `realm_bots`.
+
+use super::Site;
+use crate::auth::service_token;
+use crate::auth::ServerSecret;
+use crate::events::Role;
+use crate::ids::{ChannelId, UserId};
+use crate::projections::{Projections, User};
+use crate::render::realm::profile_data_json;
+use crate::time::iso8601_ms;
+use serde_json::{json, Value};
+
+/// `avatar_url` of a user: Chronicle serves a generated image for everyone.
+pub fn avatar_url(site: &super::Site, user: &User) -> String {
+    format!(
+        "{}/avatar/{}?version={}",
+        site.realm_url, user.user_id, user.avatar_version
+    )
+}
+
+/// Whether `viewer` may see `user`'s real email address, under the organization's
+/// `email_address_visibility` (administrators only by default, as in current Zulip). One's own
+/// address and bots' addresses are always visible.
+pub fn email_visible(state: &Projections, viewer: &User, user: &User) -> bool {
+    if viewer.user_id == user.user_id || user.is_bot() {
+        return true;
+    }
+    let visibility = match state.realm.value("email_address_visibility") {
+        crate::events::RealmValue::Int(code) => code,
+        _ => 3,
+    };
+    // Which settings each role sees through (Zulip's table): 1 everyone, 2 members,
+    // 3 administrators, 4 nobody, 5 moderators.
+    let sees: &[i64] = match viewer.role {
+        Role::Owner | Role::Administrator => &[1, 2, 3, 5],
+        Role::Moderator => &[1, 2, 5],
+        Role::Member => &[1, 2],
+        Role::Guest => &[1],
+    };
+    sees.contains(&visibility)
+}
+
+/// The placeholder API email Zulip gives when the real one is hidden: `user{id}@{host}`, with
+/// a reserved domain when the server is reached by IP address.
+pub fn placeholder_email(site: &super::Site, user: &User) -> String {
+    format!("user{}@{}", user.user_id, email_domain(site))
+}
+
+/// The domain of addresses the server makes up (placeholders, bots): the organization's host
+/// name, or a reserved domain when the server is reached by IP address.
+pub fn email_domain(site: &super::Site) -> String {
+    let host = site
+        .realm_url
+        .split("://")
+        .nth(1)
+        .unwrap_or_default()
+        .split(['/', ':'])
+        .next()
+        .unwrap_or_default();
+    let is_name = host.chars().any(|c| c.is_ascii_alphabetic());
+    if is_name { host } else { "chronicle.invalid" }.to_owned()
+}
+
+/// A user as `GET /users`, `/register` (`realm_users`) and `realm_user` events show it to
+/// `viewer`. `profile_data` (humans only) is included when `with_profile_data` is set, as
+/// Zulip does for `include_custom_profile_fields` and in `/register`.
+pub fn user_json(
+    state: &Projections,
+    site: &super::Site,
+    viewer: &User,
+    user: &User,
+    with_profile_data: bool,
+) -> Value {
+    let visible = email_visible(state, viewer, user);
+    let mut map = serde_json::Map::new();
+    let mut put = |k: &str, v: Value| {
+        map.insert(k.to_owned(), v);
+    };
+    put("user_id", json!(user.user_id.0));
+    put(
+        "delivery_email",
+        if visible {
+            json!(user.email)
+        } else {
+            Value::Null
+        },
+    );
+    put(
+        "email",
+        json!(if visible {
+            user.email.clone()
+        } else {
+            placeholder_email(site, user)
+        }),
+    );
+    put("full_name", json!(user.full_name));
+    put("date_joined", json!(iso8601_ms(user.date_joined_ms)));
+    put("is_active", json!(user.is_active));
+    put("is_owner", json!(user.role == Role::Owner));
+    put("is_admin", json!(user.role.is_admin()));
+    put("is_guest", json!(user.role == Role::Guest));
+    put("is_bot", json!(user.is_bot()));
+    put("bot_type", json!(user.bot_type));
+    if user.is_bot() {
+        put("bot_owner_id", json!(user.bot_owner_id));
+    }
+    put("role", json!(user.role.code()));
+    put("timezone", json!(user.timezone));
+    put("avatar_url", json!(avatar_url(site, user)));
+    put("avatar_version", json!(user.avatar_version));
+    put("is_imported_stub", json!(false));
+    if with_profile_data && !user.is_bot() {
+        put("profile_data", profile_data_json(state, user.user_id));
+    }
+    Value::Object(map)
+}
+
+/// The email `viewer` sees for `user`: real when visible, else the placeholder.
+pub fn shown_email(state: &Projections, site: &Site, viewer: &User, user: &User) -> String {
+    if email_visible(state, viewer, user) {
+        user.email.clone()
+    } else {
+        placeholder_email(site, user)
+    }
+}
+
+fn channel_name(state: &Projections, id: Option<ChannelId>) -> Value {
+    id.and_then(|id| state.channels.get(id))
+        .map_or(Value::Null, |c| json!(c.name))
+}
+
+/// The three default-channel fields every bot shape carries.
+pub fn bot_defaults(state: &Projections, bot: &User) -> [(&'static str, Value); 3] {
+    let config = bot.bot.as_deref();
+    [
+        (
+            "default_sending_stream",
+            channel_name(state, config.and_then(|c| c.default_sending_stream)),
+        ),
+        (
+            "default_events_register_stream",
+            channel_name(state, config.and_then(|c| c.default_events_register_stream)),
+        ),
+        (
+            "default_all_public_streams",
+            json!(config.is_some_and(|c| c.default_all_public_streams)),
+        ),
+    ]
+}
+
+/// A bot as `/register`'s `realm_bots` and `realm_bot` `add` events show it to its owner and
+/// to administrators (the API key included, as Zulip does).
+pub fn bot_json(state: &Projections, site: &Site, secret: &ServerSecret, bot: &User) -> Value {
+    let mut map = serde_json::Map::new();
+    map.insert("email".into(), json!(bot.email));
+    map.insert("user_id".into(), json!(bot.user_id.0));
+    map.insert("bot_type".into(), json!(bot.bot_type));
+    map.insert("full_name".into(), json!(bot.full_name));
+    map.insert("is_active".into(), json!(bot.is_active));
+    map.insert(
+        "api_key".into(),
+        json!(secret.api_key(bot.user_id, &bot.api_key_nonce)),
+    );
+    map.insert("avatar_url".into(), json!(avatar_url(site, bot)));
+    for (key, value) in bot_defaults(state, bot) {
+        map.insert(key.into(), value);
+    }
+    let services: Vec<Value> = bot
+        .bot
+        .iter()
+        .flat_map(|c| c.services.iter())
+        .map(|s| {
+            json!({"base_url": s.base_url, "interface": s.interface, "token": service_token(secret, bot)})
+        })
+        .collect();
+    map.insert("services".into(), Value::Array(services));
+    if let Some(owner) = bot.bot_owner_id {
+        map.insert("owner_id".into(), json!(owner.0));
+    }
+    Value::Object(map)
+}
+
+/// Who hears about a bot (`realm_bot` events, `realm_bots`): its owner, and active human
+/// administrators unless one of its default channels is private.
+pub fn bot_audience(state: &Projections, bot: &User) -> Vec<UserId> {
+    let config = bot.bot.as_deref();
+    let private = config
+        .into_iter()
+        .flat_map(|c| [c.default_sending_stream, c.default_events_register_stream])
+        .flatten()
+        .filter_map(|id| state.channels.get(id))
+        .any(|c| c.invite_only);
+    let mut audience: Vec<UserId> = bot.bot_owner_id.into_iter().collect();
+    if !private {
+        audience.extend(
+            state
+                .users
+                .iter()
+                .filter(|u| u.is_active && !u.is_bot() && u.role.is_admin())
+                .map(|u| u.user_id)
+                .filter(|id| Some(*id) != bot.bot_owner_id),
+        );
+    }
+    audience
+}
