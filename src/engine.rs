@@ -16,6 +16,7 @@
 //! ahead of the disk); every later command gets a 500 and the error is logged loudly. A restart
 //! replays the log and continues from what is durable.
 
+use crate::commands::Decision;
 use crate::error::{ApiError, ApiResult};
 use crate::events::{Envelope, Event, SCHEMA_VERSION};
 use crate::ids::{Seq, UserId};
@@ -163,13 +164,13 @@ impl Engine {
     pub async fn execute<T, F>(&self, actor: Option<UserId>, f: F) -> ApiResult<Committed<T>>
     where
         T: Send + 'static,
-        F: FnOnce(&Projections, &Ctx) -> ApiResult<(Vec<Event>, T)> + Send + 'static,
+        F: FnOnce(&Projections, &Ctx) -> ApiResult<Decision<T>> + Send + 'static,
     {
         let (reply_tx, reply_rx) = oneshot::channel::<ApiResult<Committed<T>>>();
         let decide: Decide = Box::new(move |state, ctx| match f(state, ctx) {
-            Ok((events, value)) => {
+            Ok(Decision { events, reply }) => {
                 let done: Completion = Box::new(move |batch: ApiResult<Seq>| {
-                    let _ = reply_tx.send(batch.map(|seq| Committed { value, seq }));
+                    let _ = reply_tx.send(batch.map(|seq| Committed { value: reply, seq }));
                 });
                 (events, done)
             }

@@ -327,10 +327,10 @@ async fn run(ops: Vec<Op>) -> Session {
                                 false,
                                 notices,
                             )
-                            .map(|(e, _)| (e, ()))
+                            .map(|decided| decided.map(|_| ()))
                         } else {
                             crate::commands::channels::unsubscribe(s, ctx, vec![name], None)
-                                .map(|(e, _)| (e, ()))
+                                .map(|decided| decided.map(|_| ()))
                         }
                     })
                     .await

@@ -337,7 +337,9 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         // Organizations created before system groups existed get them now (a no-op after).
         engine
             .execute(None, |state, _| {
-                Ok((crate::commands::groups::ensure_system_groups(state), ()))
+                Ok(crate::commands::Decision::events(
+                    crate::commands::groups::ensure_system_groups(state),
+                ))
             })
             .await
             .map_err(|e| format!("creating the system groups failed: {e}"))?;

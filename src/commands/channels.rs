@@ -1,5 +1,6 @@
 //! Channels, subscriptions, channel folders and topic visibility.
 
+use super::Decision;
 use super::{actor, admin};
 use crate::commands::groups::validate_setting;
 use crate::commands::notices::{channel_link, silent_mention, Notices};
@@ -319,7 +320,7 @@ pub fn set_default_channel(
     ctx: &Ctx,
     channel_id: ChannelId,
     default: bool,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     let me = admin(state, ctx)?;
     let channel = visible_channel(state, me, channel_id)?;
     if default && channel.invite_only {
@@ -331,15 +332,12 @@ pub fn set_default_channel(
         return Err(ApiError::bad_request("Channel is not a default channel."));
     }
     if channel.is_default == default {
-        return Ok((Vec::new(), ()));
+        return Ok(Decision::events(Vec::new()));
     }
-    Ok((
-        vec![Event::ChannelChanged {
-            channel_id,
-            change: ChannelChange::DefaultForNewUsers(default),
-        }],
-        (),
-    ))
+    Ok(Decision::events(vec![Event::ChannelChanged {
+        channel_id,
+        change: ChannelChange::DefaultForNewUsers(default),
+    }]))
 }
 
 /// `POST /channels/create`: a channel and its first subscribers.
@@ -349,7 +347,7 @@ pub fn create_channel(
     spec: ChannelSpec,
     subscribers: Vec<UserId>,
     announce: bool,
-) -> ApiResult<(Vec<Event>, ChannelId)> {
+) -> ApiResult<Decision<ChannelId>> {
     let me = actor(state, ctx)?;
     let channel_id = ChannelId(state.channels.max_id().0 + 1);
     let created = channel_created(state, me, spec, channel_id)?;
@@ -388,7 +386,7 @@ pub fn create_channel(
         announce_channels(state, me, &[(channel_id, name)], &mut notices);
     }
     events.extend(notices.into_events());
-    Ok((events, channel_id))
+    Ok(Decision::new(events, channel_id))
 }
 
 /// Zulip sends no "subscribed you" messages when a request subscribes more users than this
@@ -498,7 +496,7 @@ pub fn subscribe(
     template: ChannelSpec,
     authorization_errors_fatal: bool,
     notify: SubscribeNotices,
-) -> ApiResult<(Vec<Event>, SubscribeOutcome)> {
+) -> ApiResult<Decision<SubscribeOutcome>> {
     let me = actor(state, ctx)?;
     let principals = principals.unwrap_or_else(|| vec![me.user_id]);
     let mut targets: Vec<&User> = Vec::new();
@@ -632,7 +630,7 @@ pub fn subscribe(
             notify_subscribed(state, me, &to_tell, targets.len(), &mut notices);
     }
     events.extend(notices.into_events());
-    Ok((events, outcome))
+    Ok(Decision::new(events, outcome))
 }
 
 /// Channel names `DELETE /users/me/subscriptions` removed and did not remove.
@@ -648,7 +646,7 @@ pub fn unsubscribe(
     ctx: &Ctx,
     names: Vec<String>,
     principals: Option<Vec<UserId>>,
-) -> ApiResult<(Vec<Event>, UnsubscribeOutcome)> {
+) -> ApiResult<Decision<UnsubscribeOutcome>> {
     let me = actor(state, ctx)?;
     let principals = principals.unwrap_or_else(|| vec![me.user_id]);
     for id in &principals {
@@ -691,7 +689,7 @@ pub fn unsubscribe(
             });
         }
     }
-    Ok((events, outcome))
+    Ok(Decision::new(events, outcome))
 }
 
 /// Parses one subscription property as clients send it (`in_home_view` is the inverse of
@@ -740,7 +738,7 @@ pub fn set_subscription_properties(
     state: &Projections,
     ctx: &Ctx,
     changes: Vec<(ChannelId, SubscriptionProperty)>,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     let me = actor(state, ctx)?;
     let mut events = Vec::new();
     for (channel_id, property) in changes {
@@ -755,7 +753,7 @@ pub fn set_subscription_properties(
             property,
         });
     }
-    Ok((events, ()))
+    Ok(Decision::events(events))
 }
 
 /// `POST /user_topics` (and the legacy muted-topics endpoint, which maps onto it).
@@ -765,7 +763,7 @@ pub fn set_topic_visibility(
     channel_id: ChannelId,
     topic: String,
     policy: u8,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     let me = actor(state, ctx)?;
     if policy > 3 {
         return Err(ApiError::bad_request("Invalid visibility_policy"));
@@ -786,18 +784,15 @@ pub fn set_topic_visibility(
         return Err(ApiError::bad_request("Invalid channel ID"));
     }
     if state.user_topics.policy(me.user_id, channel_id, &topic) == policy {
-        return Ok((Vec::new(), ()));
+        return Ok(Decision::events(Vec::new()));
     }
-    Ok((
-        vec![Event::TopicVisibilitySet {
-            user_id: me.user_id,
-            channel_id,
-            topic,
-            policy: crate::events::TopicPolicy::from_code(policy)
-                .ok_or_else(|| ApiError::invalid("visibility_policy", &policy.to_string()))?,
-        }],
-        (),
-    ))
+    Ok(Decision::events(vec![Event::TopicVisibilitySet {
+        user_id: me.user_id,
+        channel_id,
+        topic,
+        policy: crate::events::TopicPolicy::from_code(policy)
+            .ok_or_else(|| ApiError::invalid("visibility_policy", &policy.to_string()))?,
+    }]))
 }
 
 /// Zulip's `check_channel_folder_name`.
@@ -854,12 +849,12 @@ pub fn create_folder(
     ctx: &Ctx,
     name: &str,
     description: &str,
-) -> ApiResult<(Vec<Event>, FolderId)> {
+) -> ApiResult<Decision<FolderId>> {
     admin(state, ctx)?;
     let name = check_folder_name(state, name, None)?;
     let description = check_folder_description(description)?;
     let folder_id = FolderId(state.folders.max_id().0 + 1);
-    Ok((
+    Ok(Decision::new(
         vec![Event::ChannelFolderCreated {
             folder_id,
             name,
@@ -877,7 +872,7 @@ pub fn update_folder(
     name: Option<String>,
     description: Option<String>,
     is_archived: Option<bool>,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     admin(state, ctx)?;
     let folder = state
         .folders
@@ -911,17 +906,14 @@ pub fn update_folder(
         )?;
     }
     if name.is_none() && description.is_none() && is_archived.is_none() {
-        return Ok((Vec::new(), ()));
+        return Ok(Decision::events(Vec::new()));
     }
-    Ok((
-        vec![Event::ChannelFolderChanged {
-            folder_id,
-            name,
-            description,
-            is_archived,
-        }],
-        (),
-    ))
+    Ok(Decision::events(vec![Event::ChannelFolderChanged {
+        folder_id,
+        name,
+        description,
+        is_archived,
+    }]))
 }
 
 /// `PATCH /channel_folders`: the complete new order.
@@ -929,7 +921,7 @@ pub fn reorder_folders(
     state: &Projections,
     ctx: &Ctx,
     order: Vec<FolderId>,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     admin(state, ctx)?;
     // Ids that are not folders are ignored; every folder must be listed.
     let order: Vec<FolderId> = order
@@ -943,7 +935,9 @@ pub fn reorder_folders(
     if given != all || given.len() != order.len() {
         return Err(ApiError::bad_request("Invalid order mapping."));
     }
-    Ok((vec![Event::ChannelFoldersReordered { order }], ()))
+    Ok(Decision::events(vec![Event::ChannelFoldersReordered {
+        order,
+    }]))
 }
 
 /// `PATCH /streams/{id}` and `DELETE /streams/{id}` (archiving).
@@ -952,7 +946,7 @@ pub fn change_channel(
     ctx: &Ctx,
     channel_id: ChannelId,
     changes: Vec<ChannelChange>,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     let me = actor(state, ctx)?;
     let channel = visible_channel(state, me, channel_id)?;
     if !can_administer(state, me, channel) {
@@ -1072,5 +1066,5 @@ pub fn change_channel(
         };
         events.push(Event::ChannelChanged { channel_id, change });
     }
-    Ok((events, ()))
+    Ok(Decision::events(events))
 }

@@ -1,7 +1,8 @@
 //! Deleting messages, by request or when their retention period has passed.
 
-use super::{allowed_here, past_limit};
 use super::actor;
+use super::Decision;
+use super::{allowed_here, past_limit};
 use crate::commands::messages::readable;
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult};
@@ -15,7 +16,7 @@ pub fn delete_message(
     state: &Projections,
     ctx: &Ctx,
     message_id: MessageId,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     let me = actor(state, ctx)?;
     let message = readable(state, me, message_id)?;
     let channel = message.channel().and_then(|id| state.channels.get(id));
@@ -49,7 +50,7 @@ pub fn delete_message(
             ));
         }
     }
-    Ok((vec![deletion(state, &[message])], ()))
+    Ok(Decision::events(vec![deletion(state, &[message])]))
 }
 
 const DAY_SECS: i64 = 86_400;
@@ -58,11 +59,7 @@ const DAY_SECS: i64 = 86_400;
 /// (a channel's `message_retention_days`, or the organization's when it inherits; direct
 /// messages by the organization's), at most `limit` at a time, one deletion per conversation.
 /// Returns how many it deleted; the job runs it again until that is 0.
-pub fn expire_messages(
-    state: &Projections,
-    ctx: &Ctx,
-    limit: usize,
-) -> ApiResult<(Vec<Event>, usize)> {
+pub fn expire_messages(state: &Projections, ctx: &Ctx, limit: usize) -> ApiResult<Decision<usize>> {
     let now = ctx.now_ms / 1000;
     let days = |value: Option<i64>| value.filter(|d| *d > 0);
     let realm_days = days(match state.realm.value("message_retention_days") {
@@ -114,7 +111,7 @@ pub fn expire_messages(
         .values()
         .map(|messages| deletion(state, messages))
         .collect();
-    Ok((events, taken))
+    Ok(Decision::new(events, taken))
 }
 
 /// The deletion of some messages of one conversation, with everyone to tell: the users holding
@@ -138,5 +135,107 @@ pub fn deletion(state: &Projections, messages: &[&Message]) -> Event {
                 user_ids: Vec::new(),
             }),
         holders: holders.into_iter().collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::testing::{msg, Given, OWNER};
+    use crate::events::{ChannelChange, RealmValue, Role};
+
+    const DAY_MS: i64 = 86_400_000;
+    const SENT_MS: i64 = 1_000_000_000;
+
+    /// Alice in #general with one message sent at `SENT_MS`.
+    fn alice_said_hi() -> (Given, UserId, MessageId) {
+        let mut given = Given::org();
+        let alice = given.user("alice@example.com", Role::Member);
+        let general = given.channel("general", &[alice]);
+        let hi = given.at(SENT_MS).message(alice, general, "t", "hi");
+        (given, alice, hi)
+    }
+
+    #[test]
+    fn retention_deletes_what_outlived_its_period() {
+        let mut given = Given::org();
+        let alice = given.user("alice@example.com", Role::Member);
+        let general = given.channel("general", &[alice]);
+        let old = given.at(SENT_MS).message(alice, general, "t", "old");
+        let dm = given.direct(alice, &[OWNER], "dm");
+        let new = given
+            .at(SENT_MS + 8 * DAY_MS)
+            .message(alice, general, "t", "new");
+        given.at(SENT_MS + 9 * DAY_MS);
+        // Nothing expires while everything is kept forever (the default).
+        let decided = given.decided(OWNER, |s, c| expire_messages(s, c, 1000));
+        assert_eq!((decided.events.len(), decided.reply), (0, 0));
+        // A channel keeping five days loses the nine-day-old message, not the one-day-old one;
+        // direct messages follow the organization, which still keeps everything.
+        given.fold(vec![Event::ChannelChanged {
+            channel_id: general,
+            change: ChannelChange::MessageRetentionDays(Some(5)),
+        }]);
+        assert_eq!(given.ok(OWNER, |s, c| expire_messages(s, c, 1000)), 1);
+        assert!(given.state.messages.get(old).is_none());
+        assert!(given.state.messages.get(dm).is_some());
+        assert!(given.state.messages.get(new).is_some());
+        // An organization keeping a week takes the direct message; the channel's own
+        // "forever" wins over it.
+        given.fold(vec![
+            Event::RealmSettingChanged {
+                name: "message_retention_days".into(),
+                value: RealmValue::Int(7),
+            },
+            Event::ChannelChanged {
+                channel_id: general,
+                change: ChannelChange::MessageRetentionDays(Some(-1)),
+            },
+        ]);
+        given.at(SENT_MS + 39 * DAY_MS);
+        assert_eq!(given.ok(OWNER, |s, c| expire_messages(s, c, 1)), 1);
+        assert!(given.state.messages.get(dm).is_none());
+        assert!(given.state.messages.get(new).is_some());
+    }
+
+    #[test]
+    fn deletions_have_a_time_limit_except_for_administrators() {
+        let (mut given, alice, hi) = alice_said_hi();
+        // Ten minutes plus Zulip's grace period, and not a second more.
+        let last_moment = SENT_MS + 10 * 60_000 + 20_000;
+        given
+            .at(last_moment)
+            .decided(alice, |s, c| delete_message(s, c, hi));
+        let late = given
+            .at(last_moment + 1_000)
+            .refused(alice, |s, c| delete_message(s, c, hi));
+        assert_eq!(
+            msg(&late),
+            "The time limit for deleting this message has passed"
+        );
+        // Administrators delete any message, at any time; its holders are told.
+        let decided = given.decided(OWNER, |s, c| delete_message(s, c, hi));
+        assert!(matches!(
+            &decided.events[..],
+            [Event::MessagesDeleted { message_ids, holders, .. }]
+                if message_ids == &[hi] && holders == &[alice]
+        ));
+    }
+
+    #[test]
+    fn others_messages_and_unknown_ones_cannot_be_deleted() {
+        let (mut given, alice, hi) = alice_said_hi();
+        let bob = given.user("bob@example.com", Role::Member);
+        let err = given.refused(bob, |s, c| delete_message(s, c, hi));
+        assert_eq!(
+            msg(&err),
+            "You don't have permission to delete this message"
+        );
+        let err = given.refused(alice, |s, c| delete_message(s, c, MessageId(99)));
+        assert_eq!(msg(&err), "Invalid message(s)");
+        // Once deleted, it is gone for its sender too.
+        given.ok(alice, |s, c| delete_message(s, c, hi));
+        let err = given.refused(alice, |s, c| delete_message(s, c, hi));
+        assert_eq!(msg(&err), "Invalid message(s)");
     }
 }

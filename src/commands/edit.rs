@@ -1,8 +1,9 @@
 //! Editing a message: its content, its topic, its channel, and the notices and topic policies a
 //! move carries along.
 
-use super::{allowed_here, past_limit};
 use super::actor;
+use super::Decision;
+use super::{allowed_here, past_limit};
 use crate::commands::channels::MAX_TOPIC_LENGTH;
 use crate::commands::delete::deletion;
 use crate::commands::markup::OrgResolver;
@@ -213,7 +214,7 @@ pub fn edit_message(
     ctx: &Ctx,
     message_id: MessageId,
     request: EditRequest,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     let me = actor(state, ctx)?;
     let message = readable(state, me, message_id)?;
     let now = ctx.now_ms / 1000;
@@ -301,7 +302,7 @@ pub fn edit_message(
     }];
     events.extend(policies);
     events.extend(notices);
-    Ok((events, ()))
+    Ok(Decision::events(events))
 }
 
 /// Decides a topic and/or channel move: permissions, limits, and which messages go.
@@ -450,4 +451,111 @@ fn plan_move(
         new_topic,
         new_channel_id: new_channel.map(|c| c.id),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::testing::{msg, Given, OWNER};
+
+    const MINUTE_MS: i64 = 60_000;
+    const SENT_MS: i64 = 1_000_000_000;
+
+    /// Alice in #general; she sent "old" at `SENT_MS` and "new" eight days later to topic "t".
+    fn two_messages() -> (Given, UserId, MessageId, MessageId) {
+        let mut given = Given::org();
+        let alice = given.user("alice@example.com", Role::Member);
+        let general = given.channel("general", &[alice]);
+        let old = given.at(SENT_MS).message(alice, general, "t", "old");
+        let new = given
+            .at(SENT_MS + 8 * 24 * 60 * MINUTE_MS)
+            .message(alice, general, "t", "new");
+        (given, alice, old, new)
+    }
+
+    fn edit(content: Option<&str>, topic: Option<&str>, mode: PropagateMode) -> EditRequest {
+        EditRequest {
+            content: content.map(str::to_owned),
+            topic: topic.map(str::to_owned),
+            channel_id: None,
+            propagate_mode: mode,
+            notify_old_thread: false,
+            notify_new_thread: false,
+            realm_url: String::new(),
+        }
+    }
+
+    #[test]
+    fn content_edits_have_a_time_limit() {
+        let (mut given, alice, old, _) = two_messages();
+        let change = || edit(Some("changed"), None, PropagateMode::ChangeOne);
+        // Ten minutes plus Zulip's grace period, and not a second more.
+        let last_moment = SENT_MS + 10 * MINUTE_MS + 20_000;
+        given
+            .at(last_moment)
+            .decided(alice, |s, c| edit_message(s, c, old, change()));
+        let late = given
+            .at(last_moment + 1_000)
+            .refused(alice, |s, c| edit_message(s, c, old, change()));
+        assert_eq!(
+            msg(&late),
+            "The time limit for editing this message has passed"
+        );
+    }
+
+    #[test]
+    fn topic_moves_have_a_week_for_members_and_no_limit_for_administrators() {
+        let (mut given, alice, old, new) = two_messages();
+        given.at(SENT_MS + 8 * 24 * 60 * MINUTE_MS + MINUTE_MS);
+        let one = edit(None, Some("u"), PropagateMode::ChangeOne);
+        let err = given.refused(alice, |s, c| edit_message(s, c, old, one.clone()));
+        assert_eq!(
+            msg(&err),
+            "The time limit for editing this message's topic has passed."
+        );
+        // Moving the whole topic would take the week-old message along: refused, with counts.
+        let all = edit(None, Some("u"), PropagateMode::ChangeAll);
+        let err = given.refused(alice, |s, c| edit_message(s, c, new, all.clone()));
+        assert_eq!(err.code(), Some(ErrorCode::MoveMessagesTimeLimitExceeded));
+        let body = err.body();
+        assert_eq!(
+            (
+                body["total_messages_in_topic"].clone(),
+                body["total_messages_allowed_to_move"].clone(),
+                body["first_message_id_allowed_to_move"].clone(),
+            ),
+            (
+                serde_json::json!(2),
+                serde_json::json!(1),
+                serde_json::json!(new.0)
+            )
+        );
+        // The newer message alone may move; the owner moves everything.
+        given.decided(alice, |s, c| edit_message(s, c, new, one.clone()));
+        let decided = given.decided(OWNER, |s, c| edit_message(s, c, new, all));
+        assert!(matches!(
+            &decided.events[..],
+            [Event::MessageEdited { moved: Some(m), content: None, .. }]
+                if m.message_ids == [old, new]
+        ));
+    }
+
+    #[test]
+    fn only_the_sender_edits_content_and_an_edit_must_change_something() {
+        let (mut given, alice, _, new) = two_messages();
+        let bob = given.user("bob@example.com", Role::Member);
+        let change = || edit(Some("changed"), None, PropagateMode::ChangeOne);
+        let err = given.refused(bob, |s, c| edit_message(s, c, new, change()));
+        assert_eq!(msg(&err), "You don't have permission to edit this message");
+        // Not even an administrator edits another's words.
+        let err = given.refused(OWNER, |s, c| edit_message(s, c, new, change()));
+        assert_eq!(msg(&err), "You don't have permission to edit this message");
+        let nothing = edit(None, None, PropagateMode::ChangeOne);
+        let err = given.refused(alice, |s, c| edit_message(s, c, new, nothing));
+        assert_eq!(msg(&err), "Nothing to change");
+        // The edit is recorded with the previous text.
+        given.ok(alice, |s, c| edit_message(s, c, new, change()));
+        let message = given.state.messages.get(new).map(|m| m.content.to_string());
+        assert_eq!(message.as_deref(), Some("changed"));
+    }
 }

@@ -1,6 +1,7 @@
 //! Custom emoji: upload and deactivation, with Zulip's checks in Zulip's order.
 
 use super::actor;
+use super::Decision;
 use crate::emoji;
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -58,7 +59,7 @@ pub fn add_custom_emoji(
     ctx: &Ctx,
     raw_name: &str,
     mut files: Vec<Vec<u8>>,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     let me = actor(state, ctx)?;
     let name = normalized_name(raw_name);
     check_name(&name)?;
@@ -89,23 +90,16 @@ pub fn add_custom_emoji(
     let content_type =
         image_type(&image).ok_or_else(|| ApiError::bad_request("Invalid image format"))?;
     let emoji_id = EmojiId(state.custom_emoji.max_id().0 + 1);
-    Ok((
-        vec![Event::CustomEmojiAdded {
-            emoji_id,
-            name,
-            content_type: content_type.to_owned(),
-            image: ImageBytes(Arc::from(image)),
-        }],
-        (),
-    ))
+    Ok(Decision::events(vec![Event::CustomEmojiAdded {
+        emoji_id,
+        name,
+        content_type: content_type.to_owned(),
+        image: ImageBytes(Arc::from(image)),
+    }]))
 }
 
 /// `DELETE /realm/emoji/{emoji_name}`: administrators, or the emoji's author.
-pub fn deactivate_custom_emoji(
-    state: &Projections,
-    ctx: &Ctx,
-    name: &str,
-) -> ApiResult<(Vec<Event>, ())> {
+pub fn deactivate_custom_emoji(state: &Projections, ctx: &Ctx, name: &str) -> ApiResult<Decision> {
     let me = actor(state, ctx)?;
     let emoji = state.custom_emoji.active_named(name).ok_or_else(|| {
         ApiError::new(
@@ -118,10 +112,9 @@ pub fn deactivate_custom_emoji(
             "Must be an organization administrator or emoji author",
         ));
     }
-    Ok((
-        vec![Event::CustomEmojiDeactivated { emoji_id: emoji.id }],
-        (),
-    ))
+    Ok(Decision::events(vec![Event::CustomEmojiDeactivated {
+        emoji_id: emoji.id,
+    }]))
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Per-user message flags (read, starred, ...).
 
 use super::actor;
+use super::Decision;
 use crate::commands::messages::readable;
 use crate::engine::Ctx;
 use crate::error::ApiResult;
@@ -15,7 +16,7 @@ pub fn update_flags(
     message_ids: Vec<MessageId>,
     flag: MessageFlag,
     add: bool,
-) -> ApiResult<(Vec<Event>, Vec<MessageId>)> {
+) -> ApiResult<Decision<Vec<MessageId>>> {
     let me = actor(state, ctx)?;
     let bit = crate::projections::messages::flag_bit(flag);
     let mut changed = Vec::new();
@@ -31,9 +32,9 @@ pub fn update_flags(
     }
     changed.sort();
     if changed.is_empty() {
-        return Ok((Vec::new(), changed));
+        return Ok(Decision::new(Vec::new(), changed));
     }
-    Ok((
+    Ok(Decision::new(
         vec![Event::MessageFlagsChanged {
             user_id: me.user_id,
             flag,

@@ -2,6 +2,7 @@
 //! group-setting values.
 
 use super::actor;
+use super::Decision;
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::{Event, GroupChange, GroupPermissions, GroupSetting, Role, SystemGroup};
@@ -211,11 +212,7 @@ pub struct NewGroup {
 }
 
 /// `POST /user_groups/create`.
-pub fn create_group(
-    state: &Projections,
-    ctx: &Ctx,
-    new: NewGroup,
-) -> ApiResult<(Vec<Event>, GroupId)> {
+pub fn create_group(state: &Projections, ctx: &Ctx, new: NewGroup) -> ApiResult<Decision<GroupId>> {
     let me = actor(state, ctx)?;
     check_group_caller(me)?;
     if !state.realm_allows(me.user_id, "can_create_groups") {
@@ -264,7 +261,7 @@ pub fn create_group(
     let mut subgroups = new.subgroups;
     subgroups.sort();
     subgroups.dedup();
-    Ok((
+    Ok(Decision::new(
         vec![Event::UserGroupCreated {
             group_id,
             name,
@@ -312,7 +309,7 @@ pub fn update_members(
     group: GroupId,
     add: Vec<UserId>,
     delete: Vec<UserId>,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     let me = actor(state, ctx)?;
     check_group_caller(me)?;
     let g = user_defined_group(state, group)?;
@@ -370,14 +367,11 @@ pub fn update_members(
             "Nothing to do. Specify at least one of 'add' or 'delete'.",
         ));
     }
-    Ok((
-        vec![Event::UserGroupMembersChanged {
-            group_id: group,
-            added: add,
-            removed: delete,
-        }],
-        (),
-    ))
+    Ok(Decision::events(vec![Event::UserGroupMembersChanged {
+        group_id: group,
+        added: add,
+        removed: delete,
+    }]))
 }
 
 /// Whether `candidate` (transitively) contains `group`: adding it as a subgroup would make a
@@ -406,7 +400,7 @@ pub fn update_subgroups(
     group: GroupId,
     add: Vec<GroupId>,
     delete: Vec<GroupId>,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     let me = actor(state, ctx)?;
     check_group_caller(me)?;
     let g = user_defined_group(state, group)?;
@@ -442,14 +436,11 @@ pub fn update_subgroups(
             "Nothing to do. Specify at least one of 'add' or 'delete'.",
         ));
     }
-    Ok((
-        vec![Event::UserGroupSubgroupsChanged {
-            group_id: group,
-            added: add,
-            removed: delete,
-        }],
-        (),
-    ))
+    Ok(Decision::events(vec![Event::UserGroupSubgroupsChanged {
+        group_id: group,
+        added: add,
+        removed: delete,
+    }]))
 }
 
 /// `PATCH /user_groups/{id}` and `POST /user_groups/{id}/deactivate`.
@@ -458,7 +449,7 @@ pub fn change_group(
     ctx: &Ctx,
     group: GroupId,
     changes: Vec<GroupChange>,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     let me = actor(state, ctx)?;
     check_group_caller(me)?;
     user_defined_group(state, group)?;
@@ -502,7 +493,7 @@ pub fn change_group(
     if events.is_empty() {
         return Err(ApiError::bad_request("No new data supplied"));
     }
-    Ok((events, ()))
+    Ok(Decision::events(events))
 }
 
 /// Where a group is used as (part of) a permission setting; Zulip refuses to deactivate it then.
@@ -542,11 +533,7 @@ fn uses_of(state: &Projections, group: GroupId) -> Vec<serde_json::Value> {
 }
 
 /// `POST /user_groups/{id}/deactivate`.
-pub fn deactivate_group(
-    state: &Projections,
-    ctx: &Ctx,
-    group: GroupId,
-) -> ApiResult<(Vec<Event>, ())> {
+pub fn deactivate_group(state: &Projections, ctx: &Ctx, group: GroupId) -> ApiResult<Decision> {
     let g = state
         .groups
         .get(group)

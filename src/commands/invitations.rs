@@ -9,6 +9,7 @@ use super::users::{
     check_full_name, check_unique_name, email_taken, human_member, signup_notices, validate_email,
     NewUser,
 };
+use super::Decision;
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::{Event, InvitationSpec, NewSubscription, Role};
@@ -165,7 +166,7 @@ pub fn invite_users(
     emails: Vec<String>,
     grants: Grants,
     nonces: Vec<String>,
-) -> ApiResult<(Vec<Event>, InviteOutcome)> {
+) -> ApiResult<Decision<InviteOutcome>> {
     let me = human_member(state, ctx)?;
     if !state.realm_allows(me.user_id, "can_invite_users_group") {
         return Err(insufficient());
@@ -231,7 +232,7 @@ pub fn invite_users(
         });
         outcome.sent.push((InviteId(next_id), email));
     }
-    Ok((events, outcome))
+    Ok(Decision::new(events, outcome))
 }
 
 /// Zulip's `INVITATION_FAILED` answer.
@@ -249,7 +250,7 @@ pub fn create_multiuse_invite(
     ctx: &Ctx,
     grants: Grants,
     nonce: String,
-) -> ApiResult<(Vec<Event>, InviteId)> {
+) -> ApiResult<Decision<InviteId>> {
     let me = human_member(state, ctx)?;
     if !state.realm_allows(me.user_id, "create_multiuse_invite_group") {
         return Err(insufficient());
@@ -260,7 +261,7 @@ pub fn create_multiuse_invite(
     };
     let spec = check_grants(state, me, grants, ctx.now_ms)?;
     let invite_id = InviteId(state.invitations.max_id().0 + 1);
-    Ok((
+    Ok(Decision::new(
         vec![Event::InvitationCreated {
             invite_id,
             email: None,
@@ -306,7 +307,7 @@ pub fn revoke_invite(
     ctx: &Ctx,
     id: InviteId,
     multiuse: bool,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     let me = actor(state, ctx)?;
     let invite = managed(state, me, id, multiuse)?;
     match invite.status {
@@ -316,18 +317,22 @@ pub fn revoke_invite(
         }
         _ => return Err(ApiError::bad_request("No such invitation")),
     }
-    Ok((vec![Event::InvitationRevoked { invite_id: id }], ()))
+    Ok(Decision::events(vec![Event::InvitationRevoked {
+        invite_id: id,
+    }]))
 }
 
 /// `POST /invites/{id}/resend`: a pending email invitation, sent again with the same link and
 /// expiry (the event keeps the resend in the audit log).
-pub fn resend_invite(state: &Projections, ctx: &Ctx, id: InviteId) -> ApiResult<(Vec<Event>, ())> {
+pub fn resend_invite(state: &Projections, ctx: &Ctx, id: InviteId) -> ApiResult<Decision> {
     let me = actor(state, ctx)?;
     let invite = managed(state, me, id, false)?;
     if !invite.is_valid(ctx.now_ms) {
         return Err(ApiError::bad_request("No such invitation"));
     }
-    Ok((vec![Event::InvitationResent { invite_id: id }], ()))
+    Ok(Decision::events(vec![Event::InvitationResent {
+        invite_id: id,
+    }]))
 }
 
 /// Why a link cannot be used.
@@ -360,7 +365,7 @@ pub fn accept_invitation(
     ctx: &Ctx,
     invite_id: InviteId,
     user: NewUser,
-) -> ApiResult<(Vec<Event>, UserId)> {
+) -> ApiResult<Decision<UserId>> {
     let invite = state
         .invitations
         .get(invite_id)
@@ -464,5 +469,5 @@ pub fn accept_invitation(
     }
     signup_notices(state, &mention, &mut notices);
     events.extend(notices.into_events());
-    Ok((events, user_id))
+    Ok(Decision::new(events, user_id))
 }

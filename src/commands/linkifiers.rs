@@ -2,6 +2,7 @@
 //! `PATCH /realm/linkifiers`.
 
 use super::admin;
+use super::Decision;
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::events::{Event, LinkifierSpec};
@@ -170,11 +171,11 @@ pub fn add_linkifier(
     state: &Projections,
     ctx: &Ctx,
     request: LinkifierRequest,
-) -> ApiResult<(Vec<Event>, LinkifierId)> {
+) -> ApiResult<Decision<LinkifierId>> {
     admin(state, ctx)?;
     let spec = check(state, request, None)?;
     let linkifier_id = LinkifierId(state.linkifiers.max_id().0 + 1);
-    Ok((
+    Ok(Decision::new(
         vec![Event::LinkifierAdded { linkifier_id, spec }],
         linkifier_id,
     ))
@@ -186,39 +187,30 @@ pub fn update_linkifier(
     ctx: &Ctx,
     id: LinkifierId,
     request: LinkifierRequest,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     admin(state, ctx)?;
     let current = state.linkifiers.get(id).ok_or_else(not_found)?;
     let spec = check(state, request, Some(id))?;
     if spec == current.spec {
-        return Ok((Vec::new(), ()));
+        return Ok(Decision::events(Vec::new()));
     }
-    Ok((
-        vec![Event::LinkifierChanged {
-            linkifier_id: id,
-            spec,
-        }],
-        (),
-    ))
+    Ok(Decision::events(vec![Event::LinkifierChanged {
+        linkifier_id: id,
+        spec,
+    }]))
 }
 
 /// `DELETE /realm/filters/{id}`.
-pub fn remove_linkifier(
-    state: &Projections,
-    ctx: &Ctx,
-    id: LinkifierId,
-) -> ApiResult<(Vec<Event>, ())> {
+pub fn remove_linkifier(state: &Projections, ctx: &Ctx, id: LinkifierId) -> ApiResult<Decision> {
     admin(state, ctx)?;
     state.linkifiers.get(id).ok_or_else(not_found)?;
-    Ok((vec![Event::LinkifierRemoved { linkifier_id: id }], ()))
+    Ok(Decision::events(vec![Event::LinkifierRemoved {
+        linkifier_id: id,
+    }]))
 }
 
 /// `PATCH /realm/linkifiers`: every linkifier exactly once.
-pub fn reorder_linkifiers(
-    state: &Projections,
-    ctx: &Ctx,
-    order: Vec<u64>,
-) -> ApiResult<(Vec<Event>, ())> {
+pub fn reorder_linkifiers(state: &Projections, ctx: &Ctx, order: Vec<u64>) -> ApiResult<Decision> {
     admin(state, ctx)?;
     let given: BTreeSet<u64> = order.iter().copied().collect();
     if given.len() != order.len() {
@@ -238,12 +230,9 @@ pub fn reorder_linkifiers(
         ));
     }
     if order.is_empty() {
-        return Ok((Vec::new(), ()));
+        return Ok(Decision::events(Vec::new()));
     }
-    Ok((
-        vec![Event::LinkifiersReordered {
-            order: order.into_iter().map(LinkifierId).collect(),
-        }],
-        (),
-    ))
+    Ok(Decision::events(vec![Event::LinkifiersReordered {
+        order: order.into_iter().map(LinkifierId).collect(),
+    }]))
 }

@@ -2,6 +2,7 @@
 
 use super::actor;
 use super::channels::MAX_TOPIC_LENGTH;
+use super::Decision;
 use crate::commands::markup::OrgResolver;
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -49,7 +50,7 @@ pub fn send_message(
     content: &str,
     client: &str,
     sender_queue: Option<SenderQueue>,
-) -> ApiResult<(Vec<Event>, MessageId)> {
+) -> ApiResult<Decision<MessageId>> {
     let me = actor(state, ctx)?;
     let content = content.trim_end();
     if content.trim().is_empty() {
@@ -154,7 +155,7 @@ pub fn send_message(
     let rendered = render_message(&content, &OrgResolver(state));
     let message_id = state.messages.next_id();
     let is_me_message = content.starts_with("/me ") && !content.contains('\n');
-    Ok((
+    Ok(Decision::new(
         vec![Event::MessageSent {
             message_id,
             sender_id: me.user_id,
@@ -189,7 +190,7 @@ pub fn add_submessage(
     message_id: MessageId,
     msg_type: String,
     content: String,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     let me = actor(state, ctx)?;
     let message = readable(state, me, message_id)?;
     let sender_started = message.sender_id == me.user_id
@@ -205,14 +206,11 @@ pub fn add_submessage(
     if serde_json::from_str::<serde_json::Value>(&content).is_err() {
         return Err(ApiError::bad_request("Invalid json for submessage"));
     }
-    Ok((
-        vec![Event::SubmessageAdded {
-            submessage_id: state.messages.next_submessage_id(),
-            message_id,
-            sender_id: me.user_id,
-            msg_type,
-            content,
-        }],
-        (),
-    ))
+    Ok(Decision::events(vec![Event::SubmessageAdded {
+        submessage_id: state.messages.next_submessage_id(),
+        message_id,
+        sender_id: me.user_id,
+        msg_type,
+        content,
+    }]))
 }

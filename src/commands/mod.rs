@@ -18,12 +18,45 @@ pub mod presence;
 pub mod profile_fields;
 pub mod reactions;
 pub mod realm;
+#[cfg(test)]
+pub mod testing;
 pub mod typing;
 pub mod users;
 
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult};
+use crate::events::Event;
 use crate::projections::{Projections, User};
+
+/// What a command decided: the events to append, and the reply its caller answers with once
+/// they are durable. A command that only changes state replies `()`.
+#[derive(Debug)]
+pub struct Decision<R = ()> {
+    pub events: Vec<Event>,
+    pub reply: R,
+}
+
+impl<R> Decision<R> {
+    /// Events and a reply.
+    pub fn new(events: Vec<Event>, reply: R) -> Decision<R> {
+        Decision { events, reply }
+    }
+
+    /// The same events with another reply.
+    pub fn map<S>(self, f: impl FnOnce(R) -> S) -> Decision<S> {
+        Decision {
+            events: self.events,
+            reply: f(self.reply),
+        }
+    }
+}
+
+impl Decision {
+    /// Events and no reply.
+    pub fn events(events: Vec<Event>) -> Decision {
+        Decision { events, reply: () }
+    }
+}
 
 /// The acting user, re-read from the decision state: a user deactivated or demoted by an
 /// earlier command of the same batch is refused here even though authentication passed.

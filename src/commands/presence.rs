@@ -1,6 +1,7 @@
 //! Presence reports (`POST /users/me/presence`).
 
 use super::actor;
+use super::Decision;
 use crate::engine::Ctx;
 use crate::error::ApiResult;
 use crate::events::Event;
@@ -13,28 +14,21 @@ pub const PRESENCE_UPDATE_MIN_FREQ_MS: i64 = 55_000;
 
 /// Records that the caller is connected (`active`: and using a client), unless the last
 /// report is recent enough to make this one invisible.
-pub fn update_presence(
-    state: &Projections,
-    ctx: &Ctx,
-    active: bool,
-) -> ApiResult<(Vec<Event>, ())> {
+pub fn update_presence(state: &Projections, ctx: &Ctx, active: bool) -> ApiResult<Decision> {
     let me = actor(state, ctx)?;
     // Invisible mode: Zulip records nothing while a user does not share presence.
     if !crate::projections::shares_presence(state, me.user_id) {
-        return Ok((Vec::new(), ()));
+        return Ok(Decision::events(Vec::new()));
     }
     let recent = |t: Option<i64>| t.is_some_and(|t| ctx.now_ms - t < PRESENCE_UPDATE_MIN_FREQ_MS);
     let current = state.presence.get(me.user_id);
     let connected_recently = recent(current.map(|p| p.last_connected_ms));
     let active_recently = recent(current.and_then(|p| p.last_active_ms));
     if connected_recently && (!active || active_recently) {
-        return Ok((Vec::new(), ()));
+        return Ok(Decision::events(Vec::new()));
     }
-    Ok((
-        vec![Event::PresenceUpdated {
-            user_id: me.user_id,
-            active,
-        }],
-        (),
-    ))
+    Ok(Decision::events(vec![Event::PresenceUpdated {
+        user_id: me.user_id,
+        active,
+    }]))
 }

@@ -1,6 +1,7 @@
 //! Custom profile fields: their definitions (administrators) and users' values.
 
 use super::markup::OrgResolver;
+use super::Decision;
 use super::{actor, admin, is_http_url};
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult};
@@ -203,7 +204,7 @@ pub fn create_field(
     ctx: &Ctx,
     field_type: u8,
     change: FieldChange,
-) -> ApiResult<(Vec<Event>, FieldId)> {
+) -> ApiResult<Decision<FieldId>> {
     admin(state, ctx)?;
     let mut spec = ProfileFieldSpec {
         name: change.name.unwrap_or_default(),
@@ -217,7 +218,7 @@ pub fn create_field(
     };
     check_spec(state, &mut spec, None)?;
     let field_id = FieldId(state.profile_fields.max_id().0 + 1);
-    Ok((
+    Ok(Decision::new(
         vec![Event::CustomProfileFieldCreated { field_id, spec }],
         field_id,
     ))
@@ -230,7 +231,7 @@ pub fn update_field(
     ctx: &Ctx,
     id: FieldId,
     change: FieldChange,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     admin(state, ctx)?;
     let current = field(state, id)?;
     let old = &current.spec;
@@ -266,7 +267,7 @@ pub fn update_field(
     };
     check_spec(state, &mut spec, Some(id))?;
     if spec == *old {
-        return Ok((Vec::new(), ()));
+        return Ok(Decision::events(Vec::new()));
     }
     let mut events = Vec::new();
     if let ProfileFieldData::Choices(choices) = &spec.field_data {
@@ -287,22 +288,20 @@ pub fn update_field(
         }
     }
     events.insert(0, Event::CustomProfileFieldChanged { field_id: id, spec });
-    Ok((events, ()))
+    Ok(Decision::events(events))
 }
 
 /// `DELETE /realm/profile_fields/{id}`.
-pub fn delete_field(state: &Projections, ctx: &Ctx, id: FieldId) -> ApiResult<(Vec<Event>, ())> {
+pub fn delete_field(state: &Projections, ctx: &Ctx, id: FieldId) -> ApiResult<Decision> {
     admin(state, ctx)?;
     field(state, id)?;
-    Ok((vec![Event::CustomProfileFieldDeleted { field_id: id }], ()))
+    Ok(Decision::events(vec![Event::CustomProfileFieldDeleted {
+        field_id: id,
+    }]))
 }
 
 /// `PATCH /realm/profile_fields`: `order` must name every field; unknown ids are ignored.
-pub fn reorder_fields(
-    state: &Projections,
-    ctx: &Ctx,
-    order: Vec<u64>,
-) -> ApiResult<(Vec<Event>, ())> {
+pub fn reorder_fields(state: &Projections, ctx: &Ctx, order: Vec<u64>) -> ApiResult<Decision> {
     admin(state, ctx)?;
     let existing: BTreeSet<FieldId> = state
         .profile_fields
@@ -319,7 +318,9 @@ pub fn reorder_fields(
     if order.len() != existing.len() {
         return Err(ApiError::bad_request("Invalid order mapping."));
     }
-    Ok((vec![Event::CustomProfileFieldsReordered { order }], ()))
+    Ok(Decision::events(vec![
+        Event::CustomProfileFieldsReordered { order },
+    ]))
 }
 
 /// A value checked against its field's type, as stored: text, or the users type's ids as JSON
@@ -480,13 +481,15 @@ pub fn set_values(
     ctx: &Ctx,
     target: UserId,
     items: Vec<ValueChange>,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     let me = human(state, ctx)?;
-    Ok((value_events(state, me, target, items, false)?, ()))
+    Ok(Decision::events(value_events(
+        state, me, target, items, false,
+    )?))
 }
 
 /// `DELETE /users/me/profile_data`: removes the caller's values for these fields.
-pub fn remove_values(state: &Projections, ctx: &Ctx, ids: Vec<u64>) -> ApiResult<(Vec<Event>, ())> {
+pub fn remove_values(state: &Projections, ctx: &Ctx, ids: Vec<u64>) -> ApiResult<Decision> {
     let me = human(state, ctx)?;
     let mut events = Vec::new();
     for id in ids.into_iter().map(FieldId) {
@@ -509,7 +512,7 @@ pub fn remove_values(state: &Projections, ctx: &Ctx, ids: Vec<u64>) -> ApiResult
             });
         }
     }
-    Ok((events, ()))
+    Ok(Decision::events(events))
 }
 
 fn human<'a>(state: &'a Projections, ctx: &Ctx) -> ApiResult<&'a User> {

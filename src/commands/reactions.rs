@@ -1,6 +1,7 @@
 //! Emoji reactions: adding and removing one.
 
 use super::actor;
+use super::Decision;
 use crate::commands::messages::readable;
 use crate::emoji;
 use crate::engine::Ctx;
@@ -94,7 +95,7 @@ pub fn add_reaction(
     ctx: &Ctx,
     message_id: MessageId,
     request: EmojiRequest,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     let me = actor(state, ctx)?;
     let message = readable(state, me, message_id)?;
     let (emoji_code, reaction_type) = resolve_emoji(state, &request)?;
@@ -123,16 +124,13 @@ pub fn add_reaction(
             name
         }
     };
-    Ok((
-        vec![Event::ReactionAdded {
-            message_id,
-            user_id: me.user_id,
-            emoji_name,
-            emoji_code,
-            reaction_type,
-        }],
-        (),
-    ))
+    Ok(Decision::events(vec![Event::ReactionAdded {
+        message_id,
+        user_id: me.user_id,
+        emoji_name,
+        emoji_code,
+        reaction_type,
+    }]))
 }
 
 /// `DELETE /messages/{id}/reactions`.
@@ -141,7 +139,7 @@ pub fn remove_reaction(
     ctx: &Ctx,
     message_id: MessageId,
     request: EmojiRequest,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     let me = actor(state, ctx)?;
     let message = readable(state, me, message_id)?;
     let (emoji_code, reaction_type) = resolve_emoji(state, &request)?;
@@ -154,14 +152,11 @@ pub fn remove_reaction(
             "Reaction doesn't exist.",
         ));
     };
-    Ok((
-        vec![Event::ReactionRemoved {
-            message_id,
-            user_id: me.user_id,
-            emoji_name: existing.emoji_name.clone(),
-            emoji_code,
-            reaction_type,
-        }],
-        (),
-    ))
+    Ok(Decision::events(vec![Event::ReactionRemoved {
+        message_id,
+        user_id: me.user_id,
+        emoji_name: existing.emoji_name.clone(),
+        emoji_code,
+        reaction_type,
+    }]))
 }

@@ -1,5 +1,6 @@
 //! Organization settings: `PATCH /realm`.
 
+use super::Decision;
 use super::{admin, groups::validate_setting};
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult};
@@ -16,7 +17,7 @@ pub fn update_realm(
     state: &Projections,
     ctx: &Ctx,
     changes: Vec<(&'static str, RealmValue)>,
-) -> ApiResult<(Vec<Event>, Vec<&'static str>)> {
+) -> ApiResult<Decision<Vec<&'static str>>> {
     let me = admin(state, ctx)?;
     let mut events = Vec::new();
     let mut changed = Vec::new();
@@ -67,7 +68,7 @@ pub fn update_realm(
             changed.push(name);
         }
     }
-    Ok((events, changed))
+    Ok(Decision::new(events, changed))
 }
 
 /// A group-setting value for an organization permission: valid as any group setting, and not

@@ -1,6 +1,7 @@
 //! Typing notifications.
 
 use super::actor;
+use super::Decision;
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
@@ -12,7 +13,7 @@ pub fn set_typing(
     ctx: &Ctx,
     target: crate::events::TypingTarget,
     start: bool,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     use crate::events::{RealmValue, TypingTarget};
     let me = actor(state, ctx)?;
     let (setting, kind) = match target {
@@ -62,5 +63,5 @@ pub fn set_typing(
             target,
         }
     };
-    Ok((vec![event], ()))
+    Ok(Decision::events(vec![event]))
 }

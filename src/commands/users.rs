@@ -1,5 +1,6 @@
 //! Organization setup and account lifecycle.
 
+use super::Decision;
 use super::{actor, admin};
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult};
@@ -97,7 +98,7 @@ pub fn create_realm(
     name: &str,
     description: &str,
     owner: NewUser,
-) -> ApiResult<(Vec<Event>, UserId)> {
+) -> ApiResult<Decision<UserId>> {
     if state.realm.exists {
         return Err(ApiError::bad_request("The organization already exists"));
     }
@@ -116,7 +117,7 @@ pub fn create_realm(
         user_created(user_id, owner, true),
     ];
     events.extend(super::groups::ensure_system_groups(state));
-    Ok((events, user_id))
+    Ok(Decision::new(events, user_id))
 }
 
 fn user_created(user_id: UserId, user: NewUser, can_create_users: bool) -> Event {
@@ -136,11 +137,7 @@ fn user_created(user_id: UserId, user: NewUser, can_create_users: bool) -> Event
 }
 
 /// `POST /users`: an administrator with the `can_create_users` permission creates a member.
-pub fn create_user(
-    state: &Projections,
-    ctx: &Ctx,
-    user: NewUser,
-) -> ApiResult<(Vec<Event>, UserId)> {
+pub fn create_user(state: &Projections, ctx: &Ctx, user: NewUser) -> ApiResult<Decision<UserId>> {
     let creator = admin(state, ctx)?;
     if !creator.can_create_users {
         return Err(ApiError::bad_request("User not authorized to create users"));
@@ -167,7 +164,7 @@ pub fn create_user(
     let mut notices = super::notices::Notices::reserving(state, 1).knowing(user_id, &full_name);
     signup_notices(state, &mention, &mut notices);
     events.extend(notices.into_events());
-    Ok((events, user_id))
+    Ok(Decision::new(events, user_id))
 }
 
 /// The sign-up announcement of a new account (`mention` names it), where the organization has
@@ -209,7 +206,7 @@ pub struct NewBot {
 
 /// `POST /bots`: a member (or better) in `can_create_bots_group` creates a bot they own;
 /// `can_create_write_only_bots_group` is enough for incoming webhook bots.
-pub fn create_bot(state: &Projections, ctx: &Ctx, bot: NewBot) -> ApiResult<(Vec<Event>, UserId)> {
+pub fn create_bot(state: &Projections, ctx: &Ctx, bot: NewBot) -> ApiResult<Decision<UserId>> {
     let owner = human_member(state, ctx)?;
     let full_name = check_full_name(&bot.full_name)?;
     if bot.bot_type == EMBEDDED_BOT {
@@ -263,7 +260,7 @@ pub fn create_bot(state: &Projections, ctx: &Ctx, bot: NewBot) -> ApiResult<(Vec
         system: false,
     };
     let user_id = UserId(state.users.max_id().0 + 1);
-    Ok((
+    Ok(Decision::new(
         vec![Event::UserCreated {
             user_id,
             email: bot.email,
@@ -292,11 +289,7 @@ pub fn human_member<'a>(
 }
 
 /// `DELETE /bots/{bot_id}`: the bot's owner or an administrator deactivates it.
-pub fn deactivate_bot(
-    state: &Projections,
-    ctx: &Ctx,
-    target: UserId,
-) -> ApiResult<(Vec<Event>, ())> {
+pub fn deactivate_bot(state: &Projections, ctx: &Ctx, target: UserId) -> ApiResult<Decision> {
     let me = actor(state, ctx)?;
     let bot = state
         .users
@@ -309,7 +302,9 @@ pub fn deactivate_bot(
     if !bot.is_active {
         return Err(ApiError::bad_request("User is deactivated"));
     }
-    Ok((vec![Event::UserDeactivated { user_id: target }], ()))
+    Ok(Decision::events(vec![Event::UserDeactivated {
+        user_id: target,
+    }]))
 }
 
 /// `POST /users/me/api_key/regenerate`.
@@ -317,9 +312,9 @@ pub fn regenerate_api_key(
     state: &Projections,
     ctx: &Ctx,
     api_key_nonce: String,
-) -> ApiResult<(Vec<Event>, UserId)> {
+) -> ApiResult<Decision<UserId>> {
     let me = actor(state, ctx)?;
-    Ok((
+    Ok(Decision::new(
         vec![Event::ApiKeyRegenerated {
             user_id: me.user_id,
             api_key_nonce,
@@ -395,7 +390,7 @@ pub fn deactivate_user(
     ctx: &Ctx,
     target: UserId,
     actions: DeactivationActions,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     let me = admin(state, ctx)?;
     let user = state
         .users
@@ -439,7 +434,7 @@ pub fn deactivate_user(
             })
             .map(|i| Event::InvitationRevoked { invite_id: i.id }),
     );
-    Ok((events, ()))
+    Ok(Decision::events(events))
 }
 
 /// `PATCH /users/{user_id}`: an administrator changes a name, a role or profile data. Only
@@ -451,7 +446,7 @@ pub fn update_user(
     full_name: Option<String>,
     role: Option<Role>,
     profile_data: Option<Vec<super::profile_fields::ValueChange>>,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     let me = admin(state, ctx)?;
     let user = state
         .users
@@ -488,7 +483,7 @@ pub fn update_user(
             state, me, target, items, true,
         )?);
     }
-    Ok((events, ()))
+    Ok(Decision::events(events))
 }
 
 /// `PATCH /settings`: the caller's own name and password. `password` is the new hash and the
@@ -499,7 +494,7 @@ pub fn update_own_settings(
     full_name: Option<String>,
     password: Option<(String, Option<String>)>,
     settings: Vec<(&'static str, crate::events::RealmValue)>,
-) -> ApiResult<(Vec<Event>, ())> {
+) -> ApiResult<Decision> {
     use crate::projections::user_settings;
     let me = actor(state, ctx)?;
     let mut events = Vec::new();
@@ -540,15 +535,11 @@ pub fn update_own_settings(
             password_hash: new_hash,
         });
     }
-    Ok((events, ()))
+    Ok(Decision::events(events))
 }
 
 /// `POST /users/{user_id}/reactivate`.
-pub fn reactivate_user(
-    state: &Projections,
-    ctx: &Ctx,
-    target: UserId,
-) -> ApiResult<(Vec<Event>, ())> {
+pub fn reactivate_user(state: &Projections, ctx: &Ctx, target: UserId) -> ApiResult<Decision> {
     admin(state, ctx)?;
     let user = state
         .users
@@ -558,97 +549,69 @@ pub fn reactivate_user(
     if user.is_active {
         return Err(ApiError::bad_request("User is already active"));
     }
-    Ok((vec![Event::UserReactivated { user_id: target }], ()))
+    Ok(Decision::events(vec![Event::UserReactivated {
+        user_id: target,
+    }]))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::commands::testing::{msg, new_user, Given, OWNER};
     use crate::error::ErrorCode;
-    use crate::events::{Envelope, SCHEMA_VERSION};
-
-    fn new_user(email: &str, role: Role) -> NewUser {
-        NewUser {
-            email: email.into(),
-            full_name: "Someone".into(),
-            role,
-            password_hash: None,
-            api_key_nonce: "n".into(),
-        }
-    }
-
-    /// Given a list of (actor, events), folds them like the engine does.
-    fn given(batches: Vec<Vec<Event>>) -> Projections {
-        let mut state = Projections::default();
-        for events in batches {
-            for event in events {
-                let env = Envelope {
-                    seq: state.seq.next(),
-                    at: 1_000,
-                    actor: None,
-                    schema_version: SCHEMA_VERSION,
-                    event,
-                };
-                state.apply(&env);
-            }
-        }
-        state
-    }
-
-    fn ctx(actor: u64) -> Ctx {
-        Ctx {
-            now_ms: 2_000,
-            actor: Some(UserId(actor)),
-        }
-    }
-
-    fn org() -> Projections {
-        let (events, _) = create_realm(
-            &Projections::default(),
-            "Org",
-            "",
-            new_user("owner@example.com", Role::Owner),
-        )
-        .unwrap();
-        given(vec![events])
-    }
 
     #[test]
     fn owner_creates_users_and_duplicates_are_refused() {
-        let state = org();
-        let (events, id) =
-            create_user(&state, &ctx(1), new_user("A@example.com", Role::Member)).unwrap();
-        assert_eq!(id, UserId(2));
-        let state = given(vec![
-            create_realm(
-                &Projections::default(),
-                "Org",
-                "",
-                new_user("owner@example.com", Role::Owner),
-            )
-            .unwrap()
-            .0,
-            events,
-        ]);
-        let err =
-            create_user(&state, &ctx(1), new_user("a@EXAMPLE.com", Role::Member)).unwrap_err();
-        assert_eq!(err.body()["msg"], "Email is already in use.");
+        let mut given = Given::org();
+        let alice = given.user("A@example.com", Role::Member);
+        assert_eq!(alice, UserId(2));
+        let err = given.refused(OWNER, |s, c| {
+            create_user(s, c, new_user("a@EXAMPLE.com", Role::Member))
+        });
+        assert_eq!(msg(&err), "Email is already in use.");
         // A member cannot create users.
-        let err =
-            create_user(&state, &ctx(2), new_user("b@example.com", Role::Member)).unwrap_err();
+        let err = given.refused(alice, |s, c| {
+            create_user(s, c, new_user("b@example.com", Role::Member))
+        });
         assert_eq!(err.code(), Some(ErrorCode::UnauthorizedPrincipal));
     }
 
     #[test]
     fn the_only_owner_cannot_be_deactivated() {
-        let state = org();
-        let err = deactivate_user(&state, &ctx(1), UserId(1), Default::default()).unwrap_err();
+        let given = Given::org();
+        let err = given.refused(OWNER, |s, c| {
+            deactivate_user(s, c, OWNER, Default::default())
+        });
+        assert_eq!(msg(&err), "Cannot deactivate the only organization owner");
+        let err = given.refused(OWNER, |s, c| {
+            deactivate_user(s, c, UserId(99), Default::default())
+        });
+        assert_eq!(msg(&err), "No such user");
+    }
+
+    #[test]
+    fn a_deactivated_user_can_do_nothing_and_comes_back_on_reactivation() {
+        let mut given = Given::org();
+        let alice = given.user("alice@example.com", Role::Member);
+        // Members cannot deactivate others.
+        let err = given.refused(alice, |s, c| {
+            deactivate_user(s, c, OWNER, Default::default())
+        });
+        assert_eq!(msg(&err), "Must be an organization administrator");
+        given.ok(OWNER, |s, c| {
+            deactivate_user(s, c, alice, Default::default())
+        });
+        assert!(given.state.users.get(alice).is_some_and(|u| !u.is_active));
+        // The actor is re-read from the state: a deactivated account's commands are refused.
+        let err = given.refused(alice, |s, c| {
+            create_user(s, c, new_user("b@example.com", Role::Member))
+        });
         assert_eq!(
-            err.body()["msg"],
-            "Cannot deactivate the only organization owner"
+            (err.code(), msg(&err).as_str()),
+            (Some(ErrorCode::Unauthorized), "Account is deactivated")
         );
-        let err = deactivate_user(&state, &ctx(1), UserId(99), Default::default()).unwrap_err();
-        assert_eq!(err.body()["msg"], "No such user");
+        given.ok(OWNER, |s, c| reactivate_user(s, c, alice));
+        assert!(given.state.users.get(alice).is_some_and(|u| u.is_active));
     }
 
     #[test]

@@ -158,8 +158,8 @@ pub async fn regenerate_api_key(
     let committed = state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            let (events, user_id) = commands::users::regenerate_api_key(s, ctx, nonce.clone())?;
-            Ok((events, (user_id, nonce)))
+            commands::users::regenerate_api_key(s, ctx, nonce.clone())
+                .map(|decided| decided.map(|user_id| (user_id, nonce)))
         })
         .await?;
     let (user_id, nonce) = committed.value;

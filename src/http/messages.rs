@@ -5,6 +5,7 @@ use super::{path_id, AppState, Auth, Params};
 use crate::commands::edit::EditRequest;
 use crate::commands::messages::{readable, ChannelRef, Destination};
 use crate::commands::reactions::EmojiRequest;
+use crate::commands::Decision;
 use crate::error::{ApiError, ApiResult};
 use crate::events::{MessageFlag, PropagateMode};
 use crate::ids::{ChannelId, MessageId, UserId};
@@ -696,8 +697,10 @@ pub async fn update_message_flags_for_narrow(
                 .copied()
                 .filter(|id| s.messages.flags(me.user_id, *id).is_some())
                 .collect();
-            let (events, updated) =
-                crate::commands::flags::update_flags(s, ctx, processed.clone(), flag, add)?;
+            let Decision {
+                events,
+                reply: updated,
+            } = crate::commands::flags::update_flags(s, ctx, processed.clone(), flag, add)?;
             let summary = json!({
                 "processed_count": processed.len(),
                 "updated_count": updated.len(),
@@ -707,7 +710,7 @@ pub async fn update_message_flags_for_narrow(
                 "found_newest": window.found_newest,
                 "ignored_because_not_subscribed_channels": [],
             });
-            Ok((events, summary))
+            Ok(Decision::new(events, summary))
         })
         .await?;
     Ok(params.success(committed.value))

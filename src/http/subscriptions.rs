@@ -5,6 +5,7 @@
 use super::channels::channel_spec_params;
 use super::{path_id, AppState, Auth, Params};
 use crate::commands::channels::{parse_subscription_property, ChannelSpec, SubscribeNotices};
+use crate::commands::Decision;
 use crate::error::{ApiError, ApiResult};
 use crate::ids::{ChannelId, UserId};
 use crate::projections::messages::topic_param;
@@ -296,7 +297,7 @@ pub async fn update_muted_topic(
                 }
                 // Unmuting a topic that is not muted changes nothing (feature level 169).
                 if s.user_topics.policy(me.user_id, channel, &topic) != 1 {
-                    return Ok((Vec::new(), ()));
+                    return Ok(Decision::events(Vec::new()));
                 }
             }
             crate::commands::channels::set_topic_visibility(s, ctx, channel, topic, policy)

@@ -7,6 +7,7 @@ use super::channels::{group_ids, permission_changes};
 use super::wire::parse_group_setting;
 use super::{path_id, AppState, Auth, Params};
 use crate::commands::groups::NewGroup;
+use crate::commands::Decision;
 use crate::error::{ApiError, ApiResult};
 use crate::events::{GroupChange, GroupPermissions};
 use crate::ids::{GroupId, UserId};
@@ -161,7 +162,9 @@ pub async fn update_user_group_members(
                 || !delete.is_empty()
                 || add_subgroups.is_empty() && delete_subgroups.is_empty()
             {
-                events.extend(crate::commands::groups::update_members(s, ctx, id, add, delete)?.0);
+                events.extend(
+                    crate::commands::groups::update_members(s, ctx, id, add, delete)?.events,
+                );
             }
             if !add_subgroups.is_empty() || !delete_subgroups.is_empty() {
                 events.extend(
@@ -172,10 +175,10 @@ pub async fn update_user_group_members(
                         add_subgroups,
                         delete_subgroups,
                     )?
-                    .0,
+                    .events,
                 );
             }
-            Ok((events, ()))
+            Ok(Decision::events(events))
         })
         .await?;
     Ok(params.success(json!({})))

@@ -256,67 +256,24 @@ pub fn subscription_json(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::commands::channels::{create_channel, ChannelSpec};
-    use crate::commands::messages::{send_message, ChannelRef, Destination};
-    use crate::commands::users::{create_realm, NewUser};
-    use crate::engine::Ctx;
-    use crate::events::{Envelope, Event, Role, SCHEMA_VERSION};
-    use crate::ids::{ChannelId, UserId};
+    use crate::commands::testing::{Given, OWNER};
 
     const DAY_MS: i64 = DAY_SECS * 1000;
 
-    fn fold(state: &mut Projections, at: i64, events: Vec<Event>) {
-        for event in events {
-            let env = Envelope {
-                seq: state.seq.next(),
-                at,
-                actor: None,
-                schema_version: SCHEMA_VERSION,
-                event,
-            };
-            state.apply(&env);
-        }
-    }
-
     /// A channel created on day 0 with one message on each of `days`.
     fn channel_with_messages(days: &[i64]) -> Projections {
-        let mut state = Projections::default();
-        let owner = NewUser {
-            email: "o@example.com".into(),
-            full_name: "O".into(),
-            role: Role::Owner,
-            password_hash: None,
-            api_key_nonce: "n".into(),
-        };
-        let (events, _) = create_realm(&state, "Org", "", owner).unwrap();
-        fold(&mut state, 0, events);
-        let ctx = |at| Ctx {
-            now_ms: at,
-            actor: Some(UserId(1)),
-        };
-        let spec = ChannelSpec {
-            name: "c".into(),
-            ..ChannelSpec::default()
-        };
-        let (events, _) = create_channel(&state, &ctx(0), spec, vec![UserId(1)], false).unwrap();
-        fold(&mut state, 0, events);
+        let mut given = Given::org();
+        let channel = given.channel("c", &[OWNER]);
         for day in days {
-            let to = Destination::Channel {
-                channel: ChannelRef::Id(ChannelId(1)),
-                topic: "t".into(),
-            };
-            let at = day * DAY_MS;
-            let (events, _) = send_message(&state, &ctx(at), to, "hi", "test", None).unwrap();
-            fold(&mut state, at, events);
+            given.at(day * DAY_MS).message(OWNER, channel, "t", "hi");
         }
-        state
+        given.state
     }
 
     fn at_day(state: &Projections, day: i64) -> (Value, bool) {
         let channel = state.channels.get(ChannelId(1)).unwrap();
         activity_at(state, channel, day * DAY_SECS)
     }
-
     #[test]
     fn weekly_traffic_and_recent_activity_follow_zulip() {
         // Too young to estimate; active because new.
