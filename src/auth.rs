@@ -175,6 +175,12 @@ pub fn dummy_password_hash() -> &'static str {
     DUMMY.get_or_init(|| hash_password("chronicle-dummy-password").unwrap_or_default())
 }
 
+/// The token an outgoing webhook bot's service sends along, derived like API keys so that
+/// no secret is stored in the log.
+pub fn service_token(secret: &ServerSecret, bot: &User) -> String {
+    secret.api_key(bot.user_id, &format!("service:{}", bot.api_key_nonce))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,10 +237,4 @@ mod tests {
         assert_eq!(pw.len(), 24);
         assert!(pw.bytes().all(|b| b.is_ascii_alphanumeric()));
     }
-}
-
-/// The token an outgoing webhook bot's service sends along, derived like API keys so that
-/// no secret is stored in the log.
-pub fn service_token(secret: &ServerSecret, bot: &User) -> String {
-    secret.api_key(bot.user_id, &format!("service:{}", bot.api_key_nonce))
 }

@@ -457,7 +457,8 @@ async fn run(ops: Vec<Op>) -> Session {
                             ctx,
                             id,
                             format!("topic {topic}"),
-                            policy,
+                            crate::events::TopicPolicy::from_code(policy)
+                                .unwrap_or(crate::events::TopicPolicy::None),
                         )
                     })
                     .await

@@ -4,6 +4,7 @@
 
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::Recipient;
+use crate::events::TopicPolicy;
 use crate::ids::ChannelId;
 use crate::ids::{MessageId, UserId};
 use crate::projections::messages::{flags, topic_param};
@@ -289,13 +290,13 @@ impl<'a> Narrow<'a> {
                     state
                         .user_topics
                         .policy(self.me.user_id, c, message.topic())
-                        == 3
+                        == TopicPolicy::Followed
                 }),
                 "muted" => message.channel().is_some_and(|c| {
                     state
                         .user_topics
                         .policy(self.me.user_id, c, message.topic())
-                        == 1
+                        == TopicPolicy::Muted
                         || state
                             .channels
                             .subscription(self.me.user_id, c)

@@ -6,6 +6,7 @@ use crate::commands::groups::validate_setting;
 use crate::commands::notices::{channel_link, silent_mention, Notices};
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::events::TopicPolicy;
 use crate::events::{
     ChannelChange, ChannelPermissions, Event, GroupSetting, NewSubscription, Role,
     SubscriptionProperty, SystemGroup, TopicsPolicy,
@@ -762,12 +763,9 @@ pub fn set_topic_visibility(
     ctx: &Ctx,
     channel_id: ChannelId,
     topic: String,
-    policy: u8,
+    policy: TopicPolicy,
 ) -> ApiResult<Decision> {
     let me = actor(state, ctx)?;
-    if policy > 3 {
-        return Err(ApiError::bad_request("Invalid visibility_policy"));
-    }
     if topic.chars().count() > MAX_TOPIC_LENGTH {
         return Err(ApiError::bad_request(format!(
             "topic is too long (limit: {MAX_TOPIC_LENGTH} characters)"
@@ -777,9 +775,9 @@ pub fn set_topic_visibility(
     let reachable = channel.is_some_and(|c| access(state, me, c) == Access::Content);
     // Removing a policy only needs the channel to exist: a user who lost access can still
     // clean up; setting one needs access.
-    let exists_for_removal = policy == 0
+    let exists_for_removal = policy == TopicPolicy::None
         && channel.is_some()
-        && state.user_topics.policy(me.user_id, channel_id, &topic) != 0;
+        && state.user_topics.policy(me.user_id, channel_id, &topic) != TopicPolicy::None;
     if !reachable && !exists_for_removal {
         return Err(ApiError::bad_request("Invalid channel ID"));
     }
@@ -790,8 +788,7 @@ pub fn set_topic_visibility(
         user_id: me.user_id,
         channel_id,
         topic,
-        policy: crate::events::TopicPolicy::from_code(policy)
-            .ok_or_else(|| ApiError::invalid("visibility_policy", &policy.to_string()))?,
+        policy,
     }]))
 }
 

@@ -17,6 +17,7 @@ use crate::commands::notices::Notices;
 use crate::commands::notices::NOTIFICATION_BOT_EMAIL;
 use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::events::TopicPolicy;
 use crate::events::{
     EditedContent, Event, MessageMove, PropagateMode, Recipient, Role, TopicsPolicy,
 };
@@ -77,10 +78,9 @@ fn move_topic_policies(state: &Projections, message: &Message, mv: &MessageMove)
         let reaches = destination
             .zip(state.users.get(user_id))
             .is_some_and(|(c, u)| access(state, u, c) == Access::Content);
-        if reaches && state.user_topics.policy(user_id, new_channel, &new_topic) == 0 {
-            // The projection holds only codes of real policies.
-            let policy = crate::events::TopicPolicy::from_code(policy)
-                .unwrap_or(crate::events::TopicPolicy::None);
+        if reaches
+            && state.user_topics.policy(user_id, new_channel, &new_topic) == TopicPolicy::None
+        {
             events.push(Event::TopicVisibilitySet {
                 user_id,
                 channel_id: new_channel,

@@ -238,6 +238,13 @@ pub fn redact(value: &mut Value) {
     }
 }
 
+/// Zulip's bot types, as `UserCreated.bot_type` stores them: 1 generic, 2 incoming webhook,
+/// 3 outgoing webhook, 4 embedded.
+pub const GENERIC_BOT: u8 = 1;
+pub const INCOMING_WEBHOOK_BOT: u8 = 2;
+pub const OUTGOING_WEBHOOK_BOT: u8 = 3;
+pub const EMBEDDED_BOT: u8 = 4;
+
 #[cfg(test)]
 mod tests {
     /// A record as schema version 1 wrote it (before the hash chain: `crc ‖ body`).
@@ -383,10 +390,3 @@ mod tests {
         assert_eq!(payload["role"], 400);
     }
 }
-
-/// Zulip's bot types, as `UserCreated.bot_type` stores them: 1 generic, 2 incoming webhook,
-/// 3 outgoing webhook, 4 embedded.
-pub const GENERIC_BOT: u8 = 1;
-pub const INCOMING_WEBHOOK_BOT: u8 = 2;
-pub const OUTGOING_WEBHOOK_BOT: u8 = 3;
-pub const EMBEDDED_BOT: u8 = 4;

@@ -7,6 +7,7 @@ use super::{path_id, AppState, Auth, Params};
 use crate::commands::channels::{parse_subscription_property, ChannelSpec, SubscribeNotices};
 use crate::commands::Decision;
 use crate::error::{ApiError, ApiResult};
+use crate::events::TopicPolicy;
 use crate::ids::{ChannelId, UserId};
 use crate::projections::messages::topic_param;
 use crate::projections::Projections;
@@ -232,7 +233,7 @@ pub async fn update_user_topic(
     let policy: i64 = params.required_int("visibility_policy")?;
     let policy = u8::try_from(policy)
         .ok()
-        .filter(|p| *p <= 3)
+        .and_then(TopicPolicy::from_code)
         .ok_or_else(|| {
             ApiError::bad_request("Invalid visibility_policy").with("var_name", "visibility_policy")
         })?;
@@ -274,8 +275,8 @@ pub async fn update_muted_topic(
         })?,
     };
     let policy = match op.as_str() {
-        "add" => 1,
-        "remove" => 0,
+        "add" => TopicPolicy::Muted,
+        "remove" => TopicPolicy::None,
         other => return Err(ApiError::invalid("op", other)),
     };
     state
@@ -283,7 +284,7 @@ pub async fn update_muted_topic(
         .execute(Some(auth.user_id), move |s, ctx| {
             let me = crate::commands::actor(s, ctx)?;
             // This legacy endpoint mutes only in channels the caller is subscribed to.
-            if policy == 1 {
+            if policy == TopicPolicy::Muted {
                 crate::commands::channels::visible_channel(s, me, channel)?;
                 if !s.channels.is_subscribed(me.user_id, channel) {
                     return Err(ApiError::bad_request(format!(
@@ -291,12 +292,12 @@ pub async fn update_muted_topic(
                     )));
                 }
             }
-            if policy == 0 {
+            if policy == TopicPolicy::None {
                 if s.channels.get(channel).is_none() {
                     return Err(ApiError::bad_request("Topic is not muted"));
                 }
                 // Unmuting a topic that is not muted changes nothing (feature level 169).
-                if s.user_topics.policy(me.user_id, channel, &topic) != 1 {
+                if s.user_topics.policy(me.user_id, channel, &topic) != TopicPolicy::Muted {
                     return Ok(Decision::events(Vec::new()));
                 }
             }

@@ -396,8 +396,7 @@ impl Messages {
                     extra: None,
                 };
                 self.highest_id = self.highest_id.max(message_id.0);
-                // Who gets a copy: decided by the state at this point of the log.
-                let mut copies: BTreeSet<UserId> = match recipient {
+                match recipient {
                     Recipient::Channel { channel_id, topic } => {
                         self.by_channel
                             .entry(*channel_id)
@@ -407,16 +406,6 @@ impl Messages {
                             .entry((*channel_id, topic_key(topic)))
                             .or_default()
                             .insert(*message_id);
-                        channels
-                            .get(*channel_id)
-                            .map(|c| {
-                                c.subscribers
-                                    .iter()
-                                    .copied()
-                                    .filter(|u| users.get(*u).is_some_and(|u| u.is_active))
-                                    .collect()
-                            })
-                            .unwrap_or_default()
                     }
                     Recipient::Direct { user_ids } => {
                         self.by_conversation
@@ -427,10 +416,10 @@ impl Messages {
                             let next = self.group_ids.len() as u64 + 1;
                             self.group_ids.entry(user_ids.clone()).or_insert(next);
                         }
-                        user_ids.iter().copied().collect()
                     }
-                };
-                copies.insert(*sender_id);
+                }
+                // Who gets a copy: decided by the state at this point of the log.
+                let copies = recipients(channels, users, recipient, *sender_id);
                 if let Some(words) = &mut self.words {
                     words.add(*message_id, message.topic(), content);
                 }
@@ -827,4 +816,30 @@ pub fn topic_param(raw: &str) -> String {
     } else {
         trimmed.to_owned()
     }
+}
+
+/// Who receives a message: the active subscribers of its channel, or the participants of its
+/// direct conversation; the sender always. The fold gives each a copy, and the real-time
+/// translator sends each the `message` event.
+pub fn recipients(
+    channels: &Channels,
+    users: &Users,
+    recipient: &Recipient,
+    sender: UserId,
+) -> BTreeSet<UserId> {
+    let mut out: BTreeSet<UserId> = match recipient {
+        Recipient::Channel { channel_id, .. } => channels
+            .get(*channel_id)
+            .map(|c| {
+                c.subscribers
+                    .iter()
+                    .copied()
+                    .filter(|u| users.get(*u).is_some_and(|u| u.is_active))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        Recipient::Direct { user_ids } => user_ids.iter().copied().collect(),
+    };
+    out.insert(sender);
+    out
 }

@@ -1,6 +1,6 @@
 //! Per-user topic visibility policies (muted, unmuted, followed).
 
-use crate::events::{Envelope, Event};
+use crate::events::{Envelope, Event, TopicPolicy};
 use crate::ids::{ChannelId, UserId};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 pub struct UserTopic {
     /// The topic as the user last wrote it (topics match case-insensitively).
     pub topic: String,
-    pub policy: u8,
+    pub policy: TopicPolicy,
     /// Seconds since the epoch.
     pub last_updated: i64,
 }
@@ -36,7 +36,7 @@ impl UserTopics {
     }
 
     /// The users with a policy for one topic, and their policies.
-    pub fn on_topic(&self, channel: ChannelId, topic: &str) -> Vec<(UserId, u8)> {
+    pub fn on_topic(&self, channel: ChannelId, topic: &str) -> Vec<(UserId, TopicPolicy)> {
         let key = (channel, topic_key(topic));
         self.by_user
             .iter()
@@ -44,12 +44,12 @@ impl UserTopics {
             .collect()
     }
 
-    /// The policy of one topic for one user (0 when none is set).
-    pub fn policy(&self, user: UserId, channel: ChannelId, topic: &str) -> u8 {
+    /// The policy of one topic for one user (`None` when none is set).
+    pub fn policy(&self, user: UserId, channel: ChannelId, topic: &str) -> TopicPolicy {
         self.by_user
             .get(&user)
             .and_then(|topics| topics.get(&(channel, topic_key(topic))))
-            .map_or(0, |t| t.policy)
+            .map_or(TopicPolicy::None, |t| t.policy)
     }
 
     pub fn apply(&mut self, env: &Envelope) {
@@ -62,14 +62,14 @@ impl UserTopics {
             } => {
                 let topics = self.by_user.entry(*user_id).or_default();
                 let key = (*channel_id, topic_key(topic));
-                if *policy == crate::events::TopicPolicy::None {
+                if *policy == TopicPolicy::None {
                     topics.remove(&key);
                 } else {
                     topics.insert(
                         key,
                         UserTopic {
                             topic: topic.clone(),
-                            policy: policy.code(),
+                            policy: *policy,
                             last_updated: env.at / 1000,
                         },
                     );
@@ -131,7 +131,7 @@ impl UserTopics {
             for ((channel, _), t) in topics {
                 out.push(json!({
                     "user_id": user.0, "stream_id": channel.0, "topic_name": t.topic,
-                    "visibility_policy": t.policy, "last_updated": t.last_updated,
+                    "visibility_policy": t.policy.code(), "last_updated": t.last_updated,
                 }));
             }
         }

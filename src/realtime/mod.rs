@@ -21,6 +21,7 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
+use translate::ClientEvent;
 
 /// Zulip's default idle lifetime of a queue (`DEFAULT_EVENT_QUEUE_TIMEOUT_SECS`).
 pub const DEFAULT_QUEUE_LIFESPAN: Duration = Duration::from_secs(600);
@@ -347,12 +348,12 @@ impl Queues {
                 self.drop_user_queues(*user_id);
             }
             let mut told: BTreeSet<UserId> = BTreeSet::new();
-            for (user, event) in translate::client_events(state, &self.site, &self.secret, env) {
-                let Some(user_queues) = by_user.get(&user) else {
+            for event in translate::client_events(state, &self.site, &self.secret, env) {
+                let Some(user_queues) = by_user.get(&event.user_id) else {
                     continue;
                 };
-                if event["type"] == "message" {
-                    told.insert(user);
+                if event.kind() == "message" {
+                    told.insert(event.user_id);
                 }
                 for q in user_queues {
                     deliver(state, q, env, &event);
@@ -388,10 +389,10 @@ fn public_channel_message<'a>(state: &'a Projections, env: &Envelope) -> Option<
 
 /// Puts one client event in one queue, if the queue takes it: the event type it asked for,
 /// the capabilities the event needs, its narrow; fitted to the queue by `adapt`.
-fn deliver(state: &Projections, q: &Queue, env: &Envelope, event: &Value) {
-    let event_type = event["type"].as_str().unwrap_or_default();
+fn deliver(state: &Projections, q: &Queue, env: &Envelope, event: &ClientEvent) {
+    let event_type = event.kind();
     // Channel typing goes only to clients that declared they handle it.
-    let channel_typing = event_type == "typing" && event["message_type"] == "stream";
+    let channel_typing = event_type == "typing" && event.body["message_type"] == "stream";
     if channel_typing && !q.options.capabilities.stream_typing_notifications {
         return;
     }
@@ -404,7 +405,7 @@ fn deliver(state: &Projections, q: &Queue, env: &Envelope, event: &Value) {
     }
     // A narrowed queue takes only the message events its narrow matches.
     if event_type == "message" && !q.options.narrow.is_empty() {
-        let matches = event["message"]["id"]
+        let matches = event.body["message"]["id"]
             .as_u64()
             .and_then(|id| state.messages.get(crate::ids::MessageId(id)))
             .zip(state.users.get(q.user_id))
@@ -442,113 +443,98 @@ fn legacy_deletions(event: &Value) -> Vec<Value> {
         .collect()
 }
 
-/// Fits a message event to what the queue registered for (Markdown or HTML, the empty topic
-/// shown as is or by its display name, `local_message_id` for the queue that sent it) and drops
-/// the internal fields.
-fn adapt(state: &Projections, event: &Value, queue: &Queue) -> Value {
+/// Fits a client event to what the queue registered for: its capabilities pick among the
+/// event's variants, and notification settings that follow the user's defaults are filled in
+/// for clients that do not take null.
+fn adapt(state: &Projections, event: &ClientEvent, queue: &Queue) -> Value {
     let options = &queue.options;
-    let mut event = event.clone();
-    let event_type = event["type"].as_str().unwrap_or_default().to_owned();
-    let op = event["op"].as_str().unwrap_or_default().to_owned();
-    // Notification settings that follow the user's defaults are shown as those defaults to
-    // clients without `notification_settings_null`.
-    if event_type == "subscription" && !options.capabilities.notification_settings_null {
-        use crate::render::channels::{fill_notification_defaults, NOTIFICATION_DEFAULTS};
-        if let Some(subs) = event.get_mut("subscriptions").and_then(Value::as_array_mut) {
-            for sub in subs.iter_mut().filter(|_| op == "add") {
-                fill_notification_defaults(state, queue.user_id, sub);
-            }
-        }
-        let property = event["property"].as_str().unwrap_or_default().to_owned();
-        if let Some((_, setting)) = NOTIFICATION_DEFAULTS.iter().find(|(f, _)| *f == property) {
-            if event["value"].is_null() {
-                event["value"] = crate::projections::user_settings::value_json(
-                    &state.user_settings.get(queue.user_id, setting),
-                );
-            }
-        }
-    }
-    // Clients that do not list deactivated groups see a deactivation as a removal (and a
-    // reactivation as an addition).
-    if event_type == "user_group"
-        && op == "update"
-        && !options.capabilities.include_deactivated_groups
+    let capabilities = &options.capabilities;
+    let variants = &event.variants;
+    if let Some(simplified) = variants
+        .simplified_presence
+        .as_ref()
+        .filter(|_| capabilities.simplified_presence_events)
     {
-        let group_id = event["group_id"].clone();
-        match event["data"]["deactivated"].as_bool() {
-            Some(true) => {
-                return json!({"type": "user_group", "op": "remove", "group_id": group_id})
-            }
-            Some(false) => {
-                let group = group_id
-                    .as_u64()
-                    .and_then(|id| state.groups.get(crate::ids::GroupId(id)))
-                    .map(|g| crate::render::groups::group_json(state, g));
-                if let Some(group) = group {
-                    return json!({"type": "user_group", "op": "add", "group": group});
-                }
-            }
-            None => {}
+        return simplified.clone();
+    }
+    if let Some(stream) = variants
+        .archived_channel
+        .as_ref()
+        .filter(|_| !capabilities.archived_channels)
+    {
+        return if event.body["value"] == json!(true) {
+            json!({"type": "stream", "op": "delete", "streams": [stream], "stream_ids": [event.body["stream_id"]]})
+        } else {
+            json!({"type": "stream", "op": "create", "streams": [stream]})
+        };
+    }
+    let event_type = event.kind();
+    let op = event.body["op"].as_str().unwrap_or_default();
+    if event_type == "user_group" && op == "update" && !capabilities.include_deactivated_groups {
+        if let Some(replacement) = group_deactivation_as_membership(state, &event.body) {
+            return replacement;
         }
     }
-    if let Some(stream) = event.as_object_mut().and_then(|e| e.remove("_stream")) {
-        if !options.capabilities.archived_channels {
-            let archived = event["value"] == json!(true);
-            return if archived {
-                json!({"type": "stream", "op": "delete", "streams": [stream], "stream_ids": [event["stream_id"]]})
-            } else {
-                json!({"type": "stream", "op": "create", "streams": [stream]})
-            };
+    let mut body = event.body.clone();
+    if event_type == "subscription" && !capabilities.notification_settings_null {
+        fill_subscription_defaults(state, queue.user_id, op, &mut body);
+    }
+    if let Some(origin) = &variants.sender_queue {
+        if origin.queue_id == queue.id {
+            body["local_message_id"] = json!(origin.local_id);
         }
     }
-    if let Some(modern) = event.as_object_mut().and_then(|e| e.remove("_modern")) {
-        if options.capabilities.simplified_presence_events {
-            let mut simple = json!({"type": event["type"]});
-            if let (Value::Object(map), Value::Object(fields)) = (&mut simple, modern) {
-                map.extend(fields);
-            }
-            return simple;
+    if capabilities.empty_topic_name {
+        for (field, topic) in &variants.stored_topics {
+            body[*field] = json!(topic);
         }
     }
-    if let Some(map) = event.as_object_mut() {
-        let origin = map.remove("_sender_queue");
-        let local_id = map.remove("_local_id");
-        if let (Some(origin), Some(local_id)) = (origin, local_id) {
-            if origin.as_str() == Some(queue.id.as_str()) {
-                map.insert("local_message_id".into(), local_id);
-            }
-        }
-    }
-    if let Some(Value::Object(raw)) = event.as_object_mut().and_then(|e| e.remove("_raw")) {
-        if options.capabilities.empty_topic_name {
-            if let Some(map) = event.as_object_mut() {
-                map.extend(raw);
-            }
-        }
-    }
-    if let Some(raw) = event.as_object_mut().and_then(|e| e.remove("_raw_topic")) {
-        if options.capabilities.empty_topic_name {
-            event["topic"] = raw;
-        }
-    }
-    if let Some(Value::Object(message)) = event.get_mut("message") {
-        let raw_content = message.remove("_raw_content");
-        let raw_topic = message.remove("_raw_topic");
+    if let (Some(source), Some(message)) = (&variants.message_source, body.get_mut("message")) {
         if !options.apply_markdown {
-            if let Some(raw) = raw_content {
-                message.insert("content".into(), raw);
-                message.insert("content_type".into(), json!("text/x-markdown"));
-            }
+            message["content"] = json!(&*source.content);
+            message["content_type"] = json!("text/x-markdown");
         }
-        if options.capabilities.empty_topic_name {
-            if let Some(raw) = raw_topic {
-                if message.get("type").and_then(Value::as_str) == Some("stream") {
-                    message.insert("subject".into(), raw);
-                }
+        if capabilities.empty_topic_name && message["type"] == "stream" {
+            message["subject"] = json!(source.topic);
+        }
+    }
+    body
+}
+
+/// For clients that do not list deactivated groups: a group's deactivation as its removal,
+/// and its reactivation as its addition.
+fn group_deactivation_as_membership(state: &Projections, event: &Value) -> Option<Value> {
+    let group_id = event["group_id"].clone();
+    match event["data"]["deactivated"].as_bool()? {
+        true => Some(json!({"type": "user_group", "op": "remove", "group_id": group_id})),
+        false => {
+            let group = state.groups.get(crate::ids::GroupId(group_id.as_u64()?))?;
+            Some(
+                json!({"type": "user_group", "op": "add", "group": crate::render::groups::group_json(state, group)}),
+            )
+        }
+    }
+}
+
+/// For clients without `notification_settings_null`: subscription notification settings that
+/// follow the user's defaults (null) are shown as those defaults.
+fn fill_subscription_defaults(state: &Projections, user_id: UserId, op: &str, event: &mut Value) {
+    use crate::render::channels::{fill_notification_defaults, NOTIFICATION_DEFAULTS};
+    if op == "add" {
+        if let Some(subs) = event.get_mut("subscriptions").and_then(Value::as_array_mut) {
+            for sub in subs.iter_mut() {
+                fill_notification_defaults(state, user_id, sub);
             }
         }
     }
-    event
+    let property = event["property"].as_str().unwrap_or_default().to_owned();
+    if let Some((_, setting)) = NOTIFICATION_DEFAULTS.iter().find(|(f, _)| *f == property) {
+        if event["value"].is_null() {
+            event["value"] = crate::projections::user_settings::value_json(
+                &state.user_settings.get(user_id, setting),
+            );
+        }
+    }
 }
 
 impl Queues {

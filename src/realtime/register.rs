@@ -3,6 +3,7 @@
 use super::Capabilities;
 use crate::auth::ServerSecret;
 use crate::events::Role;
+use crate::events::TopicPolicy;
 use crate::markdown::render_description;
 use crate::projections::messages::EMPTY_TOPIC_DISPLAY_NAME;
 use crate::projections::realm::SETTINGS;
@@ -421,7 +422,7 @@ pub fn initial_state(
         let topics: Vec<Value> = state
             .user_topics
             .of(me.user_id)
-            .map(|(c, t)| json!({"stream_id": c.0, "topic_name": crate::render::messages::shown_topic(&t.topic, request.capabilities.empty_topic_name), "last_updated": t.last_updated, "visibility_policy": t.policy}))
+            .map(|(c, t)| json!({"stream_id": c.0, "topic_name": crate::render::messages::shown_topic(&t.topic, request.capabilities.empty_topic_name), "last_updated": t.last_updated, "visibility_policy": t.policy.code()}))
             .collect();
         put("user_topics", Value::Array(topics));
     }
@@ -433,7 +434,7 @@ pub fn initial_state(
         let muted: Vec<Value> = state
             .user_topics
             .of(me.user_id)
-            .filter(|(_, t)| t.policy == 1)
+            .filter(|(_, t)| t.policy == TopicPolicy::Muted)
             .filter_map(|(c, t)| {
                 state
                     .channels

@@ -1,0 +1,223 @@
+//! From a durable event to the Zulip client events it implies, per recipient.
+//!
+//! [`client_events`] dispatches each stored event to the translator of its area; each returns
+//! typed [`ClientEvent`]s whose per-client differences (stored topics, Markdown source, the
+//! sending queue, simplified presence, archived channels) are fields that `Queues::publish`
+//! resolves per queue.
+
+mod audience;
+mod channels;
+pub mod event;
+mod groups;
+mod messages;
+mod realm;
+mod users;
+
+use crate::auth::ServerSecret;
+use crate::events::{Envelope, Event};
+use crate::projections::Projections;
+use crate::render::Site;
+use serde_json::json;
+
+pub use event::{ClientEvent, Deliveries, MessageSource, Variants};
+pub use messages::message_event;
+
+/// The client events of one durable event, each with the user it is for. `state` is the
+/// state right after the event's batch. One arm per stored event (no catch-all), so a new
+/// event does not compile until it is decided what clients hear of it.
+pub fn client_events(
+    state: &Projections,
+    site: &Site,
+    secret: &ServerSecret,
+    env: &Envelope,
+) -> Deliveries {
+    match &env.event {
+        Event::RealmCreated { .. }
+        | Event::LogErased { .. }
+        | Event::ApiKeyRegenerated { .. }
+        | Event::PasswordChanged { .. }
+        | Event::InvitationResent { .. } => Deliveries::new(),
+        Event::RealmSettingChanged { name, .. } => realm::setting_changed(state, name),
+        Event::CustomEmojiAdded { .. } | Event::CustomEmojiDeactivated { .. } => {
+            realm::emoji_changed(state)
+        }
+        Event::LinkifierAdded { .. }
+        | Event::LinkifierChanged { .. }
+        | Event::LinkifierRemoved { .. }
+        | Event::LinkifiersReordered { .. } => realm::linkifiers_changed(state),
+        Event::CustomProfileFieldCreated { .. }
+        | Event::CustomProfileFieldChanged { .. }
+        | Event::CustomProfileFieldDeleted { .. }
+        | Event::CustomProfileFieldsReordered { .. } => realm::profile_fields_changed(state),
+        Event::InvitationCreated { invite_id, .. }
+        | Event::InvitationRevoked { invite_id }
+        | Event::InvitationAccepted { invite_id, .. } => {
+            realm::invitations_changed(state, *invite_id)
+        }
+        Event::UserCreated { user_id, .. } => users::user_created(state, site, secret, *user_id),
+        Event::UserDeactivated { user_id } => users::activity_changed(state, *user_id, false),
+        Event::UserReactivated { user_id } => users::activity_changed(state, *user_id, true),
+        Event::UserChanged { user_id, change } => users::user_changed(state, *user_id, change),
+        Event::ProfileDataSet {
+            user_id,
+            field_id,
+            value,
+            rendered_value,
+        } => users::profile_data_set(
+            state,
+            *user_id,
+            *field_id,
+            value.as_ref(),
+            rendered_value.as_deref(),
+        ),
+        Event::UserSettingChanged {
+            user_id,
+            name,
+            value,
+        } => users::setting_changed(*user_id, name, value),
+        Event::PresenceUpdated { user_id, .. } => {
+            users::presence_updated(state, site, env.at, *user_id)
+        }
+        Event::UserGroupCreated {
+            group_id, system, ..
+        } => groups::group_created(state, *group_id, system.is_some()),
+        Event::UserGroupMembersChanged {
+            group_id,
+            added,
+            removed,
+        } => groups::members_changed(state, *group_id, added, removed),
+        Event::UserGroupSubgroupsChanged {
+            group_id,
+            added,
+            removed,
+        } => groups::subgroups_changed(state, *group_id, added, removed),
+        Event::UserGroupChanged { group_id, change } => {
+            groups::group_changed(state, *group_id, change)
+        }
+        Event::ChannelCreated { channel_id, .. } => channels::channel_created(state, *channel_id),
+        Event::ChannelChanged { channel_id, change } => {
+            channels::channel_changed(state, *channel_id, change)
+        }
+        Event::Subscribed {
+            channel_id,
+            subscriptions,
+        } => channels::subscribed(state, *channel_id, subscriptions),
+        Event::Unsubscribed {
+            channel_id,
+            user_ids,
+        } => channels::unsubscribed(state, *channel_id, user_ids),
+        Event::SubscriptionPropertyChanged {
+            user_id,
+            channel_id,
+            property,
+        } => channels::subscription_changed(*user_id, *channel_id, property),
+        Event::ChannelFolderCreated { folder_id, .. } => {
+            channels::folder_created(state, *folder_id)
+        }
+        Event::ChannelFolderChanged {
+            folder_id,
+            name,
+            description,
+            is_archived,
+        } => channels::folder_changed(
+            state,
+            *folder_id,
+            name.as_ref(),
+            description.is_some(),
+            *is_archived,
+        ),
+        Event::ChannelFoldersReordered { order } => audience::to_all(
+            state,
+            json!({"type": "channel_folder", "op": "reorder", "order": order}),
+        ),
+        Event::MessageSent {
+            message_id,
+            sender_id,
+            sender_queue,
+            ..
+        } => messages::message_sent(
+            state,
+            site,
+            *message_id,
+            *sender_id,
+            sender_queue.as_deref(),
+        ),
+        Event::MessageFlagsChanged {
+            user_id,
+            flag,
+            add,
+            message_ids,
+        } => messages::flags_changed(state, *user_id, *flag, *add, message_ids),
+        Event::ReactionAdded {
+            message_id,
+            user_id,
+            emoji_name,
+            emoji_code,
+            reaction_type,
+        }
+        | Event::ReactionRemoved {
+            message_id,
+            user_id,
+            emoji_name,
+            emoji_code,
+            reaction_type,
+        } => {
+            let op = if matches!(env.event, Event::ReactionAdded { .. }) {
+                "add"
+            } else {
+                "remove"
+            };
+            messages::reaction_changed(
+                state,
+                site,
+                *message_id,
+                *user_id,
+                json!({"op": op, "emoji_name": emoji_name, "emoji_code": emoji_code, "reaction_type": reaction_type.as_str()}),
+            )
+        }
+        Event::MessageEdited {
+            message_id,
+            user_id,
+            content,
+            moved,
+        } => messages::message_edited(
+            state,
+            env,
+            *message_id,
+            *user_id,
+            content.is_some(),
+            moved.as_deref(),
+        ),
+        Event::MessagesDeleted {
+            message_ids,
+            recipient,
+            holders,
+        } => messages::messages_deleted(state, message_ids, recipient, holders),
+        Event::SubmessageAdded {
+            submessage_id,
+            message_id,
+            sender_id,
+            msg_type,
+            content,
+        } => messages::submessage_added(
+            state,
+            *message_id,
+            json!({
+                "type": "submessage", "msg_type": msg_type, "message_id": message_id.0,
+                "submessage_id": submessage_id, "sender_id": sender_id.0, "content": content,
+            }),
+        ),
+        Event::TypingStarted { user_id, target } => {
+            messages::typing(state, site, *user_id, target, "start")
+        }
+        Event::TypingStopped { user_id, target } => {
+            messages::typing(state, site, *user_id, target, "stop")
+        }
+        Event::TopicVisibilitySet {
+            user_id,
+            channel_id,
+            topic,
+            policy,
+        } => messages::topic_visibility_set(state, env.at, *user_id, *channel_id, topic, *policy),
+    }
+}

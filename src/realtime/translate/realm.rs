@@ -1,0 +1,55 @@
+//! Organization-wide events: settings, custom emoji, linkifiers, profile field definitions and
+//! invitations.
+
+use super::audience::{active, to_all};
+use super::event::Deliveries;
+use crate::ids::InviteId;
+use crate::projections::realm::{self, ClientEvent as SettingEvent};
+use crate::projections::Projections;
+use crate::render::realm::{fields_json, linkifiers_json, realm_emoji_json, realm_setting_json};
+use serde_json::json;
+
+/// `realm_emoji` `update`: the whole set, as Zulip sends it.
+pub fn emoji_changed(state: &Projections) -> Deliveries {
+    to_all(
+        state,
+        json!({"type": "realm_emoji", "op": "update", "realm_emoji": realm_emoji_json(state)}),
+    )
+}
+
+/// `realm_linkifiers`: the whole list.
+pub fn linkifiers_changed(state: &Projections) -> Deliveries {
+    to_all(
+        state,
+        json!({"type": "realm_linkifiers", "realm_linkifiers": linkifiers_json(state)}),
+    )
+}
+
+/// `custom_profile_fields`: every definition.
+pub fn profile_fields_changed(state: &Projections) -> Deliveries {
+    to_all(
+        state,
+        json!({"type": "custom_profile_fields", "fields": fields_json(state)}),
+    )
+}
+
+/// `realm` `update`, or `update_dict` for the settings Zulip sends that way.
+pub fn setting_changed(state: &Projections, name: &str) -> Deliveries {
+    let value = realm_setting_json(state, name);
+    let event = match realm::setting(name).map(|s| s.event) {
+        Some(SettingEvent::UpdateDict) => {
+            json!({"type": "realm", "op": "update_dict", "property": "default", "data": {name: value}})
+        }
+        _ => json!({"type": "realm", "op": "update", "property": name, "value": value}),
+    };
+    to_all(state, event)
+}
+
+/// `invites_changed`, for those who manage invitations: administrators, and the inviter.
+pub fn invitations_changed(state: &Projections, invite_id: InviteId) -> Deliveries {
+    let inviter = state.invitations.get(invite_id).and_then(|i| i.invited_by);
+    active(state)
+        .filter(|u| u.role.is_admin() || Some(u.user_id) == inviter)
+        .map(|u| (u.user_id, json!({"type": "invites_changed"})))
+        .collect()
+}
