@@ -29,48 +29,7 @@ struct Cli {
 enum Command {
     /// Run the server. The first start on an empty data directory creates the organization,
     /// its owner, and DIR/zuliprc.
-    Serve {
-        #[arg(long, default_value = "./data")]
-        data_dir: PathBuf,
-        #[arg(long, default_value = "127.0.0.1:9991")]
-        bind: String,
-        #[arg(long, default_value = "owner@chronicle.local")]
-        owner_email: String,
-        #[arg(long, default_value = "Chronicle")]
-        realm_name: String,
-        /// The URL clients use to reach this server, when it is not http://<bind address>.
-        #[arg(long)]
-        external_url: Option<String>,
-        /// Long-poll heartbeat in seconds (default: Zulip's 45-55); for tests.
-        #[arg(long, hide = true)]
-        heartbeat_secs: Option<u64>,
-        /// Seconds between runs of the message retention job (default: an hour); for tests.
-        #[arg(long, hide = true)]
-        retention_interval_secs: Option<u64>,
-        /// Send emails through this SMTP relay (smtp://HOST[:PORT], no TLS: a local relay
-        /// handles it); without it emails are written to DATA_DIR/outbox.
-        #[arg(long)]
-        smtp_url: Option<String>,
-        /// Write a projection snapshot every N events (0: never), so starts replay only the
-        /// log after the newest one.
-        #[arg(long, default_value_t = chronicle::server::DEFAULT_SNAPSHOT_EVERY)]
-        snapshot_every: u64,
-        /// Authenticated API requests per minute per user (Zulip's 200; 0: no limit).
-        #[arg(long, default_value_t = 200)]
-        rate_limit_user: usize,
-        /// Unauthenticated API requests per minute per IP address (Zulip's 100; 0: no limit).
-        #[arg(long, default_value_t = 100)]
-        rate_limit_ip: usize,
-        /// Failed password logins per 30 minutes per username (Zulip's 5; 0: no limit).
-        #[arg(long, default_value_t = 5)]
-        rate_limit_logins: usize,
-        /// Seconds a client has to send a request's line and headers (then a bare 408).
-        #[arg(long, default_value_t = 5)]
-        client_head_timeout_secs: u64,
-        /// Seconds a client has to send a request's body (then 408 REQUEST_TIMEOUT).
-        #[arg(long, default_value_t = 30)]
-        client_body_timeout_secs: u64,
-    },
+    Serve(ServeArgs),
     /// Print the projection dump as JSON (the server must be stopped).
     Dump {
         #[arg(long)]
@@ -182,58 +141,54 @@ enum Command {
     },
 }
 
+/// The options of `chronicle serve`.
+#[derive(clap::Args)]
+struct ServeArgs {
+    #[arg(long, default_value = "./data")]
+    data_dir: PathBuf,
+    #[arg(long, default_value = "127.0.0.1:9991")]
+    bind: String,
+    #[arg(long, default_value = "owner@chronicle.local")]
+    owner_email: String,
+    #[arg(long, default_value = "Chronicle")]
+    realm_name: String,
+    /// The URL clients use to reach this server, when it is not http://<bind address>.
+    #[arg(long)]
+    external_url: Option<String>,
+    /// Long-poll heartbeat in seconds (default: Zulip's 45-55); for tests.
+    #[arg(long, hide = true)]
+    heartbeat_secs: Option<u64>,
+    /// Seconds between runs of the message retention job (default: an hour); for tests.
+    #[arg(long, hide = true)]
+    retention_interval_secs: Option<u64>,
+    /// Send emails through this SMTP relay (smtp://HOST[:PORT], no TLS: a local relay
+    /// handles it); without it emails are written to DATA_DIR/outbox.
+    #[arg(long)]
+    smtp_url: Option<String>,
+    /// Write a projection snapshot every N events (0: never), so starts replay only the
+    /// log after the newest one.
+    #[arg(long, default_value_t = chronicle::server::DEFAULT_SNAPSHOT_EVERY)]
+    snapshot_every: u64,
+    /// Authenticated API requests per minute per user (Zulip's 200; 0: no limit).
+    #[arg(long, default_value_t = 200)]
+    rate_limit_user: usize,
+    /// Unauthenticated API requests per minute per IP address (Zulip's 100; 0: no limit).
+    #[arg(long, default_value_t = 100)]
+    rate_limit_ip: usize,
+    /// Failed password logins per 30 minutes per username (Zulip's 5; 0: no limit).
+    #[arg(long, default_value_t = 5)]
+    rate_limit_logins: usize,
+    /// Seconds a client has to send a request's line and headers (then a bare 408).
+    #[arg(long, default_value_t = 5)]
+    client_head_timeout_secs: u64,
+    /// Seconds a client has to send a request's body (then 408 REQUEST_TIMEOUT).
+    #[arg(long, default_value_t = 30)]
+    client_body_timeout_secs: u64,
+}
+
 fn run(cli: Cli) -> Result<(), Fatal> {
     match cli.command {
-        Command::Serve {
-            data_dir,
-            bind,
-            owner_email,
-            realm_name,
-            external_url,
-            heartbeat_secs,
-            retention_interval_secs,
-            smtp_url,
-            snapshot_every,
-            rate_limit_user,
-            rate_limit_ip,
-            rate_limit_logins,
-            client_head_timeout_secs,
-            client_body_timeout_secs,
-        } => {
-            use chronicle::http::rate_limit::{Limits, Rule};
-            let defaults = Limits::default();
-            let rate_limits = Limits {
-                per_user: Rule {
-                    max: rate_limit_user,
-                    ..defaults.per_user
-                },
-                per_ip: Rule {
-                    max: rate_limit_ip,
-                    ..defaults.per_ip
-                },
-                failed_logins: Rule {
-                    max: rate_limit_logins,
-                    ..defaults.failed_logins
-                },
-            };
-            let config = ServeConfig {
-                data_dir,
-                bind,
-                owner_email,
-                realm_name,
-                external_url,
-                heartbeat: heartbeat_secs.map(std::time::Duration::from_secs),
-                retention_interval: retention_interval_secs.map(std::time::Duration::from_secs),
-                smtp_url,
-                snapshot_every,
-                rate_limits,
-                client_timeouts: chronicle::http::ClientTimeouts {
-                    head: std::time::Duration::from_secs(client_head_timeout_secs),
-                    body: std::time::Duration::from_secs(client_body_timeout_secs),
-                },
-            };
-            actix_web::rt::System::new().block_on(serve(config))
-        }
+        Command::Serve(args) => actix_web::rt::System::new().block_on(serve(serve_config(args))),
         Command::Dump {
             data_dir,
             at_seq,
@@ -358,81 +313,141 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             to_seq,
             to_time,
             verify,
-        } => {
-            if verify {
-                let log = SledLog::open(&Layout::new(&data_dir).log())?;
-                let report = verify_chain(&log, to_seq.map(Seq))?;
-                print_chain_report(&report);
-                if let Some((seq, _)) = report.first_break {
-                    return Err(format!("the log is broken at record {seq}; not replayed").into());
-                }
-            }
-            let started = Instant::now();
-            let until_ms = match to_time {
-                None => None,
-                Some(text) => Some(
-                    parse_rfc3339_ms(&text)
-                        .ok_or_else(|| format!("--to-time: not an RFC 3339 time: {text}"))?,
-                ),
-            };
-            let log = SledLog::open(&Layout::new(&data_dir).log())?;
-            let keep = |env: &chronicle::events::Envelope| {
-                to_seq.is_none_or(|s| env.seq.0 <= s) && until_ms.is_none_or(|t| env.at <= t)
-            };
-            let progress = |seq: Seq| {
-                // A progress line on a terminal; scripts get the summary only.
-                if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-                    eprint!("\rreplayed {} events…", seq.0);
-                }
-            };
-            let mut state = Projections::default();
-            // With --verify, the replay passes through the newest snapshot within reach and
-            // checks that it folds to the digest the snapshot recorded.
-            let snapshot = verify
-                .then(|| chronicle::snapshot::list(&data_dir))
-                .into_iter()
-                .flatten()
-                .rev()
-                .filter_map(|(_, path)| chronicle::snapshot::recorded_digest(&path))
-                .find(|(seq, _)| to_seq.is_none_or(|s| seq.0 <= s));
-            let mut mismatch = None;
-            if let Some((snap_seq, recorded)) = snapshot {
-                state.continue_while(&log, |env| env.seq <= snap_seq && keep(env), progress)?;
-                if state.seq == snap_seq {
-                    let matches = state.digest() == recorded;
-                    println!("snapshot_seq: {snap_seq}");
-                    println!(
-                        "snapshot_digest: {}",
-                        if matches { "matches" } else { "DIFFERS" }
-                    );
-                    if !matches {
-                        mismatch = Some(snap_seq);
-                    }
-                }
-            }
-            state.continue_while(&log, keep, progress)?;
-            if events_were_shown(&state) {
-                eprintln!();
-            }
-            let events = state.seq.0;
-            let seconds = started.elapsed().as_secs_f64();
-            println!("events: {events}");
-            println!("seconds: {seconds:.3}");
-            println!(
-                "events_per_second: {:.0}",
-                events as f64 / seconds.max(1e-9)
-            );
-            println!("last_seq: {}", state.seq);
-            println!("digest: {}", state.digest());
-            if let Some(seq) = mismatch {
-                return Err(format!(
-                    "the snapshot at {seq} does not match a replay of the log up to it"
-                )
-                .into());
-            }
-            Ok(())
+        } => replay(&data_dir, to_seq, to_time, verify),
+    }
+}
+
+/// The server's configuration from its command-line options.
+fn serve_config(args: ServeArgs) -> ServeConfig {
+    let ServeArgs {
+        data_dir,
+        bind,
+        owner_email,
+        realm_name,
+        external_url,
+        heartbeat_secs,
+        retention_interval_secs,
+        smtp_url,
+        snapshot_every,
+        rate_limit_user,
+        rate_limit_ip,
+        rate_limit_logins,
+        client_head_timeout_secs,
+        client_body_timeout_secs,
+    } = args;
+    use chronicle::http::rate_limit::{Limits, Rule};
+    let defaults = Limits::default();
+    let rate_limits = Limits {
+        per_user: Rule {
+            max: rate_limit_user,
+            ..defaults.per_user
+        },
+        per_ip: Rule {
+            max: rate_limit_ip,
+            ..defaults.per_ip
+        },
+        failed_logins: Rule {
+            max: rate_limit_logins,
+            ..defaults.failed_logins
+        },
+    };
+    ServeConfig {
+        data_dir,
+        bind,
+        owner_email,
+        realm_name,
+        external_url,
+        heartbeat: heartbeat_secs.map(std::time::Duration::from_secs),
+        retention_interval: retention_interval_secs.map(std::time::Duration::from_secs),
+        smtp_url,
+        snapshot_every,
+        rate_limits,
+        client_timeouts: chronicle::http::ClientTimeouts {
+            head: std::time::Duration::from_secs(client_head_timeout_secs),
+            body: std::time::Duration::from_secs(client_body_timeout_secs),
+        },
+    }
+}
+
+/// `chronicle replay`: folds the log (up to a seq or a time), optionally checking the chain
+/// and the newest snapshot on the way, and prints the count, the rate and the digest.
+fn replay(
+    data_dir: &std::path::Path,
+    to_seq: Option<u64>,
+    to_time: Option<String>,
+    verify: bool,
+) -> Result<(), Fatal> {
+    if verify {
+        let log = SledLog::open(&Layout::new(data_dir).log())?;
+        let report = verify_chain(&log, to_seq.map(Seq))?;
+        print_chain_report(&report);
+        if let Some((seq, _)) = report.first_break {
+            return Err(format!("the log is broken at record {seq}; not replayed").into());
         }
     }
+    let started = Instant::now();
+    let until_ms = match to_time {
+        None => None,
+        Some(text) => Some(
+            parse_rfc3339_ms(&text)
+                .ok_or_else(|| format!("--to-time: not an RFC 3339 time: {text}"))?,
+        ),
+    };
+    let log = SledLog::open(&Layout::new(data_dir).log())?;
+    let keep = |env: &chronicle::events::Envelope| {
+        to_seq.is_none_or(|s| env.seq.0 <= s) && until_ms.is_none_or(|t| env.at <= t)
+    };
+    let progress = |seq: Seq| {
+        // A progress line on a terminal; scripts get the summary only.
+        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            eprint!("\rreplayed {} events…", seq.0);
+        }
+    };
+    let mut state = Projections::default();
+    // With --verify, the replay passes through the newest snapshot within reach and
+    // checks that it folds to the digest the snapshot recorded.
+    let snapshot = verify
+        .then(|| chronicle::snapshot::list(data_dir))
+        .into_iter()
+        .flatten()
+        .rev()
+        .filter_map(|(_, path)| chronicle::snapshot::recorded_digest(&path))
+        .find(|(seq, _)| to_seq.is_none_or(|s| seq.0 <= s));
+    let mut mismatch = None;
+    if let Some((snap_seq, recorded)) = snapshot {
+        state.continue_while(&log, |env| env.seq <= snap_seq && keep(env), progress)?;
+        if state.seq == snap_seq {
+            let matches = state.digest() == recorded;
+            println!("snapshot_seq: {snap_seq}");
+            println!(
+                "snapshot_digest: {}",
+                if matches { "matches" } else { "DIFFERS" }
+            );
+            if !matches {
+                mismatch = Some(snap_seq);
+            }
+        }
+    }
+    state.continue_while(&log, keep, progress)?;
+    if events_were_shown(&state) {
+        eprintln!();
+    }
+    let events = state.seq.0;
+    let seconds = started.elapsed().as_secs_f64();
+    println!("events: {events}");
+    println!("seconds: {seconds:.3}");
+    println!(
+        "events_per_second: {:.0}",
+        events as f64 / seconds.max(1e-9)
+    );
+    println!("last_seq: {}", state.seq);
+    println!("digest: {}", state.digest());
+    if let Some(seq) = mismatch {
+        return Err(
+            format!("the snapshot at {seq} does not match a replay of the log up to it").into(),
+        );
+    }
+    Ok(())
 }
 
 /// Prints what `verify_chain` found, one `key: value` per line.

@@ -206,6 +206,308 @@ fn register(
     (initial, queue)
 }
 
+/// What an operation changed that the session must follow: its users and their clients.
+enum Outcome {
+    Nothing,
+    Joined(UserId),
+    ActiveSet(UserId, bool),
+}
+
+/// Performs one operation through the engine, as a client's request would; refusals are
+/// simply refused.
+async fn perform(
+    engine: &Engine,
+    op: Op,
+    users: &[UserId],
+    channels: &[ChannelId],
+    messages: &[MessageId],
+) -> Outcome {
+    match op {
+        Op::Join(_)
+        | Op::CreateChannel { .. }
+        | Op::Subscribe { .. }
+        | Op::Unsubscribe { .. }
+        | Op::ChangeRole { .. }
+        | Op::SetActive { .. } => people_and_channels(engine, op, users, channels).await,
+        _ => {
+            // A refusal is an ordinary outcome of a random operation.
+            let _ = message_op(engine, op, users, channels, messages).await;
+            Outcome::Nothing
+        }
+    }
+}
+
+/// Joins, channels, subscriptions, roles and (de)activation.
+async fn people_and_channels(
+    engine: &Engine,
+    op: Op,
+    users: &[UserId],
+    channels: &[ChannelId],
+) -> Outcome {
+    let who = |i: u8| pick(users, i);
+    match op {
+        Op::Join(n) => {
+            let user = NewUser {
+                email: format!("u{n}@example.com"),
+                full_name: format!("User {n}"),
+                role: if n % 5 == 0 {
+                    Role::Guest
+                } else {
+                    Role::Member
+                },
+                password_hash: None,
+                api_key_nonce: format!("n{n}"),
+            };
+            let created = engine
+                .execute(Some(UserId(1)), move |s, ctx| {
+                    crate::commands::users::create_user(s, ctx, user)
+                })
+                .await;
+            match created {
+                Ok(done) => Outcome::Joined(done.value),
+                Err(_) => Outcome::Nothing,
+            }
+        }
+        Op::CreateChannel { by, name, private } => {
+            let spec = ChannelSpec {
+                invite_only: private,
+                ..ChannelSpec::default()
+            };
+            let name = format!("channel{name}");
+            let notices = SubscribeNotices {
+                announce: false,
+                notify_subscribed: false,
+            };
+            let _ = engine
+                .execute(who(by), move |s, ctx| {
+                    crate::commands::channels::subscribe(
+                        s,
+                        ctx,
+                        vec![(name, String::new())],
+                        None,
+                        spec,
+                        false,
+                        notices,
+                    )
+                })
+                .await;
+            Outcome::Nothing
+        }
+        Op::Subscribe { by, channel } | Op::Unsubscribe { by, channel } => {
+            let Some(id) = pick(channels, channel) else {
+                return Outcome::Nothing;
+            };
+            let name = engine
+                .read(|s| s.channels.get(id).map(|c| c.name.clone()))
+                .unwrap_or_default();
+            let subscribe = matches!(op, Op::Subscribe { .. });
+            let _ = engine
+                .execute(who(by), move |s, ctx| {
+                    if subscribe {
+                        let notices = SubscribeNotices {
+                            announce: false,
+                            notify_subscribed: false,
+                        };
+                        crate::commands::channels::subscribe(
+                            s,
+                            ctx,
+                            vec![(name, String::new())],
+                            None,
+                            ChannelSpec::default(),
+                            false,
+                            notices,
+                        )
+                        .map(|decided| decided.map(|_| ()))
+                    } else {
+                        crate::commands::channels::unsubscribe(s, ctx, vec![name], None)
+                            .map(|decided| decided.map(|_| ()))
+                    }
+                })
+                .await;
+            Outcome::Nothing
+        }
+        Op::ChangeRole { target, role } => {
+            let Some(target) = who(target) else {
+                return Outcome::Nothing;
+            };
+            // Between roles that see the same: a guest, or an administrator's view of
+            // emails and private channels, changes what the state holds beyond the role
+            // and group events (see the note in docs/zulip-compat.md).
+            let role = [Role::Moderator, Role::Member][role as usize % 2];
+            let other_view = engine.read(|s| {
+                s.users
+                    .get(target)
+                    .map(|u| u.role.is_admin() || u.role == Role::Guest)
+            });
+            if other_view != Some(false) {
+                return Outcome::Nothing;
+            }
+            let _ = engine
+                .execute(Some(UserId(1)), move |s, ctx| {
+                    crate::commands::users::update_user(s, ctx, target, None, Some(role), None)
+                })
+                .await;
+            Outcome::Nothing
+        }
+        Op::SetActive { target, active } => {
+            let Some(target) = who(target) else {
+                return Outcome::Nothing;
+            };
+            let done = engine
+                .execute(Some(UserId(1)), move |s, ctx| {
+                    if active {
+                        crate::commands::users::reactivate_user(s, ctx, target)
+                    } else {
+                        crate::commands::users::deactivate_user(s, ctx, target, Default::default())
+                    }
+                })
+                .await;
+            match done {
+                Ok(_) => Outcome::ActiveSet(target, active),
+                Err(_) => Outcome::Nothing,
+            }
+        }
+        _ => Outcome::Nothing,
+    }
+}
+
+/// Sending, reacting, editing, deleting, flags and topic visibility.
+async fn message_op(
+    engine: &Engine,
+    op: Op,
+    users: &[UserId],
+    channels: &[ChannelId],
+    messages: &[MessageId],
+) -> crate::error::ApiResult<()> {
+    let who = |i: u8| pick(users, i);
+    match op {
+        Op::SendChannel { by, .. } | Op::SendDirect { by, .. } => {
+            let (to, words) = match op {
+                Op::SendChannel {
+                    channel,
+                    topic,
+                    words,
+                    ..
+                } => {
+                    let Some(id) = pick(channels, channel) else {
+                        return Ok(());
+                    };
+                    let to = Destination::Channel {
+                        channel: ChannelRef::Id(id),
+                        topic: format!("topic {topic}"),
+                    };
+                    (to, words)
+                }
+                Op::SendDirect { to, words, .. } => {
+                    let Some(to) = who(to) else {
+                        return Ok(());
+                    };
+                    (Destination::Direct { user_ids: vec![to] }, words)
+                }
+                _ => return Ok(()),
+            };
+            engine
+                .execute(who(by), move |s, ctx| {
+                    crate::commands::messages::send_message(s, ctx, to, &text(words), "test", None)
+                })
+                .await
+                .map(|_| ())
+        }
+        Op::React { by, message, emoji } => {
+            let Some(id) = pick(messages, message) else {
+                return Ok(());
+            };
+            let request = EmojiRequest {
+                emoji_name: Some(["octopus", "tada", "+1"][emoji as usize % 3].into()),
+                emoji_code: None,
+                reaction_type: None,
+            };
+            engine
+                .execute(who(by), move |s, ctx| {
+                    crate::commands::reactions::add_reaction(s, ctx, id, request)
+                })
+                .await
+                .map(|_| ())
+        }
+        Op::Edit {
+            by,
+            message,
+            words,
+            topic,
+        } => {
+            let Some(id) = pick(messages, message) else {
+                return Ok(());
+            };
+            let request = EditRequest {
+                content: topic.is_none().then(|| text(words)),
+                topic: topic.map(|t| format!("topic {t}")),
+                channel_id: None,
+                propagate_mode: PropagateMode::ChangeAll,
+                notify_old_thread: false,
+                notify_new_thread: false,
+                realm_url: "http://localhost".into(),
+            };
+            engine
+                .execute(who(by), move |s, ctx| {
+                    crate::commands::edit::edit_message(s, ctx, id, request)
+                })
+                .await
+                .map(|_| ())
+        }
+        Op::Delete { by, message } => {
+            let Some(id) = pick(messages, message) else {
+                return Ok(());
+            };
+            engine
+                .execute(who(by), move |s, ctx| {
+                    crate::commands::delete::delete_message(s, ctx, id)
+                })
+                .await
+                .map(|_| ())
+        }
+        Op::Star { by, message, read } => {
+            let Some(id) = pick(messages, message) else {
+                return Ok(());
+            };
+            let flag = if read {
+                MessageFlag::Read
+            } else {
+                MessageFlag::Starred
+            };
+            engine
+                .execute(who(by), move |s, ctx| {
+                    crate::commands::flags::update_flags(s, ctx, vec![id], flag, true)
+                })
+                .await
+                .map(|_| ())
+        }
+        Op::Mute {
+            by,
+            channel,
+            topic,
+            policy,
+        } => {
+            let Some(id) = pick(channels, channel) else {
+                return Ok(());
+            };
+            engine
+                .execute(who(by), move |s, ctx| {
+                    crate::commands::channels::set_topic_visibility(
+                        s,
+                        ctx,
+                        id,
+                        format!("topic {topic}"),
+                        crate::events::TopicPolicy::from_code(policy)
+                            .unwrap_or(crate::events::TopicPolicy::None),
+                    )
+                })
+                .await
+                .map(|_| ())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Runs the session; commands that the rules refuse are simply refused, as for a client.
 async fn run(ops: Vec<Op>) -> Session {
     let log = Arc::new(FaultyLog::new());
@@ -253,264 +555,20 @@ async fn run(ops: Vec<Op>) -> Session {
                 (1..=s.messages.next_id().0).map(MessageId).collect(),
             )
         });
-        let who = |i: u8| pick(&users, i);
-        let _ = match op {
-            Op::Join(n) => {
-                let user = NewUser {
-                    email: format!("u{n}@example.com"),
-                    full_name: format!("User {n}"),
-                    role: if n % 5 == 0 {
-                        Role::Guest
-                    } else {
-                        Role::Member
-                    },
-                    password_hash: None,
-                    api_key_nonce: format!("n{n}"),
-                };
-                let created = engine
-                    .execute(Some(UserId(1)), move |s, ctx| {
-                        crate::commands::users::create_user(s, ctx, user)
-                    })
-                    .await;
-                if let Ok(done) = created {
-                    users.push(done.value);
-                    clients.push(connect(done.value));
+        match perform(&engine, op, &users, &channels, &messages).await {
+            Outcome::Nothing => {}
+            Outcome::Joined(user_id) => {
+                users.push(user_id);
+                clients.push(connect(user_id));
+            }
+            // A deactivated user's client is gone; a reactivated one registers anew.
+            Outcome::ActiveSet(user_id, active) => {
+                clients.retain(|c| c.user_id != user_id);
+                if active {
+                    clients.push(connect(user_id));
                 }
-                Ok(())
             }
-            Op::CreateChannel { by, name, private } => {
-                let spec = ChannelSpec {
-                    invite_only: private,
-                    ..ChannelSpec::default()
-                };
-                let name = format!("channel{name}");
-                let notices = SubscribeNotices {
-                    announce: false,
-                    notify_subscribed: false,
-                };
-                engine
-                    .execute(who(by), move |s, ctx| {
-                        crate::commands::channels::subscribe(
-                            s,
-                            ctx,
-                            vec![(name, String::new())],
-                            None,
-                            spec,
-                            false,
-                            notices,
-                        )
-                    })
-                    .await
-                    .map(|_| ())
-            }
-            Op::Subscribe { by, channel } | Op::Unsubscribe { by, channel } => {
-                let Some(id) = pick(&channels, channel) else {
-                    continue;
-                };
-                let name = engine
-                    .read(|s| s.channels.get(id).map(|c| c.name.clone()))
-                    .unwrap_or_default();
-                let subscribe = matches!(op, Op::Subscribe { .. });
-                engine
-                    .execute(who(by), move |s, ctx| {
-                        if subscribe {
-                            let notices = SubscribeNotices {
-                                announce: false,
-                                notify_subscribed: false,
-                            };
-                            crate::commands::channels::subscribe(
-                                s,
-                                ctx,
-                                vec![(name, String::new())],
-                                None,
-                                ChannelSpec::default(),
-                                false,
-                                notices,
-                            )
-                            .map(|decided| decided.map(|_| ()))
-                        } else {
-                            crate::commands::channels::unsubscribe(s, ctx, vec![name], None)
-                                .map(|decided| decided.map(|_| ()))
-                        }
-                    })
-                    .await
-                    .map(|_| ())
-            }
-            Op::SendChannel { by, .. } | Op::SendDirect { by, .. } => {
-                let (to, words) = match op {
-                    Op::SendChannel {
-                        channel,
-                        topic,
-                        words,
-                        ..
-                    } => {
-                        let Some(id) = pick(&channels, channel) else {
-                            continue;
-                        };
-                        let to = Destination::Channel {
-                            channel: ChannelRef::Id(id),
-                            topic: format!("topic {topic}"),
-                        };
-                        (to, words)
-                    }
-                    Op::SendDirect { to, words, .. } => {
-                        let Some(to) = who(to) else { continue };
-                        (Destination::Direct { user_ids: vec![to] }, words)
-                    }
-                    _ => continue,
-                };
-                engine
-                    .execute(who(by), move |s, ctx| {
-                        crate::commands::messages::send_message(
-                            s,
-                            ctx,
-                            to,
-                            &text(words),
-                            "test",
-                            None,
-                        )
-                    })
-                    .await
-                    .map(|_| ())
-            }
-            Op::React { by, message, emoji } => {
-                let Some(id) = pick(&messages, message) else {
-                    continue;
-                };
-                let request = EmojiRequest {
-                    emoji_name: Some(["octopus", "tada", "+1"][emoji as usize % 3].into()),
-                    emoji_code: None,
-                    reaction_type: None,
-                };
-                engine
-                    .execute(who(by), move |s, ctx| {
-                        crate::commands::reactions::add_reaction(s, ctx, id, request)
-                    })
-                    .await
-                    .map(|_| ())
-            }
-            Op::Edit {
-                by,
-                message,
-                words,
-                topic,
-            } => {
-                let Some(id) = pick(&messages, message) else {
-                    continue;
-                };
-                let request = EditRequest {
-                    content: topic.is_none().then(|| text(words)),
-                    topic: topic.map(|t| format!("topic {t}")),
-                    channel_id: None,
-                    propagate_mode: PropagateMode::ChangeAll,
-                    notify_old_thread: false,
-                    notify_new_thread: false,
-                    realm_url: "http://localhost".into(),
-                };
-                engine
-                    .execute(who(by), move |s, ctx| {
-                        crate::commands::edit::edit_message(s, ctx, id, request)
-                    })
-                    .await
-                    .map(|_| ())
-            }
-            Op::Delete { by, message } => {
-                let Some(id) = pick(&messages, message) else {
-                    continue;
-                };
-                engine
-                    .execute(who(by), move |s, ctx| {
-                        crate::commands::delete::delete_message(s, ctx, id)
-                    })
-                    .await
-                    .map(|_| ())
-            }
-            Op::Star { by, message, read } => {
-                let Some(id) = pick(&messages, message) else {
-                    continue;
-                };
-                let flag = if read {
-                    MessageFlag::Read
-                } else {
-                    MessageFlag::Starred
-                };
-                engine
-                    .execute(who(by), move |s, ctx| {
-                        crate::commands::flags::update_flags(s, ctx, vec![id], flag, true)
-                    })
-                    .await
-                    .map(|_| ())
-            }
-            Op::Mute {
-                by,
-                channel,
-                topic,
-                policy,
-            } => {
-                let Some(id) = pick(&channels, channel) else {
-                    continue;
-                };
-                engine
-                    .execute(who(by), move |s, ctx| {
-                        crate::commands::channels::set_topic_visibility(
-                            s,
-                            ctx,
-                            id,
-                            format!("topic {topic}"),
-                            crate::events::TopicPolicy::from_code(policy)
-                                .unwrap_or(crate::events::TopicPolicy::None),
-                        )
-                    })
-                    .await
-                    .map(|_| ())
-            }
-            Op::ChangeRole { target, role } => {
-                let Some(target) = who(target) else { continue };
-                // Between roles that see the same: a guest, or an administrator's view of
-                // emails and private channels, changes what the state holds beyond the role
-                // and group events (see the note in docs/zulip-compat.md).
-                let role = [Role::Moderator, Role::Member][role as usize % 2];
-                let other_view = engine.read(|s| {
-                    s.users
-                        .get(target)
-                        .map(|u| u.role.is_admin() || u.role == Role::Guest)
-                });
-                if other_view != Some(false) {
-                    continue;
-                }
-                engine
-                    .execute(Some(UserId(1)), move |s, ctx| {
-                        crate::commands::users::update_user(s, ctx, target, None, Some(role), None)
-                    })
-                    .await
-                    .map(|_| ())
-            }
-            Op::SetActive { target, active } => {
-                let Some(target) = who(target) else { continue };
-                let done = engine
-                    .execute(Some(UserId(1)), move |s, ctx| {
-                        if active {
-                            crate::commands::users::reactivate_user(s, ctx, target)
-                        } else {
-                            crate::commands::users::deactivate_user(
-                                s,
-                                ctx,
-                                target,
-                                Default::default(),
-                            )
-                        }
-                    })
-                    .await;
-                // A deactivated user's client is gone; a reactivated one registers anew.
-                if done.is_ok() {
-                    clients.retain(|c| c.user_id != target);
-                    if active {
-                        clients.push(connect(target));
-                    }
-                }
-                done.map(|_| ())
-            }
-        };
+        }
     }
     let state = engine.read(Projections::clone);
     let mut finished = Vec::new();

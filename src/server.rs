@@ -364,52 +364,13 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         smtp,
         client_timeouts: config.client_timeouts,
     });
-    // Idle queues are collected every minute, as in Zulip.
-    let collector = {
-        let queues = queues.clone();
-        actix_web::rt::spawn(async move {
-            let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
-            loop {
-                tick.tick().await;
-                rate_limiter.sweep();
-                let dropped = queues.collect_garbage();
-                if dropped > 0 {
-                    tracing::info!(dropped, "collected idle event queues");
-                }
-            }
-        })
-    };
-    // The retention job deletes what has outlived its retention period, a bounded batch at a
-    // time, as ordinary logged deletions by the server itself.
-    let retention = {
-        let engine = engine.clone();
-        let every = config
+    let collector = actix_web::rt::spawn(collect_idle(queues.clone(), rate_limiter));
+    let retention = actix_web::rt::spawn(retention_job(
+        engine.clone(),
+        config
             .retention_interval
-            .unwrap_or(std::time::Duration::from_secs(3600));
-        actix_web::rt::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            loop {
-                tick.tick().await;
-                loop {
-                    let expired = engine
-                        .execute(None, |state, ctx| {
-                            crate::commands::delete::expire_messages(state, ctx, 1000)
-                        })
-                        .await;
-                    match expired {
-                        Ok(done) if done.value > 0 => {
-                            tracing::info!(deleted = done.value, "retention job");
-                        }
-                        Ok(_) => break,
-                        Err(error) => {
-                            tracing::warn!(%error, "retention job failed");
-                            break;
-                        }
-                    }
-                }
-            }
-        })
-    };
+            .unwrap_or(std::time::Duration::from_secs(3600)),
+    ));
     let server = actix_web::HttpServer::new(move || crate::http::app(data.clone()))
         .listen(listener)?
         .shutdown_timeout(10)
@@ -447,4 +408,47 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         "stopped cleanly; everything acknowledged is on disk"
     );
     Ok(())
+}
+
+/// Collects idle event queues and sweeps the rate limiter's windows every minute, as Zulip
+/// does.
+async fn collect_idle(
+    queues: Arc<crate::realtime::Queues>,
+    rate_limiter: Arc<crate::http::rate_limit::RateLimiter>,
+) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
+    loop {
+        tick.tick().await;
+        rate_limiter.sweep();
+        let dropped = queues.collect_garbage();
+        if dropped > 0 {
+            tracing::info!(dropped, "collected idle event queues");
+        }
+    }
+}
+
+/// The retention job: deletes what has outlived its retention period, a bounded batch at a
+/// time, as ordinary logged deletions by the server itself.
+async fn retention_job(engine: Arc<Engine>, every: std::time::Duration) {
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tick.tick().await;
+        loop {
+            let expired = engine
+                .execute(None, |state, ctx| {
+                    crate::commands::delete::expire_messages(state, ctx, 1000)
+                })
+                .await;
+            match expired {
+                Ok(done) if done.value > 0 => {
+                    tracing::info!(deleted = done.value, "retention job");
+                }
+                Ok(_) => break,
+                Err(error) => {
+                    tracing::warn!(%error, "retention job failed");
+                    break;
+                }
+            }
+        }
+    }
 }

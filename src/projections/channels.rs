@@ -109,81 +109,8 @@ impl Channels {
 
     pub fn apply(&mut self, env: &Envelope) {
         match &env.event {
-            Event::ChannelCreated {
-                channel_id,
-                name,
-                description,
-                invite_only,
-                is_web_public,
-                history_public_to_subscribers,
-                message_retention_days,
-                folder_id,
-                topics_policy,
-                is_default,
-                permissions,
-            } => {
-                self.by_name.insert(channel_key(name), *channel_id);
-                self.by_id.insert(
-                    *channel_id,
-                    Channel {
-                        id: *channel_id,
-                        name: name.clone(),
-                        description: description.clone(),
-                        rendered_description: render_description(description),
-                        invite_only: *invite_only,
-                        is_web_public: *is_web_public,
-                        history_public_to_subscribers: *history_public_to_subscribers,
-                        message_retention_days: *message_retention_days,
-                        folder_id: *folder_id,
-                        topics_policy: *topics_policy,
-                        is_default: *is_default,
-                        is_archived: false,
-                        permissions: (**permissions).clone(),
-                        date_created_ms: env.at,
-                        creator_id: env.actor,
-                        subscribers: BTreeSet::new(),
-                        previous_name: None,
-                    },
-                );
-            }
-            Event::ChannelChanged { channel_id, change } => {
-                let Some(channel) = self.by_id.get_mut(channel_id) else {
-                    return;
-                };
-                match change {
-                    ChannelChange::Name(name) => {
-                        self.by_name.remove(&channel_key(&channel.name));
-                        self.by_name.insert(channel_key(name), *channel_id);
-                        channel.previous_name =
-                            Some(std::mem::replace(&mut channel.name, name.clone()));
-                    }
-                    ChannelChange::Description(text) => {
-                        channel.description = text.clone();
-                        channel.rendered_description = render_description(text);
-                    }
-                    ChannelChange::Privacy {
-                        invite_only,
-                        history_public_to_subscribers,
-                        is_web_public,
-                    } => {
-                        channel.invite_only = *invite_only;
-                        channel.history_public_to_subscribers = *history_public_to_subscribers;
-                        channel.is_web_public = *is_web_public;
-                    }
-                    ChannelChange::MessageRetentionDays(days) => {
-                        channel.message_retention_days = *days
-                    }
-                    ChannelChange::Folder(folder) => channel.folder_id = *folder,
-                    ChannelChange::TopicsPolicy(policy) => channel.topics_policy = *policy,
-                    ChannelChange::Permission { setting, value } => {
-                        if let Some(slot) = channel.permissions.get_mut(setting) {
-                            *slot = value.clone();
-                        }
-                    }
-                    ChannelChange::Archived(flag) => channel.is_archived = *flag,
-                    ChannelChange::DefaultForNewUsers(flag) => channel.is_default = *flag,
-                }
-            }
+            Event::ChannelCreated { .. } => self.channel_created(env),
+            Event::ChannelChanged { .. } => self.channel_changed(env),
             Event::Subscribed {
                 channel_id,
                 subscriptions,
@@ -286,6 +213,89 @@ impl Channels {
             | Event::ReactionRemoved { .. }
             | Event::MessageEdited { .. }
             | Event::MessagesDeleted { .. } => {}
+        }
+    }
+
+    /// Adds a new channel with its initial subscribers.
+    fn channel_created(&mut self, env: &Envelope) {
+        let Event::ChannelCreated {
+            channel_id,
+            name,
+            description,
+            invite_only,
+            is_web_public,
+            history_public_to_subscribers,
+            message_retention_days,
+            folder_id,
+            topics_policy,
+            is_default,
+            permissions,
+        } = &env.event
+        else {
+            return;
+        };
+        self.by_name.insert(channel_key(name), *channel_id);
+        self.by_id.insert(
+            *channel_id,
+            Channel {
+                id: *channel_id,
+                name: name.clone(),
+                description: description.clone(),
+                rendered_description: render_description(description),
+                invite_only: *invite_only,
+                is_web_public: *is_web_public,
+                history_public_to_subscribers: *history_public_to_subscribers,
+                message_retention_days: *message_retention_days,
+                folder_id: *folder_id,
+                topics_policy: *topics_policy,
+                is_default: *is_default,
+                is_archived: false,
+                permissions: (**permissions).clone(),
+                date_created_ms: env.at,
+                creator_id: env.actor,
+                subscribers: BTreeSet::new(),
+                previous_name: None,
+            },
+        );
+    }
+
+    /// Applies one change of a channel's settings.
+    fn channel_changed(&mut self, env: &Envelope) {
+        let Event::ChannelChanged { channel_id, change } = &env.event else {
+            return;
+        };
+        let Some(channel) = self.by_id.get_mut(channel_id) else {
+            return;
+        };
+        match change {
+            ChannelChange::Name(name) => {
+                self.by_name.remove(&channel_key(&channel.name));
+                self.by_name.insert(channel_key(name), *channel_id);
+                channel.previous_name = Some(std::mem::replace(&mut channel.name, name.clone()));
+            }
+            ChannelChange::Description(text) => {
+                channel.description = text.clone();
+                channel.rendered_description = render_description(text);
+            }
+            ChannelChange::Privacy {
+                invite_only,
+                history_public_to_subscribers,
+                is_web_public,
+            } => {
+                channel.invite_only = *invite_only;
+                channel.history_public_to_subscribers = *history_public_to_subscribers;
+                channel.is_web_public = *is_web_public;
+            }
+            ChannelChange::MessageRetentionDays(days) => channel.message_retention_days = *days,
+            ChannelChange::Folder(folder) => channel.folder_id = *folder,
+            ChannelChange::TopicsPolicy(policy) => channel.topics_policy = *policy,
+            ChannelChange::Permission { setting, value } => {
+                if let Some(slot) = channel.permissions.get_mut(setting) {
+                    *slot = value.clone();
+                }
+            }
+            ChannelChange::Archived(flag) => channel.is_archived = *flag,
+            ChannelChange::DefaultForNewUsers(flag) => channel.is_default = *flag,
         }
     }
 

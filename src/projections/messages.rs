@@ -371,74 +371,7 @@ impl Messages {
 
     pub fn apply(&mut self, env: &Envelope, channels: &Channels, users: &Users) {
         match &env.event {
-            Event::MessageSent {
-                message_id,
-                sender_id,
-                recipient,
-                content,
-                rendered_content,
-                client,
-                is_me_message,
-                mentioned,
-                stream_wildcard,
-                topic_wildcard,
-                sender_queue: _,
-            } => {
-                let message = Message {
-                    id: *message_id,
-                    sender_id: *sender_id,
-                    recipient: recipient.clone(),
-                    content: content.clone(),
-                    rendered_content: rendered_content.clone(),
-                    client: client.clone(),
-                    timestamp: env.at / 1000,
-                    is_me_message: *is_me_message,
-                    extra: None,
-                };
-                self.highest_id = self.highest_id.max(message_id.0);
-                match recipient {
-                    Recipient::Channel { channel_id, topic } => {
-                        self.by_channel
-                            .entry(*channel_id)
-                            .or_default()
-                            .insert(*message_id);
-                        self.by_topic
-                            .entry((*channel_id, topic_key(topic)))
-                            .or_default()
-                            .insert(*message_id);
-                    }
-                    Recipient::Direct { user_ids } => {
-                        self.by_conversation
-                            .entry(user_ids.clone())
-                            .or_default()
-                            .insert(*message_id);
-                        if user_ids.len() > 2 {
-                            let next = self.group_ids.len() as u64 + 1;
-                            self.group_ids.entry(user_ids.clone()).or_insert(next);
-                        }
-                    }
-                }
-                // Who gets a copy: decided by the state at this point of the log.
-                let copies = recipients(channels, users, recipient, *sender_id);
-                if let Some(words) = &mut self.words {
-                    words.add(*message_id, message.topic(), content);
-                }
-                let wildcard = wildcard_bits(*stream_wildcard, *topic_wildcard);
-                for user in copies {
-                    let mut bits = wildcard;
-                    if user == *sender_id {
-                        bits |= flags::READ;
-                    }
-                    if mentioned.contains(&user) {
-                        bits |= flags::MENTIONED;
-                    }
-                    self.received
-                        .entry(user)
-                        .or_default()
-                        .insert(*message_id, bits);
-                }
-                self.by_id.insert(*message_id, message);
-            }
+            Event::MessageSent { .. } => self.message_sent(env, channels, users),
             Event::MessageFlagsChanged {
                 user_id,
                 flag,
@@ -582,6 +515,80 @@ impl Messages {
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. } => {}
         }
+    }
+
+    /// Stores a new message, indexes it, and gives each recipient a copy with its flags.
+    fn message_sent(&mut self, env: &Envelope, channels: &Channels, users: &Users) {
+        let Event::MessageSent {
+            message_id,
+            sender_id,
+            recipient,
+            content,
+            rendered_content,
+            client,
+            is_me_message,
+            mentioned,
+            stream_wildcard,
+            topic_wildcard,
+            sender_queue: _,
+        } = &env.event
+        else {
+            return;
+        };
+        let message = Message {
+            id: *message_id,
+            sender_id: *sender_id,
+            recipient: recipient.clone(),
+            content: content.clone(),
+            rendered_content: rendered_content.clone(),
+            client: client.clone(),
+            timestamp: env.at / 1000,
+            is_me_message: *is_me_message,
+            extra: None,
+        };
+        self.highest_id = self.highest_id.max(message_id.0);
+        match recipient {
+            Recipient::Channel { channel_id, topic } => {
+                self.by_channel
+                    .entry(*channel_id)
+                    .or_default()
+                    .insert(*message_id);
+                self.by_topic
+                    .entry((*channel_id, topic_key(topic)))
+                    .or_default()
+                    .insert(*message_id);
+            }
+            Recipient::Direct { user_ids } => {
+                self.by_conversation
+                    .entry(user_ids.clone())
+                    .or_default()
+                    .insert(*message_id);
+                if user_ids.len() > 2 {
+                    let next = self.group_ids.len() as u64 + 1;
+                    self.group_ids.entry(user_ids.clone()).or_insert(next);
+                }
+            }
+        }
+        // Who gets a copy: decided by the state at this point of the log.
+        let copies = recipients(channels, users, recipient, *sender_id);
+        if let Some(words) = &mut self.words {
+            words.add(*message_id, message.topic(), content);
+        }
+        let wildcard = wildcard_bits(*stream_wildcard, *topic_wildcard);
+        for user in copies {
+            let mut bits = wildcard;
+            if user == *sender_id {
+                bits |= flags::READ;
+            }
+            if mentioned.contains(&user) {
+                bits |= flags::MENTIONED;
+            }
+            self.received
+                .entry(user)
+                .or_default()
+                .insert(*message_id, bits);
+        }
+        self.by_id.insert(*message_id, message);
     }
 
     fn edit_content(&mut self, id: MessageId, editor: UserId, at: i64, new: &EditedContent) {

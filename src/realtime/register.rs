@@ -65,9 +65,8 @@ fn custom_profile_field_types() -> Value {
     })
 }
 
-/// `unread_msgs`: the user's unread messages grouped as Zulip groups them.
-/// `unread_msgs`; `raw_topics`: the client handles the empty topic (`empty_topic_name`), else
-/// it is shown by its display name.
+/// `unread_msgs`: the user's unread messages grouped as Zulip groups them. `raw_topics`: the
+/// client handles the empty topic (`empty_topic_name`), else it is shown by its display name.
 fn unread_msgs(state: &Projections, me: &User, raw_topics: bool) -> Value {
     use crate::events::Recipient;
     use crate::projections::messages::flags;
@@ -138,407 +137,83 @@ pub fn initial_state(
     me: &User,
     request: &RegisterRequest<'_>,
 ) -> Map<String, Value> {
-    let want = |name: &str| {
-        request
-            .fetch_event_types
-            .is_none_or(|types| types.contains(name))
+    let cx = Cx {
+        state,
+        site,
+        secret,
+        me,
+        request,
     };
-    let mut out = Map::new();
-    let mut put = |k: &str, v: Value| {
-        out.insert(k.to_owned(), v);
-    };
-    put("zulip_version", json!(ZULIP_VERSION));
-    put("zulip_feature_level", json!(ZULIP_FEATURE_LEVEL));
-    put("zulip_merge_base", json!(ZULIP_MERGE_BASE));
-
-    if want("realm") {
-        put("realm_name", json!(state.realm.name));
-        put(
-            "realm_description",
-            json!(render_description(&state.realm.description)),
-        );
-        put("realm_url", json!(site.realm_url));
-        put("realm_uri", json!(site.realm_url));
-        put(
-            "realm_icon_url",
-            json!(format!("{}/avatar/realm", site.realm_url)),
-        );
-        put("realm_icon_source", json!("G"));
-        put(
-            "realm_date_created",
-            json!(state.realm.date_created_ms / 1000),
-        );
-        put(
-            "realm_empty_topic_display_name",
-            json!(EMPTY_TOPIC_DISPLAY_NAME),
-        );
-        for setting in SETTINGS {
-            if !matches!(setting.name, "name" | "description") {
-                put(
-                    &format!("realm_{}", setting.name),
-                    realm_setting_json(state, setting.name),
-                );
-            }
-        }
-        // Derived forms older clients read.
-        put(
-            "realm_mandatory_topics",
-            json!(state.realm.text("topics_policy") == "disable_empty_topic"),
-        );
-        put(
-            "realm_allow_edit_history",
-            json!(state.realm.text("message_edit_history_visibility_policy") != "none"),
-        );
-        put("realm_waiting_period_threshold", json!(0));
-        put("realm_enable_spectator_access", json!(false));
-        put("realm_invite_required", json!(true));
-        put("realm_emails_restricted_to_domains", json!(false));
-        put("realm_default_language", json!("en"));
-        put("realm_plan_type", json!(1));
-        put("realm_push_notifications_enabled", json!(false));
-        put("realm_password_auth_enabled", json!(true));
-        put("realm_email_auth_enabled", json!(true));
-        put(
-            "realm_authentication_methods",
-            json!({"Email": {"enabled": true, "available": true}}),
-        );
-        put("realm_inline_image_preview", json!(true));
-        put("realm_inline_url_embed_preview", json!(false));
-        put("realm_presence_disabled", json!(false));
-        put("realm_send_welcome_emails", json!(true));
-        put("realm_digest_emails_enabled", json!(false));
-        put("realm_user_group_edit_policy", json!(1));
-        put("realm_video_chat_provider", json!(0));
-        put("realm_org_type", json!(0));
-        put("max_stream_name_length", json!(60));
-        put("max_stream_description_length", json!(1024));
-        put("max_topic_length", json!(60));
-        put("max_message_length", json!(10_000));
-        put("max_channel_folder_name_length", json!(60));
-        put("max_channel_folder_description_length", json!(1024));
-        // No file uploads (0 tells clients so); avatars, icons and logos are generated.
-        put("max_file_upload_size_mib", json!(0));
-        put("max_avatar_file_size_mib", json!(0));
-        put("max_icon_file_size_mib", json!(0));
-        put("max_logo_file_size_mib", json!(0));
-        put(
-            "max_emoji_file_size_mib",
-            json!(crate::commands::emoji::MAX_EMOJI_FILE_SIZE_MIB),
-        );
-        put("server_thumbnail_formats", json!([]));
-        put("server_can_summarize_topics", json!(false));
-        put(
-            "server_supported_permission_settings",
-            crate::projections::realm::supported_permission_settings(),
-        );
-        put(
-            "server_typing_started_expiry_period_milliseconds",
-            json!(45_000),
-        );
-        put(
-            "server_typing_stopped_wait_period_milliseconds",
-            json!(12_000),
-        );
-        put(
-            "server_typing_started_wait_period_milliseconds",
-            json!(30_000),
-        );
-        put("server_presence_ping_interval_seconds", json!(60));
-        put("server_presence_offline_threshold_seconds", json!(200));
-        put("event_queue_longpoll_timeout_seconds", json!(90));
-        put(
-            "server_generation",
-            json!(state.realm.date_created_ms / 1000),
-        );
-        put("server_web_public_streams_enabled", json!(false));
-        put("server_avatar_changes_disabled", json!(false));
-        put("server_name_changes_disabled", json!(false));
-        put("server_inline_image_preview", json!(true));
-        put("server_inline_url_embed_preview", json!(false));
-        put("server_needs_upgrade", json!(false));
-        put("server_emoji_data_url", Value::Null);
-        put("server_jitsi_server_url", Value::Null);
-        put("realm_jitsi_server_url", Value::Null);
-        put("giphy_api_key", json!(""));
-        put("development_environment", json!(false));
-        put("password_min_length", json!(6));
-        put("password_min_guesses", json!(10_000));
-        put("settings_send_digest_emails", json!(false));
+    let mut out = Out(Map::new());
+    out.put("zulip_version", json!(ZULIP_VERSION));
+    out.put("zulip_feature_level", json!(ZULIP_FEATURE_LEVEL));
+    out.put("zulip_merge_base", json!(ZULIP_MERGE_BASE));
+    if cx.wants("realm") {
+        realm_data(&mut out, &cx);
     }
-    if want("realm_user") {
-        let mut members = Vec::new();
-        let mut non_active = Vec::new();
-        for user in state.users.members() {
-            let mut json = user_json(state, site, me, user, true);
-            if let Value::Object(map) = &mut json {
-                map.remove("is_active");
-            }
-            if user.is_active {
-                members.push(json);
-            } else {
-                non_active.push(json);
-            }
-        }
-        put("realm_users", Value::Array(members));
-        put("realm_non_active_users", Value::Array(non_active));
-        let system_bots: Vec<Value> = state
-            .users
-            .iter()
-            .filter(|u| u.is_system_bot())
-            .map(|bot| {
-                let mut json = user_json(state, site, me, bot, false);
-                json["is_system_bot"] = json!(true);
-                json
-            })
-            .collect();
-        put("cross_realm_bots", Value::Array(system_bots));
-        put("user_id", json!(me.user_id.0));
-        put("email", json!(me.email));
-        put("delivery_email", json!(me.email));
-        put("full_name", json!(me.full_name));
-        put("avatar_source", json!("G"));
-        put("avatar_url", json!(avatar_url(site, me)));
-        put("avatar_url_medium", json!(avatar_url(site, me)));
-        put("is_admin", json!(me.role.is_admin()));
-        put("is_owner", json!(me.role == Role::Owner));
-        put(
-            "is_moderator",
-            json!(matches!(
-                me.role,
-                Role::Owner | Role::Administrator | Role::Moderator
-            )),
-        );
-        put("is_guest", json!(me.role == Role::Guest));
-        let public = state.realm_allows(me.user_id, "can_create_public_channel_group")
-            && me.role != Role::Guest;
-        let private = state.realm_allows(me.user_id, "can_create_private_channel_group")
-            && me.role != Role::Guest;
-        put("can_create_streams", json!(public || private));
-        put("can_create_public_streams", json!(public));
-        put("can_create_private_streams", json!(private));
-        put("can_create_web_public_streams", json!(false));
-        put(
-            "can_subscribe_other_users",
-            json!(
-                me.role != Role::Guest
-                    && state.realm_allows(me.user_id, "can_add_subscribers_group")
-            ),
-        );
-        put(
-            "can_invite_others_to_realm",
-            json!(
-                me.role != Role::Guest && state.realm_allows(me.user_id, "can_invite_users_group")
-            ),
-        );
-        put("user_list_incomplete", json!(false));
+    if cx.wants("realm_user") {
+        people(&mut out, &cx);
     }
-    if want("realm_bot") {
-        // Administrators see every bot; others their own.
-        let bots: Vec<Value> = state
-            .users
-            .iter()
-            .filter(|u| u.is_bot() && !u.is_system_bot())
-            .filter(|u| me.role.is_admin() || u.bot_owner_id == Some(me.user_id))
-            .map(|bot| bot_json(state, site, secret, bot))
-            .collect();
-        put("realm_bots", Value::Array(bots));
+    if cx.wants("realm_bot") {
+        bots(&mut out, &cx);
     }
-    if want("subscription") {
-        let mut subscribed = Vec::new();
-        let mut unsubscribed = Vec::new();
-        for (channel_id, sub) in state.channels.subscriptions_of(me.user_id) {
-            let Some(channel) = state.channels.get(channel_id) else {
-                continue;
-            };
-            let mut json = subscription_json(state, me, channel, sub, request.include_subscribers);
-            if !request.capabilities.notification_settings_null {
-                crate::render::channels::fill_notification_defaults(state, me.user_id, &mut json);
-            }
-            if sub.active {
-                subscribed.push(json);
-            } else {
-                unsubscribed.push(json);
-            }
-        }
-        let never: Vec<Value> = state
-            .channels
-            .iter()
-            .filter(|c| state.channels.subscription(me.user_id, c.id).is_none())
-            .filter(|c| access(state, me, c) != Access::None)
-            .map(|c| {
-                let mut json = channel_json(state, c);
-                if request.include_subscribers {
-                    if let (Value::Object(map), Some(subs)) = (
-                        &mut json,
-                        crate::render::channels::visible_subscribers(state, me, c),
-                    ) {
-                        map.insert("subscribers".into(), json!(subs));
-                    }
-                }
-                json
-            })
-            .collect();
-        put("subscriptions", Value::Array(subscribed));
-        put("unsubscribed", Value::Array(unsubscribed));
-        put("never_subscribed", Value::Array(never));
+    if cx.wants("subscription") {
+        subscriptions(&mut out, &cx);
     }
-    if want("stream") {
-        let streams: Vec<Value> = state
-            .channels
-            .iter()
-            .filter(|c| !c.is_archived || request.capabilities.archived_channels)
-            .filter(|c| access(state, me, c) != Access::None)
-            .map(|c| channel_json(state, c))
-            .collect();
-        put("streams", Value::Array(streams));
+    if cx.wants("stream") {
+        streams(&mut out, &cx);
     }
-    if want("message") {
-        // The newest message the user received, as Zulip's (-1 for none).
-        let max = state
-            .messages
-            .received(me.user_id)
-            .and_then(|received| received.keys().next_back())
-            .map_or(json!(-1), |id| json!(id.0));
-        put("max_message_id", max);
-        if want("update_message_flags") {
-            put(
-                "unread_msgs",
-                unread_msgs(state, me, request.capabilities.empty_topic_name),
-            );
-        }
+    if cx.wants("message") {
+        messages(&mut out, &cx);
     }
-    if want("starred_messages") {
-        let starred: Vec<u64> = state
-            .messages
-            .received(me.user_id)
-            .into_iter()
-            .flatten()
-            .filter(|(_, bits)| *bits & crate::projections::messages::flags::STARRED != 0)
-            .map(|(id, _)| id.0)
-            .collect();
-        put("starred_messages", json!(starred));
+    if cx.wants("starred_messages") {
+        starred(&mut out, &cx);
     }
-    if want("user_topic") {
-        let topics: Vec<Value> = state
-            .user_topics
-            .of(me.user_id)
-            .map(|(c, t)| json!({"stream_id": c.0, "topic_name": crate::render::messages::shown_topic(&t.topic, request.capabilities.empty_topic_name), "last_updated": t.last_updated, "visibility_policy": t.policy.code()}))
-            .collect();
-        put("user_topics", Value::Array(topics));
+    if cx.wants("user_topic") {
+        user_topics(&mut out, &cx);
     }
-    if want("muted_topics")
+    if cx.wants("muted_topics")
         && !request
             .fetch_event_types
             .is_some_and(|t| t.contains("user_topic"))
     {
-        let muted: Vec<Value> = state
-            .user_topics
-            .of(me.user_id)
-            .filter(|(_, t)| t.policy == TopicPolicy::Muted)
-            .filter_map(|(c, t)| {
-                state
-                    .channels
-                    .get(c)
-                    .map(|ch| json!([ch.name, t.topic, t.last_updated]))
-            })
-            .collect();
-        put("muted_topics", Value::Array(muted));
+        muted_topics(&mut out, &cx);
     }
-    if want("custom_profile_fields") {
-        put(
-            "custom_profile_fields",
-            crate::render::realm::fields_json(state),
-        );
-        put("custom_profile_field_types", custom_profile_field_types());
+    if cx.wants("custom_profile_fields") {
+        profile_fields(&mut out, &cx);
     }
-    if want("realm_linkifiers") {
-        // Clients that do not handle URL templates get none (Zulip's rule).
-        let linkifiers = if request.capabilities.linkifier_url_template {
-            crate::render::realm::linkifiers_json(state)
-        } else {
-            json!([])
-        };
-        put("realm_linkifiers", linkifiers);
+    if cx.wants("realm_linkifiers") {
+        linkifiers(&mut out, &cx);
     }
-    if want("realm_filters") {
-        put("realm_filters", json!([]));
+    if cx.wants("realm_filters") {
+        legacy_filters(&mut out);
     }
-    if want("realm_user_groups") {
-        let groups: Vec<Value> = state
-            .groups
-            .iter()
-            .filter(|g| !g.deactivated || request.capabilities.include_deactivated_groups)
-            .map(|g| group_json(state, g))
-            .collect();
-        put("realm_user_groups", Value::Array(groups));
+    if cx.wants("realm_user_groups") {
+        user_groups(&mut out, &cx);
     }
-    if want("presence") {
-        let now = crate::time::now_ms();
-        let (presences, newest) =
-            crate::render::presence::presences_json(state, site, me, request.presence, now);
-        put("presences", presences);
-        put("presence_last_update_id", json!(newest));
-        put("server_timestamp", json!(now as f64 / 1000.0));
+    if cx.wants("presence") {
+        presence(&mut out, &cx);
     }
-    if want("user_settings") {
-        let settings = user_settings(state, me);
-        if request.capabilities.user_settings_object {
-            put("user_settings", Value::Object(settings));
-        } else {
-            // Older clients (zulip-terminal among them) read these at the top level.
-            put("user_settings", Value::Object(settings.clone()));
-            for (k, v) in settings {
-                put(&k, v);
-            }
-        }
+    if cx.wants("user_settings") {
+        own_settings(&mut out, &cx);
     }
-    if want("update_display_settings") || want("update_global_notifications") {
-        for (k, v) in user_settings(state, me) {
-            put(&k, v);
-        }
+    if cx.wants("update_display_settings") || cx.wants("update_global_notifications") {
+        legacy_settings(&mut out, &cx);
     }
-    if want("realm_emoji") {
-        put("realm_emoji", crate::render::realm::realm_emoji_json(state));
+    if cx.wants("realm_emoji") {
+        custom_emoji(&mut out, &cx);
     }
-    if want("channel_folders") {
-        let folders: Vec<Value> = state
-            .folders
-            .ordered()
-            .into_iter()
-            .map(Folders::to_json)
-            .collect();
-        put("channel_folders", Value::Array(folders));
+    if cx.wants("channel_folders") {
+        channel_folders(&mut out, &cx);
     }
-    if want("default_streams") {
-        let defaults: Vec<Value> = state
-            .channels
-            .iter()
-            .filter(|c| c.is_default && !c.is_archived)
-            .map(|c| channel_json(state, c))
-            .collect();
-        put("default_streams", Value::Array(defaults));
+    if cx.wants("default_streams") {
+        default_channels(&mut out, &cx);
     }
-    if want("recent_private_conversations") {
-        // Newest first, the other participants' ids (none for one's own conversation), at
-        // most Zulip's 1,000.
-        let mut conversations = state.messages.conversations_of(me.user_id);
-        conversations.sort_by_key(|(_, newest)| std::cmp::Reverse(*newest));
-        let recent: Vec<Value> = conversations
-            .into_iter()
-            .take(1000)
-            .map(|(participants, newest)| {
-                let others: Vec<u64> = participants
-                    .iter()
-                    .filter(|id| **id != me.user_id)
-                    .map(|id| id.0)
-                    .collect();
-                json!({"max_message_id": newest.0, "user_ids": others})
-            })
-            .collect();
-        put("recent_private_conversations", Value::Array(recent));
+    if cx.wants("recent_private_conversations") {
+        recent_conversations(&mut out, &cx);
     }
-    if want("default_stream_groups") {
-        put("default_stream_groups", json!([]));
+    if cx.wants("default_stream_groups") {
+        default_channel_groups(&mut out);
     }
     for (fetch, key, empty) in [
         ("muted_users", "muted_users", json!([])),
@@ -552,18 +227,528 @@ pub fn initial_state(
         ("realm_domains", "realm_domains", json!([])),
         ("navigation_views", "navigation_views", json!([])),
     ] {
-        if want(fetch) {
-            put(key, empty);
+        if cx.wants(fetch) {
+            out.put(key, empty);
         }
     }
-    if want("video_calls") {
-        put("has_zoom_token", json!(false));
+    if cx.wants("video_calls") {
+        video_calls(&mut out);
     }
-    if want("realm_user_settings_defaults") {
-        put(
-            "realm_user_settings_defaults",
-            Value::Object(crate::projections::user_settings::defaults()),
+    if cx.wants("realm_user_settings_defaults") {
+        settings_defaults(&mut out);
+    }
+    out.0
+}
+
+/// What every part of the initial state reads.
+#[derive(Clone, Copy)]
+struct Cx<'a> {
+    state: &'a Projections,
+    site: &'a Site,
+    secret: &'a ServerSecret,
+    me: &'a User,
+    request: &'a RegisterRequest<'a>,
+}
+
+impl Cx<'_> {
+    /// Whether the client asked for this fetch type.
+    fn wants(&self, name: &str) -> bool {
+        self.request
+            .fetch_event_types
+            .is_none_or(|types| types.contains(name))
+    }
+}
+
+/// The initial state being built, in the order its keys are put.
+struct Out(Map<String, Value>);
+
+impl Out {
+    fn put(&mut self, key: &str, value: Value) {
+        self.0.insert(key.to_owned(), value);
+    }
+}
+
+/// The organization: its settings, limits and server facts (`realm`).
+fn realm_data(out: &mut Out, cx: &Cx<'_>) {
+    let Cx { state, site, .. } = *cx;
+    out.put("realm_name", json!(state.realm.name));
+    out.put(
+        "realm_description",
+        json!(render_description(&state.realm.description)),
+    );
+    out.put("realm_url", json!(site.realm_url));
+    out.put("realm_uri", json!(site.realm_url));
+    out.put(
+        "realm_icon_url",
+        json!(format!("{}/avatar/realm", site.realm_url)),
+    );
+    out.put("realm_icon_source", json!("G"));
+    out.put(
+        "realm_date_created",
+        json!(state.realm.date_created_ms / 1000),
+    );
+    out.put(
+        "realm_empty_topic_display_name",
+        json!(EMPTY_TOPIC_DISPLAY_NAME),
+    );
+    for setting in SETTINGS {
+        if !matches!(setting.name, "name" | "description") {
+            out.put(
+                &format!("realm_{}", setting.name),
+                realm_setting_json(state, setting.name),
+            );
+        }
+    }
+    // Derived forms older clients read.
+    out.put(
+        "realm_mandatory_topics",
+        json!(state.realm.text("topics_policy") == "disable_empty_topic"),
+    );
+    out.put(
+        "realm_allow_edit_history",
+        json!(state.realm.text("message_edit_history_visibility_policy") != "none"),
+    );
+    out.put("realm_waiting_period_threshold", json!(0));
+    out.put("realm_enable_spectator_access", json!(false));
+    out.put("realm_invite_required", json!(true));
+    out.put("realm_emails_restricted_to_domains", json!(false));
+    out.put("realm_default_language", json!("en"));
+    out.put("realm_plan_type", json!(1));
+    out.put("realm_push_notifications_enabled", json!(false));
+    out.put("realm_password_auth_enabled", json!(true));
+    out.put("realm_email_auth_enabled", json!(true));
+    out.put(
+        "realm_authentication_methods",
+        json!({"Email": {"enabled": true, "available": true}}),
+    );
+    out.put("realm_inline_image_preview", json!(true));
+    out.put("realm_inline_url_embed_preview", json!(false));
+    out.put("realm_presence_disabled", json!(false));
+    out.put("realm_send_welcome_emails", json!(true));
+    out.put("realm_digest_emails_enabled", json!(false));
+    out.put("realm_user_group_edit_policy", json!(1));
+    out.put("realm_video_chat_provider", json!(0));
+    out.put("realm_org_type", json!(0));
+    limits_and_server_facts(out, state);
+}
+
+/// Users, and what the user may do (`realm_user`).
+fn people(out: &mut Out, cx: &Cx<'_>) {
+    let Cx {
+        state, site, me, ..
+    } = *cx;
+    let mut members = Vec::new();
+    let mut non_active = Vec::new();
+    for user in state.users.members() {
+        let mut json = user_json(state, site, me, user, true);
+        if let Value::Object(map) = &mut json {
+            map.remove("is_active");
+        }
+        if user.is_active {
+            members.push(json);
+        } else {
+            non_active.push(json);
+        }
+    }
+    out.put("realm_users", Value::Array(members));
+    out.put("realm_non_active_users", Value::Array(non_active));
+    let system_bots: Vec<Value> = state
+        .users
+        .iter()
+        .filter(|u| u.is_system_bot())
+        .map(|bot| {
+            let mut json = user_json(state, site, me, bot, false);
+            json["is_system_bot"] = json!(true);
+            json
+        })
+        .collect();
+    out.put("cross_realm_bots", Value::Array(system_bots));
+    out.put("user_id", json!(me.user_id.0));
+    out.put("email", json!(me.email));
+    out.put("delivery_email", json!(me.email));
+    out.put("full_name", json!(me.full_name));
+    out.put("avatar_source", json!("G"));
+    out.put("avatar_url", json!(avatar_url(site, me)));
+    out.put("avatar_url_medium", json!(avatar_url(site, me)));
+    out.put("is_admin", json!(me.role.is_admin()));
+    out.put("is_owner", json!(me.role == Role::Owner));
+    out.put(
+        "is_moderator",
+        json!(matches!(
+            me.role,
+            Role::Owner | Role::Administrator | Role::Moderator
+        )),
+    );
+    out.put("is_guest", json!(me.role == Role::Guest));
+    let public =
+        state.realm_allows(me.user_id, "can_create_public_channel_group") && me.role != Role::Guest;
+    let private = state.realm_allows(me.user_id, "can_create_private_channel_group")
+        && me.role != Role::Guest;
+    out.put("can_create_streams", json!(public || private));
+    out.put("can_create_public_streams", json!(public));
+    out.put("can_create_private_streams", json!(private));
+    out.put("can_create_web_public_streams", json!(false));
+    out.put(
+        "can_subscribe_other_users",
+        json!(
+            me.role != Role::Guest && state.realm_allows(me.user_id, "can_add_subscribers_group")
+        ),
+    );
+    out.put(
+        "can_invite_others_to_realm",
+        json!(me.role != Role::Guest && state.realm_allows(me.user_id, "can_invite_users_group")),
+    );
+    out.put("user_list_incomplete", json!(false));
+}
+
+/// The bots the user manages (`realm_bot`).
+fn bots(out: &mut Out, cx: &Cx<'_>) {
+    let Cx {
+        state,
+        site,
+        secret,
+        me,
+        ..
+    } = *cx;
+    // Administrators see every bot; others their own.
+    let bots: Vec<Value> = state
+        .users
+        .iter()
+        .filter(|u| u.is_bot() && !u.is_system_bot())
+        .filter(|u| me.role.is_admin() || u.bot_owner_id == Some(me.user_id))
+        .map(|bot| bot_json(state, site, secret, bot))
+        .collect();
+    out.put("realm_bots", Value::Array(bots));
+}
+
+/// Channels the user is, was and never was subscribed to (`subscription`).
+fn subscriptions(out: &mut Out, cx: &Cx<'_>) {
+    let Cx {
+        state, me, request, ..
+    } = *cx;
+    let mut subscribed = Vec::new();
+    let mut unsubscribed = Vec::new();
+    for (channel_id, sub) in state.channels.subscriptions_of(me.user_id) {
+        let Some(channel) = state.channels.get(channel_id) else {
+            continue;
+        };
+        let mut json = subscription_json(state, me, channel, sub, request.include_subscribers);
+        if !request.capabilities.notification_settings_null {
+            crate::render::channels::fill_notification_defaults(state, me.user_id, &mut json);
+        }
+        if sub.active {
+            subscribed.push(json);
+        } else {
+            unsubscribed.push(json);
+        }
+    }
+    let never: Vec<Value> = state
+        .channels
+        .iter()
+        .filter(|c| state.channels.subscription(me.user_id, c.id).is_none())
+        .filter(|c| access(state, me, c) != Access::None)
+        .map(|c| {
+            let mut json = channel_json(state, c);
+            if request.include_subscribers {
+                if let (Value::Object(map), Some(subs)) = (
+                    &mut json,
+                    crate::render::channels::visible_subscribers(state, me, c),
+                ) {
+                    map.insert("subscribers".into(), json!(subs));
+                }
+            }
+            json
+        })
+        .collect();
+    out.put("subscriptions", Value::Array(subscribed));
+    out.put("unsubscribed", Value::Array(unsubscribed));
+    out.put("never_subscribed", Value::Array(never));
+}
+
+/// Every channel the user may see (`stream`).
+fn streams(out: &mut Out, cx: &Cx<'_>) {
+    let Cx {
+        state, me, request, ..
+    } = *cx;
+    let streams: Vec<Value> = state
+        .channels
+        .iter()
+        .filter(|c| !c.is_archived || request.capabilities.archived_channels)
+        .filter(|c| access(state, me, c) != Access::None)
+        .map(|c| channel_json(state, c))
+        .collect();
+    out.put("streams", Value::Array(streams));
+}
+
+/// The newest message id and, with `update_message_flags`, the unread messages (`message`).
+fn messages(out: &mut Out, cx: &Cx<'_>) {
+    let Cx {
+        state, me, request, ..
+    } = *cx;
+    // The newest message the user received, as Zulip's (-1 for none).
+    let max = state
+        .messages
+        .received(me.user_id)
+        .and_then(|received| received.keys().next_back())
+        .map_or(json!(-1), |id| json!(id.0));
+    out.put("max_message_id", max);
+    if cx.wants("update_message_flags") {
+        out.put(
+            "unread_msgs",
+            unread_msgs(state, me, request.capabilities.empty_topic_name),
         );
     }
-    out
+}
+
+/// Starred message ids (`starred_messages`).
+fn starred(out: &mut Out, cx: &Cx<'_>) {
+    let Cx { state, me, .. } = *cx;
+    let starred: Vec<u64> = state
+        .messages
+        .received(me.user_id)
+        .into_iter()
+        .flatten()
+        .filter(|(_, bits)| *bits & crate::projections::messages::flags::STARRED != 0)
+        .map(|(id, _)| id.0)
+        .collect();
+    out.put("starred_messages", json!(starred));
+}
+
+/// Topic visibility policies (`user_topic`).
+fn user_topics(out: &mut Out, cx: &Cx<'_>) {
+    let Cx {
+        state, me, request, ..
+    } = *cx;
+    let topics: Vec<Value> = state
+        .user_topics
+        .of(me.user_id)
+        .map(|(c, t)| json!({"stream_id": c.0, "topic_name": crate::render::messages::shown_topic(&t.topic, request.capabilities.empty_topic_name), "last_updated": t.last_updated, "visibility_policy": t.policy.code()}))
+        .collect();
+    out.put("user_topics", Value::Array(topics));
+}
+
+/// The legacy muted topic list, for clients that did not ask for `user_topic`.
+fn muted_topics(out: &mut Out, cx: &Cx<'_>) {
+    let Cx { state, me, .. } = *cx;
+    let muted: Vec<Value> = state
+        .user_topics
+        .of(me.user_id)
+        .filter(|(_, t)| t.policy == TopicPolicy::Muted)
+        .filter_map(|(c, t)| {
+            state
+                .channels
+                .get(c)
+                .map(|ch| json!([ch.name, t.topic, t.last_updated]))
+        })
+        .collect();
+    out.put("muted_topics", Value::Array(muted));
+}
+
+/// Custom profile fields and their types (`custom_profile_fields`).
+fn profile_fields(out: &mut Out, cx: &Cx<'_>) {
+    let Cx { state, .. } = *cx;
+    out.put(
+        "custom_profile_fields",
+        crate::render::realm::fields_json(state),
+    );
+    out.put("custom_profile_field_types", custom_profile_field_types());
+}
+
+/// Linkifiers (`realm_linkifiers`).
+fn linkifiers(out: &mut Out, cx: &Cx<'_>) {
+    let Cx { state, request, .. } = *cx;
+    // Clients that do not handle URL templates get none (Zulip's rule).
+    let linkifiers = if request.capabilities.linkifier_url_template {
+        crate::render::realm::linkifiers_json(state)
+    } else {
+        json!([])
+    };
+    out.put("realm_linkifiers", linkifiers);
+}
+
+/// The legacy linkifier list (`realm_filters`), always empty.
+fn legacy_filters(out: &mut Out) {
+    out.put("realm_filters", json!([]));
+}
+
+/// User groups (`realm_user_groups`).
+fn user_groups(out: &mut Out, cx: &Cx<'_>) {
+    let Cx { state, request, .. } = *cx;
+    let groups: Vec<Value> = state
+        .groups
+        .iter()
+        .filter(|g| !g.deactivated || request.capabilities.include_deactivated_groups)
+        .map(|g| group_json(state, g))
+        .collect();
+    out.put("realm_user_groups", Value::Array(groups));
+}
+
+/// Presence (`presence`).
+fn presence(out: &mut Out, cx: &Cx<'_>) {
+    let Cx {
+        state,
+        site,
+        me,
+        request,
+        ..
+    } = *cx;
+    let now = crate::time::now_ms();
+    let (presences, newest) =
+        crate::render::presence::presences_json(state, site, me, request.presence, now);
+    out.put("presences", presences);
+    out.put("presence_last_update_id", json!(newest));
+    out.put("server_timestamp", json!(now as f64 / 1000.0));
+}
+
+/// The user's settings (`user_settings`), also at the top level for older clients.
+fn own_settings(out: &mut Out, cx: &Cx<'_>) {
+    let Cx {
+        state, me, request, ..
+    } = *cx;
+    let settings = user_settings(state, me);
+    if request.capabilities.user_settings_object {
+        out.put("user_settings", Value::Object(settings));
+    } else {
+        // Older clients (zulip-terminal among them) read these at the top level.
+        out.put("user_settings", Value::Object(settings.clone()));
+        for (k, v) in settings {
+            out.put(&k, v);
+        }
+    }
+}
+
+/// The user's settings at the top level (`update_display_settings`, `update_global_notifications`).
+fn legacy_settings(out: &mut Out, cx: &Cx<'_>) {
+    let Cx { state, me, .. } = *cx;
+    for (k, v) in user_settings(state, me) {
+        out.put(&k, v);
+    }
+}
+
+/// Custom emoji (`realm_emoji`).
+fn custom_emoji(out: &mut Out, cx: &Cx<'_>) {
+    let Cx { state, .. } = *cx;
+    out.put("realm_emoji", crate::render::realm::realm_emoji_json(state));
+}
+
+/// Channel folders (`channel_folders`).
+fn channel_folders(out: &mut Out, cx: &Cx<'_>) {
+    let Cx { state, .. } = *cx;
+    let folders: Vec<Value> = state
+        .folders
+        .ordered()
+        .into_iter()
+        .map(Folders::to_json)
+        .collect();
+    out.put("channel_folders", Value::Array(folders));
+}
+
+/// Default channels for new users (`default_streams`).
+fn default_channels(out: &mut Out, cx: &Cx<'_>) {
+    let Cx { state, .. } = *cx;
+    let defaults: Vec<Value> = state
+        .channels
+        .iter()
+        .filter(|c| c.is_default && !c.is_archived)
+        .map(|c| channel_json(state, c))
+        .collect();
+    out.put("default_streams", Value::Array(defaults));
+}
+
+/// Recent direct-message conversations (`recent_private_conversations`).
+fn recent_conversations(out: &mut Out, cx: &Cx<'_>) {
+    let Cx { state, me, .. } = *cx;
+    // Newest first, the other participants' ids (none for one's own conversation), at
+    // most Zulip's 1,000.
+    let mut conversations = state.messages.conversations_of(me.user_id);
+    conversations.sort_by_key(|(_, newest)| std::cmp::Reverse(*newest));
+    let recent: Vec<Value> = conversations
+        .into_iter()
+        .take(1000)
+        .map(|(participants, newest)| {
+            let others: Vec<u64> = participants
+                .iter()
+                .filter(|id| **id != me.user_id)
+                .map(|id| id.0)
+                .collect();
+            json!({"max_message_id": newest.0, "user_ids": others})
+        })
+        .collect();
+    out.put("recent_private_conversations", Value::Array(recent));
+}
+
+/// Default channel groups (`default_stream_groups`), none in Chronicle.
+fn default_channel_groups(out: &mut Out) {
+    out.put("default_stream_groups", json!([]));
+}
+
+/// Video call state (`video_calls`).
+fn video_calls(out: &mut Out) {
+    out.put("has_zoom_token", json!(false));
+}
+
+/// The organization's defaults for new users' settings (`realm_user_settings_defaults`).
+fn settings_defaults(out: &mut Out) {
+    out.put(
+        "realm_user_settings_defaults",
+        Value::Object(crate::projections::user_settings::defaults()),
+    );
+}
+
+/// The limits clients enforce before sending, and facts about the server (`realm`).
+fn limits_and_server_facts(out: &mut Out, state: &Projections) {
+    out.put("max_stream_name_length", json!(60));
+    out.put("max_stream_description_length", json!(1024));
+    out.put("max_topic_length", json!(60));
+    out.put("max_message_length", json!(10_000));
+    out.put("max_channel_folder_name_length", json!(60));
+    out.put("max_channel_folder_description_length", json!(1024));
+    // No file uploads (0 tells clients so); avatars, icons and logos are generated.
+    out.put("max_file_upload_size_mib", json!(0));
+    out.put("max_avatar_file_size_mib", json!(0));
+    out.put("max_icon_file_size_mib", json!(0));
+    out.put("max_logo_file_size_mib", json!(0));
+    out.put(
+        "max_emoji_file_size_mib",
+        json!(crate::commands::emoji::MAX_EMOJI_FILE_SIZE_MIB),
+    );
+    out.put("server_thumbnail_formats", json!([]));
+    out.put("server_can_summarize_topics", json!(false));
+    out.put(
+        "server_supported_permission_settings",
+        crate::projections::realm::supported_permission_settings(),
+    );
+    out.put(
+        "server_typing_started_expiry_period_milliseconds",
+        json!(45_000),
+    );
+    out.put(
+        "server_typing_stopped_wait_period_milliseconds",
+        json!(12_000),
+    );
+    out.put(
+        "server_typing_started_wait_period_milliseconds",
+        json!(30_000),
+    );
+    out.put("server_presence_ping_interval_seconds", json!(60));
+    out.put("server_presence_offline_threshold_seconds", json!(200));
+    out.put("event_queue_longpoll_timeout_seconds", json!(90));
+    out.put(
+        "server_generation",
+        json!(state.realm.date_created_ms / 1000),
+    );
+    out.put("server_web_public_streams_enabled", json!(false));
+    out.put("server_avatar_changes_disabled", json!(false));
+    out.put("server_name_changes_disabled", json!(false));
+    out.put("server_inline_image_preview", json!(true));
+    out.put("server_inline_url_embed_preview", json!(false));
+    out.put("server_needs_upgrade", json!(false));
+    out.put("server_emoji_data_url", Value::Null);
+    out.put("server_jitsi_server_url", Value::Null);
+    out.put("realm_jitsi_server_url", Value::Null);
+    out.put("giphy_api_key", json!(""));
+    out.put("development_environment", json!(false));
+    out.put("password_min_length", json!(6));
+    out.put("password_min_guesses", json!(10_000));
+    out.put("settings_send_digest_emails", json!(false));
 }

@@ -4,7 +4,7 @@
 use super::audience::{active_holders, first_message_changes};
 use super::event::{ClientEvent, Deliveries, MessageSource, Variants};
 use crate::events::{
-    Envelope, MessageFlag, MessageMove, Recipient, SenderQueue, TopicPolicy, TypingTarget,
+    Envelope, Event, MessageFlag, MessageMove, Recipient, SenderQueue, TopicPolicy, TypingTarget,
 };
 use crate::ids::{ChannelId, MessageId, UserId};
 use crate::projections::messages::recipients;
@@ -110,39 +110,79 @@ pub fn flags_changed(
     Deliveries::from(vec![(user_id, event)])
 }
 
-/// A `reaction` event for everyone holding a copy of the message; `body` holds `op` and the
-/// emoji fields.
-pub fn reaction_changed(
-    state: &Projections,
-    site: &Site,
-    message_id: MessageId,
-    user_id: UserId,
-    body: Value,
-) -> Deliveries {
-    let Some(reactor) = state.users.get(user_id) else {
+/// A `reaction` event (`ReactionAdded`, `ReactionRemoved`) for everyone holding a copy of the
+/// message.
+pub fn reaction_changed(state: &Projections, site: &Site, event: &Event) -> Deliveries {
+    let (op, message_id, user_id, emoji_name, emoji_code, reaction_type) = match event {
+        Event::ReactionAdded {
+            message_id,
+            user_id,
+            emoji_name,
+            emoji_code,
+            reaction_type,
+        } => (
+            "add",
+            message_id,
+            user_id,
+            emoji_name,
+            emoji_code,
+            reaction_type,
+        ),
+        Event::ReactionRemoved {
+            message_id,
+            user_id,
+            emoji_name,
+            emoji_code,
+            reaction_type,
+        } => (
+            "remove",
+            message_id,
+            user_id,
+            emoji_name,
+            emoji_code,
+            reaction_type,
+        ),
+        _ => return Deliveries::new(),
+    };
+    let Some(reactor) = state.users.get(*user_id) else {
         return Deliveries::new();
     };
-    active_holders(state, message_id)
+    active_holders(state, *message_id)
         .into_iter()
         .map(|viewer| {
-            let mut event = json!({
-                "type": "reaction", "message_id": message_id.0, "user_id": user_id.0,
-                "user": {
-                    "user_id": user_id.0, "email": shown_email(state, site, viewer, reactor),
-                    "full_name": reactor.full_name,
-                },
-            });
-            if let (Value::Object(map), Value::Object(more)) = (&mut event, body.clone()) {
-                map.extend(more);
-            }
-            (viewer.user_id, event)
+            (
+                viewer.user_id,
+                json!({
+                    "type": "reaction", "message_id": message_id.0, "user_id": user_id.0,
+                    "user": {
+                        "user_id": user_id.0, "email": shown_email(state, site, viewer, reactor),
+                        "full_name": reactor.full_name,
+                    },
+                    "op": op, "emoji_name": emoji_name, "emoji_code": emoji_code,
+                    "reaction_type": reaction_type.as_str(),
+                }),
+            )
         })
         .collect()
 }
 
-/// `submessage`, for everyone holding a copy of the message.
-pub fn submessage_added(state: &Projections, message_id: MessageId, event: Value) -> Deliveries {
-    active_holders(state, message_id)
+/// `submessage` (`SubmessageAdded`), for everyone holding a copy of the message.
+pub fn submessage_added(state: &Projections, event: &Event) -> Deliveries {
+    let Event::SubmessageAdded {
+        submessage_id,
+        message_id,
+        sender_id,
+        msg_type,
+        content,
+    } = event
+    else {
+        return Deliveries::new();
+    };
+    let event = json!({
+        "type": "submessage", "msg_type": msg_type, "message_id": message_id.0,
+        "submessage_id": submessage_id, "sender_id": sender_id.0, "content": content,
+    });
+    active_holders(state, *message_id)
         .into_iter()
         .map(|u| (u.user_id, event.clone()))
         .collect()

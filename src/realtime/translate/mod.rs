@@ -23,8 +23,11 @@ pub use event::{ClientEvent, Deliveries, MessageSource, Variants};
 pub use messages::message_event;
 
 /// The client events of one durable event, each with the user it is for. `state` is the
-/// state right after the event's batch. One arm per stored event (no catch-all), so a new
-/// event does not compile until it is decided what clients hear of it.
+/// state right after the event's batch.
+///
+/// Long by the number of stored events, not by logic: one arm per event (no catch-all, so a
+/// new event does not compile until it is decided what clients hear of it), each handing its
+/// fields to the translator of its area.
 pub fn client_events(
     state: &Projections,
     site: &Site,
@@ -148,32 +151,8 @@ pub fn client_events(
             add,
             message_ids,
         } => messages::flags_changed(state, *user_id, *flag, *add, message_ids),
-        Event::ReactionAdded {
-            message_id,
-            user_id,
-            emoji_name,
-            emoji_code,
-            reaction_type,
-        }
-        | Event::ReactionRemoved {
-            message_id,
-            user_id,
-            emoji_name,
-            emoji_code,
-            reaction_type,
-        } => {
-            let op = if matches!(env.event, Event::ReactionAdded { .. }) {
-                "add"
-            } else {
-                "remove"
-            };
-            messages::reaction_changed(
-                state,
-                site,
-                *message_id,
-                *user_id,
-                json!({"op": op, "emoji_name": emoji_name, "emoji_code": emoji_code, "reaction_type": reaction_type.as_str()}),
-            )
+        Event::ReactionAdded { .. } | Event::ReactionRemoved { .. } => {
+            messages::reaction_changed(state, site, &env.event)
         }
         Event::MessageEdited {
             message_id,
@@ -193,20 +172,7 @@ pub fn client_events(
             recipient,
             holders,
         } => messages::messages_deleted(state, message_ids, recipient, holders),
-        Event::SubmessageAdded {
-            submessage_id,
-            message_id,
-            sender_id,
-            msg_type,
-            content,
-        } => messages::submessage_added(
-            state,
-            *message_id,
-            json!({
-                "type": "submessage", "msg_type": msg_type, "message_id": message_id.0,
-                "submessage_id": submessage_id, "sender_id": sender_id.0, "content": content,
-            }),
-        ),
+        Event::SubmessageAdded { .. } => messages::submessage_added(state, &env.event),
         Event::TypingStarted { user_id, target } => {
             messages::typing(state, site, *user_id, target, "start")
         }
