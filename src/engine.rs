@@ -497,7 +497,7 @@ mod tests {
                 "one event per successful command"
             );
         });
-        let folded = Projections::fold(log.as_ref(), None, |_| {}).unwrap();
+        let folded = crate::replay::fold(log.as_ref(), None, |_| {}).unwrap();
         assert_eq!(folded.digest(), engine.read(Projections::digest));
     }
 

@@ -50,6 +50,7 @@ pub mod narrow;
 pub mod projections;
 pub mod realtime;
 pub mod render;
+pub mod replay;
 pub mod server;
 pub mod snapshot;
 pub mod store;

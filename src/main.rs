@@ -221,9 +221,9 @@ fn run(cli: Cli) -> Result<(), Fatal> {
                 return Err("--from-seq must not be after --to-seq".into());
             }
             let log = SledLog::open(&Layout::new(&data_dir).log())?;
-            let mut state = Projections::fold(&log, Some(Seq(from_seq)), |_| {})?;
+            let mut state = chronicle::replay::fold(&log, Some(Seq(from_seq)), |_| {})?;
             let before = state.dump();
-            state.continue_while(&log, |env| env.seq.0 <= to_seq, |_| {})?;
+            chronicle::replay::continue_while(&mut state, &log, |env| env.seq.0 <= to_seq, |_| {})?;
             let after = state.dump();
             let diff = match only {
                 None => chronicle::audit::diff(&before, &after),
@@ -415,7 +415,12 @@ fn replay(
         .find(|(seq, _)| to_seq.is_none_or(|s| seq.0 <= s));
     let mut mismatch = None;
     if let Some((snap_seq, recorded)) = snapshot {
-        state.continue_while(&log, |env| env.seq <= snap_seq && keep(env), progress)?;
+        chronicle::replay::continue_while(
+            &mut state,
+            &log,
+            |env| env.seq <= snap_seq && keep(env),
+            progress,
+        )?;
         if state.seq == snap_seq {
             let matches = state.digest() == recorded;
             println!("snapshot_seq: {snap_seq}");
@@ -428,7 +433,7 @@ fn replay(
             }
         }
     }
-    state.continue_while(&log, keep, progress)?;
+    chronicle::replay::continue_while(&mut state, &log, keep, progress)?;
     if events_were_shown(&state) {
         eprintln!();
     }

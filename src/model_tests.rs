@@ -601,7 +601,7 @@ proptest! {
     fn incremental_fold_equals_replay_and_snapshot(ops in proptest::collection::vec(op(), 1..60)) {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let Session { log, state: live, .. } = runtime.block_on(run(ops));
-        let replayed = Projections::fold(log.as_ref(), None, |_| {}).unwrap();
+        let replayed = crate::replay::fold(log.as_ref(), None, |_| {}).unwrap();
         prop_assert_eq!(live.seq, replayed.seq);
         prop_assert_eq!(live.dump(), replayed.dump());
         // Snapshots are taken from the engine's decision state, which keeps no search index.

@@ -82,7 +82,7 @@ impl Layout {
 /// Opens the log read-only in spirit (no recovery) and folds it up to `until`.
 pub fn fold_data_dir(dir: &Path, until: Option<Seq>) -> Result<(Projections, u64), Fatal> {
     let log = SledLog::open(&Layout::new(dir).log())?;
-    let state = Projections::fold(&log, until, |seq| {
+    let state = crate::replay::fold(&log, until, |seq| {
         tracing::info!(seq = seq.0, "replaying");
     })?;
     let events = state.seq.0;
@@ -127,7 +127,8 @@ pub fn open_for_serving(layout: &Layout) -> Result<(Arc<SledLog>, Projections), 
         None => Projections::default(),
     };
     let from = state.seq;
-    state.continue_while(
+    crate::replay::continue_while(
+        &mut state,
         log.as_ref(),
         |_| true,
         |seq| {

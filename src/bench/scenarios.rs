@@ -559,7 +559,7 @@ pub fn replay(quick: bool) -> Result<Vec<Row>, Fatal> {
     }
     let raw_rate = decoded as f64 / started.elapsed().as_secs_f64();
     let started = Instant::now();
-    let state = Projections::fold(&log, None, |_| {})?;
+    let state = crate::replay::fold(&log, None, |_| {})?;
     let fold_rate = state.seq.0 as f64 / started.elapsed().as_secs_f64();
     let disk = log.size_on_disk()? as f64;
     let plain = |case: &str, value: f64, unit: &str, baseline: Option<f64>, label: &str| Row {

@@ -34,7 +34,7 @@ pub async fn get_projections(
         }
         Some(n) => {
             let log = state.engine.log().clone();
-            web::block(move || Projections::fold(log.as_ref(), Some(Seq(n)), |_| {}))
+            web::block(move || crate::replay::fold(log.as_ref(), Some(Seq(n)), |_| {}))
                 .await
                 .map_err(|e| ApiError::internal(format!("fold: {e}")))?
                 .map_err(|e| ApiError::internal(format!("fold: {e}")))?
@@ -174,9 +174,9 @@ pub async fn get_diff(
     }
     let log = state.engine.log().clone();
     let (before, after) = web::block(move || {
-        let mut s = Projections::fold(log.as_ref(), Some(Seq(from)), |_| {})?;
+        let mut s = crate::replay::fold(log.as_ref(), Some(Seq(from)), |_| {})?;
         let before = s.dump();
-        s.continue_while(log.as_ref(), |env| env.seq.0 <= to, |_| {})?;
+        crate::replay::continue_while(&mut s, log.as_ref(), |env| env.seq.0 <= to, |_| {})?;
         Ok::<_, crate::store::StoreError>((before, s.dump()))
     })
     .await

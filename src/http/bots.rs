@@ -131,10 +131,8 @@ pub async fn deactivate_bot(
 ) -> ApiResult<HttpResponse> {
     let target = UserId(path_id(&req, "bot_id")?);
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::users::deactivate_bot(s, ctx, target)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }

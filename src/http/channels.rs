@@ -351,12 +351,10 @@ pub async fn update_stream(
         }
     }
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::channels::change_channel(s, ctx, id, changes)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `DELETE /streams/{stream_id}`: archives the channel.
@@ -368,8 +366,7 @@ pub async fn archive_stream(
 ) -> ApiResult<HttpResponse> {
     let id = channel_id(&req)?;
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             if s.channels.get(id).is_some_and(|c| c.is_archived) {
                 return Err(ApiError::bad_request("Channel is already deactivated"));
             }
@@ -380,8 +377,7 @@ pub async fn archive_stream(
                 vec![ChannelChange::Archived(true)],
             )
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// Group ids of a list parameter.
@@ -423,12 +419,10 @@ async fn set_default(
     auth.require_admin()?;
     let id = ChannelId(params.required_int::<u64>("stream_id")?);
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::channels::set_default_channel(s, ctx, id, default)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 pub async fn add_default_stream(

@@ -35,12 +35,10 @@ pub async fn upload_custom_emoji(
     let name = emoji_name(&req);
     let files: Vec<Vec<u8>> = params.take_files().into_iter().map(|f| f.bytes).collect();
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::emoji::add_custom_emoji(s, ctx, &name, files)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `DELETE /realm/emoji/{emoji_name}`.
@@ -52,12 +50,10 @@ pub async fn deactivate_custom_emoji(
 ) -> ApiResult<HttpResponse> {
     let name = emoji_name(&req);
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::emoji::deactivate_custom_emoji(s, ctx, &name)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `GET /user_avatars/{realm_id}/emoji/images/{file}`: the uploaded image, public like Zulip's

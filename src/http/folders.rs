@@ -57,12 +57,10 @@ pub async fn update_channel_folder(
     let description = params.str("description");
     let is_archived = params.bool("is_archived")?;
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::channels::update_folder(s, ctx, id, name, description, is_archived)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `PATCH /channel_folders`: the new order of all folders (administrators).
@@ -76,14 +74,12 @@ pub async fn reorder_channel_folders(
         .json("order")?
         .ok_or_else(|| ApiError::missing("order"))?;
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::channels::reorder_folders(
                 s,
                 ctx,
                 order.into_iter().map(FolderId).collect(),
             )
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }

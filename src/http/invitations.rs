@@ -216,12 +216,10 @@ async fn revoke(
 ) -> ApiResult<HttpResponse> {
     let id = InviteId(path_id(&req, "invite_id")?);
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::invitations::revoke_invite(s, ctx, id, multiuse)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `DELETE /invites/{invite_id}`.

@@ -59,12 +59,10 @@ pub async fn update_linkifier(
     let id = LinkifierId(path_id(&req, "filter_id")?);
     let request = read_request(&mut params)?;
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::linkifiers::update_linkifier(s, ctx, id, request)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `DELETE /realm/filters/{filter_id}` (administrators).
@@ -77,12 +75,10 @@ pub async fn remove_linkifier(
     auth.require_admin()?;
     let id = LinkifierId(path_id(&req, "filter_id")?);
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::linkifiers::remove_linkifier(s, ctx, id)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `PATCH /realm/linkifiers` (administrators): `ordered_linkifier_ids`.
@@ -96,10 +92,8 @@ pub async fn reorder_linkifiers(
         .json("ordered_linkifier_ids")?
         .ok_or_else(|| ApiError::missing("ordered_linkifier_ids"))?;
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::linkifiers::reorder_linkifiers(s, ctx, order)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }

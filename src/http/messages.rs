@@ -384,8 +384,7 @@ pub async fn mark_topic_as_read(
     let channel = ChannelId(params.required_int::<u64>("stream_id")?);
     let topic = topic_param(&params.required_str("topic_name")?);
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             let me = crate::commands::actor(s, ctx)?;
             let visible = s.channels.get(channel).filter(|c| {
                 crate::projections::access(s, me, c) == crate::projections::Access::Content
@@ -407,8 +406,7 @@ pub async fn mark_topic_as_read(
                 .collect();
             crate::commands::flags::update_flags(s, ctx, unread, MessageFlag::Read, true)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `POST /typing`.
@@ -447,12 +445,10 @@ pub async fn set_typing_status(
         other => return Err(ApiError::invalid("type", other)),
     };
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::typing::set_typing(s, ctx, target, start)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 fn message_id_param(req: &HttpRequest) -> ApiResult<MessageId> {
@@ -482,12 +478,10 @@ pub async fn add_reaction(
         return Err(ApiError::missing("emoji_name"));
     }
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::reactions::add_reaction(s, ctx, id, emoji)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `DELETE /messages/{message_id}/reactions`.
@@ -500,12 +494,10 @@ pub async fn remove_reaction(
     let id = message_id_param(&req)?;
     let emoji = emoji_request(&mut params);
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::reactions::remove_reaction(s, ctx, id, emoji)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `PATCH /messages/{message_id}`.
@@ -557,12 +549,10 @@ pub async fn delete_message(
 ) -> ApiResult<HttpResponse> {
     let id = message_id_param(&req)?;
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::delete::delete_message(s, ctx, id)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `GET /messages/{message_id}/history`.
@@ -766,10 +756,8 @@ pub async fn add_submessage(
     let msg_type = params.required_str("msg_type")?;
     let content = params.required_str("content")?;
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::messages::add_submessage(s, ctx, message_id, msg_type, content)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }

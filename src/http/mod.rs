@@ -27,7 +27,7 @@ pub mod wire;
 
 use crate::auth::ServerSecret;
 use crate::engine::Engine;
-use crate::error::ApiError;
+use crate::error::{ApiError, ApiResult};
 use actix_web::body::BoxBody;
 use actix_web::dev::{Service, ServiceResponse};
 use actix_web::http::header::{self, HeaderValue};
@@ -121,6 +121,28 @@ impl Smtp {
 }
 
 impl AppState {
+    /// The tail of most write handlers: runs `command` as the authenticated user and, once its
+    /// events are durable, answers Zulip's empty success (with any ignored parameters); the
+    /// command's own reply is not part of the answer.
+    pub async fn answer<R, F>(
+        &self,
+        auth: &Auth,
+        params: Params,
+        command: F,
+    ) -> ApiResult<HttpResponse>
+    where
+        F: FnOnce(
+                &crate::projections::Projections,
+                &crate::engine::Ctx,
+            ) -> ApiResult<crate::commands::Decision<R>>
+            + Send
+            + 'static,
+        R: Send + 'static,
+    {
+        self.engine.execute(Some(auth.user_id), command).await?;
+        Ok(params.success(serde_json::json!({})))
+    }
+
     /// Delivers an email: through the SMTP relay when one is configured (off the request, after
     /// the change it reports is durable), else, or when the relay refuses it, into the outbox
     /// (`DATA_DIR/outbox/`, one `.eml` file each, `tag` in its name) for an administrator to read

@@ -150,12 +150,10 @@ pub async fn update_profile_field(
         .unwrap_or(0);
     let change = read_change(&mut params, field_type)?;
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::profile_fields::update_field(s, ctx, id, change)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `DELETE /realm/profile_fields/{field_id}` (administrators).
@@ -168,12 +166,10 @@ pub async fn delete_profile_field(
     auth.require_admin()?;
     let id = FieldId(path_id(&req, "field_id")?);
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::profile_fields::delete_field(s, ctx, id)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `PATCH /realm/profile_fields` (administrators): `order`, every field id.
@@ -187,12 +183,10 @@ pub async fn reorder_profile_fields(
         .json("order")?
         .ok_or_else(|| ApiError::missing("order"))?;
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::profile_fields::reorder_fields(s, ctx, order)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `{id, value}` items as `PATCH /users/me/profile_data` and `PATCH /users/{id}` send them.

@@ -174,12 +174,10 @@ pub async fn update_subscription(
     let value = property_value(&params.required_str("value")?);
     let parsed = parse_subscription_property(&property, &value)?;
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::channels::set_subscription_properties(s, ctx, vec![(channel, parsed)])
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 #[derive(Deserialize)]
@@ -214,12 +212,10 @@ pub async fn update_subscription_properties(
         changes.push((ChannelId(change.stream_id), parsed));
     }
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::channels::set_subscription_properties(s, ctx, changes)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `POST /user_topics`.
@@ -238,12 +234,10 @@ pub async fn update_user_topic(
             ApiError::bad_request("Invalid visibility_policy").with("var_name", "visibility_policy")
         })?;
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::channels::set_topic_visibility(s, ctx, channel, topic, policy)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `PATCH /users/me/subscriptions/muted_topics` (deprecated): mute or unmute by channel id or
@@ -280,8 +274,7 @@ pub async fn update_muted_topic(
         other => return Err(ApiError::invalid("op", other)),
     };
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             let me = crate::commands::actor(s, ctx)?;
             // This legacy endpoint mutes only in channels the caller is subscribed to.
             if policy == TopicPolicy::Muted {
@@ -303,8 +296,7 @@ pub async fn update_muted_topic(
             }
             crate::commands::channels::set_topic_visibility(s, ctx, channel, topic, policy)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `GET /users/{user_id}/subscriptions/{stream_id}`: whether a user is subscribed to a channel

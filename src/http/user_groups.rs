@@ -110,12 +110,10 @@ pub async fn update_user_group(
         changes.push(GroupChange::Permission { setting, value });
     }
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::groups::change_group(s, ctx, id, changes)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `POST /user_groups/{user_group_id}/deactivate`.
@@ -127,12 +125,10 @@ pub async fn deactivate_user_group(
 ) -> ApiResult<HttpResponse> {
     let id = group_id(&req)?;
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::groups::deactivate_group(s, ctx, id)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `POST /user_groups/{user_group_id}/members` (also takes `add_subgroups`/`delete_subgroups`).
@@ -155,8 +151,7 @@ pub async fn update_user_group_members(
     let add_subgroups = group_ids(&mut params, "add_subgroups")?;
     let delete_subgroups = group_ids(&mut params, "delete_subgroups")?;
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             let mut events = Vec::new();
             if !add.is_empty()
                 || !delete.is_empty()
@@ -180,8 +175,7 @@ pub async fn update_user_group_members(
             }
             Ok(Decision::events(events))
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `POST /user_groups/{user_group_id}/subgroups`.
@@ -195,12 +189,10 @@ pub async fn update_user_group_subgroups(
     let add = group_ids(&mut params, "add")?;
     let delete = group_ids(&mut params, "delete")?;
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::groups::update_subgroups(s, ctx, id, add, delete)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// Every member of a group: direct ones, and with `direct_member_only=false` those of its

@@ -249,12 +249,10 @@ pub async fn update_user(
     };
     let profile_data = parse_profile_data(&mut params, "profile_data")?;
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::users::update_user(s, ctx, target, full_name, role, profile_data)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `POST /users/{user_id}/reactivate`.
@@ -267,12 +265,10 @@ pub async fn reactivate_user(
     auth.require_admin()?;
     let target = UserId(path_id(&req, "user_id")?);
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::users::reactivate_user(s, ctx, target)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// `GET /avatar/{key}`: a generated, anonymous avatar (a colored disc derived from the key).
@@ -332,12 +328,10 @@ pub async fn update_settings(
     };
     let settings = read_user_settings(&mut params)?;
     state
-        .engine
-        .execute(Some(auth.user_id), move |s, ctx| {
+        .answer(&auth, params, move |s, ctx| {
             crate::commands::users::update_own_settings(s, ctx, full_name, password, settings)
         })
-        .await?;
-    Ok(params.success(json!({})))
+        .await
 }
 
 /// The stored settings a `PATCH /settings` request names, parsed by the kind of each.

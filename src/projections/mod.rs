@@ -38,7 +38,6 @@ pub use users::{email_key, User, Users};
 
 use crate::events::Envelope;
 use crate::ids::Seq;
-use crate::store::{read_envelopes, EventLog, StoreError};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -82,48 +81,6 @@ impl Projections {
         self.presence.apply(env);
         self.user_settings.apply(env);
         self.seq = env.seq;
-    }
-
-    /// Folds the log from the start up to and including `until` (all of it when `None`),
-    /// calling `progress` every 100,000 events.
-    pub fn fold(
-        log: &dyn EventLog,
-        until: Option<Seq>,
-        progress: impl FnMut(Seq),
-    ) -> Result<Projections, StoreError> {
-        Projections::fold_while(log, |env| until.is_none_or(|u| env.seq <= u), progress)
-    }
-
-    /// Folds the log from the start while `keep` accepts the next event (the first one it
-    /// refuses ends the fold), calling `progress` every 100,000 events.
-    pub fn fold_while(
-        log: &dyn EventLog,
-        keep: impl Fn(&Envelope) -> bool,
-        mut progress: impl FnMut(Seq),
-    ) -> Result<Projections, StoreError> {
-        let mut state = Projections::default();
-        state.continue_while(log, keep, &mut progress)?;
-        Ok(state)
-    }
-
-    /// Folds the events after this state's seq while `keep` accepts them.
-    pub fn continue_while(
-        &mut self,
-        log: &dyn EventLog,
-        keep: impl Fn(&Envelope) -> bool,
-        mut progress: impl FnMut(Seq),
-    ) -> Result<(), StoreError> {
-        for env in read_envelopes(log, self.seq.next()) {
-            let env = env?;
-            if !keep(&env) {
-                break;
-            }
-            self.apply(&env);
-            if env.seq.0 % 100_000 == 0 {
-                progress(env.seq);
-            }
-        }
-        Ok(())
     }
 
     /// Rebuilds what snapshots leave out (compiled linkifiers, the search index when the

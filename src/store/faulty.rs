@@ -161,7 +161,7 @@ mod tests {
 
     fn recovered(log: &FaultyLog) -> Result<(Integrity, Projections), StoreError> {
         let integrity = check_integrity(log)?;
-        Ok((integrity, Projections::fold(log, None, |_| {})?))
+        Ok((integrity, crate::replay::fold(log, None, |_| {})?))
     }
 
     #[tokio::test]

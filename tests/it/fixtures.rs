@@ -126,7 +126,7 @@ where
             last: chronicle::ids::Seq(count)
         }
     );
-    let state = Projections::fold(&log, None, |_| {}).unwrap();
+    let state = chronicle::replay::fold(&log, None, |_| {}).unwrap();
     if bless {
         write_expectations(&dir, &state);
     }

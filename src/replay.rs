@@ -1,0 +1,54 @@
+//! Folding a log into projections: at start-up (after the newest snapshot), for time travel
+//! (`?at_seq=`, `chronicle dump --at-seq`, `diff`, `replay --to-time`) and for the offline
+//! tools. The same infallible `Projections::apply` folds live events, so a replay and the
+//! running server cannot disagree.
+
+use crate::events::Envelope;
+use crate::ids::Seq;
+use crate::projections::Projections;
+use crate::store::{read_envelopes, EventLog, StoreError};
+
+/// How often the fold reports its progress, in events.
+const PROGRESS_EVERY: u64 = 100_000;
+
+/// Folds the log from the start up to and including `until` (all of it when `None`),
+/// calling `progress` every 100,000 events.
+pub fn fold(
+    log: &dyn EventLog,
+    until: Option<Seq>,
+    progress: impl FnMut(Seq),
+) -> Result<Projections, StoreError> {
+    fold_while(log, |env| until.is_none_or(|u| env.seq <= u), progress)
+}
+
+/// Folds the log from the start while `keep` accepts the next event (the first one it
+/// refuses ends the fold), calling `progress` every 100,000 events.
+pub fn fold_while(
+    log: &dyn EventLog,
+    keep: impl Fn(&Envelope) -> bool,
+    progress: impl FnMut(Seq),
+) -> Result<Projections, StoreError> {
+    let mut state = Projections::default();
+    continue_while(&mut state, log, keep, progress)?;
+    Ok(state)
+}
+
+/// Folds the events after `state`'s seq while `keep` accepts them.
+pub fn continue_while(
+    state: &mut Projections,
+    log: &dyn EventLog,
+    keep: impl Fn(&Envelope) -> bool,
+    mut progress: impl FnMut(Seq),
+) -> Result<(), StoreError> {
+    for env in read_envelopes(log, state.seq.next()) {
+        let env = env?;
+        if !keep(&env) {
+            break;
+        }
+        state.apply(&env);
+        if env.seq.0 % PROGRESS_EVERY == 0 {
+            progress(env.seq);
+        }
+    }
+    Ok(())
+}
