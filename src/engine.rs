@@ -16,7 +16,7 @@
 //! ahead of the disk); every later command gets a 500 and the error is logged loudly. A restart
 //! replays the log and continues from what is durable.
 
-use crate::commands::Decision;
+use crate::commands::{Ctx, Decision};
 use crate::error::{ApiError, ApiResult};
 use crate::events::{Envelope, Event, SCHEMA_VERSION};
 use crate::ids::{Seq, UserId};
@@ -33,14 +33,6 @@ pub const MAX_BATCH: usize = 4096;
 /// Commands waiting for the writer. Bounded so that a flood of writes applies back-pressure to
 /// the HTTP workers instead of growing memory without limit.
 const QUEUE_CAPACITY: usize = 16_384;
-
-/// What a command sees besides the state: the clock reading and who is acting.
-#[derive(Debug, Clone, Copy)]
-pub struct Ctx {
-    /// Milliseconds since the epoch; also the `at` of the events the command returns.
-    pub now_ms: i64,
-    pub actor: Option<UserId>,
-}
 
 type Completion = Box<dyn FnOnce(ApiResult<Seq>) + Send>;
 

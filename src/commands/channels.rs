@@ -4,7 +4,7 @@ use super::Decision;
 use super::{actor, admin};
 use crate::commands::groups::validate_setting;
 use crate::commands::notices::{channel_link, silent_mention, Notices};
-use crate::engine::Ctx;
+use crate::commands::Ctx;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::TopicPolicy;
 use crate::events::{

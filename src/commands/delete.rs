@@ -4,7 +4,7 @@ use super::actor;
 use super::Decision;
 use super::{allowed_here, past_limit};
 use crate::commands::messages::readable;
-use crate::engine::Ctx;
+use crate::commands::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::events::{Event, Recipient};
 use crate::ids::{MessageId, UserId};

@@ -15,7 +15,7 @@ use crate::commands::notices::silent_mention;
 use crate::commands::notices::topic_link;
 use crate::commands::notices::Notices;
 use crate::commands::notices::NOTIFICATION_BOT_EMAIL;
-use crate::engine::Ctx;
+use crate::commands::Ctx;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::TopicPolicy;
 use crate::events::{

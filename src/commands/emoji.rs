@@ -2,8 +2,8 @@
 
 use super::actor;
 use super::Decision;
+use crate::commands::Ctx;
 use crate::emoji;
-use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::{Event, ImageBytes};
 use crate::ids::EmojiId;

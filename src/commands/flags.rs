@@ -3,7 +3,7 @@
 use super::actor;
 use super::Decision;
 use crate::commands::messages::readable;
-use crate::engine::Ctx;
+use crate::commands::Ctx;
 use crate::error::ApiResult;
 use crate::events::{Event, MessageFlag};
 use crate::ids::MessageId;

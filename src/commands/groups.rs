@@ -3,7 +3,7 @@
 
 use super::actor;
 use super::Decision;
-use crate::engine::Ctx;
+use crate::commands::Ctx;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::{Event, GroupChange, GroupPermissions, GroupSetting, Role, SystemGroup};
 use crate::ids::{GroupId, UserId};

@@ -10,7 +10,7 @@ use super::users::{
     NewUser,
 };
 use super::Decision;
-use crate::engine::Ctx;
+use crate::commands::Ctx;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::{Event, InvitationSpec, NewSubscription, Role};
 use crate::ids::{ChannelId, GroupId, InviteId, UserId};

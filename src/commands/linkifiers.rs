@@ -3,7 +3,7 @@
 
 use super::admin;
 use super::Decision;
-use crate::engine::Ctx;
+use crate::commands::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::events::{Event, LinkifierSpec};
 use crate::ids::LinkifierId;

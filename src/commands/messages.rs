@@ -4,7 +4,7 @@ use super::actor;
 use super::channels::MAX_TOPIC_LENGTH;
 use super::Decision;
 use crate::commands::markup::OrgResolver;
-use crate::engine::Ctx;
+use crate::commands::Ctx;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::{Event, Recipient, Role, SenderQueue, TopicsPolicy};
 use crate::ids::{ChannelId, MessageId, UserId};

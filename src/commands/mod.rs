@@ -23,10 +23,18 @@ pub mod testing;
 pub mod typing;
 pub mod users;
 
-use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;
+use crate::ids::UserId;
 use crate::projections::{Projections, User};
+
+/// What a command sees besides the state: the clock reading and who is acting.
+#[derive(Debug, Clone, Copy)]
+pub struct Ctx {
+    /// Milliseconds since the epoch; also the `at` of the events the command returns.
+    pub now_ms: i64,
+    pub actor: Option<UserId>,
+}
 
 /// What a command decided: the events to append, and the reply its caller answers with once
 /// they are durable. A command that only changes state replies `()`.

@@ -2,7 +2,7 @@
 
 use super::actor;
 use super::Decision;
-use crate::engine::Ctx;
+use crate::commands::Ctx;
 use crate::error::ApiResult;
 use crate::events::Event;
 use crate::projections::Projections;

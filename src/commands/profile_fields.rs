@@ -3,7 +3,7 @@
 use super::markup::OrgResolver;
 use super::Decision;
 use super::{actor, admin, is_http_url};
-use crate::engine::Ctx;
+use crate::commands::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::events::{Event, ProfileFieldData, ProfileFieldSpec};
 use crate::ids::{FieldId, UserId};

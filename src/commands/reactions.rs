@@ -3,8 +3,8 @@
 use super::actor;
 use super::Decision;
 use crate::commands::messages::readable;
+use crate::commands::Ctx;
 use crate::emoji;
-use crate::engine::Ctx;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::{Event, ReactionType};
 use crate::ids::MessageId;

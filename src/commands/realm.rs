@@ -2,7 +2,7 @@
 
 use super::Decision;
 use super::{admin, groups::validate_setting};
-use crate::engine::Ctx;
+use crate::commands::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::events::{Event, GroupSetting, RealmValue, Role, SystemGroup};
 use crate::ids::ChannelId;

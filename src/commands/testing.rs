@@ -13,7 +13,7 @@ use super::channels::{create_channel, ChannelSpec};
 use super::messages::{send_message, ChannelRef, Destination};
 use super::users::{create_realm, create_user, NewUser};
 use super::Decision;
-use crate::engine::Ctx;
+use crate::commands::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::events::{Envelope, Event, Role, SCHEMA_VERSION};
 use crate::ids::{ChannelId, MessageId, UserId};

@@ -2,7 +2,7 @@
 
 use super::Decision;
 use super::{actor, admin};
-use crate::engine::Ctx;
+use crate::commands::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::events::EMBEDDED_BOT;
 use crate::events::GENERIC_BOT;

@@ -5,7 +5,7 @@ use super::{path_id, AppState, Auth, Params};
 use crate::auth::new_api_key_nonce;
 use crate::commands::is_http_url;
 use crate::commands::users::{human_member, NewBot};
-use crate::engine::Ctx;
+use crate::commands::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::events::BotService;
 use crate::events::{GENERIC_BOT, OUTGOING_WEBHOOK_BOT};

@@ -171,7 +171,7 @@ pub async fn get_invites(
 ) -> ApiResult<HttpResponse> {
     let now = crate::time::now_ms();
     let invites = state.engine.read(|s| {
-        let ctx = crate::engine::Ctx {
+        let ctx = crate::commands::Ctx {
             now_ms: now,
             actor: Some(auth.user_id),
         };

@@ -133,7 +133,7 @@ impl AppState {
     where
         F: FnOnce(
                 &crate::projections::Projections,
-                &crate::engine::Ctx,
+                &crate::commands::Ctx,
             ) -> ApiResult<crate::commands::Decision<R>>
             + Send
             + 'static,
