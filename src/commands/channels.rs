@@ -1065,3 +1065,104 @@ pub fn change_channel(
     }
     Ok(Decision::events(events))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::testing::{msg, Given, OWNER};
+
+    const QUIET: SubscribeNotices = SubscribeNotices {
+        announce: false,
+        notify_subscribed: false,
+    };
+
+    fn named(name: &str, invite_only: bool) -> ChannelSpec {
+        ChannelSpec {
+            name: name.into(),
+            invite_only,
+            ..ChannelSpec::default()
+        }
+    }
+
+    #[test]
+    fn channel_names_are_unique_and_guests_create_none() {
+        let mut given = Given::org();
+        given.channel("General", &[OWNER]);
+        let err = given.refused(OWNER, |s, c| {
+            create_channel(s, c, named("general", false), vec![], false)
+        });
+        assert_eq!(err.code(), Some(ErrorCode::ChannelAlreadyExists));
+        assert_eq!(msg(&err), "Channel 'General' already exists");
+        let err = given.refused(OWNER, |s, c| {
+            create_channel(s, c, named("  ", false), vec![], false)
+        });
+        assert_eq!(msg(&err), "Channel name can't be empty.");
+        let guest = given.user("guest@example.com", Role::Guest);
+        let err = given.refused(guest, |s, c| {
+            create_channel(s, c, named("mine", false), vec![], false)
+        });
+        assert_eq!(msg(&err), "Not allowed for guest users");
+    }
+
+    #[test]
+    fn a_private_channel_is_joined_only_by_invitation() {
+        let mut given = Given::org();
+        let alice = given.user("alice@example.com", Role::Member);
+        given.channel_with(named("secret", true), &[OWNER]);
+        given.channel("open", &[OWNER]);
+        let join = |name: &str| {
+            let channels = vec![(name.to_owned(), String::new())];
+            move |s: &Projections, c: &Ctx| {
+                subscribe(s, c, channels, None, ChannelSpec::default(), true, QUIET)
+            }
+        };
+        // With authorization errors fatal, a private channel one cannot see is refused.
+        let err = given.refused(alice, join("secret"));
+        assert_eq!(msg(&err), "Unable to access channel (secret).");
+        let outcome = given.ok(alice, join("open"));
+        assert_eq!(
+            outcome.subscribed.get(&alice).cloned(),
+            Some(vec!["open".to_owned()])
+        );
+        let outcome = given.ok(alice, join("open"));
+        assert_eq!(
+            outcome.already_subscribed.get(&alice).cloned(),
+            Some(vec!["open".to_owned()])
+        );
+        // The owner may add Alice to the private channel.
+        let channels = vec![("secret".to_owned(), String::new())];
+        given.ok(OWNER, move |s, c| {
+            subscribe(
+                s,
+                c,
+                channels,
+                Some(vec![alice]),
+                ChannelSpec::default(),
+                true,
+                QUIET,
+            )
+        });
+        let secret = given.state.channels.by_name("secret").map(|c| c.id);
+        assert!(secret.is_some_and(|id| given.state.channels.is_subscribed(alice, id)));
+    }
+
+    #[test]
+    fn topic_visibility_needs_access_and_unchanged_policies_append_nothing() {
+        let mut given = Given::org();
+        let alice = given.user("alice@example.com", Role::Member);
+        let secret = given.channel_with(named("secret", true), &[OWNER]);
+        let open = given.channel("open", &[alice]);
+        let set = |channel, policy| {
+            move |s: &Projections, c: &Ctx| set_topic_visibility(s, c, channel, "t".into(), policy)
+        };
+        let err = given.refused(alice, set(secret, TopicPolicy::Muted));
+        assert_eq!(msg(&err), "Invalid channel ID");
+        given.ok(alice, set(open, TopicPolicy::Followed));
+        assert_eq!(
+            given.state.user_topics.policy(alice, open, "T"),
+            TopicPolicy::Followed
+        );
+        let again = given.decided(alice, set(open, TopicPolicy::Followed));
+        assert!(again.events.is_empty());
+    }
+}

@@ -44,3 +44,39 @@ pub fn update_flags(
         changed,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::testing::{Given, OWNER};
+    use crate::events::Role;
+
+    #[test]
+    fn only_changed_flags_are_reported_and_starring_reaches_history() {
+        let mut given = Given::org();
+        let alice = given.user("alice@example.com", Role::Member);
+        let general = given.channel("general", &[alice]);
+        let one = given.message(OWNER, general, "t", "one");
+        let two = given.message(OWNER, general, "t", "two");
+        // Both unread for Alice; reading them twice changes them once.
+        let changed = given.ok(alice, |s, c| {
+            update_flags(s, c, vec![two, one, one], MessageFlag::Read, true)
+        });
+        assert_eq!(changed, vec![one, two]);
+        let changed = given.ok(alice, |s, c| {
+            update_flags(s, c, vec![one], MessageFlag::Read, true)
+        });
+        assert!(changed.is_empty());
+        // Bob joined later and holds no copy: reading does not apply, starring does.
+        let bob = given.user("bob@example.com", Role::Member);
+        let read = given.decided(bob, |s, c| {
+            update_flags(s, c, vec![one], MessageFlag::Read, true)
+        });
+        assert!(read.events.is_empty() && read.reply.is_empty());
+        let starred = given.ok(bob, |s, c| {
+            update_flags(s, c, vec![one], MessageFlag::Starred, true)
+        });
+        assert_eq!(starred, vec![one]);
+        assert!(given.state.messages.flags(bob, one).is_some());
+    }
+}

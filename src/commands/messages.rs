@@ -214,3 +214,118 @@ pub fn add_submessage(
         content,
     }]))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::channels::ChannelSpec;
+    use crate::commands::testing::{msg, Given, OWNER};
+
+    fn to_channel(channel: ChannelId, topic: &str) -> Destination {
+        Destination::Channel {
+            channel: ChannelRef::Id(channel),
+            topic: topic.into(),
+        }
+    }
+
+    #[test]
+    fn a_message_goes_to_the_subscribers_with_mentions_rendered() {
+        let mut given = Given::org();
+        let alice = given.user("alice@example.com", Role::Member);
+        let bob = given.user("bob@example.com", Role::Member);
+        let general = given.channel("general", &[alice, bob]);
+        let decided = given.decided(alice, |s, c| {
+            send_message(
+                s,
+                c,
+                to_channel(general, "t"),
+                "hi @**bob**  \n",
+                "test",
+                None,
+            )
+        });
+        let [Event::MessageSent {
+            recipient,
+            content,
+            mentioned,
+            ..
+        }] = &decided.events[..]
+        else {
+            panic!("one MessageSent expected: {:?}", decided.events);
+        };
+        // Trailing white space is dropped; the mention names Bob.
+        assert_eq!(&**content, "hi @**bob**");
+        assert_eq!(mentioned, &vec![bob]);
+        assert_eq!(
+            recipient,
+            &Recipient::Channel {
+                channel_id: general,
+                topic: "t".into()
+            }
+        );
+        // Folded, both subscribers hold a copy; the sender's is already read.
+        let id = given.ok(alice, |s, c| {
+            send_message(s, c, to_channel(general, "t"), "again", "test", None)
+        });
+        assert!(given.state.messages.flags(alice, id).is_some());
+        assert!(given.state.messages.flags(bob, id).is_some());
+        assert!(given.state.messages.flags(OWNER, id).is_none());
+    }
+
+    #[test]
+    fn empty_unknown_and_private_destinations_are_refused() {
+        let mut given = Given::org();
+        let alice = given.user("alice@example.com", Role::Member);
+        let general = given.channel("general", &[alice]);
+        let secret = given.channel_with(
+            ChannelSpec {
+                name: "secret".into(),
+                invite_only: true,
+                ..ChannelSpec::default()
+            },
+            &[OWNER],
+        );
+        let send = |to: Destination, text: &'static str| {
+            move |s: &Projections, c: &Ctx| send_message(s, c, to, text, "test", None)
+        };
+        let err = given.refused(alice, send(to_channel(general, "t"), "  \n "));
+        assert_eq!(msg(&err), "Message must not be empty");
+        let err = given.refused(alice, send(to_channel(ChannelId(99), "t"), "hi"));
+        assert_eq!(err.code(), Some(ErrorCode::StreamDoesNotExist));
+        assert_eq!(msg(&err), "Channel with ID '99' does not exist");
+        // A private channel the sender cannot see does not exist for them either.
+        let err = given.refused(alice, send(to_channel(secret, "t"), "hi"));
+        assert_eq!(
+            msg(&err),
+            format!("Channel with ID '{secret}' does not exist")
+        );
+        let none = Destination::Direct { user_ids: vec![] };
+        let err = given.refused(alice, send(none, "hi"));
+        assert_eq!(msg(&err), "Message must have recipients");
+        let ghost = Destination::Direct {
+            user_ids: vec![UserId(99)],
+        };
+        let err = given.refused(alice, send(ghost, "hi"));
+        assert_eq!(msg(&err), "Invalid user ID 99");
+    }
+
+    #[test]
+    fn long_content_and_topics_are_truncated_as_zulip_does() {
+        let mut given = Given::org();
+        let general = given.channel("general", &[OWNER]);
+        let long = "x".repeat(MAX_MESSAGE_LENGTH + 10);
+        let topic = "t".repeat(MAX_TOPIC_LENGTH + 5);
+        let id = given.ok(OWNER, |s, c| {
+            send_message(s, c, to_channel(general, &topic), &long, "test", None)
+        });
+        let message = given
+            .state
+            .messages
+            .get(id)
+            .map(|m| (m.content.len(), m.topic().to_owned()));
+        let (length, stored_topic) = message.unwrap_or_default();
+        assert_eq!(length, MAX_MESSAGE_LENGTH);
+        assert!(stored_topic.ends_with("..."));
+        assert_eq!(stored_topic.chars().count(), MAX_TOPIC_LENGTH);
+    }
+}

@@ -160,3 +160,56 @@ pub fn remove_reaction(
         reaction_type,
     }]))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::testing::{msg, Given, OWNER};
+    use crate::events::Role;
+    use crate::ids::UserId;
+
+    fn emoji(name: &str) -> EmojiRequest {
+        EmojiRequest {
+            emoji_name: Some(name.into()),
+            emoji_code: None,
+            reaction_type: None,
+        }
+    }
+
+    #[test]
+    fn a_reaction_is_added_once_and_removed_once() {
+        let mut given = Given::org();
+        let alice = given.user("alice@example.com", Role::Member);
+        let general = given.channel("general", &[alice]);
+        let hi = given.message(alice, general, "t", "hi");
+        given.ok(alice, |s, c| add_reaction(s, c, hi, emoji("octopus")));
+        let err = given.refused(alice, |s, c| add_reaction(s, c, hi, emoji("octopus")));
+        assert_eq!(err.code(), Some(ErrorCode::ReactionAlreadyExists));
+        // Someone else may join it (the owner reads the public channel without a copy).
+        given.ok(OWNER, |s, c| add_reaction(s, c, hi, emoji("octopus")));
+        given.ok(alice, |s, c| remove_reaction(s, c, hi, emoji("octopus")));
+        let err = given.refused(alice, |s, c| remove_reaction(s, c, hi, emoji("octopus")));
+        assert_eq!(err.code(), Some(ErrorCode::ReactionDoesNotExist));
+        assert_eq!(msg(&err), "Reaction doesn't exist.");
+        let left: Vec<UserId> = given
+            .state
+            .messages
+            .get(hi)
+            .map(|m| m.reactions().iter().map(|r| r.user_id).collect())
+            .unwrap_or_default();
+        assert_eq!(left, vec![OWNER]);
+    }
+
+    #[test]
+    fn unknown_emoji_and_unreadable_messages_are_refused() {
+        let mut given = Given::org();
+        let alice = given.user("alice@example.com", Role::Member);
+        let general = given.channel("general", &[alice]);
+        let hi = given.message(alice, general, "t", "hi");
+        let err = given.refused(alice, |s, c| add_reaction(s, c, hi, emoji("no_such_emoji")));
+        assert_eq!(msg(&err), "Emoji 'no_such_emoji' does not exist");
+        let dm = given.direct(OWNER, &[OWNER], "note to self");
+        let err = given.refused(alice, |s, c| add_reaction(s, c, dm, emoji("octopus")));
+        assert_eq!(msg(&err), "Invalid message(s)");
+    }
+}

@@ -65,3 +65,44 @@ pub fn set_typing(
     };
     Ok(Decision::events(vec![event]))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::testing::{msg, Given, OWNER};
+    use crate::events::{RealmValue, Role, TypingTarget};
+    use crate::ids::{ChannelId, UserId};
+
+    #[test]
+    fn typing_names_every_participant_and_respects_the_setting() {
+        let mut given = Given::org();
+        let alice = given.user("alice@example.com", Role::Member);
+        let to = |ids: Vec<UserId>| TypingTarget::Direct { user_ids: ids };
+        let decided = given.decided(alice, |s, c| set_typing(s, c, to(vec![OWNER]), true));
+        assert!(matches!(
+            &decided.events[..],
+            [Event::TypingStarted { user_id, target: TypingTarget::Direct { user_ids } }]
+                if *user_id == alice && user_ids == &[OWNER, alice]
+        ));
+        let err = given.refused(alice, |s, c| set_typing(s, c, to(vec![]), true));
+        assert_eq!(msg(&err), "Empty 'to' list");
+        let err = given.refused(alice, |s, c| set_typing(s, c, to(vec![UserId(99)]), true));
+        assert_eq!(msg(&err), "Invalid user ID 99");
+        let nowhere = TypingTarget::Channel {
+            channel_id: ChannelId(99),
+            topic: "t".into(),
+        };
+        let err = given.refused(alice, |s, c| set_typing(s, c, nowhere, true));
+        assert_eq!(msg(&err), "Invalid channel ID");
+        given.fold(vec![Event::UserSettingChanged {
+            user_id: alice,
+            name: "send_private_typing_notifications".into(),
+            value: RealmValue::Bool(false),
+        }]);
+        let err = given.refused(alice, |s, c| set_typing(s, c, to(vec![OWNER]), false));
+        assert_eq!(
+            msg(&err),
+            "User has disabled typing notifications for direct messages"
+        );
+    }
+}
