@@ -10,18 +10,31 @@
 //!
 //! # Layout
 //!
+//! From the ground up; imports run downward only (no file imports one above it, and none
+//! import each other around a circle).
+//!
+//! - [`ids`], [`time`], [`error`], [`emoji`], [`linkify`], [`html_diff`]: newtypes, clocks, the
+//!   one error type with its code table, text helpers.
 //! - [`events`]: the stored envelope, its checksummed named-field msgpack encoding, and the
-//!   `Event` enum of each schema version.
+//!   `Event` enum of each schema version (version 1 frozen, upcast on read).
+//! - [`markdown`], [`auth`]: message rendering; the server secret, API keys, argon2id.
 //! - [`store`]: the log trait (append batch, flush, scan) with the sled backend, and the
 //!   open-time integrity check that handles a torn tail.
-//! - [`projections`]: in-memory state, one file per area, folded by infallible `apply`.
-//! - [`commands`]: pure decisions `(&Projections, &Ctx) -> events + reply`.
-//! - [`engine`]: the single write path and its group commit.
-//! - [`realtime`]: event queues, `/register` initial state, durable events → client events.
-//! - [`http`]: the route table, extractors (`Auth`, `Params`) and handlers, one file per resource.
-//! - [`auth`]: the server secret, API-key derivation, argon2id passwords.
-//! - [`bench`]: `chronicle bench`, measurements against same-run baselines.
-//! - [`server`]: opening a data directory, first-start setup, serving until a signal.
+//! - [`projections`]: in-memory state, one file per area, folded by infallible `apply`; the
+//!   read-side visibility rules (`projections::access`) beside the state they read.
+//! - [`replay`]: folding a log into projections (start-up, time travel, offline tools).
+//! - [`narrow`]: Zulip narrows: parse, compile, match.
+//! - [`render`]: every Zulip JSON shape, and [`render::Site`].
+//! - [`commands`]: pure decisions `(&Projections, &Ctx) -> Decision` (events + reply), one
+//!   file per operation group.
+//! - [`snapshot`], [`engine`]: projection snapshots; the single write path and its group
+//!   commit.
+//! - [`realtime`]: event queues, `/register` initial state, durable events → typed client
+//!   events ([`realtime::translate`]).
+//! - [`http`]: the route table, extractors (`Auth`, `Params`) and thin handlers, one file per
+//!   resource.
+//! - [`server`], [`webhooks`], [`bench`](mod@bench): opening a data directory and serving until a signal;
+//!   outgoing webhooks; `chronicle bench`.
 //!
 //! `docs/architecture.md` tells the same story at length, with the lock rules and the
 //! durability promise.
