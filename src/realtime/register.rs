@@ -3,7 +3,6 @@
 use super::Capabilities;
 use crate::auth::ServerSecret;
 use crate::events::Role;
-use crate::events::TopicPolicy;
 use crate::markdown::render_description;
 use crate::projections::messages::EMPTY_TOPIC_DISPLAY_NAME;
 use crate::projections::realm::SETTINGS;
@@ -530,18 +529,10 @@ fn user_topics(out: &mut Out, cx: &Cx<'_>) {
 /// The legacy muted topic list, for clients that did not ask for `user_topic`.
 fn muted_topics(out: &mut Out, cx: &Cx<'_>) {
     let Cx { state, me, .. } = *cx;
-    let muted: Vec<Value> = state
-        .user_topics
-        .of(me.user_id)
-        .filter(|(_, t)| t.policy == TopicPolicy::Muted)
-        .filter_map(|(c, t)| {
-            state
-                .channels
-                .get(c)
-                .map(|ch| json!([ch.name, t.topic, t.last_updated]))
-        })
-        .collect();
-    out.put("muted_topics", Value::Array(muted));
+    out.put(
+        "muted_topics",
+        crate::render::channels::muted_topics_json(state, me.user_id),
+    );
 }
 
 /// Custom profile fields and their types (`custom_profile_fields`).
@@ -646,13 +637,10 @@ fn channel_folders(out: &mut Out, cx: &Cx<'_>) {
 /// Default channels for new users (`default_streams`).
 fn default_channels(out: &mut Out, cx: &Cx<'_>) {
     let Cx { state, .. } = *cx;
-    let defaults: Vec<Value> = state
-        .channels
-        .iter()
-        .filter(|c| c.is_default && !c.is_archived)
-        .map(|c| channel_json(state, c))
-        .collect();
-    out.put("default_streams", Value::Array(defaults));
+    out.put(
+        "default_streams",
+        crate::render::channels::default_channels_json(state),
+    );
 }
 
 /// Recent direct-message conversations (`recent_private_conversations`).

@@ -253,6 +253,33 @@ pub fn subscription_json(
     Value::Object(map)
 }
 
+/// The default channels for new users, as `/register`'s `default_streams` and the
+/// `default_streams` event list them.
+pub fn default_channels_json(state: &Projections) -> Value {
+    state
+        .channels
+        .iter()
+        .filter(|c| c.is_default && !c.is_archived)
+        .map(|c| channel_json(state, c))
+        .collect()
+}
+
+/// The legacy `muted_topics` list of a user: `[channel name, topic, last updated]` for each
+/// muted topic.
+pub fn muted_topics_json(state: &Projections, user: UserId) -> Value {
+    state
+        .user_topics
+        .of(user)
+        .filter(|(_, t)| t.policy == crate::events::TopicPolicy::Muted)
+        .filter_map(|(c, t)| {
+            state
+                .channels
+                .get(c)
+                .map(|channel| json!([channel.name, t.topic, t.last_updated]))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

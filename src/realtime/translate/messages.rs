@@ -9,6 +9,7 @@ use crate::events::{
 use crate::ids::{ChannelId, MessageId, UserId};
 use crate::projections::messages::recipients;
 use crate::projections::{Message, Projections, User};
+use crate::render::channels::muted_topics_json;
 use crate::render::messages::{message_flags, message_json, shown_topic, topic_links_json};
 use crate::render::users::shown_email;
 use crate::render::Site;
@@ -299,17 +300,7 @@ pub fn topic_visibility_set(
     topic: &str,
     policy: TopicPolicy,
 ) -> Deliveries {
-    let muted: Vec<Value> = state
-        .user_topics
-        .of(user_id)
-        .filter(|(_, t)| t.policy == TopicPolicy::Muted)
-        .filter_map(|(c, t)| {
-            state
-                .channels
-                .get(c)
-                .map(|channel| json!([channel.name, t.topic, t.last_updated]))
-        })
-        .collect();
+    let muted = muted_topics_json(state, user_id);
     let mut out = Deliveries::new();
     out.push((
         user_id,
