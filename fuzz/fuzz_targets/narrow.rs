@@ -5,5 +5,5 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let value = serde_json::from_slice::<serde_json::Value>(data).ok();
-    let _ = chronicle::http::messages::parse_narrow(value);
+    let _ = chronicle::narrow::parse_narrow(value);
 });
