@@ -108,22 +108,13 @@ enum Command {
         /// Small sizes for a smoke run (under a minute); asserts nothing about speed.
         #[arg(long)]
         quick: bool,
-        /// Run one scenario only: http, writes, replay, fan-out, register, narrow, memory.
+        /// Run one scenario only: http, writes, replay, fan-out, register, narrow, memory,
+        /// sustained.
         #[arg(long)]
         scenario: Option<String>,
         /// Where bench.json and bench.svg are written.
         #[arg(long, default_value = "./bench-out")]
         out: PathBuf,
-    },
-    /// Internal: the benchmark's clean-process memory measurement.
-    #[command(hide = true)]
-    MemoryProbe {
-        #[arg(long)]
-        users: Option<u64>,
-        #[arg(long)]
-        messages: Option<u64>,
-        #[arg(long)]
-        queues: Option<u64>,
     },
     /// Replay the log and report events, seconds, events/second and the projections' digest
     /// (the server must be stopped).
@@ -244,21 +235,6 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             scenario,
             out,
         }),
-        Command::MemoryProbe {
-            users,
-            messages,
-            queues,
-        } => {
-            use chronicle::bench::Probe;
-            let probe = match (users, messages, queues) {
-                (Some(n), None, None) => Probe::Users(n),
-                (None, Some(n), None) => Probe::Messages(n),
-                (None, None, Some(n)) => Probe::Queues(n),
-                _ => return Err("give exactly one of --users, --messages, --queues".into()),
-            };
-            println!("{}", chronicle::bench::memory_probe(probe)?);
-            Ok(())
-        }
         Command::Export { data_dir, out } => {
             let log = SledLog::open(&Layout::new(&data_dir).log())?;
             let mut file = std::io::BufWriter::new(std::fs::File::create(&out)?);

@@ -379,13 +379,7 @@ impl<'a> Narrow<'a> {
                         .filter(move |id| within.is_none_or(|set| set.contains(id))),
                 )
             }
-            None if self.use_received => Box::new(
-                self.state
-                    .messages
-                    .received(self.me.user_id)
-                    .into_iter()
-                    .flat_map(|m| m.keys().copied()),
-            ),
+            None if self.use_received => Box::new(self.state.messages.held_ids(self.me.user_id)),
             None => Box::new(std::iter::empty()),
         }
     }

@@ -9,8 +9,7 @@ mod chart;
 mod load;
 mod scenarios;
 mod seed;
-
-pub use scenarios::{memory_probe, Probe};
+mod sustained;
 
 use crate::server::Fatal;
 use serde::Serialize;
@@ -59,7 +58,14 @@ pub struct Report {
 }
 
 pub const SCENARIOS: &[&str] = &[
-    "http", "writes", "replay", "fan-out", "register", "narrow", "memory",
+    "http",
+    "writes",
+    "replay",
+    "fan-out",
+    "register",
+    "narrow",
+    "memory",
+    "sustained",
 ];
 
 fn machine() -> String {
@@ -108,7 +114,10 @@ pub fn run(options: BenchOptions) -> Result<(), Fatal> {
         rows.extend(runtime.block_on(scenarios::narrow_reads(options.quick))?);
     }
     if wanted("memory") {
-        rows.extend(scenarios::memory(options.quick)?);
+        rows.extend(runtime.block_on(sustained::memory(options.quick))?);
+    }
+    if wanted("sustained") {
+        rows.extend(runtime.block_on(sustained::sustained(options.quick))?);
     }
     let report = Report {
         chronicle_version: env!("CARGO_PKG_VERSION"),

@@ -4,7 +4,6 @@ use super::load::{drive, Stats};
 use super::Row;
 use crate::events::{Envelope, Event, Role, SCHEMA_VERSION};
 use crate::ids::{Seq, UserId};
-use crate::projections::Projections;
 use crate::server::{serve_with, Fatal, Running, ServeConfig};
 use crate::store::{read_envelopes, EventLog, SledLog};
 use reqwest::Client;
@@ -92,7 +91,8 @@ impl InProcess {
     }
 }
 
-fn client() -> Result<Client, Fatal> {
+/// The load generator's HTTP client.
+pub(super) fn client() -> Result<Client, Fatal> {
     Ok(Client::builder()
         .pool_max_idle_per_host(512)
         .timeout(Duration::from_secs(30))
@@ -598,186 +598,6 @@ pub fn replay(quick: bool) -> Result<Vec<Row>, Fatal> {
             None,
             "",
         ),
-    ])
-}
-
-fn resident_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kb = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse::<u64>()
-        .ok()?;
-    Some(kb * 1024)
-}
-
-/// What a memory probe measures.
-#[derive(Debug, Clone, Copy)]
-pub enum Probe {
-    Users(u64),
-    Messages(u64),
-    Queues(u64),
-}
-
-fn probe_envelope(seq: u64, event: Event) -> Envelope {
-    Envelope {
-        seq: Seq(seq),
-        at: 1_700_000_000_000,
-        actor: None,
-        schema_version: SCHEMA_VERSION,
-        event,
-    }
-}
-
-/// Runs in a fresh child process (`chronicle memory-probe`), so that the allocator's state left
-/// by other scenarios does not hide growth. Prints `resident_before resident_after
-/// encoded_bytes` for the thing measured.
-pub fn memory_probe(probe: Probe) -> Result<String, Fatal> {
-    let mut state = Projections::default();
-    let mut encoded = 0u64;
-    let mut seq = 0;
-    let mut fold = |state: &mut Projections, event: Event| -> Result<u64, Fatal> {
-        seq += 1;
-        let env = probe_envelope(seq, event);
-        let size = env.encode(&crate::events::GENESIS)?.len() as u64;
-        state.apply(&env);
-        Ok(size)
-    };
-    let before;
-    match probe {
-        Probe::Users(n) => {
-            before = resident_bytes().ok_or("cannot read /proc/self/status")?;
-            for i in 1..=n {
-                encoded += fold(&mut state, user_created(i))?;
-            }
-        }
-        Probe::Messages(n) => {
-            // A small team: 10 users in one channel (the generated mix's channel and its
-            // subscriptions), messages across 50 topics.
-            for i in 1..=10 {
-                fold(&mut state, user_created(i))?;
-            }
-            fold(&mut state, generated_event(12, 10))?;
-            fold(&mut state, generated_event(13, 10))?;
-            before = resident_bytes().ok_or("cannot read /proc/self/status")?;
-            for m in 1..=n {
-                let event = Event::MessageSent {
-                    message_id: crate::ids::MessageId(m),
-                    sender_id: UserId(1 + m % 10),
-                    recipient: crate::events::Recipient::Channel {
-                        channel_id: crate::ids::ChannelId(1),
-                        topic: format!("topic {}", m % 50),
-                    },
-                    content: format!(
-                        "Message {m}: a typical short chat line, about sixty characters."
-                    )
-                    .into(),
-                    rendered_content: format!(
-                        "<p>Message {m}: a typical short chat line, about sixty characters.</p>"
-                    )
-                    .into(),
-                    client: "probe".into(),
-                    is_me_message: false,
-                    mentioned: Vec::new(),
-                    stream_wildcard: false,
-                    topic_wildcard: false,
-                    sender_queue: None,
-                };
-                encoded += fold(&mut state, event)?;
-            }
-        }
-        Probe::Queues(n) => {
-            let queues = crate::realtime::Queues::new(
-                crate::render::Site {
-                    realm_url: "http://probe".into(),
-                },
-                crate::auth::ServerSecret::generate(),
-            );
-            let before = resident_bytes().ok_or("cannot read /proc/self/status")?;
-            let options = crate::realtime::QueueOptions {
-                event_types: None,
-                apply_markdown: true,
-                client_gravatar: true,
-                all_public_streams: false,
-                capabilities: Default::default(),
-                lifespan: crate::realtime::DEFAULT_QUEUE_LIFESPAN,
-                narrow: Vec::new(),
-            };
-            for i in 0..n {
-                queues.register(UserId(1 + i / 10), options.clone(), Seq(0));
-            }
-            let after = resident_bytes().ok_or("cannot read /proc/self/status")?;
-            std::hint::black_box(&queues);
-            return Ok(format!("{before} {after} 0"));
-        }
-    }
-    let after = resident_bytes().ok_or("cannot read /proc/self/status")?;
-    std::hint::black_box(&state);
-    Ok(format!("{before} {after} {encoded}"))
-}
-
-fn run_probe(args: &[&str]) -> Result<(f64, f64), Fatal> {
-    let out = std::process::Command::new(std::env::current_exe()?)
-        .arg("memory-probe")
-        .args(args)
-        .output()?;
-    if !out.status.success() {
-        return Err(format!(
-            "memory probe failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-        .into());
-    }
-    let text = String::from_utf8(out.stdout)?;
-    let numbers: Vec<f64> = text
-        .split_whitespace()
-        .filter_map(|n| n.parse().ok())
-        .collect();
-    match numbers[..] {
-        [before, after, encoded] => Ok(((after - before).max(0.0), encoded)),
-        _ => Err(format!("memory probe printed {text:?}").into()),
-    }
-}
-
-fn memory_row(case: &str, value: f64, baseline: Option<f64>, label: &str) -> Row {
-    Row {
-        scenario: "memory".into(),
-        case: case.into(),
-        value,
-        unit: "bytes".into(),
-        p50_ms: None,
-        p99_ms: None,
-        baseline,
-        baseline_label: label.into(),
-        ratio: baseline.map(|b| value / b.max(1.0)),
-        higher_is_better: false,
-        samples: 0,
-        errors: 0,
-    }
-}
-
-/// Scenario 7: resident memory per 10,000 users, per 1,000,000 messages (measured on fewer in
-/// quick mode and scaled), and per idle event queue, each in a fresh child process, against the
-/// encoded size of the events that made them.
-pub fn memory(quick: bool) -> Result<Vec<Row>, Fatal> {
-    let (users_grown, users_encoded) = run_probe(&["--users", "10000"])?;
-    let messages: u64 = if quick { 100_000 } else { 1_000_000 };
-    let (msg_grown, msg_encoded) = run_probe(&["--messages", &messages.to_string()])?;
-    let scale = 1_000_000.0 / messages as f64;
-    let queues = 10_000u64;
-    let (queue_grown, _) = run_probe(&["--queues", &queues.to_string()])?;
-    Ok(vec![
-        memory_row("resident bytes per 10,000 users", users_grown, Some(users_encoded), "encoded size of their events"),
-        memory_row(
-            &format!("resident bytes per 1,000,000 messages (measured on {messages}, 10 recipients each)"),
-            msg_grown * scale,
-            Some(msg_encoded * scale),
-            "encoded size of their events",
-        ),
-        memory_row("resident bytes per idle event queue", queue_grown / queues as f64, None, ""),
     ])
 }
 

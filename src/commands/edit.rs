@@ -47,19 +47,40 @@ const RESOLVED_NOTICE: &str = " has marked this topic as resolved.";
 
 const UNRESOLVED_NOTICE: &str = " has marked this topic as unresolved.";
 
+/// Where a channel message was, and where a move takes it.
+struct MovePlaces<'a> {
+    old_channel: &'a ChannelId,
+    old_topic: &'a String,
+    new_channel: ChannelId,
+    new_topic: String,
+}
+
+/// The places of a move of `message`; `None` for a direct message.
+fn places_of_move<'a>(message: &'a Message, mv: &MessageMove) -> Option<MovePlaces<'a>> {
+    let Recipient::Channel { channel_id, topic } = &message.recipient else {
+        return None;
+    };
+    Some(MovePlaces {
+        old_channel: channel_id,
+        old_topic: topic,
+        new_channel: mv.new_channel_id.unwrap_or(*channel_id),
+        new_topic: mv.new_topic.clone().unwrap_or_else(|| topic.clone()),
+    })
+}
+
 /// When a whole topic moves (resolving included), users' visibility policies (muted, followed)
 /// go with it, as in Zulip: set on the new topic unless the user has one there already, and
 /// cleared on the old one. A user who cannot read the destination only loses the old policy.
 fn move_topic_policies(state: &Projections, message: &Message, mv: &MessageMove) -> Vec<Event> {
-    let Recipient::Channel {
-        channel_id: old_channel,
-        topic: old_topic,
-    } = &message.recipient
+    let Some(MovePlaces {
+        old_channel,
+        old_topic,
+        new_channel,
+        new_topic,
+    }) = places_of_move(message, mv)
     else {
         return Vec::new();
     };
-    let new_channel = mv.new_channel_id.unwrap_or(*old_channel);
-    let new_topic = mv.new_topic.clone().unwrap_or_else(|| old_topic.clone());
     let left_behind = state
         .messages
         .in_topic(*old_channel, old_topic)
@@ -108,15 +129,15 @@ fn move_notices(
     request: &EditRequest,
     now: i64,
 ) -> Vec<Event> {
-    let Recipient::Channel {
-        channel_id: old_channel,
-        topic: old_topic,
-    } = &message.recipient
+    let Some(MovePlaces {
+        old_channel,
+        old_topic,
+        new_channel,
+        new_topic,
+    }) = places_of_move(message, mv)
     else {
         return Vec::new();
     };
-    let new_channel = mv.new_channel_id.unwrap_or(*old_channel);
-    let new_topic = mv.new_topic.clone().unwrap_or_else(|| old_topic.clone());
     let name_of = |id: ChannelId| {
         state
             .channels

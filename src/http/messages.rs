@@ -597,13 +597,11 @@ async fn mark_read_where(
         .execute(Some(user), move |s, ctx| {
             let me = crate::commands::actor(s, ctx)?;
             check(s, me)?;
-            let unread: Vec<MessageId> = s
-                .messages
-                .received(me.user_id)
+            let (unread, _) = s.messages.unread_of(me.user_id, usize::MAX);
+            let unread: Vec<MessageId> = unread
                 .into_iter()
-                .flatten()
-                .filter(|(_, bits)| *bits & flags::READ == 0)
-                .map(|(id, _)| *id)
+                .rev()
+                .map(|(id, _)| id)
                 .filter(|id| s.messages.get(*id).is_some_and(&filter))
                 .collect();
             crate::commands::flags::update_flags(s, ctx, unread, MessageFlag::Read, true)

@@ -141,8 +141,7 @@ pub async fn get_own_user(
             "date_joined": iso8601_ms(user.date_joined_ms),
             "max_message_id": s
                 .messages
-                .received(user.user_id)
-                .and_then(|m| m.keys().next_back())
+                .newest_held(user.user_id)
                 .map_or(-1, |id| id.0 as i64),
             "user_id": user.user_id.0,
             "profile_data": profile_data_json(s, user.user_id),

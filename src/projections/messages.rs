@@ -10,6 +10,8 @@ use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
+use super::copies::{Copies, Place};
+
 /// Per-user flag bits.
 pub mod flags {
     pub const READ: u8 = 1;
@@ -75,6 +77,10 @@ pub struct Message {
     pub client: Arc<str>,
     pub timestamp: i64,
     pub is_me_message: bool,
+    /// Users mentioned by name (their copies carry `MENTIONED`); usually none.
+    pub mentioned: Box<[UserId]>,
+    /// `STREAM_WILDCARD` and `TOPIC_WILDCARD` bits for every copy.
+    pub wildcards: u8,
     /// Reactions and edits; most messages have neither, so they cost one pointer.
     pub extra: Option<Box<MessageExtra>>,
 }
@@ -171,14 +177,14 @@ impl Message {
 /// All messages and their indexes.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Messages {
-    by_id: BTreeMap<MessageId, Message>,
-    by_channel: HashMap<ChannelId, BTreeSet<MessageId>>,
+    pub(super) by_id: BTreeMap<MessageId, Message>,
+    pub(super) by_channel: HashMap<ChannelId, BTreeSet<MessageId>>,
     by_topic: HashMap<(ChannelId, String), BTreeSet<MessageId>>,
-    by_conversation: HashMap<Vec<UserId>, BTreeSet<MessageId>>,
+    pub(super) by_conversation: HashMap<Vec<UserId>, BTreeSet<MessageId>>,
     /// Direct-message groups of three or more, numbered in order of their first message.
     group_ids: HashMap<Vec<UserId>, u64>,
-    /// Each user's copies (Zulip's UserMessage rows) with their flags.
-    received: HashMap<UserId, BTreeMap<MessageId, u8>>,
+    /// Who holds a copy of each message (Zulip's UserMessage rows) and its flags.
+    pub(super) copies: Copies,
     /// The highest id ever sent: ids are never reused, even after deletions.
     highest_id: u64,
     /// Words of topics and contents, for `search:` narrows; `None` in a state that answers no
@@ -196,7 +202,7 @@ impl Default for Messages {
             by_topic: HashMap::new(),
             by_conversation: HashMap::new(),
             group_ids: HashMap::new(),
-            received: HashMap::new(),
+            copies: Copies::default(),
             highest_id: 0,
             words: Some(super::search::WordIndex::default()),
             highest_submessage_id: 0,
@@ -233,30 +239,18 @@ impl Messages {
         self.by_id.values().filter(move |m| m.sender_id == user)
     }
 
-    /// Users who hold a copy of a message.
+    /// Users who hold a copy of a message, ascending.
     pub fn holders(&self, message: MessageId) -> Vec<UserId> {
         self.holders_of_any(&[message])
     }
 
     /// Users holding a copy of any of `messages`, ascending.
-    /// Per user, only the copies between the lowest and highest of `messages` are looked at.
     pub fn holders_of_any(&self, messages: &[MessageId]) -> Vec<UserId> {
-        let (Some(low), Some(high)) = (messages.iter().min(), messages.iter().max()) else {
-            return Vec::new();
-        };
-        let wanted: std::collections::HashSet<MessageId> = messages.iter().copied().collect();
-        let mut out: Vec<UserId> = self
-            .received
-            .iter()
-            .filter(|(_, copies)| {
-                copies
-                    .range(*low..=*high)
-                    .any(|(id, _)| wanted.contains(id))
-            })
-            .map(|(user, _)| *user)
-            .collect();
-        out.sort();
-        out
+        let mut out = BTreeSet::new();
+        for message in messages.iter().filter_map(|id| self.by_id.get(id)) {
+            out.extend(self.copies.holders(message));
+        }
+        out.into_iter().collect()
     }
 
     pub fn len(&self) -> usize {
@@ -267,17 +261,71 @@ impl Messages {
         self.by_id.is_empty()
     }
 
-    /// A user's copies with their flags.
-    pub fn received(&self, user: UserId) -> Option<&BTreeMap<MessageId, u8>> {
-        self.received.get(&user)
+    /// The user's flags on a message, if they hold a copy.
+    pub fn flags(&self, user: UserId, message: MessageId) -> Option<u8> {
+        self.copies.flags(user, self.by_id.get(&message)?)
     }
 
-    /// The user's flags on a message, if they received it.
-    pub fn flags(&self, user: UserId, message: MessageId) -> Option<u8> {
-        self.received
-            .get(&user)
-            .and_then(|m| m.get(&message))
-            .copied()
+    /// Every message `user` holds a copy of, in id order (from either end).
+    pub fn held_ids(&self, user: UserId) -> impl DoubleEndedIterator<Item = MessageId> + '_ {
+        self.by_id
+            .values()
+            .filter(move |m| self.copies.holds(user, m))
+            .map(|m| m.id)
+    }
+
+    /// The user's unread copies with their flags, newest first, at most `limit` of them, and
+    /// whether there were more.
+    pub fn unread_of(&self, user: UserId, limit: usize) -> (Vec<(MessageId, u8)>, bool) {
+        // Unread copies lie above the read mark of their place, or are exceptions below it
+        // (flipped), or are historical or moved copies (loose).
+        let mut candidates: BTreeSet<MessageId> = BTreeSet::new();
+        let (channels, loose) = self.copies.sources_of(user);
+        let above = |place: &Place, ids: &BTreeSet<MessageId>| {
+            let mark = self.copies.read_mark(user, place);
+            ids.range(MessageId(mark.saturating_add(1))..)
+                .copied()
+                .collect::<Vec<_>>()
+        };
+        for channel in channels {
+            if let Some(ids) = self.by_channel.get(&channel) {
+                candidates.extend(above(&Place::Channel(channel), ids));
+            }
+        }
+        for (participants, ids) in &self.by_conversation {
+            if participants.contains(&user) {
+                candidates.extend(above(&Place::Direct(participants.clone()), ids));
+            }
+        }
+        candidates.extend(loose);
+        candidates.extend(self.copies.flipped_of(user));
+        let mut out = Vec::new();
+        for id in candidates.into_iter().rev() {
+            let Some(bits) = self.flags(user, id) else {
+                continue;
+            };
+            if bits & flags::READ != 0 {
+                continue;
+            }
+            if out.len() == limit {
+                return (out, true);
+            }
+            out.push((id, bits));
+        }
+        (out, false)
+    }
+
+    /// The newest message the user holds a copy of.
+    pub fn newest_held(&self, user: UserId) -> Option<MessageId> {
+        self.held_ids(user).next_back()
+    }
+
+    /// The messages the user starred, ascending.
+    pub fn starred_of(&self, user: UserId) -> Vec<MessageId> {
+        self.copies
+            .starred_of(user)
+            .filter(|id| self.flags(user, *id).is_some())
+            .collect()
     }
 
     /// The word index's posting lists for `query`, shortest first: `None` when the query has
@@ -371,26 +419,13 @@ impl Messages {
 
     pub fn apply(&mut self, env: &Envelope, channels: &Channels, users: &Users) {
         match &env.event {
-            Event::MessageSent { .. } => self.message_sent(env, channels, users),
+            Event::MessageSent { .. } => self.message_sent(env),
             Event::MessageFlagsChanged {
                 user_id,
                 flag,
                 add,
                 message_ids,
-            } => {
-                let bit = flag_bit(*flag);
-                let copies = self.received.entry(*user_id).or_default();
-                for id in message_ids {
-                    // Starring a message one never received (public history) creates the copy,
-                    // as Zulip's "historical" rows do.
-                    let entry = copies.entry(*id).or_insert(flags::READ);
-                    if *add {
-                        *entry |= bit;
-                    } else {
-                        *entry &= !bit;
-                    }
-                }
-            }
+            } => self.flags_changed(*user_id, *flag, *add, message_ids),
             Event::ReactionAdded {
                 message_id,
                 user_id,
@@ -407,11 +442,7 @@ impl Messages {
                     });
                     // Reacting to a message of public history creates a (read) copy, as Zulip's
                     // historical rows do.
-                    self.received
-                        .entry(*user_id)
-                        .or_default()
-                        .entry(*message_id)
-                        .or_insert(flags::READ);
+                    self.copies.take_historical(*user_id, message);
                 }
             }
             Event::SubmessageAdded {
@@ -473,6 +504,22 @@ impl Messages {
                     self.remove(*id);
                 }
             }
+            // Who receives a channel's next message: its active subscribers.
+            Event::ChannelCreated { channel_id, .. }
+            | Event::ChannelChanged { channel_id, .. }
+            | Event::Subscribed { channel_id, .. }
+            | Event::Unsubscribed { channel_id, .. } => {
+                if let Some(channel) = channels.get(*channel_id) {
+                    self.copies
+                        .sync_channel(channel, users, self.highest_id + 1);
+                }
+            }
+            Event::UserCreated { user_id, .. }
+            | Event::UserDeactivated { user_id }
+            | Event::UserReactivated { user_id } => {
+                self.copies
+                    .sync_user(*user_id, channels, users, self.highest_id + 1);
+            }
             Event::RealmCreated { .. }
             | Event::RealmSettingChanged { .. }
             | Event::InvitationCreated { .. }
@@ -488,20 +535,13 @@ impl Messages {
             | Event::LinkifierChanged { .. }
             | Event::LinkifierRemoved { .. }
             | Event::LinkifiersReordered { .. }
-            | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }
             | Event::PasswordChanged { .. }
-            | Event::UserDeactivated { .. }
-            | Event::UserReactivated { .. }
             | Event::UserChanged { .. }
             | Event::UserGroupCreated { .. }
             | Event::UserGroupMembersChanged { .. }
             | Event::UserGroupSubgroupsChanged { .. }
             | Event::UserGroupChanged { .. }
-            | Event::ChannelCreated { .. }
-            | Event::ChannelChanged { .. }
-            | Event::Subscribed { .. }
-            | Event::Unsubscribed { .. }
             | Event::SubscriptionPropertyChanged { .. }
             | Event::ChannelFolderCreated { .. }
             | Event::ChannelFolderChanged { .. }
@@ -518,7 +558,7 @@ impl Messages {
     }
 
     /// Stores a new message, indexes it, and gives each recipient a copy with its flags.
-    fn message_sent(&mut self, env: &Envelope, channels: &Channels, users: &Users) {
+    fn message_sent(&mut self, env: &Envelope) {
         let Event::MessageSent {
             message_id,
             sender_id,
@@ -544,6 +584,8 @@ impl Messages {
             client: client.clone(),
             timestamp: env.at / 1000,
             is_me_message: *is_me_message,
+            mentioned: mentioned.clone().into_boxed_slice(),
+            wildcards: wildcard_bits(*stream_wildcard, *topic_wildcard),
             extra: None,
         };
         self.highest_id = self.highest_id.max(message_id.0);
@@ -569,25 +611,11 @@ impl Messages {
                 }
             }
         }
-        // Who gets a copy: decided by the state at this point of the log.
-        let copies = recipients(channels, users, recipient, *sender_id);
         if let Some(words) = &mut self.words {
             words.add(*message_id, message.topic(), content);
         }
-        let wildcard = wildcard_bits(*stream_wildcard, *topic_wildcard);
-        for user in copies {
-            let mut bits = wildcard;
-            if user == *sender_id {
-                bits |= flags::READ;
-            }
-            if mentioned.contains(&user) {
-                bits |= flags::MENTIONED;
-            }
-            self.received
-                .entry(user)
-                .or_default()
-                .insert(*message_id, bits);
-        }
+        // Who gets a copy follows from who was receiving the channel (or is in the
+        // conversation) at this point of the log: nothing per recipient is stored.
         self.by_id.insert(*message_id, message);
     }
 
@@ -614,17 +642,9 @@ impl Messages {
         });
         extra.last_edit_timestamp = Some(at);
         // Mentions follow the new content for everyone holding a copy.
-        let wildcard = wildcard_bits(new.stream_wildcard, new.topic_wildcard);
-        let mention_bits = flags::MENTIONED | flags::STREAM_WILDCARD | flags::TOPIC_WILDCARD;
-        for (user, copies) in self.received.iter_mut() {
-            if let Some(bits) = copies.get_mut(&id) {
-                let mut mentions = wildcard;
-                if new.mentioned.contains(user) {
-                    mentions |= flags::MENTIONED;
-                }
-                *bits = (*bits & !mention_bits) | mentions;
-            }
-        }
+        message.mentioned = new.mentioned.clone().into_boxed_slice();
+        message.wildcards = wildcard_bits(new.stream_wildcard, new.topic_wildcard);
+        self.copies.mentions_follow(id);
     }
 
     /// Moves one message; `(editor, at)` is who moved it and when (seconds).
@@ -640,6 +660,12 @@ impl Messages {
         let Some(message) = self.by_id.get_mut(&id) else {
             return;
         };
+        // Who held it, and whether they had read it, before the move (a move between channels
+        // changes the holders).
+        let before = moved
+            .new_channel_id
+            .filter(|c| Some(*c) != message.channel())
+            .map(|_| self.copies.before_move(message));
         let Recipient::Channel { channel_id, topic } = &mut message.recipient else {
             return;
         };
@@ -693,37 +719,20 @@ impl Messages {
         self.by_channel.entry(new_channel).or_default().insert(id);
         // Copies follow the new channel: those who cannot read it lose theirs, its subscribers
         // get one (read: nothing new arrived for them).
-        let Some(channel) = channels.get(new_channel) else {
+        let (Some(channel), Some(before), Some(message)) =
+            (channels.get(new_channel), before, self.by_id.get(&id))
+        else {
             return;
         };
-        let public_history = !channel.invite_only || channel.history_public_to_subscribers;
-        for (user, copies) in self.received.iter_mut() {
-            let keeps = channel.subscribers.contains(user)
-                || (!channel.invite_only
-                    && users
-                        .get(*user)
-                        .is_some_and(|u| u.role != crate::events::Role::Guest));
-            if !keeps && copies.contains_key(&id) {
-                copies.remove(&id);
-            }
-        }
-        if public_history {
-            for user in channel.subscribers.iter() {
-                if users.get(*user).is_some_and(|u| u.is_active) {
-                    self.received
-                        .entry(*user)
-                        .or_default()
-                        .entry(id)
-                        .or_insert(flags::READ);
-                }
-            }
-        }
+        self.copies
+            .moved_to_channel(message, before, channel, users);
     }
 
     fn remove(&mut self, id: MessageId) {
         let Some(message) = self.by_id.remove(&id) else {
             return;
         };
+        self.copies.remove(&message);
         if let Some(words) = &mut self.words {
             words.remove(id, message.topic(), &message.content);
         }
@@ -746,8 +755,26 @@ impl Messages {
                 }
             }
         }
-        for copies in self.received.values_mut() {
-            copies.remove(&id);
+    }
+
+    /// `MessageFlagsChanged`: a flag set or cleared on the user's copies. Setting one on a
+    /// message they hold no copy of (starring public history) creates a historical copy, as
+    /// Zulip's rows do.
+    fn flags_changed(&mut self, user: UserId, flag: MessageFlag, add: bool, ids: &[MessageId]) {
+        let bit = flag_bit(flag);
+        for id in ids {
+            let Some(message) = self.by_id.get(id) else {
+                continue;
+            };
+            self.copies.take_historical(user, message);
+            if bit == flags::READ {
+                self.copies.set_read(user, message, add);
+            } else {
+                self.copies.set_listed(user, *id, bit, add);
+            }
+        }
+        if bit == flags::READ && add {
+            self.advance_marks(user, ids);
         }
     }
 
@@ -796,16 +823,21 @@ impl Messages {
                 row
             })
             .collect();
-        let mut received: Vec<Value> = self
-            .received
-            .iter()
-            .map(|(user, copies)| {
-                let rows: Vec<Value> = copies
-                    .iter()
-                    .map(|(id, bits)| json!([id.0, flag_names(*bits, false)]))
-                    .collect();
-                json!({"user_id": user.0, "messages": rows})
-            })
+        // Every copy with its flags, by user (the rows Zulip would hold).
+        let mut by_user: BTreeMap<UserId, Vec<Value>> = BTreeMap::new();
+        for m in self.by_id.values() {
+            for user in self.copies.holders(m) {
+                if let Some(bits) = self.copies.flags(user, m) {
+                    by_user
+                        .entry(user)
+                        .or_default()
+                        .push(json!([m.id.0, flag_names(bits, false)]));
+                }
+            }
+        }
+        let mut received: Vec<Value> = by_user
+            .into_iter()
+            .map(|(user, rows)| json!({"user_id": user.0, "messages": rows}))
             .collect();
         received.sort_by_key(|v| v["user_id"].as_u64());
         json!({"messages": messages, "user_messages": received})

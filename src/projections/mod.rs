@@ -6,6 +6,7 @@
 
 pub mod access;
 pub mod channels;
+pub mod copies;
 pub mod emoji;
 pub mod folders;
 pub mod groups;

@@ -50,6 +50,9 @@ fn user_settings(state: &Projections, me: &User) -> Map<String, Value> {
     map
 }
 
+/// Zulip's `MAX_UNREAD_MESSAGES`: `/register` lists at most this many unread messages.
+const MAX_UNREAD_MESSAGES: usize = 50_000;
+
 /// The eight custom profile field types.
 fn custom_profile_field_types() -> Value {
     json!({
@@ -75,10 +78,10 @@ fn unread_msgs(state: &Projections, me: &User, raw_topics: bool) -> Value {
     let mut huddles: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     let mut mentions = Vec::new();
     let mut count = 0;
-    for (id, bits) in state.messages.received(me.user_id).into_iter().flatten() {
-        if bits & flags::READ != 0 {
-            continue;
-        }
+    // Zulip's MAX_UNREAD_MESSAGES: the newest 50,000, and `old_unreads_missing` past them.
+    let (unread, missing) = state.messages.unread_of(me.user_id, MAX_UNREAD_MESSAGES);
+    for (id, bits) in unread.into_iter().rev() {
+        let id = &id;
         let Some(message) = state.messages.get(*id) else {
             continue;
         };
@@ -123,7 +126,7 @@ fn unread_msgs(state: &Projections, me: &User, raw_topics: bool) -> Value {
         "huddles": huddles.into_iter().map(|(key, ids)| json!({"user_ids_string": key, "unread_message_ids": ids})).collect::<Vec<_>>(),
         "mentions": mentions,
         "count": count,
-        "old_unreads_missing": false,
+        "old_unreads_missing": missing,
     })
 }
 
@@ -487,8 +490,7 @@ fn messages(out: &mut Out, cx: &Cx<'_>) {
     // The newest message the user received, as Zulip's (-1 for none).
     let max = state
         .messages
-        .received(me.user_id)
-        .and_then(|received| received.keys().next_back())
+        .newest_held(me.user_id)
         .map_or(json!(-1), |id| json!(id.0));
     out.put("max_message_id", max);
     if cx.wants("update_message_flags") {
@@ -504,11 +506,9 @@ fn starred(out: &mut Out, cx: &Cx<'_>) {
     let Cx { state, me, .. } = *cx;
     let starred: Vec<u64> = state
         .messages
-        .received(me.user_id)
+        .starred_of(me.user_id)
         .into_iter()
-        .flatten()
-        .filter(|(_, bits)| *bits & crate::projections::messages::flags::STARRED != 0)
-        .map(|(id, _)| id.0)
+        .map(|id| id.0)
         .collect();
     out.put("starred_messages", json!(starred));
 }

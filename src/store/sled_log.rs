@@ -15,6 +15,9 @@ fn io(e: sled::Error) -> StoreError {
     StoreError::Io(e.to_string())
 }
 
+/// sled's page cache for the log.
+const LOG_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+
 impl SledLog {
     /// Opens (or creates) the log in `dir`. Fails if another process holds it open.
     pub fn open(dir: &Path) -> Result<SledLog, StoreError> {
@@ -28,6 +31,9 @@ impl SledLog {
                 .path(dir)
                 // Durability comes from our explicit flush per batch, not from a timer.
                 .flush_every_ms(None)
+                // The log is read once, at start-up, and appended to after: sled's page cache
+                // (1 GiB by default) would only hold pages nobody reads again.
+                .cache_capacity(LOG_CACHE_BYTES)
                 .open()
         };
         // A log closed by this process a moment ago can keep its lock until sled's background
