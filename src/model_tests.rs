@@ -74,6 +74,18 @@ enum Op {
         message: u8,
         read: bool,
     },
+    /// Marks a message unread again.
+    MarkUnread {
+        by: u8,
+        message: u8,
+    },
+    /// Moves a message (and the rest of its topic, or not) to another channel.
+    MoveToChannel {
+        by: u8,
+        message: u8,
+        channel: u8,
+        whole_topic: bool,
+    },
     Mute {
         by: u8,
         channel: u8,
@@ -106,6 +118,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (b(), b()).prop_map(|(by, message)| Op::Delete { by, message }),
         2 => (b(), b(), any::<bool>()).prop_map(|(by, message, read)| Op::Star { by, message, read }),
         1 => (b(), b(), 0u8..3, 0u8..4).prop_map(|(by, channel, topic, policy)| Op::Mute { by, channel, topic, policy }),
+        1 => (b(), b()).prop_map(|(by, message)| Op::MarkUnread { by, message }),
+        1 => (b(), b(), b(), any::<bool>()).prop_map(|(by, message, channel, whole_topic)| Op::MoveToChannel { by, message, channel, whole_topic }),
         1 => (b(), 0u8..2).prop_map(|(target, role)| Op::ChangeRole { target, role }),
         1 => (b(), any::<bool>()).prop_map(|(target, active)| Op::SetActive { target, active }),
     ]
@@ -477,6 +491,49 @@ async fn message_op(
             engine
                 .execute(who(by), move |s, ctx| {
                     crate::commands::flags::update_flags(s, ctx, vec![id], flag, true)
+                })
+                .await
+                .map(|_| ())
+        }
+        Op::MarkUnread { by, message } => {
+            let Some(id) = pick(messages, message) else {
+                return Ok(());
+            };
+            engine
+                .execute(who(by), move |s, ctx| {
+                    crate::commands::flags::update_flags(s, ctx, vec![id], MessageFlag::Read, false)
+                })
+                .await
+                .map(|_| ())
+        }
+        Op::MoveToChannel {
+            by,
+            message,
+            channel,
+            whole_topic,
+        } => {
+            let (Some(id), Some(to)) = (pick(messages, message), pick(channels, channel)) else {
+                return Ok(());
+            };
+            let request = EditRequest {
+                content: None,
+                topic: None,
+                channel_id: Some(to),
+                propagate_mode: if whole_topic {
+                    PropagateMode::ChangeAll
+                } else {
+                    PropagateMode::ChangeOne
+                },
+                notify_old_thread: false,
+                notify_new_thread: false,
+                realm_url: "http://localhost".into(),
+            };
+            // Members may not move between channels by default; the owner, or the picked
+            // user when that is an administrator, does it.
+            let mover = who(by).filter(|u| *u == UserId(1)).or(Some(UserId(1)));
+            engine
+                .execute(mover, move |s, ctx| {
+                    crate::commands::edit::edit_message(s, ctx, id, request)
                 })
                 .await
                 .map(|_| ())

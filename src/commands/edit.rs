@@ -579,4 +579,50 @@ mod tests {
         let message = given.state.messages.get(new).map(|m| m.content.to_string());
         assert_eq!(message.as_deref(), Some("changed"));
     }
+
+    #[test]
+    fn a_move_to_a_private_channel_takes_copies_from_those_who_cannot_read_it() {
+        let mut given = Given::org();
+        let alice = given.user("alice@example.com", Role::Member);
+        let bob = given.user("bob@example.com", Role::Member);
+        let general = given.channel("general", &[alice, bob]);
+        let secret = given.channel_with(
+            crate::commands::channels::ChannelSpec {
+                name: "secret".into(),
+                invite_only: true,
+                history_public_to_subscribers: Some(true),
+                ..Default::default()
+            },
+            &[OWNER, alice],
+        );
+        let hi = given.message(alice, general, "t", "hi");
+        // Bob starred it; the owner, who never received it, will get a read copy there.
+        given.ok(bob, |s, c| {
+            crate::commands::flags::update_flags(
+                s,
+                c,
+                vec![hi],
+                crate::events::MessageFlag::Starred,
+                true,
+            )
+        });
+        let to_secret = EditRequest {
+            channel_id: Some(secret),
+            ..edit(None, None, PropagateMode::ChangeOne)
+        };
+        given.ok(OWNER, |s, c| edit_message(s, c, hi, to_secret));
+        let flags = |user| given.state.messages.flags(user, hi);
+        // Alice keeps her copy (unread? no: it is her own, read); Bob, who cannot read the
+        // private channel, loses his with its star; the owner gets a read one.
+        assert_eq!(
+            flags(alice),
+            Some(crate::projections::messages::flags::READ)
+        );
+        assert_eq!(flags(bob), None);
+        assert_eq!(
+            flags(OWNER),
+            Some(crate::projections::messages::flags::READ)
+        );
+        assert_eq!(given.state.messages.holders(hi), vec![OWNER, alice]);
+    }
 }

@@ -73,6 +73,8 @@ pub struct Copies {
     moved: HashMap<MessageId, BTreeSet<UserId>>,
     /// Per user: the moved messages they hold.
     moved_held: HashMap<UserId, BTreeSet<MessageId>>,
+    /// Per moved message: who lost their copy at its last move (they are told it is gone).
+    lost_in_move: HashMap<MessageId, BTreeSet<UserId>>,
     /// Historical copies, per user and per message.
     extra: HashMap<UserId, BTreeSet<MessageId>>,
     extra_by_message: HashMap<MessageId, BTreeSet<UserId>>,
@@ -347,6 +349,7 @@ impl Copies {
             self.forget(user, message.id);
         }
         self.moved.remove(&message.id);
+        self.lost_in_move.remove(&message.id);
         self.extra_by_message.remove(&message.id);
     }
 
@@ -388,6 +391,7 @@ impl Copies {
         let id = message.id;
         let mut holders = BTreeSet::new();
         let mut kept = Vec::new();
+        let mut lost = BTreeSet::new();
         for (user, read) in before {
             let keeps = channel.subscribers.contains(&user)
                 || (!channel.invite_only && users.get(user).is_some_and(|u| u.role != Role::Guest));
@@ -400,6 +404,7 @@ impl Copies {
             } else {
                 // The copy goes, and its flags with it.
                 self.forget(user, id);
+                lost.insert(user);
             }
         }
         let public_history = !channel.invite_only || channel.history_public_to_subscribers;
@@ -416,6 +421,7 @@ impl Copies {
             self.moved_held.entry(*user).or_default().insert(id);
         }
         self.moved.insert(id, holders);
+        self.lost_in_move.insert(id, lost);
         // The read bit is kept; the mark it is measured against is now the new channel's.
         for (user, read) in kept {
             self.set_read(user, message, read);
@@ -424,6 +430,11 @@ impl Copies {
             self.set_read(user, message, true);
             self.flags.entry(user).or_default().unmentioned.insert(id);
         }
+    }
+
+    /// Who lost their copy of `id` when it was last moved between channels.
+    pub fn lost_in_last_move(&self, id: MessageId) -> impl Iterator<Item = UserId> + '_ {
+        self.lost_in_move.get(&id).into_iter().flatten().copied()
     }
 
     /// The user's read-bit exceptions.

@@ -244,6 +244,16 @@ impl Messages {
         self.holders_of_any(&[message])
     }
 
+    /// Users who lost their copy of any of `messages` when it was last moved to a channel they
+    /// cannot read, ascending.
+    pub fn lost_in_move(&self, messages: &[MessageId]) -> Vec<UserId> {
+        let lost: BTreeSet<UserId> = messages
+            .iter()
+            .flat_map(|id| self.copies.lost_in_last_move(*id))
+            .collect();
+        lost.into_iter().collect()
+    }
+
     /// Users holding a copy of any of `messages`, ascending.
     pub fn holders_of_any(&self, messages: &[MessageId]) -> Vec<UserId> {
         let mut out = BTreeSet::new();

@@ -14,6 +14,7 @@ use crate::render::messages::{message_flags, message_json, shown_topic, topic_li
 use crate::render::users::shown_email;
 use crate::render::Site;
 use serde_json::{json, Value};
+use std::collections::BTreeSet;
 
 /// Zulip sends no typing notifications for channels with more subscribers than this.
 const MAX_CHANNEL_TYPING_AUDIENCE: usize = 100;
@@ -394,9 +395,13 @@ pub fn message_edited(
                 stored_topics: vec![("topic", prev_topic.to_owned())],
                 ..Variants::default()
             };
+            // Its subscribers, and anyone else who held a copy and lost it (a sender who was
+            // not subscribed, a historical copy).
+            let lost = state.messages.lost_in_move(&moved.message_ids);
+            let losers: BTreeSet<&UserId> = old.subscribers.iter().chain(lost.iter()).collect();
             out.extend(
-                old.subscribers
-                    .iter()
+                losers
+                    .into_iter()
                     .filter(|u| !told.contains(u))
                     .filter(|u| state.users.get(**u).is_some_and(|u| u.is_active))
                     .map(|u| ClientEvent {
