@@ -23,6 +23,7 @@ use super::messages::{flags, Message, Messages};
 use super::users::Users;
 use crate::events::{Recipient, Role};
 use crate::ids::{ChannelId, MessageId, UserId};
+use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A channel or a direct conversation: where a message is, for read marks.
@@ -33,6 +34,17 @@ pub enum Place {
 }
 
 impl Place {
+    /// A stable text form: `c12` for a channel, `d1,5,9` for a conversation.
+    fn key(&self) -> String {
+        match self {
+            Place::Channel(c) => format!("c{}", c.0),
+            Place::Direct(users) => {
+                let ids: Vec<String> = users.iter().map(|u| u.0.to_string()).collect();
+                format!("d{}", ids.join(","))
+            }
+        }
+    }
+
     pub fn of(message: &Message) -> Place {
         match &message.recipient {
             Recipient::Channel { channel_id, .. } => Place::Channel(*channel_id),
@@ -472,6 +484,57 @@ impl Copies {
         loose.sort();
         loose.dedup();
         (channels, loose)
+    }
+}
+
+impl Copies {
+    /// The copies in their compact form, ordered, for the state's digest: the same facts as
+    /// the listing of every copy in the dump, in memory that does not grow with messages ×
+    /// recipients.
+    pub fn compact_json(&self) -> Value {
+        let ids = |set: &BTreeSet<MessageId>| set.iter().map(|id| id.0).collect::<Vec<_>>();
+        let users = |set: &BTreeSet<UserId>| set.iter().map(|u| u.0).collect::<Vec<_>>();
+        let receiving: BTreeMap<u64, BTreeMap<u64, Vec<(u64, u64)>>> = self
+            .receiving
+            .iter()
+            .map(|(user, channels)| {
+                let channels = channels
+                    .iter()
+                    .map(|(c, spans)| (c.0, spans.iter().map(|s| (s.from, s.to)).collect()))
+                    .collect();
+                (user.0, channels)
+            })
+            .collect();
+        let sorted_users = |map: &HashMap<MessageId, BTreeSet<UserId>>| {
+            map.iter()
+                .map(|(id, set)| (id.0, users(set)))
+                .collect::<BTreeMap<u64, Vec<u64>>>()
+        };
+        let flags: BTreeMap<u64, Value> = self
+            .flags
+            .iter()
+            .map(|(user, f)| {
+                let marks: BTreeMap<String, u64> = f
+                    .read_upto
+                    .iter()
+                    .map(|(place, mark)| (place.key(), *mark))
+                    .collect();
+                let value = json!({
+                    "read_upto": marks, "flipped": ids(&f.flipped), "starred": ids(&f.starred),
+                    "collapsed": ids(&f.collapsed), "unmentioned": ids(&f.unmentioned),
+                });
+                (user.0, value)
+            })
+            .collect();
+        let extra: BTreeMap<u64, Vec<u64>> =
+            self.extra.iter().map(|(u, set)| (u.0, ids(set))).collect();
+        json!({
+            "receiving": receiving,
+            "moved": sorted_users(&self.moved),
+            "lost_in_move": sorted_users(&self.lost_in_move),
+            "historical": extra,
+            "flags": flags,
+        })
     }
 }
 

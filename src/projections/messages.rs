@@ -788,7 +788,22 @@ impl Messages {
         }
     }
 
+    /// The facts of the dump with the copies in their compact form (see
+    /// `Copies::compact_json`): what the state's digest covers, without listing every copy.
+    pub fn digest_view(&self) -> Value {
+        let mut view = self.dump_messages();
+        view["copies"] = self.copies.compact_json();
+        view
+    }
+
     pub fn dump(&self) -> Value {
+        let mut dump = self.dump_messages();
+        dump["user_messages"] = self.dump_copies();
+        dump
+    }
+
+    /// Every message, as the dump lists it.
+    fn dump_messages(&self) -> Value {
         let messages: Vec<Value> = self
             .by_id
             .values()
@@ -833,7 +848,11 @@ impl Messages {
                 row
             })
             .collect();
-        // Every copy with its flags, by user (the rows Zulip would hold).
+        json!({ "messages": messages })
+    }
+
+    /// Every copy with its flags, by user (the rows Zulip would hold).
+    fn dump_copies(&self) -> Value {
         let mut by_user: BTreeMap<UserId, Vec<Value>> = BTreeMap::new();
         for m in self.by_id.values() {
             for user in self.copies.holders(m) {
@@ -850,7 +869,7 @@ impl Messages {
             .map(|(user, rows)| json!({"user_id": user.0, "messages": rows}))
             .collect();
         received.sort_by_key(|v| v["user_id"].as_u64());
-        json!({"messages": messages, "user_messages": received})
+        Value::Array(received)
     }
 }
 
