@@ -33,7 +33,7 @@ impl ChildServer {
             .args(["--rate-limit-user", "0", "--rate-limit-ip", "0"])
             .args(["--rate-limit-logins", "0"])
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(server_log()?)
             .spawn()?;
         let stdout = child.stdout.take().ok_or("no stdout from the server")?;
         // The server prints one line when it listens; read it on a thread so that a server
@@ -101,6 +101,19 @@ impl Drop for ChildServer {
             let _ = self.child.kill();
             let _ = self.child.wait();
         }
+    }
+}
+
+/// Where a child server's own log goes: appended to `$CHRONICLE_BENCH_SERVER_LOG` when it is
+/// set (to see where a start spends its time), else nowhere.
+fn server_log() -> Result<Stdio, Fatal> {
+    match std::env::var_os("CHRONICLE_BENCH_SERVER_LOG") {
+        Some(path) => Ok(std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?
+            .into()),
+        None => Ok(Stdio::null()),
     }
 }
 

@@ -171,6 +171,20 @@ impl Envelope {
 
     /// Decodes and verifies a stored record found under `key`.
     pub fn decode(key: Seq, record: &[u8]) -> Result<Envelope, DecodeError> {
+        let envelope = decode_body(Envelope::checked_body(record)?)?;
+        if envelope.seq != key {
+            return Err(DecodeError::SeqMismatch {
+                key: key.0,
+                inner: envelope.seq.0,
+            });
+        }
+        Ok(envelope)
+    }
+
+    /// The msgpack body of a record whose checksum and framing are sound, without decoding it:
+    /// the start-up integrity check needs no more (a torn write or a flipped bit fails the
+    /// checksum), and decoding every record there would double the start-up replay's work.
+    pub fn checked_body(record: &[u8]) -> Result<&[u8], DecodeError> {
         if record.len() < 4 {
             return Err(DecodeError::TooShort(record.len()));
         }
@@ -180,20 +194,12 @@ impl Envelope {
         if stored != computed {
             return Err(DecodeError::Checksum { stored, computed });
         }
-        let body = match rest {
-            [CHAIN_MARK, chained @ ..] => chained
-                .get(32..)
-                .ok_or(DecodeError::TooShort(record.len()))?,
-            unchained => unchained,
-        };
-        let envelope = decode_body(body)?;
-        if envelope.seq != key {
-            return Err(DecodeError::SeqMismatch {
-                key: key.0,
-                inner: envelope.seq.0,
-            });
+        match rest {
+            [CHAIN_MARK, chained @ ..] => {
+                chained.get(32..).ok_or(DecodeError::TooShort(record.len()))
+            }
+            unchained => Ok(unchained),
         }
-        Ok(envelope)
     }
 
     /// The event as JSON with every secret replaced by `"[redacted]"`: what the admin listing
