@@ -289,7 +289,7 @@ impl Messages {
     pub fn unread_of(&self, user: UserId, limit: usize) -> (Vec<(MessageId, u8)>, bool) {
         // Unread copies lie above the read mark of their place, or are exceptions below it
         // (flipped), or are historical or moved copies (loose).
-        let mut candidates: BTreeSet<MessageId> = BTreeSet::new();
+        let mut candidates: Vec<MessageId> = Vec::new();
         let (channels, loose) = self.copies.sources_of(user);
         let above = |place: &Place, ids: &BTreeSet<MessageId>| {
             let mark = self.copies.read_mark(user, place);
@@ -309,6 +309,9 @@ impl Messages {
         }
         candidates.extend(loose);
         candidates.extend(self.copies.flipped_of(user));
+        // Sorted once (places interleave): cheaper than an ordered set of every candidate.
+        candidates.sort_unstable();
+        candidates.dedup();
         let mut out = Vec::new();
         for id in candidates.into_iter().rev() {
             let Some(bits) = self.flags(user, id) else {
