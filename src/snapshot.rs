@@ -70,24 +70,32 @@ pub fn write(
     state: &Projections,
     keep: usize,
 ) -> Result<PathBuf, SnapshotError> {
+    use std::io::{Seek, Write};
     let link: RecordHash = record_hash(&record_at(log, state.seq)?);
-    let payload =
-        rmp_serde::to_vec_named(state).map_err(|e| SnapshotError::Decode(e.to_string()))?;
-    let mut bytes = Vec::with_capacity(HEADER + payload.len());
-    bytes.extend_from_slice(MAGIC);
-    bytes.extend_from_slice(&state.seq.0.to_be_bytes());
-    bytes.extend_from_slice(&link);
-    bytes.extend_from_slice(state.digest().as_bytes());
-    bytes.extend_from_slice(&Sha256::digest(&payload));
-    bytes.extend_from_slice(&payload);
+    let digest = state.digest();
     let dir = dir(data_dir);
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(file_name(state.seq));
     let tmp = path.with_extension("tmp");
     {
-        use std::io::Write;
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(&bytes)?;
+        // The payload is streamed to the file and hashed on the way, so writing a snapshot
+        // holds no second copy of the state in memory; the header, which carries the
+        // payload's hash, is written last, over the placeholder at the start.
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        out.write_all(&[0u8; HEADER])?;
+        let mut hashing = crate::projections::HashingWriter::new(out);
+        rmp_serde::encode::write_named(&mut hashing, state)
+            .map_err(|e| SnapshotError::Decode(e.to_string()))?;
+        let (out, payload_hash) = hashing.into_parts();
+        let mut file = out.into_inner().map_err(|e| e.into_error())?;
+        let mut header = Vec::with_capacity(HEADER);
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&state.seq.0.to_be_bytes());
+        header.extend_from_slice(&link);
+        header.extend_from_slice(digest.as_bytes());
+        header.extend_from_slice(&payload_hash);
+        file.seek(std::io::SeekFrom::Start(0))?;
+        file.write_all(&header)?;
         file.sync_all()?;
     }
     std::fs::rename(&tmp, &path)?;

@@ -793,10 +793,9 @@ impl Messages {
 
     /// The facts of the dump with the copies in their compact form (see
     /// `Copies::compact_json`): what the state's digest covers, without listing every copy.
-    pub fn digest_view(&self) -> Value {
-        let mut view = self.dump_messages();
-        view["copies"] = self.copies.compact_json();
-        view
+    /// It serializes one message at a time, so hashing it needs no copy of the whole state.
+    pub fn digest_view(&self) -> DigestView<'_> {
+        DigestView(self)
     }
 
     pub fn dump(&self) -> Value {
@@ -807,50 +806,7 @@ impl Messages {
 
     /// Every message, as the dump lists it.
     fn dump_messages(&self) -> Value {
-        let messages: Vec<Value> = self
-            .by_id
-            .values()
-            .map(|m| {
-                let mut row = json!({
-                    "id": m.id.0, "sender_id": m.sender_id.0,
-                    "recipient": serde_json::to_value(&m.recipient).unwrap_or(Value::Null),
-                    "content": &*m.content, "timestamp": m.timestamp, "client": &*m.client,
-                });
-                if !m.reactions().is_empty() {
-                    row["reactions"] = m
-                        .reactions()
-                        .iter()
-                        .map(|r| {
-                            json!([
-                                r.user_id.0,
-                                r.emoji_name,
-                                r.emoji_code,
-                                r.reaction_type.as_str()
-                            ])
-                        })
-                        .collect();
-                }
-                if !m.edits().is_empty() {
-                    row["edits"] = m
-                        .edits()
-                        .iter()
-                        .map(|e| json!({
-                            "user_id": e.user_id.0, "timestamp": e.timestamp,
-                            "prev_content": e.prev_content.as_ref().map(|(raw, _)| &**raw),
-                            "prev_topic": e.prev_topic, "prev_channel": e.prev_channel.map(|c| c.0),
-                        }))
-                        .collect();
-                }
-                if !m.submessages().is_empty() {
-                    row["submessages"] = m
-                        .submessages()
-                        .iter()
-                        .map(|sm| json!({"id": sm.id, "sender_id": sm.sender_id.0, "msg_type": sm.msg_type, "content": sm.content}))
-                        .collect();
-                }
-                row
-            })
-            .collect();
+        let messages: Vec<Value> = self.by_id.values().map(message_row).collect();
         json!({ "messages": messages })
     }
 
@@ -913,4 +869,76 @@ pub fn recipients(
     };
     out.insert(sender);
     out
+}
+
+/// One message as the dump lists it.
+fn message_row(m: &Message) -> Value {
+    let mut row = json!({
+        "id": m.id.0, "sender_id": m.sender_id.0,
+        "recipient": serde_json::to_value(&m.recipient).unwrap_or(Value::Null),
+        "content": &*m.content, "timestamp": m.timestamp, "client": &*m.client,
+    });
+    if !m.reactions().is_empty() {
+        row["reactions"] = m
+            .reactions()
+            .iter()
+            .map(|r| {
+                json!([
+                    r.user_id.0,
+                    r.emoji_name,
+                    r.emoji_code,
+                    r.reaction_type.as_str()
+                ])
+            })
+            .collect();
+    }
+    if !m.edits().is_empty() {
+        row["edits"] = m
+            .edits()
+            .iter()
+            .map(|e| {
+                json!({
+                    "user_id": e.user_id.0, "timestamp": e.timestamp,
+                    "prev_content": e.prev_content.as_ref().map(|(raw, _)| &**raw),
+                    "prev_topic": e.prev_topic, "prev_channel": e.prev_channel.map(|c| c.0),
+                })
+            })
+            .collect();
+    }
+    if !m.submessages().is_empty() {
+        row["submessages"] = m
+                .submessages()
+                .iter()
+                .map(|sm| json!({"id": sm.id, "sender_id": sm.sender_id.0, "msg_type": sm.msg_type, "content": sm.content}))
+                .collect();
+    }
+    row
+}
+
+/// The messages area as the state's digest covers it: `{"messages": [rows], "copies": {...}}`,
+/// serialized lazily.
+pub struct DigestView<'a>(&'a Messages);
+
+/// The message rows, serialized one at a time.
+struct Rows<'a>(&'a Messages);
+
+impl serde::Serialize for Rows<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = serializer.serialize_seq(Some(self.0.by_id.len()))?;
+        for m in self.0.by_id.values() {
+            seq.serialize_element(&message_row(m))?;
+        }
+        seq.end()
+    }
+}
+
+impl serde::Serialize for DigestView<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(2))?;
+        map.serialize_entry("messages", &Rows(self.0))?;
+        map.serialize_entry("copies", &self.0.copies.compact_json())?;
+        map.end()
+    }
 }

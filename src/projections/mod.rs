@@ -155,11 +155,73 @@ impl Projections {
     /// agree exactly when their digests do, and computing it does not grow with messages ×
     /// recipients.
     pub fn digest(&self) -> String {
-        let view = self.dump_with(self.messages.digest_view());
-        let bytes = serde_json::to_vec(&view).unwrap_or_default();
-        Sha256::digest(&bytes)
+        // Every area but messages as its dump; messages streamed one at a time, straight into
+        // the hash (no copy of the state is built).
+        let areas = self.dump_with(Value::Null);
+        let mut hashing = HashingWriter::new(std::io::sink());
+        let written = match &areas {
+            Value::Object(map) => {
+                use serde::ser::{SerializeMap, Serializer};
+                let mut serializer = serde_json::Serializer::new(&mut hashing);
+                (|| {
+                    let mut out = serializer.serialize_map(Some(map.len()))?;
+                    for (key, value) in map {
+                        if key == "messages" {
+                            out.serialize_entry(key, &self.messages.digest_view())?;
+                        } else {
+                            out.serialize_entry(key, value)?;
+                        }
+                    }
+                    out.end()
+                })()
+            }
+            other => serde_json::to_writer(&mut hashing, other),
+        };
+        // Writing to a sink cannot fail; a serialization error would be a bug, and still
+        // yields a (different) digest rather than a panic.
+        let _ = written;
+        hashing
+            .finish()
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect()
+    }
+}
+
+/// Passes bytes on to `inner` while hashing them with SHA-256: a digest or a file's hash without
+/// holding what was written.
+pub struct HashingWriter<W> {
+    inner: W,
+    hasher: Sha256,
+}
+
+impl<W> HashingWriter<W> {
+    pub fn new(inner: W) -> HashingWriter<W> {
+        HashingWriter {
+            inner,
+            hasher: Sha256::new(),
+        }
+    }
+
+    /// The hash of everything written, and the inner writer.
+    pub fn into_parts(self) -> (W, [u8; 32]) {
+        (self.inner, self.hasher.finalize().into())
+    }
+
+    /// The hash of everything written.
+    pub fn finish(self) -> [u8; 32] {
+        self.into_parts().1
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for HashingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
     }
 }
