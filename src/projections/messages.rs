@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::copies::{Copies, Place};
+use super::store::MessageStore;
 
 /// Per-user flag bits.
 pub mod flags {
@@ -177,7 +178,7 @@ impl Message {
 /// All messages and their indexes.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Messages {
-    pub(super) by_id: BTreeMap<MessageId, Message>,
+    pub(super) by_id: MessageStore,
     pub(super) by_channel: HashMap<ChannelId, BTreeSet<MessageId>>,
     by_topic: HashMap<(ChannelId, String), BTreeSet<MessageId>>,
     pub(super) by_conversation: HashMap<Vec<UserId>, BTreeSet<MessageId>>,
@@ -197,7 +198,7 @@ pub struct Messages {
 impl Default for Messages {
     fn default() -> Messages {
         Messages {
-            by_id: BTreeMap::new(),
+            by_id: MessageStore::default(),
             by_channel: HashMap::new(),
             by_topic: HashMap::new(),
             by_conversation: HashMap::new(),

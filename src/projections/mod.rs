@@ -17,6 +17,7 @@ pub mod presence;
 pub mod profile_fields;
 pub mod realm;
 pub mod search;
+pub mod store;
 pub mod typing;
 pub mod user_settings;
 pub mod user_topics;
