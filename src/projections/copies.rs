@@ -19,7 +19,7 @@
 //!   and move-given copies), which have none until the next content edit, as in Zulip.
 
 use super::channels::{Channel, Channels};
-use super::messages::{flags, Message, Messages};
+use super::message::{flags, Message};
 use super::users::Users;
 use crate::events::{Recipient, Role};
 use crate::ids::{ChannelId, MessageId, UserId};
@@ -535,39 +535,5 @@ impl Copies {
             "historical": extra,
             "flags": flags,
         })
-    }
-}
-
-impl Messages {
-    /// Moves the read marks of `user` forward in the places of `ids` (after marking them read).
-    pub(super) fn advance_marks(&mut self, user: UserId, ids: &[MessageId]) {
-        let mut seen: Vec<Place> = Vec::new();
-        for id in ids {
-            if let Some(m) = self.by_id.get(id) {
-                let place = Place::of(m);
-                if !seen.contains(&place) {
-                    seen.push(place);
-                }
-            }
-        }
-        for place in seen {
-            let mark = self
-                .copies
-                .flags
-                .get(&user)
-                .and_then(|f| f.read_upto.get(&place))
-                .copied()
-                .unwrap_or(0);
-            let index = match &place {
-                Place::Channel(c) => self.by_channel.get(c),
-                Place::Direct(users) => self.by_conversation.get(users),
-            };
-            let Some(index) = index else { continue };
-            let by_id = &self.by_id;
-            let messages = index
-                .range(MessageId(mark + 1)..)
-                .filter_map(|id| by_id.get(id));
-            self.copies.advance_mark(user, &place, messages);
-        }
     }
 }

@@ -4,27 +4,19 @@
 use super::channels::Channels;
 use super::user_topics::topic_key;
 use super::users::Users;
-use crate::events::{EditedContent, Envelope, Event, MessageFlag, ReactionType, Recipient};
+use crate::events::{EditedContent, Envelope, Event, MessageFlag, Recipient};
 use crate::ids::{ChannelId, MessageId, UserId};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
 
 use super::copies::{Copies, Place};
+pub use super::message::{
+    flag_bit, flag_names, flags, EditRecord, Message, MessageExtra, Reaction, Submessage,
+};
 use super::store::MessageStore;
 
-/// Per-user flag bits.
-pub mod flags {
-    pub const READ: u8 = 1;
-    pub const STARRED: u8 = 2;
-    pub const COLLAPSED: u8 = 4;
-    pub const MENTIONED: u8 = 8;
-    pub const STREAM_WILDCARD: u8 = 16;
-    pub const TOPIC_WILDCARD: u8 = 32;
-}
-
 /// The wildcard-mention bits of a message.
-fn wildcard_bits(stream_wildcard: bool, topic_wildcard: bool) -> u8 {
+pub(super) fn wildcard_bits(stream_wildcard: bool, topic_wildcard: bool) -> u8 {
     let mut bits = 0;
     if stream_wildcard {
         bits |= flags::STREAM_WILDCARD;
@@ -35,105 +27,6 @@ fn wildcard_bits(stream_wildcard: bool, topic_wildcard: bool) -> u8 {
     bits
 }
 
-/// The API names of a flag set, in Zulip's order.
-pub fn flag_names(bits: u8, historical: bool) -> Vec<&'static str> {
-    let mut out = Vec::new();
-    for (bit, name) in [
-        (flags::READ, "read"),
-        (flags::STARRED, "starred"),
-        (flags::COLLAPSED, "collapsed"),
-        (flags::MENTIONED, "mentioned"),
-        (flags::STREAM_WILDCARD, "stream_wildcard_mentioned"),
-        (flags::TOPIC_WILDCARD, "topic_wildcard_mentioned"),
-    ] {
-        if bits & bit != 0 {
-            out.push(name);
-        }
-    }
-    if bits & (flags::STREAM_WILDCARD | flags::TOPIC_WILDCARD) != 0 {
-        out.push("wildcard_mentioned");
-    }
-    if historical {
-        out.push("historical");
-    }
-    out
-}
-
-pub fn flag_bit(flag: MessageFlag) -> u8 {
-    match flag {
-        MessageFlag::Read => flags::READ,
-        MessageFlag::Starred => flags::STARRED,
-        MessageFlag::Collapsed => flags::COLLAPSED,
-    }
-}
-
-/// One message. Bodies are shared (`Arc`) between the engine's two copies of the state.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct Message {
-    pub id: MessageId,
-    pub sender_id: UserId,
-    pub recipient: Recipient,
-    pub content: Arc<str>,
-    pub rendered_content: Arc<str>,
-    pub client: Arc<str>,
-    pub timestamp: i64,
-    pub is_me_message: bool,
-    /// Users mentioned by name (their copies carry `MENTIONED`); usually none.
-    pub mentioned: Box<[UserId]>,
-    /// `STREAM_WILDCARD` and `TOPIC_WILDCARD` bits for every copy.
-    pub wildcards: u8,
-    /// Reactions and edits; most messages have neither, so they cost one pointer.
-    pub extra: Option<Box<MessageExtra>>,
-}
-
-/// What a message gathers after it is sent.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
-pub struct MessageExtra {
-    /// In the order they were added.
-    pub reactions: Vec<Reaction>,
-    /// Oldest first.
-    pub edits: Vec<EditRecord>,
-    /// Seconds; the last content edit or topic/channel change.
-    pub last_edit_timestamp: Option<i64>,
-    /// Seconds; the last topic/channel change (resolving a topic does not count).
-    pub last_moved_timestamp: Option<i64>,
-    /// Widget data attached to the message, oldest first.
-    pub submessages: Vec<Submessage>,
-}
-
-/// One submessage (Zulip's widget data: a poll vote, a to-do item).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Submessage {
-    pub id: u64,
-    pub sender_id: UserId,
-    pub msg_type: String,
-    /// JSON text.
-    pub content: String,
-}
-
-/// One reaction on a message.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Reaction {
-    pub user_id: UserId,
-    pub emoji_name: String,
-    pub emoji_code: String,
-    pub reaction_type: ReactionType,
-}
-
-/// One entry of a message's edit history: what it was before the edit.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct EditRecord {
-    pub user_id: UserId,
-    /// Seconds.
-    pub timestamp: i64,
-    /// Set when the content changed.
-    pub prev_content: Option<(Arc<str>, Arc<str>)>,
-    /// Set when the topic changed.
-    pub prev_topic: Option<String>,
-    /// Set when the channel changed.
-    pub prev_channel: Option<ChannelId>,
-}
-
 /// The resolved-topic prefix.
 pub const RESOLVED_TOPIC_PREFIX: &str = "✔ ";
 
@@ -141,38 +34,6 @@ pub const RESOLVED_TOPIC_PREFIX: &str = "✔ ";
 pub fn is_resolve_toggle(old: &str, new: &str) -> bool {
     let strip = |t: &str| t.strip_prefix(RESOLVED_TOPIC_PREFIX).map(str::to_owned);
     strip(new).as_deref() == Some(old) || strip(old).as_deref() == Some(new)
-}
-
-impl Message {
-    pub fn channel(&self) -> Option<ChannelId> {
-        match &self.recipient {
-            Recipient::Channel { channel_id, .. } => Some(*channel_id),
-            Recipient::Direct { .. } => None,
-        }
-    }
-
-    pub fn topic(&self) -> &str {
-        match &self.recipient {
-            Recipient::Channel { topic, .. } => topic,
-            Recipient::Direct { .. } => "",
-        }
-    }
-
-    pub fn reactions(&self) -> &[Reaction] {
-        self.extra.as_deref().map_or(&[], |e| &e.reactions)
-    }
-
-    pub fn edits(&self) -> &[EditRecord] {
-        self.extra.as_deref().map_or(&[], |e| &e.edits)
-    }
-
-    pub fn submessages(&self) -> &[Submessage] {
-        self.extra.as_deref().map_or(&[], |e| &e.submessages)
-    }
-
-    fn extra_mut(&mut self) -> &mut MessageExtra {
-        self.extra.get_or_insert_with(Default::default)
-    }
 }
 
 /// All messages and their indexes.
@@ -941,5 +802,33 @@ impl serde::Serialize for DigestView<'_> {
         map.serialize_entry("messages", &Rows(self.0))?;
         map.serialize_entry("copies", &self.0.copies.compact_json())?;
         map.end()
+    }
+}
+
+impl Messages {
+    /// Moves the read marks of `user` forward in the places of `ids` (after marking them read).
+    pub(super) fn advance_marks(&mut self, user: UserId, ids: &[MessageId]) {
+        let mut seen: Vec<Place> = Vec::new();
+        for id in ids {
+            if let Some(m) = self.by_id.get(id) {
+                let place = Place::of(m);
+                if !seen.contains(&place) {
+                    seen.push(place);
+                }
+            }
+        }
+        for place in seen {
+            let mark = self.copies.read_mark(user, &place);
+            let index = match &place {
+                Place::Channel(c) => self.by_channel.get(c),
+                Place::Direct(users) => self.by_conversation.get(users),
+            };
+            let Some(index) = index else { continue };
+            let by_id = &self.by_id;
+            let messages = index
+                .range(MessageId(mark + 1)..)
+                .filter_map(|id| by_id.get(id));
+            self.copies.advance_mark(user, &place, messages);
+        }
     }
 }

@@ -12,6 +12,7 @@ pub mod folders;
 pub mod groups;
 pub mod invitations;
 pub mod linkifiers;
+pub mod message;
 pub mod messages;
 pub mod presence;
 pub mod profile_fields;

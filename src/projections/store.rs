@@ -2,7 +2,7 @@
 //! and rarely leave gaps, so a chunk holds its messages side by side with no per-message node
 //! or pointer, where an ordered map kept every message in a half-full tree node.
 
-use super::messages::Message;
+use super::message::Message;
 use crate::ids::MessageId;
 use std::collections::BTreeMap;
 
