@@ -10,7 +10,9 @@
 //!
 //! Why two copies of the projections: deciding a batch needs the effects of its earlier,
 //! not-yet-durable commands, and readers must not see them. `docs/adr/0001-two-states.md`
-//! weighs this against the alternatives.
+//! weighs this against the alternatives. The copies share the bulk of the state, the stored
+//! messages: after each durable batch the read state adopts the decision state's changed
+//! chunks, and the next change to a shared chunk copies it (ADR 0004).
 //!
 //! A storage error stops all writes for the life of the process (the decision state may then be
 //! ahead of the disk); every later command gets a 500 and the error is logged loudly. A restart
@@ -94,6 +96,9 @@ impl Engine {
         let mut state = state;
         // Commands never need the search index fast; only the read state keeps one.
         state.messages.without_word_index();
+        // The read state shares every message the decision state has not changed since the
+        // last durable batch (`Projections::adopt_shared`).
+        state.messages.track_changes();
         let failed = Arc::new(AtomicBool::new(false));
         // The next record links to the last one the state was folded from.
         let last_record = match state.seq {
@@ -301,6 +306,8 @@ impl Writer {
                     for env in &staged {
                         read.apply(env);
                     }
+                    // The two states are at the same seq again: keep one copy of what changed.
+                    read.adopt_shared(&mut self.decided);
                 }
                 if let Some(publish) = &self.publisher {
                     // Delivered before the callers are answered, so a client sees the client

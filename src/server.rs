@@ -146,6 +146,18 @@ pub fn open_for_serving(layout: &Layout) -> Result<(Arc<SledLog>, Projections), 
     Ok((log, state))
 }
 
+/// Hands the memory that start-up's replay allocated and freed back to the kernel. glibc's
+/// malloc keeps freed blocks for reuse, and replaying a long log frees a lot (decoded events,
+/// the words of every message) between the state's own allocations, none of it at the top of
+/// the heap where malloc would trim it by itself.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists; it takes no pointers.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 fn load_secret(layout: &Layout, realm_exists: bool) -> Result<ServerSecret, Fatal> {
     let path = layout.secret();
     if path.exists() {
@@ -333,6 +345,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         Some(publisher),
         snapshots,
     )?);
+    release_free_memory();
     let webhooks = actix_web::rt::spawn(crate::webhooks::run(webhook_rx, engine.clone()));
     if realm_exists {
         // Organizations created before system groups existed get them now (a no-op after).

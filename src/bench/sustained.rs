@@ -25,7 +25,7 @@ impl ChildServer {
     /// client) and waits until it listens.
     pub fn start(data_dir: &Path) -> Result<ChildServer, Fatal> {
         let started = Instant::now();
-        let mut child = Command::new(std::env::current_exe()?)
+        let mut child = server_command()?
             .arg("serve")
             .arg("--data-dir")
             .arg(data_dir)
@@ -102,6 +102,21 @@ impl Drop for ChildServer {
             let _ = self.child.wait();
         }
     }
+}
+
+/// The command that runs the child server: this executable, or, when
+/// `$CHRONICLE_BENCH_SERVER_WRAPPER` names a program (a profiler such as `heaptrack`), that
+/// program with this executable as its argument. Resident memory is then the wrapper's.
+fn server_command() -> Result<Command, Fatal> {
+    let exe = std::env::current_exe()?;
+    Ok(match std::env::var_os("CHRONICLE_BENCH_SERVER_WRAPPER") {
+        Some(wrapper) => {
+            let mut command = Command::new(wrapper);
+            command.arg(exe);
+            command
+        }
+        None => Command::new(exe),
+    })
 }
 
 /// Where a child server's own log goes: appended to `$CHRONICLE_BENCH_SERVER_LOG` when it is

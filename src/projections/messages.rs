@@ -222,6 +222,18 @@ impl Messages {
         self.words = Some(words);
     }
 
+    /// Records which stored messages change, so that another copy can share them
+    /// (`adopt_shared`).
+    pub fn track_changes(&mut self) {
+        self.by_id.track_changes();
+    }
+
+    /// Shares `decided`'s copy of every stored message it changed since the last call; both
+    /// must have folded the same events (see `MessageStore::adopt_changed`).
+    pub fn adopt_shared(&mut self, decided: &mut Messages) {
+        self.by_id.adopt_changed(&mut decided.by_id);
+    }
+
     /// Drops the word index and stops keeping it: for a copy of the state that never answers
     /// reads (the engine's decision state), which halves the index's memory.
     pub fn without_word_index(&mut self) {

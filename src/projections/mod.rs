@@ -86,6 +86,17 @@ impl Projections {
         self.seq = env.seq;
     }
 
+    /// Makes this state (the engine's read state) share what `decided` (its decision state)
+    /// changed since the last call, so the two hold one copy of it. Both must be at the same
+    /// `seq`, having folded the same events.
+    pub fn adopt_shared(&mut self, decided: &mut Projections) {
+        debug_assert_eq!(
+            self.seq, decided.seq,
+            "adopting from a state at another seq"
+        );
+        self.messages.adopt_shared(&mut decided.messages);
+    }
+
     /// Rebuilds what snapshots leave out (compiled linkifiers, the search index when the
     /// snapshot came from the engine's decision state) after one is loaded.
     pub fn restore_derived(&mut self) {

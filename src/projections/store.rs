@@ -1,10 +1,15 @@
 //! The messages themselves, by id, in chunks of consecutive ids: ids are handed out in order
 //! and rarely leave gaps, so a chunk holds its messages side by side with no per-message node
 //! or pointer, where an ordered map kept every message in a half-full tree node.
+//!
+//! Chunks are shared (`Arc`) and copied on write, so two copies of the state (the engine's
+//! decision and read states, a snapshot being written) hold one copy of every chunk neither
+//! has changed since: see `adopt_changed` and ADR 0004.
 
 use super::message::Message;
 use crate::ids::MessageId;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// Messages per chunk.
 const CHUNK: u64 = 64;
@@ -14,8 +19,12 @@ const CHUNK: u64 = 64;
 pub struct MessageStore {
     /// Chunk number (id / 64) → its 64 slots, `None` where no message has that id (never sent
     /// or deleted).
-    chunks: BTreeMap<u64, Vec<Option<Message>>>,
+    chunks: BTreeMap<u64, Arc<Vec<Option<Message>>>>,
     len: usize,
+    /// Chunks changed since another copy last adopted them; `None` unless `track_changes` was
+    /// called (only the engine's decision state is adopted from).
+    #[serde(skip)]
+    changed: Option<BTreeSet<u64>>,
 }
 
 fn slot(id: MessageId) -> (u64, usize) {
@@ -28,18 +37,25 @@ impl MessageStore {
         self.chunks.get(&chunk)?.get(index)?.as_ref()
     }
 
+    /// The message, to change it: its chunk is copied first if another state shares it.
     pub fn get_mut(&mut self, id: &MessageId) -> Option<&mut Message> {
         let (chunk, index) = slot(*id);
-        self.chunks.get_mut(&chunk)?.get_mut(index)?.as_mut()
+        self.chunks.get(&chunk)?.get(index)?.as_ref()?;
+        self.mark(chunk);
+        Arc::make_mut(self.chunks.get_mut(&chunk)?)
+            .get_mut(index)?
+            .as_mut()
     }
 
     /// Stores a message under its id, replacing any there.
     pub fn insert(&mut self, id: MessageId, message: Message) {
         let (chunk, index) = slot(id);
-        let slots = self
-            .chunks
-            .entry(chunk)
-            .or_insert_with(|| (0..CHUNK).map(|_| None).collect());
+        self.mark(chunk);
+        let slots = Arc::make_mut(
+            self.chunks
+                .entry(chunk)
+                .or_insert_with(|| Arc::new((0..CHUNK).map(|_| None).collect())),
+        );
         if slots[index].replace(message).is_none() {
             self.len += 1;
         }
@@ -47,13 +63,52 @@ impl MessageStore {
 
     pub fn remove(&mut self, id: &MessageId) -> Option<Message> {
         let (chunk, index) = slot(*id);
-        let slots = self.chunks.get_mut(&chunk)?;
+        self.chunks.get(&chunk)?.get(index)?.as_ref()?;
+        self.mark(chunk);
+        let slots = Arc::make_mut(self.chunks.get_mut(&chunk)?);
         let removed = slots.get_mut(index)?.take()?;
         self.len -= 1;
         if slots.iter().all(Option::is_none) {
             self.chunks.remove(&chunk);
         }
         Some(removed)
+    }
+
+    fn mark(&mut self, chunk: u64) {
+        if let Some(changed) = &mut self.changed {
+            changed.insert(chunk);
+        }
+    }
+
+    /// Starts recording which chunks change, for `adopt_changed`.
+    pub fn track_changes(&mut self) {
+        self.changed.get_or_insert_with(BTreeSet::new);
+    }
+
+    /// Makes this store share `other`'s copy of every chunk `other` changed since it last
+    /// gave them away, and forgets those changes in `other`.
+    ///
+    /// Both stores must have folded exactly the same events: then the chunks are equal and this
+    /// only drops a duplicate. The engine calls it once its read state has folded a durable
+    /// batch that its decision state folded before, so the two keep one copy of every message
+    /// between batches (the next change to a shared chunk copies that chunk, 64 messages).
+    pub fn adopt_changed(&mut self, other: &mut MessageStore) {
+        let changed = other
+            .changed
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default();
+        for chunk in changed {
+            match other.chunks.get(&chunk) {
+                Some(shared) => {
+                    self.chunks.insert(chunk, shared.clone());
+                }
+                None => {
+                    self.chunks.remove(&chunk);
+                }
+            }
+        }
+        debug_assert_eq!(self.len, other.len, "adopting from a store that differs");
     }
 
     pub fn len(&self) -> usize {
@@ -81,18 +136,71 @@ impl MessageStore {
 mod tests {
     use super::*;
 
+    /// Chunks held by both stores (the same allocation).
+    fn shared(a: &MessageStore, b: &MessageStore) -> usize {
+        a.chunks
+            .iter()
+            .filter(|(n, chunk)| b.chunks.get(n).is_some_and(|o| Arc::ptr_eq(chunk, o)))
+            .count()
+    }
+
+    fn sample() -> Message {
+        let mut given = crate::commands::testing::Given::org();
+        let channel = given.channel("c", &[crate::commands::testing::OWNER]);
+        let sent = given.message(crate::commands::testing::OWNER, channel, "t", "x");
+        given.state.messages.get(sent).cloned().unwrap_or_else(|| {
+            panic!("the message was not stored");
+        })
+    }
+
+    #[test]
+    fn an_adopting_copy_shares_chunks_until_one_side_writes() {
+        let template = sample();
+        let message = |id: u64| Message {
+            id: MessageId(id),
+            ..template.clone()
+        };
+        let mut read = MessageStore::default();
+        let mut decided = read.clone();
+        decided.track_changes();
+        for id in 1..=200 {
+            decided.insert(MessageId(id), message(id));
+            read.insert(MessageId(id), message(id));
+        }
+        assert_eq!(shared(&read, &decided), 0);
+        read.adopt_changed(&mut decided);
+        assert_eq!(shared(&read, &decided), 4, "ids 1..=200 fill chunks 0 to 3");
+        // A change on the decision side copies that chunk only; the read side keeps the old.
+        if let Some(m) = decided.get_mut(&MessageId(70)) {
+            m.timestamp = 99;
+        }
+        decided.insert(MessageId(201), message(201));
+        assert_eq!(shared(&read, &decided), 2);
+        assert_ne!(read.get(&MessageId(70)).map(|m| m.timestamp), Some(99));
+        assert!(read.get(&MessageId(201)).is_none());
+        // Once the read side folds the same changes, adopting shares them again.
+        if let Some(m) = read.get_mut(&MessageId(70)) {
+            m.timestamp = 99;
+        }
+        read.insert(MessageId(201), message(201));
+        decided.remove(&MessageId(3));
+        read.remove(&MessageId(3));
+        read.adopt_changed(&mut decided);
+        assert_eq!(shared(&read, &decided), 4);
+        assert_eq!(read.get(&MessageId(70)).map(|m| m.timestamp), Some(99));
+        assert_eq!(read.len(), decided.len());
+        // Nothing changed since: adopting again is a no-op.
+        read.adopt_changed(&mut decided);
+        assert_eq!(shared(&read, &decided), 4);
+    }
+
     #[test]
     fn chunks_keep_order_across_gaps_and_removals() {
         let mut store = MessageStore::default();
-        let message = |id: u64| {
-            let mut given = crate::commands::testing::Given::org();
-            let channel = given.channel("c", &[crate::commands::testing::OWNER]);
-            let sent = given.message(crate::commands::testing::OWNER, channel, "t", "x");
-            let mut m = given.state.messages.get(sent).cloned().unwrap_or_else(|| {
-                panic!("the message was not stored");
-            });
-            m.id = MessageId(id);
-            m
+        let template = sample();
+        let message = |id: u64| Message {
+            id: MessageId(id),
+            ..template.clone()
         };
         for id in [1, 63, 64, 65, 1000, 200] {
             store.insert(MessageId(id), message(id));
