@@ -326,7 +326,7 @@ impl<'a> Narrow<'a> {
                     == Some(message.id.0)
             }
             "has" => match term.operand.as_str().unwrap_or_default() {
-                "link" => message.rendered_content.contains("<a href"),
+                "link" => message.rendered_content().contains("<a href"),
                 "reaction" => !message.reactions().is_empty(),
                 "image" | "attachment" => false,
                 _ => false,

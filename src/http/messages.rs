@@ -733,7 +733,7 @@ pub async fn get_messages_matching_narrow(
                 (
                     m.id.0.to_string(),
                     json!({
-                        "match_content": &*m.rendered_content,
+                        "match_content": &*m.rendered_content(),
                         "match_subject": crate::markdown::escape_html(m.topic()),
                     }),
                 )

@@ -54,7 +54,10 @@ pub struct Message {
     pub sender_id: UserId,
     pub recipient: Recipient,
     pub content: Arc<str>,
-    pub rendered_content: Arc<str>,
+    /// The rendering, unless it is `<p>` + content + `</p>` (most messages are one plain
+    /// paragraph): see `rendered_content`.
+    pub(super) rendered: Option<Arc<str>>,
+    /// Interned: one allocation per client name (`Messages::intern_client`).
     pub client: Arc<str>,
     pub timestamp: i64,
     pub is_me_message: bool,
@@ -114,7 +117,40 @@ pub struct EditRecord {
     pub prev_channel: Option<ChannelId>,
 }
 
+/// What a message keeps of its rendering: nothing when it is exactly the content as one
+/// paragraph, which `Message::rendered_content` rebuilds.
+pub fn stored_rendering(content: &str, rendered: &Arc<str>) -> Option<Arc<str>> {
+    let plain = rendered
+        .strip_prefix("<p>")
+        .and_then(|r| r.strip_suffix("</p>"))
+        .is_some_and(|inner| inner == content);
+    (!plain).then(|| rendered.clone())
+}
+
 impl Message {
+    /// The rendered HTML (rebuilt for a plain paragraph, which is not stored).
+    pub fn rendered_content(&self) -> std::borrow::Cow<'_, str> {
+        match &self.rendered {
+            Some(html) => std::borrow::Cow::Borrowed(html),
+            None => std::borrow::Cow::Owned(format!("<p>{}</p>", self.content)),
+        }
+    }
+
+    /// The rendered HTML as a shared string (for edit history, which keeps the old one).
+    pub fn rendered_arc(&self) -> Arc<str> {
+        match &self.rendered {
+            Some(html) => html.clone(),
+            None => Arc::from(format!("<p>{}</p>", self.content)),
+        }
+    }
+
+    /// Replaces the content and its rendering, returning the old pair.
+    pub fn set_body(&mut self, content: Arc<str>, rendered: &Arc<str>) -> (Arc<str>, Arc<str>) {
+        let old_rendered = self.rendered_arc();
+        self.rendered = stored_rendering(&content, rendered);
+        (std::mem::replace(&mut self.content, content), old_rendered)
+    }
+
     pub fn channel(&self) -> Option<ChannelId> {
         match &self.recipient {
             Recipient::Channel { channel_id, .. } => Some(*channel_id),
@@ -143,5 +179,37 @@ impl Message {
 
     pub(super) fn extra_mut(&mut self) -> &mut MessageExtra {
         self.extra.get_or_insert_with(Default::default)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::testing::{Given, OWNER};
+
+    #[test]
+    fn a_plain_paragraph_is_rebuilt_and_any_other_rendering_kept() {
+        assert_eq!(stored_rendering("hi", &Arc::from("<p>hi</p>")), None);
+        let bold: Arc<str> = Arc::from("<p>a <strong>b</strong></p>");
+        assert_eq!(stored_rendering("a **b**", &bold), Some(bold.clone()));
+        // Escaped text differs from its source, so it is kept.
+        let escaped: Arc<str> = Arc::from("<p>a &lt; b</p>");
+        assert_eq!(stored_rendering("a < b", &escaped), Some(escaped));
+
+        let mut given = Given::org();
+        let channel = given.channel("c", &[OWNER]);
+        let sent = given.message(OWNER, channel, "t", "hello");
+        let mut message = given
+            .state
+            .messages
+            .get(sent)
+            .cloned()
+            .unwrap_or_else(|| panic!("the message was not stored"));
+        assert_eq!(message.rendered, None, "a plain paragraph is not stored");
+        assert_eq!(message.rendered_content(), "<p>hello</p>");
+        let (old_content, old_html) = message.set_body(Arc::from("a **b**"), &bold);
+        assert_eq!((&*old_content, &*old_html), ("hello", "<p>hello</p>"));
+        assert_eq!(message.rendered_content(), &*bold);
+        assert_eq!(&*message.content, "a **b**");
     }
 }

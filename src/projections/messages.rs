@@ -8,6 +8,7 @@ use crate::events::{EditedContent, Envelope, Event, MessageFlag, Recipient};
 use crate::ids::{ChannelId, MessageId, UserId};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use super::copies::{Copies, Place};
 pub use super::message::{
@@ -54,6 +55,9 @@ pub struct Messages {
     words: Option<super::search::WordIndex>,
     /// The highest submessage id ever given (ids are never reused).
     highest_submessage_id: u64,
+    /// Client names, interned (`intern_client`); rebuilt after a snapshot is loaded.
+    #[serde(skip)]
+    clients: std::collections::HashSet<Arc<str>>,
 }
 
 impl Default for Messages {
@@ -68,6 +72,7 @@ impl Default for Messages {
             highest_id: 0,
             words: Some(super::search::WordIndex::default()),
             highest_submessage_id: 0,
+            clients: Default::default(),
         }
     }
 }
@@ -220,6 +225,31 @@ impl Messages {
             words.add(message.id, message.topic(), &message.content);
         }
         self.words = Some(words);
+    }
+
+    /// The shared copy of a client name (there are a handful: "website", "ZulipMobile", a bot's
+    /// library), so that a message's client costs a pointer, not an allocation.
+    fn intern_client(&mut self, client: &Arc<str>) -> Arc<str> {
+        if let Some(known) = self.clients.get(client) {
+            return known.clone();
+        }
+        self.clients.insert(client.clone());
+        client.clone()
+    }
+
+    /// Makes every message share its interned client name: a loaded snapshot has a copy per
+    /// message.
+    pub fn intern_clients(&mut self) {
+        let mut clients = std::mem::take(&mut self.clients);
+        for message in self.by_id.values_mut() {
+            match clients.get(&message.client) {
+                Some(known) => message.client = known.clone(),
+                None => {
+                    clients.insert(message.client.clone());
+                }
+            }
+        }
+        self.clients = clients;
     }
 
     /// Records which stored messages change, so that another copy can share them
@@ -467,8 +497,8 @@ impl Messages {
             sender_id: *sender_id,
             recipient: recipient.clone(),
             content: content.clone(),
-            rendered_content: rendered_content.clone(),
-            client: client.clone(),
+            rendered: super::message::stored_rendering(content, rendered_content),
+            client: self.intern_client(client),
             timestamp: env.at / 1000,
             is_me_message: *is_me_message,
             mentioned: mentioned.clone().into_boxed_slice(),
@@ -514,10 +544,7 @@ impl Messages {
             words.remove(id, message.topic(), &message.content);
             words.add(id, message.topic(), &new.content);
         }
-        let prev = (
-            std::mem::replace(&mut message.content, new.content.clone()),
-            std::mem::replace(&mut message.rendered_content, new.rendered_content.clone()),
-        );
+        let prev = message.set_body(new.content.clone(), &new.rendered_content);
         message.is_me_message = new.is_me_message;
         let extra = message.extra_mut();
         extra.edits.push(EditRecord {

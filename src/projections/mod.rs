@@ -98,10 +98,12 @@ impl Projections {
     }
 
     /// Rebuilds what snapshots leave out (compiled linkifiers, the search index when the
-    /// snapshot came from the engine's decision state) after one is loaded.
+    /// snapshot came from the engine's decision state, shared client names) after one is
+    /// loaded.
     pub fn restore_derived(&mut self) {
         self.linkifiers.recompile();
         self.messages.ensure_word_index();
+        self.messages.intern_clients();
     }
 
     /// Every projection as ordered JSON, with no secrets: what `GET /admin/projections` and

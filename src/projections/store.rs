@@ -126,6 +126,16 @@ impl MessageStore {
             .flat_map(|slots| slots.iter().flatten())
     }
 
+    /// Every message, to change it (copying every shared chunk).
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut Message> {
+        if let Some(changed) = &mut self.changed {
+            changed.extend(self.chunks.keys().copied());
+        }
+        self.chunks
+            .values_mut()
+            .flat_map(|slots| Arc::make_mut(slots).iter_mut().flatten())
+    }
+
     /// Every id, in order (from either end).
     pub fn keys(&self) -> impl DoubleEndedIterator<Item = &MessageId> {
         self.values().map(|m| &m.id)

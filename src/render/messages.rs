@@ -70,10 +70,15 @@ pub fn message_json(
             None,
         ),
     };
+    let content = if apply_markdown {
+        message.rendered_content()
+    } else {
+        std::borrow::Cow::Borrowed(&*message.content)
+    };
     let mut out = json!({
         "id": message.id.0,
         "sender_id": message.sender_id.0,
-        "content": if apply_markdown { &*message.rendered_content } else { &*message.content },
+        "content": &*content,
         "recipient_id": state.messages.recipient_id(message),
         "timestamp": message.timestamp,
         "client": &*message.client,
@@ -151,7 +156,7 @@ fn versions(message: &Message) -> Vec<Version> {
     let mut current = Version {
         topic: message.topic().to_owned(),
         channel: message.channel(),
-        content: (message.content.clone(), message.rendered_content.clone()),
+        content: (message.content.clone(), message.rendered_arc()),
     };
     let mut out = Vec::with_capacity(message.edits().len() + 1);
     for edit in message.edits().iter().rev() {

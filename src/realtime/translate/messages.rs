@@ -460,7 +460,7 @@ fn update_message_body(
             event["orig_rendered_content"] = json!(&**html);
         }
         event["content"] = json!(&*message.content);
-        event["rendered_content"] = json!(&*message.rendered_content);
+        event["rendered_content"] = json!(&*message.rendered_content());
         event["is_me_message"] = json!(message.is_me_message);
     }
     if let Some(moved) = moved {
