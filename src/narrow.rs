@@ -7,11 +7,11 @@ use crate::events::Recipient;
 use crate::events::TopicPolicy;
 use crate::ids::ChannelId;
 use crate::ids::{MessageId, UserId};
+use crate::projections::id_set::IdSet;
 use crate::projections::messages::{flags, topic_param};
 use crate::projections::user_topics::topic_key;
 use crate::projections::{can_read, Message, Projections, User};
 use serde_json::{json, Value};
-use std::collections::BTreeSet;
 
 /// One narrow term.
 #[derive(Debug, Clone)]
@@ -67,12 +67,12 @@ fn bad_narrow(desc: &str) -> ApiError {
 /// The index a narrow walks.
 enum Source<'a> {
     /// A channel's, a topic's or a conversation's messages.
-    Set(&'a BTreeSet<MessageId>),
+    Set(&'a IdSet),
     /// The messages in every one of the word index's lists for a search (shortest first),
     /// within a set when the narrow also names one.
     Words {
         lists: Vec<&'a [MessageId]>,
-        within: Option<&'a BTreeSet<MessageId>>,
+        within: Option<&'a IdSet>,
     },
 }
 
@@ -207,7 +207,9 @@ impl<'a> Narrow<'a> {
                 Some(topic) => state.messages.in_topic(id, &topic_param(topic)),
                 None => state.messages.in_channel(id),
             };
-            narrow.source = Some(Source::Set(set.unwrap_or(empty_set())));
+            narrow.source = Some(Source::Set(
+                set.unwrap_or(&crate::projections::id_set::EMPTY),
+            ));
         }
         if let Some(term) = terms
             .iter()
@@ -223,7 +225,7 @@ impl<'a> Narrow<'a> {
                 state
                     .messages
                     .in_conversation(&users)
-                    .unwrap_or(empty_set()),
+                    .unwrap_or(&crate::projections::id_set::EMPTY),
             ));
         }
         // A search walks the word index's answer (within the source above, if any).
@@ -411,9 +413,4 @@ pub fn narrow_matches(
         && terms
             .iter()
             .all(|t| narrow.matches_term(message, t) != t.negated)
-}
-
-fn empty_set() -> &'static BTreeSet<MessageId> {
-    static EMPTY: std::sync::OnceLock<BTreeSet<MessageId>> = std::sync::OnceLock::new();
-    EMPTY.get_or_init(BTreeSet::new)
 }

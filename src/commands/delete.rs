@@ -67,7 +67,7 @@ pub fn expire_messages(state: &Projections, ctx: &Ctx, limit: usize) -> ApiResul
         _ => None,
     });
     // (cutoff in seconds, the messages of one conversation in id order)
-    let mut sources: Vec<(i64, &BTreeSet<MessageId>)> = Vec::new();
+    let mut sources: Vec<(i64, &crate::projections::id_set::IdSet)> = Vec::new();
     for channel in state.channels.iter() {
         let retention = match channel.message_retention_days {
             None => realm_days,

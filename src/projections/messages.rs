@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use super::copies::{Copies, Place};
+use super::id_set::IdSet;
 pub use super::message::{
     flag_bit, flag_names, flags, EditRecord, Message, MessageExtra, Reaction, Submessage,
 };
@@ -41,9 +42,9 @@ pub fn is_resolve_toggle(old: &str, new: &str) -> bool {
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Messages {
     pub(super) by_id: MessageStore,
-    pub(super) by_channel: HashMap<ChannelId, BTreeSet<MessageId>>,
-    by_topic: HashMap<(ChannelId, String), BTreeSet<MessageId>>,
-    pub(super) by_conversation: HashMap<Vec<UserId>, BTreeSet<MessageId>>,
+    pub(super) by_channel: HashMap<ChannelId, IdSet>,
+    by_topic: HashMap<(ChannelId, String), IdSet>,
+    pub(super) by_conversation: HashMap<Vec<UserId>, IdSet>,
     /// Direct-message groups of three or more, numbered in order of their first message.
     group_ids: HashMap<Vec<UserId>, u64>,
     /// Who holds a copy of each message (Zulip's UserMessage rows) and its flags.
@@ -158,7 +159,7 @@ impl Messages {
         // (flipped), or are historical or moved copies (loose).
         let mut candidates: Vec<MessageId> = Vec::new();
         let (channels, loose) = self.copies.sources_of(user);
-        let above = |place: &Place, ids: &BTreeSet<MessageId>| {
+        let above = |place: &Place, ids: &IdSet| {
             let mark = self.copies.read_mark(user, place);
             ids.range(MessageId(mark.saturating_add(1))..)
                 .copied()
@@ -270,16 +271,16 @@ impl Messages {
         self.words = None;
     }
 
-    pub fn in_channel(&self, channel: ChannelId) -> Option<&BTreeSet<MessageId>> {
+    pub fn in_channel(&self, channel: ChannelId) -> Option<&IdSet> {
         self.by_channel.get(&channel)
     }
 
-    pub fn in_topic(&self, channel: ChannelId, topic: &str) -> Option<&BTreeSet<MessageId>> {
+    pub fn in_topic(&self, channel: ChannelId, topic: &str) -> Option<&IdSet> {
         self.by_topic.get(&(channel, topic_key(topic)))
     }
 
     /// Every direct-message conversation's messages, ascending.
-    pub fn conversations(&self) -> impl Iterator<Item = &BTreeSet<MessageId>> {
+    pub fn conversations(&self) -> impl Iterator<Item = &IdSet> {
         self.by_conversation.values()
     }
 
@@ -292,7 +293,7 @@ impl Messages {
             .collect()
     }
 
-    pub fn in_conversation(&self, participants: &[UserId]) -> Option<&BTreeSet<MessageId>> {
+    pub fn in_conversation(&self, participants: &[UserId]) -> Option<&IdSet> {
         self.by_conversation.get(participants)
     }
 

@@ -10,6 +10,7 @@ pub mod copies;
 pub mod emoji;
 pub mod folders;
 pub mod groups;
+pub mod id_set;
 pub mod invitations;
 pub mod linkifiers;
 pub mod message;

@@ -87,17 +87,66 @@ fn key(word: &str) -> u64 {
     hasher.finish()
 }
 
+/// Calls `f` with the key of every word of `text`, repeats included. The key is that of the
+/// word as [`words`] gives it (lowercased); a word of ASCII, the usual case, is lowercased on
+/// the stack instead of into a new string.
+fn each_key(text: &str, mut f: impl FnMut(u64)) {
+    let mut buffer = [0u8; 64];
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        if word.is_empty() {
+            continue;
+        }
+        match buffer.get_mut(..word.len()) {
+            Some(lower) if word.is_ascii() => {
+                lower.copy_from_slice(word.as_bytes());
+                lower.make_ascii_lowercase();
+                // ASCII stays valid UTF-8 when lowercased.
+                f(key(std::str::from_utf8(lower).unwrap_or(word)));
+            }
+            _ => f(key(&word.to_lowercase())),
+        }
+    }
+}
+
+/// The distinct word keys of a message's topic and content.
+fn message_keys(topic: &str, content: &str) -> Vec<u64> {
+    let mut keys = Vec::with_capacity(16);
+    each_key(topic, |k| keys.push(k));
+    each_key(content, |k| keys.push(k));
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+/// Hashes a word key for the index's map: the key is already a hash, so it is used as is.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*byte);
+        }
+    }
+    fn write_u64(&mut self, key: u64) {
+        self.0 = key;
+    }
+}
+
 /// Word → message ids.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct WordIndex {
-    postings: HashMap<u64, Postings>,
+    postings: HashMap<u64, Postings, std::hash::BuildHasherDefault<KeyHasher>>,
 }
 
 impl WordIndex {
     /// Indexes a message's topic and content.
     pub fn add(&mut self, id: MessageId, topic: &str, content: &str) {
-        for word in message_words(topic, content) {
-            match self.postings.entry(key(&word)) {
+        for key in message_keys(topic, content) {
+            match self.postings.entry(key) {
                 std::collections::hash_map::Entry::Occupied(mut list) => list.get_mut().insert(id),
                 std::collections::hash_map::Entry::Vacant(slot) => {
                     slot.insert(Postings::One(id));
@@ -108,8 +157,7 @@ impl WordIndex {
 
     /// Forgets a message's topic and content (as they were indexed).
     pub fn remove(&mut self, id: MessageId, topic: &str, content: &str) {
-        for word in message_words(topic, content) {
-            let key = key(&word);
+        for key in message_keys(topic, content) {
             if let Some(list) = self.postings.get_mut(&key) {
                 if !list.remove(id) {
                     self.postings.remove(&key);
@@ -330,6 +378,18 @@ mod tests {
             reversed.reverse();
             assert_eq!(reversed, naive);
         }
+    }
+
+    #[test]
+    fn indexed_keys_are_the_keys_of_the_query_words() {
+        let long = "X".repeat(70);
+        let text = format!("Deploy, deploy! v2.0 Über ÖL {long} ΟΔΟΣ mixedCASE");
+        let mut expected: Vec<u64> = words(&text).iter().map(|w| key(w)).collect();
+        expected.extend(words("Topic ONE").iter().map(|w| key(w)));
+        expected.sort_unstable();
+        expected.dedup();
+        assert_eq!(message_keys("Topic ONE", &text), expected);
+        assert_eq!(expected.len(), 10);
     }
 
     #[test]
