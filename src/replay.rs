@@ -33,22 +33,50 @@ pub fn fold_while(
     Ok(state)
 }
 
+/// Envelopes a reader thread decodes ahead of the fold, per hand-over.
+const DECODED_BATCH: usize = 1024;
+
 /// Folds the events after `state`'s seq while `keep` accepts them.
+///
+/// Reading and decoding the log runs on a thread of its own, a few batches ahead of the fold,
+/// so that the two overlap on a machine with a second core; the fold still applies every
+/// event in order on this thread.
 pub fn continue_while(
     state: &mut Projections,
     log: &dyn EventLog,
     keep: impl Fn(&Envelope) -> bool,
     mut progress: impl FnMut(Seq),
 ) -> Result<(), StoreError> {
-    for env in read_envelopes(log, state.seq.next()) {
-        let env = env?;
-        if !keep(&env) {
-            break;
+    let from = state.seq.next();
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Result<Envelope, StoreError>>>(4);
+        scope.spawn(move || {
+            let mut batch = Vec::with_capacity(DECODED_BATCH);
+            for env in read_envelopes(log, from) {
+                let failed = env.is_err();
+                batch.push(env);
+                if failed || batch.len() == DECODED_BATCH {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(DECODED_BATCH));
+                    // The fold hung up (it stopped early): stop reading.
+                    if tx.send(full).is_err() || failed {
+                        return;
+                    }
+                }
+            }
+            let _ = tx.send(batch);
+        });
+        for batch in rx {
+            for env in batch {
+                let env = env?;
+                if !keep(&env) {
+                    return Ok(());
+                }
+                state.apply(&env);
+                if env.seq.0 % PROGRESS_EVERY == 0 {
+                    progress(env.seq);
+                }
+            }
         }
-        state.apply(&env);
-        if env.seq.0 % PROGRESS_EVERY == 0 {
-            progress(env.seq);
-        }
-    }
-    Ok(())
+        Ok(())
+    })
 }
