@@ -92,10 +92,15 @@ impl Engine {
         snapshots: Option<SnapshotPolicy>,
     ) -> std::io::Result<Engine> {
         let (tx, rx) = mpsc::channel(QUEUE_CAPACITY);
-        let read = Arc::new(RwLock::new(state.clone()));
+        // Commands never need the search index fast; only the read state keeps one (and it is
+        // not copied for the decision state only to be dropped).
         let mut state = state;
-        // Commands never need the search index fast; only the read state keeps one.
-        state.messages.without_word_index();
+        let words = state.messages.take_word_index();
+        let mut read = state.clone();
+        if let Some(words) = words {
+            read.messages.set_word_index(words);
+        }
+        let read = Arc::new(RwLock::new(read));
         // The read state shares every message the decision state has not changed since the
         // last durable batch (`Projections::adopt_shared`).
         state.messages.track_changes();

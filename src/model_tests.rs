@@ -668,6 +668,26 @@ proptest! {
         let mut restored: Projections = rmp_serde::from_slice(&bytes).unwrap();
         restored.restore_derived();
         prop_assert_eq!(restored.digest(), live.digest());
+        // The per-channel flag view and the unread walk agree with the copy rules applied
+        // message by message.
+        for user in live.users.iter() {
+            let user = user.user_id;
+            let mut unread: Vec<(crate::ids::MessageId, u8)> = Vec::new();
+            for message in live.messages.all() {
+                let bits = live.messages.flags(user, message.id);
+                if let Some(channel) = message.channel() {
+                    prop_assert_eq!(live.messages.copies_in_channel(user, channel).flags(message), bits);
+                }
+                if let Some(bits) = bits.filter(|b| b & crate::projections::messages::flags::READ == 0) {
+                    unread.push((message.id, bits));
+                }
+            }
+            unread.reverse();
+            prop_assert_eq!(live.messages.unread_of(user, usize::MAX), (unread.clone(), false));
+            if unread.len() > 1 {
+                prop_assert_eq!(live.messages.unread_of(user, 1), (unread[..1].to_vec(), true));
+            }
+        }
         // Searches agree too (the word index is rebuilt or kept, never stale).
         for word in WORDS {
             prop_assert_eq!(

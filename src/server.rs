@@ -10,7 +10,7 @@ use crate::events::Role;
 use crate::http::{AppState, Site};
 use crate::ids::{Seq, UserId};
 use crate::projections::Projections;
-use crate::store::{check_integrity, EventLog, Integrity, SledLog};
+use crate::store::{check_integrity_from, EventLog, Integrity, SledLog};
 use actix_web::web;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
@@ -98,7 +98,16 @@ pub fn open_for_serving(layout: &Layout) -> Result<(Arc<SledLog>, Projections), 
         std::fs::set_permissions(&layout.dir, std::fs::Permissions::from_mode(0o700))?;
     }
     let log = Arc::new(SledLog::open(&layout.log())?);
-    match check_integrity(log.as_ref())? {
+    // The tail after the newest snapshot is checked (and a torn write recovered) before
+    // serving; the records before it, which start-up does not read, are checked in the
+    // background.
+    let last = log.last_seq()?.unwrap_or(Seq(0));
+    let checked_from = crate::snapshot::list(&layout.dir)
+        .last()
+        .map(|(seq, _)| *seq)
+        .filter(|seq| *seq <= last)
+        .unwrap_or(Seq(1));
+    match check_integrity_from(log.as_ref(), checked_from)? {
         Integrity::Clean { last } => tracing::info!(last_seq = last.0, "log checked: clean"),
         Integrity::RecoveredTail {
             last,
@@ -143,6 +152,10 @@ pub fn open_for_serving(layout: &Layout) -> Result<(Arc<SledLog>, Projections), 
         seconds,
         "state ready: snapshot plus the log after it"
     );
+    // Started once the state is ready, so that it does not slow the start.
+    if checked_from > Seq(1) {
+        check_in_background(log.clone(), checked_from);
+    }
     Ok((log, state))
 }
 
@@ -155,6 +168,32 @@ fn release_free_memory() {
     // SAFETY: malloc_trim only walks the allocator's own free lists; it takes no pointers.
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+/// Checks the checksums of the records before `until` on a thread of its own, logging what it
+/// finds: damage there is not a torn write, and the operator must restore from a backup.
+fn check_in_background(log: Arc<SledLog>, until: Seq) {
+    let spawned = std::thread::Builder::new()
+        .name("chronicle-log-check".into())
+        .spawn(move || {
+            let started = Instant::now();
+            match crate::store::check_checksums(log.as_ref(), Seq(1), Seq(until.0 - 1)) {
+                Ok(records) => tracing::info!(
+                    records,
+                    seconds = started.elapsed().as_secs_f64(),
+                    "log checked in the background: clean"
+                ),
+                Err(error) => tracing::error!(
+                    %error,
+                    "LOG DAMAGED before the newest snapshot: this is not a torn write. The \
+                     server serves from the snapshot, but the history is not intact; restore \
+                     the data directory from a backup"
+                ),
+            }
+        });
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "the background log check did not start");
     }
 }
 

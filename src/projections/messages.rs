@@ -156,44 +156,64 @@ impl Messages {
     /// whether there were more.
     pub fn unread_of(&self, user: UserId, limit: usize) -> (Vec<(MessageId, u8)>, bool) {
         // Unread copies lie above the read mark of their place, or are exceptions below it
-        // (flipped), or are historical or moved copies (loose).
-        let mut candidates: Vec<MessageId> = Vec::new();
+        // (flipped), or are historical or moved copies (loose). A channel's messages above the
+        // mark are checked with the user's copies of that channel looked up once.
+        let mut found: Vec<(MessageId, u8)> = Vec::new();
         let (channels, loose) = self.copies.sources_of(user);
-        let above = |place: &Place, ids: &IdSet| {
-            let mark = self.copies.read_mark(user, place);
-            ids.range(MessageId(mark.saturating_add(1))..)
-                .copied()
-                .collect::<Vec<_>>()
-        };
         for channel in channels {
-            if let Some(ids) = self.by_channel.get(&channel) {
-                candidates.extend(above(&Place::Channel(channel), ids));
-            }
-        }
-        for (participants, ids) in &self.by_conversation {
-            if participants.contains(&user) {
-                candidates.extend(above(&Place::Direct(participants.clone()), ids));
-            }
-        }
-        candidates.extend(loose);
-        candidates.extend(self.copies.flipped_of(user));
-        // Sorted once (places interleave): cheaper than an ordered set of every candidate.
-        candidates.sort_unstable();
-        candidates.dedup();
-        let mut out = Vec::new();
-        for id in candidates.into_iter().rev() {
-            let Some(bits) = self.flags(user, id) else {
+            let Some(ids) = self.by_channel.get(&channel) else {
                 continue;
             };
-            if bits & flags::READ != 0 {
-                continue;
+            let copies = self.copies.in_channel(user, channel);
+            for id in ids.range(MessageId(copies.mark().saturating_add(1))..) {
+                let Some(message) = self.by_id.get(id) else {
+                    continue;
+                };
+                match copies.flags(message) {
+                    Some(bits) if bits & flags::READ == 0 => found.push((*id, bits)),
+                    _ => {}
+                }
             }
-            if out.len() == limit {
-                return (out, true);
-            }
-            out.push((id, bits));
         }
-        (out, false)
+        let mut others: Vec<MessageId> = Vec::new();
+        for (participants, ids) in &self.by_conversation {
+            if participants.contains(&user) {
+                let mark = self
+                    .copies
+                    .read_mark(user, &Place::Direct(participants.clone()));
+                others.extend(ids.range(MessageId(mark.saturating_add(1))..));
+            }
+        }
+        others.extend(loose);
+        others.extend(self.copies.flipped_of(user));
+        for id in others {
+            match self.flags(user, id) {
+                Some(bits) if bits & flags::READ == 0 => found.push((id, bits)),
+                _ => {}
+            }
+        }
+        // Sorted once (places interleave); a copy found from two sources has the same flags.
+        found.sort_unstable_by_key(|(id, _)| std::cmp::Reverse(*id));
+        found.dedup_by_key(|(id, _)| *id);
+        let more = found.len() > limit;
+        found.truncate(limit);
+        (found, more)
+    }
+
+    /// Every message, ascending (for tests that check a rule message by message).
+    #[cfg(test)]
+    pub fn all(&self) -> impl DoubleEndedIterator<Item = &Message> {
+        self.by_id.values()
+    }
+
+    /// One user's copies in one channel (for tests of the fast flag view).
+    #[cfg(test)]
+    pub fn copies_in_channel(
+        &self,
+        user: UserId,
+        channel: ChannelId,
+    ) -> super::copies::ChannelCopies<'_> {
+        self.copies.in_channel(user, channel)
     }
 
     /// The newest message the user holds a copy of.
@@ -218,14 +238,32 @@ impl Messages {
     /// Builds the word index from the messages, if this state has none (a snapshot taken from
     /// the engine's decision state).
     pub fn ensure_word_index(&mut self) {
+        if let Some(words) = self.build_word_index() {
+            self.words = Some(words);
+        }
+    }
+
+    /// A word index of the messages, when this state has none (else `None`): built apart from
+    /// the state so that it can be built while something else reads the state.
+    pub fn build_word_index(&self) -> Option<super::search::WordIndex> {
         if self.words.is_some() {
-            return;
+            return None;
         }
         let mut words = super::search::WordIndex::default();
         for message in self.by_id.values() {
             words.add(message.id, message.topic(), &message.content);
         }
+        Some(words)
+    }
+
+    /// Installs a word index built by `build_word_index`.
+    pub fn set_word_index(&mut self, words: super::search::WordIndex) {
         self.words = Some(words);
+    }
+
+    /// Takes the word index out (leaving a state that keeps none).
+    pub fn take_word_index(&mut self) -> Option<super::search::WordIndex> {
+        self.words.take()
     }
 
     /// The shared copy of a client name (there are a handful: "website", "ZulipMobile", a bot's

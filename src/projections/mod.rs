@@ -107,6 +107,27 @@ impl Projections {
         self.messages.intern_clients();
     }
 
+    /// `restore_derived`, then the digest, with the word index built on a second thread while
+    /// the digest is computed (the digest does not cover the index): what loading a snapshot
+    /// does, in about half the time on two cores.
+    pub fn restore_derived_and_digest(&mut self) -> String {
+        self.linkifiers.recompile();
+        self.messages.intern_clients();
+        let state = &*self;
+        let (words, digest) = std::thread::scope(|scope| {
+            let words = scope.spawn(|| state.messages.build_word_index());
+            let digest = state.digest();
+            (words.join(), digest)
+        });
+        match words {
+            Ok(Some(words)) => self.messages.set_word_index(words),
+            Ok(None) => {}
+            // Building the index panicked (a bug): build it here, where a panic is reported.
+            Err(_) => self.messages.ensure_word_index(),
+        }
+        digest
+    }
+
     /// Every projection as ordered JSON, with no secrets: what `GET /admin/projections` and
     /// `chronicle dump` print.
     pub fn dump(&self) -> Value {

@@ -72,8 +72,12 @@ fn custom_profile_field_types() -> Value {
 fn unread_msgs(state: &Projections, me: &User, raw_topics: bool) -> Value {
     use crate::events::Recipient;
     use crate::projections::messages::flags;
-    use std::collections::BTreeMap;
-    let mut streams: BTreeMap<(u64, String), (String, Vec<u64>)> = BTreeMap::new();
+    use std::collections::{BTreeMap, HashMap};
+    // Topics group case-insensitively, as Zulip's do: a group per (channel, lowercase topic),
+    // shown with the spelling seen first. Each spelling is lowercased once, not per message.
+    let mut groups: Vec<(u64, String, String, Vec<u64>)> = Vec::new();
+    let mut by_lower: HashMap<(u64, String), usize> = HashMap::new();
+    let mut spellings: HashMap<(u64, &str), usize> = HashMap::new();
     let mut pms: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
     let mut huddles: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     let mut mentions = Vec::new();
@@ -81,8 +85,7 @@ fn unread_msgs(state: &Projections, me: &User, raw_topics: bool) -> Value {
     // Zulip's MAX_UNREAD_MESSAGES: the newest 50,000, and `old_unreads_missing` past them.
     let (unread, missing) = state.messages.unread_of(me.user_id, MAX_UNREAD_MESSAGES);
     for (id, bits) in unread.into_iter().rev() {
-        let id = &id;
-        let Some(message) = state.messages.get(*id) else {
+        let Some(message) = state.messages.get(id) else {
             continue;
         };
         count += 1;
@@ -91,16 +94,24 @@ fn unread_msgs(state: &Projections, me: &User, raw_topics: bool) -> Value {
         }
         match &message.recipient {
             Recipient::Channel { channel_id, topic } => {
-                streams
-                    .entry((channel_id.0, topic.to_lowercase()))
-                    .or_insert_with(|| {
-                        (
-                            crate::render::messages::shown_topic(topic, raw_topics),
-                            Vec::new(),
-                        )
-                    })
-                    .1
-                    .push(id.0);
+                let channel = channel_id.0;
+                let group = match spellings.get(&(channel, topic.as_str())) {
+                    Some(group) => *group,
+                    None => {
+                        let lower = topic.to_lowercase();
+                        let group =
+                            *by_lower.entry((channel, lower.clone())).or_insert_with(|| {
+                                let shown = crate::render::messages::shown_topic(topic, raw_topics);
+                                groups.push((channel, lower, shown, Vec::new()));
+                                groups.len() - 1
+                            });
+                        spellings.insert((channel, topic.as_str()), group);
+                        group
+                    }
+                };
+                if let Some((.., ids)) = groups.get_mut(group) {
+                    ids.push(id.0);
+                }
             }
             Recipient::Direct { user_ids } if user_ids.len() <= 2 => {
                 let other = user_ids
@@ -120,8 +131,9 @@ fn unread_msgs(state: &Projections, me: &User, raw_topics: bool) -> Value {
             }
         }
     }
+    groups.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
     json!({
-        "streams": streams.into_iter().map(|((stream_id, _), (topic, ids))| json!({"stream_id": stream_id, "topic": topic, "unread_message_ids": ids})).collect::<Vec<_>>(),
+        "streams": groups.into_iter().map(|(stream_id, _, topic, ids)| json!({"stream_id": stream_id, "topic": topic, "unread_message_ids": ids})).collect::<Vec<_>>(),
         "pms": pms.into_iter().map(|(other, ids)| json!({"other_user_id": other, "sender_id": other, "unread_message_ids": ids})).collect::<Vec<_>>(),
         "huddles": huddles.into_iter().map(|(key, ids)| json!({"user_ids_string": key, "unread_message_ids": ids})).collect::<Vec<_>>(),
         "mentions": mentions,

@@ -92,10 +92,18 @@ pub const MAX_TORN_TAIL: u64 = 4096;
 /// quarantine and the log continues from the last valid record; damage anywhere else is an error
 /// that stops start-up with a clear message.
 pub fn check_integrity(log: &dyn EventLog) -> Result<Integrity, StoreError> {
-    let mut last = Seq(0);
+    check_integrity_from(log, Seq(1))
+}
+
+/// `check_integrity` of the records from `from` on: what start-up checks before it serves,
+/// from the newest snapshot (a torn write can only be at the tail, after every snapshot), while
+/// the records before it are checked in the background (`check_checksums`).
+pub fn check_integrity_from(log: &dyn EventLog, from: Seq) -> Result<Integrity, StoreError> {
+    let from = Seq(from.0.max(1));
+    let mut last = Seq(from.0 - 1);
     let mut damage: Option<(Seq, String)> = None;
-    let mut expected = Seq(1);
-    for item in log.scan_from(Seq(1)) {
+    let mut expected = from;
+    for item in log.scan_from(from) {
         let (seq, record) = item?;
         let problem = if seq != expected {
             Some(format!("gap: expected seq {expected}, found {seq}"))
@@ -140,6 +148,30 @@ pub fn check_integrity(log: &dyn EventLog) -> Result<Integrity, StoreError> {
         quarantined,
         reason,
     })
+}
+
+/// Checks the checksums and framing of the records from `from` up to and including `until`,
+/// changing nothing: the number of records checked, or the first damaged one.
+pub fn check_checksums(log: &dyn EventLog, from: Seq, until: Seq) -> Result<u64, StoreError> {
+    let mut expected = from;
+    for item in log.scan_from(from) {
+        let (seq, record) = item?;
+        if seq > until {
+            break;
+        }
+        if seq != expected {
+            return Err(StoreError::Gap {
+                expected: expected.0,
+                found: seq.0,
+            });
+        }
+        Envelope::checked_body(&record).map_err(|e| StoreError::Corrupt {
+            seq: seq.0,
+            reason: e.to_string(),
+        })?;
+        expected = seq.next();
+    }
+    Ok(expected.0 - from.0)
 }
 
 /// What `verify_chain` found.

@@ -231,4 +231,34 @@ mod tests {
         assert_eq!(log.last_seq().unwrap(), Some(Seq(3)));
         assert!(log.quarantined().unwrap().is_empty());
     }
+
+    #[test]
+    fn the_startup_check_reads_from_the_snapshot_and_the_background_check_the_rest() {
+        use crate::store::{check_checksums, check_integrity_from};
+        let dir = tempfile::tempdir().unwrap();
+        let log = SledLog::open(dir.path()).unwrap();
+        log.append_batch(&[env(1), env(2), env(3), env(4)]).unwrap();
+        let (_, mut bad) = env(2);
+        bad[10] ^= 0xff;
+        log.insert_raw_for_tests(Seq(2), &bad).unwrap();
+        // From a snapshot at 3, the tail is clean; before it, record 2 is damaged.
+        assert_eq!(
+            check_integrity_from(&log, Seq(3)).unwrap(),
+            Integrity::Clean { last: Seq(4) }
+        );
+        assert_eq!(check_checksums(&log, Seq(3), Seq(4)).unwrap(), 2);
+        let err = check_checksums(&log, Seq(1), Seq(2)).unwrap_err();
+        assert!(err.to_string().contains("record 2"), "{err}");
+        // A torn tail after the snapshot is still recovered.
+        log.insert_raw_for_tests(Seq(5), b"\x00\x01garbage")
+            .unwrap();
+        assert!(matches!(
+            check_integrity_from(&log, Seq(3)).unwrap(),
+            Integrity::RecoveredTail {
+                first_bad: Seq(5),
+                ..
+            }
+        ));
+        assert_eq!(log.last_seq().unwrap(), Some(Seq(4)));
+    }
 }
