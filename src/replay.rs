@@ -6,7 +6,7 @@
 use crate::events::Envelope;
 use crate::ids::Seq;
 use crate::projections::Projections;
-use crate::store::{read_envelopes, EventLog, StoreError};
+use crate::store::{Decoder, EventLog, StoreError};
 
 /// How often the fold reports its progress, in events.
 const PROGRESS_EVERY: u64 = 100_000;
@@ -33,30 +33,33 @@ pub fn fold_while(
     Ok(state)
 }
 
-/// Envelopes a reader thread decodes ahead of the fold, per hand-over.
-const DECODED_BATCH: usize = 1024;
+/// Records a reader thread reads ahead of the fold, per hand-over.
+const READ_BATCH: usize = 1024;
 
 /// Folds the events after `state`'s seq while `keep` accepts them.
 ///
-/// Reading and decoding the log runs on a thread of its own, a few batches ahead of the fold,
-/// so that the two overlap on a machine with a second core; the fold still applies every
-/// event in order on this thread.
+/// Reading the log runs on a thread of its own, a few batches ahead, so that sled's scan
+/// overlaps the fold on a machine with a second core. Records are decoded here, on the folding
+/// thread, so that what the state keeps (message texts) is allocated where it lives, not among
+/// the reader's short-lived buffers (which would keep the allocator from handing their pages
+/// back).
 pub fn continue_while(
     state: &mut Projections,
     log: &dyn EventLog,
     keep: impl Fn(&Envelope) -> bool,
     mut progress: impl FnMut(Seq),
 ) -> Result<(), StoreError> {
+    type Record = Result<(Seq, Vec<u8>), StoreError>;
     let from = state.seq.next();
     std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Result<Envelope, StoreError>>>(4);
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Record>>(4);
         scope.spawn(move || {
-            let mut batch = Vec::with_capacity(DECODED_BATCH);
-            for env in read_envelopes(log, from) {
-                let failed = env.is_err();
-                batch.push(env);
-                if failed || batch.len() == DECODED_BATCH {
-                    let full = std::mem::replace(&mut batch, Vec::with_capacity(DECODED_BATCH));
+            let mut batch = Vec::with_capacity(READ_BATCH);
+            for record in log.scan_from(from) {
+                let failed = record.is_err();
+                batch.push(record);
+                if failed || batch.len() == READ_BATCH {
+                    let full = std::mem::replace(&mut batch, Vec::with_capacity(READ_BATCH));
                     // The fold hung up (it stopped early): stop reading.
                     if tx.send(full).is_err() || failed {
                         return;
@@ -65,9 +68,10 @@ pub fn continue_while(
             }
             let _ = tx.send(batch);
         });
+        let mut decoder = Decoder::from(from);
         for batch in rx {
-            for env in batch {
-                let env = env?;
+            for record in batch {
+                let env = decoder.decode(record)?;
                 if !keep(&env) {
                     return Ok(());
                 }

@@ -48,21 +48,41 @@ pub fn read_envelopes<'a>(
     log: &'a dyn EventLog,
     from: Seq,
 ) -> impl Iterator<Item = Result<Envelope, StoreError>> + 'a {
-    let mut expected = from;
-    log.scan_from(from).map(move |item| {
+    let mut decoder = Decoder::from(from);
+    log.scan_from(from).map(move |item| decoder.decode(item))
+}
+
+/// Decodes raw records in order, checking checksums and that seqs have no gap: what
+/// `read_envelopes` does, for a caller that reads the records elsewhere (on another thread).
+#[derive(Debug, Clone, Copy)]
+pub struct Decoder {
+    expected: Seq,
+}
+
+impl Decoder {
+    /// A decoder whose first record must be `from`.
+    pub fn from(from: Seq) -> Decoder {
+        Decoder { expected: from }
+    }
+
+    /// The next record, decoded.
+    pub fn decode(
+        &mut self,
+        item: Result<(Seq, Vec<u8>), StoreError>,
+    ) -> Result<Envelope, StoreError> {
         let (seq, record) = item?;
-        if seq != expected {
+        if seq != self.expected {
             return Err(StoreError::Gap {
-                expected: expected.0,
+                expected: self.expected.0,
                 found: seq.0,
             });
         }
-        expected = seq.next();
+        self.expected = seq.next();
         Envelope::decode(seq, &record).map_err(|e: DecodeError| StoreError::Corrupt {
             seq: seq.0,
             reason: e.to_string(),
         })
-    })
+    }
 }
 
 /// What the open-time check found.
