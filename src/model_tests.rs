@@ -664,7 +664,7 @@ proptest! {
         // Snapshots are taken from the engine's decision state, which keeps no search index.
         let mut decision = live.clone();
         decision.messages.without_word_index();
-        let bytes = rmp_serde::to_vec_named(&decision).unwrap();
+        let bytes = rmp_serde::to_vec(&decision).unwrap();
         let mut restored: Projections = rmp_serde::from_slice(&bytes).unwrap();
         restored.restore_derived();
         prop_assert_eq!(restored.digest(), live.digest());

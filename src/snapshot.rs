@@ -3,7 +3,10 @@
 //!
 //! A snapshot is `DIR/snapshots/{seq:020}.snap`:
 //! `MAGIC ‖ seq (u64 BE) ‖ SHA-256 of the log record at seq ‖ the state's digest (64 hex bytes)
-//! ‖ SHA-256 of the payload ‖ payload`, where the payload is the projections as msgpack.
+//! ‖ SHA-256 of the payload ‖ payload`, where the payload is the projections as msgpack with
+//! structs as arrays (field names are not repeated per message; `snap2`. A `snap1` file, which
+//! named every field, is ignored like any snapshot that fails a check: the next start replays
+//! the log and writes new ones).
 //! Loading checks, in order: the magic, the payload's hash (a torn or flipped file), that the
 //! log's record at `seq` is the one the snapshot was taken after (a snapshot of another log, or
 //! of a log since restored from an older backup, is not used), and, once decoded, that the
@@ -18,7 +21,7 @@ use crate::store::EventLog;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-const MAGIC: &[u8; 16] = b"chronicle-snap1\n";
+const MAGIC: &[u8; 16] = b"chronicle-snap2\n";
 const HEADER: usize = 16 + 8 + 32 + 64 + 32;
 
 /// Why a snapshot was not used.
@@ -84,7 +87,7 @@ pub fn write(
         let mut out = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
         out.write_all(&[0u8; HEADER])?;
         let mut hashing = crate::projections::HashingWriter::new(out);
-        rmp_serde::encode::write_named(&mut hashing, state)
+        rmp_serde::encode::write(&mut hashing, state)
             .map_err(|e| SnapshotError::Decode(e.to_string()))?;
         let (out, payload_hash) = hashing.into_parts();
         let mut file = out.into_inner().map_err(|e| e.into_error())?;
