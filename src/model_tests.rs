@@ -691,8 +691,8 @@ proptest! {
         // Searches agree too (the word index is rebuilt or kept, never stale).
         for word in WORDS {
             prop_assert_eq!(
-                restored.messages.search_lists(word).map(|l| l.iter().map(|s| s.to_vec()).collect::<Vec<_>>()),
-                replayed.messages.search_lists(word).map(|l| l.iter().map(|s| s.to_vec()).collect::<Vec<_>>())
+                restored.messages.search_lists(word).map(|l| l.iter().map(|s| s.iter().collect::<Vec<_>>()).collect::<Vec<_>>()),
+                replayed.messages.search_lists(word).map(|l| l.iter().map(|s| s.iter().collect::<Vec<_>>()).collect::<Vec<_>>())
             );
         }
     }

@@ -71,7 +71,7 @@ enum Source<'a> {
     /// The messages in every one of the word index's lists for a search (shortest first),
     /// within a set when the narrow also names one.
     Words {
-        lists: Vec<&'a [MessageId]>,
+        lists: Vec<crate::projections::search::List<'a>>,
         within: Option<&'a IdSet>,
     },
 }
@@ -366,12 +366,12 @@ impl<'a> Narrow<'a> {
             Some(Source::Words {
                 lists,
                 within: Some(set),
-            }) if lists.first().is_some_and(|l| set.len() < l.len()) => {
+            }) if lists.first().is_some_and(|l| (set.len() as u64) < l.len()) => {
                 let lists = lists.clone();
                 Box::new(
                     set.iter()
                         .copied()
-                        .filter(move |id| lists.iter().all(|l| l.binary_search(id).is_ok())),
+                        .filter(move |id| lists.iter().all(|l| l.contains(*id))),
                 )
             }
             Some(Source::Words { lists, within }) => {

@@ -231,7 +231,7 @@ impl Messages {
 
     /// The word index's posting lists for `query`, shortest first: `None` when the query has
     /// no words or this state keeps no index (a search then checks each message's text).
-    pub fn search_lists(&self, query: &str) -> Option<Vec<&[MessageId]>> {
+    pub fn search_lists(&self, query: &str) -> Option<Vec<super::search::List<'_>>> {
         self.words.as_ref()?.lists(query)
     }
 

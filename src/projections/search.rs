@@ -4,11 +4,12 @@
 //! Words are runs of letters and digits, lowercased (Unicode-aware), so `Deploy, deploy!` and
 //! `deploy` are one word. A search matches messages that contain every word of the query, as
 //! whole words: the shape of Zulip's full-text search, without its English stemming. Words are
-//! keyed by a hash and posting lists are plain sorted vectors (8 bytes a posting; a word used
-//! once costs no allocation): new messages have the highest ids, so sending appends; edits,
-//! moves and deletions, which are rare, pay a binary search and a shift.
+//! keyed by a hash. A word used once keeps its id inline, a word used a few times a sorted
+//! vector, and a common word a compressed bitmap (`roaring`): new messages have the highest
+//! ids, so sending appends.
 
 use crate::ids::MessageId;
+use roaring::RoaringTreemap;
 use std::collections::{BTreeSet, HashMap};
 
 /// The distinct words of a text, lowercased, in first-seen order.
@@ -28,18 +29,26 @@ fn message_words(topic: &str, content: &str) -> BTreeSet<String> {
 }
 
 /// The ids holding one word, ascending. Most words of a large organization occur once (numbers,
-/// names, typos), so a single id is kept inline rather than in a vector of its own.
+/// names, typos), so a single id is kept inline; a few ids are a short vector; past that, a
+/// compressed bitmap (`roaring`), where a word in every message costs about a bit a message
+/// instead of eight bytes.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 enum Postings {
     One(MessageId),
-    Many(Vec<MessageId>),
+    Few(Vec<MessageId>),
+    Many(RoaringTreemap),
 }
 
+/// Most ids a word keeps in a plain vector before it moves to a bitmap (a bitmap's fixed cost
+/// is a few hundred bytes).
+const FEW: usize = 48;
+
 impl Postings {
-    fn as_slice(&self) -> &[MessageId] {
+    fn list(&self) -> List<'_> {
         match self {
-            Postings::One(id) => std::slice::from_ref(id),
-            Postings::Many(ids) => ids,
+            Postings::One(id) => List::Ids(std::slice::from_ref(id)),
+            Postings::Few(ids) => List::Ids(ids),
+            Postings::Many(bits) => List::Bits(bits),
         }
     }
 
@@ -49,14 +58,21 @@ impl Postings {
             Postings::One(existing) => {
                 let mut ids = vec![*existing, id];
                 ids.sort_unstable();
-                *self = Postings::Many(ids);
+                *self = Postings::Few(ids);
             }
-            // New messages have the highest ids: appending is the common case.
-            Postings::Many(ids) if ids.last().is_none_or(|last| *last < id) => ids.push(id),
-            Postings::Many(ids) => {
-                if let Err(at) = ids.binary_search(&id) {
+            Postings::Few(ids) => {
+                // New messages have the highest ids: appending is the common case.
+                if ids.last().is_none_or(|last| *last < id) {
+                    ids.push(id);
+                } else if let Err(at) = ids.binary_search(&id) {
                     ids.insert(at, id);
                 }
+                if ids.len() > FEW {
+                    *self = Postings::Many(ids.iter().map(|id| id.0).collect());
+                }
+            }
+            Postings::Many(bits) => {
+                bits.insert(id.0);
             }
         }
     }
@@ -65,12 +81,53 @@ impl Postings {
     fn remove(&mut self, id: MessageId) -> bool {
         match self {
             Postings::One(existing) => *existing != id,
-            Postings::Many(ids) => {
+            Postings::Few(ids) => {
                 if let Ok(at) = ids.binary_search(&id) {
                     ids.remove(at);
                 }
                 !ids.is_empty()
             }
+            Postings::Many(bits) => {
+                bits.remove(id.0);
+                !bits.is_empty()
+            }
+        }
+    }
+}
+
+/// One word's ids, as the index keeps them.
+#[derive(Debug, Clone, Copy)]
+pub enum List<'a> {
+    Ids(&'a [MessageId]),
+    Bits(&'a RoaringTreemap),
+}
+
+impl<'a> List<'a> {
+    pub const EMPTY: List<'static> = List::Ids(&[]);
+
+    pub fn len(&self) -> u64 {
+        match self {
+            List::Ids(ids) => ids.len() as u64,
+            List::Bits(bits) => bits.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn contains(&self, id: MessageId) -> bool {
+        match self {
+            List::Ids(ids) => ids.binary_search(&id).is_ok(),
+            List::Bits(bits) => bits.contains(id.0),
+        }
+    }
+
+    /// The ids, ascending (from either end).
+    pub fn iter(&self) -> Box<dyn DoubleEndedIterator<Item = MessageId> + 'a> {
+        match *self {
+            List::Ids(ids) => Box::new(ids.iter().copied()),
+            List::Bits(bits) => Box::new(bits.iter().map(MessageId)),
         }
     }
 }
@@ -168,20 +225,20 @@ impl WordIndex {
 
     /// The posting lists of every word of `query`, shortest first; `None` when the query has
     /// no words (it then constrains nothing). A word nobody used gives an empty list.
-    pub fn lists(&self, query: &str) -> Option<Vec<&[MessageId]>> {
+    pub fn lists(&self, query: &str) -> Option<Vec<List<'_>>> {
         let wanted = words(query);
         if wanted.is_empty() {
             return None;
         }
-        let mut lists: Vec<&[MessageId]> = wanted
+        let mut lists: Vec<List<'_>> = wanted
             .iter()
             .map(|w| {
                 self.postings
                     .get(&key(w))
-                    .map_or(&[][..], Postings::as_slice)
+                    .map_or(List::EMPTY, Postings::list)
             })
             .collect();
-        lists.sort_by_key(|l| l.len());
+        lists.sort_by_key(List::len);
         Some(lists)
     }
 
@@ -201,104 +258,18 @@ impl WordIndex {
 }
 
 /// The ids in every one of `lists` (shortest first), ascending and lazily, from either end: the
-/// shortest list is walked and the others searched by galloping from where the last search
-/// ended, so a walk reads each list mostly in order instead of binary-searching it afresh.
-pub fn intersect(lists: Vec<&[MessageId]>) -> Intersection<'_> {
-    let (first, rest) = match lists.split_first() {
-        Some((first, rest)) => (*first, rest.to_vec()),
-        None => (&[][..], Vec::new()),
+/// shortest list is walked and each of its ids looked up in the others (a binary search in a
+/// short list, a bit test in a bitmap).
+pub fn intersect(lists: Vec<List<'_>>) -> Box<dyn DoubleEndedIterator<Item = MessageId> + '_> {
+    let Some((first, rest)) = lists.split_first() else {
+        return Box::new(std::iter::empty());
     };
-    Intersection {
-        first,
-        front: 0,
-        back: first.len(),
-        lo: vec![0; rest.len()],
-        hi: rest.iter().map(|l| l.len()).collect(),
-        rest,
-    }
-}
-
-/// See [`intersect`].
-pub struct Intersection<'a> {
-    first: &'a [MessageId],
-    /// The unread part of `first` is `front..back`.
-    front: usize,
-    back: usize,
-    rest: Vec<&'a [MessageId]>,
-    /// Per other list: nothing before `lo` can still match going forward, nothing from `hi` on
-    /// going backward.
-    lo: Vec<usize>,
-    hi: Vec<usize>,
-}
-
-/// The first index at or after `from` whose id is not below `id` (galloping, then bisecting).
-fn gallop_up(list: &[MessageId], from: usize, id: MessageId) -> usize {
-    let mut step = 1;
-    let mut low = from;
-    while low + step < list.len() && list[low + step] < id {
-        low += step;
-        step *= 2;
-    }
-    let high = (low + step + 1).min(list.len());
-    low + list[low..high].partition_point(|x| *x < id)
-}
-
-/// One past the last index before `to` whose id is not above `id`.
-fn gallop_down(list: &[MessageId], to: usize, id: MessageId) -> usize {
-    let mut step = 1;
-    let mut high = to;
-    while high > step && list[high - step - 1] > id {
-        high -= step;
-        step *= 2;
-    }
-    let low = high.saturating_sub(step + 1);
-    low + list[low..high].partition_point(|x| *x <= id)
-}
-
-impl Iterator for Intersection<'_> {
-    type Item = MessageId;
-
-    fn next(&mut self) -> Option<MessageId> {
-        while self.front < self.back {
-            let id = self.first[self.front];
-            self.front += 1;
-            let mut everywhere = true;
-            for (i, list) in self.rest.iter().enumerate() {
-                let at = gallop_up(list, self.lo[i], id);
-                self.lo[i] = at;
-                if list.get(at) != Some(&id) {
-                    everywhere = false;
-                    break;
-                }
-            }
-            if everywhere {
-                return Some(id);
-            }
-        }
-        None
-    }
-}
-
-impl DoubleEndedIterator for Intersection<'_> {
-    fn next_back(&mut self) -> Option<MessageId> {
-        while self.front < self.back {
-            self.back -= 1;
-            let id = self.first[self.back];
-            let mut everywhere = true;
-            for (i, list) in self.rest.iter().enumerate() {
-                let end = gallop_down(list, self.hi[i], id);
-                self.hi[i] = end;
-                if end == 0 || list[end - 1] != id {
-                    everywhere = false;
-                    break;
-                }
-            }
-            if everywhere {
-                return Some(id);
-            }
-        }
-        None
-    }
+    let rest = rest.to_vec();
+    Box::new(
+        first
+            .iter()
+            .filter(move |id| rest.iter().all(|list| list.contains(*id))),
+    )
 }
 
 /// Whether a message's topic and content contain every word of `query` (the same rule as the
@@ -333,17 +304,22 @@ mod tests {
             ids(&[1, 2, 3, 5, 7, 9, 11, 12, 13]),
             ids(&(0..100).collect::<Vec<_>>()),
         );
-        let forward: Vec<u64> = intersect(vec![&a, &b, &c]).map(|m| m.0).collect();
+        let bits: RoaringTreemap = c.iter().map(|id| id.0).collect();
+        let (a, b, c) = (List::Ids(&a), List::Ids(&b), List::Bits(&bits));
+        let forward: Vec<u64> = intersect(vec![a, b, c]).map(|m| m.0).collect();
         assert_eq!(forward, [2, 5, 9, 12]);
-        let backward: Vec<u64> = intersect(vec![&a, &b, &c]).rev().map(|m| m.0).collect();
+        let backward: Vec<u64> = intersect(vec![a, b, c]).rev().map(|m| m.0).collect();
         assert_eq!(backward, [12, 9, 5, 2]);
         let d = ids(&[5, 12, 40]);
-        let both: Vec<u64> = intersect(vec![&d, &a, &b]).map(|m| m.0).collect();
+        let d = List::Ids(&d);
+        let both: Vec<u64> = intersect(vec![d, a, b]).map(|m| m.0).collect();
         assert_eq!(both, [5, 12]);
-        let back: Vec<u64> = intersect(vec![&d, &a, &b]).rev().map(|m| m.0).collect();
+        let back: Vec<u64> = intersect(vec![d, a, b]).rev().map(|m| m.0).collect();
         assert_eq!(back, [12, 5]);
+        let walked: Vec<u64> = intersect(vec![c, d]).map(|m| m.0).collect();
+        assert_eq!(walked, [5, 12, 40]);
         assert_eq!(intersect(vec![]).next(), None);
-        assert_eq!(intersect(vec![&a, &[][..]]).next_back(), None);
+        assert_eq!(intersect(vec![a, List::EMPTY]).next_back(), None);
     }
 
     #[test]
@@ -366,18 +342,66 @@ mod tests {
                         .collect()
                 })
                 .collect();
-            let mut refs: Vec<&[MessageId]> = lists.iter().map(Vec::as_slice).collect();
-            refs.sort_by_key(|l| l.len());
+            let bitmaps: Vec<RoaringTreemap> = lists
+                .iter()
+                .map(|l| l.iter().map(|id| id.0).collect())
+                .collect();
+            // Every other list as a bitmap, as the index keeps a common word's.
+            let mut refs: Vec<List<'_>> = lists
+                .iter()
+                .zip(&bitmaps)
+                .enumerate()
+                .map(|(k, (ids, bits))| {
+                    if (round as usize + k) % 2 == 0 {
+                        List::Ids(ids)
+                    } else {
+                        List::Bits(bits)
+                    }
+                })
+                .collect();
+            refs.sort_by_key(List::len);
             let naive: Vec<MessageId> = refs[0]
                 .iter()
-                .copied()
-                .filter(|id| refs[1..].iter().all(|l| l.contains(id)))
+                .filter(|id| refs[1..].iter().all(|l| l.iter().any(|x| x == *id)))
                 .collect();
             assert_eq!(intersect(refs.clone()).collect::<Vec<_>>(), naive);
             let mut reversed: Vec<MessageId> = intersect(refs).rev().collect();
             reversed.reverse();
             assert_eq!(reversed, naive);
         }
+    }
+
+    #[test]
+    fn a_common_word_moves_to_a_bitmap_and_keeps_its_ids() {
+        let mut index = WordIndex::default();
+        for id in (1..=299u64).rev().step_by(2).chain((2..=300).step_by(2)) {
+            index.add(MessageId(id), "t", &format!("common word{}", id % 3));
+        }
+        for id in (10..=300).step_by(10) {
+            index.remove(MessageId(id), "t", &format!("common word{}", id % 3));
+        }
+        let expected: Vec<MessageId> = (1..=300).filter(|id| id % 10 != 0).map(MessageId).collect();
+        assert_eq!(index.matching("common"), Some(expected.clone()));
+        assert!(matches!(
+            index.postings.get(&key("common")),
+            Some(Postings::Many(_))
+        ));
+        let with_word0: Vec<MessageId> = expected
+            .iter()
+            .copied()
+            .filter(|id| id.0 % 3 == 0)
+            .collect();
+        assert_eq!(index.matching("COMMON word0"), Some(with_word0.clone()));
+        let mut back: Vec<MessageId> = intersect(index.lists("word0 common").unwrap_or_default())
+            .rev()
+            .collect();
+        back.reverse();
+        assert_eq!(back, with_word0);
+        for id in expected {
+            index.remove(id, "t", &format!("common word{}", id.0 % 3));
+        }
+        assert_eq!(index.matching("common"), Some(Vec::new()));
+        assert!(index.is_empty());
     }
 
     #[test]
