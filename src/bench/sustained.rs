@@ -351,6 +351,32 @@ fn resident_after_start(spec: &SeedSpec) -> Result<(u64, u64), Fatal> {
     Ok((resident, disk_bytes(&data)))
 }
 
+/// How long `chronicle serve` takes until it serves on `messages` seeded messages: from the
+/// log alone (a replay from event 1), then with a snapshot at the log's end, written offline
+/// as a running server writes its own.
+fn start_times(messages: u64) -> Result<(f64, f64), Fatal> {
+    let seeded = seed(&SeedSpec {
+        users: 10,
+        channels: 1,
+        subscribers_per_channel: 10,
+        messages,
+    })?;
+    let data = seeded.tmp.path().join("data");
+    let server = ChildServer::start(&data)?;
+    let from_log = server.started_in.as_secs_f64();
+    server.stop()?;
+    {
+        let layout = crate::server::Layout::new(&data);
+        let log = crate::store::SledLog::open(&layout.log())?;
+        let state = crate::replay::fold(&log, None, |_| {})?;
+        crate::snapshot::write(&layout.dir, &log, &state, 2)?;
+    }
+    let server = ChildServer::start(&data)?;
+    let from_snapshot = server.started_in.as_secs_f64();
+    server.stop()?;
+    Ok((from_log, from_snapshot))
+}
+
 fn memory_row(case: &str, value: f64, baseline: Option<f64>, label: &str) -> Row {
     Row {
         scenario: "memory".into(),
@@ -417,7 +443,24 @@ pub async fn memory(quick: bool) -> Result<Vec<Row>, Fatal> {
     .await;
     let after = server.resident_bytes()?;
     server.stop()?;
+    let (from_log, from_snapshot) = start_times(messages)?;
+    let start_row = |case: String, value: f64, baseline: Option<f64>, label: &str| Row {
+        unit: "s".into(),
+        ..memory_row(&case, value, baseline, label)
+    };
     Ok(vec![
+        start_row(
+            format!("start until serving, {messages} messages, from the log alone"),
+            from_log,
+            None,
+            "",
+        ),
+        start_row(
+            format!("start until serving, {messages} messages, from a snapshot at the log's end"),
+            from_snapshot,
+            Some(from_log),
+            "from the log alone",
+        ),
         memory_row(
             "resident bytes per 10,000 users (the serving process)",
             grown(with_users),
