@@ -235,6 +235,17 @@ pub struct SnapshotPolicy {
     pub keep: usize,
 }
 
+/// Lowers the calling thread's scheduling priority (nice 10): background work (a snapshot,
+/// the start-up log check) then takes the cores only when serving leaves them idle. On Linux
+/// the nice value is per thread.
+pub fn background_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority takes plain integers; `who` 0 is the calling thread on Linux.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+    }
+}
+
 impl Writer {
     fn run(mut self, mut rx: mpsc::Receiver<Job>) {
         while let Some(first) = rx.blocking_recv() {
@@ -365,6 +376,7 @@ impl Writer {
         let spawned = std::thread::Builder::new()
             .name("chronicle-snapshot".into())
             .spawn(move || {
+                background_priority();
                 match crate::snapshot::write(&policy.data_dir, log.as_ref(), &state, policy.keep) {
                     Ok(path) => tracing::info!(seq = state.seq.0, path = %path.display(), "snapshot written"),
                     Err(error) => tracing::warn!(seq = state.seq.0, %error, "snapshot not written"),

@@ -177,6 +177,7 @@ fn check_in_background(log: Arc<SledLog>, until: Seq) {
     let spawned = std::thread::Builder::new()
         .name("chronicle-log-check".into())
         .spawn(move || {
+            crate::engine::background_priority();
             let started = Instant::now();
             match crate::store::check_checksums(log.as_ref(), Seq(1), Seq(until.0 - 1)) {
                 Ok(records) => tracing::info!(
