@@ -12,7 +12,7 @@
 //! not-yet-durable commands, and readers must not see them. `docs/adr/0001-two-states.md`
 //! weighs this against the alternatives. The copies share the bulk of the state, the stored
 //! messages: after each durable batch the read state adopts the decision state's changed
-//! chunks, and the next change to a shared chunk copies it (ADR 0004).
+//! chunks, and the next change to a shared chunk copies it (ADR 0005).
 //!
 //! A storage error stops all writes for the life of the process (the decision state may then be
 //! ahead of the disk); every later command gets a 500 and the error is logged loudly. A restart

@@ -140,7 +140,7 @@ impl Message {
     pub fn rendered_arc(&self) -> Arc<str> {
         match &self.rendered {
             Some(html) => html.clone(),
-            None => Arc::from(format!("<p>{}</p>", self.content)),
+            None => Arc::from(self.rendered_content()),
         }
     }
 

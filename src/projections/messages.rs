@@ -29,6 +29,15 @@ pub(super) fn wildcard_bits(stream_wildcard: bool, topic_wildcard: bool) -> u8 {
     bits
 }
 
+/// The shared copy of `name` in `known`, added if new.
+fn intern(known: &mut std::collections::HashSet<Arc<str>>, name: &Arc<str>) -> Arc<str> {
+    if let Some(shared) = known.get(name) {
+        return shared.clone();
+    }
+    known.insert(name.clone());
+    name.clone()
+}
+
 /// The resolved-topic prefix.
 pub const RESOLVED_TOPIC_PREFIX: &str = "✔ ";
 
@@ -269,26 +278,16 @@ impl Messages {
     /// The shared copy of a client name (there are a handful: "website", "ZulipMobile", a bot's
     /// library), so that a message's client costs a pointer, not an allocation.
     fn intern_client(&mut self, client: &Arc<str>) -> Arc<str> {
-        if let Some(known) = self.clients.get(client) {
-            return known.clone();
-        }
-        self.clients.insert(client.clone());
-        client.clone()
+        intern(&mut self.clients, client)
     }
 
     /// Makes every message share its interned client name: a loaded snapshot has a copy per
     /// message.
     pub fn intern_clients(&mut self) {
-        let mut clients = std::mem::take(&mut self.clients);
+        let clients = &mut self.clients;
         for message in self.by_id.values_mut() {
-            match clients.get(&message.client) {
-                Some(known) => message.client = known.clone(),
-                None => {
-                    clients.insert(message.client.clone());
-                }
-            }
+            message.client = intern(clients, &message.client);
         }
-        self.clients = clients;
     }
 
     /// Records which stored messages change, so that another copy can share them

@@ -4,7 +4,7 @@
 //!
 //! Chunks are shared (`Arc`) and copied on write, so two copies of the state (the engine's
 //! decision and read states, a snapshot being written) hold one copy of every chunk neither
-//! has changed since: see `adopt_changed` and ADR 0004.
+//! has changed since: see `adopt_changed` and ADR 0005.
 
 use super::message::Message;
 use crate::ids::MessageId;
