@@ -37,6 +37,8 @@ pub enum ErrorCode {
     ExpectationMismatch,
     CannotDeactivateGroupInUse,
     MoveMessagesTimeLimitExceeded,
+    StreamWildcardMentionNotAllowed,
+    TopicWildcardMentionNotAllowed,
     /// `BAD_REQUEST` with 404: an unknown route or a resource that does not exist.
     NotFound,
     /// `BAD_REQUEST` with 403.
@@ -70,6 +72,8 @@ impl ErrorCode {
             ErrorCode::ExpectationMismatch => "EXPECTATION_MISMATCH",
             ErrorCode::CannotDeactivateGroupInUse => "CANNOT_DEACTIVATE_GROUP_IN_USE",
             ErrorCode::MoveMessagesTimeLimitExceeded => "MOVE_MESSAGES_TIME_LIMIT_EXCEEDED",
+            ErrorCode::StreamWildcardMentionNotAllowed => "STREAM_WILDCARD_MENTION_NOT_ALLOWED",
+            ErrorCode::TopicWildcardMentionNotAllowed => "TOPIC_WILDCARD_MENTION_NOT_ALLOWED",
         }
     }
 

@@ -286,6 +286,11 @@ pub fn edit_message(
                 truncate(raw, MAX_MESSAGE_LENGTH, "\n[message truncated]")
             };
             let rendered = render_message(&raw, &OrgResolver(state));
+            if let crate::events::Recipient::Channel { channel_id, topic } = &message.recipient {
+                if let Some(channel) = state.channels.get(*channel_id) {
+                    super::messages::check_wildcard_mentions(state, me, channel, topic, &rendered)?;
+                }
+            }
             Some(Box::new(EditedContent {
                 is_me_message: raw.starts_with("/me ") && !raw.contains('\n'),
                 content: raw.into(),

@@ -57,6 +57,7 @@ pub fn send_message(
         return Err(ApiError::bad_request("Message must not be empty"));
     }
     let content = truncate(content, MAX_MESSAGE_LENGTH, "\n[message truncated]");
+    let rendered = render_message(&content, &OrgResolver(state));
     let recipient = match to {
         Destination::Channel { channel, topic } => {
             let found = match &channel {
@@ -122,6 +123,7 @@ pub fn send_message(
                     "You do not have permission to create new topics in this channel.",
                 ));
             }
+            check_wildcard_mentions(state, me, channel_state, &topic, &rendered)?;
             Recipient::Channel {
                 channel_id: channel_state.id,
                 topic,
@@ -152,7 +154,6 @@ pub fn send_message(
             }
         }
     };
-    let rendered = render_message(&content, &OrgResolver(state));
     let message_id = state.messages.next_id();
     let is_me_message = content.starts_with("/me ") && !content.contains('\n');
     Ok(Decision::new(
@@ -171,6 +172,56 @@ pub fn send_message(
         }],
         message_id,
     ))
+}
+
+/// Zulip's rule for wildcard mentions in large places: `@**all**` (and its synonyms) in a channel
+/// of more than 15 active subscribers, and `@**topic**` in a topic with more than 15
+/// participants (senders and reacters), need `can_mention_many_users_group`.
+pub fn check_wildcard_mentions(
+    state: &Projections,
+    me: &User,
+    channel: &crate::projections::Channel,
+    topic: &str,
+    rendered: &crate::markdown::Rendered,
+) -> ApiResult<()> {
+    use crate::projections::realm::WILDCARD_MENTION_THRESHOLD;
+    let allowed = || state.realm_allows(me.user_id, "can_mention_many_users_group");
+    if rendered.stream_wildcard {
+        let subscribers = channel
+            .subscribers
+            .iter()
+            .filter(|u| state.users.get(**u).is_some_and(|u| u.is_active))
+            .count();
+        if subscribers > WILDCARD_MENTION_THRESHOLD && !allowed() {
+            return Err(ApiError::new(
+                ErrorCode::StreamWildcardMentionNotAllowed,
+                "You do not have permission to use channel wildcard mentions in this channel.",
+            ));
+        }
+    }
+    if rendered.topic_wildcard {
+        // Counted until the threshold is passed, so a long topic is not read to its end.
+        let mut participants = std::collections::BTreeSet::new();
+        let ids = state.messages.in_topic(channel.id, topic);
+        for message in ids
+            .into_iter()
+            .flatten()
+            .filter_map(|id| state.messages.get(*id))
+        {
+            participants.insert(message.sender_id);
+            participants.extend(message.reactions().iter().map(|r| r.user_id));
+            if participants.len() > WILDCARD_MENTION_THRESHOLD {
+                break;
+            }
+        }
+        if participants.len() > WILDCARD_MENTION_THRESHOLD && !allowed() {
+            return Err(ApiError::new(
+                ErrorCode::TopicWildcardMentionNotAllowed,
+                "You do not have permission to use topic wildcard mentions in this topic.",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The message `me` names, if they may read it; Zulip's "Invalid message(s)" otherwise.

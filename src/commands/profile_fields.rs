@@ -30,10 +30,33 @@ pub const USER: u8 = 6;
 pub const EXTERNAL_ACCOUNT: u8 = 7;
 pub const PRONOUNS: u8 = 8;
 
-/// Zulip's built-in external account kinds: (subtype, field name, hint).
-const DEFAULT_EXTERNAL_ACCOUNTS: &[(&str, &str, &str)] = &[
-    ("twitter", "Twitter username", "Enter your Twitter username"),
-    ("github", "GitHub username", "Enter your GitHub username"),
+/// One of Zulip's built-in external account kinds.
+pub struct ExternalAccount {
+    pub subtype: &'static str,
+    /// What administrators pick from.
+    pub text: &'static str,
+    /// The field's name once created.
+    pub name: &'static str,
+    pub hint: &'static str,
+    pub url_pattern: &'static str,
+}
+
+/// Zulip's built-in external account kinds (`realm_default_external_accounts`).
+pub const DEFAULT_EXTERNAL_ACCOUNTS: &[ExternalAccount] = &[
+    ExternalAccount {
+        subtype: "twitter",
+        text: "Twitter",
+        name: "Twitter username",
+        hint: "",
+        url_pattern: "https://twitter.com/%(username)s",
+    },
+    ExternalAccount {
+        subtype: "github",
+        text: "GitHub",
+        name: "GitHub username",
+        hint: "",
+        url_pattern: "https://github.com/%(username)s",
+    },
 ];
 
 /// The definition parameters of a create or change request (`None`: not sent).
@@ -121,12 +144,12 @@ fn check_spec(
             },
             EXTERNAL_ACCOUNT,
         ) => {
-            if let Some((_, name, hint)) = DEFAULT_EXTERNAL_ACCOUNTS
+            if let Some(account) = DEFAULT_EXTERNAL_ACCOUNTS
                 .iter()
-                .find(|(kind, _, _)| kind == subtype)
+                .find(|account| account.subtype == subtype)
             {
-                spec.name = (*name).to_owned();
-                spec.hint = (*hint).to_owned();
+                spec.name = account.name.to_owned();
+                spec.hint = account.hint.to_owned();
                 default_account = true;
             } else if subtype != "custom" {
                 return Err(ApiError::bad_request("Invalid external account type"));
@@ -238,7 +261,7 @@ pub fn update_field(
     let is_default_account = matches!(
         &old.field_data,
         ProfileFieldData::ExternalAccount { subtype, .. }
-            if DEFAULT_EXTERNAL_ACCOUNTS.iter().any(|(kind, _, _)| kind == subtype)
+            if DEFAULT_EXTERNAL_ACCOUNTS.iter().any(|account| account.subtype == subtype)
     );
     let touches_more = change.name.is_some()
         || change.hint.is_some()

@@ -57,9 +57,69 @@ pub fn unicode_name_count() -> usize {
     table().code_of.len()
 }
 
+/// The emoji data file the mobile app loads from `server_emoji_data_url`:
+/// `{"code_to_names": {code: [canonical name, aliases...]}}`, in the table's order, with the name
+/// its content is served under (`emoji_api.<hash>.json`, so that it can be cached for ever).
+pub struct ApiFile {
+    pub name: String,
+    pub json: String,
+}
+
+/// The emoji data file, built once.
+pub fn api_file() -> &'static ApiFile {
+    static FILE: OnceLock<ApiFile> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let mut code_to_names = serde_json::Map::new();
+        for line in UNICODE_TABLE.lines().filter(|l| !l.starts_with('#')) {
+            let mut fields = line.split('\t');
+            let (Some(name), Some(code)) = (fields.next(), fields.next()) else {
+                continue;
+            };
+            let names: Vec<&str> = std::iter::once(name)
+                .chain(
+                    fields
+                        .next()
+                        .unwrap_or_default()
+                        .split(',')
+                        .filter(|a| !a.is_empty()),
+                )
+                .collect();
+            code_to_names.insert(code.to_owned(), serde_json::json!(names));
+        }
+        let json = serde_json::json!({ "code_to_names": code_to_names }).to_string();
+        let hash = {
+            use sha2::{Digest, Sha256};
+            let digest = Sha256::digest(json.as_bytes());
+            digest[..8]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        };
+        ApiFile {
+            name: format!("emoji_api.{hash}.json"),
+            json,
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_api_file_lists_every_code_with_its_canonical_name_first() {
+        let file = api_file();
+        let parsed: serde_json::Value = serde_json::from_str(&file.json).unwrap();
+        let table = parsed["code_to_names"].as_object().unwrap();
+        assert_eq!(
+            table["1f44d"],
+            serde_json::json!(["+1", "thumbs_up", "like"])
+        );
+        assert_eq!(table["1f419"], serde_json::json!(["octopus"]));
+        assert_eq!(table.len(), UNICODE_TABLE.lines().count() - 1);
+        assert!(file.name.starts_with("emoji_api.") && file.name.ends_with(".json"));
+        assert_eq!(file.name.len(), "emoji_api.".len() + 16 + ".json".len());
+    }
 
     #[test]
     fn zulip_names_resolve_to_their_code_points() {

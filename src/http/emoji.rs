@@ -80,3 +80,17 @@ pub async fn get_emoji_image(state: web::Data<AppState>, req: HttpRequest) -> Ht
         None => actix_web::ResponseError::error_response(&ApiError::not_found()),
     }
 }
+
+/// `GET /static/generated/emoji/{file}`: the emoji data file `server_emoji_data_url` names. Its
+/// name carries a hash of its content, so clients may keep it for ever; any other name is a 404.
+pub async fn get_emoji_data(req: HttpRequest) -> HttpResponse {
+    let file = crate::emoji::api_file();
+    if req.match_info().get("file") != Some(file.name.as_str()) {
+        return actix_web::ResponseError::error_response(&ApiError::not_found());
+    }
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .insert_header(("Cache-Control", "public, max-age=31536000, immutable"))
+        .insert_header(("X-Content-Type-Options", "nosniff"))
+        .body(file.json.clone())
+}

@@ -62,12 +62,24 @@ fn queue_options(params: &mut Params) -> ApiResult<(QueueOptions, FetchOptions)>
     // A narrow limits which message events the queue takes (checked against the state below).
     let narrow = crate::narrow::parse_narrow(params.json("narrow")?)?;
     let caps: Map<String, Value> = params.json("client_capabilities")?.unwrap_or_default();
-    let lifespan = match params.int::<i64>("queue_lifespan_secs")? {
-        None | Some(0) => DEFAULT_QUEUE_LIFESPAN,
-        Some(secs) if secs < 0 => {
-            return Err(ApiError::invalid("queue_lifespan_secs", &secs.to_string()))
-        }
-        Some(secs) => Duration::from_secs(secs as u64).min(MAX_QUEUE_LIFESPAN),
+    // `idle_queue_timeout` (what the mobile app sends: `mobile`, a week) or the older
+    // `queue_lifespan_secs`: a number of seconds, 0 for the default, capped at a week.
+    let lifespan = match params.str("idle_queue_timeout") {
+        Some(text) => match text.trim().trim_matches('"') {
+            "mobile" => MAX_QUEUE_LIFESPAN,
+            number => match number.parse::<i64>() {
+                Ok(0) => DEFAULT_QUEUE_LIFESPAN,
+                Ok(secs) if secs > 0 => Duration::from_secs(secs as u64).min(MAX_QUEUE_LIFESPAN),
+                _ => return Err(ApiError::invalid("idle_queue_timeout", &text)),
+            },
+        },
+        None => match params.int::<i64>("queue_lifespan_secs")? {
+            None | Some(0) => DEFAULT_QUEUE_LIFESPAN,
+            Some(secs) if secs < 0 => {
+                return Err(ApiError::invalid("queue_lifespan_secs", &secs.to_string()))
+            }
+            Some(secs) => Duration::from_secs(secs as u64).min(MAX_QUEUE_LIFESPAN),
+        },
     };
     let options = QueueOptions {
         event_types,

@@ -157,6 +157,33 @@ pub async fn get_message(
     Ok(params.success(body))
 }
 
+/// `GET /messages/{message_id}/read_receipts`: who has read a message the caller can read,
+/// while the organization has read receipts on.
+pub async fn get_read_receipts(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let id = MessageId(
+        path_id(&req, "message_id").map_err(|_| ApiError::bad_request("Invalid message(s)"))?,
+    );
+    let user_ids = state.engine.read(|s| {
+        let me = s
+            .users
+            .get(auth.user_id)
+            .ok_or_else(|| ApiError::internal("user missing"))?;
+        let message = readable(s, me, id)?;
+        if !s.realm.flag("enable_read_receipts") {
+            return Err(ApiError::bad_request(
+                "Read receipts are disabled in this organization.",
+            ));
+        }
+        Ok::<_, ApiError>(s.read_by(message))
+    })?;
+    Ok(params.success(json!({ "user_ids": user_ids })))
+}
+
 /// Where a range of a narrow starts and how far it goes (`anchor`, `num_before`, ...).
 #[derive(Debug, Clone)]
 struct WindowRequest {

@@ -336,6 +336,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     post => messages::add_reaction,
                     delete => messages::remove_reaction);
                 endpoint!(api, "/messages/{message_id}/history", get => messages::get_message_history);
+                endpoint!(api, "/messages/{message_id}/read_receipts",
+                    get => messages::get_read_receipts);
                 endpoint!(api, "/submessage", post => messages::add_submessage);
                 endpoint!(api, "/mark_topic_as_read", post => messages::mark_topic_as_read);
                 endpoint!(api, "/mark_stream_as_read", post => messages::mark_stream_as_read);
@@ -356,6 +358,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     endpoint!(cfg, "/admin/", get => admin::audit_page);
     endpoint!(cfg, "/admin", get => admin::audit_page);
     endpoint!(cfg, "/user_avatars/{realm_id}/emoji/images/{file}", get => emoji::get_emoji_image);
+    endpoint!(cfg, "/static/generated/emoji/{file}", get => emoji::get_emoji_data);
     endpoint!(cfg, "/join/{key}/",
         get => invitations::registration_form,
         post => invitations::register_account);

@@ -174,6 +174,26 @@ impl Projections {
         }
     }
 
+    /// Who has read `message`, for its read receipts, by Zulip's rules: active users whose copy
+    /// is read, without the sender and without those who turned `send_read_receipts` off.
+    pub fn read_by(&self, message: &Message) -> Vec<crate::ids::UserId> {
+        self.messages
+            .holders(message.id)
+            .into_iter()
+            .filter(|&user| user != message.sender_id)
+            .filter(|&user| self.users.get(user).is_some_and(|u| u.is_active))
+            .filter(|&user| {
+                self.messages
+                    .flags(user, message.id)
+                    .is_some_and(|bits| bits & messages::flags::READ != 0)
+            })
+            .filter(|&user| {
+                self.user_settings.get(user, "send_read_receipts")
+                    != crate::events::RealmValue::Bool(false)
+            })
+            .collect()
+    }
+
     /// Whether `user` is covered by an organization-level permission.
     pub fn realm_allows(&self, user: crate::ids::UserId, name: &str) -> bool {
         self.groups

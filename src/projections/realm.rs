@@ -161,6 +161,9 @@ pub const SETTINGS: &[Setting] = &[
         Initial::Text("allow_empty_topic"),
     ),
     plain("require_unique_names", Kind::Bool, Initial::Bool(false)),
+    // Zulip turns read receipts on for a new organization that requires invitations, as
+    // Chronicle's always does.
+    plain("enable_read_receipts", Kind::Bool, Initial::Bool(true)),
     Setting {
         owner_only: true,
         ..plain(
@@ -318,7 +321,34 @@ pub const SETTINGS: &[Setting] = &[
         true,
         false,
     ),
+    // Wildcard mentions in channels of more than 15 subscribers and topics of more than 15
+    // participants (`WILDCARD_MENTION_LARGE`).
+    group(
+        "can_mention_many_users_group",
+        SystemGroup::Administrators,
+        true,
+        true,
+        false,
+    ),
 ];
+
+/// Above this many channel subscribers (or topic participants) a wildcard mention needs
+/// `can_mention_many_users_group` (Zulip's `WILDCARD_MENTION_THRESHOLD`).
+pub const WILDCARD_MENTION_THRESHOLD: usize = 15;
+
+/// The retired `wildcard_mention_policy` enum that older clients (the mobile app among them)
+/// still read, derived from `can_mention_many_users_group` as Zulip derives it: the matching
+/// value for a system group, and "everyone" (1) for any other group.
+pub fn wildcard_mention_policy(system: Option<SystemGroup>) -> i64 {
+    match system {
+        Some(SystemGroup::Members) => 2,
+        Some(SystemGroup::FullMembers) => 3,
+        Some(SystemGroup::Administrators) => 5,
+        Some(SystemGroup::Nobody) => 6,
+        Some(SystemGroup::Moderators) => 7,
+        _ => 1,
+    }
+}
 
 /// The table entry of a setting.
 pub fn setting(name: &str) -> Option<&'static Setting> {

@@ -343,7 +343,34 @@ fn realm_data(out: &mut Out, cx: &Cx<'_>) {
     out.put("realm_user_group_edit_policy", json!(1));
     out.put("realm_video_chat_provider", json!(0));
     out.put("realm_org_type", json!(0));
-    limits_and_server_facts(out, state);
+    let mention_group = match state.realm_permission("can_mention_many_users_group") {
+        crate::events::GroupSetting::Group(id) => state.groups.get(id).and_then(|g| g.system),
+        crate::events::GroupSetting::Anonymous { .. } => None,
+    };
+    out.put(
+        "realm_wildcard_mention_policy",
+        json!(crate::projections::realm::wildcard_mention_policy(
+            mention_group
+        )),
+    );
+    out.put(
+        "realm_default_external_accounts",
+        Value::Object(
+            crate::commands::profile_fields::DEFAULT_EXTERNAL_ACCOUNTS
+                .iter()
+                .map(|a| {
+                    let entry = json!({
+                        "text": a.text,
+                        "url_pattern": a.url_pattern,
+                        "name": a.name,
+                        "hint": a.hint,
+                    });
+                    (a.subtype.to_owned(), entry)
+                })
+                .collect(),
+        ),
+    );
+    limits_and_server_facts(out, state, site);
 }
 
 /// Users, and what the user may do (`realm_user`).
@@ -696,7 +723,7 @@ fn settings_defaults(out: &mut Out) {
 }
 
 /// The limits clients enforce before sending, and facts about the server (`realm`).
-fn limits_and_server_facts(out: &mut Out, state: &Projections) {
+fn limits_and_server_facts(out: &mut Out, state: &Projections, site: &Site) {
     out.put("max_stream_name_length", json!(60));
     out.put("max_stream_description_length", json!(1024));
     out.put("max_topic_length", json!(60));
@@ -743,7 +770,14 @@ fn limits_and_server_facts(out: &mut Out, state: &Projections) {
     out.put("server_inline_image_preview", json!(true));
     out.put("server_inline_url_embed_preview", json!(false));
     out.put("server_needs_upgrade", json!(false));
-    out.put("server_emoji_data_url", Value::Null);
+    out.put(
+        "server_emoji_data_url",
+        json!(format!(
+            "{}/static/generated/emoji/{}",
+            site.realm_url,
+            crate::emoji::api_file().name
+        )),
+    );
     out.put("server_jitsi_server_url", Value::Null);
     out.put("realm_jitsi_server_url", Value::Null);
     out.put("giphy_api_key", json!(""));

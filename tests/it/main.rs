@@ -12,6 +12,7 @@ mod fixtures;
 mod invitations;
 mod message_changes;
 mod messages;
+mod mobile;
 mod permissions;
 mod presence;
 mod realm;

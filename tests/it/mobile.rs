@@ -1,0 +1,344 @@
+//! What the official mobile app (zulip-flutter) requires of `/register` and the calls it makes
+//! once loaded (facts: `shared/reference/clients.md`): the keys its strict decoders need, the
+//! emoji data file, a mobile-length queue, read receipts, and the wildcard-mention rule behind
+//! `realm_wildcard_mention_policy`.
+
+use crate::messages::{chat, send};
+use crate::realtime::register;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+/// The parameters the mobile app sends to `/register`.
+const MOBILE_REGISTER: &[(&str, &str)] = &[
+    ("apply_markdown", "true"),
+    ("client_gravatar", "false"),
+    ("slim_presence", "true"),
+    ("idle_queue_timeout", "mobile"),
+    (
+        "client_capabilities",
+        r#"{"notification_settings_null":true,"bulk_message_deletion":true,"user_avatar_url_field_optional":true,"stream_typing_notifications":true,"user_settings_object":true,"include_deactivated_groups":true,"empty_topic_name":true,"individual_emoji_changes":true}"#,
+    ),
+];
+
+#[tokio::test]
+async fn register_has_what_the_mobile_app_decodes_and_the_emoji_file_loads() {
+    let c = chat().await;
+    let (_, alice) = &c.alice;
+    let (_, body) = register(alice, MOBILE_REGISTER).await;
+    // The four keys the app required and Chronicle lacked, with their JSON types.
+    assert_eq!(body["realm_wildcard_mention_policy"], 5, "administrators");
+    assert_eq!(body["realm_enable_read_receipts"], true);
+    assert_eq!(
+        body["realm_default_external_accounts"],
+        json!({
+            "twitter": {"text": "Twitter", "url_pattern": "https://twitter.com/%(username)s",
+                        "name": "Twitter username", "hint": ""},
+            "github": {"text": "GitHub", "url_pattern": "https://github.com/%(username)s",
+                       "name": "GitHub username", "hint": ""},
+        })
+    );
+    let url = body["server_emoji_data_url"].as_str().unwrap().to_owned();
+    assert!(
+        url.starts_with(&c.server.url) && url.contains("/static/generated/emoji/emoji_api."),
+        "{url}"
+    );
+    assert!(body["realm_can_mention_many_users_group"].is_number());
+
+    // The file needs no credentials, is cacheable, and maps code points to names, the
+    // canonical one first.
+    let client = reqwest::Client::new();
+    let resp = client.get(&url).send().await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(resp.headers()["content-type"], "application/json");
+    assert!(resp.headers()["cache-control"]
+        .to_str()
+        .unwrap()
+        .contains("immutable"));
+    let file: Value = resp.json().await.unwrap();
+    assert_eq!(file.as_object().unwrap().len(), 1);
+    let table = file["code_to_names"].as_object().unwrap();
+    assert!(table.len() > 1000, "{}", table.len());
+    assert_eq!(table["1f44d"], json!(["+1", "thumbs_up", "like"]));
+    assert_eq!(table["1f389"][0], "tada");
+    // Any other name under the path is not found.
+    let other = format!(
+        "{}/static/generated/emoji/emoji_api.0000.json",
+        c.server.url
+    );
+    let resp = client.get(&other).send().await.unwrap();
+    assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn idle_queue_timeout_takes_mobile_or_seconds() {
+    let c = chat().await;
+    let (_, alice) = &c.alice;
+    for good in ["mobile", "600", "0", "99999999"] {
+        let (status, body) = alice
+            .post(
+                "/register",
+                &[("idle_queue_timeout", good), ("event_types", "[]")],
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{good}: {body}");
+    }
+    for bad in ["desktop", "-5", "1.5"] {
+        let (status, body) = alice
+            .post("/register", &[("idle_queue_timeout", bad)])
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}");
+        assert_eq!(
+            body,
+            json!({"result": "error", "code": "REQUEST_VARIABLE_INVALID",
+                   "msg": format!("Bad value for 'idle_queue_timeout': {bad}"),
+                   "var_name": "idle_queue_timeout", "bad_value": bad})
+        );
+    }
+}
+
+async fn mark_read(api: &crate::support::Api, id: u64) {
+    let (status, body) = api
+        .post(
+            "/messages/flags",
+            &[
+                ("messages", &format!("[{id}]")),
+                ("op", "add"),
+                ("flag", "read"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+#[tokio::test]
+async fn read_receipts_follow_zulips_rules() {
+    let c = chat().await;
+    let server = &c.server;
+    let owner = server.api(Some(&server.owner()));
+    let (alice_id, alice) = &c.alice;
+    let (bob_id, bob) = &c.bob;
+    let (_, carol) = &c.carol;
+    let (dave_id, dave) = server.create_member("dave@example.com", "Dave Dean").await;
+    let dave = server.api(Some(&dave));
+    let (_, erin) = server.create_member("erin@example.com", "Erin Eve").await;
+    let erin = server.api(Some(&erin));
+    let (status, body) = owner
+        .post(
+            "/users/me/subscriptions",
+            &[
+                ("subscriptions", r#"[{"name": "general"}]"#),
+                ("principals", &format!("[{dave_id}]")),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let id = send(
+        alice,
+        &[
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", "receipts"),
+            ("content", "who reads this?"),
+        ],
+    )
+    .await;
+    let path = format!("/messages/{id}/read_receipts");
+    // Nobody but the sender has read it; the sender is never listed.
+    let (status, body) = alice.get(&path, &[]).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::OK,
+            json!({"result": "success", "msg": "", "user_ids": []})
+        )
+    );
+    mark_read(bob, id).await;
+    mark_read(&dave, id).await;
+    let (_, body) = bob.get(&path, &[]).await;
+    assert_eq!(body["user_ids"], json!([bob_id, dave_id]));
+    // Dave stops sending read receipts: he is left out.
+    let (status, body) = dave
+        .call(
+            Method::PATCH,
+            "/settings",
+            &[("send_read_receipts", "false")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, body) = alice.get(&path, &[]).await;
+    assert_eq!(body["user_ids"], json!([bob_id]));
+    // Carol is not subscribed, but the channel is public: she can read it, and see receipts.
+    let (status, body) = carol.get(&path, &[]).await;
+    assert_eq!(
+        (status, body["user_ids"].clone()),
+        (StatusCode::OK, json!([bob_id]))
+    );
+    // A direct message between Alice and Bob is theirs alone.
+    let dm = send(
+        alice,
+        &[
+            ("type", "direct"),
+            ("to", &format!("[{bob_id}]")),
+            ("content", "just us"),
+        ],
+    )
+    .await;
+    let (status, body) = erin
+        .get(&format!("/messages/{dm}/read_receipts"), &[])
+        .await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"result": "error", "msg": "Invalid message(s)", "code": "BAD_REQUEST"})
+        )
+    );
+    let (status, _) = alice.get("/messages/999999/read_receipts", &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    // The organization turns receipts off: the answer says so, and /register tells clients.
+    let (status, body) = owner
+        .call(
+            Method::PATCH,
+            "/realm",
+            &[("enable_read_receipts", "false")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = alice.get(&path, &[]).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"result": "error", "msg": "Read receipts are disabled in this organization.",
+                   "code": "BAD_REQUEST"})
+        )
+    );
+    let (_, body) = register(alice, &[("fetch_event_types", r#"["realm"]"#)]).await;
+    assert_eq!(body["realm_enable_read_receipts"], false);
+    let _ = alice_id;
+}
+
+#[tokio::test]
+async fn wildcard_mentions_in_large_channels_need_the_permission() {
+    let c = chat().await;
+    let server = &c.server;
+    let owner = server.api(Some(&server.owner()));
+    let (_, alice) = &c.alice;
+    // #general grows past 15 subscribers.
+    let mut ids = Vec::new();
+    let mut extras = Vec::new();
+    for n in 0..15 {
+        let (id, creds) = server
+            .create_member(&format!("extra{n}@example.com"), &format!("Extra {n}"))
+            .await;
+        ids.push(id.to_string());
+        extras.push(server.api(Some(&creds)));
+    }
+    let (status, body) = owner
+        .post(
+            "/users/me/subscriptions",
+            &[
+                ("subscriptions", r#"[{"name": "general"}]"#),
+                ("principals", &format!("[{}]", ids.join(","))),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = owner
+        .post(
+            "/users/me/subscriptions",
+            &[
+                ("subscriptions", r#"[{"name": "tiny"}]"#),
+                ("principals", &format!("[{}]", c.alice.0)),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let to = |channel: &'static str, content: &'static str| {
+        [
+            ("type", "stream"),
+            ("to", channel),
+            ("topic", "announcements"),
+            ("content", content),
+        ]
+    };
+    let (status, body) = alice
+        .post("/messages", &to("general", "@**all** lunch is here"))
+        .await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"result": "error", "code": "STREAM_WILDCARD_MENTION_NOT_ALLOWED",
+                   "msg": "You do not have permission to use channel wildcard mentions in this channel."})
+        )
+    );
+    // Small channels take wildcards from anyone; administrators may use them anywhere.
+    send(alice, &to("tiny", "@**all** lunch is here")).await;
+    send(&owner, &to("general", "@**everyone** lunch is here")).await;
+    // An edit that adds a wildcard is held to the same rule.
+    let plain = send(alice, &to("general", "lunch is here")).await;
+    let (status, body) = alice
+        .call(
+            Method::PATCH,
+            &format!("/messages/{plain}"),
+            &[("content", "@**channel** lunch is here")],
+        )
+        .await;
+    assert_eq!(
+        (status, body["code"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("STREAM_WILDCARD_MENTION_NOT_ALLOWED")
+        )
+    );
+    // A topic wildcard counts the topic's participants before the message: 15 are not too
+    // many, 16 are.
+    let crowd = |content: &'static str| {
+        [
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", "crowd"),
+            ("content", content),
+        ]
+    };
+    for extra in &extras {
+        send(extra, &crowd("here")).await;
+    }
+    send(&extras[0], &crowd("@**topic** fifteen of us")).await;
+    send(&c.bob.1, &crowd("me too")).await;
+    let (status, body) = alice.post("/messages", &crowd("@**topic** sixteen")).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"result": "error", "code": "TOPIC_WILDCARD_MENTION_NOT_ALLOWED",
+                   "msg": "You do not have permission to use topic wildcard mentions in this topic."})
+        )
+    );
+    // The organization lets members use them: the derived legacy policy follows.
+    let (_, groups) = owner.get("/user_groups", &[]).await;
+    let members = groups["user_groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "role:members")
+        .unwrap()["id"]
+        .clone();
+    let (status, body) = owner
+        .call(
+            Method::PATCH,
+            "/realm",
+            &[(
+                "can_mention_many_users_group",
+                &format!("{{\"new\": {members}}}"),
+            )],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    send(alice, &to("general", "@**all** lunch is here")).await;
+    send(alice, &crowd("@**topic** sixteen")).await;
+    let (_, body) = register(alice, &[("fetch_event_types", r#"["realm"]"#)]).await;
+    assert_eq!(body["realm_wildcard_mention_policy"], 2);
+    assert_eq!(body["realm_can_mention_many_users_group"], members);
+}
