@@ -6,7 +6,8 @@
 //! ‖ SHA-256 of the payload ‖ payload`, where the payload is the projections as msgpack with
 //! structs as arrays (field names are not repeated per message; `snap2`. A `snap1` file, which
 //! named every field, is ignored like any snapshot that fails a check: the next start replays
-//! the log and writes new ones).
+//! the log and writes new ones. So is a snapshot from a build without a projection area this one
+//! has: its recorded digest differs).
 //! Loading checks, in order: the magic, the payload's hash (a torn or flipped file), that the
 //! log's record at `seq` is the one the snapshot was taken after (a snapshot of another log, or
 //! of a log since restored from an older backup, is not used), and, once decoded, that the

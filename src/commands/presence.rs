@@ -1,10 +1,11 @@
-//! Presence reports (`POST /users/me/presence`).
+//! Presence reports (`POST /users/me/presence`) and user statuses (`POST /users/me/status`).
 
 use super::actor;
 use super::Decision;
+use crate::commands::reactions::{check_emoji, resolve_emoji, EmojiRequest};
 use crate::commands::Ctx;
-use crate::error::ApiResult;
-use crate::events::Event;
+use crate::error::{ApiError, ApiResult};
+use crate::events::{Event, ReactionType, StatusEmoji};
 use crate::projections::Projections;
 
 /// Zulip's `PRESENCE_UPDATE_MIN_FREQ_SECONDS`: a report this soon after the last one that
@@ -31,4 +32,130 @@ pub fn update_presence(state: &Projections, ctx: &Ctx, active: bool) -> ApiResul
         user_id: me.user_id,
         active,
     }]))
+}
+
+/// Zulip's `UserStatus.MAX_STATUS_TEXT_LENGTH`.
+pub const MAX_STATUS_TEXT_LENGTH: usize = 60;
+
+/// What `POST /users/me/status` asks to change (`None`: not sent).
+#[derive(Debug, Clone, Default)]
+pub struct StatusRequest {
+    pub away: Option<bool>,
+    pub status_text: Option<String>,
+    pub emoji: EmojiRequest,
+}
+
+/// `POST /users/me/status`, with Zulip's checks: something must change, the text is at most 60
+/// characters (surrounding space trimmed), an emoji code or type needs its name, and the emoji
+/// must exist (an empty name clears it).
+pub fn set_status(state: &Projections, ctx: &Ctx, request: StatusRequest) -> ApiResult<Decision> {
+    let me = actor(state, ctx)?;
+    let status_text = request.status_text.map(|t| t.trim().to_owned());
+    let emoji = &request.emoji;
+    if request.away.is_none() && status_text.is_none() && emoji.emoji_name.is_none() {
+        return Err(ApiError::bad_request("Client did not pass any new values."));
+    }
+    if emoji.emoji_name.is_none() && (emoji.emoji_code.is_some() || emoji.reaction_type.is_some()) {
+        return Err(ApiError::bad_request(
+            "Client must pass emoji_name if they pass either emoji_code or reaction_type.",
+        ));
+    }
+    if let Some(text) = &status_text {
+        if text.chars().count() > MAX_STATUS_TEXT_LENGTH {
+            return Err(ApiError::bad_request(format!(
+                "status_text is too long (limit: {MAX_STATUS_TEXT_LENGTH} characters)"
+            )));
+        }
+    }
+    let emoji = match emoji.emoji_name.as_deref() {
+        None => None,
+        Some("") => Some(StatusEmoji {
+            emoji_name: String::new(),
+            emoji_code: String::new(),
+            reaction_type: ReactionType::UnicodeEmoji,
+        }),
+        Some(name) => {
+            // A name alone is looked up; a name with a code and type is checked as given.
+            let (emoji_code, reaction_type) =
+                if emoji.emoji_code.is_some() && emoji.reaction_type.is_some() {
+                    resolve_emoji(state, emoji)?
+                } else {
+                    resolve_emoji(
+                        state,
+                        &EmojiRequest {
+                            emoji_name: Some(name.to_owned()),
+                            emoji_code: None,
+                            reaction_type: None,
+                        },
+                    )?
+                };
+            check_emoji(state, name, &emoji_code, reaction_type)?;
+            Some(StatusEmoji {
+                emoji_name: name.to_owned(),
+                emoji_code,
+                reaction_type,
+            })
+        }
+    };
+    Ok(Decision::events(vec![Event::UserStatusSet {
+        user_id: me.user_id,
+        away: request.away,
+        status_text,
+        emoji,
+    }]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::testing::{msg, Given};
+    use crate::events::Role;
+
+    fn status(text: Option<&str>, emoji: Option<&str>) -> StatusRequest {
+        StatusRequest {
+            away: None,
+            status_text: text.map(str::to_owned),
+            emoji: EmojiRequest {
+                emoji_name: emoji.map(str::to_owned),
+                emoji_code: None,
+                reaction_type: None,
+            },
+        }
+    }
+
+    #[test]
+    fn statuses_are_checked_set_and_cleared() {
+        let mut given = Given::org();
+        let alice = given.user("alice@example.com", Role::Member);
+        let err = given.refused(alice, |s, c| set_status(s, c, status(None, None)));
+        assert_eq!(msg(&err), "Client did not pass any new values.");
+        let long = "x".repeat(61);
+        let err = given.refused(alice, |s, c| set_status(s, c, status(Some(&long), None)));
+        assert_eq!(msg(&err), "status_text is too long (limit: 60 characters)");
+        let err = given.refused(alice, |s, c| {
+            set_status(s, c, status(None, Some("no_such_emoji")))
+        });
+        assert_eq!(msg(&err), "Emoji 'no_such_emoji' does not exist");
+        let mut code_only = status(Some("busy"), None);
+        code_only.emoji.emoji_code = Some("1f419".into());
+        let err = given.refused(alice, |s, c| set_status(s, c, code_only.clone()));
+        assert_eq!(
+            msg(&err),
+            "Client must pass emoji_name if they pass either emoji_code or reaction_type."
+        );
+        given.ok(alice, |s, c| {
+            set_status(s, c, status(Some("  in a meeting "), Some("calendar")))
+        });
+        let shown = given.state.user_status.get(alice).unwrap().json();
+        assert_eq!(
+            shown,
+            serde_json::json!({"status_text": "in a meeting", "emoji_name": "calendar",
+                               "emoji_code": "1f4c5", "reaction_type": "unicode_emoji"})
+        );
+        // Clearing the text keeps the emoji; clearing both removes the status.
+        given.ok(alice, |s, c| set_status(s, c, status(Some(""), None)));
+        assert!(given.state.user_status.get(alice).unwrap().emoji.is_some());
+        given.ok(alice, |s, c| set_status(s, c, status(None, Some(""))));
+        assert!(given.state.user_status.get(alice).is_none());
+    }
 }

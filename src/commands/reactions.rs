@@ -11,7 +11,7 @@ use crate::ids::MessageId;
 use crate::projections::Projections;
 
 /// The emoji a reaction request names, resolved as Zulip does.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct EmojiRequest {
     pub emoji_name: Option<String>,
     pub emoji_code: Option<String>,
@@ -19,7 +19,10 @@ pub struct EmojiRequest {
 }
 
 /// Resolves a request's emoji to `(code, type)`; the name alone is looked up.
-fn resolve_emoji(state: &Projections, request: &EmojiRequest) -> ApiResult<(String, ReactionType)> {
+pub(crate) fn resolve_emoji(
+    state: &Projections,
+    request: &EmojiRequest,
+) -> ApiResult<(String, ReactionType)> {
     let reaction_type = match request.reaction_type.as_deref() {
         None | Some("unicode_emoji") => ReactionType::UnicodeEmoji,
         Some("zulip_extra_emoji") => ReactionType::ZulipExtraEmoji,
@@ -47,7 +50,7 @@ fn resolve_emoji(state: &Projections, request: &EmojiRequest) -> ApiResult<(Stri
 }
 
 /// Checks that a name and code go together (Zulip's `check_emoji_request`).
-fn check_emoji(
+pub(crate) fn check_emoji(
     state: &Projections,
     name: &str,
     code: &str,

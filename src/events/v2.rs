@@ -362,6 +362,25 @@ pub enum Event {
         name: String,
         value: RealmValue,
     },
+    /// A user changed their status (`POST /users/me/status`): each part present replaces the
+    /// old one; an empty text or an empty emoji name clears that part.
+    UserStatusSet {
+        user_id: UserId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        away: Option<bool>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status_text: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        emoji: Option<StatusEmoji>,
+    },
+}
+
+/// The emoji of a user status; an empty name is no emoji.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatusEmoji {
+    pub emoji_name: String,
+    pub emoji_code: String,
+    pub reaction_type: ReactionType,
 }
 
 /// Every variant name (`Event::type_name`), for filters that name event types.
@@ -413,6 +432,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "PresenceUpdated",
     "UserSettingChanged",
     "SubmessageAdded",
+    "UserStatusSet",
     "LogErased",
 ];
 
@@ -468,6 +488,7 @@ impl Event {
             Event::PresenceUpdated { .. } => "PresenceUpdated",
             Event::UserSettingChanged { .. } => "UserSettingChanged",
             Event::SubmessageAdded { .. } => "SubmessageAdded",
+            Event::UserStatusSet { .. } => "UserStatusSet",
             Event::LogErased { .. } => "LogErased",
         }
     }

@@ -45,6 +45,30 @@ struct FetchOptions {
     presence: crate::render::presence::PresenceQuery,
 }
 
+/// How long a queue lives unpolled: `idle_queue_timeout` (what the mobile app sends: `mobile`,
+/// a week) or else the older `queue_lifespan_secs`; either as seconds, 0 for the default,
+/// capped at a week.
+fn queue_lifespan(idle: Option<&str>, secs: Option<i64>) -> ApiResult<Duration> {
+    let (name, secs) = match idle.map(|t| t.trim().trim_matches('"')) {
+        Some("mobile") => return Ok(MAX_QUEUE_LIFESPAN),
+        Some(text) => match text.parse::<i64>() {
+            Ok(secs) => ("idle_queue_timeout", secs),
+            Err(_) => {
+                return Err(ApiError::invalid(
+                    "idle_queue_timeout",
+                    idle.unwrap_or(text),
+                ))
+            }
+        },
+        None => ("queue_lifespan_secs", secs.unwrap_or(0)),
+    };
+    match secs {
+        0 => Ok(DEFAULT_QUEUE_LIFESPAN),
+        secs if secs < 0 => Err(ApiError::invalid(name, idle.unwrap_or(&secs.to_string()))),
+        secs => Ok(Duration::from_secs(secs as u64).min(MAX_QUEUE_LIFESPAN)),
+    }
+}
+
 fn queue_options(params: &mut Params) -> ApiResult<(QueueOptions, FetchOptions)> {
     let event_types: Option<BTreeSet<String>> = params.json("event_types")?;
     let fetch_event_types: Option<BTreeSet<String>> = params
@@ -62,25 +86,10 @@ fn queue_options(params: &mut Params) -> ApiResult<(QueueOptions, FetchOptions)>
     // A narrow limits which message events the queue takes (checked against the state below).
     let narrow = crate::narrow::parse_narrow(params.json("narrow")?)?;
     let caps: Map<String, Value> = params.json("client_capabilities")?.unwrap_or_default();
-    // `idle_queue_timeout` (what the mobile app sends: `mobile`, a week) or the older
-    // `queue_lifespan_secs`: a number of seconds, 0 for the default, capped at a week.
-    let lifespan = match params.str("idle_queue_timeout") {
-        Some(text) => match text.trim().trim_matches('"') {
-            "mobile" => MAX_QUEUE_LIFESPAN,
-            number => match number.parse::<i64>() {
-                Ok(0) => DEFAULT_QUEUE_LIFESPAN,
-                Ok(secs) if secs > 0 => Duration::from_secs(secs as u64).min(MAX_QUEUE_LIFESPAN),
-                _ => return Err(ApiError::invalid("idle_queue_timeout", &text)),
-            },
-        },
-        None => match params.int::<i64>("queue_lifespan_secs")? {
-            None | Some(0) => DEFAULT_QUEUE_LIFESPAN,
-            Some(secs) if secs < 0 => {
-                return Err(ApiError::invalid("queue_lifespan_secs", &secs.to_string()))
-            }
-            Some(secs) => Duration::from_secs(secs as u64).min(MAX_QUEUE_LIFESPAN),
-        },
-    };
+    let lifespan = queue_lifespan(
+        params.str("idle_queue_timeout").as_deref(),
+        params.int::<i64>("queue_lifespan_secs")?,
+    )?;
     let options = QueueOptions {
         event_types,
         apply_markdown: params.bool("apply_markdown")?.unwrap_or(false),
@@ -198,4 +207,38 @@ pub async fn delete_queue(
         .remove(auth.user_id, &id)
         .map_err(|PollError::BadQueue| bad_queue(&id))?;
     Ok(params.success(json!({})))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_lifespans() {
+        let week = Duration::from_secs(7 * 24 * 3600);
+        assert_eq!(queue_lifespan(Some("mobile"), None).unwrap(), week);
+        assert_eq!(queue_lifespan(Some("mobile"), Some(5)).unwrap(), week);
+        assert_eq!(
+            queue_lifespan(Some("120"), None).unwrap(),
+            Duration::from_secs(120)
+        );
+        assert_eq!(queue_lifespan(Some("99999999"), None).unwrap(), week);
+        assert_eq!(
+            queue_lifespan(None, Some(0)).unwrap(),
+            DEFAULT_QUEUE_LIFESPAN
+        );
+        assert_eq!(queue_lifespan(None, None).unwrap(), DEFAULT_QUEUE_LIFESPAN);
+        assert_eq!(
+            queue_lifespan(None, Some(60)).unwrap(),
+            Duration::from_secs(60)
+        );
+        for bad in ["desktop", "-5", "1.5"] {
+            let err = queue_lifespan(Some(bad), None).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                ApiError::invalid("idle_queue_timeout", bad).to_string()
+            );
+        }
+        assert!(queue_lifespan(None, Some(-1)).is_err());
+    }
 }

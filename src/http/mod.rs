@@ -239,6 +239,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 endpoint!(api, "/users/me/presence", post => presence::update_presence);
                 endpoint!(api, "/users/{user_id_or_email}/presence",
                     get => presence::get_user_presence);
+                endpoint!(api, "/users/me/status", post => presence::update_status);
+                endpoint!(api, "/users/{user_id}/status", get => presence::get_status);
                 endpoint!(api, "/bots",
                     get => bots::get_bots,
                     post => bots::create_bot);

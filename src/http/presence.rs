@@ -1,5 +1,6 @@
 //! Presence: `POST /users/me/presence`, `GET /realm/presence`,
-//! `GET /users/{user_id_or_email}/presence`.
+//! `GET /users/{user_id_or_email}/presence`; user statuses: `POST /users/me/status`,
+//! `GET /users/{user_id}/status`.
 //!
 //! Since Zulip 7.0 presence is one record per user (last connected, last active), shown in
 //! the modern format (by user id) or the legacy one (by email, with a single `website` client
@@ -138,4 +139,50 @@ pub async fn get_user_presence(
         }))
     })?;
     Ok(params.success(json!({ "presence": presence })))
+}
+
+/// `POST /users/me/status`.
+pub async fn update_status(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let request = crate::commands::presence::StatusRequest {
+        away: params.bool("away")?,
+        status_text: params.str("status_text"),
+        emoji: crate::commands::reactions::EmojiRequest {
+            emoji_name: params.str("emoji_name"),
+            emoji_code: params.str("emoji_code"),
+            reaction_type: params.str("reaction_type"),
+        },
+    };
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::presence::set_status(s, ctx, request)
+        })
+        .await?;
+    Ok(params.success(json!({})))
+}
+
+/// `GET /users/{user_id}/status`: one user's status (`{}` without one).
+pub async fn get_status(
+    state: web::Data<AppState>,
+    _auth: Auth,
+    req: HttpRequest,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let id = super::path_id(&req, "user_id").map_err(|_| ApiError::bad_request("No such user"))?;
+    let status = state.engine.read(|s| {
+        s.users
+            .get(crate::ids::UserId(id))
+            .filter(|u| !u.is_system_bot())
+            .ok_or_else(|| ApiError::bad_request("No such user"))?;
+        Ok::<_, ApiError>(
+            s.user_status
+                .get(crate::ids::UserId(id))
+                .map_or_else(|| json!({}), |st| st.json()),
+        )
+    })?;
+    Ok(params.success(json!({ "status": status })))
 }

@@ -139,6 +139,7 @@ impl CustomEmojis {
             | Event::PresenceUpdated { .. }
             | Event::UserSettingChanged { .. }
             | Event::SubmessageAdded { .. }
+            | Event::UserStatusSet { .. }
             | Event::LogErased { .. } => {}
         }
     }

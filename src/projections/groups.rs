@@ -306,6 +306,7 @@ impl Groups {
             | Event::PresenceUpdated { .. }
             | Event::UserSettingChanged { .. }
             | Event::SubmessageAdded { .. }
+            | Event::UserStatusSet { .. }
             | Event::LogErased { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }

@@ -22,6 +22,7 @@ pub mod search;
 pub mod store;
 pub mod typing;
 pub mod user_settings;
+pub mod user_status;
 pub mod user_topics;
 mod users;
 
@@ -64,6 +65,8 @@ pub struct Projections {
     pub custom_emoji: CustomEmojis,
     pub presence: Presence,
     pub user_settings: user_settings::UserSettings,
+    /// Absent from snapshots written before it existed (those are ignored: see `snapshot`).
+    pub user_status: user_status::UserStatuses,
 }
 
 impl Projections {
@@ -84,6 +87,7 @@ impl Projections {
         self.custom_emoji.apply(env);
         self.presence.apply(env);
         self.user_settings.apply(env);
+        self.user_status.apply(env);
         self.seq = env.seq;
     }
 
@@ -145,6 +149,7 @@ impl Projections {
             "custom_emoji": self.custom_emoji.dump(),
             "presence": self.presence.dump(),
             "user_settings": self.user_settings.dump(),
+            "user_status": self.user_status.dump(),
         })
     }
 

@@ -117,6 +117,7 @@ impl Presence {
             | Event::CustomEmojiDeactivated { .. }
             | Event::UserSettingChanged { .. }
             | Event::SubmessageAdded { .. }
+            | Event::UserStatusSet { .. }
             | Event::LogErased { .. } => {}
         }
     }

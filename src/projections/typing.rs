@@ -86,6 +86,7 @@ impl Typing {
             | Event::PresenceUpdated { .. }
             | Event::UserSettingChanged { .. }
             | Event::SubmessageAdded { .. }
+            | Event::UserStatusSet { .. }
             | Event::LogErased { .. } => {}
         }
     }

@@ -269,6 +269,7 @@ impl UserSettings {
             | Event::CustomEmojiDeactivated { .. }
             | Event::PresenceUpdated { .. }
             | Event::SubmessageAdded { .. }
+            | Event::UserStatusSet { .. }
             | Event::LogErased { .. } => {}
         }
     }

@@ -81,6 +81,7 @@ impl UserTopics {
             | Event::PresenceUpdated { .. }
             | Event::UserSettingChanged { .. }
             | Event::SubmessageAdded { .. }
+            | Event::UserStatusSet { .. }
             | Event::LogErased { .. }
             | Event::RealmSettingChanged { .. }
             | Event::InvitationCreated { .. }

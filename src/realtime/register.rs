@@ -231,7 +231,6 @@ pub fn initial_state(
     }
     for (fetch, key, empty) in [
         ("muted_users", "muted_users", json!([])),
-        ("user_status", "user_status", json!({})),
         ("alert_words", "alert_words", json!([])),
         ("drafts", "drafts", json!([])),
         ("scheduled_messages", "scheduled_messages", json!([])),
@@ -244,6 +243,14 @@ pub fn initial_state(
         if cx.wants(fetch) {
             out.put(key, empty);
         }
+    }
+    if cx.wants("user_status") {
+        let statuses: Map<String, Value> = state
+            .user_status
+            .iter()
+            .map(|(id, status)| (id.0.to_string(), status.json()))
+            .collect();
+        out.put("user_status", Value::Object(statuses));
     }
     if cx.wants("video_calls") {
         video_calls(&mut out);

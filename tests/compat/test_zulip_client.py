@@ -407,3 +407,35 @@ def test_custom_emoji_and_presence_through_the_client(server, tmp_path):
     assert mine["presence"]["aggregated"]["status"] == "active", mine
     everyone = client.call_endpoint("realm/presence", method="GET")
     assert client.email in everyone["presences"]
+
+
+def test_status_and_read_receipts_through_the_client(server):
+    client = owner_client(server)
+    # Profile › Set status, as the mobile app and the Python client send it.
+    done = client.call_endpoint(
+        "users/me/status", method="POST", request={"status_text": "Busy", "emoji_name": "calendar"}
+    )
+    assert done["result"] == "success", done
+    me = client.get_profile()["user_id"]
+    shown = client.call_endpoint(f"users/{me}/status", method="GET")
+    assert shown["status"] == {
+        "status_text": "Busy",
+        "emoji_name": "calendar",
+        "emoji_code": "1f4c5",
+        "reaction_type": "unicode_emoji",
+    }, shown
+    state = client.register(fetch_event_types=["user_status", "realm"])
+    assert state["user_status"][str(me)]["status_text"] == "Busy"
+    assert state["realm_enable_read_receipts"] is True
+    # The sender is never among a message's readers.
+    assert client.add_subscriptions(streams=[{"name": "compat-receipts"}])["result"] == "success"
+    sent = client.send_message(
+        {"type": "stream", "to": "compat-receipts", "topic": "r", "content": "read me"}
+    )
+    receipts = client.call_endpoint(f"messages/{sent['id']}/read_receipts", method="GET")
+    assert receipts == {"result": "success", "msg": "", "user_ids": []}, receipts
+    cleared = client.call_endpoint(
+        "users/me/status", method="POST", request={"status_text": "", "emoji_name": ""}
+    )
+    assert cleared["result"] == "success", cleared
+    assert client.call_endpoint(f"users/{me}/status", method="GET")["status"] == {}

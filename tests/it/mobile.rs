@@ -342,3 +342,91 @@ async fn wildcard_mentions_in_large_channels_need_the_permission() {
     assert_eq!(body["realm_wildcard_mention_policy"], 2);
     assert_eq!(body["realm_can_mention_many_users_group"], members);
 }
+
+#[tokio::test]
+async fn a_status_is_set_shown_to_everyone_and_cleared() {
+    let c = chat().await;
+    let (alice_id, alice) = &c.alice;
+    let (_, bob) = &c.bob;
+    let (queue, _) = register(bob, &[("event_types", r#"["user_status"]"#)]).await;
+    let (status, body) = alice
+        .post(
+            "/users/me/status",
+            &[
+                ("status_text", " On vacation "),
+                ("emoji_name", "palm_tree"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::OK, json!({"result": "success", "msg": ""}))
+    );
+    let events = crate::realtime::drain(bob, &queue).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    let mut event = events[0].clone();
+    event.as_object_mut().unwrap().remove("id");
+    assert_eq!(
+        event,
+        json!({"type": "user_status", "user_id": alice_id, "status_text": "On vacation",
+               "emoji_name": "palm_tree", "emoji_code": "1f334",
+               "reaction_type": "unicode_emoji"})
+    );
+    let expected = json!({"status_text": "On vacation", "emoji_name": "palm_tree",
+                          "emoji_code": "1f334", "reaction_type": "unicode_emoji"});
+    let (_, body) = register(bob, &[("fetch_event_types", r#"["user_status"]"#)]).await;
+    assert_eq!(
+        body["user_status"],
+        json!({alice_id.to_string(): expected.clone()})
+    );
+    let (status, body) = bob.get(&format!("/users/{alice_id}/status"), &[]).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::OK,
+            json!({"result": "success", "msg": "", "status": expected})
+        )
+    );
+    // Errors: nothing to change, a text too long, an unknown emoji, an unknown user.
+    for (params, msg) in [
+        (vec![], "Client did not pass any new values."),
+        (
+            vec![("status_text", "x".repeat(61))],
+            "status_text is too long (limit: 60 characters)",
+        ),
+        (
+            vec![("emoji_name", "no_such_emoji".to_owned())],
+            "Emoji 'no_such_emoji' does not exist",
+        ),
+    ] {
+        let params: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let (status, body) = alice.post("/users/me/status", &params).await;
+        assert_eq!(
+            (status, body),
+            (
+                StatusCode::BAD_REQUEST,
+                json!({"result": "error", "msg": msg, "code": "BAD_REQUEST"})
+            )
+        );
+    }
+    let (status, body) = bob.get("/users/99999/status", &[]).await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (StatusCode::BAD_REQUEST, json!("No such user"))
+    );
+    // Clearing both parts removes the status; it survives a restart until then.
+    let creds = alice.creds.clone().unwrap();
+    let server = c.server.stop().restart();
+    let alice = server.api(Some(&creds));
+    let (_, body) = alice.get(&format!("/users/{alice_id}/status"), &[]).await;
+    assert_eq!(body["status"]["status_text"], "On vacation");
+    let (status, _) = alice
+        .post(
+            "/users/me/status",
+            &[("status_text", ""), ("emoji_name", "")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, body) = alice.get(&format!("/users/{alice_id}/status"), &[]).await;
+    assert_eq!(body["status"], json!({}));
+}

@@ -78,6 +78,18 @@ pub fn client_events(
             name,
             value,
         } => users::setting_changed(*user_id, name, value),
+        Event::UserStatusSet {
+            user_id,
+            away,
+            status_text,
+            emoji,
+        } => users::status_set(
+            state,
+            *user_id,
+            *away,
+            status_text.as_deref(),
+            emoji.as_ref(),
+        ),
         Event::PresenceUpdated { user_id, .. } => {
             users::presence_updated(state, site, env.at, *user_id)
         }

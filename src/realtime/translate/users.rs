@@ -97,6 +97,29 @@ pub fn profile_data_set(
 }
 
 /// `user_settings` `update`, to the user alone.
+/// `user_status` for every active account: the parts of the status that the request set.
+pub fn status_set(
+    state: &Projections,
+    user_id: UserId,
+    away: Option<bool>,
+    status_text: Option<&str>,
+    emoji: Option<&crate::events::StatusEmoji>,
+) -> Deliveries {
+    let mut event = json!({"type": "user_status", "user_id": user_id.0});
+    if let Some(away) = away {
+        event["away"] = json!(away);
+    }
+    if let Some(text) = status_text {
+        event["status_text"] = json!(text);
+    }
+    if let Some(emoji) = emoji {
+        event["emoji_name"] = json!(emoji.emoji_name);
+        event["emoji_code"] = json!(emoji.emoji_code);
+        event["reaction_type"] = json!(emoji.reaction_type.as_str());
+    }
+    to_all(state, event)
+}
+
 pub fn setting_changed(user_id: UserId, name: &str, value: &RealmValue) -> Deliveries {
     let value = crate::projections::user_settings::value_json(value);
     Deliveries::from(vec![(
