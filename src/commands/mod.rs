@@ -18,6 +18,7 @@ pub mod presence;
 pub mod profile_fields;
 pub mod reactions;
 pub mod realm;
+pub mod storage;
 #[cfg(test)]
 pub mod testing;
 pub mod typing;

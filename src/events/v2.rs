@@ -373,6 +373,13 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         emoji: Option<StatusEmoji>,
     },
+    /// A user (a bot, in practice) stored text values under keys (`PUT /bot_storage`).
+    BotStorageSet {
+        user_id: UserId,
+        entries: std::collections::BTreeMap<String, String>,
+    },
+    /// A user removed keys from their storage (`DELETE /bot_storage`).
+    BotStorageRemoved { user_id: UserId, keys: Vec<String> },
 }
 
 /// The emoji of a user status; an empty name is no emoji.
@@ -433,6 +440,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "UserSettingChanged",
     "SubmessageAdded",
     "UserStatusSet",
+    "BotStorageSet",
+    "BotStorageRemoved",
     "LogErased",
 ];
 
@@ -489,6 +498,8 @@ impl Event {
             Event::UserSettingChanged { .. } => "UserSettingChanged",
             Event::SubmessageAdded { .. } => "SubmessageAdded",
             Event::UserStatusSet { .. } => "UserStatusSet",
+            Event::BotStorageSet { .. } => "BotStorageSet",
+            Event::BotStorageRemoved { .. } => "BotStorageRemoved",
             Event::LogErased { .. } => "LogErased",
         }
     }

@@ -1,5 +1,5 @@
-//! Bots: `POST /bots`, `GET /bots`, `DELETE /bots/{bot_id}`, and the bot object of `realm_bots`
-//! and `realm_bot` events.
+//! Bots: `POST /bots`, `GET /bots`, `DELETE /bots/{bot_id}`, `/bot_storage`, and the bot
+//! object of `realm_bots` and `realm_bot` events.
 
 use super::{path_id, AppState, Auth, Params};
 use crate::auth::new_api_key_nonce;
@@ -135,4 +135,62 @@ pub async fn deactivate_bot(
             crate::commands::users::deactivate_bot(s, ctx, target)
         })
         .await
+}
+
+/// `PUT /bot_storage`: `storage` is a JSON object of text values.
+pub async fn update_storage(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let entries: std::collections::BTreeMap<String, String> = params
+        .json("storage")?
+        .ok_or_else(|| ApiError::missing("storage"))?;
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::storage::set_storage(s, ctx, entries)
+        })
+        .await?;
+    Ok(params.success(json!({})))
+}
+
+/// `GET /bot_storage`: the values of `keys` (a JSON list; every key when absent).
+pub async fn get_storage(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let keys: Option<Vec<String>> = params.json("keys")?;
+    let storage = state.engine.read(|s| {
+        let stored = s.bot_storage.of(auth.user_id);
+        match keys {
+            None => Ok(json!(stored.cloned().unwrap_or_default())),
+            Some(keys) => keys
+                .into_iter()
+                .map(|key| match stored.and_then(|m| m.get(&key)) {
+                    Some(value) => Ok((key, json!(value))),
+                    None => Err(ApiError::bad_request("Key does not exist.")),
+                })
+                .collect::<ApiResult<serde_json::Map<_, _>>>()
+                .map(serde_json::Value::Object),
+        }
+    })?;
+    Ok(params.success(json!({ "storage": storage })))
+}
+
+/// `DELETE /bot_storage`: removes `keys` (a JSON list; every key when absent).
+pub async fn remove_storage(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let keys: Option<Vec<String>> = params.json("keys")?;
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::storage::remove_storage(s, ctx, keys)
+        })
+        .await?;
+    Ok(params.success(json!({})))
 }

@@ -157,6 +157,20 @@ pub async fn get_message(
     Ok(params.success(body))
 }
 
+/// `POST /messages/render`: what the server would render `content` as, for the caller (the
+/// previews clients show); nothing is stored.
+pub async fn render_message(
+    state: web::Data<AppState>,
+    _auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let content = params.required_str("content")?;
+    let rendered = state.engine.read(|s| {
+        crate::markdown::render_message(&content, &crate::commands::markup::OrgResolver(s)).html
+    });
+    Ok(params.success(json!({ "rendered": rendered })))
+}
+
 /// `GET /messages/{message_id}/read_receipts`: who has read a message the caller can read,
 /// while the organization has read receipts on.
 pub async fn get_read_receipts(

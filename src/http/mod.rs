@@ -245,6 +245,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     get => bots::get_bots,
                     post => bots::create_bot);
                 endpoint!(api, "/bots/{bot_id}", delete => bots::deactivate_bot);
+                endpoint!(api, "/bot_storage",
+                    get => bots::get_storage,
+                    put => bots::update_storage,
+                    delete => bots::remove_storage);
                 endpoint!(api, "/invites",
                     get => invitations::get_invites,
                     post => invitations::invite_users);
@@ -328,6 +332,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 endpoint!(api, "/messages/flags", post => messages::update_message_flags);
                 endpoint!(api, "/messages/flags/narrow",
                     post => messages::update_message_flags_for_narrow);
+                endpoint!(api, "/messages/render", post => messages::render_message);
                 endpoint!(api, "/messages/matches_narrow",
                     get => messages::get_messages_matching_narrow);
                 endpoint!(api, "/messages/{message_id}",

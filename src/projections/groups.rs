@@ -307,6 +307,8 @@ impl Groups {
             | Event::UserSettingChanged { .. }
             | Event::SubmessageAdded { .. }
             | Event::UserStatusSet { .. }
+            | Event::BotStorageSet { .. }
+            | Event::BotStorageRemoved { .. }
             | Event::LogErased { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }

@@ -146,6 +146,8 @@ impl Invitations {
             | Event::UserSettingChanged { .. }
             | Event::SubmessageAdded { .. }
             | Event::UserStatusSet { .. }
+            | Event::BotStorageSet { .. }
+            | Event::BotStorageRemoved { .. }
             | Event::LogErased { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }

@@ -507,6 +507,8 @@ impl Messages {
             | Event::PresenceUpdated { .. }
             | Event::UserSettingChanged { .. }
             | Event::UserStatusSet { .. }
+            | Event::BotStorageSet { .. }
+            | Event::BotStorageRemoved { .. }
             | Event::LogErased { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. } => {}

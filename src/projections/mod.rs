@@ -5,6 +5,7 @@
 //! rules live in `commands`, never here: a log that was valid when written must always replay.
 
 pub mod access;
+pub mod bot_storage;
 pub mod channels;
 pub mod copies;
 pub mod emoji;
@@ -67,6 +68,7 @@ pub struct Projections {
     pub user_settings: user_settings::UserSettings,
     /// Absent from snapshots written before it existed (those are ignored: see `snapshot`).
     pub user_status: user_status::UserStatuses,
+    pub bot_storage: bot_storage::BotStorage,
 }
 
 impl Projections {
@@ -88,6 +90,7 @@ impl Projections {
         self.presence.apply(env);
         self.user_settings.apply(env);
         self.user_status.apply(env);
+        self.bot_storage.apply(env);
         self.seq = env.seq;
     }
 
@@ -150,6 +153,7 @@ impl Projections {
             "presence": self.presence.dump(),
             "user_settings": self.user_settings.dump(),
             "user_status": self.user_status.dump(),
+            "bot_storage": self.bot_storage.dump(),
         })
     }
 

@@ -118,6 +118,8 @@ impl Presence {
             | Event::UserSettingChanged { .. }
             | Event::SubmessageAdded { .. }
             | Event::UserStatusSet { .. }
+            | Event::BotStorageSet { .. }
+            | Event::BotStorageRemoved { .. }
             | Event::LogErased { .. } => {}
         }
     }

@@ -476,6 +476,8 @@ impl Realm {
             | Event::UserSettingChanged { .. }
             | Event::SubmessageAdded { .. }
             | Event::UserStatusSet { .. }
+            | Event::BotStorageSet { .. }
+            | Event::BotStorageRemoved { .. }
             | Event::LogErased { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }

@@ -87,6 +87,8 @@ impl Typing {
             | Event::UserSettingChanged { .. }
             | Event::SubmessageAdded { .. }
             | Event::UserStatusSet { .. }
+            | Event::BotStorageSet { .. }
+            | Event::BotStorageRemoved { .. }
             | Event::LogErased { .. } => {}
         }
     }

@@ -270,6 +270,8 @@ impl UserSettings {
             | Event::PresenceUpdated { .. }
             | Event::SubmessageAdded { .. }
             | Event::UserStatusSet { .. }
+            | Event::BotStorageSet { .. }
+            | Event::BotStorageRemoved { .. }
             | Event::LogErased { .. } => {}
         }
     }

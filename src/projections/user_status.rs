@@ -117,6 +117,8 @@ impl UserStatuses {
             | Event::UserSettingChanged { .. }
             | Event::SubmessageAdded { .. }
             | Event::PresenceUpdated { .. }
+            | Event::BotStorageSet { .. }
+            | Event::BotStorageRemoved { .. }
             | Event::LogErased { .. } => {}
         }
     }

@@ -82,6 +82,8 @@ impl UserTopics {
             | Event::UserSettingChanged { .. }
             | Event::SubmessageAdded { .. }
             | Event::UserStatusSet { .. }
+            | Event::BotStorageSet { .. }
+            | Event::BotStorageRemoved { .. }
             | Event::LogErased { .. }
             | Event::RealmSettingChanged { .. }
             | Event::InvitationCreated { .. }

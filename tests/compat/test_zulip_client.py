@@ -439,3 +439,37 @@ def test_status_and_read_receipts_through_the_client(server):
     )
     assert cleared["result"] == "success", cleared
     assert client.call_endpoint(f"users/{me}/status", method="GET")["status"] == {}
+
+
+def test_bot_state_through_zulip_bots(server):
+    """The official bots package's StateHandler (what the incrementor, chess and trivia bots keep
+    their state in) over /bot_storage, across two handlers as across bot restarts."""
+    from zulip_bots.lib import StateHandler
+
+    client = owner_client(server)
+    created = client.call_endpoint(
+        "bots",
+        method="POST",
+        request={"full_name": "Counter", "short_name": "counter-compat", "bot_type": 1},
+    )
+    assert created["result"] == "success", created
+    email = client.get_user_by_id(created["user_id"])["user"]["email"]
+    bot = zulip.Client(email=email, api_key=created["api_key"], site=server.url)
+    handler = StateHandler(bot)
+    handler.put("number", 1)
+    handler.put("board", {"cells": [0, 1, 2], "turn": "white"})
+    handler.put("number", handler.get("number") + 1)
+    restarted = StateHandler(bot)
+    assert restarted.get("number") == 2
+    assert restarted.get("board") == {"cells": [0, 1, 2], "turn": "white"}
+    try:
+        restarted.get("missing")
+        raise AssertionError("a missing key must not be found")
+    except KeyError:
+        pass
+    # The raw endpoints: all entries, then removal; another user's storage is separate.
+    assert bot.get_storage()["storage"] == {"number": "2", "board": restarted.state_["board"]}
+    assert client.get_storage()["storage"] == {}
+    removed = bot.call_endpoint("bot_storage", method="DELETE", request={"keys": ["number"]})
+    assert removed["result"] == "success", removed
+    assert bot.get_storage({"keys": ["number"]})["msg"] == "Key does not exist."

@@ -6,6 +6,7 @@ mod admin;
 mod api;
 mod bounds;
 mod channels;
+mod clients;
 mod durability;
 mod emoji;
 mod fixtures;

@@ -39,7 +39,10 @@ pub fn client_events(
         | Event::LogErased { .. }
         | Event::ApiKeyRegenerated { .. }
         | Event::PasswordChanged { .. }
-        | Event::InvitationResent { .. } => Deliveries::new(),
+        | Event::InvitationResent { .. }
+        // Bot storage is private to its bot, and Zulip sends no event for it.
+        | Event::BotStorageSet { .. }
+        | Event::BotStorageRemoved { .. } => Deliveries::new(),
         Event::RealmSettingChanged { name, .. } => realm::setting_changed(state, name),
         Event::CustomEmojiAdded { .. } | Event::CustomEmojiDeactivated { .. } => {
             realm::emoji_changed(state)

@@ -1,0 +1,112 @@
+//! What bots and API clients call besides messages: `/bot_storage` and `POST /messages/render`.
+
+use crate::messages::chat;
+use reqwest::{Method, StatusCode};
+use serde_json::json;
+
+#[tokio::test]
+async fn bot_storage_keeps_each_users_text_values() {
+    let c = chat().await;
+    let (_, alice) = &c.alice;
+    let (_, bob) = &c.bob;
+    let (status, body) = alice
+        .call(
+            Method::PUT,
+            "/bot_storage",
+            &[(
+                "storage",
+                r#"{"count": "1", "board": "{\"turn\": \"white\"}"}"#,
+            )],
+        )
+        .await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::OK, json!({"result": "success", "msg": ""}))
+    );
+    let (_, body) = alice.get("/bot_storage", &[]).await;
+    assert_eq!(
+        body,
+        json!({"result": "success", "msg": "",
+               "storage": {"board": "{\"turn\": \"white\"}", "count": "1"}})
+    );
+    let (_, body) = alice.get("/bot_storage", &[("keys", r#"["count"]"#)]).await;
+    assert_eq!(body["storage"], json!({"count": "1"}));
+    // Each user's storage is their own.
+    let (_, body) = bob.get("/bot_storage", &[]).await;
+    assert_eq!(body["storage"], json!({}));
+    let missing = json!({"result": "error", "msg": "Key does not exist.", "code": "BAD_REQUEST"});
+    let (status, body) = bob.get("/bot_storage", &[("keys", r#"["count"]"#)]).await;
+    assert_eq!((status, body), (StatusCode::BAD_REQUEST, missing.clone()));
+    let (status, body) = bob
+        .delete("/bot_storage", &[("keys", r#"["count"]"#)])
+        .await;
+    assert_eq!((status, body), (StatusCode::BAD_REQUEST, missing));
+    // Values must be text; the object is required.
+    let (status, body) = alice
+        .call(
+            Method::PUT,
+            "/bot_storage",
+            &[("storage", r#"{"count": 2}"#)],
+        )
+        .await;
+    assert_eq!(
+        (status, body["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!("REQUEST_VARIABLE_INVALID"))
+    );
+    let (status, body) = alice.call(Method::PUT, "/bot_storage", &[]).await;
+    assert_eq!(
+        (status, body["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!("REQUEST_VARIABLE_MISSING"))
+    );
+    // Removal, then everything; the storage survives a restart.
+    let (status, _) = alice
+        .delete("/bot_storage", &[("keys", r#"["board"]"#)])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let creds = alice.creds.clone().unwrap();
+    let server = c.server.stop().restart();
+    let alice = server.api(Some(&creds));
+    let (_, body) = alice.get("/bot_storage", &[]).await;
+    assert_eq!(body["storage"], json!({"count": "1"}));
+    let (status, _) = alice.delete("/bot_storage", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, body) = alice.get("/bot_storage", &[]).await;
+    assert_eq!(body["storage"], json!({}));
+}
+
+#[tokio::test]
+async fn render_previews_without_storing() {
+    let c = chat().await;
+    let (bob_id, _) = c.bob;
+    let (_, alice) = &c.alice;
+    let (status, body) = alice
+        .post("/messages/render", &[("content", "**hi** @**Bob Brown**")])
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["rendered"],
+        format!(
+            "<p><strong>hi</strong> <span class=\"user-mention\" data-user-id=\"{bob_id}\">@Bob Brown</span></p>"
+        )
+    );
+    let (status, body) = alice.post("/messages/render", &[]).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"result": "error", "msg": "Missing 'content' argument",
+                   "code": "REQUEST_VARIABLE_MISSING", "var_name": "content"})
+        )
+    );
+    let (_, body) = alice
+        .get(
+            "/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "10"),
+                ("num_after", "0"),
+            ],
+        )
+        .await;
+    assert_eq!(body["messages"], json!([]));
+}
