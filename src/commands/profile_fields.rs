@@ -460,13 +460,13 @@ pub fn value_events(
                 "You are not allowed to change this field. Contact an administrator to update it.",
             ));
         }
-        let removes = by_admin
-            && match &item.value {
-                Value::Null => true,
-                Value::String(s) => s.is_empty(),
-                Value::Array(a) => a.is_empty(),
-                _ => false,
-            };
+        // Null clears a value for everyone; an administrator's empty value does too.
+        let removes = match &item.value {
+            Value::Null => true,
+            Value::String(s) => by_admin && s.is_empty(),
+            Value::Array(a) => by_admin && a.is_empty(),
+            _ => false,
+        };
         let current = state
             .profile_fields
             .values_of(target)

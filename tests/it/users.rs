@@ -651,6 +651,19 @@ async fn custom_profile_fields_and_values() {
         events[1]["person"]["custom_profile_field"],
         json!({"id": 3, "value": format!("[{bob_id}]")})
     );
+    // A user clears one of their own values with null (an empty string is refused as a URL).
+    let (status, body) = set(r#"[{"id": 4, "value": null}]"#.to_owned()).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, me) = as_alice.get("/users/me", &[]).await;
+    assert!(me["profile_data"].get("4").is_none(), "{me}");
+    let events = drain(&as_alice, &queue).await;
+    assert_eq!(
+        events[0]["person"]["custom_profile_field"],
+        json!({"id": 4, "value": null})
+    );
+    let (status, _) = set(r#"[{"id": 4, "value": "https://alice.example"}]"#.to_owned()).await;
+    assert_eq!(status, StatusCode::OK);
+    drain(&as_alice, &queue).await;
 
     // An administrator sets the field users cannot edit, and removes a value with null.
     let (status, body) = owner
