@@ -78,6 +78,12 @@ impl ServerSecret {
         self.derive(b"invitation\0", invite_id, nonce)
     }
 
+    /// The signature of a temporary download link to an upload, valid until `expires` (UNIX
+    /// seconds).
+    pub fn upload_token(&self, attachment_id: u64, expires: i64) -> String {
+        self.derive(b"upload\0", attachment_id, &expires.to_string())
+    }
+
     /// 32 alphanumerics from `HMAC-SHA256(secret, label ++ id ++ nonce)`.
     fn derive(&self, label: &[u8], id: u64, nonce: &str) -> String {
         // HMAC accepts keys of any length, so this cannot fail; fall back defensively anyway.

@@ -25,6 +25,9 @@ pub struct EraseReport {
     /// The chain head before and after (hex).
     pub previous_head: String,
     pub new_head: String,
+    /// Uploaded files removed: those of deleted uploads (left behind when a removal failed)
+    /// and those no upload event names (a crash between storing and recording).
+    pub files_removed: usize,
 }
 
 fn hex(hash: &[u8]) -> String {
@@ -75,8 +78,27 @@ fn blank(event: &mut Event, deleted: &BTreeSet<MessageId>) -> Option<MessageId> 
     }
 }
 
+/// Removes the uploaded files whose hash no live upload names; returns how many.
+fn remove_unnamed_uploads<'a>(
+    data_dir: &Path,
+    live: impl Iterator<Item = &'a String>,
+) -> Result<usize, StoreError> {
+    let io = |e: std::io::Error| StoreError::Io(e.to_string());
+    let live: BTreeSet<&String> = live.collect();
+    let store = crate::uploads::UploadStore::new(&data_dir.join("uploads"));
+    let mut removed = 0;
+    for hash in store.hashes().map_err(io)? {
+        if !live.contains(&hash) {
+            store.remove(&hash).map_err(io)?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// Rewrites the log of `data_dir` without the content of deleted messages (see the module
-/// doc). Nothing is changed when no deleted message has content left in the log.
+/// doc). Nothing is changed when no deleted message has content left in the log. Uploaded
+/// files no live upload names are removed either way.
 pub fn erase_deleted(data_dir: &Path) -> Result<EraseReport, StoreError> {
     let log_dir = data_dir.join("log");
     let fresh_dir = data_dir.join("log.erasing");
@@ -84,11 +106,24 @@ pub fn erase_deleted(data_dir: &Path) -> Result<EraseReport, StoreError> {
     let _ = std::fs::remove_dir_all(&fresh_dir);
     let old = SledLog::open(&log_dir)?;
     let mut deleted = BTreeSet::new();
+    let mut uploads = std::collections::BTreeMap::new();
     for env in read_envelopes(&old, Seq(1)) {
-        if let Event::MessagesDeleted { message_ids, .. } = env?.event {
-            deleted.extend(message_ids);
+        match env?.event {
+            Event::MessagesDeleted { message_ids, .. } => deleted.extend(message_ids),
+            Event::AttachmentUploaded {
+                attachment_id,
+                sha256,
+                ..
+            } => {
+                uploads.insert(attachment_id, sha256);
+            }
+            Event::AttachmentDeleted { attachment_id, .. } => {
+                uploads.remove(&attachment_id);
+            }
+            _ => {}
         }
     }
+    let files_removed = remove_unnamed_uploads(data_dir, uploads.values())?;
     let fresh = SledLog::open(&fresh_dir)?;
     let mut chain = Chain::after(crate::events::GENESIS);
     let mut previous_head = [0u8; 32];
@@ -137,6 +172,7 @@ pub fn erase_deleted(data_dir: &Path) -> Result<EraseReport, StoreError> {
             records,
             previous_head: head.clone(),
             new_head: head,
+            files_removed,
         });
     }
     let note = Envelope {
@@ -173,5 +209,6 @@ pub fn erase_deleted(data_dir: &Path) -> Result<EraseReport, StoreError> {
         records,
         previous_head: hex(&previous_head),
         new_head,
+        files_removed,
     })
 }

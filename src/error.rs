@@ -39,6 +39,7 @@ pub enum ErrorCode {
     MoveMessagesTimeLimitExceeded,
     StreamWildcardMentionNotAllowed,
     TopicWildcardMentionNotAllowed,
+    RealmUploadQuota,
     /// `BAD_REQUEST` with 404: an unknown route or a resource that does not exist.
     NotFound,
     /// `BAD_REQUEST` with 403.
@@ -74,6 +75,7 @@ impl ErrorCode {
             ErrorCode::MoveMessagesTimeLimitExceeded => "MOVE_MESSAGES_TIME_LIMIT_EXCEEDED",
             ErrorCode::StreamWildcardMentionNotAllowed => "STREAM_WILDCARD_MENTION_NOT_ALLOWED",
             ErrorCode::TopicWildcardMentionNotAllowed => "TOPIC_WILDCARD_MENTION_NOT_ALLOWED",
+            ErrorCode::RealmUploadQuota => "REALM_UPLOAD_QUOTA",
         }
     }
 

@@ -77,6 +77,16 @@ proptest! {
     }
 
     #[test]
+    fn upload_names_and_links_answer(raw in text(), bytes in proptest::collection::vec(any::<u8>(), 0..32)) {
+        let name = crate::uploads::sanitize_name(&raw);
+        prop_assert!(!name.is_empty() && name.len() <= 100);
+        prop_assert!(name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)));
+        prop_assert!(!name.starts_with('.'));
+        let _ = crate::uploads::sniff_image(&bytes);
+        let _ = crate::projections::attachments::linked_paths(&raw).count();
+    }
+
+    #[test]
     fn html_diffs_answer_and_balance(a in text(), b in text()) {
         let old = crate::markdown::render_description(&a);
         let new = crate::markdown::render_description(&b);

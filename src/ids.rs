@@ -65,6 +65,11 @@ id_type!(
     EmojiId
 );
 
+id_type!(
+    /// An uploaded file's attachment id (`GET /attachments`).
+    AttachmentId
+);
+
 /// Position of an event in the log: 1 for the first event, gapless, strictly increasing.
 /// Stored as big-endian bytes so that sled's key order is log order.
 #[derive(

@@ -19,7 +19,8 @@
 //!   `Event` enum of each schema version (version 1 frozen, upcast on read).
 //! - [`markdown`], [`auth`]: message rendering; the server secret, API keys, argon2id.
 //! - [`store`]: the log trait (append batch, flush, scan) with the sled backend, and the
-//!   open-time integrity check that handles a torn tail.
+//!   open-time integrity check that handles a torn tail; [`uploads`]: uploaded files' bytes,
+//!   content-addressed beside the log.
 //! - [`projections`]: in-memory state, one file per area, folded by infallible `apply`; the
 //!   read-side visibility rules (`projections::access`) beside the state they read.
 //! - [`replay`]: folding a log into projections (start-up, time travel, offline tools).
@@ -68,4 +69,5 @@ pub mod server;
 pub mod snapshot;
 pub mod store;
 pub mod time;
+pub mod uploads;
 pub mod webhooks;

@@ -89,14 +89,16 @@ enum Command {
         #[arg(long)]
         only: Option<String>,
     },
-    /// Write the log, byte for byte, to a portable file (a backup; the server must be stopped).
+    /// Write the log, byte for byte, to a portable file, and uploaded files to FILE.uploads/
+    /// (a backup; the server must be stopped).
     Export {
         #[arg(long)]
         data_dir: PathBuf,
         #[arg(long)]
         out: PathBuf,
     },
-    /// Restore an exported log into an empty data directory (copy secret.key beside it too).
+    /// Restore an exported log (and FILE.uploads/ when present) into an empty data directory
+    /// (copy secret.key beside it too).
     Import {
         #[arg(long)]
         data_dir: PathBuf,
@@ -172,9 +174,16 @@ struct ServeArgs {
     /// Seconds a client has to send a request's line and headers (then a bare 408).
     #[arg(long, default_value_t = 5)]
     client_head_timeout_secs: u64,
-    /// Seconds a client has to send a request's body (then 408 REQUEST_TIMEOUT).
+    /// Seconds a client has to send a request's body (then 408 REQUEST_TIMEOUT); uploads get
+    /// ten times as long.
     #[arg(long, default_value_t = 30)]
     client_body_timeout_secs: u64,
+    /// The largest file a user may upload, in MiB (Zulip's default, 25).
+    #[arg(long, default_value_t = 25)]
+    max_file_upload_mib: u64,
+    /// The most the organization's uploads may take together, in MiB (default: no quota).
+    #[arg(long)]
+    upload_quota_mib: Option<u64>,
 }
 
 fn run(cli: Cli) -> Result<(), Fatal> {
@@ -241,6 +250,14 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             let count = export_records(&log, &mut file)?;
             file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
             println!("exported {count} events to {}", out.display());
+            // Uploaded files go beside it, each checked against its name (its SHA-256).
+            let files = copy_uploads(&Layout::new(&data_dir).uploads(), &uploads_beside(&out))?;
+            if files > 0 {
+                println!(
+                    "exported {files} uploaded files to {}",
+                    uploads_beside(&out).display()
+                );
+            }
             Ok(())
         }
         Command::Import { data_dir, from } => {
@@ -248,6 +265,10 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             std::fs::create_dir_all(&data_dir)?;
             let log = SledLog::open(&Layout::new(&data_dir).log())?;
             let count = import_records(&log, &bytes)?;
+            let files = copy_uploads(&uploads_beside(&from), &Layout::new(&data_dir).uploads())?;
+            if files > 0 {
+                println!("imported {files} uploaded files");
+            }
             match check_integrity(&log)? {
                 Integrity::Clean { last } => {
                     println!(
@@ -272,6 +293,7 @@ fn run(cli: Cli) -> Result<(), Fatal> {
                     .join(",")
             );
             println!("previous_head: {}", report.previous_head);
+            println!("upload_files_removed: {}", report.files_removed);
             println!("head: {}", report.new_head);
             Ok(())
         }
@@ -310,6 +332,8 @@ fn serve_config(args: ServeArgs) -> ServeConfig {
         rate_limit_logins,
         client_head_timeout_secs,
         client_body_timeout_secs,
+        max_file_upload_mib,
+        upload_quota_mib,
     } = args;
     use chronicle::http::rate_limit::{Limits, Rule};
     let defaults = Limits::default();
@@ -342,7 +366,30 @@ fn serve_config(args: ServeArgs) -> ServeConfig {
             head: std::time::Duration::from_secs(client_head_timeout_secs),
             body: std::time::Duration::from_secs(client_body_timeout_secs),
         },
+        uploads: chronicle::render::UploadLimits {
+            max_file_mib: max_file_upload_mib,
+            quota_mib: upload_quota_mib,
+        },
     }
+}
+
+/// Where an export's uploaded files go: `FILE.uploads/` beside the exported log `FILE`.
+fn uploads_beside(file: &std::path::Path) -> PathBuf {
+    let mut name = file.as_os_str().to_owned();
+    name.push(".uploads");
+    PathBuf::from(name)
+}
+
+/// Copies every uploaded file from one upload directory to another (absent: none), checking
+/// each against its hash; returns how many.
+fn copy_uploads(from: &std::path::Path, to: &std::path::Path) -> Result<usize, Fatal> {
+    use chronicle::uploads::UploadStore;
+    let (source, target) = (UploadStore::new(from), UploadStore::new(to));
+    let hashes = source.hashes()?;
+    for hash in &hashes {
+        target.copy_from(&source, hash)?;
+    }
+    Ok(hashes.len())
 }
 
 /// `chronicle replay`: folds the log (up to a seq or a time), optionally checking the chain

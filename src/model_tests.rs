@@ -166,6 +166,7 @@ struct Finished {
 fn site() -> Site {
     Site {
         realm_url: "http://localhost".into(),
+        ..Site::default()
     }
 }
 

@@ -330,7 +330,11 @@ impl<'a> Narrow<'a> {
             "has" => match term.operand.as_str().unwrap_or_default() {
                 "link" => message.rendered_content().contains("<a href"),
                 "reaction" => !message.reactions().is_empty(),
-                "image" | "attachment" => false,
+                "attachment" => state.attachments.of_message(message.id).next().is_some(),
+                "image" => state
+                    .attachments
+                    .of_message(message.id)
+                    .any(|a| a.is_image()),
                 _ => false,
             },
             "channels" | "streams" => message

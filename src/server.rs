@@ -41,6 +41,8 @@ pub struct ServeConfig {
     pub rate_limits: crate::http::rate_limit::Limits,
     /// How long a client may take to send a request.
     pub client_timeouts: crate::http::ClientTimeouts,
+    /// The largest upload and the organization's upload quota.
+    pub uploads: crate::render::UploadLimits,
 }
 
 /// The default snapshot interval: at about 70,000 events/s of fold, a start replays at most
@@ -60,6 +62,10 @@ impl Layout {
         Layout {
             dir: dir.to_path_buf(),
         }
+    }
+    /// Uploaded files' bytes (`crate::uploads`).
+    pub fn uploads(&self) -> PathBuf {
+        self.dir.join("uploads")
     }
     pub fn log(&self) -> PathBuf {
         self.dir.join("log")
@@ -358,6 +364,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     let log_dyn: Arc<dyn EventLog> = log;
     let site = Site {
         realm_url: realm_url.clone(),
+        uploads: config.uploads,
     };
     let queues = Arc::new(crate::realtime::Queues::new(site.clone(), secret.clone()));
     // Outgoing webhook calls are picked out by the writer and made by their own task.
@@ -407,6 +414,8 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     let rate_limiter = Arc::new(crate::http::rate_limit::RateLimiter::new(
         config.rate_limits,
     ));
+    // Uploads a crash cut short: no event names them.
+    let _ = std::fs::remove_dir_all(layout.uploads().join("tmp"));
     let data = web::Data::new(AppState {
         rate_limiter: rate_limiter.clone(),
         engine: engine.clone(),
@@ -417,6 +426,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         outbox: Some(layout.outbox()),
         smtp,
         client_timeouts: config.client_timeouts,
+        uploads: crate::uploads::UploadStore::new(&layout.uploads()),
     });
     let collector = actix_web::rt::spawn(collect_idle(queues.clone(), rate_limiter));
     let retention = actix_web::rt::spawn(retention_job(

@@ -41,6 +41,7 @@ impl InProcess {
             // The load generator is one client sending thousands of requests a second.
             rate_limits: crate::http::rate_limit::Limits::unlimited(),
             client_timeouts: Default::default(),
+            uploads: Default::default(),
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {

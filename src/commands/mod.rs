@@ -3,6 +3,7 @@
 //! I/O, reads a clock or draws randomness: random nonces and password hashes are made by the
 //! caller beforehand and passed in.
 
+pub mod attachments;
 pub mod channels;
 pub mod delete;
 pub mod edit;

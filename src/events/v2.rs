@@ -8,7 +8,8 @@
 
 use super::v1;
 use crate::ids::{
-    ChannelId, EmojiId, FieldId, FolderId, GroupId, InviteId, LinkifierId, MessageId, UserId,
+    AttachmentId, ChannelId, EmojiId, FieldId, FolderId, GroupId, InviteId, LinkifierId, MessageId,
+    UserId,
 };
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -380,6 +381,26 @@ pub enum Event {
     },
     /// A user removed keys from their storage (`DELETE /bot_storage`).
     BotStorageRemoved { user_id: UserId, keys: Vec<String> },
+    /// A user uploaded a file (`POST /user_uploads`). The bytes are not in the log: they are in
+    /// the data directory's `uploads/`, named by their SHA-256, written and synced before this
+    /// event was appended. Messages that link `path_id` are the attachment's messages.
+    AttachmentUploaded {
+        attachment_id: AttachmentId,
+        owner_id: UserId,
+        /// `{realm_id}/{random}/{file name}`: the path under `/user_uploads/`.
+        path_id: String,
+        /// The file name as uploaded (sanitized).
+        name: String,
+        size: u64,
+        /// Hex SHA-256 of the bytes.
+        sha256: String,
+        content_type: String,
+    },
+    /// The owner deleted an uploaded file (`DELETE /attachments/{id}`); its links stop working.
+    AttachmentDeleted {
+        attachment_id: AttachmentId,
+        owner_id: UserId,
+    },
 }
 
 /// The emoji of a user status; an empty name is no emoji.
@@ -442,6 +463,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "UserStatusSet",
     "BotStorageSet",
     "BotStorageRemoved",
+    "AttachmentUploaded",
+    "AttachmentDeleted",
     "LogErased",
 ];
 
@@ -500,6 +523,8 @@ impl Event {
             Event::UserStatusSet { .. } => "UserStatusSet",
             Event::BotStorageSet { .. } => "BotStorageSet",
             Event::BotStorageRemoved { .. } => "BotStorageRemoved",
+            Event::AttachmentUploaded { .. } => "AttachmentUploaded",
+            Event::AttachmentDeleted { .. } => "AttachmentDeleted",
             Event::LogErased { .. } => "LogErased",
         }
     }

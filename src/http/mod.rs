@@ -21,6 +21,7 @@ pub mod rate_limit;
 pub mod realm;
 pub mod server_settings;
 pub mod subscriptions;
+pub mod uploads;
 pub mod user_groups;
 pub mod users;
 pub mod wire;
@@ -57,6 +58,8 @@ pub struct AppState {
     pub rate_limiter: Arc<rate_limit::RateLimiter>,
     /// How long a client may take to send a request.
     pub client_timeouts: ClientTimeouts,
+    /// Uploaded files' bytes.
+    pub uploads: crate::uploads::UploadStore,
 }
 
 /// How long a client may take to send its request, so that slow or stalled clients cannot
@@ -350,6 +353,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 endpoint!(api, "/mark_stream_as_read", post => messages::mark_stream_as_read);
                 endpoint!(api, "/mark_all_as_read", post => messages::mark_all_as_read);
                 endpoint!(api, "/typing", post => messages::set_typing_status);
+                endpoint!(api, "/user_uploads", post => uploads::upload_file);
+                endpoint!(api, "/user_uploads/{realm_id}/{path:.*}", get => uploads::temporary_link);
+                endpoint!(api, "/attachments", get => uploads::get_attachments);
+                endpoint!(api, "/attachments/{attachment_id}", delete => uploads::delete_attachment);
                 endpoint!(api, "/register", post => events::register);
                 endpoint!(api, "/events",
                     get => events::get_events,
@@ -366,6 +373,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     endpoint!(cfg, "/admin", get => admin::audit_page);
     endpoint!(cfg, "/user_avatars/{realm_id}/emoji/images/{file}", get => emoji::get_emoji_image);
     endpoint!(cfg, "/static/generated/emoji/{file}", get => emoji::get_emoji_data);
+    // Before the realm-id form: `temporary` is not a realm id.
+    endpoint!(cfg, "/user_uploads/temporary/{token}/{name}", get => uploads::download_temporary);
+    endpoint!(cfg, "/user_uploads/{realm_id}/{path:.*}", get => uploads::download);
     endpoint!(cfg, "/join/{key}/",
         get => invitations::registration_form,
         post => invitations::register_account);

@@ -67,3 +67,18 @@ pub fn can_read(state: &Projections, user: &User, message: &Message) -> bool {
         }),
     }
 }
+
+/// Whether `user` may download an upload: its owner, or anyone who can read a message that
+/// links it (Zulip's rule for uploads in messages).
+pub fn can_see_upload(
+    state: &Projections,
+    user: &User,
+    upload: &super::attachments::Attachment,
+) -> bool {
+    upload.owner_id == user.user_id
+        || upload
+            .messages
+            .iter()
+            .filter_map(|id| state.messages.get(*id))
+            .any(|m| can_read(state, user, m))
+}

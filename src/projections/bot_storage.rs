@@ -53,6 +53,8 @@ impl BotStorage {
             }
             Event::RealmCreated { .. }
             | Event::UserStatusSet { .. }
+            | Event::AttachmentUploaded { .. }
+            | Event::AttachmentDeleted { .. }
             | Event::RealmSettingChanged { .. }
             | Event::CustomProfileFieldCreated { .. }
             | Event::CustomProfileFieldChanged { .. }

@@ -207,6 +207,8 @@ impl Channels {
             | Event::UserStatusSet { .. }
             | Event::BotStorageSet { .. }
             | Event::BotStorageRemoved { .. }
+            | Event::AttachmentUploaded { .. }
+            | Event::AttachmentDeleted { .. }
             | Event::LogErased { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }

@@ -309,6 +309,8 @@ impl Groups {
             | Event::UserStatusSet { .. }
             | Event::BotStorageSet { .. }
             | Event::BotStorageRemoved { .. }
+            | Event::AttachmentUploaded { .. }
+            | Event::AttachmentDeleted { .. }
             | Event::LogErased { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }

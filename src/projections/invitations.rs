@@ -148,6 +148,8 @@ impl Invitations {
             | Event::UserStatusSet { .. }
             | Event::BotStorageSet { .. }
             | Event::BotStorageRemoved { .. }
+            | Event::AttachmentUploaded { .. }
+            | Event::AttachmentDeleted { .. }
             | Event::LogErased { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }

@@ -5,6 +5,7 @@
 //! rules live in `commands`, never here: a log that was valid when written must always replay.
 
 pub mod access;
+pub mod attachments;
 pub mod bot_storage;
 pub mod channels;
 pub mod copies;
@@ -69,6 +70,7 @@ pub struct Projections {
     /// Absent from snapshots written before it existed (those are ignored: see `snapshot`).
     pub user_status: user_status::UserStatuses,
     pub bot_storage: bot_storage::BotStorage,
+    pub attachments: attachments::Attachments,
 }
 
 impl Projections {
@@ -91,6 +93,7 @@ impl Projections {
         self.user_settings.apply(env);
         self.user_status.apply(env);
         self.bot_storage.apply(env);
+        self.attachments.apply(env);
         self.seq = env.seq;
     }
 
@@ -154,6 +157,7 @@ impl Projections {
             "user_settings": self.user_settings.dump(),
             "user_status": self.user_status.dump(),
             "bot_storage": self.bot_storage.dump(),
+            "attachments": self.attachments.dump(),
         })
     }
 

@@ -120,6 +120,8 @@ impl Presence {
             | Event::UserStatusSet { .. }
             | Event::BotStorageSet { .. }
             | Event::BotStorageRemoved { .. }
+            | Event::AttachmentUploaded { .. }
+            | Event::AttachmentDeleted { .. }
             | Event::LogErased { .. } => {}
         }
     }

@@ -141,6 +141,8 @@ impl ProfileFields {
             | Event::UserStatusSet { .. }
             | Event::BotStorageSet { .. }
             | Event::BotStorageRemoved { .. }
+            | Event::AttachmentUploaded { .. }
+            | Event::AttachmentDeleted { .. }
             | Event::LogErased { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }

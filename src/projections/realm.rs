@@ -478,6 +478,8 @@ impl Realm {
             | Event::UserStatusSet { .. }
             | Event::BotStorageSet { .. }
             | Event::BotStorageRemoved { .. }
+            | Event::AttachmentUploaded { .. }
+            | Event::AttachmentDeleted { .. }
             | Event::LogErased { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }

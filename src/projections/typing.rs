@@ -89,6 +89,8 @@ impl Typing {
             | Event::UserStatusSet { .. }
             | Event::BotStorageSet { .. }
             | Event::BotStorageRemoved { .. }
+            | Event::AttachmentUploaded { .. }
+            | Event::AttachmentDeleted { .. }
             | Event::LogErased { .. } => {}
         }
     }

@@ -119,6 +119,8 @@ impl UserStatuses {
             | Event::PresenceUpdated { .. }
             | Event::BotStorageSet { .. }
             | Event::BotStorageRemoved { .. }
+            | Event::AttachmentUploaded { .. }
+            | Event::AttachmentDeleted { .. }
             | Event::LogErased { .. } => {}
         }
     }

@@ -84,6 +84,8 @@ impl UserTopics {
             | Event::UserStatusSet { .. }
             | Event::BotStorageSet { .. }
             | Event::BotStorageRemoved { .. }
+            | Event::AttachmentUploaded { .. }
+            | Event::AttachmentDeleted { .. }
             | Event::LogErased { .. }
             | Event::RealmSettingChanged { .. }
             | Event::InvitationCreated { .. }

@@ -648,6 +648,7 @@ mod tests {
         Queues::new(
             Site {
                 realm_url: "http://localhost".into(),
+                ..Site::default()
             },
             ServerSecret::generate(),
         )

@@ -737,8 +737,9 @@ fn limits_and_server_facts(out: &mut Out, state: &Projections, site: &Site) {
     out.put("max_message_length", json!(10_000));
     out.put("max_channel_folder_name_length", json!(60));
     out.put("max_channel_folder_description_length", json!(1024));
-    // No file uploads (0 tells clients so); avatars, icons and logos are generated.
-    out.put("max_file_upload_size_mib", json!(0));
+    // Avatars, icons and logos are generated (0 tells clients they cannot be uploaded).
+    out.put("max_file_upload_size_mib", json!(site.uploads.max_file_mib));
+    out.put("realm_upload_quota_mib", json!(site.uploads.quota_mib));
     out.put("max_avatar_file_size_mib", json!(0));
     out.put("max_icon_file_size_mib", json!(0));
     out.put("max_logo_file_size_mib", json!(0));

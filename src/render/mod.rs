@@ -7,6 +7,7 @@
 //! cannot drift apart. Nothing here reads a request or writes state: each function takes the
 //! projections and the viewer and returns JSON.
 
+pub mod attachments;
 pub mod channels;
 pub mod groups;
 pub mod messages;
@@ -15,10 +16,39 @@ pub mod realm;
 pub mod users;
 
 /// Facts about how the server is reached.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Site {
     /// The organization's base URL, e.g. `http://127.0.0.1:9991` (no trailing slash).
     pub realm_url: String,
+    pub uploads: UploadLimits,
+}
+
+/// How much may be uploaded.
+#[derive(Debug, Clone, Copy)]
+pub struct UploadLimits {
+    /// The largest file, in MiB (`max_file_upload_size_mib`; Zulip's default is 25).
+    pub max_file_mib: u64,
+    /// The organization's total, in MiB (`realm_upload_quota_mib`); `None`: no quota.
+    pub quota_mib: Option<u64>,
+}
+
+impl Default for UploadLimits {
+    fn default() -> Self {
+        UploadLimits {
+            max_file_mib: 25,
+            quota_mib: None,
+        }
+    }
+}
+
+impl UploadLimits {
+    pub fn max_file_bytes(&self) -> u64 {
+        self.max_file_mib * 1024 * 1024
+    }
+
+    pub fn quota_bytes(&self) -> Option<u64> {
+        self.quota_mib.map(|q| q * 1024 * 1024)
+    }
 }
 
 /// The Zulip feature level whose behaviour Chronicle implements (see docs/zulip-compat.md).

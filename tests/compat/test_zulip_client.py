@@ -473,3 +473,27 @@ def test_bot_state_through_zulip_bots(server):
     removed = bot.call_endpoint("bot_storage", method="DELETE", request={"keys": ["number"]})
     assert removed["result"] == "success", removed
     assert bot.get_storage({"keys": ["number"]})["msg"] == "Key does not exist."
+
+
+def test_file_uploads_through_the_client(server, tmp_path):
+    client = owner_client(server)
+    path = tmp_path / "minutes.txt"
+    path.write_text("the minutes")
+    with open(path, "rb") as fp:
+        uploaded = client.upload_file(fp)
+    assert uploaded["result"] == "success", uploaded
+    assert uploaded["filename"] == "minutes.txt" and uploaded["url"] == uploaded["uri"]
+    assert client.add_subscriptions(streams=[{"name": "compat-files"}])["result"] == "success"
+    sent = client.send_message(
+        {"type": "stream", "to": "compat-files", "topic": "f", "content": f"[minutes]({uploaded['url']})"}
+    )
+    assert sent["result"] == "success", sent
+    listed = client.get_attachments()
+    (mine,) = [a for a in listed["attachments"] if a["name"] == "minutes.txt"]
+    assert [m["id"] for m in mine["messages"]] == [sent["id"]]
+    assert listed["upload_space_used"] >= len("the minutes")
+    # Downloads take the API key, as the mobile app sends it.
+    served = requests.get(server.url + uploaded["url"], auth=(client.email, client.api_key), timeout=15)
+    assert served.status_code == 200 and served.text == "the minutes"
+    deleted = client.call_endpoint(f"attachments/{mine['id']}", method="DELETE")
+    assert deleted["result"] == "success", deleted

@@ -20,4 +20,5 @@ mod realm;
 mod realtime;
 mod settings;
 mod support;
+mod uploads;
 mod users;

@@ -5,6 +5,7 @@
 //! sending queue, simplified presence, archived channels) are fields that `Queues::publish`
 //! resolves per queue.
 
+mod attachments;
 mod audience;
 mod channels;
 pub mod event;
@@ -153,13 +154,17 @@ pub fn client_events(
             sender_id,
             sender_queue,
             ..
-        } => messages::message_sent(
-            state,
-            site,
-            *message_id,
-            *sender_id,
-            sender_queue.as_deref(),
-        ),
+        } => {
+            let mut out = messages::message_sent(
+                state,
+                site,
+                *message_id,
+                *sender_id,
+                sender_queue.as_deref(),
+            );
+            out.extend(attachments::linked(state, *message_id));
+            out
+        }
         Event::MessageFlagsChanged {
             user_id,
             flag,
@@ -174,14 +179,27 @@ pub fn client_events(
             user_id,
             content,
             moved,
-        } => messages::message_edited(
-            state,
-            env,
-            *message_id,
-            *user_id,
-            content.is_some(),
-            moved.as_deref(),
-        ),
+        } => {
+            let mut out = messages::message_edited(
+                state,
+                env,
+                *message_id,
+                *user_id,
+                content.is_some(),
+                moved.as_deref(),
+            );
+            if content.is_some() {
+                out.extend(attachments::linked(state, *message_id));
+            }
+            out
+        }
+        Event::AttachmentUploaded { attachment_id, .. } => {
+            attachments::uploaded(state, *attachment_id)
+        }
+        Event::AttachmentDeleted {
+            attachment_id,
+            owner_id,
+        } => attachments::deleted(state, *attachment_id, *owner_id),
         Event::MessagesDeleted {
             message_ids,
             recipient,
