@@ -156,22 +156,41 @@ pub fn send_message(
     };
     let message_id = state.messages.next_id();
     let is_me_message = content.starts_with("/me ") && !content.contains('\n');
-    Ok(Decision::new(
-        vec![Event::MessageSent {
-            message_id,
-            sender_id: me.user_id,
-            recipient,
-            content: content.into(),
-            rendered_content: rendered.html.into(),
-            client: client.into(),
-            is_me_message,
-            mentioned: rendered.mentioned.into_iter().map(UserId).collect(),
-            stream_wildcard: rendered.stream_wildcard,
-            topic_wildcard: rendered.topic_wildcard,
-            sender_queue: sender_queue.map(Box::new),
-        }],
+    // Recipients who muted the sender get the message read (Zulip's rule), in the same batch.
+    let muters: Vec<UserId> = state
+        .mutes
+        .muters_of(me.user_id)
+        .filter(|muter| match &recipient {
+            Recipient::Channel { channel_id, .. } => state
+                .channels
+                .get(*channel_id)
+                .is_some_and(|c| c.subscribers.contains(muter)),
+            Recipient::Direct { user_ids } => user_ids.contains(muter),
+        })
+        .collect();
+    let read_for_muters = muters
+        .into_iter()
+        .map(|user_id| Event::MessageFlagsChanged {
+            user_id,
+            flag: crate::events::MessageFlag::Read,
+            add: true,
+            message_ids: vec![message_id],
+        });
+    let mut events = vec![Event::MessageSent {
         message_id,
-    ))
+        sender_id: me.user_id,
+        recipient,
+        content: content.into(),
+        rendered_content: rendered.html.into(),
+        client: client.into(),
+        is_me_message,
+        mentioned: rendered.mentioned.into_iter().map(UserId).collect(),
+        stream_wildcard: rendered.stream_wildcard,
+        topic_wildcard: rendered.topic_wildcard,
+        sender_queue: sender_queue.map(Box::new),
+    }];
+    events.extend(read_for_muters);
+    Ok(Decision::new(events, message_id))
 }
 
 /// Zulip's rule for wildcard mentions in large places: `@**all**` (and its synonyms) in a channel

@@ -14,6 +14,7 @@ pub mod invitations;
 pub mod linkifiers;
 pub mod markup;
 pub mod messages;
+pub mod mutes;
 pub mod notices;
 pub mod presence;
 pub mod profile_fields;

@@ -396,6 +396,17 @@ pub enum Event {
         sha256: String,
         content_type: String,
     },
+    /// A user muted another (`POST /users/me/muted_users/{id}`): the other's messages reach them
+    /// read (the same batch marks the unread ones they hold as read).
+    UserMuted {
+        user_id: UserId,
+        muted_user_id: UserId,
+    },
+    /// A user unmuted another.
+    UserUnmuted {
+        user_id: UserId,
+        muted_user_id: UserId,
+    },
     /// The owner deleted an uploaded file (`DELETE /attachments/{id}`); its links stop working.
     AttachmentDeleted {
         attachment_id: AttachmentId,
@@ -465,6 +476,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "BotStorageRemoved",
     "AttachmentUploaded",
     "AttachmentDeleted",
+    "UserMuted",
+    "UserUnmuted",
     "LogErased",
 ];
 
@@ -525,6 +538,8 @@ impl Event {
             Event::BotStorageRemoved { .. } => "BotStorageRemoved",
             Event::AttachmentUploaded { .. } => "AttachmentUploaded",
             Event::AttachmentDeleted { .. } => "AttachmentDeleted",
+            Event::UserMuted { .. } => "UserMuted",
+            Event::UserUnmuted { .. } => "UserUnmuted",
             Event::LogErased { .. } => "LogErased",
         }
     }

@@ -193,7 +193,7 @@ pub async fn get_read_receipts(
                 "Read receipts are disabled in this organization.",
             ));
         }
-        Ok::<_, ApiError>(s.read_by(message))
+        Ok::<_, ApiError>(s.read_by(message, me.user_id))
     })?;
     Ok(params.success(json!({ "user_ids": user_ids })))
 }

@@ -243,6 +243,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 endpoint!(api, "/users/{user_id_or_email}/presence",
                     get => presence::get_user_presence);
                 endpoint!(api, "/users/me/status", post => presence::update_status);
+                endpoint!(api, "/users/me/muted_users/{muted_user_id}",
+                    post => users::mute_user,
+                    delete => users::unmute_user);
                 endpoint!(api, "/users/{user_id}/status", get => presence::get_status);
                 endpoint!(api, "/bots",
                     get => bots::get_bots,

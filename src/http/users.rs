@@ -354,3 +354,35 @@ fn read_user_settings(
     }
     Ok(out)
 }
+
+/// `POST /users/me/muted_users/{muted_user_id}`.
+pub async fn mute_user(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let muted =
+        UserId(path_id(&req, "muted_user_id").map_err(|_| ApiError::bad_request("No such user"))?);
+    state
+        .answer(&auth, params, move |s, ctx| {
+            crate::commands::mutes::mute_user(s, ctx, muted)
+        })
+        .await
+}
+
+/// `DELETE /users/me/muted_users/{muted_user_id}`.
+pub async fn unmute_user(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let muted =
+        UserId(path_id(&req, "muted_user_id").map_err(|_| ApiError::bad_request("No such user"))?);
+    state
+        .answer(&auth, params, move |s, ctx| {
+            crate::commands::mutes::unmute_user(s, ctx, muted)
+        })
+        .await
+}

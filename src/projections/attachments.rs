@@ -214,6 +214,8 @@ impl Attachments {
                 }
             }
             Event::RealmCreated { .. }
+            | Event::UserMuted { .. }
+            | Event::UserUnmuted { .. }
             | Event::BotStorageSet { .. }
             | Event::BotStorageRemoved { .. }
             | Event::UserStatusSet { .. }

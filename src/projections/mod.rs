@@ -17,6 +17,7 @@ pub mod invitations;
 pub mod linkifiers;
 pub mod message;
 pub mod messages;
+pub mod mutes;
 pub mod presence;
 pub mod profile_fields;
 pub mod realm;
@@ -71,6 +72,7 @@ pub struct Projections {
     pub user_status: user_status::UserStatuses,
     pub bot_storage: bot_storage::BotStorage,
     pub attachments: attachments::Attachments,
+    pub mutes: mutes::Mutes,
 }
 
 impl Projections {
@@ -94,6 +96,7 @@ impl Projections {
         self.user_status.apply(env);
         self.bot_storage.apply(env);
         self.attachments.apply(env);
+        self.mutes.apply(env);
         self.seq = env.seq;
     }
 
@@ -158,6 +161,7 @@ impl Projections {
             "user_status": self.user_status.dump(),
             "bot_storage": self.bot_storage.dump(),
             "attachments": self.attachments.dump(),
+            "muted_users": self.mutes.dump(),
         })
     }
 
@@ -187,13 +191,21 @@ impl Projections {
         }
     }
 
-    /// Who has read `message`, for its read receipts, by Zulip's rules: active users whose copy
-    /// is read, without the sender and without those who turned `send_read_receipts` off.
-    pub fn read_by(&self, message: &Message) -> Vec<crate::ids::UserId> {
+    /// Who has read `message`, for `viewer`'s read receipts, by Zulip's rules: active users whose
+    /// copy is read, without the sender, those who turned `send_read_receipts` off, and those on
+    /// either side of a mute with the viewer.
+    pub fn read_by(
+        &self,
+        message: &Message,
+        viewer: crate::ids::UserId,
+    ) -> Vec<crate::ids::UserId> {
         self.messages
             .holders(message.id)
             .into_iter()
             .filter(|&user| user != message.sender_id)
+            // Neither users the viewer muted nor users who muted the viewer (who could
+            // otherwise tell they were muted by reads that come at once).
+            .filter(|&user| !self.mutes.mutes(viewer, user) && !self.mutes.mutes(user, viewer))
             .filter(|&user| self.users.get(user).is_some_and(|u| u.is_active))
             .filter(|&user| {
                 self.messages

@@ -122,6 +122,8 @@ impl Presence {
             | Event::BotStorageRemoved { .. }
             | Event::AttachmentUploaded { .. }
             | Event::AttachmentDeleted { .. }
+            | Event::UserMuted { .. }
+            | Event::UserUnmuted { .. }
             | Event::LogErased { .. } => {}
         }
     }

@@ -91,6 +91,8 @@ impl Typing {
             | Event::BotStorageRemoved { .. }
             | Event::AttachmentUploaded { .. }
             | Event::AttachmentDeleted { .. }
+            | Event::UserMuted { .. }
+            | Event::UserUnmuted { .. }
             | Event::LogErased { .. } => {}
         }
     }

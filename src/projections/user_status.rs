@@ -121,6 +121,8 @@ impl UserStatuses {
             | Event::BotStorageRemoved { .. }
             | Event::AttachmentUploaded { .. }
             | Event::AttachmentDeleted { .. }
+            | Event::UserMuted { .. }
+            | Event::UserUnmuted { .. }
             | Event::LogErased { .. } => {}
         }
     }

@@ -86,6 +86,8 @@ impl UserTopics {
             | Event::BotStorageRemoved { .. }
             | Event::AttachmentUploaded { .. }
             | Event::AttachmentDeleted { .. }
+            | Event::UserMuted { .. }
+            | Event::UserUnmuted { .. }
             | Event::LogErased { .. }
             | Event::RealmSettingChanged { .. }
             | Event::InvitationCreated { .. }

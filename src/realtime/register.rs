@@ -230,7 +230,6 @@ pub fn initial_state(
         default_channel_groups(&mut out);
     }
     for (fetch, key, empty) in [
-        ("muted_users", "muted_users", json!([])),
         ("alert_words", "alert_words", json!([])),
         ("drafts", "drafts", json!([])),
         ("scheduled_messages", "scheduled_messages", json!([])),
@@ -243,6 +242,9 @@ pub fn initial_state(
         if cx.wants(fetch) {
             out.put(key, empty);
         }
+    }
+    if cx.wants("muted_users") {
+        out.put("muted_users", state.mutes.json(me.user_id));
     }
     if cx.wants("user_status") {
         let statuses: Map<String, Value> = state

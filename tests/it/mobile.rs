@@ -430,3 +430,112 @@ async fn a_status_is_set_shown_to_everyone_and_cleared() {
     let (_, body) = alice.get(&format!("/users/{alice_id}/status"), &[]).await;
     assert_eq!(body["status"], json!({}));
 }
+
+#[tokio::test]
+async fn muting_a_user_reads_their_messages_and_hides_receipts() {
+    let c = chat().await;
+    let (alice_id, alice) = &c.alice;
+    let (bob_id, bob) = &c.bob;
+    let channel = |content: &'static str| {
+        [
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", "mutes"),
+            ("content", content),
+        ]
+    };
+    let before = send(bob, &channel("before the mute")).await;
+    let (queue, _) = register(
+        alice,
+        &[(
+            "event_types",
+            r#"["muted_users", "update_message_flags", "message"]"#,
+        )],
+    )
+    .await;
+    let path = format!("/users/me/muted_users/{bob_id}");
+    let (status, body) = alice.post(&path, &[]).await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::OK, json!({"result": "success", "msg": ""}))
+    );
+    // Bob's unread message became read for Alice, in the same change.
+    let events = crate::realtime::drain(alice, &queue).await;
+    let kinds = crate::realtime::kinds(&events);
+    assert_eq!(
+        kinds,
+        vec!["muted_users:", "update_message_flags:add"],
+        "{events:?}"
+    );
+    let muted = events[0]["muted_users"].as_array().unwrap();
+    assert_eq!(muted.len(), 1);
+    assert_eq!(muted[0]["id"], *bob_id);
+    assert!(muted[0]["timestamp"].as_i64().unwrap() > 1_600_000_000);
+    assert_eq!(events[1]["messages"], json!([before]));
+    // His new messages arrive read; Carol, who muted nobody, is not affected.
+    let after = send(bob, &channel("after the mute")).await;
+    let events = crate::realtime::drain(alice, &queue).await;
+    let message = events.iter().find(|e| e["type"] == "message").unwrap();
+    assert_eq!(message["flags"], json!(["read"]), "{events:?}");
+    let (_, body) = alice.get(&format!("/messages/{after}"), &[]).await;
+    assert_eq!(body["message"]["flags"], json!(["read"]));
+    // /register lists the mute.
+    let (_, state) = register(alice, &[("fetch_event_types", r#"["muted_users"]"#)]).await;
+    assert_eq!(state["muted_users"].as_array().unwrap().len(), 1);
+    assert_eq!(state["muted_users"][0]["id"], *bob_id);
+    // Errors, in Zulip's words.
+    for (method, path, msg) in [
+        (
+            reqwest::Method::POST,
+            format!("/users/me/muted_users/{alice_id}"),
+            "Cannot mute self",
+        ),
+        (
+            reqwest::Method::POST,
+            format!("/users/me/muted_users/{bob_id}"),
+            "User already muted",
+        ),
+        (
+            reqwest::Method::POST,
+            "/users/me/muted_users/9999".to_owned(),
+            "No such user",
+        ),
+        (
+            reqwest::Method::DELETE,
+            "/users/me/muted_users/9999".to_owned(),
+            "No such user",
+        ),
+    ] {
+        let (status, body) = alice.call(method, &path, &[]).await;
+        assert_eq!(
+            (status, body),
+            (
+                StatusCode::BAD_REQUEST,
+                json!({"result": "error", "msg": msg, "code": "BAD_REQUEST"})
+            ),
+            "{path}"
+        );
+    }
+    // Read receipts: Bob no longer sees Alice's read, nor Alice Bob's.
+    let from_alice = send(alice, &channel("alice speaks")).await;
+    crate::mobile::mark_read(bob, from_alice).await;
+    let (_, body) = alice
+        .get(&format!("/messages/{from_alice}/read_receipts"), &[])
+        .await;
+    assert_eq!(body["user_ids"], json!([]));
+    // Unmuting: a new message is unread again.
+    let (status, _) = alice.delete(&path, &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = alice.delete(&path, &[]).await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (StatusCode::BAD_REQUEST, json!("User is not muted"))
+    );
+    let later = send(bob, &channel("unmuted now")).await;
+    let (_, body) = alice.get(&format!("/messages/{later}"), &[]).await;
+    assert_eq!(body["message"]["flags"], json!([]));
+    let (_, body) = alice
+        .get(&format!("/messages/{from_alice}/read_receipts"), &[])
+        .await;
+    assert_eq!(body["user_ids"], json!([bob_id]));
+}

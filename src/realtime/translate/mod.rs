@@ -193,6 +193,12 @@ pub fn client_events(
             }
             out
         }
+        Event::UserMuted { user_id, .. } | Event::UserUnmuted { user_id, .. } => {
+            Deliveries::from(vec![(
+                *user_id,
+                json!({"type": "muted_users", "muted_users": state.mutes.json(*user_id)}),
+            )])
+        }
         Event::AttachmentUploaded { attachment_id, .. } => {
             attachments::uploaded(state, *attachment_id)
         }
