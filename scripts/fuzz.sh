@@ -13,7 +13,7 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install --quiet --locked cargo-fuzz
 fi
 total=0
-for target in params narrow markdown log_record upload_names; do
+for target in params narrow markdown log_record upload_names avatar_image; do
     log=$(mktemp)
     cargo fuzz run --sanitizer none "$profile" "$target" -- \
         -max_total_time="$seconds" -rss_limit_mb=1024 2>"$log" || {

@@ -25,8 +25,8 @@ pub struct EraseReport {
     /// The chain head before and after (hex).
     pub previous_head: String,
     pub new_head: String,
-    /// Uploaded files removed: those of deleted uploads (left behind when a removal failed)
-    /// and those no upload event names (a crash between storing and recording).
+    /// Uploaded files removed: those of deleted uploads (left behind when a removal failed),
+    /// replaced avatars, and those no event names (a crash between storing and recording).
     pub files_removed: usize,
 }
 
@@ -107,6 +107,7 @@ pub fn erase_deleted(data_dir: &Path) -> Result<EraseReport, StoreError> {
     let old = SledLog::open(&log_dir)?;
     let mut deleted = BTreeSet::new();
     let mut uploads = std::collections::BTreeMap::new();
+    let mut avatars = std::collections::BTreeMap::new();
     for env in read_envelopes(&old, Seq(1)) {
         match env?.event {
             Event::MessagesDeleted { message_ids, .. } => deleted.extend(message_ids),
@@ -120,10 +121,19 @@ pub fn erase_deleted(data_dir: &Path) -> Result<EraseReport, StoreError> {
             Event::AttachmentDeleted { attachment_id, .. } => {
                 uploads.remove(&attachment_id);
             }
+            Event::AvatarSet { user_id, image } => match image {
+                Some(image) => {
+                    avatars.insert(user_id, [image.sha256, image.medium_sha256]);
+                }
+                None => {
+                    avatars.remove(&user_id);
+                }
+            },
             _ => {}
         }
     }
-    let files_removed = remove_unnamed_uploads(data_dir, uploads.values())?;
+    let files_removed =
+        remove_unnamed_uploads(data_dir, uploads.values().chain(avatars.values().flatten()))?;
     let fresh = SledLog::open(&fresh_dir)?;
     let mut chain = Chain::after(crate::events::GENESIS);
     let mut previous_head = [0u8; 32];

@@ -40,6 +40,7 @@ pub enum ErrorCode {
     StreamWildcardMentionNotAllowed,
     TopicWildcardMentionNotAllowed,
     RealmUploadQuota,
+    BadImage,
     /// `BAD_REQUEST` with 404: an unknown route or a resource that does not exist.
     NotFound,
     /// `BAD_REQUEST` with 403.
@@ -76,6 +77,7 @@ impl ErrorCode {
             ErrorCode::StreamWildcardMentionNotAllowed => "STREAM_WILDCARD_MENTION_NOT_ALLOWED",
             ErrorCode::TopicWildcardMentionNotAllowed => "TOPIC_WILDCARD_MENTION_NOT_ALLOWED",
             ErrorCode::RealmUploadQuota => "REALM_UPLOAD_QUOTA",
+            ErrorCode::BadImage => "BAD_IMAGE",
         }
     }
 

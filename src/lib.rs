@@ -17,7 +17,8 @@
 //!   one error type with its code table, text helpers.
 //! - [`events`]: the stored envelope, its checksummed named-field msgpack encoding, and the
 //!   `Event` enum of each schema version (version 1 frozen, upcast on read).
-//! - [`markdown`], [`auth`]: message rendering; the server secret, API keys, argon2id.
+//! - [`markdown`], [`auth`], [`avatars`]: message rendering; the server secret, API keys,
+//!   argon2id; avatar pictures as PNG.
 //! - [`store`]: the log trait (append batch, flush, scan) with the sled backend, and the
 //!   open-time integrity check that handles a torn tail; [`uploads`]: uploaded files' bytes,
 //!   content-addressed beside the log.
@@ -42,6 +43,7 @@
 
 pub mod audit;
 pub mod auth;
+pub mod avatars;
 pub mod bench;
 pub mod commands;
 pub mod emoji;

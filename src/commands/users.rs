@@ -554,6 +554,20 @@ pub fn reactivate_user(state: &Projections, ctx: &Ctx, target: UserId) -> ApiRes
     }]))
 }
 
+/// `POST`/`DELETE /users/me/avatar`: the caller's avatar becomes the uploaded picture (already
+/// stored) or, with `None`, the generated one again.
+pub fn set_avatar(
+    state: &Projections,
+    ctx: &Ctx,
+    image: Option<crate::events::AvatarImage>,
+) -> ApiResult<Decision> {
+    let me = actor(state, ctx)?;
+    Ok(Decision::events(vec![Event::AvatarSet {
+        user_id: me.user_id,
+        image,
+    }]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

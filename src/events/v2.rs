@@ -396,6 +396,13 @@ pub enum Event {
         sha256: String,
         content_type: String,
     },
+    /// A user uploaded an avatar (`POST /users/me/avatar`) or went back to the generated one
+    /// (`DELETE`, `image: None`). The PNGs are in the data directory's `uploads/`, named by
+    /// their SHA-256, written and synced before this event.
+    AvatarSet {
+        user_id: UserId,
+        image: Option<AvatarImage>,
+    },
     /// A user muted another (`POST /users/me/muted_users/{id}`): the other's messages reach them
     /// read (the same batch marks the unread ones they hold as read).
     UserMuted {
@@ -412,6 +419,14 @@ pub enum Event {
         attachment_id: AttachmentId,
         owner_id: UserId,
     },
+}
+
+/// An uploaded avatar: the hex SHA-256 of its PNG at Zulip's default size (100 px) and at
+/// the medium size (500 px).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AvatarImage {
+    pub sha256: String,
+    pub medium_sha256: String,
 }
 
 /// The emoji of a user status; an empty name is no emoji.
@@ -477,6 +492,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "AttachmentUploaded",
     "AttachmentDeleted",
     "UserMuted",
+    "AvatarSet",
     "UserUnmuted",
     "LogErased",
 ];
@@ -539,6 +555,7 @@ impl Event {
             Event::AttachmentUploaded { .. } => "AttachmentUploaded",
             Event::AttachmentDeleted { .. } => "AttachmentDeleted",
             Event::UserMuted { .. } => "UserMuted",
+            Event::AvatarSet { .. } => "AvatarSet",
             Event::UserUnmuted { .. } => "UserUnmuted",
             Event::LogErased { .. } => "LogErased",
         }

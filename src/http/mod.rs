@@ -6,6 +6,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod avatars;
 pub mod bots;
 pub mod channels;
 pub mod emoji;
@@ -243,6 +244,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 endpoint!(api, "/users/{user_id_or_email}/presence",
                     get => presence::get_user_presence);
                 endpoint!(api, "/users/me/status", post => presence::update_status);
+                endpoint!(api, "/users/me/avatar",
+                    post => avatars::upload_avatar,
+                    delete => avatars::delete_avatar);
                 endpoint!(api, "/users/me/muted_users/{muted_user_id}",
                     post => users::mute_user,
                     delete => users::unmute_user);
@@ -371,7 +375,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             })
             .default_service(web::to(not_found)),
     );
-    endpoint!(cfg, "/avatar/{key}", get => users::get_avatar);
+    endpoint!(cfg, "/avatar/{key}", get => avatars::get_avatar);
+    endpoint!(cfg, "/avatar/{key}/medium", get => avatars::get_avatar_medium);
     endpoint!(cfg, "/admin/", get => admin::audit_page);
     endpoint!(cfg, "/admin", get => admin::audit_page);
     endpoint!(cfg, "/user_avatars/{realm_id}/emoji/images/{file}", get => emoji::get_emoji_image);

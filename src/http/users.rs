@@ -1,6 +1,6 @@
 //! Accounts: `GET /users`, `GET /users/{user_id}`, `GET /users/{email}`, `GET /users/me`,
 //! `POST /users`, `PATCH /users/{user_id}`, `DELETE /users/{user_id}`,
-//! `POST /users/{user_id}/reactivate`, and the avatar image behind `avatar_url`.
+//! `POST /users/{user_id}/reactivate`.
 
 use super::profile_fields::parse_profile_data;
 use super::{path_id, AppState, Auth, Params, Site};
@@ -268,23 +268,6 @@ pub async fn reactivate_user(
             crate::commands::users::reactivate_user(s, ctx, target)
         })
         .await
-}
-
-/// `GET /avatar/{key}`: a generated, anonymous avatar (a colored disc derived from the key).
-pub async fn get_avatar(req: HttpRequest) -> HttpResponse {
-    let key = req.match_info().get("key").unwrap_or_default();
-    let hash = key.bytes().fold(0x811c_9dc5u32, |h, b| {
-        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
-    });
-    let svg = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"100\" height=\"100\">\
-         <circle cx=\"50\" cy=\"50\" r=\"50\" fill=\"hsl({},55%,50%)\"/></svg>",
-        hash % 360
-    );
-    HttpResponse::Ok()
-        .content_type("image/svg+xml")
-        .insert_header(("Cache-Control", "public, max-age=86400"))
-        .body(svg)
 }
 
 /// `PATCH /settings`: the caller's own `full_name`, and a new password given with the old one.

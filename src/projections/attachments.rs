@@ -215,6 +215,7 @@ impl Attachments {
             }
             Event::RealmCreated { .. }
             | Event::UserMuted { .. }
+            | Event::AvatarSet { .. }
             | Event::UserUnmuted { .. }
             | Event::BotStorageSet { .. }
             | Event::BotStorageRemoved { .. }

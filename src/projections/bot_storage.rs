@@ -56,6 +56,7 @@ impl BotStorage {
             | Event::AttachmentUploaded { .. }
             | Event::AttachmentDeleted { .. }
             | Event::UserMuted { .. }
+            | Event::AvatarSet { .. }
             | Event::UserUnmuted { .. }
             | Event::RealmSettingChanged { .. }
             | Event::CustomProfileFieldCreated { .. }

@@ -154,6 +154,7 @@ impl Folders {
             | Event::AttachmentUploaded { .. }
             | Event::AttachmentDeleted { .. }
             | Event::UserMuted { .. }
+            | Event::AvatarSet { .. }
             | Event::UserUnmuted { .. }
             | Event::LogErased { .. }
             | Event::TypingStarted { .. }

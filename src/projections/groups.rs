@@ -312,6 +312,7 @@ impl Groups {
             | Event::AttachmentUploaded { .. }
             | Event::AttachmentDeleted { .. }
             | Event::UserMuted { .. }
+            | Event::AvatarSet { .. }
             | Event::UserUnmuted { .. }
             | Event::LogErased { .. }
             | Event::TypingStarted { .. }

@@ -137,6 +137,7 @@ impl Linkifiers {
             | Event::AttachmentUploaded { .. }
             | Event::AttachmentDeleted { .. }
             | Event::UserMuted { .. }
+            | Event::AvatarSet { .. }
             | Event::UserUnmuted { .. }
             | Event::LogErased { .. }
             | Event::TypingStarted { .. }

@@ -67,6 +67,7 @@ impl Mutes {
                 }
             }
             Event::RealmCreated { .. }
+            | Event::AvatarSet { .. }
             | Event::BotStorageSet { .. }
             | Event::BotStorageRemoved { .. }
             | Event::UserStatusSet { .. }

@@ -123,6 +123,7 @@ impl Presence {
             | Event::AttachmentUploaded { .. }
             | Event::AttachmentDeleted { .. }
             | Event::UserMuted { .. }
+            | Event::AvatarSet { .. }
             | Event::UserUnmuted { .. }
             | Event::LogErased { .. } => {}
         }

@@ -24,6 +24,9 @@ pub struct User {
     /// Nonce the API key is derived from (secret: never dumped).
     pub api_key_nonce: String,
     pub avatar_version: u64,
+    /// An uploaded avatar (`None`: the generated one).
+    #[serde(default)]
+    pub avatar: Option<crate::events::AvatarImage>,
     /// Bots only: default channels and services.
     pub bot: Option<Box<BotConfig>>,
 }
@@ -137,6 +140,7 @@ impl Users {
                         password_hash: password_hash.clone(),
                         api_key_nonce: api_key_nonce.clone(),
                         avatar_version: 1,
+                        avatar: None,
                         bot: bot.clone(),
                     },
                 );
@@ -165,6 +169,12 @@ impl Users {
             Event::UserReactivated { user_id } => {
                 if let Some(user) = self.by_id.get_mut(user_id) {
                     user.is_active = true;
+                }
+            }
+            Event::AvatarSet { user_id, image } => {
+                if let Some(user) = self.by_id.get_mut(user_id) {
+                    user.avatar = image.clone();
+                    user.avatar_version += 1;
                 }
             }
             Event::UserChanged { user_id, change } => {
@@ -246,6 +256,11 @@ impl Users {
                         "has_password": u.password_hash.is_some(),
                         "avatar_version": u.avatar_version,
                     });
+                    // Only users with an uploaded avatar have the key.
+                    if let Some(avatar) = &u.avatar {
+                        entry["avatar"] =
+                            json!({"sha256": avatar.sha256, "medium_sha256": avatar.medium_sha256});
+                    }
                     // Only bots have the key, so dumps of bot-free logs keep their shape.
                     if let Some(bot) = &u.bot {
                         entry["bot"] = json!(bot);

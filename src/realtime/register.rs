@@ -417,9 +417,15 @@ fn people(out: &mut Out, cx: &Cx<'_>) {
     out.put("email", json!(me.email));
     out.put("delivery_email", json!(me.email));
     out.put("full_name", json!(me.full_name));
-    out.put("avatar_source", json!("G"));
+    out.put(
+        "avatar_source",
+        json!(crate::render::users::avatar_source(me)),
+    );
     out.put("avatar_url", json!(avatar_url(site, me)));
-    out.put("avatar_url_medium", json!(avatar_url(site, me)));
+    out.put(
+        "avatar_url_medium",
+        json!(crate::render::users::avatar_url_medium(site, me)),
+    );
     out.put("is_admin", json!(me.role.is_admin()));
     out.put("is_owner", json!(me.role == Role::Owner));
     out.put(
@@ -739,10 +745,13 @@ fn limits_and_server_facts(out: &mut Out, state: &Projections, site: &Site) {
     out.put("max_message_length", json!(10_000));
     out.put("max_channel_folder_name_length", json!(60));
     out.put("max_channel_folder_description_length", json!(1024));
-    // Avatars, icons and logos are generated (0 tells clients they cannot be uploaded).
     out.put("max_file_upload_size_mib", json!(site.uploads.max_file_mib));
     out.put("realm_upload_quota_mib", json!(site.uploads.quota_mib));
-    out.put("max_avatar_file_size_mib", json!(0));
+    out.put(
+        "max_avatar_file_size_mib",
+        json!(crate::avatars::MAX_AVATAR_FILE_SIZE_MIB),
+    );
+    // The organization's icon and logo are generated (0 tells clients they cannot be uploaded).
     out.put("max_icon_file_size_mib", json!(0));
     out.put("max_logo_file_size_mib", json!(0));
     out.put(

@@ -11,12 +11,29 @@ use crate::render::realm::profile_data_json;
 use crate::time::iso8601_ms;
 use serde_json::{json, Value};
 
-/// `avatar_url` of a user: Chronicle serves a generated image for everyone.
+/// `avatar_url` of a user: a PNG, the uploaded avatar or a generated one.
 pub fn avatar_url(site: &super::Site, user: &User) -> String {
     format!(
         "{}/avatar/{}?version={}",
         site.realm_url, user.user_id, user.avatar_version
     )
+}
+
+/// The medium (500 px) form of `avatar_url`.
+pub fn avatar_url_medium(site: &super::Site, user: &User) -> String {
+    format!(
+        "{}/avatar/{}/medium?version={}",
+        site.realm_url, user.user_id, user.avatar_version
+    )
+}
+
+/// Zulip's `avatar_source`: `U` for an uploaded avatar, `G` otherwise.
+pub fn avatar_source(user: &User) -> &'static str {
+    if user.avatar.is_some() {
+        "U"
+    } else {
+        "G"
+    }
 }
 
 /// Whether `viewer` may see `user`'s real email address, under the organization's

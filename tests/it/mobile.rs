@@ -539,3 +539,102 @@ async fn muting_a_user_reads_their_messages_and_hides_receipts() {
         .await;
     assert_eq!(body["user_ids"], json!([bob_id]));
 }
+
+/// Width and height from a PNG's header.
+fn png_size(bytes: &[u8]) -> (u32, u32) {
+    assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    let be = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+    (be(16), be(20))
+}
+
+#[tokio::test]
+async fn avatars_are_pngs_and_can_be_uploaded_and_removed() {
+    let c = chat().await;
+    let server = &c.server;
+    let (alice_id, alice) = &c.alice;
+    let (_, bob) = &c.bob;
+    let fetch_png = |url: String| async move {
+        let resp = reqwest::get(&url).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK, "{url}");
+        assert_eq!(resp.headers()["content-type"], "image/png");
+        png_size(&resp.bytes().await.unwrap())
+    };
+    let (_, me) = register(
+        alice,
+        &[("fetch_event_types", r#"["realm", "realm_user"]"#)],
+    )
+    .await;
+    assert_eq!(me["avatar_source"], "G");
+    assert_eq!(
+        fetch_png(me["avatar_url"].as_str().unwrap().to_owned()).await,
+        (100, 100)
+    );
+    assert_eq!(
+        fetch_png(me["avatar_url_medium"].as_str().unwrap().to_owned()).await,
+        (500, 500)
+    );
+    assert_eq!(
+        fetch_png(me["realm_icon_url"].as_str().unwrap().to_owned()).await,
+        (100, 100)
+    );
+
+    let (queue, _) = register(bob, &[("event_types", r#"["realm_user"]"#)]).await;
+    let picture = chronicle::avatars::generated("a picture", 300);
+    let (status, body) = crate::uploads::post_files(
+        alice,
+        "/users/me/avatar",
+        &[("file", "me.png", "image/png", &picture)],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let url = body["avatar_url"].as_str().unwrap().to_owned();
+    assert!(url.ends_with("?version=2"), "{url}");
+    assert_eq!(fetch_png(url.clone()).await, (100, 100));
+    let medium = url.replace("?version", "/medium?version");
+    assert_eq!(fetch_png(medium.clone()).await, (500, 500));
+    let events = crate::realtime::drain(bob, &queue).await;
+    assert_eq!(
+        events[0]["person"],
+        json!({"user_id": alice_id, "avatar_source": "U", "avatar_url": url,
+               "avatar_url_medium": medium, "avatar_version": 2})
+    );
+    let (_, me) = register(
+        alice,
+        &[("fetch_event_types", r#"["realm", "realm_user"]"#)],
+    )
+    .await;
+    assert_eq!(me["avatar_source"], "U");
+    assert_eq!(me["max_avatar_file_size_mib"], 5);
+
+    // Refusals: not an image, and not exactly one file.
+    let (status, body) = crate::uploads::post_files(
+        alice,
+        "/users/me/avatar",
+        &[("file", "evil.png", "image/png", b"<svg onload=alert(1)>")],
+    )
+    .await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"result": "error", "code": "BAD_IMAGE",
+                   "msg": "Could not decode image; did you upload an image file?"})
+        )
+    );
+    let (status, body) = alice.post("/users/me/avatar", &[]).await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("You must upload exactly one avatar.")
+        )
+    );
+
+    // Back to the generated one.
+    let (status, body) = alice.delete("/users/me/avatar", &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body["avatar_url"].as_str().unwrap().ends_with("?version=3"));
+    let (_, me) = register(alice, &[("fetch_event_types", r#"["realm_user"]"#)]).await;
+    assert_eq!(me["avatar_source"], "G");
+    let _ = server;
+}

@@ -11,8 +11,17 @@ use serde_json::{json, Value};
 /// A PNG's signature, then anything: enough for the server to call it an image.
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR-not-really-an-image";
 
-/// `multipart/form-data` with these files (`(field, file name, type, bytes)`).
+/// `POST /user_uploads` with these files (`(field, file name, type, bytes)`).
 async fn upload_raw(api: &Api, files: &[(&str, &str, &str, &[u8])]) -> (StatusCode, Value) {
+    post_files(api, "/user_uploads", files).await
+}
+
+/// A `multipart/form-data` POST of these files to `path`.
+pub(crate) async fn post_files(
+    api: &Api,
+    path: &str,
+    files: &[(&str, &str, &str, &[u8])],
+) -> (StatusCode, Value) {
     let boundary = "chronicle-test-boundary-7d1f";
     let mut body = Vec::new();
     for (field, name, kind, bytes) in files {
@@ -29,7 +38,7 @@ async fn upload_raw(api: &Api, files: &[(&str, &str, &str, &[u8])]) -> (StatusCo
     let creds = api.creds.as_ref().unwrap();
     let resp = api
         .client
-        .post(format!("{}/user_uploads", api.base))
+        .post(format!("{}{path}", api.base))
         .basic_auth(&creds.email, Some(&creds.key))
         .header(
             "Content-Type",

@@ -193,6 +193,7 @@ pub fn client_events(
             }
             out
         }
+        Event::AvatarSet { user_id, .. } => users::avatar_changed(state, site, *user_id),
         Event::UserMuted { user_id, .. } | Event::UserUnmuted { user_id, .. } => {
             Deliveries::from(vec![(
                 *user_id,

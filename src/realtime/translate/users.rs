@@ -97,6 +97,23 @@ pub fn profile_data_set(
 }
 
 /// `user_settings` `update`, to the user alone.
+/// `realm_user` `update` with the new avatar, for everyone.
+pub fn avatar_changed(state: &Projections, site: &Site, user_id: UserId) -> Deliveries {
+    let Some(user) = state.users.get(user_id) else {
+        return Deliveries::new();
+    };
+    realm_user_update(
+        state,
+        user_id,
+        json!({
+            "avatar_source": crate::render::users::avatar_source(user),
+            "avatar_url": crate::render::users::avatar_url(site, user),
+            "avatar_url_medium": crate::render::users::avatar_url_medium(site, user),
+            "avatar_version": user.avatar_version,
+        }),
+    )
+}
+
 /// `user_status` for every active account: the parts of the status that the request set.
 pub fn status_set(
     state: &Projections,

@@ -1,0 +1,148 @@
+//! Avatars: the PNG behind every `avatar_url` (`/avatar/{key}`, `/avatar/{key}/medium`), and
+//! `POST`/`DELETE /users/me/avatar`.
+
+use super::{AppState, Auth, Params};
+use crate::avatars::{generated, resize_upload, AvatarError, DEFAULT_SIZE, MEDIUM_SIZE};
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::events::AvatarImage;
+use crate::ids::UserId;
+use crate::render::users::avatar_url;
+use actix_web::{web, HttpRequest, HttpResponse};
+use serde_json::json;
+
+/// How long decoding and resizing an uploaded picture may take.
+const RESIZE_TIME: std::time::Duration = std::time::Duration::from_secs(10);
+
+fn png_response(bytes: Vec<u8>, cache: &'static str) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("image/png")
+        .insert_header(("Cache-Control", cache))
+        .insert_header(("X-Content-Type-Options", "nosniff"))
+        .body(bytes)
+}
+
+async fn avatar(state: &AppState, key: &str, medium: bool) -> HttpResponse {
+    let uploaded = key.parse::<u64>().ok().and_then(|id| {
+        state
+            .engine
+            .read(|s| s.users.get(UserId(id))?.avatar.clone())
+    });
+    if let Some(image) = uploaded {
+        let hash = if medium {
+            image.medium_sha256
+        } else {
+            image.sha256
+        };
+        let store = state.uploads.clone();
+        if let Ok(Ok(bytes)) = web::block(move || store.read(&hash)).await {
+            // The URL carries the version, so a new avatar is a new URL.
+            return png_response(bytes, "public, max-age=31536000");
+        }
+        tracing::warn!(%key, "an uploaded avatar's file is missing; serving the generated one");
+    }
+    let size = if medium { MEDIUM_SIZE } else { DEFAULT_SIZE };
+    png_response(generated(key, size), "public, max-age=86400")
+}
+
+/// `GET /avatar/{key}`: a user's avatar (by id), or the organization's icon (`realm`).
+pub async fn get_avatar(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
+    avatar(
+        &state,
+        req.match_info().get("key").unwrap_or_default(),
+        false,
+    )
+    .await
+}
+
+/// `GET /avatar/{key}/medium`: the 500-pixel form.
+pub async fn get_avatar_medium(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
+    avatar(
+        &state,
+        req.match_info().get("key").unwrap_or_default(),
+        true,
+    )
+    .await
+}
+
+/// Stores one PNG among the uploads; returns its hash.
+async fn store_png(state: &AppState, bytes: Vec<u8>) -> ApiResult<String> {
+    let store = state.uploads.clone();
+    let stored = web::block(move || {
+        let mut incoming = store.begin(u64::MAX)?;
+        incoming
+            .write(&bytes)
+            .map_err(|_| std::io::Error::other("write"))?;
+        incoming.finish(&store).map(|(hash, _, _)| hash)
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("avatar storage: {e}")))?;
+    stored.map_err(|e| ApiError::internal(format!("avatar storage: {e}")))
+}
+
+/// `POST /users/me/avatar`: one picture (PNG, JPEG, GIF or WebP, at most 5 MiB), cropped to its
+/// centre square and stored at Zulip's two sizes.
+pub async fn upload_avatar(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let mut files = params.take_files();
+    if files.len() != 1 {
+        return Err(ApiError::bad_request("You must upload exactly one avatar."));
+    }
+    let bytes = files.remove(0).bytes;
+    let resized = tokio::time::timeout(RESIZE_TIME, web::block(move || resize_upload(&bytes)))
+        .await
+        .map_err(|_| ApiError::new(ErrorCode::BadImage, "Image processing took too long"))?
+        .map_err(|e| ApiError::internal(format!("resizing: {e}")))?;
+    let (small, medium) = match resized {
+        Ok(sizes) => sizes,
+        Err(AvatarError::TooLarge) => {
+            return Err(ApiError::bad_request(format!(
+                "Uploaded file is larger than the allowed limit of {} MiB",
+                crate::avatars::MAX_AVATAR_FILE_SIZE_MIB
+            )))
+        }
+        Err(AvatarError::NotAnImage) => {
+            return Err(ApiError::new(
+                ErrorCode::BadImage,
+                "Could not decode image; did you upload an image file?",
+            ))
+        }
+    };
+    let image = AvatarImage {
+        sha256: store_png(&state, small).await?,
+        medium_sha256: store_png(&state, medium).await?,
+    };
+    set(state, auth, params, Some(image)).await
+}
+
+/// `DELETE /users/me/avatar`: back to the generated avatar.
+pub async fn delete_avatar(
+    state: web::Data<AppState>,
+    auth: Auth,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    set(state, auth, params, None).await
+}
+
+async fn set(
+    state: web::Data<AppState>,
+    auth: Auth,
+    params: Params,
+    image: Option<AvatarImage>,
+) -> ApiResult<HttpResponse> {
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::users::set_avatar(s, ctx, image)
+        })
+        .await?;
+    let url = state.engine.read(|s| {
+        s.users
+            .get(auth.user_id)
+            .map(|u| avatar_url(&state.site, u))
+            .unwrap_or_default()
+    });
+    Ok(params.success(json!({ "avatar_url": url })))
+}
