@@ -283,9 +283,10 @@ impl<'a> Narrow<'a> {
             "is" => match term.operand.as_str().unwrap_or_default() {
                 "dm" | "private" => matches!(message.recipient, Recipient::Direct { .. }),
                 "starred" => bits.is_some_and(|b| b & flags::STARRED != 0),
-                "mentioned" | "alerted" => bits.is_some_and(|b| {
+                "mentioned" => bits.is_some_and(|b| {
                     b & (flags::MENTIONED | flags::STREAM_WILDCARD | flags::TOPIC_WILDCARD) != 0
                 }),
+                "alerted" => bits.is_some_and(|b| b & flags::HAS_ALERT_WORD != 0),
                 "unread" => bits.is_some_and(|b| b & flags::READ == 0),
                 "resolved" => message.topic().starts_with("✔ "),
                 "followed" => message.channel().is_some_and(|c| {

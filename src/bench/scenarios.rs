@@ -458,6 +458,7 @@ fn generated_event(i: u64, users: u64) -> Event {
             stream_wildcard: false,
             topic_wildcard: false,
             sender_queue: None,
+            alerted: Vec::new(),
         },
         11 => Event::MessageSent {
             message_id,
@@ -473,6 +474,7 @@ fn generated_event(i: u64, users: u64) -> Event {
             stream_wildcard: false,
             topic_wildcard: false,
             sender_queue: None,
+            alerted: Vec::new(),
         },
         12 | 13 => Event::MessageFlagsChanged {
             user_id,

@@ -201,6 +201,7 @@ pub fn seed(spec: &SeedSpec) -> Result<Seeded, Fatal> {
                 stream_wildcard: false,
                 topic_wildcard: false,
                 sender_queue: None,
+                alerted: Vec::new(),
             },
         )?;
     }

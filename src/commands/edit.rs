@@ -320,11 +320,23 @@ pub fn edit_message(
         .as_deref()
         .map(|mv| move_topic_policies(state, message, mv))
         .unwrap_or_default();
+    let content = content.filter(|_| !unchanged_content);
+    // Alert words follow the new content, for everyone holding a copy.
+    let alerted = content.as_ref().map(|new| {
+        let holders = state.messages.holders(message_id);
+        state
+            .alert_words
+            .users()
+            .filter(|u| *u != message.sender_id && holders.contains(u))
+            .filter(|u| state.alert_words.alerts(*u, &new.content))
+            .collect()
+    });
     let mut events = vec![Event::MessageEdited {
         message_id,
         user_id: me.user_id,
-        content: content.filter(|_| !unchanged_content),
+        content,
         moved,
+        alerted,
     }];
     events.extend(policies);
     events.extend(notices);

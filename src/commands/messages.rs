@@ -176,6 +176,20 @@ pub fn send_message(
             add: true,
             message_ids: vec![message_id],
         });
+    // Recipients whose alert words the content contains.
+    let alerted: Vec<UserId> = state
+        .alert_words
+        .users()
+        .filter(|u| *u != me.user_id)
+        .filter(|u| match &recipient {
+            Recipient::Channel { channel_id, .. } => state
+                .channels
+                .get(*channel_id)
+                .is_some_and(|c| c.subscribers.contains(u)),
+            Recipient::Direct { user_ids } => user_ids.contains(u),
+        })
+        .filter(|u| state.alert_words.alerts(*u, &content))
+        .collect();
     let mut events = vec![Event::MessageSent {
         message_id,
         sender_id: me.user_id,
@@ -188,6 +202,7 @@ pub fn send_message(
         stream_wildcard: rendered.stream_wildcard,
         topic_wildcard: rendered.topic_wildcard,
         sender_queue: sender_queue.map(Box::new),
+        alerted,
     }];
     events.extend(read_for_muters);
     Ok(Decision::new(events, message_id))

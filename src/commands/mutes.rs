@@ -1,5 +1,6 @@
 //! Muting users (`POST`/`DELETE /users/me/muted_users/{id}`), with Zulip's side effect: the
-//! muted user's messages are read for the muter, those held now and those to come.
+//! muted user's messages are read for the muter, those held now and those to come; and alert
+//! words (`/users/me/alert_words`), the other per-user filter on what others send.
 
 use super::actor;
 use super::Decision;
@@ -65,5 +66,74 @@ pub fn unmute_user(state: &Projections, ctx: &Ctx, muted: UserId) -> ApiResult<D
     Ok(Decision::events(vec![Event::UserUnmuted {
         user_id: me.user_id,
         muted_user_id: muted,
+    }]))
+}
+
+/// Cleans requested alert words as Zulip does: surrounding space trimmed, empty ones dropped;
+/// each at most 100 characters.
+fn clean_words(words: Vec<String>) -> ApiResult<Vec<String>> {
+    use crate::projections::alert_words::MAX_ALERT_WORD_LENGTH;
+    for (i, word) in words.iter().enumerate() {
+        if word.chars().count() > MAX_ALERT_WORD_LENGTH {
+            return Err(ApiError::bad_request(format!(
+                "alert_words[{i}] is too long (limit: {MAX_ALERT_WORD_LENGTH} characters)"
+            )));
+        }
+    }
+    Ok(words
+        .into_iter()
+        .map(|w| w.trim().to_owned())
+        .filter(|w| !w.is_empty())
+        .collect())
+}
+
+/// `POST /users/me/alert_words`: adds the words the caller does not have yet (in any case).
+pub fn add_alert_words(state: &Projections, ctx: &Ctx, words: Vec<String>) -> ApiResult<Decision> {
+    let me = actor(state, ctx)?;
+    let mut known: Vec<String> = state
+        .alert_words
+        .of(me.user_id)
+        .iter()
+        .map(|w| w.to_lowercase())
+        .collect();
+    let mut new = Vec::new();
+    for word in clean_words(words)? {
+        if !known.contains(&word.to_lowercase()) {
+            known.push(word.to_lowercase());
+            new.push(word);
+        }
+    }
+    if new.is_empty() {
+        return Ok(Decision::events(Vec::new()));
+    }
+    Ok(Decision::events(vec![Event::AlertWordsAdded {
+        user_id: me.user_id,
+        words: new,
+    }]))
+}
+
+/// `DELETE /users/me/alert_words`: removes the words named (in any case); others are ignored.
+pub fn remove_alert_words(
+    state: &Projections,
+    ctx: &Ctx,
+    words: Vec<String>,
+) -> ApiResult<Decision> {
+    let me = actor(state, ctx)?;
+    let mine: Vec<String> = state
+        .alert_words
+        .of(me.user_id)
+        .iter()
+        .map(|w| w.to_lowercase())
+        .collect();
+    let gone: Vec<String> = clean_words(words)?
+        .into_iter()
+        .filter(|w| mine.contains(&w.to_lowercase()))
+        .collect();
+    if gone.is_empty() {
+        return Ok(Decision::events(Vec::new()));
+    }
+    Ok(Decision::events(vec![Event::AlertWordsRemoved {
+        user_id: me.user_id,
+        words: gone,
     }]))
 }

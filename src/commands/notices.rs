@@ -105,6 +105,7 @@ impl<'a> Notices<'a> {
             stream_wildcard: rendered.stream_wildcard,
             topic_wildcard: rendered.topic_wildcard,
             sender_queue: None,
+            alerted: Vec::new(),
         });
     }
 

@@ -259,6 +259,10 @@ pub enum Event {
         /// queue as `local_message_id` (absent in records written before it existed).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         sender_queue: Option<Box<SenderQueue>>,
+        /// Recipients one of whose alert words the content contains (absent before alert words
+        /// existed, and when nobody's matched).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        alerted: Vec<UserId>,
     },
     /// A user added or removed a flag on some of their messages.
     MessageFlagsChanged {
@@ -304,6 +308,10 @@ pub enum Event {
         user_id: UserId,
         content: Option<Box<EditedContent>>,
         moved: Option<Box<MessageMove>>,
+        /// With new content: the recipients whose alert words it contains (absent in records
+        /// written before alert words existed).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        alerted: Option<Vec<UserId>>,
     },
     /// Messages of one conversation (a channel topic, or a direct conversation) were deleted.
     /// `holders` are the users who had a copy (they are told); the fold removes the messages,
@@ -403,6 +411,11 @@ pub enum Event {
         user_id: UserId,
         image: Option<AvatarImage>,
     },
+    /// A user added alert words (`POST /users/me/alert_words`), as typed, none already theirs
+    /// in any case.
+    AlertWordsAdded { user_id: UserId, words: Vec<String> },
+    /// A user removed alert words (compared without case).
+    AlertWordsRemoved { user_id: UserId, words: Vec<String> },
     /// A user muted another (`POST /users/me/muted_users/{id}`): the other's messages reach them
     /// read (the same batch marks the unread ones they hold as read).
     UserMuted {
@@ -492,6 +505,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "AttachmentUploaded",
     "AttachmentDeleted",
     "UserMuted",
+    "AlertWordsAdded",
+    "AlertWordsRemoved",
     "AvatarSet",
     "UserUnmuted",
     "LogErased",
@@ -555,6 +570,8 @@ impl Event {
             Event::AttachmentUploaded { .. } => "AttachmentUploaded",
             Event::AttachmentDeleted { .. } => "AttachmentDeleted",
             Event::UserMuted { .. } => "UserMuted",
+            Event::AlertWordsAdded { .. } => "AlertWordsAdded",
+            Event::AlertWordsRemoved { .. } => "AlertWordsRemoved",
             Event::AvatarSet { .. } => "AvatarSet",
             Event::UserUnmuted { .. } => "UserUnmuted",
             Event::LogErased { .. } => "LogErased",
@@ -797,6 +814,7 @@ pub fn upcast(event: v1::Event) -> Result<Event, String> {
             stream_wildcard,
             topic_wildcard,
             sender_queue,
+            alerted: Vec::new(),
         },
         v1::Event::MessageFlagsChanged {
             user_id,
@@ -847,6 +865,7 @@ pub fn upcast(event: v1::Event) -> Result<Event, String> {
             user_id,
             content,
             moved,
+            alerted: None,
         },
         v1::Event::MessagesDeleted {
             message_ids,

@@ -244,6 +244,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 endpoint!(api, "/users/{user_id_or_email}/presence",
                     get => presence::get_user_presence);
                 endpoint!(api, "/users/me/status", post => presence::update_status);
+                endpoint!(api, "/users/me/alert_words",
+                    get => users::get_alert_words,
+                    post => users::add_alert_words,
+                    delete => users::remove_alert_words);
                 endpoint!(api, "/users/me/avatar",
                     post => avatars::upload_avatar,
                     delete => avatars::delete_avatar);

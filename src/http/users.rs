@@ -369,3 +369,56 @@ pub async fn unmute_user(
         })
         .await
 }
+
+/// `GET /users/me/alert_words`.
+pub async fn get_alert_words(
+    state: web::Data<AppState>,
+    auth: Auth,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let words = state.engine.read(|s| s.alert_words.json(auth.user_id));
+    Ok(params.success(json!({ "alert_words": words })))
+}
+
+/// `POST`/`DELETE /users/me/alert_words`: `alert_words`, a JSON list; answers the caller's
+/// words after the change.
+async fn change_alert_words(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+    add: bool,
+) -> ApiResult<HttpResponse> {
+    let words: Vec<String> = params
+        .json("alert_words")?
+        .ok_or_else(|| ApiError::missing("alert_words"))?;
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            if add {
+                crate::commands::mutes::add_alert_words(s, ctx, words)
+            } else {
+                crate::commands::mutes::remove_alert_words(s, ctx, words)
+            }
+        })
+        .await?;
+    let words = state.engine.read(|s| s.alert_words.json(auth.user_id));
+    Ok(params.success(json!({ "alert_words": words })))
+}
+
+/// `POST /users/me/alert_words`.
+pub async fn add_alert_words(
+    state: web::Data<AppState>,
+    auth: Auth,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    change_alert_words(state, auth, params, true).await
+}
+
+/// `DELETE /users/me/alert_words`.
+pub async fn remove_alert_words(
+    state: web::Data<AppState>,
+    auth: Auth,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    change_alert_words(state, auth, params, false).await
+}

@@ -215,6 +215,8 @@ impl Attachments {
             }
             Event::RealmCreated { .. }
             | Event::UserMuted { .. }
+            | Event::AlertWordsAdded { .. }
+            | Event::AlertWordsRemoved { .. }
             | Event::AvatarSet { .. }
             | Event::UserUnmuted { .. }
             | Event::BotStorageSet { .. }

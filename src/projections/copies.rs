@@ -182,10 +182,7 @@ impl Copies {
             bits |= flags::COLLAPSED;
         }
         if !own.is_some_and(|f| f.unmentioned.contains(&message.id)) {
-            bits |= message.wildcards;
-            if message.mentioned.contains(&user) {
-                bits |= flags::MENTIONED;
-            }
+            bits |= message.mention_bits(user);
         }
         Some(bits)
     }
@@ -544,10 +541,7 @@ impl ChannelCopies<'_> {
                 if read_by_default {
                     bits |= flags::READ;
                 }
-                bits |= message.wildcards;
-                if message.mentioned.contains(&self.user) {
-                    bits |= flags::MENTIONED;
-                }
+                bits |= message.mention_bits(self.user);
             }
             Some(own) => {
                 if read_by_default != own.flipped.contains(&id) {
@@ -560,10 +554,7 @@ impl ChannelCopies<'_> {
                     bits |= flags::COLLAPSED;
                 }
                 if !own.unmentioned.contains(&id) {
-                    bits |= message.wildcards;
-                    if message.mentioned.contains(&self.user) {
-                        bits |= flags::MENTIONED;
-                    }
+                    bits |= message.mention_bits(self.user);
                 }
             }
         }

@@ -13,6 +13,7 @@ pub mod flags {
     pub const MENTIONED: u8 = 8;
     pub const STREAM_WILDCARD: u8 = 16;
     pub const TOPIC_WILDCARD: u8 = 32;
+    pub const HAS_ALERT_WORD: u8 = 64;
 }
 
 /// The API names of a flag set, in Zulip's order.
@@ -25,6 +26,7 @@ pub fn flag_names(bits: u8, historical: bool) -> Vec<&'static str> {
         (flags::MENTIONED, "mentioned"),
         (flags::STREAM_WILDCARD, "stream_wildcard_mentioned"),
         (flags::TOPIC_WILDCARD, "topic_wildcard_mentioned"),
+        (flags::HAS_ALERT_WORD, "has_alert_word"),
     ] {
         if bits & bit != 0 {
             out.push(name);
@@ -82,6 +84,10 @@ pub struct MessageExtra {
     pub last_moved_timestamp: Option<i64>,
     /// Widget data attached to the message, oldest first.
     pub submessages: Vec<Submessage>,
+    /// Recipients whose alert words the content contains (their copies carry
+    /// `HAS_ALERT_WORD`).
+    #[serde(default)]
+    pub alerted: Vec<UserId>,
 }
 
 /// One submessage (Zulip's widget data: a poll vote, a to-do item).
@@ -128,6 +134,23 @@ pub fn stored_rendering(content: &str, rendered: &Arc<str>) -> Option<Arc<str>> 
 }
 
 impl Message {
+    /// The flag bits a recipient's copy takes from the message itself: its wildcards, and
+    /// `MENTIONED` and `HAS_ALERT_WORD` for the users named in it.
+    pub fn mention_bits(&self, user: UserId) -> u8 {
+        let mut bits = self.wildcards;
+        if self.mentioned.contains(&user) {
+            bits |= flags::MENTIONED;
+        }
+        if self
+            .extra
+            .as_ref()
+            .is_some_and(|e| e.alerted.contains(&user))
+        {
+            bits |= flags::HAS_ALERT_WORD;
+        }
+        bits
+    }
+
     /// The rendered HTML (rebuilt for a plain paragraph, which is not stored).
     pub fn rendered_content(&self) -> std::borrow::Cow<'_, str> {
         match &self.rendered {

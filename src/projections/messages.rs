@@ -441,10 +441,11 @@ impl Messages {
                 user_id,
                 content,
                 moved,
+                alerted,
             } => {
                 let at = env.at / 1000;
                 if let Some(new) = content {
-                    self.edit_content(*message_id, *user_id, at, new);
+                    self.edit_content(*message_id, *user_id, at, new, alerted.as_deref());
                 }
                 if let Some(moved) = moved {
                     for id in &moved.message_ids {
@@ -512,6 +513,8 @@ impl Messages {
             | Event::AttachmentUploaded { .. }
             | Event::AttachmentDeleted { .. }
             | Event::UserMuted { .. }
+            | Event::AlertWordsAdded { .. }
+            | Event::AlertWordsRemoved { .. }
             | Event::AvatarSet { .. }
             | Event::UserUnmuted { .. }
             | Event::LogErased { .. }
@@ -534,6 +537,7 @@ impl Messages {
             stream_wildcard,
             topic_wildcard,
             sender_queue: _,
+            alerted,
         } = &env.event
         else {
             return;
@@ -551,6 +555,10 @@ impl Messages {
             wildcards: wildcard_bits(*stream_wildcard, *topic_wildcard),
             extra: None,
         };
+        let mut message = message;
+        if !alerted.is_empty() {
+            message.extra_mut().alerted = alerted.clone();
+        }
         self.highest_id = self.highest_id.max(message_id.0);
         match recipient {
             Recipient::Channel { channel_id, topic } => {
@@ -582,7 +590,14 @@ impl Messages {
         self.by_id.insert(*message_id, message);
     }
 
-    fn edit_content(&mut self, id: MessageId, editor: UserId, at: i64, new: &EditedContent) {
+    fn edit_content(
+        &mut self,
+        id: MessageId,
+        editor: UserId,
+        at: i64,
+        new: &EditedContent,
+        alerted: Option<&[UserId]>,
+    ) {
         let Some(message) = self.by_id.get_mut(&id) else {
             return;
         };
@@ -601,6 +616,8 @@ impl Messages {
             prev_channel: None,
         });
         extra.last_edit_timestamp = Some(at);
+        // Alert words follow the new content (records from before they existed carry none).
+        extra.alerted = alerted.map(<[UserId]>::to_vec).unwrap_or_default();
         // Mentions follow the new content for everyone holding a copy.
         message.mentioned = new.mentioned.clone().into_boxed_slice();
         message.wildcards = wildcard_bits(new.stream_wildcard, new.topic_wildcard);
@@ -852,6 +869,14 @@ fn message_row(m: &Message) -> Value {
             })
             .collect();
     }
+    if let Some(alerted) = m
+        .extra
+        .as_ref()
+        .map(|e| &e.alerted)
+        .filter(|a| !a.is_empty())
+    {
+        row["alerted"] = alerted.iter().map(|u| u.0).collect();
+    }
     if !m.submessages().is_empty() {
         row["submessages"] = m
                 .submessages()
@@ -874,7 +899,7 @@ impl serde::Serialize for Rows<'_> {
         use serde::ser::SerializeSeq;
         let mut seq = serializer.serialize_seq(Some(self.0.by_id.len()))?;
         for m in self.0.by_id.values() {
-            if m.reactions().is_empty() && m.edits().is_empty() && m.submessages().is_empty() {
+            if m.extra.is_none() {
                 seq.serialize_element(&PlainRow(m))?;
             } else {
                 seq.serialize_element(&message_row(m))?;

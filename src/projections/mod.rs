@@ -5,6 +5,7 @@
 //! rules live in `commands`, never here: a log that was valid when written must always replay.
 
 pub mod access;
+pub mod alert_words;
 pub mod attachments;
 pub mod bot_storage;
 pub mod channels;
@@ -73,6 +74,7 @@ pub struct Projections {
     pub bot_storage: bot_storage::BotStorage,
     pub attachments: attachments::Attachments,
     pub mutes: mutes::Mutes,
+    pub alert_words: alert_words::AlertWords,
 }
 
 impl Projections {
@@ -97,6 +99,7 @@ impl Projections {
         self.bot_storage.apply(env);
         self.attachments.apply(env);
         self.mutes.apply(env);
+        self.alert_words.apply(env);
         self.seq = env.seq;
     }
 
@@ -162,6 +165,7 @@ impl Projections {
             "bot_storage": self.bot_storage.dump(),
             "attachments": self.attachments.dump(),
             "muted_users": self.mutes.dump(),
+            "alert_words": self.alert_words.dump(),
         })
     }
 

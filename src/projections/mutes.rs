@@ -67,6 +67,8 @@ impl Mutes {
                 }
             }
             Event::RealmCreated { .. }
+            | Event::AlertWordsAdded { .. }
+            | Event::AlertWordsRemoved { .. }
             | Event::AvatarSet { .. }
             | Event::BotStorageSet { .. }
             | Event::BotStorageRemoved { .. }

@@ -230,7 +230,6 @@ pub fn initial_state(
         default_channel_groups(&mut out);
     }
     for (fetch, key, empty) in [
-        ("alert_words", "alert_words", json!([])),
         ("drafts", "drafts", json!([])),
         ("scheduled_messages", "scheduled_messages", json!([])),
         ("saved_snippets", "saved_snippets", json!([])),
@@ -242,6 +241,9 @@ pub fn initial_state(
         if cx.wants(fetch) {
             out.put(key, empty);
         }
+    }
+    if cx.wants("alert_words") {
+        out.put("alert_words", state.alert_words.json(me.user_id));
     }
     if cx.wants("muted_users") {
         out.put("muted_users", state.mutes.json(me.user_id));

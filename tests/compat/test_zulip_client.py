@@ -497,3 +497,14 @@ def test_file_uploads_through_the_client(server, tmp_path):
     assert served.status_code == 200 and served.text == "the minutes"
     deleted = client.call_endpoint(f"attachments/{mine['id']}", method="DELETE")
     assert deleted["result"] == "success", deleted
+
+
+def test_alert_words_through_the_client(server):
+    client = owner_client(server)
+    added = client.add_alert_words(["compat-alarm", "Pager"])
+    assert added["result"] == "success", added
+    assert added["alert_words"][-2:] == ["compat-alarm", "Pager"], added
+    assert "pager" not in client.add_alert_words(["pager"])["alert_words"]
+    removed = client.remove_alert_words(["PAGER"])
+    assert removed["result"] == "success" and "Pager" not in removed["alert_words"], removed
+    assert "compat-alarm" in client.get_alert_words()["alert_words"]

@@ -2,7 +2,7 @@
 
 use crate::messages::chat;
 use reqwest::{Method, StatusCode};
-use serde_json::json;
+use serde_json::{json, Value};
 
 #[tokio::test]
 async fn bot_storage_keeps_each_users_text_values() {
@@ -109,4 +109,89 @@ async fn render_previews_without_storing() {
         )
         .await;
     assert_eq!(body["messages"], json!([]));
+}
+
+#[tokio::test]
+async fn alert_words_flag_the_messages_that_contain_them() {
+    let c = chat().await;
+    let (_, alice) = &c.alice;
+    let (_, bob) = &c.bob;
+    let (queue, _) =
+        crate::realtime::register(alice, &[("event_types", r#"["alert_words", "message"]"#)]).await;
+    let (status, body) = alice
+        .post(
+            "/users/me/alert_words",
+            &[("alert_words", r#"["Deploy", " on-call ", "", "deploy"]"#)],
+        )
+        .await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::OK,
+            json!({"result": "success", "msg": "", "alert_words": ["Deploy", "on-call"]})
+        )
+    );
+    let events = crate::realtime::drain(alice, &queue).await;
+    assert_eq!(events[0]["alert_words"], json!(["Deploy", "on-call"]));
+    let to = |content: &'static str| {
+        [
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", "ops"),
+            ("content", content),
+        ]
+    };
+    let hit = crate::messages::send(bob, &to("who is ON-CALL for the deploy?")).await;
+    let miss = crate::messages::send(bob, &to("redeployed everything")).await;
+    let events = crate::realtime::drain(alice, &queue).await;
+    let flags: Vec<Value> = events.iter().map(|e| e["flags"].clone()).collect();
+    assert_eq!(flags, vec![json!(["has_alert_word"]), json!([])]);
+    let narrow = json!([{"operator": "is", "operand": "alerted"}]).to_string();
+    let body = crate::messages::fetch(
+        alice,
+        &[
+            ("anchor", "newest"),
+            ("num_before", "10"),
+            ("num_after", "0"),
+            ("narrow", &narrow),
+        ],
+    )
+    .await;
+    assert_eq!(crate::messages::ids(&body), vec![hit]);
+    // An edit that drops the word drops the flag.
+    let (status, _) = bob
+        .call(
+            Method::PATCH,
+            &format!("/messages/{hit}"),
+            &[("content", "nothing to see")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, body) = alice.get(&format!("/messages/{hit}"), &[]).await;
+    assert_eq!(body["message"]["flags"], json!([]));
+    // Removal ignores case and unknown words; /register has the rest.
+    let (_, body) = alice
+        .delete(
+            "/users/me/alert_words",
+            &[("alert_words", r#"["DEPLOY", "never-added"]"#)],
+        )
+        .await;
+    assert_eq!(body["alert_words"], json!(["on-call"]));
+    let (_, body) = alice.get("/users/me/alert_words", &[]).await;
+    assert_eq!(body["alert_words"], json!(["on-call"]));
+    let (_, state) =
+        crate::realtime::register(alice, &[("fetch_event_types", r#"["alert_words"]"#)]).await;
+    assert_eq!(state["alert_words"], json!(["on-call"]));
+    let long = format!(r#"["{}"]"#, "x".repeat(101));
+    let (status, body) = alice
+        .post("/users/me/alert_words", &[("alert_words", &long)])
+        .await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("alert_words[0] is too long (limit: 100 characters)")
+        )
+    );
+    let _ = miss;
 }

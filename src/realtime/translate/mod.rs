@@ -179,6 +179,7 @@ pub fn client_events(
             user_id,
             content,
             moved,
+            ..
         } => {
             let mut out = messages::message_edited(
                 state,
@@ -194,6 +195,12 @@ pub fn client_events(
             out
         }
         Event::AvatarSet { user_id, .. } => users::avatar_changed(state, site, *user_id),
+        Event::AlertWordsAdded { user_id, .. } | Event::AlertWordsRemoved { user_id, .. } => {
+            Deliveries::from(vec![(
+                *user_id,
+                json!({"type": "alert_words", "alert_words": state.alert_words.json(*user_id)}),
+            )])
+        }
         Event::UserMuted { user_id, .. } | Event::UserUnmuted { user_id, .. } => {
             Deliveries::from(vec![(
                 *user_id,
