@@ -326,10 +326,7 @@ pub fn edit_message(
         let holders = state.messages.holders(message_id);
         state
             .alert_words
-            .users()
-            .filter(|u| *u != message.sender_id && holders.contains(u))
-            .filter(|u| state.alert_words.alerts(*u, &new.content))
-            .collect()
+            .alerted(&new.content, message.sender_id, |u| holders.contains(&u))
     });
     let mut events = vec![Event::MessageEdited {
         message_id,

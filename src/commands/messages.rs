@@ -177,19 +177,15 @@ pub fn send_message(
             message_ids: vec![message_id],
         });
     // Recipients whose alert words the content contains.
-    let alerted: Vec<UserId> = state
+    let alerted = state
         .alert_words
-        .users()
-        .filter(|u| *u != me.user_id)
-        .filter(|u| match &recipient {
+        .alerted(&content, me.user_id, |u| match &recipient {
             Recipient::Channel { channel_id, .. } => state
                 .channels
                 .get(*channel_id)
-                .is_some_and(|c| c.subscribers.contains(u)),
-            Recipient::Direct { user_ids } => user_ids.contains(u),
-        })
-        .filter(|u| state.alert_words.alerts(*u, &content))
-        .collect();
+                .is_some_and(|c| c.subscribers.contains(&u)),
+            Recipient::Direct { user_ids } => user_ids.contains(&u),
+        });
     let mut events = vec![Event::MessageSent {
         message_id,
         sender_id: me.user_id,

@@ -40,16 +40,24 @@ impl AlertWords {
         self.by_user.keys().copied()
     }
 
-    /// Whether `content` contains one of `user`'s words.
-    pub fn alerts(&self, user: UserId, content: &str) -> bool {
-        let words = self.of(user);
-        if words.is_empty() {
-            return false;
-        }
-        let text = content.to_lowercase();
-        words
+    /// The users among `recipients` (never `sender`) one of whose words `content` contains;
+    /// the content is lower-cased once, and only when someone has words.
+    pub fn alerted(
+        &self,
+        content: &str,
+        sender: UserId,
+        recipients: impl Fn(UserId) -> bool,
+    ) -> Vec<UserId> {
+        let mut text = None;
+        self.by_user
             .iter()
-            .any(|w| contains_word(&text, &w.to_lowercase()))
+            .filter(|(user, _)| **user != sender && recipients(**user))
+            .filter(|(_, words)| {
+                let text: &String = text.get_or_insert_with(|| content.to_lowercase());
+                words.iter().any(|w| contains_word(text, &w.to_lowercase()))
+            })
+            .map(|(user, _)| *user)
+            .collect()
     }
 
     pub fn json(&self, user: UserId) -> Value {
