@@ -35,11 +35,6 @@ impl AlertWords {
         self.by_user.get(&user).map_or(&[], Vec::as_slice)
     }
 
-    /// Users with at least one word.
-    pub fn users(&self) -> impl Iterator<Item = UserId> + '_ {
-        self.by_user.keys().copied()
-    }
-
     /// The users among `recipients` (never `sender`) one of whose words `content` contains;
     /// the content is lower-cased once, and only when someone has words.
     pub fn alerted(
