@@ -138,6 +138,52 @@ pub fn deletion(state: &Projections, messages: &[&Message]) -> Event {
     }
 }
 
+/// Messages one `delete_topic` step deletes (one deletion event, newest first), so that a
+/// huge topic is deleted in bounded steps, each durable on its own, as Zulip does.
+pub const TOPIC_DELETION_BATCH: usize = 1_000;
+
+/// One step of `POST /streams/{id}/delete_topic`: up to `TOPIC_DELETION_BATCH` of the topic's
+/// newest messages the caller can read, for those who may delete any message in the channel.
+/// Answers how many it deleted (0: the topic is empty).
+pub fn delete_topic_step(
+    state: &Projections,
+    ctx: &Ctx,
+    channel_id: crate::ids::ChannelId,
+    topic: &str,
+) -> ApiResult<Decision<usize>> {
+    let me = actor(state, ctx)?;
+    let channel = state
+        .channels
+        .get(channel_id)
+        .filter(|c| crate::projections::access(state, me, c) != crate::projections::Access::None)
+        .ok_or_else(|| ApiError::bad_request("Invalid channel ID"))?;
+    let may_delete_any = allowed_here(
+        state,
+        me,
+        "can_delete_any_message_group",
+        Some(&channel.permissions.can_delete_any_message_group),
+    );
+    if !may_delete_any {
+        return Err(ApiError::bad_request(
+            "Must be an organization administrator",
+        ));
+    }
+    let batch: Vec<&Message> = state
+        .messages
+        .in_topic(channel_id, topic)
+        .into_iter()
+        .flat_map(|ids| ids.iter().rev())
+        .filter_map(|id| state.messages.get(*id))
+        .filter(|m| crate::projections::can_read(state, me, m))
+        .take(TOPIC_DELETION_BATCH)
+        .collect();
+    if batch.is_empty() {
+        return Ok(Decision::new(Vec::new(), 0));
+    }
+    let count = batch.len();
+    Ok(Decision::new(vec![deletion(state, &batch)], count))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,6 +200,29 @@ mod tests {
         let general = given.channel("general", &[alice]);
         let hi = given.at(SENT_MS).message(alice, general, "t", "hi");
         (given, alice, hi)
+    }
+
+    #[test]
+    fn a_topic_is_deleted_in_bounded_steps_newest_first() {
+        let mut given = Given::org();
+        let alice = given.user("alice@example.com", Role::Member);
+        let general = given.channel("general", &[alice]);
+        let first = given.message(alice, general, "big", "first");
+        for _ in 0..TOPIC_DELETION_BATCH {
+            given.message(alice, general, "big", "more");
+        }
+        let other = given.message(alice, general, "other", "stays");
+        let err = given.refused(alice, |s, c| delete_topic_step(s, c, general, "big"));
+        assert_eq!(msg(&err), "Must be an organization administrator");
+        let step =
+            |given: &mut Given| given.ok(OWNER, |s, c| delete_topic_step(s, c, general, "BIG"));
+        assert_eq!(step(&mut given), TOPIC_DELETION_BATCH);
+        // The oldest is what is left.
+        assert!(given.state.messages.get(first).is_some());
+        assert_eq!(step(&mut given), 1);
+        assert!(given.state.messages.get(first).is_none());
+        assert_eq!(step(&mut given), 0);
+        assert!(given.state.messages.get(other).is_some());
     }
 
     #[test]

@@ -440,3 +440,62 @@ pub async fn remove_default_stream(
 ) -> ApiResult<HttpResponse> {
     set_default(state, auth, params, false).await
 }
+
+/// How long `delete_topic` keeps deleting before it answers `complete: false` (Zulip's 50 s):
+/// the client asks again for the rest.
+const DELETE_TOPIC_TIME: std::time::Duration = std::time::Duration::from_secs(50);
+
+/// `POST /streams/{stream_id}/delete_topic`: deletes the topic's messages in bounded steps,
+/// each durable on its own.
+pub async fn delete_topic(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let channel = ChannelId(
+        path_id(&req, "stream_id").map_err(|_| ApiError::bad_request("Invalid channel ID"))?,
+    );
+    let topic = crate::projections::messages::topic_param(&params.required_str("topic_name")?);
+    let started = std::time::Instant::now();
+    loop {
+        if started.elapsed() >= DELETE_TOPIC_TIME {
+            return Ok(params.success(json!({"complete": false})));
+        }
+        let step_topic = topic.clone();
+        let deleted = state
+            .engine
+            .execute(Some(auth.user_id), move |s, ctx| {
+                crate::commands::delete::delete_topic_step(s, ctx, channel, &step_topic)
+            })
+            .await?;
+        if deleted.value == 0 {
+            return Ok(params.success(json!({"complete": true})));
+        }
+    }
+}
+
+/// `GET /streams/{stream_id}/email_address`: Chronicle receives no email, so no channel has an
+/// address; a channel the caller cannot see is "Invalid channel ID" first, as in Zulip.
+pub async fn get_email_address(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+) -> ApiResult<HttpResponse> {
+    let channel = ChannelId(
+        path_id(&req, "stream_id").map_err(|_| ApiError::bad_request("Invalid channel ID"))?,
+    );
+    state.engine.read(|s| {
+        let me = s
+            .users
+            .get(auth.user_id)
+            .ok_or_else(|| ApiError::internal("user missing"))?;
+        s.channels
+            .get(channel)
+            .filter(|c| access(s, me, c) != Access::None)
+            .ok_or_else(|| ApiError::bad_request("Invalid channel ID"))?;
+        Err(ApiError::bad_request(
+            "This server does not receive email, so channels have no email address.",
+        ))
+    })
+}

@@ -232,6 +232,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 endpoint!(api, "/users/me", get => users::get_own_user);
                 endpoint!(api, "/users/me/api_key/regenerate", post => auth::regenerate_api_key);
                 endpoint!(api, "/settings", patch => users::update_settings);
+                // The legacy form the Python client's update_notification_settings uses.
+                endpoint!(api, "/settings/notifications", patch => users::update_settings);
                 endpoint!(api, "/users",
                     get => users::get_users,
                     post => users::create_user);
@@ -301,6 +303,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     patch => channels::update_stream,
                     delete => channels::archive_stream);
                 endpoint!(api, "/streams/{stream_id}/members", get => channels::get_members);
+                endpoint!(api, "/streams/{stream_id}/delete_topic", post => channels::delete_topic);
+                endpoint!(api, "/streams/{stream_id}/email_address",
+                    get => channels::get_email_address);
                 endpoint!(api, "/get_stream_id", get => channels::get_stream_id);
                 endpoint!(api, "/default_streams",
                     get => channels::get_default_streams,

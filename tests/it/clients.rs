@@ -195,3 +195,84 @@ async fn alert_words_flag_the_messages_that_contain_them() {
     );
     let _ = miss;
 }
+
+#[tokio::test]
+async fn delete_topic_email_address_and_legacy_notification_settings() {
+    let c = chat().await;
+    let server = &c.server;
+    let owner = server.api(Some(&server.owner()));
+    let (_, alice) = &c.alice;
+    let (_, carol) = &c.carol;
+    let channel = c.channel;
+    let to = |topic: &'static str| {
+        [
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", topic),
+            ("content", "hello"),
+        ]
+    };
+    let mut doomed = Vec::new();
+    for _ in 0..3 {
+        doomed.push(crate::messages::send(alice, &to("Doomed")).await);
+    }
+    let kept = crate::messages::send(alice, &to("kept")).await;
+    let path = format!("/streams/{channel}/delete_topic");
+    let (status, body) = alice.post(&path, &[("topic_name", "doomed")]).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"result": "error", "msg": "Must be an organization administrator", "code": "BAD_REQUEST"})
+        )
+    );
+    let (status, body) = owner.post(&path, &[("topic_name", "doomed")]).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::OK,
+            json!({"result": "success", "msg": "", "complete": true})
+        )
+    );
+    for id in doomed {
+        let (status, _) = alice.get(&format!("/messages/{id}"), &[]).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{id} still there");
+    }
+    let (status, _) = alice.get(&format!("/messages/{kept}"), &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = owner
+        .post("/streams/999/delete_topic", &[("topic_name", "x")])
+        .await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (StatusCode::BAD_REQUEST, json!("Invalid channel ID"))
+    );
+
+    // No channel has an email address here; the error says why.
+    let (status, body) = alice
+        .get(&format!("/streams/{channel}/email_address"), &[])
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        body["msg"],
+        "This server does not receive email, so channels have no email address."
+    );
+    let (status, body) = carol.get("/streams/999/email_address", &[]).await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (StatusCode::BAD_REQUEST, json!("Invalid channel ID"))
+    );
+
+    // The legacy notification settings endpoint changes the same settings.
+    let (status, body) = alice
+        .call(
+            Method::PATCH,
+            "/settings/notifications",
+            &[("enable_sounds", "false")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, state) =
+        crate::realtime::register(alice, &[("fetch_event_types", r#"["user_settings"]"#)]).await;
+    assert_eq!(state["user_settings"]["enable_sounds"], false);
+}
