@@ -56,6 +56,64 @@ pub fn parse_narrow(raw: Option<Value>) -> ApiResult<Vec<Term>> {
         .collect()
 }
 
+/// Zulip's `with` operator: the narrow follows the message it names to its conversation now,
+/// wherever it was moved. Its channel/topic or direct-message terms are replaced by the
+/// message's current ones; a message the viewer cannot read leaves the narrow as it was
+/// (without the `with`).
+fn resolve_with(state: &Projections, me: &User, terms: Vec<Term>) -> ApiResult<Vec<Term>> {
+    let (with, mut rest): (Vec<Term>, Vec<Term>) =
+        terms.into_iter().partition(|t| t.operator == "with");
+    let term = match with.as_slice() {
+        [] => return Ok(rest),
+        [term] => term,
+        _ => return Err(bad_narrow("Duplicate 'with' operators.")),
+    };
+    let id = term
+        .operand
+        .as_u64()
+        .or_else(|| term.operand.as_str().and_then(|s| s.parse().ok()))
+        .ok_or_else(|| bad_narrow("Invalid 'with' operator"))?;
+    let Some(message) = state
+        .messages
+        .get(MessageId(id))
+        .filter(|m| can_read(state, me, m))
+    else {
+        return Ok(rest);
+    };
+    rest.retain(|t| {
+        !matches!(
+            t.operator.as_str(),
+            "stream" | "channel" | "topic" | "subject" | "dm" | "pm-with"
+        )
+    });
+    let term = |operator: &str, operand: Value| Term {
+        operator: operator.to_owned(),
+        operand,
+        negated: false,
+    };
+    let mut conversation = match &message.recipient {
+        Recipient::Channel { channel_id, topic } => vec![
+            term("channel", json!(channel_id.0)),
+            term("topic", json!(topic)),
+        ],
+        Recipient::Direct { user_ids } => {
+            let others: Vec<u64> = user_ids
+                .iter()
+                .filter(|u| **u != me.user_id)
+                .map(|u| u.0)
+                .collect();
+            let operand = if others.is_empty() {
+                vec![me.user_id.0]
+            } else {
+                others
+            };
+            vec![term("dm", json!(operand))]
+        }
+    };
+    conversation.extend(rest);
+    Ok(conversation)
+}
+
 fn bad_narrow(desc: &str) -> ApiError {
     ApiError::new(
         ErrorCode::BadNarrow,
@@ -144,6 +202,7 @@ impl<'a> Narrow<'a> {
         me: &'a User,
         terms: Vec<Term>,
     ) -> ApiResult<Narrow<'a>> {
+        let terms = resolve_with(state, me, terms)?;
         let mut narrow = Narrow {
             state,
             me,

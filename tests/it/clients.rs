@@ -276,3 +276,98 @@ async fn delete_topic_email_address_and_legacy_notification_settings() {
         crate::realtime::register(alice, &[("fetch_event_types", r#"["user_settings"]"#)]).await;
     assert_eq!(state["user_settings"]["enable_sounds"], false);
 }
+
+#[tokio::test]
+async fn the_with_operator_follows_a_moved_message() {
+    let c = chat().await;
+    let (_, alice) = &c.alice;
+    let (bob_id, bob) = &c.bob;
+    let (_, carol) = &c.carol;
+    let to = |topic: &'static str, content: &'static str| {
+        [
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", topic),
+            ("content", content),
+        ]
+    };
+    let moved = crate::messages::send(alice, &to("draft", "this moves")).await;
+    let stays = crate::messages::send(alice, &to("draft", "this stays")).await;
+    let already = crate::messages::send(alice, &to("final", "already here")).await;
+    let (status, body) = alice
+        .call(
+            Method::PATCH,
+            &format!("/messages/{moved}"),
+            &[("topic", "final"), ("propagate_mode", "change_one")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let query = |narrow: Value| {
+        let narrow = narrow.to_string();
+        async move {
+            let params = [
+                ("anchor", "newest"),
+                ("num_before", "10"),
+                ("num_after", "0"),
+                ("narrow", narrow.as_str()),
+            ];
+            crate::messages::ids(&crate::messages::fetch(bob, &params).await)
+        }
+    };
+    // A link to the old topic still finds the message, in the topic it is in now.
+    let old_link = json!([
+        {"operator": "channel", "operand": c.channel},
+        {"operator": "topic", "operand": "draft"},
+        {"operator": "with", "operand": moved},
+    ]);
+    // (The third is the notification bot's "moved here" notice in the new topic.)
+    let found = query(old_link).await;
+    assert_eq!(&found[..2], &[moved, already], "{found:?}");
+    assert!(!found.contains(&stays));
+    // Direct messages: the conversation of the message.
+    let dm = crate::messages::send(
+        alice,
+        &[
+            ("type", "direct"),
+            ("to", &format!("[{bob_id}]")),
+            ("content", "psst"),
+        ],
+    )
+    .await;
+    let with_only = json!([{"operator": "with", "operand": dm.to_string()}]);
+    assert_eq!(query(with_only).await, vec![dm]);
+    // A message the viewer cannot read leaves the narrow as it was.
+    let elsewhere = json!([
+        {"operator": "channel", "operand": c.channel},
+        {"operator": "topic", "operand": "draft"},
+        {"operator": "with", "operand": 999_999},
+    ]);
+    assert_eq!(query(elsewhere).await, vec![stays]);
+    // Errors.
+    for (narrow, desc) in [
+        (
+            json!([{"operator": "with", "operand": 1}, {"operator": "with", "operand": 2}]),
+            "Duplicate 'with' operators.",
+        ),
+        (
+            json!([{"operator": "with", "operand": "first"}]),
+            "Invalid 'with' operator",
+        ),
+    ] {
+        let (status, body) = carol
+            .get(
+                "/messages",
+                &[
+                    ("anchor", "newest"),
+                    ("num_before", "1"),
+                    ("num_after", "0"),
+                    ("narrow", &narrow.to_string()),
+                ],
+            )
+            .await;
+        assert_eq!(
+            (status, body["code"].clone(), body["desc"].clone()),
+            (StatusCode::BAD_REQUEST, json!("BAD_NARROW"), json!(desc))
+        );
+    }
+}
