@@ -290,6 +290,22 @@ pub fn human_member<'a>(
 
 /// `DELETE /bots/{bot_id}`: the bot's owner or an administrator deactivates it.
 pub fn deactivate_bot(state: &Projections, ctx: &Ctx, target: UserId) -> ApiResult<Decision> {
+    let bot = managed_bot(state, ctx, target)?;
+    if !bot.is_active {
+        return Err(ApiError::bad_request("User is deactivated"));
+    }
+    Ok(Decision::events(vec![Event::UserDeactivated {
+        user_id: target,
+    }]))
+}
+
+/// A bot the caller may manage (its owner, or an administrator): "No such bot" and
+/// "Insufficient permission" otherwise, as Zulip's `access_bot_by_id`.
+pub fn managed_bot<'a>(
+    state: &'a Projections,
+    ctx: &Ctx,
+    target: UserId,
+) -> ApiResult<&'a crate::projections::User> {
     let me = actor(state, ctx)?;
     let bot = state
         .users
@@ -299,11 +315,20 @@ pub fn deactivate_bot(state: &Projections, ctx: &Ctx, target: UserId) -> ApiResu
     if bot.bot_owner_id != Some(me.user_id) && !me.role.is_admin() {
         return Err(ApiError::bad_request("Insufficient permission"));
     }
-    if !bot.is_active {
-        return Err(ApiError::bad_request("User is deactivated"));
-    }
-    Ok(Decision::events(vec![Event::UserDeactivated {
+    Ok(bot)
+}
+
+/// `POST /bots/{bot_id}/api_key/regenerate`: a new key for a bot the caller manages.
+pub fn regenerate_bot_key(
+    state: &Projections,
+    ctx: &Ctx,
+    target: UserId,
+    api_key_nonce: String,
+) -> ApiResult<Decision> {
+    managed_bot(state, ctx, target)?;
+    Ok(Decision::events(vec![Event::ApiKeyRegenerated {
         user_id: target,
+        api_key_nonce,
     }]))
 }
 

@@ -1,5 +1,5 @@
-//! Bots: `POST /bots`, `GET /bots`, `DELETE /bots/{bot_id}`, `/bot_storage`, and the bot
-//! object of `realm_bots` and `realm_bot` events.
+//! Bots: `POST /bots`, `GET /bots`, `DELETE /bots/{bot_id}`, their API keys, `/bot_storage`,
+//! and the bot object of `realm_bots` and `realm_bot` events.
 
 use super::{path_id, AppState, Auth, Params};
 use crate::auth::new_api_key_nonce;
@@ -135,6 +135,44 @@ pub async fn deactivate_bot(
             crate::commands::users::deactivate_bot(s, ctx, target)
         })
         .await
+}
+
+/// `POST /bots/{bot_id}/api_key/regenerate`: the bot's new key (its old one stops working).
+pub async fn regenerate_bot_key(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let target = UserId(path_id(&req, "bot_id")?);
+    let nonce = new_api_key_nonce();
+    let for_key = nonce.clone();
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::users::regenerate_bot_key(s, ctx, target, nonce)
+        })
+        .await?;
+    Ok(params.success(json!({ "api_key": state.secret.api_key(target, &for_key) })))
+}
+
+/// `GET /bots/{bot_id}/api_key`: the key of a bot the caller manages.
+pub async fn get_bot_key(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let target = UserId(path_id(&req, "bot_id")?);
+    let key = state.engine.read(|s| {
+        let ctx = Ctx {
+            now_ms: 0,
+            actor: Some(auth.user_id),
+        };
+        crate::commands::users::managed_bot(s, &ctx, target)
+            .map(|bot| state.secret.api_key(target, &bot.api_key_nonce))
+    })?;
+    Ok(params.success(json!({ "api_key": key })))
 }
 
 /// `PUT /bot_storage`: `storage` is a JSON object of text values.

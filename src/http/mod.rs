@@ -261,6 +261,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                     get => bots::get_bots,
                     post => bots::create_bot);
                 endpoint!(api, "/bots/{bot_id}", delete => bots::deactivate_bot);
+                endpoint!(api, "/bots/{bot_id}/api_key", get => bots::get_bot_key);
+                endpoint!(api, "/bots/{bot_id}/api_key/regenerate",
+                    post => bots::regenerate_bot_key);
                 endpoint!(api, "/bot_storage",
                     get => bots::get_storage,
                     put => bots::update_storage,

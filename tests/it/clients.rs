@@ -371,3 +371,61 @@ async fn the_with_operator_follows_a_moved_message() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_bots_key_can_be_read_and_regenerated_by_its_owner() {
+    let c = chat().await;
+    let server = &c.server;
+    let (_, alice) = &c.alice;
+    let (_, bob) = &c.bob;
+    let (status, created) = alice
+        .post(
+            "/bots",
+            &[("full_name", "Keyed Bot"), ("short_name", "keyed")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{created}");
+    let bot_id = created["user_id"].as_u64().unwrap();
+    let old_key = created["api_key"].as_str().unwrap().to_owned();
+    let (_, body) = alice.get(&format!("/bots/{bot_id}/api_key"), &[]).await;
+    assert_eq!(body["api_key"], old_key.as_str());
+    let (queue, _) = crate::realtime::register(alice, &[("event_types", r#"["realm_bot"]"#)]).await;
+    let path = format!("/bots/{bot_id}/api_key/regenerate");
+    let (status, body) = bob.post(&path, &[]).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"result": "error", "msg": "Insufficient permission", "code": "BAD_REQUEST"})
+        )
+    );
+    let (status, body) = alice.post("/bots/99999/api_key/regenerate", &[]).await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (StatusCode::BAD_REQUEST, json!("No such bot"))
+    );
+    let (status, body) = alice.post(&path, &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let new_key = body["api_key"].as_str().unwrap().to_owned();
+    assert_ne!(new_key, old_key);
+    assert_eq!(new_key.len(), 32);
+    let events = crate::realtime::drain(alice, &queue).await;
+    assert_eq!(
+        events[0]["bot"],
+        json!({"user_id": bot_id, "api_key": new_key})
+    );
+    // The old key no longer works; the new one does.
+    let email = created["email"].as_str().map(str::to_owned);
+    let (_, me) = alice.get(&format!("/users/{bot_id}"), &[]).await;
+    let email = email.unwrap_or_else(|| me["user"]["email"].as_str().unwrap().to_owned());
+    let as_bot = |key: &str| {
+        server.api(Some(&crate::support::Creds {
+            email: email.clone(),
+            key: key.to_owned(),
+        }))
+    };
+    let (status, _) = as_bot(&old_key).get("/users/me", &[]).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = as_bot(&new_key).get("/users/me", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+}

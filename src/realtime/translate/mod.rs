@@ -38,7 +38,6 @@ pub fn client_events(
     match &env.event {
         Event::RealmCreated { .. }
         | Event::LogErased { .. }
-        | Event::ApiKeyRegenerated { .. }
         | Event::PasswordChanged { .. }
         | Event::InvitationResent { .. }
         // Bot storage is private to its bot, and Zulip sends no event for it.
@@ -61,6 +60,23 @@ pub fn client_events(
         | Event::InvitationAccepted { invite_id, .. } => {
             realm::invitations_changed(state, *invite_id)
         }
+        // A bot's new key goes to its owner (Zulip's `realm_bot` `update`); a user's own key is
+        // told to nobody.
+        Event::ApiKeyRegenerated { user_id, .. } => match state.users.get(*user_id) {
+            Some(bot) if bot.is_bot() => bot
+                .bot_owner_id
+                .map(|owner| {
+                    Deliveries::from(vec![(
+                        owner,
+                        json!({"type": "realm_bot", "op": "update", "bot": {
+                            "user_id": user_id.0,
+                            "api_key": secret.api_key(*user_id, &bot.api_key_nonce),
+                        }}),
+                    )])
+                })
+                .unwrap_or_default(),
+            _ => Deliveries::new(),
+        },
         Event::UserCreated { user_id, .. } => users::user_created(state, site, secret, *user_id),
         Event::UserDeactivated { user_id } => users::activity_changed(state, *user_id, false),
         Event::UserReactivated { user_id } => users::activity_changed(state, *user_id, true),
