@@ -7,7 +7,7 @@
 use serde_json::{json, Map, Value};
 
 /// The parts of the state compared, each with the key its objects are sorted by.
-pub const COMPARED: [&str; 10] = [
+pub const COMPARED: [&str; 12] = [
     "realm_users",
     "realm_user_groups",
     "streams",
@@ -18,6 +18,8 @@ pub const COMPARED: [&str; 10] = [
     "starred_messages",
     "user_topics",
     "max_message_id",
+    "muted_users",
+    "alert_words",
 ];
 
 /// `max_message_id` once the newest message was deleted: the comparison takes the fresh value.
@@ -93,6 +95,13 @@ pub fn apply(state: &mut Map<String, Value>, me: u64, event: &Value) {
         "stream" => apply_stream(state, op, event),
         "subscription" => apply_subscription(state, me, op, event),
         "message" => apply_message(state, me, event),
+        // Both events carry the whole list.
+        "muted_users" => {
+            state.insert("muted_users".into(), event["muted_users"].clone());
+        }
+        "alert_words" => {
+            state.insert("alert_words".into(), event["alert_words"].clone());
+        }
         "update_message_flags" => apply_flags(state, me, op, event),
         "delete_message" => {
             let ids = ids(&event["message_ids"]);

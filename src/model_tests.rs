@@ -92,6 +92,18 @@ enum Op {
         topic: u8,
         policy: u8,
     },
+    /// Someone mutes or unmutes someone (their messages then arrive read).
+    MuteUser {
+        by: u8,
+        target: u8,
+        mute: bool,
+    },
+    /// Someone adds or removes one of the words the messages are made of as an alert word.
+    AlertWord {
+        by: u8,
+        word: u8,
+        add: bool,
+    },
     /// The owner gives someone another role.
     ChangeRole {
         target: u8,
@@ -120,6 +132,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (b(), b(), 0u8..3, 0u8..4).prop_map(|(by, channel, topic, policy)| Op::Mute { by, channel, topic, policy }),
         1 => (b(), b()).prop_map(|(by, message)| Op::MarkUnread { by, message }),
         1 => (b(), b(), b(), any::<bool>()).prop_map(|(by, message, channel, whole_topic)| Op::MoveToChannel { by, message, channel, whole_topic }),
+        1 => (b(), b(), any::<bool>()).prop_map(|(by, target, mute)| Op::MuteUser { by, target, mute }),
+        1 => (b(), 0u8..6, any::<bool>()).prop_map(|(by, word, add)| Op::AlertWord { by, word, add }),
         1 => (b(), 0u8..2).prop_map(|(target, role)| Op::ChangeRole { target, role }),
         1 => (b(), any::<bool>()).prop_map(|(target, active)| Op::SetActive { target, active }),
     ]
@@ -535,6 +549,34 @@ async fn message_op(
             engine
                 .execute(mover, move |s, ctx| {
                     crate::commands::edit::edit_message(s, ctx, id, request)
+                })
+                .await
+                .map(|_| ())
+        }
+        Op::MuteUser { by, target, mute } => {
+            let Some(target) = who(target) else {
+                return Ok(());
+            };
+            engine
+                .execute(who(by), move |s, ctx| {
+                    if mute {
+                        crate::commands::mutes::mute_user(s, ctx, target)
+                    } else {
+                        crate::commands::mutes::unmute_user(s, ctx, target)
+                    }
+                })
+                .await
+                .map(|_| ())
+        }
+        Op::AlertWord { by, word, add } => {
+            let words = vec![WORDS[word as usize % WORDS.len()].to_owned()];
+            engine
+                .execute(who(by), move |s, ctx| {
+                    if add {
+                        crate::commands::mutes::add_alert_words(s, ctx, words)
+                    } else {
+                        crate::commands::mutes::remove_alert_words(s, ctx, words)
+                    }
                 })
                 .await
                 .map(|_| ())
