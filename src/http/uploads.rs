@@ -245,10 +245,20 @@ async fn file_response(
     name: String,
 ) -> ApiResult<HttpResponse> {
     let store = state.uploads.clone();
-    let bytes = web::block(move || store.read(&sha256))
+    let hash = sha256.clone();
+    let bytes = web::block(move || store.read(&hash))
         .await
         .map_err(|e| ApiError::internal(format!("upload storage: {e}")))?
-        .map_err(io_error)?;
+        .map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                // Recorded but not on disk (a data directory restored without its uploads):
+                // said in the log, and answered like a file that does not exist.
+                tracing::error!(%sha256, "an uploaded file is missing from the upload directory");
+                ApiError::new(crate::error::ErrorCode::NotFound, "File not found")
+            } else {
+                io_error(e)
+            }
+        })?;
     let inline = sniff_image(&bytes).is_some() && content_type.starts_with("image/");
     let disposition = format!(
         "{}; filename=\"{name}\"",

@@ -375,4 +375,11 @@ async fn backups_carry_uploads_and_erasure_removes_unnamed_ones() {
     let resp = download(&restored, Some(&owner), &url).await;
     assert_eq!(resp.status(), StatusCode::OK);
     assert_eq!(resp.bytes().await.unwrap().as_ref(), b"%PDF-1.7 tiny");
+    // A recorded file missing from disk (a restore without the uploads) is a 404, not a 500.
+    for file in walk(&copy.join("uploads")) {
+        std::fs::remove_file(file).unwrap();
+    }
+    let resp = download(&restored, Some(&owner), &url).await;
+    assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+    assert!(restored.stderr().contains("an uploaded file is missing"));
 }
