@@ -124,6 +124,38 @@ pub fn resize_upload(bytes: &[u8]) -> Result<(Vec<u8>, Vec<u8>), AvatarError> {
     Ok((at(DEFAULT_SIZE), at(MEDIUM_SIZE)))
 }
 
+/// Zulip's custom emoji size.
+pub const EMOJI_SIZE: u32 = 64;
+
+/// A still custom emoji (PNG, JPEG or WebP) larger than 64 pixels, shrunk to fit in 64 × 64
+/// (its proportions kept) as PNG, as Zulip resizes emoji; `None` when it already fits or is a
+/// GIF (kept as uploaded, animation and all). Decoded with the same bounds as avatars.
+pub fn resize_emoji(bytes: &[u8]) -> Result<Option<Vec<u8>>, AvatarError> {
+    let mut reader = ImageReader::new(Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|_| AvatarError::NotAnImage)?;
+    match reader.format() {
+        Some(ImageFormat::Gif) => return Ok(None),
+        Some(ImageFormat::Png | ImageFormat::Jpeg | ImageFormat::WebP) => {}
+        _ => return Err(AvatarError::NotAnImage),
+    }
+    let mut limits = Limits::default();
+    limits.max_image_width = Some(MAX_SIDE);
+    limits.max_image_height = Some(MAX_SIDE);
+    limits.max_alloc = Some(MAX_DECODE_BYTES);
+    reader.limits(limits);
+    let image = reader.decode().map_err(|_| AvatarError::NotAnImage)?;
+    if image.width() <= EMOJI_SIZE && image.height() <= EMOJI_SIZE {
+        return Ok(None);
+    }
+    let small = image.resize(
+        EMOJI_SIZE,
+        EMOJI_SIZE,
+        image::imageops::FilterType::Triangle,
+    );
+    Ok(Some(png(&small.to_rgba8())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,6 +173,17 @@ mod tests {
         assert_eq!(a, generated("12", DEFAULT_SIZE));
         assert_ne!(a, generated("13", DEFAULT_SIZE));
         assert_eq!(dimensions(&generated("12", MEDIUM_SIZE)), (500, 500));
+    }
+
+    #[test]
+    fn large_still_emoji_shrink_to_64_pixels() {
+        let wide = RgbaImage::from_pixel(256, 128, Rgba([200, 20, 30, 255]));
+        let shrunk = resize_emoji(&png(&wide)).unwrap().unwrap();
+        assert_eq!(dimensions(&shrunk), (64, 32));
+        let small = RgbaImage::from_pixel(40, 40, Rgba([1, 2, 3, 255]));
+        assert_eq!(resize_emoji(&png(&small)), Ok(None));
+        assert_eq!(resize_emoji(b"GIF89a\x01\x00\x01\x00"), Ok(None));
+        assert_eq!(resize_emoji(b"not an image"), Err(AvatarError::NotAnImage));
     }
 
     #[test]

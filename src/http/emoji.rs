@@ -33,7 +33,23 @@ pub async fn upload_custom_emoji(
     mut params: Params,
 ) -> ApiResult<HttpResponse> {
     let name = emoji_name(&req);
-    let files: Vec<Vec<u8>> = params.take_files().into_iter().map(|f| f.bytes).collect();
+    let mut files: Vec<Vec<u8>> = params.take_files().into_iter().map(|f| f.bytes).collect();
+    // A still image larger than Zulip's 64 pixels is shrunk here, on the blocking pool, before
+    // the command sees it (the size limit applies to what was uploaded). Bytes that do not
+    // decode are left to the command's checks, which run first (permission, name, type).
+    let recognised = files.len() == 1
+        && files[0].len() <= crate::commands::emoji::MAX_EMOJI_FILE_SIZE_MIB * 1024 * 1024
+        && crate::commands::emoji::image_type(&files[0]).is_some();
+    if recognised {
+        let original = files.remove(0);
+        let resized = web::block(move || match crate::avatars::resize_emoji(&original) {
+            Ok(Some(small)) => small,
+            Ok(None) | Err(_) => original,
+        })
+        .await
+        .map_err(|e| ApiError::internal(format!("resizing: {e}")))?;
+        files.push(resized);
+    }
     state
         .answer(&auth, params, move |s, ctx| {
             crate::commands::emoji::add_custom_emoji(s, ctx, &name, files)

@@ -302,3 +302,32 @@ async fn the_organization_decides_who_adds_emoji() {
     let (status, body) = upload(&owner, "mine", &[PNG]).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 }
+
+#[tokio::test]
+async fn large_still_emoji_are_shrunk_to_64_pixels() {
+    let server = Server::start();
+    let owner = server.api(Some(&server.owner()));
+    let picture = chronicle::avatars::generated("big emoji", 256);
+    let (status, body) = crate::uploads::post_files(
+        &owner,
+        "/realm/emoji/big_one",
+        &[("file", "big.png", "image/png", &picture)],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, listed) = owner.get("/realm/emoji", &[]).await;
+    let emoji = listed["emoji"]
+        .as_object()
+        .unwrap()
+        .values()
+        .find(|e| e["name"] == "big_one")
+        .unwrap()
+        .clone();
+    let url = format!("{}{}", server.url, emoji["source_url"].as_str().unwrap());
+    let bytes = reqwest::get(&url).await.unwrap().bytes().await.unwrap();
+    let (w, h) = (
+        u32::from_be_bytes(bytes[16..20].try_into().unwrap()),
+        u32::from_be_bytes(bytes[20..24].try_into().unwrap()),
+    );
+    assert_eq!((w, h), (64, 64));
+}
