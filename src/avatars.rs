@@ -84,6 +84,35 @@ pub fn generated(key: &str, size: u32) -> Vec<u8> {
     png(&image)
 }
 
+/// Decodes a PNG, JPEG, GIF or WebP (told by its bytes; the first frame of an animation) within
+/// the bounds on dimensions and memory; `None` for a format `wanted` turns down.
+fn decode_bounded(
+    bytes: &[u8],
+    wanted: impl Fn(ImageFormat) -> bool,
+) -> Result<Option<image::DynamicImage>, AvatarError> {
+    let mut reader = ImageReader::new(Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|_| AvatarError::NotAnImage)?;
+    let format = match reader.format() {
+        Some(f @ (ImageFormat::Png | ImageFormat::Jpeg | ImageFormat::Gif | ImageFormat::WebP)) => {
+            f
+        }
+        _ => return Err(AvatarError::NotAnImage),
+    };
+    if !wanted(format) {
+        return Ok(None);
+    }
+    let mut limits = Limits::default();
+    limits.max_image_width = Some(MAX_SIDE);
+    limits.max_image_height = Some(MAX_SIDE);
+    limits.max_alloc = Some(MAX_DECODE_BYTES);
+    reader.limits(limits);
+    reader
+        .decode()
+        .map(Some)
+        .map_err(|_| AvatarError::NotAnImage)
+}
+
 /// Decodes an uploaded picture (PNG, JPEG, GIF or WebP, told by its bytes; the first frame of
 /// an animation) within bounds on bytes, dimensions and memory, crops it to its centre square
 /// and returns it as PNG at the default and medium sizes.
@@ -91,21 +120,7 @@ pub fn resize_upload(bytes: &[u8]) -> Result<(Vec<u8>, Vec<u8>), AvatarError> {
     if bytes.len() as u64 > MAX_AVATAR_FILE_SIZE_MIB * 1024 * 1024 {
         return Err(AvatarError::TooLarge);
     }
-    let mut reader = ImageReader::new(Cursor::new(bytes))
-        .with_guessed_format()
-        .map_err(|_| AvatarError::NotAnImage)?;
-    if !matches!(
-        reader.format(),
-        Some(ImageFormat::Png | ImageFormat::Jpeg | ImageFormat::Gif | ImageFormat::WebP)
-    ) {
-        return Err(AvatarError::NotAnImage);
-    }
-    let mut limits = Limits::default();
-    limits.max_image_width = Some(MAX_SIDE);
-    limits.max_image_height = Some(MAX_SIDE);
-    limits.max_alloc = Some(MAX_DECODE_BYTES);
-    reader.limits(limits);
-    let image = reader.decode().map_err(|_| AvatarError::NotAnImage)?;
+    let image = decode_bounded(bytes, |_| true)?.ok_or(AvatarError::NotAnImage)?;
     let side = image.width().min(image.height());
     if side == 0 {
         return Err(AvatarError::NotAnImage);
@@ -131,20 +146,9 @@ pub const EMOJI_SIZE: u32 = 64;
 /// (its proportions kept) as PNG, as Zulip resizes emoji; `None` when it already fits or is a
 /// GIF (kept as uploaded, animation and all). Decoded with the same bounds as avatars.
 pub fn resize_emoji(bytes: &[u8]) -> Result<Option<Vec<u8>>, AvatarError> {
-    let mut reader = ImageReader::new(Cursor::new(bytes))
-        .with_guessed_format()
-        .map_err(|_| AvatarError::NotAnImage)?;
-    match reader.format() {
-        Some(ImageFormat::Gif) => return Ok(None),
-        Some(ImageFormat::Png | ImageFormat::Jpeg | ImageFormat::WebP) => {}
-        _ => return Err(AvatarError::NotAnImage),
-    }
-    let mut limits = Limits::default();
-    limits.max_image_width = Some(MAX_SIDE);
-    limits.max_image_height = Some(MAX_SIDE);
-    limits.max_alloc = Some(MAX_DECODE_BYTES);
-    reader.limits(limits);
-    let image = reader.decode().map_err(|_| AvatarError::NotAnImage)?;
+    let Some(image) = decode_bounded(bytes, |format| format != ImageFormat::Gif)? else {
+        return Ok(None);
+    };
     if image.width() <= EMOJI_SIZE && image.height() <= EMOJI_SIZE {
         return Ok(None);
     }

@@ -107,14 +107,19 @@ impl UploadStore {
         })
     }
 
+    /// Stores bytes already in memory (synced, like a received upload); returns their hash.
+    pub fn put(&self, bytes: &[u8]) -> io::Result<String> {
+        let mut incoming = self.begin(u64::MAX)?;
+        incoming.write(bytes).map_err(|e| match e {
+            ReceiveError::Io(e) => e,
+            ReceiveError::TooLarge => io::Error::other("no limit was set"),
+        })?;
+        incoming.finish(self).map(|(hash, _, _)| hash)
+    }
+
     /// Copies the bytes with this hash from another store, checking the hash.
     pub fn copy_from(&self, other: &UploadStore, sha256: &str) -> io::Result<()> {
-        let bytes = other.read(sha256)?;
-        let mut incoming = self.begin(u64::MAX)?;
-        incoming
-            .write(&bytes)
-            .map_err(|_| io::Error::other("copy failed"))?;
-        let (hash, _, _) = incoming.finish(self)?;
+        let hash = self.put(&other.read(sha256)?)?;
         if hash != sha256 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,

@@ -67,15 +67,9 @@ pub async fn get_avatar_medium(state: web::Data<AppState>, req: HttpRequest) -> 
 /// Stores one PNG among the uploads; returns its hash.
 async fn store_png(state: &AppState, bytes: Vec<u8>) -> ApiResult<String> {
     let store = state.uploads.clone();
-    let stored = web::block(move || {
-        let mut incoming = store.begin(u64::MAX)?;
-        incoming
-            .write(&bytes)
-            .map_err(|_| std::io::Error::other("write"))?;
-        incoming.finish(&store).map(|(hash, _, _)| hash)
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("avatar storage: {e}")))?;
+    let stored = web::block(move || store.put(&bytes))
+        .await
+        .map_err(|e| ApiError::internal(format!("avatar storage: {e}")))?;
     stored.map_err(|e| ApiError::internal(format!("avatar storage: {e}")))
 }
 
