@@ -397,6 +397,13 @@ fn apply_move(state: &mut Map<String, Value>, event: &Value) {
         return;
     }
     let moved = ids(&event["message_ids"]);
+    // Moved into a channel the user reads but did not read the old one from: the user now
+    // holds the messages (Zulip gives them read rows), so `max_message_id` may rise.
+    if event.get("new_stream_id").is_some() {
+        if let Some(newest) = moved.iter().max() {
+            raise_max(state, *newest, false);
+        }
+    }
     let Some(streams) = unread(state)["streams"].as_array().cloned() else {
         return;
     };
