@@ -160,6 +160,92 @@ pub fn resize_emoji(bytes: &[u8]) -> Result<Option<Vec<u8>>, AvatarError> {
     Ok(Some(png(&small.to_rgba8())))
 }
 
+/// Whether an image is animated: a GIF with more than one frame, or a WebP whose extended
+/// header says so. Read from the container's structure, without decoding pixels; bounded by the
+/// bytes given, so any input is safe.
+pub fn is_animated(bytes: &[u8]) -> bool {
+    if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        return gif_frames(bytes) > 1;
+    }
+    // RIFF....WEBPVP8X, then the flags byte: bit 1 is "animation".
+    bytes.len() > 20
+        && &bytes[0..4] == b"RIFF"
+        && &bytes[8..12] == b"WEBP"
+        && &bytes[12..16] == b"VP8X"
+        && bytes[20] & 0x02 != 0
+}
+
+/// The image descriptors of a GIF, counted up to 2.
+fn gif_frames(bytes: &[u8]) -> usize {
+    // Header (6), logical screen descriptor (7), then the global colour table if flagged.
+    let Some(&packed) = bytes.get(10) else {
+        return 0;
+    };
+    let mut at = 13;
+    if packed & 0x80 != 0 {
+        at += 3 << ((packed & 0x07) + 1);
+    }
+    let mut frames = 0;
+    // Skips data sub-blocks (a length byte, then that many bytes, until a zero length).
+    let skip_blocks = |mut at: usize| -> Option<usize> {
+        loop {
+            let len = *bytes.get(at)? as usize;
+            at += 1;
+            if len == 0 {
+                return Some(at);
+            }
+            at += len;
+        }
+    };
+    while let Some(&kind) = bytes.get(at) {
+        match kind {
+            // Image descriptor (10 bytes), its local colour table, the LZW code size, data.
+            0x2C => {
+                frames += 1;
+                if frames > 1 {
+                    return frames;
+                }
+                let Some(&flags) = bytes.get(at + 9) else {
+                    return frames;
+                };
+                at += 10;
+                if flags & 0x80 != 0 {
+                    at += 3 << ((flags & 0x07) + 1);
+                }
+                at += 1;
+                match skip_blocks(at) {
+                    Some(next) => at = next,
+                    None => return frames,
+                }
+            }
+            // Extension: its label, then sub-blocks.
+            0x21 => match skip_blocks(at + 2) {
+                Some(next) => at = next,
+                None => return frames,
+            },
+            // Trailer, or anything else: the end.
+            _ => return frames,
+        }
+    }
+    frames
+}
+
+/// The first frame of an animated emoji as a PNG no larger than 64 × 64 (Zulip's `still_url`
+/// image), decoded with the same bounds as avatars.
+pub fn still_frame(bytes: &[u8]) -> Result<Vec<u8>, AvatarError> {
+    let image = decode_bounded(bytes, |_| true)?.ok_or(AvatarError::NotAnImage)?;
+    let image = if image.width() > EMOJI_SIZE || image.height() > EMOJI_SIZE {
+        image.resize(
+            EMOJI_SIZE,
+            EMOJI_SIZE,
+            image::imageops::FilterType::Triangle,
+        )
+    } else {
+        image
+    };
+    Ok(png(&image.to_rgba8()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,6 +274,39 @@ mod tests {
         assert_eq!(resize_emoji(&png(&small)), Ok(None));
         assert_eq!(resize_emoji(b"GIF89a\x01\x00\x01\x00"), Ok(None));
         assert_eq!(resize_emoji(b"not an image"), Err(AvatarError::NotAnImage));
+    }
+
+    #[test]
+    fn animated_images_are_told_apart_and_give_a_still_frame() {
+        use image::codecs::gif::GifEncoder;
+        use image::{Delay, Frame};
+        let gif = |frames: usize| {
+            let mut out = Vec::new();
+            {
+                let mut encoder = GifEncoder::new(&mut out);
+                let all = (0..frames).map(|i| {
+                    let picture = RgbaImage::from_pixel(80, 80, Rgba([i as u8 * 90, 10, 10, 255]));
+                    Frame::from_parts(picture, 0, 0, Delay::from_numer_denom_ms(100, 1))
+                });
+                encoder.encode_frames(all).unwrap();
+            }
+            out
+        };
+        let animated = gif(3);
+        assert!(is_animated(&animated));
+        assert!(!is_animated(&gif(1)));
+        assert!(!is_animated(&png(&RgbaImage::from_pixel(
+            4,
+            4,
+            Rgba([0, 0, 0, 255])
+        ))));
+        assert!(!is_animated(b"GIF89a\x01"));
+        // Truncated anywhere: still no panic.
+        for cut in 0..animated.len() {
+            let _ = is_animated(&animated[..cut]);
+        }
+        let still = still_frame(&animated).unwrap();
+        assert_eq!(dimensions(&still), (64, 64));
     }
 
     #[test]

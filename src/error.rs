@@ -41,6 +41,13 @@ pub enum ErrorCode {
     TopicWildcardMentionNotAllowed,
     RealmUploadQuota,
     BadImage,
+    /// No push notification service is configured (400).
+    PushServiceNotConfigured,
+    /// Incoming webhooks: a payload whose event type the integration does not handle; Zulip
+    /// answers it with 200 and `result: success`.
+    UnsupportedWebhookEventType,
+    /// Incoming webhooks: the header that names the event is missing (400).
+    MissingHttpEventHeader,
     /// `BAD_REQUEST` with 404: an unknown route or a resource that does not exist.
     NotFound,
     /// `BAD_REQUEST` with 403.
@@ -56,6 +63,9 @@ impl ErrorCode {
             ErrorCode::RequestVariableInvalid => "REQUEST_VARIABLE_INVALID",
             ErrorCode::RequestConfusingVar => "REQUEST_CONFUSING_VAR",
             ErrorCode::InvalidJson => "INVALID_JSON",
+            ErrorCode::PushServiceNotConfigured => "PUSH_SERVICE_NOT_CONFIGURED",
+            ErrorCode::UnsupportedWebhookEventType => "UNSUPPORTED_WEBHOOK_EVENT_TYPE",
+            ErrorCode::MissingHttpEventHeader => "MISSING_HTTP_EVENT_HEADER",
             ErrorCode::BadNarrow => "BAD_NARROW",
             ErrorCode::CannotDeactivateLastUser => "CANNOT_DEACTIVATE_LAST_USER",
             ErrorCode::StreamDoesNotExist => "STREAM_DOES_NOT_EXIST",

@@ -70,6 +70,11 @@ id_type!(
     AttachmentId
 );
 
+id_type!(
+    /// A scheduled message's (or reminder's) id, not the id it gets when sent.
+    ScheduledMessageId
+);
+
 /// Position of an event in the log: 1 for the first event, gapless, strictly increasing.
 /// Stored as big-endian bytes so that sled's key order is log order.
 #[derive(

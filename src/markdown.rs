@@ -203,6 +203,12 @@ pub fn render_message(source: &str, resolver: &dyn Resolver) -> Rendered {
 /// The HTML for one piece of Zulip syntax (`@**x**`, `@_**x**`, `#**x**`), or `None` to leave
 /// the text as it is.
 fn resolve(syntax: &str, resolver: &dyn Resolver, rendered: &mut Rendered) -> Option<String> {
+    if let Some(text) = syntax
+        .strip_prefix("<time:")
+        .and_then(|s| s.strip_suffix('>'))
+    {
+        return Some(global_time(text));
+    }
     if let Some(name) = syntax.strip_prefix(':').and_then(|s| s.strip_suffix(':')) {
         // The organization's emoji win over the built-in ones, as in Zulip.
         if let Some(url) = resolver.custom_emoji(name) {
@@ -289,6 +295,32 @@ fn resolve(syntax: &str, resolver: &dyn Resolver, rendered: &mut Rendered) -> Op
     ))
 }
 
+/// Zulip's rendering of a global time: `<time datetime="…Z">` around the text as typed, or an
+/// error span for text that is not an instant (ISO 8601 or seconds since the epoch).
+fn global_time(text: &str) -> String {
+    let ms = match text.trim().parse::<i64>() {
+        Ok(secs) => secs.checked_mul(1000),
+        Err(_) => crate::time::parse_rfc3339_ms(text.trim()),
+    };
+    match ms.filter(|ms| (0..=253_402_300_799_000).contains(ms)) {
+        Some(ms) => {
+            let iso = crate::time::iso8601_ms(ms - ms.rem_euclid(1000));
+            let utc = format!("{}Z", &iso[..19]);
+            format!("<time datetime=\"{utc}\">{}</time>", escape_html(text))
+        }
+        None => format!(
+            "<span class=\"timestamp-error\">Invalid time format: {}</span>",
+            escape_html(text)
+        ),
+    }
+}
+
+/// `<time:…>` for an instant (seconds since the epoch), as Zulip writes times in its notices.
+pub fn time_syntax(secs: i64) -> String {
+    let iso = crate::time::iso8601_ms(secs.saturating_mul(1000));
+    format!("<time:{}+00:00>", &iso[..19])
+}
+
 /// The `:name:` at the start of `text`, if it has the shape of an emoji name.
 fn emoji_at(text: &str) -> Option<&str> {
     let body = text.strip_prefix(':')?;
@@ -351,6 +383,19 @@ fn tokenize_line(line: &str, replace: &mut impl FnMut(&str) -> Option<String>) -
             rest = &rest[token.0..];
             continue;
         }
+        // A global time: `<time:2025-05-01T10:00:00+00:00>` or `<time:1746093600>`.
+        if rest.starts_with("<time:") {
+            if let Some(end) = rest.find('>') {
+                let syntax = &rest[..=end];
+                if !syntax.contains('\n') {
+                    if let Some(token) = replace(syntax) {
+                        out.push_str(&token);
+                        rest = &rest[end + 1..];
+                        continue;
+                    }
+                }
+            }
+        }
         let candidate = ["@_**", "@**", "#**"].iter().find(|p| rest.starts_with(*p));
         if let Some(prefix) = candidate {
             if let Some(end) = rest[prefix.len()..].find("**") {
@@ -385,6 +430,23 @@ mod tests {
         fn channel(&self, name: &str) -> Option<(u64, String)> {
             (name == "general").then(|| (3, "general".into()))
         }
+    }
+
+    #[test]
+    fn global_times() {
+        assert_eq!(
+            render_message("at <time:1746093600> and <time:2025-05-01T10:00:00+00:00>", &Org).html,
+            "<p>at <time datetime=\"2025-05-01T10:00:00Z\">1746093600</time> and <time datetime=\"2025-05-01T10:00:00Z\">2025-05-01T10:00:00+00:00</time></p>"
+        );
+        assert_eq!(
+            render_message("<time:soon>", &Org).html,
+            "<p><span class=\"timestamp-error\">Invalid time format: soon</span></p>"
+        );
+        assert_eq!(time_syntax(1746093600), "<time:2025-05-01T10:00:00+00:00>");
+        assert_eq!(
+            render_message("`<time:1>`", &Org).html,
+            "<p><code>&lt;time:1&gt;</code></p>"
+        );
     }
 
     #[test]

@@ -435,6 +435,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
             .retention_interval
             .unwrap_or(std::time::Duration::from_secs(3600)),
     ));
+    let delivery = actix_web::rt::spawn(delivery_job(engine.clone()));
     let server = actix_web::HttpServer::new(move || crate::http::app(data.clone()))
         .listen(listener)?
         .shutdown_timeout(10)
@@ -465,6 +466,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     collector.abort();
     webhooks.abort();
     retention.abort();
+    delivery.abort();
     engine.shutdown().await;
     let seq = engine.read(|s| s.seq);
     tracing::info!(
@@ -487,6 +489,33 @@ async fn collect_idle(
         let dropped = queues.collect_garbage();
         if dropped > 0 {
             tracing::info!(dropped, "collected idle event queues");
+        }
+    }
+}
+
+/// The delivery job: every second, sends the scheduled messages and reminders whose time has
+/// come (one command each, so they share a batch and are decided in order).
+async fn delivery_job(engine: Arc<Engine>) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let now = crate::time::now_ms() / 1000;
+        let due = engine.read(|s| s.scheduled.due_at(now));
+        let sends = due.into_iter().map(|id| {
+            let engine = engine.clone();
+            async move {
+                engine
+                    .execute(None, move |state, ctx| {
+                        crate::commands::scheduled::deliver(state, ctx, id)
+                    })
+                    .await
+            }
+        });
+        for result in futures_util::future::join_all(sends).await {
+            if let Err(error) = result {
+                tracing::warn!(%error, "delivering a scheduled message failed");
+            }
         }
     }
 }

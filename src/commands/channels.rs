@@ -989,6 +989,12 @@ pub fn change_channel(
                         "A default channel cannot be private.",
                     ));
                 }
+                let moderation = state.realm.channel("moderation_request_channel_id");
+                if !invite_only && moderation == Some(channel.id) {
+                    return Err(ApiError::bad_request(
+                        "Moderation request channel must be private.",
+                    ));
+                }
                 let creation = if invite_only {
                     "can_create_private_channel_group"
                 } else {

@@ -6,6 +6,7 @@
 pub mod attachments;
 pub mod channels;
 pub mod delete;
+pub mod devices;
 pub mod edit;
 pub mod emoji;
 pub mod flags;
@@ -20,11 +21,14 @@ pub mod presence;
 pub mod profile_fields;
 pub mod reactions;
 pub mod realm;
+pub mod reports;
+pub mod scheduled;
 pub mod storage;
 #[cfg(test)]
 pub mod testing;
 pub mod typing;
 pub mod users;
+pub mod views;
 
 use crate::error::{ApiError, ApiResult};
 use crate::events::Event;

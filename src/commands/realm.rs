@@ -37,6 +37,15 @@ pub fn update_realm(
                 if !known {
                     return Err(ApiError::bad_request("Invalid channel ID"));
                 }
+                let public = state
+                    .channels
+                    .get(ChannelId(id as u64))
+                    .is_some_and(|c| !c.invite_only);
+                if name == "moderation_request_channel_id" && public {
+                    return Err(ApiError::bad_request(
+                        "Moderation request channel must be private.",
+                    ));
+                }
                 RealmValue::Int(id)
             }
             (

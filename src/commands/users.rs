@@ -519,10 +519,26 @@ pub fn update_own_settings(
     full_name: Option<String>,
     password: Option<(String, Option<String>)>,
     settings: Vec<(&'static str, crate::events::RealmValue)>,
+    timezone: Option<String>,
 ) -> ApiResult<Decision> {
     use crate::projections::user_settings;
     let me = actor(state, ctx)?;
     let mut events = Vec::new();
+    if let Some(timezone) = timezone {
+        // An IANA name, as Zulip checks with zoneinfo; empty is "not set".
+        if !timezone.is_empty() && timezone.parse::<chrono_tz::Tz>().is_err() {
+            return Err(ApiError::bad_request(
+                "timezone is not a recognized time zone",
+            ));
+        }
+        if timezone != me.timezone {
+            events.push(Event::UserSettingChanged {
+                user_id: me.user_id,
+                name: "timezone".into(),
+                value: crate::events::RealmValue::Text(timezone),
+            });
+        }
+    }
     for (name, value) in settings {
         let fits = user_settings::setting(name).is_some_and(|s| user_settings::allows(s, &value));
         if !fits {
@@ -665,4 +681,157 @@ mod tests {
         assert!(check_full_name(&"x".repeat(101)).is_err());
         assert_eq!(check_full_name(" Ada ").unwrap(), "Ada");
     }
+}
+
+/// What `PATCH /bots/{bot_id}` changes; `None` keeps. A channel given as `Some(None)` (an
+/// empty name) is cleared.
+#[derive(Debug, Clone, Default)]
+pub struct BotEdit {
+    pub full_name: Option<String>,
+    pub role: Option<Role>,
+    pub owner_id: Option<UserId>,
+    pub default_sending_stream: Option<Option<String>>,
+    pub default_events_register_stream: Option<Option<String>>,
+    pub default_all_public_streams: Option<bool>,
+    pub service_payload_url: Option<String>,
+    pub service_interface: Option<u8>,
+    /// A new avatar, already stored.
+    pub avatar: Option<crate::events::AvatarImage>,
+}
+
+/// `PATCH /bots/{bot_id}`: the bot's owner or an administrator changes its name, owner,
+/// default channels or outgoing webhook service; a role change needs what `PATCH /users`
+/// needs.
+pub fn update_bot(
+    state: &Projections,
+    ctx: &Ctx,
+    target: UserId,
+    edit: BotEdit,
+) -> ApiResult<Decision> {
+    use crate::events::BotChange;
+    let me = actor(state, ctx)?;
+    let bot = managed_bot(state, ctx, target)?;
+    let mut events = Vec::new();
+    if let Some(name) = edit.full_name {
+        let name = check_full_name(&name)?;
+        if name != bot.full_name {
+            if state
+                .users
+                .iter()
+                .any(|u| u.is_active && u.full_name == name)
+            {
+                return Err(ApiError::bad_request("Name is already in use!"));
+            }
+            events.push(Event::UserChanged {
+                user_id: target,
+                change: UserChange::FullName(name),
+            });
+        }
+    }
+    if let Some(role) = edit.role.filter(|r| *r != bot.role) {
+        if (role == Role::Owner || bot.role == Role::Owner) && me.role != Role::Owner {
+            return Err(ApiError::must_be_owner());
+        }
+        if !me.role.is_admin() {
+            return Err(ApiError::must_be_admin());
+        }
+        events.push(Event::UserChanged {
+            user_id: target,
+            change: UserChange::Role(role),
+        });
+    }
+    if let Some(owner_id) = edit.owner_id.filter(|o| Some(*o) != bot.bot_owner_id) {
+        let owner = state
+            .users
+            .get(owner_id)
+            .ok_or_else(|| ApiError::bad_request("Failed to change owner, no such user"))?;
+        if !owner.is_active {
+            return Err(ApiError::bad_request(
+                "Failed to change owner, user is deactivated",
+            ));
+        }
+        if owner.is_bot() {
+            return Err(ApiError::bad_request(
+                "Failed to change owner, bots can't own other bots",
+            ));
+        }
+        events.push(Event::BotChanged {
+            user_id: target,
+            change: BotChange::Owner {
+                owner_id,
+                previous: bot.bot_owner_id,
+            },
+        });
+    }
+    let config = bot.bot.as_deref();
+    let channel = |name: Option<String>| -> ApiResult<Option<ChannelId>> {
+        let Some(name) = name else { return Ok(None) };
+        state
+            .channels
+            .by_name(&name)
+            .filter(|c| {
+                crate::projections::access(state, me, c) != crate::projections::Access::None
+            })
+            .map(|c| Some(c.id))
+            .ok_or_else(|| ApiError::bad_request(format!("Invalid channel name '{name}'")))
+    };
+    if let Some(name) = edit.default_sending_stream {
+        let id = channel(name)?;
+        if config.and_then(|c| c.default_sending_stream) != id {
+            events.push(Event::BotChanged {
+                user_id: target,
+                change: BotChange::DefaultSendingStream(id),
+            });
+        }
+    }
+    if let Some(name) = edit.default_events_register_stream {
+        let id = channel(name)?;
+        if config.and_then(|c| c.default_events_register_stream) != id {
+            events.push(Event::BotChanged {
+                user_id: target,
+                change: BotChange::DefaultEventsRegisterStream(id),
+            });
+        }
+    }
+    if let Some(all) = edit.default_all_public_streams {
+        if config.is_some_and(|c| c.default_all_public_streams) != all {
+            events.push(Event::BotChanged {
+                user_id: target,
+                change: BotChange::DefaultAllPublicStreams(all),
+            });
+        }
+    }
+    if edit.service_payload_url.is_some() || edit.service_interface.is_some() {
+        let service = config
+            .and_then(|c| c.services.first())
+            .filter(|_| bot.bot_type == Some(OUTGOING_WEBHOOK_BOT));
+        if let Some(service) = service {
+            let base_url = edit
+                .service_payload_url
+                .unwrap_or_else(|| service.base_url.clone());
+            if !super::is_http_url(&base_url) {
+                return Err(ApiError::bad_request("service_payload_url is not a URL"));
+            }
+            let interface = edit.service_interface.unwrap_or(service.interface);
+            if !matches!(interface, 1 | 2) {
+                return Err(ApiError::bad_request("Invalid interface type"));
+            }
+            if base_url != service.base_url || interface != service.interface {
+                events.push(Event::BotChanged {
+                    user_id: target,
+                    change: BotChange::Service {
+                        base_url,
+                        interface,
+                    },
+                });
+            }
+        }
+    }
+    if let Some(image) = edit.avatar {
+        events.push(Event::AvatarSet {
+            user_id: target,
+            image: Some(image),
+        });
+    }
+    Ok(Decision::events(events))
 }

@@ -13,11 +13,12 @@ pub mod v1;
 pub mod v2;
 
 pub use v2::{
-    AvatarImage, BotConfig, BotService, ChannelChange, ChannelPermissions, EditedContent, Event,
-    GroupChange, GroupPermissions, GroupSetting, ImageBytes, InvitationSpec, LinkifierSpec,
-    MessageFlag, MessageMove, NewSubscription, ProfileChoice, ProfileFieldData, ProfileFieldSpec,
-    PropagateMode, ReactionType, RealmValue, Recipient, Role, SenderQueue, StatusEmoji,
-    SubscriptionProperty, SystemGroup, TopicPolicy, TopicsPolicy, TypingTarget, UserChange,
+    AvatarImage, BotChange, BotConfig, BotService, ChannelChange, ChannelPermissions,
+    EditedContent, Event, GroupChange, GroupPermissions, GroupSetting, ImageBytes, InvitationSpec,
+    LinkifierSpec, MessageFlag, MessageMove, NewSubscription, ProfileChoice, ProfileFieldData,
+    ProfileFieldSpec, PropagateMode, ReactionType, RealmValue, Recipient, Role, SenderQueue,
+    StatusEmoji, SubscriptionProperty, SystemGroup, TopicPolicy, TopicsPolicy, TypingTarget,
+    UserChange,
 };
 
 use crate::ids::{Seq, UserId};

@@ -9,7 +9,7 @@
 use super::v1;
 use crate::ids::{
     AttachmentId, ChannelId, EmojiId, FieldId, FolderId, GroupId, InviteId, LinkifierId, MessageId,
-    UserId,
+    ScheduledMessageId, UserId,
 };
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -432,6 +432,75 @@ pub enum Event {
         attachment_id: AttachmentId,
         owner_id: UserId,
     },
+    /// A user scheduled a message (`POST /scheduled_messages`) or a reminder (`POST
+    /// /reminders`), or replaced one of theirs (`PATCH`): the whole message as it will be sent,
+    /// rendered when saved. Saving clears a failed delivery.
+    ScheduledMessageSaved {
+        scheduled_message_id: ScheduledMessageId,
+        sender_id: UserId,
+        /// A reminder is a direct message to the sender from the notification bot.
+        recipient: Recipient,
+        content: String,
+        rendered_content: String,
+        /// Seconds since the epoch.
+        deliver_at: i64,
+        /// Whether the sent message starts read for its sender; `None`: Zulip's default.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        read_by_sender: Option<bool>,
+        /// For a reminder, the message it is about.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reminder_for: Option<MessageId>,
+        /// Whether it replaces an existing one (`PATCH`) rather than adds one.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        edit: bool,
+    },
+    /// A scheduled message could not be sent at its time (`reason` is the error a send would
+    /// have answered); it stays, marked failed, until its sender edits or deletes it.
+    ScheduledMessageFailed {
+        scheduled_message_id: ScheduledMessageId,
+        sender_id: UserId,
+        reason: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        reminder: bool,
+    },
+    /// A scheduled message was deleted by its sender (`sent_as: None`) or sent: the
+    /// `MessageSent` of `sent_as` is in the same batch.
+    ScheduledMessageRemoved {
+        scheduled_message_id: ScheduledMessageId,
+        sender_id: UserId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sent_as: Option<MessageId>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        reminder: bool,
+    },
+    /// A user added a navigation view (`POST /navigation_views`): a view of the web app's left
+    /// sidebar named by `fragment`. Built-in views have no name.
+    NavigationViewAdded {
+        user_id: UserId,
+        fragment: String,
+        is_pinned: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
+    /// A user changed one of their navigation views (`PATCH`): each part present replaces the
+    /// old one.
+    NavigationViewChanged {
+        user_id: UserId,
+        fragment: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        is_pinned: Option<bool>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
+    /// A user removed one of their navigation views.
+    NavigationViewRemoved { user_id: UserId, fragment: String },
+    /// A bot's owner or an administrator changed a bot's configuration (`PATCH /bots/{id}`).
+    BotChanged { user_id: UserId, change: BotChange },
+    /// A client registered a device (`POST /register_client_device`), which push
+    /// notifications will later be tied to.
+    ClientDeviceRegistered { user_id: UserId, device_id: u64 },
+    /// A client removed its device (`POST /remove_client_device`).
+    ClientDeviceRemoved { user_id: UserId, device_id: u64 },
 }
 
 /// An uploaded avatar: the hex SHA-256 of its PNG at Zulip's default size (100 px) and at
@@ -440,6 +509,24 @@ pub enum Event {
 pub struct AvatarImage {
     pub sha256: String,
     pub medium_sha256: String,
+}
+
+/// A change to a bot's configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BotChange {
+    /// A new owner (an active human user), and the one before.
+    Owner {
+        owner_id: UserId,
+        previous: Option<UserId>,
+    },
+    DefaultSendingStream(Option<ChannelId>),
+    DefaultEventsRegisterStream(Option<ChannelId>),
+    DefaultAllPublicStreams(bool),
+    /// An outgoing webhook bot's service: its URL and interface (1 Zulip, 2 Slack).
+    Service {
+        base_url: String,
+        interface: u8,
+    },
 }
 
 /// The emoji of a user status; an empty name is no emoji.
@@ -504,6 +591,15 @@ pub const EVENT_TYPES: &[&str] = &[
     "BotStorageRemoved",
     "AttachmentUploaded",
     "AttachmentDeleted",
+    "ScheduledMessageSaved",
+    "ScheduledMessageFailed",
+    "ScheduledMessageRemoved",
+    "NavigationViewAdded",
+    "NavigationViewChanged",
+    "NavigationViewRemoved",
+    "BotChanged",
+    "ClientDeviceRegistered",
+    "ClientDeviceRemoved",
     "UserMuted",
     "AlertWordsAdded",
     "AlertWordsRemoved",
@@ -569,6 +665,15 @@ impl Event {
             Event::BotStorageRemoved { .. } => "BotStorageRemoved",
             Event::AttachmentUploaded { .. } => "AttachmentUploaded",
             Event::AttachmentDeleted { .. } => "AttachmentDeleted",
+            Event::ScheduledMessageSaved { .. } => "ScheduledMessageSaved",
+            Event::ScheduledMessageFailed { .. } => "ScheduledMessageFailed",
+            Event::ScheduledMessageRemoved { .. } => "ScheduledMessageRemoved",
+            Event::NavigationViewAdded { .. } => "NavigationViewAdded",
+            Event::NavigationViewChanged { .. } => "NavigationViewChanged",
+            Event::NavigationViewRemoved { .. } => "NavigationViewRemoved",
+            Event::BotChanged { .. } => "BotChanged",
+            Event::ClientDeviceRegistered { .. } => "ClientDeviceRegistered",
+            Event::ClientDeviceRemoved { .. } => "ClientDeviceRemoved",
             Event::UserMuted { .. } => "UserMuted",
             Event::AlertWordsAdded { .. } => "AlertWordsAdded",
             Event::AlertWordsRemoved { .. } => "AlertWordsRemoved",

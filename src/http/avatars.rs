@@ -80,7 +80,17 @@ pub async fn upload_avatar(
     auth: Auth,
     mut params: Params,
 ) -> ApiResult<HttpResponse> {
-    let mut files = params.take_files();
+    let image = uploaded_avatar(&state, params.take_files()).await?;
+    set(state, auth, params, Some(image)).await
+}
+
+/// The one uploaded image of a request, decoded within bounds, cropped, resized to Zulip's two
+/// avatar sizes and stored (`POST /users/me/avatar`, `PATCH /bots/{id}`).
+pub async fn uploaded_avatar(
+    state: &web::Data<AppState>,
+    files: Vec<super::params::UploadedFile>,
+) -> ApiResult<AvatarImage> {
+    let mut files = files;
     if files.len() != 1 {
         return Err(ApiError::bad_request("You must upload exactly one avatar."));
     }
@@ -105,10 +115,10 @@ pub async fn upload_avatar(
         }
     };
     let image = AvatarImage {
-        sha256: store_png(&state, small).await?,
-        medium_sha256: store_png(&state, medium).await?,
+        sha256: store_png(state, small).await?,
+        medium_sha256: store_png(state, medium).await?,
     };
-    set(state, auth, params, Some(image)).await
+    Ok(image)
 }
 
 /// `DELETE /users/me/avatar`: back to the generated avatar.

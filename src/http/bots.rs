@@ -137,6 +137,75 @@ pub async fn deactivate_bot(
         .await
 }
 
+/// `PATCH /bots/{bot_id}`: the bot as it is after the change.
+pub async fn update_bot(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let target = UserId(path_id(&req, "bot_id")?);
+    let role = match params.int::<u16>("role")? {
+        None => None,
+        Some(code) => Some(
+            crate::events::Role::from_code(code)
+                .ok_or_else(|| ApiError::bad_request("Invalid role").with("var_name", "role"))?,
+        ),
+    };
+    // An empty name clears a default channel.
+    let channel = |name: Option<String>| name.map(|n| Some(n).filter(|n| !n.is_empty()));
+    let edit = crate::commands::users::BotEdit {
+        full_name: params.str("full_name"),
+        role,
+        owner_id: params.int::<u64>("bot_owner_id")?.map(UserId),
+        default_sending_stream: channel(params.str("default_sending_stream")),
+        default_events_register_stream: channel(params.str("default_events_register_stream")),
+        default_all_public_streams: params.bool("default_all_public_streams")?,
+        service_payload_url: params.json("service_payload_url")?,
+        service_interface: params.int::<u8>("service_interface")?,
+        avatar: None,
+    };
+    let files = params.take_files();
+    let avatar = match files.len() {
+        0 => None,
+        1 => Some(super::avatars::uploaded_avatar(&state, files).await?),
+        _ => {
+            return Err(ApiError::bad_request(
+                "You may only upload one file at a time",
+            ))
+        }
+    };
+    let edit = crate::commands::users::BotEdit { avatar, ..edit };
+    state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::users::update_bot(s, ctx, target, edit)
+        })
+        .await?;
+    let body = state.engine.read(|s| {
+        let bot = s
+            .users
+            .get(target)
+            .ok_or_else(|| ApiError::internal("bot missing"))?;
+        let service = bot.bot.as_deref().and_then(|c| c.services.first());
+        let mut body = json!({
+            "full_name": bot.full_name,
+            "avatar_url": avatar_url(&state.site, bot),
+            "service_interface": service.map(|s| s.interface),
+            "service_payload_url": service.map(|s| s.base_url.clone()),
+            "config_data": {},
+        });
+        for (key, value) in crate::render::users::bot_defaults(s, bot) {
+            body[key] = value;
+        }
+        if let Some(owner) = bot.bot_owner_id.and_then(|o| s.users.get(o)) {
+            body["bot_owner"] = json!(owner.email);
+        }
+        Ok::<Value, ApiError>(body)
+    })?;
+    Ok(params.success(body))
+}
+
 /// `POST /bots/{bot_id}/api_key/regenerate`: the bot's new key (its old one stops working).
 pub async fn regenerate_bot_key(
     state: web::Data<AppState>,

@@ -72,6 +72,34 @@ pub async fn deactivate_custom_emoji(
         .await
 }
 
+/// `GET /user_avatars/{realm_id}/emoji/images/still/{id}.png`: the first frame of an animated
+/// emoji as a PNG, made on the blocking pool (public and immutable, like the image itself).
+pub async fn get_emoji_still(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
+    use actix_web::ResponseError;
+    let realm = req.match_info().get("realm_id").unwrap_or_default();
+    let file = req.match_info().get("file").unwrap_or_default();
+    let found = (realm == REALM_ID.to_string())
+        .then(|| {
+            state.engine.read(|s| {
+                s.custom_emoji
+                    .by_still_name(file)
+                    .map(|e| e.image.0.clone())
+            })
+        })
+        .flatten();
+    let Some(bytes) = found else {
+        return ApiError::new(crate::error::ErrorCode::NotFound, "File not found").error_response();
+    };
+    match web::block(move || crate::avatars::still_frame(&bytes)).await {
+        Ok(Ok(png)) => HttpResponse::Ok()
+            .content_type("image/png")
+            .insert_header(("Cache-Control", "public, max-age=31536000, immutable"))
+            .insert_header(("X-Content-Type-Options", "nosniff"))
+            .body(png),
+        _ => ApiError::new(crate::error::ErrorCode::NotFound, "File not found").error_response(),
+    }
+}
+
 /// `GET /user_avatars/{realm_id}/emoji/images/{file}`: the uploaded image, public like Zulip's
 /// upload directory (messages of any viewer may show it).
 pub async fn get_emoji_image(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {

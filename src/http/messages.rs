@@ -25,14 +25,33 @@ pub const MAX_MESSAGES_PER_FETCH: u64 = 5000;
 /// What Zulip answers as the anchor for `newest`.
 pub const LARGER_THAN_MAX_MESSAGE_ID: u64 = 10_000_000_000_000_000;
 
-fn parse_destination(state: &Projections, params: &mut Params) -> ApiResult<Destination> {
+pub(crate) fn parse_destination(
+    state: &Projections,
+    params: &mut Params,
+) -> ApiResult<Destination> {
     let kind = params.required_str("type")?;
     let to = params.required_str("to")?;
-    match kind.as_str() {
+    let topic = match (params.str("topic"), params.str("subject")) {
+        (Some(topic), _) | (None, Some(topic)) => Some(topic),
+        (None, None) => None,
+    };
+    destination_of(state, &kind, &to, topic)
+}
+
+/// A message's audience from the `type`, `to` and `topic` parameters, as `POST /messages`
+/// takes them.
+pub(crate) fn destination_of(
+    state: &Projections,
+    kind: &str,
+    to: &str,
+    topic: Option<String>,
+) -> ApiResult<Destination> {
+    let to = to.to_owned();
+    match kind {
         "stream" | "channel" => {
-            let topic = match (params.str("topic"), params.str("subject")) {
-                (Some(topic), _) | (None, Some(topic)) => topic_param(&topic),
-                (None, None) => return Err(ApiError::missing("topic")),
+            let topic = match topic {
+                Some(topic) => topic_param(&topic),
+                None => return Err(ApiError::missing("topic")),
             };
             let channel = match serde_json::from_str::<Value>(&to) {
                 Ok(Value::Number(n)) => ChannelRef::Id(ChannelId(
@@ -130,6 +149,33 @@ pub async fn send_message(
         })
         .await?;
     Ok(params.success(json!({"id": committed.value.0})))
+}
+
+/// `POST /messages/{message_id}/report`: the report goes to the moderation channel.
+pub async fn report_message(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let id = MessageId(
+        path_id(&req, "message_id").map_err(|_| ApiError::bad_request("Invalid message(s)"))?,
+    );
+    let report_type = params.required_str("report_type")?;
+    let description = params.str("description").unwrap_or_default();
+    let realm_url = state.site.realm_url.clone();
+    state
+        .answer(&auth, params, move |s, ctx| {
+            crate::commands::reports::report_message(
+                s,
+                ctx,
+                id,
+                &report_type,
+                &description,
+                &realm_url,
+            )
+        })
+        .await
 }
 
 /// `GET /messages/{message_id}`.

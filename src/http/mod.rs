@@ -9,6 +9,7 @@ pub mod auth;
 pub mod avatars;
 pub mod bots;
 pub mod channels;
+pub mod devices;
 pub mod emoji;
 pub mod events;
 pub mod folders;
@@ -20,6 +21,7 @@ pub mod presence;
 pub mod profile_fields;
 pub mod rate_limit;
 pub mod realm;
+pub mod scheduled;
 pub mod server_settings;
 pub mod subscriptions;
 pub mod uploads;
@@ -260,7 +262,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 endpoint!(api, "/bots",
                     get => bots::get_bots,
                     post => bots::create_bot);
-                endpoint!(api, "/bots/{bot_id}", delete => bots::deactivate_bot);
+                endpoint!(api, "/bots/{bot_id}",
+                    patch => bots::update_bot,
+                    delete => bots::deactivate_bot);
                 endpoint!(api, "/bots/{bot_id}/api_key", get => bots::get_bot_key);
                 endpoint!(api, "/bots/{bot_id}/api_key/regenerate",
                     post => bots::regenerate_bot_key);
@@ -368,6 +372,32 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 endpoint!(api, "/messages/{message_id}/read_receipts",
                     get => messages::get_read_receipts);
                 endpoint!(api, "/submessage", post => messages::add_submessage);
+                endpoint!(api, "/scheduled_messages",
+                    get => scheduled::get_scheduled_messages,
+                    post => scheduled::create_scheduled_message);
+                endpoint!(api, "/scheduled_messages/{scheduled_message_id}",
+                    patch => scheduled::update_scheduled_message,
+                    delete => scheduled::delete_scheduled_message);
+                endpoint!(api, "/reminders",
+                    get => scheduled::get_reminders,
+                    post => scheduled::create_reminder);
+                endpoint!(api, "/reminders/{reminder_id}", delete => scheduled::delete_reminder);
+                endpoint!(api, "/messages/{message_id}/report", post => messages::report_message);
+                endpoint!(api, "/navigation_views",
+                    get => devices::get_navigation_views,
+                    post => devices::add_navigation_view);
+                endpoint!(api, "/navigation_views/{fragment:.*}",
+                    patch => devices::update_navigation_view,
+                    delete => devices::remove_navigation_view);
+                endpoint!(api, "/register_client_device", post => devices::register_client_device);
+                endpoint!(api, "/remove_client_device", post => devices::remove_client_device);
+                endpoint!(api, "/mobile_push/register", post => devices::register_push);
+                endpoint!(api, "/users/me/apns_device_token",
+                    post => devices::register_push,
+                    delete => devices::register_push);
+                endpoint!(api, "/users/me/android_gcm_reg_id",
+                    post => devices::register_push,
+                    delete => devices::register_push);
                 endpoint!(api, "/mark_topic_as_read", post => messages::mark_topic_as_read);
                 endpoint!(api, "/mark_stream_as_read", post => messages::mark_stream_as_read);
                 endpoint!(api, "/mark_all_as_read", post => messages::mark_all_as_read);
@@ -391,6 +421,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     endpoint!(cfg, "/avatar/{key}/medium", get => avatars::get_avatar_medium);
     endpoint!(cfg, "/admin/", get => admin::audit_page);
     endpoint!(cfg, "/admin", get => admin::audit_page);
+    endpoint!(cfg, "/user_avatars/{realm_id}/emoji/images/still/{file}",
+        get => emoji::get_emoji_still);
     endpoint!(cfg, "/user_avatars/{realm_id}/emoji/images/{file}", get => emoji::get_emoji_image);
     endpoint!(cfg, "/static/generated/emoji/{file}", get => emoji::get_emoji_data);
     // Before the realm-id form: `temporary` is not a realm id.

@@ -270,9 +270,8 @@ pub async fn reactivate_user(
         .await
 }
 
-/// `PATCH /settings`: the caller's own `full_name`, and a new password given with the old one.
-/// Display and notification preferences are not stored by Chronicle; they are reported in
-/// `ignored_parameters_unsupported`.
+/// `PATCH /settings`: the caller's own `full_name`, a new password given with the old one, the
+/// time zone and the stored display, notification and privacy settings.
 pub async fn update_settings(
     state: web::Data<AppState>,
     auth: Auth,
@@ -309,9 +308,12 @@ pub async fn update_settings(
         }
     };
     let settings = read_user_settings(&mut params)?;
+    let timezone = params.str("timezone");
     state
         .answer(&auth, params, move |s, ctx| {
-            crate::commands::users::update_own_settings(s, ctx, full_name, password, settings)
+            crate::commands::users::update_own_settings(
+                s, ctx, full_name, password, settings, timezone,
+            )
         })
         .await
 }

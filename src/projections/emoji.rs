@@ -15,6 +15,10 @@ pub struct CustomEmoji {
     pub content_type: String,
     pub image: ImageBytes,
     pub deactivated: bool,
+    /// Whether the image is animated (read from its bytes when folded): such emoji also have a
+    /// still image (`still_url`).
+    #[serde(default)]
+    pub animated: bool,
 }
 
 impl CustomEmoji {
@@ -59,6 +63,12 @@ impl CustomEmojis {
     }
 
     /// The emoji whose image file this is (`{id}.{extension}`).
+    /// The animated emoji whose still image is `file` (`{id}.png`).
+    pub fn by_still_name(&self, file: &str) -> Option<&CustomEmoji> {
+        let id = file.strip_suffix(".png")?.parse::<u64>().ok()?;
+        self.get(EmojiId(id)).filter(|e| e.animated)
+    }
+
     pub fn by_file_name(&self, file: &str) -> Option<&CustomEmoji> {
         let id = file.split('.').next()?.parse::<u64>().ok()?;
         self.get(EmojiId(id)).filter(|e| e.file_name() == file)
@@ -83,6 +93,7 @@ impl CustomEmojis {
                         content_type: content_type.clone(),
                         image: image.clone(),
                         deactivated: false,
+                        animated: crate::avatars::is_animated(&image.0),
                     },
                 );
             }
@@ -144,6 +155,15 @@ impl CustomEmojis {
             | Event::BotStorageRemoved { .. }
             | Event::AttachmentUploaded { .. }
             | Event::AttachmentDeleted { .. }
+            | Event::ScheduledMessageSaved { .. }
+            | Event::ScheduledMessageFailed { .. }
+            | Event::ScheduledMessageRemoved { .. }
+            | Event::NavigationViewAdded { .. }
+            | Event::NavigationViewChanged { .. }
+            | Event::NavigationViewRemoved { .. }
+            | Event::BotChanged { .. }
+            | Event::ClientDeviceRegistered { .. }
+            | Event::ClientDeviceRemoved { .. }
             | Event::UserMuted { .. }
             | Event::AlertWordsAdded { .. }
             | Event::AlertWordsRemoved { .. }
@@ -182,5 +202,13 @@ pub fn source_url(emoji: &CustomEmoji) -> String {
     format!(
         "/user_avatars/{REALM_ID}/emoji/images/{}",
         emoji.file_name()
+    )
+}
+
+/// The still image of an animated emoji, relative to the server (Zulip's `still_url`).
+pub fn still_url(emoji: &CustomEmoji) -> String {
+    format!(
+        "/user_avatars/{REALM_ID}/emoji/images/still/{}.png",
+        emoji.id
     )
 }

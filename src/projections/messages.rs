@@ -512,6 +512,15 @@ impl Messages {
             | Event::BotStorageRemoved { .. }
             | Event::AttachmentUploaded { .. }
             | Event::AttachmentDeleted { .. }
+            | Event::ScheduledMessageSaved { .. }
+            | Event::ScheduledMessageFailed { .. }
+            | Event::ScheduledMessageRemoved { .. }
+            | Event::NavigationViewAdded { .. }
+            | Event::NavigationViewChanged { .. }
+            | Event::NavigationViewRemoved { .. }
+            | Event::BotChanged { .. }
+            | Event::ClientDeviceRegistered { .. }
+            | Event::ClientDeviceRemoved { .. }
             | Event::UserMuted { .. }
             | Event::AlertWordsAdded { .. }
             | Event::AlertWordsRemoved { .. }

@@ -10,6 +10,7 @@ pub mod attachments;
 pub mod bot_storage;
 pub mod channels;
 pub mod copies;
+pub mod devices;
 pub mod emoji;
 pub mod folders;
 pub mod groups;
@@ -19,9 +20,11 @@ pub mod linkifiers;
 pub mod message;
 pub mod messages;
 pub mod mutes;
+pub mod navigation_views;
 pub mod presence;
 pub mod profile_fields;
 pub mod realm;
+pub mod scheduled;
 pub mod search;
 pub mod store;
 pub mod typing;
@@ -75,6 +78,9 @@ pub struct Projections {
     pub attachments: attachments::Attachments,
     pub mutes: mutes::Mutes,
     pub alert_words: alert_words::AlertWords,
+    pub scheduled: scheduled::Scheduled,
+    pub navigation_views: navigation_views::NavigationViews,
+    pub devices: devices::Devices,
 }
 
 impl Projections {
@@ -100,6 +106,9 @@ impl Projections {
         self.attachments.apply(env);
         self.mutes.apply(env);
         self.alert_words.apply(env);
+        self.scheduled.apply(env);
+        self.navigation_views.apply(env);
+        self.devices.apply(env);
         self.seq = env.seq;
     }
 
@@ -166,6 +175,9 @@ impl Projections {
             "attachments": self.attachments.dump(),
             "muted_users": self.mutes.dump(),
             "alert_words": self.alert_words.dump(),
+            "scheduled_messages": self.scheduled.dump(),
+            "navigation_views": self.navigation_views.dump(),
+            "devices": self.devices.dump(),
         })
     }
 

@@ -75,6 +75,15 @@ impl Mutes {
             | Event::UserStatusSet { .. }
             | Event::AttachmentUploaded { .. }
             | Event::AttachmentDeleted { .. }
+            | Event::ScheduledMessageSaved { .. }
+            | Event::ScheduledMessageFailed { .. }
+            | Event::ScheduledMessageRemoved { .. }
+            | Event::NavigationViewAdded { .. }
+            | Event::NavigationViewChanged { .. }
+            | Event::NavigationViewRemoved { .. }
+            | Event::BotChanged { .. }
+            | Event::ClientDeviceRegistered { .. }
+            | Event::ClientDeviceRemoved { .. }
             | Event::RealmSettingChanged { .. }
             | Event::CustomProfileFieldCreated { .. }
             | Event::CustomProfileFieldChanged { .. }

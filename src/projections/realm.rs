@@ -201,6 +201,12 @@ pub const SETTINGS: &[Setting] = &[
         Kind::Channel,
         Initial::Int(-1),
     ),
+    // Where message reports go (a private channel); -1: reporting is off.
+    plain(
+        "moderation_request_channel_id",
+        Kind::Channel,
+        Initial::Int(-1),
+    ),
     group(
         "can_create_public_channel_group",
         SystemGroup::Members,
@@ -480,6 +486,15 @@ impl Realm {
             | Event::BotStorageRemoved { .. }
             | Event::AttachmentUploaded { .. }
             | Event::AttachmentDeleted { .. }
+            | Event::ScheduledMessageSaved { .. }
+            | Event::ScheduledMessageFailed { .. }
+            | Event::ScheduledMessageRemoved { .. }
+            | Event::NavigationViewAdded { .. }
+            | Event::NavigationViewChanged { .. }
+            | Event::NavigationViewRemoved { .. }
+            | Event::BotChanged { .. }
+            | Event::ClientDeviceRegistered { .. }
+            | Event::ClientDeviceRemoved { .. }
             | Event::UserMuted { .. }
             | Event::AlertWordsAdded { .. }
             | Event::AlertWordsRemoved { .. }

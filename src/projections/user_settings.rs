@@ -68,6 +68,67 @@ const fn choice(name: &'static str, values: &'static [i64], default: i64) -> Set
 const ONE_TO_THREE: &[i64] = &[1, 2, 3];
 const ONE_TO_FOUR: &[i64] = &[1, 2, 3, 4];
 
+/// The languages Zulip's interface is translated into (`default_language`), by code.
+pub const LANGUAGE_CODES: &[&str] = &[
+    "ar", "be", "bg", "bqi", "ca", "cs", "cy", "da", "de", "en", "en-gb", "eo", "es", "fa", "fi",
+    "fr", "gl", "gu", "hi", "hu", "id", "it", "ja", "ko", "lt", "lv", "ml", "mn", "nl", "pl", "pt",
+    "pt-br", "pt-pt", "ro", "ru", "si", "sr", "sv", "ta", "tl", "tr", "uk", "vi", "zh-hans",
+    "zh-hant", "zh-tw",
+];
+
+/// A language's name in that language (the `language_name` of `user_settings` events).
+pub fn language_name(code: &str) -> &'static str {
+    match code {
+        "ar" => "العربية",
+        "be" => "Беларуская",
+        "bg" => "български",
+        "bqi" => "Luri (Bakhtiari)",
+        "ca" => "català",
+        "cs" => "česky",
+        "cy" => "Cymraeg",
+        "da" => "Dansk",
+        "de" => "Deutsch",
+        "en" => "English",
+        "en-gb" => "British English",
+        "eo" => "Esperanto",
+        "es" => "Español",
+        "fa" => "فارسی",
+        "fi" => "suomi",
+        "fr" => "français",
+        "gl" => "galego",
+        "gu" => "ગુજરાતી",
+        "hi" => "हिंदी",
+        "hu" => "magyar",
+        "id" => "Bahasa Indonesia",
+        "it" => "Italiano",
+        "ja" => "日本語",
+        "ko" => "한국어",
+        "lt" => "Lietuviškai",
+        "lv" => "latviešu valoda",
+        "ml" => "മലയാളം",
+        "mn" => "Монгол",
+        "nl" => "Nederlands",
+        "pl" => "Polski",
+        "pt" => "Português",
+        "pt-br" => "Português Brasileiro",
+        "pt-pt" => "Português - Portugal",
+        "ro" => "Română",
+        "ru" => "Русский",
+        "si" => "සිංහල",
+        "sr" => "српски",
+        "sv" => "svenska",
+        "ta" => "தமிழ்",
+        "tl" => "Tagalog",
+        "tr" => "Türkçe",
+        "uk" => "Українська",
+        "vi" => "Tiếng Việt",
+        "zh-hans" => "简体中文",
+        "zh-hant" => "繁體中文",
+        "zh-tw" => "中文 (台灣)",
+        _ => "",
+    }
+}
+
 /// Every stored user setting with Zulip's default.
 pub const SETTINGS: &[Setting] = &[
     flag("twenty_four_hour_time", false),
@@ -79,6 +140,11 @@ pub const SETTINGS: &[Setting] = &[
     choice("color_scheme", ONE_TO_THREE, 1),
     flag("translate_emoticons", false),
     flag("display_emoji_reaction_users", true),
+    Setting {
+        name: "default_language",
+        kind: Kind::TextIn(LANGUAGE_CODES),
+        default: Default::Text("en"),
+    },
     Setting {
         name: "web_home_view",
         kind: Kind::TextIn(&["recent_topics", "inbox", "all_messages"]),
@@ -274,6 +340,15 @@ impl UserSettings {
             | Event::BotStorageRemoved { .. }
             | Event::AttachmentUploaded { .. }
             | Event::AttachmentDeleted { .. }
+            | Event::ScheduledMessageSaved { .. }
+            | Event::ScheduledMessageFailed { .. }
+            | Event::ScheduledMessageRemoved { .. }
+            | Event::NavigationViewAdded { .. }
+            | Event::NavigationViewChanged { .. }
+            | Event::NavigationViewRemoved { .. }
+            | Event::BotChanged { .. }
+            | Event::ClientDeviceRegistered { .. }
+            | Event::ClientDeviceRemoved { .. }
             | Event::UserMuted { .. }
             | Event::AlertWordsAdded { .. }
             | Event::AlertWordsRemoved { .. }

@@ -171,6 +171,47 @@ impl Users {
                     user.is_active = true;
                 }
             }
+            Event::BotChanged { user_id, change } => {
+                if let Some(user) = self.by_id.get_mut(user_id) {
+                    use crate::events::BotChange;
+                    if let BotChange::Owner { owner_id, .. } = change {
+                        user.bot_owner_id = Some(*owner_id);
+                    }
+                    if let Some(config) = user.bot.as_deref_mut() {
+                        match change {
+                            BotChange::Owner { .. } => {}
+                            BotChange::DefaultSendingStream(c) => {
+                                config.default_sending_stream = *c
+                            }
+                            BotChange::DefaultEventsRegisterStream(c) => {
+                                config.default_events_register_stream = *c
+                            }
+                            BotChange::DefaultAllPublicStreams(all) => {
+                                config.default_all_public_streams = *all
+                            }
+                            BotChange::Service {
+                                base_url,
+                                interface,
+                            } => {
+                                for service in &mut config.services {
+                                    service.base_url = base_url.clone();
+                                    service.interface = *interface;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            Event::UserSettingChanged {
+                user_id,
+                name,
+                value: crate::events::RealmValue::Text(timezone),
+            } if name == "timezone" => {
+                if let Some(user) = self.by_id.get_mut(user_id) {
+                    user.timezone = timezone.clone();
+                }
+            }
+            Event::UserSettingChanged { .. } => {}
             Event::AvatarSet { user_id, image } => {
                 if let Some(user) = self.by_id.get_mut(user_id) {
                     user.avatar = image.clone();
@@ -216,13 +257,20 @@ impl Users {
             | Event::CustomEmojiAdded { .. }
             | Event::CustomEmojiDeactivated { .. }
             | Event::PresenceUpdated { .. }
-            | Event::UserSettingChanged { .. }
             | Event::SubmessageAdded { .. }
             | Event::UserStatusSet { .. }
             | Event::BotStorageSet { .. }
             | Event::BotStorageRemoved { .. }
             | Event::AttachmentUploaded { .. }
             | Event::AttachmentDeleted { .. }
+            | Event::ScheduledMessageSaved { .. }
+            | Event::ScheduledMessageFailed { .. }
+            | Event::ScheduledMessageRemoved { .. }
+            | Event::NavigationViewAdded { .. }
+            | Event::NavigationViewChanged { .. }
+            | Event::NavigationViewRemoved { .. }
+            | Event::ClientDeviceRegistered { .. }
+            | Event::ClientDeviceRemoved { .. }
             | Event::UserMuted { .. }
             | Event::AlertWordsAdded { .. }
             | Event::AlertWordsRemoved { .. }

@@ -31,7 +31,6 @@ pub struct RegisterRequest<'a> {
 /// organization's email visibility (per organization in Chronicle).
 fn user_settings(state: &Projections, me: &User) -> Map<String, Value> {
     let mut map = state.user_settings.all(me.user_id);
-    map.insert("default_language".into(), json!("en"));
     map.insert("timezone".into(), json!(me.timezone));
     map.insert("available_notification_sounds".into(), json!(["zulip"]));
     map.insert(
@@ -231,16 +230,34 @@ pub fn initial_state(
     }
     for (fetch, key, empty) in [
         ("drafts", "drafts", json!([])),
-        ("scheduled_messages", "scheduled_messages", json!([])),
         ("saved_snippets", "saved_snippets", json!([])),
         ("onboarding_steps", "onboarding_steps", json!([])),
         ("realm_playgrounds", "realm_playgrounds", json!([])),
         ("realm_domains", "realm_domains", json!([])),
-        ("navigation_views", "navigation_views", json!([])),
     ] {
         if cx.wants(fetch) {
             out.put(key, empty);
         }
+    }
+    if cx.wants("scheduled_messages") {
+        let list = state.scheduled.of(me.user_id, false);
+        out.put(
+            "scheduled_messages",
+            Value::Array(list.into_iter().map(|m| m.json()).collect()),
+        );
+    }
+    if cx.wants("reminders") {
+        let list = state.scheduled.of(me.user_id, true);
+        out.put(
+            "reminders",
+            Value::Array(list.into_iter().map(|m| m.reminder_json()).collect()),
+        );
+    }
+    if cx.wants("navigation_views") {
+        out.put("navigation_views", state.navigation_views.json(me.user_id));
+    }
+    if cx.wants("devices") {
+        out.put("devices", state.devices.json(me.user_id));
     }
     if cx.wants("alert_words") {
         out.put("alert_words", state.alert_words.json(me.user_id));
@@ -340,6 +357,10 @@ fn realm_data(out: &mut Out, cx: &Cx<'_>) {
     out.put("realm_default_language", json!("en"));
     out.put("realm_plan_type", json!(1));
     out.put("realm_push_notifications_enabled", json!(false));
+    out.put(
+        "realm_push_notifications_enabled_end_timestamp",
+        Value::Null,
+    );
     out.put("realm_password_auth_enabled", json!(true));
     out.put("realm_email_auth_enabled", json!(true));
     out.put(
@@ -744,6 +765,19 @@ fn limits_and_server_facts(out: &mut Out, state: &Projections, site: &Site) {
     out.put("max_stream_name_length", json!(60));
     out.put("max_stream_description_length", json!(1024));
     out.put("max_topic_length", json!(60));
+    out.put(
+        "max_reminder_note_length",
+        json!(crate::commands::scheduled::MAX_REMINDER_NOTE_LENGTH),
+    );
+    out.put(
+        "server_report_message_types",
+        Value::Array(
+            crate::commands::reports::REPORT_TYPES
+                .iter()
+                .map(|(key, name)| json!({"key": key, "name": name}))
+                .collect(),
+        ),
+    );
     out.put("max_message_length", json!(10_000));
     out.put("max_channel_folder_name_length", json!(60));
     out.put("max_channel_folder_description_length", json!(1024));

@@ -4,7 +4,7 @@
 use crate::events::ProfileFieldData;
 use crate::events::RealmValue;
 use crate::ids::UserId;
-use crate::projections::emoji::source_url;
+use crate::projections::emoji::{source_url, still_url};
 use crate::projections::profile_fields::Field;
 use crate::projections::realm::Kind;
 use crate::projections::Projections;
@@ -24,7 +24,7 @@ pub fn realm_emoji_json(state: &Projections) -> Value {
                     "id": e.id.0.to_string(),
                     "name": e.name,
                     "source_url": source_url(e),
-                    "still_url": null,
+                    "still_url": e.animated.then(|| still_url(e)),
                     "deactivated": e.deactivated,
                     "author_id": e.author_id.map(|a| a.0),
                 }),

@@ -11,6 +11,7 @@ mod channels;
 pub mod event;
 mod groups;
 mod messages;
+mod personal;
 mod realm;
 mod users;
 
@@ -97,7 +98,7 @@ pub fn client_events(
             user_id,
             name,
             value,
-        } => users::setting_changed(*user_id, name, value),
+        } => users::setting_changed(state, *user_id, name, value),
         Event::UserStatusSet {
             user_id,
             away,
@@ -248,5 +249,16 @@ pub fn client_events(
             topic,
             policy,
         } => messages::topic_visibility_set(state, env.at, *user_id, *channel_id, topic, *policy),
+        Event::ScheduledMessageSaved { .. }
+        | Event::ScheduledMessageFailed { .. }
+        | Event::ScheduledMessageRemoved { .. }
+        | Event::NavigationViewAdded { .. }
+        | Event::NavigationViewChanged { .. }
+        | Event::NavigationViewRemoved { .. }
+        | Event::ClientDeviceRegistered { .. }
+        | Event::ClientDeviceRemoved { .. } => personal::personal(state, &env.event),
+        Event::BotChanged { user_id, change } => {
+            users::bot_changed(state, site, secret, *user_id, change)
+        }
     }
 }

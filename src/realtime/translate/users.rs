@@ -137,12 +137,28 @@ pub fn status_set(
     to_all(state, event)
 }
 
-pub fn setting_changed(user_id: UserId, name: &str, value: &RealmValue) -> Deliveries {
-    let value = crate::projections::user_settings::value_json(value);
-    Deliveries::from(vec![(
-        user_id,
-        json!({"type": "user_settings", "op": "update", "property": name, "value": value}),
-    )])
+pub fn setting_changed(
+    state: &Projections,
+    user_id: UserId,
+    name: &str,
+    value: &RealmValue,
+) -> Deliveries {
+    let shown = crate::projections::user_settings::value_json(value);
+    let mut event =
+        json!({"type": "user_settings", "op": "update", "property": name, "value": shown});
+    if let ("default_language", RealmValue::Text(code)) = (name, value) {
+        event["language_name"] = json!(crate::projections::user_settings::language_name(code));
+    }
+    let mut out = Deliveries::from(vec![(user_id, event)]);
+    // Everyone sees a user's time zone (`realm_user` `update`).
+    if name == "timezone" {
+        out.extend(realm_user_update(
+            state,
+            user_id,
+            json!({"timezone": shown}),
+        ));
+    }
+    out
 }
 
 /// `presence`: Zulip tells everyone only when someone comes (back) online; clients learn the
@@ -241,4 +257,76 @@ fn reactivation_events(state: &Projections, user_id: UserId) -> Deliveries {
         }
     }
     out
+}
+
+/// A bot's configuration changed: `realm_bot` `update` of the field for those who manage it;
+/// a new owner is told to everyone (`realm_user` `update`), and the bot moves from the old
+/// owner's list to the new one's (administrators keep it).
+pub fn bot_changed(
+    state: &Projections,
+    site: &Site,
+    secret: &ServerSecret,
+    user_id: UserId,
+    change: &crate::events::BotChange,
+) -> Deliveries {
+    use crate::events::BotChange;
+    let Some(bot) = state.users.get(user_id) else {
+        return Deliveries::new();
+    };
+    let defaults = crate::render::users::bot_defaults(state, bot);
+    let field = |name: &str| {
+        defaults
+            .iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value.clone())
+            .unwrap_or_default()
+    };
+    let update = |data: serde_json::Value| {
+        let mut bot_data = data;
+        bot_data["user_id"] = json!(user_id.0);
+        let event = json!({"type": "realm_bot", "op": "update", "bot": bot_data});
+        Deliveries::from(
+            bot_audience(state, bot)
+                .into_iter()
+                .map(|id| (id, event.clone()))
+                .collect::<Vec<_>>(),
+        )
+    };
+    match change {
+        BotChange::DefaultSendingStream(_) => {
+            update(json!({"default_sending_stream": field("default_sending_stream")}))
+        }
+        BotChange::DefaultEventsRegisterStream(_) => update(
+            json!({"default_events_register_stream": field("default_events_register_stream")}),
+        ),
+        BotChange::DefaultAllPublicStreams(all) => {
+            update(json!({"default_all_public_streams": all}))
+        }
+        BotChange::Service { .. } => {
+            let full = bot_json(state, site, secret, bot);
+            update(json!({"services": full["services"]}))
+        }
+        BotChange::Owner { owner_id, previous } => {
+            let mut out = realm_user_update(state, user_id, json!({"bot_owner_id": owner_id.0}));
+            let managers = bot_audience(state, bot);
+            if let Some(previous) = previous.filter(|p| !managers.contains(p)) {
+                out.push((
+                    previous,
+                    json!({"type": "realm_bot", "op": "delete", "bot": {"user_id": user_id.0}}),
+                ));
+            }
+            // An administrator already had the bot in their list.
+            let owner_is_admin = state
+                .users
+                .get(*owner_id)
+                .is_some_and(|u| u.role.is_admin());
+            if !owner_is_admin {
+                out.push((
+                    *owner_id,
+                    json!({"type": "realm_bot", "op": "add", "bot": bot_json(state, site, secret, bot)}),
+                ));
+            }
+            out
+        }
+    }
 }

@@ -1,0 +1,109 @@
+//! Events about a user's own things, each for that user only: scheduled messages, reminders,
+//! navigation views and client devices.
+
+use super::event::Deliveries;
+use crate::events::Event;
+use crate::projections::Projections;
+use serde_json::{json, Value};
+
+/// The client events of one of the user-owned events; empty for any other event.
+pub fn personal(state: &Projections, event: &Event) -> Deliveries {
+    let one = |user: crate::ids::UserId, event: Value| Deliveries::from(vec![(user, event)]);
+    match event {
+        Event::ScheduledMessageSaved {
+            scheduled_message_id: id,
+            sender_id,
+            edit,
+            ..
+        } => {
+            let Some(saved) = state.scheduled.get(*id) else {
+                return Deliveries::new();
+            };
+            match (saved.reminder_for.is_some(), *edit) {
+                (true, _) => one(
+                    *sender_id,
+                    json!({"type": "reminders", "op": "add", "reminders": [saved.reminder_json()]}),
+                ),
+                (false, false) => one(
+                    *sender_id,
+                    json!({"type": "scheduled_messages", "op": "add", "scheduled_messages": [saved.json()]}),
+                ),
+                (false, true) => one(
+                    *sender_id,
+                    json!({"type": "scheduled_messages", "op": "update", "scheduled_message": saved.json()}),
+                ),
+            }
+        }
+        // Zulip tells of a failed scheduled message (an `update` with `failed`), not of a failed
+        // reminder.
+        Event::ScheduledMessageFailed {
+            scheduled_message_id: id,
+            sender_id,
+            reminder: false,
+            ..
+        } => match state.scheduled.get(*id) {
+            Some(failed) => one(
+                *sender_id,
+                json!({"type": "scheduled_messages", "op": "update", "scheduled_message": failed.json()}),
+            ),
+            None => Deliveries::new(),
+        },
+        Event::ScheduledMessageRemoved {
+            scheduled_message_id: id,
+            sender_id,
+            reminder,
+            ..
+        } => one(
+            *sender_id,
+            if *reminder {
+                json!({"type": "reminders", "op": "remove", "reminder_id": id.0})
+            } else {
+                json!({"type": "scheduled_messages", "op": "remove", "scheduled_message_id": id.0})
+            },
+        ),
+        Event::NavigationViewAdded {
+            user_id, fragment, ..
+        } => match state.navigation_views.get(*user_id, fragment) {
+            Some(view) => one(
+                *user_id,
+                json!({
+                    "type": "navigation_view",
+                    "op": "add",
+                    "navigation_view": crate::projections::navigation_views::view_json(fragment, view),
+                }),
+            ),
+            None => Deliveries::new(),
+        },
+        Event::NavigationViewChanged {
+            user_id,
+            fragment,
+            is_pinned,
+            name,
+        } => {
+            let mut data = serde_json::Map::new();
+            if let Some(pinned) = is_pinned {
+                data.insert("is_pinned".into(), json!(pinned));
+            }
+            if let Some(name) = name {
+                data.insert("name".into(), json!(name));
+            }
+            one(
+                *user_id,
+                json!({"type": "navigation_view", "op": "update", "fragment": fragment, "data": data}),
+            )
+        }
+        Event::NavigationViewRemoved { user_id, fragment } => one(
+            *user_id,
+            json!({"type": "navigation_view", "op": "remove", "fragment": fragment}),
+        ),
+        Event::ClientDeviceRegistered { user_id, device_id } => one(
+            *user_id,
+            json!({"type": "device", "op": "add", "device_id": device_id}),
+        ),
+        Event::ClientDeviceRemoved { user_id, device_id } => one(
+            *user_id,
+            json!({"type": "device", "op": "remove", "device_id": device_id}),
+        ),
+        _ => Deliveries::new(),
+    }
+}
