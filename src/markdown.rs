@@ -169,17 +169,35 @@ fn options() -> Options<'static> {
 /// Private-use characters that cannot come from a client's text after sanitising.
 const OPEN: char = '\u{F8F0}';
 const CLOSE: char = '\u{F8F1}';
+/// Opens the token of a block (a spoiler), which replaces the paragraph it stands alone in.
+const BLOCK: char = '\u{F8F2}';
 
 /// Renders a message's Markdown, resolving mentions and channel links.
 pub fn render_message(source: &str, resolver: &dyn Resolver) -> Rendered {
     let clean: String = source
         .chars()
-        .filter(|c| *c != OPEN && *c != CLOSE)
+        .filter(|c| *c != OPEN && *c != CLOSE && *c != BLOCK)
         .collect();
     let mut rendered = Rendered::default();
     let mut replacements: Vec<String> = Vec::new();
-    let tokenized = tokenize_outside_code(&clean, |syntax| {
-        let html = resolve(syntax, resolver, &mut rendered)?;
+    let clean = expand_zulip_fences(&clean, resolver, &mut rendered, &mut replacements, 0);
+    rendered.html = render_message_tokens(&clean, resolver, &mut rendered, replacements);
+    rendered.mentioned.sort_unstable();
+    rendered.mentioned.dedup();
+    rendered
+}
+
+/// The HTML of Markdown whose Zulip fences are already expanded (`replacements` holds their
+/// tokens): Zulip syntax resolved into more tokens, the CommonMark parse, linkifiers, and the
+/// tokens swapped back.
+fn render_message_tokens(
+    text: &str,
+    resolver: &dyn Resolver,
+    rendered: &mut Rendered,
+    mut replacements: Vec<String>,
+) -> String {
+    let tokenized = tokenize_outside_code(text, |syntax| {
+        let html = resolve(syntax, resolver, rendered)?;
         replacements.push(html);
         Some(format!("{OPEN}{}{CLOSE}", replacements.len() - 1))
     });
@@ -191,13 +209,119 @@ pub fn render_message(source: &str, resolver: &dyn Resolver) -> Rendered {
     // Writing into a Vec cannot fail.
     let _ = format_html(root, &options, &mut out);
     let mut html = String::from_utf8(out).unwrap_or_default();
+    // Block tokens (spoilers) stand alone in a paragraph, which they replace whole.
+    for (i, replacement) in replacements.iter().enumerate() {
+        let token = format!("{BLOCK}{i}{CLOSE}");
+        if html.contains(&token) {
+            html = html
+                .replace(&format!("<p>{token}</p>"), replacement)
+                .replace(&token, replacement);
+        }
+    }
     for (i, replacement) in replacements.iter().enumerate() {
         html = html.replace(&format!("{OPEN}{i}{CLOSE}"), replacement);
     }
-    rendered.html = html.trim_end().to_owned();
-    rendered.mentioned.sort_unstable();
-    rendered.mentioned.dedup();
-    rendered
+    html.trim_end().to_owned()
+}
+
+/// How deep spoilers may nest inside spoilers before the inner ones stay as code.
+const MAX_SPOILER_DEPTH: usize = 4;
+
+/// Zulip's fenced blocks with a meaning of their own, before the CommonMark parse: ```` ```quote ````
+/// becomes a block quote (its lines prefixed with `>`), ```` ```spoiler Header ```` a spoiler
+/// block rendered here (header and content are Markdown) and left as a token on a line of its
+/// own. Other fences, and everything inside them, are left as they are.
+fn expand_zulip_fences(
+    text: &str,
+    resolver: &dyn Resolver,
+    rendered: &mut Rendered,
+    replacements: &mut Vec<String>,
+    depth: usize,
+) -> String {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let trimmed = line.trim_start();
+        let fence_len = trimmed.len() - trimmed.trim_start_matches(['`', '~']).len();
+        let fence_char = trimmed.chars().next();
+        if fence_len < 3 || trimmed[..fence_len].chars().any(|c| Some(c) != fence_char) {
+            out.push_str(line);
+            i += 1;
+            continue;
+        }
+        let fence = &trimmed[..fence_len];
+        let info = trimmed[fence_len..].trim();
+        let (kind, rest) = info.split_once(char::is_whitespace).unwrap_or((info, ""));
+        // The block runs to a closing fence of the same character, at least as long.
+        let closes = |l: &str| {
+            let t = l.trim();
+            t.len() >= fence.len() && t.chars().all(|c| Some(c) == fence_char)
+        };
+        let end = (i + 1..lines.len()).find(|j| closes(lines[*j]));
+        let body_end = end.unwrap_or(lines.len());
+        let body: String = lines[i + 1..body_end].concat();
+        let next = end.map_or(lines.len(), |e| e + 1);
+        match kind {
+            "quote" => {
+                let inner = expand_zulip_fences(&body, resolver, rendered, replacements, depth);
+                for quoted in inner.split_inclusive('\n') {
+                    out.push('>');
+                    if !quoted.trim().is_empty() {
+                        out.push(' ');
+                    }
+                    out.push_str(quoted.trim_end_matches('\n'));
+                    out.push('\n');
+                }
+                out.push('\n');
+            }
+            "spoiler" if depth < MAX_SPOILER_DEPTH => {
+                let header = render_nested(rest, resolver, rendered, depth);
+                let content = render_nested(&body, resolver, rendered, depth);
+                let header = if header.is_empty() {
+                    String::new()
+                } else {
+                    format!("\n{header}\n")
+                };
+                let content = if content.is_empty() {
+                    String::new()
+                } else {
+                    format!("\n{content}\n")
+                };
+                replacements.push(format!(
+                    "<div class=\"spoiler-block\"><div class=\"spoiler-header\">{header}</div><div class=\"spoiler-content\" aria-hidden=\"true\">{content}</div></div>"
+                ));
+                out.push_str(&format!("\n{BLOCK}{}{CLOSE}\n\n", replacements.len() - 1));
+            }
+            _ => {
+                // Any other fence: copied through untouched, up to and with its closing line.
+                for copied in &lines[i..next] {
+                    out.push_str(copied);
+                }
+            }
+        }
+        i = next;
+    }
+    out
+}
+
+/// The HTML of Markdown nested in a spoiler, its mentions counted for the whole message.
+fn render_nested(
+    text: &str,
+    resolver: &dyn Resolver,
+    rendered: &mut Rendered,
+    depth: usize,
+) -> String {
+    let mut inner = Rendered::default();
+    let mut replacements = Vec::new();
+    let expanded = expand_zulip_fences(text, resolver, &mut inner, &mut replacements, depth + 1);
+    // Rendered as a message of its own (its own tokens), then merged.
+    let nested = render_message_tokens(&expanded, resolver, &mut inner, replacements);
+    rendered.mentioned.extend(inner.mentioned);
+    rendered.stream_wildcard |= inner.stream_wildcard;
+    rendered.topic_wildcard |= inner.topic_wildcard;
+    nested
 }
 
 /// The HTML for one piece of Zulip syntax (`@**x**`, `@_**x**`, `#**x**`), or `None` to leave
@@ -430,6 +554,33 @@ mod tests {
         fn channel(&self, name: &str) -> Option<(u64, String)> {
             (name == "general").then(|| (3, "general".into()))
         }
+    }
+
+    #[test]
+    fn quote_and_spoiler_fences() {
+        assert_eq!(
+            render_message("before\n```quote\nhello **x** @**Ada Lovelace**\n\nagain\n```\nafter", &Org).html,
+            "<p>before</p>\n<blockquote>\n<p>hello <strong>x</strong> <span class=\"user-mention\" data-user-id=\"7\">@Ada Lovelace</span></p>\n<p>again</p>\n</blockquote>\n<p>after</p>"
+        );
+        let spoiler = render_message(
+            "````spoiler Title **t**\nsecret @**Ada Lovelace**\n```quote\nq\n```\n````",
+            &Org,
+        );
+        assert_eq!(
+            spoiler.html,
+            "<div class=\"spoiler-block\"><div class=\"spoiler-header\">\n<p>Title <strong>t</strong></p>\n</div><div class=\"spoiler-content\" aria-hidden=\"true\">\n<p>secret <span class=\"user-mention\" data-user-id=\"7\">@Ada Lovelace</span></p>\n<blockquote>\n<p>q</p>\n</blockquote>\n</div></div>"
+        );
+        assert_eq!(spoiler.mentioned, vec![7]);
+        // Other fences keep their content as code, Zulip fences inside them included.
+        assert_eq!(
+            render_message("```\n```quote\nno\n```", &Org).html,
+            "<pre><code>```quote\nno\n</code></pre>"
+        );
+        // An unclosed quote runs to the end.
+        assert_eq!(
+            render_message("~~~quote\nopen", &Org).html,
+            "<blockquote>\n<p>open</p>\n</blockquote>"
+        );
     }
 
     #[test]

@@ -59,10 +59,10 @@ pub fn schedule_message(
     read_by_sender: Option<bool>,
 ) -> ApiResult<Decision<ScheduledMessageId>> {
     let me = actor(state, ctx)?;
-    let (recipient, content, rendered_content) = checked(state, ctx, to, content)?;
     if deliver_at <= ctx.now_ms / 1000 {
         return Err(not_in_future());
     }
+    let (recipient, content, rendered_content) = checked(state, ctx, to, content)?;
     let id = state.scheduled.next_id();
     Ok(Decision::new(
         vec![Event::ScheduledMessageSaved {
@@ -160,8 +160,6 @@ pub fn edit_scheduled(
             user_ids: user_ids.clone(),
         },
     };
-    let content = edit.content.unwrap_or_else(|| old.content.clone());
-    let (recipient, content, rendered_content) = checked(state, ctx, destination, &content)?;
     let deliver_at = match edit.deliver_at {
         Some(at) if at <= ctx.now_ms / 1000 => return Err(not_in_future()),
         Some(at) => at,
@@ -169,6 +167,8 @@ pub fn edit_scheduled(
         None if old.failure.is_some() => return Err(not_in_future()),
         None => old.deliver_at,
     };
+    let content = edit.content.unwrap_or_else(|| old.content.clone());
+    let (recipient, content, rendered_content) = checked(state, ctx, destination, &content)?;
     Ok(Decision::events(vec![Event::ScheduledMessageSaved {
         scheduled_message_id: id,
         sender_id: me.user_id,

@@ -18,6 +18,7 @@ mod permissions;
 mod presence;
 mod realm;
 mod realtime;
+mod scheduled;
 mod settings;
 mod support;
 mod uploads;
