@@ -43,11 +43,12 @@ pub enum ErrorCode {
     BadImage,
     /// No push notification service is configured (400).
     PushServiceNotConfigured,
-    /// Incoming webhooks: a payload whose event type the integration does not handle; Zulip
-    /// answers it with 200 and `result: success`.
-    UnsupportedWebhookEventType,
     /// Incoming webhooks: the header that names the event is missing (400).
     MissingHttpEventHeader,
+    /// Incoming webhooks: a payload the integration cannot read (400).
+    AnomalousWebhookPayload,
+    /// Incoming webhooks: an API key that is malformed or nobody's (401).
+    InvalidApiKey,
     /// `BAD_REQUEST` with 404: an unknown route or a resource that does not exist.
     NotFound,
     /// `BAD_REQUEST` with 403.
@@ -64,8 +65,9 @@ impl ErrorCode {
             ErrorCode::RequestConfusingVar => "REQUEST_CONFUSING_VAR",
             ErrorCode::InvalidJson => "INVALID_JSON",
             ErrorCode::PushServiceNotConfigured => "PUSH_SERVICE_NOT_CONFIGURED",
-            ErrorCode::UnsupportedWebhookEventType => "UNSUPPORTED_WEBHOOK_EVENT_TYPE",
             ErrorCode::MissingHttpEventHeader => "MISSING_HTTP_EVENT_HEADER",
+            ErrorCode::AnomalousWebhookPayload => "ANOMALOUS_WEBHOOK_PAYLOAD",
+            ErrorCode::InvalidApiKey => "INVALID_API_KEY",
             ErrorCode::BadNarrow => "BAD_NARROW",
             ErrorCode::CannotDeactivateLastUser => "CANNOT_DEACTIVATE_LAST_USER",
             ErrorCode::StreamDoesNotExist => "STREAM_DOES_NOT_EXIST",
@@ -95,6 +97,7 @@ impl ErrorCode {
     pub fn status(self) -> StatusCode {
         match self {
             ErrorCode::Unauthorized
+            | ErrorCode::InvalidApiKey
             | ErrorCode::UserDeactivated
             | ErrorCode::AuthenticationFailed => StatusCode::UNAUTHORIZED,
             ErrorCode::RateLimitHit => StatusCode::TOO_MANY_REQUESTS,

@@ -56,6 +56,7 @@ mod fuzz_tests;
 pub mod html_diff;
 pub mod http;
 pub mod ids;
+pub mod integrations;
 pub mod linkify;
 pub mod markdown;
 #[cfg(test)]

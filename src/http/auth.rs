@@ -71,6 +71,15 @@ fn authenticate(req: &HttpRequest) -> ApiResult<Auth> {
         if !user.is_active {
             return Err(ApiError::unauthorized("Account is deactivated"));
         }
+        // Incoming webhook bots post messages and nothing else (their webhooks authenticate
+        // elsewhere), as in Zulip.
+        let sending =
+            req.method() == actix_web::http::Method::POST && req.path() == "/api/v1/messages";
+        if user.bot_type == Some(crate::events::INCOMING_WEBHOOK_BOT) && !sending {
+            return Err(ApiError::unauthorized(
+                "This API is not available to incoming webhook bots.",
+            ));
+        }
         Ok(Auth {
             user_id: user.user_id,
             role: user.role,

@@ -13,6 +13,7 @@ pub mod devices;
 pub mod emoji;
 pub mod events;
 pub mod folders;
+pub mod integrations;
 pub mod invitations;
 pub mod linkifiers;
 pub mod messages;
@@ -414,6 +415,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 endpoint!(api, "/admin/events", get => admin::get_events);
                 endpoint!(api, "/admin/verify", get => admin::verify_log);
                 endpoint!(api, "/admin/diff", get => admin::get_diff);
+                // Incoming webhooks take any method, as Zulip's, and larger bodies.
+                api.service(
+                    web::resource("/external/{integration}")
+                        .app_data(web::PayloadConfig::new(integrations::MAX_PAYLOAD_BYTES))
+                        .route(web::route().to(integrations::incoming_webhook)),
+                );
             })
             .default_service(web::to(not_found)),
     );

@@ -1,0 +1,358 @@
+//! Incoming webhook integrations: how a third-party service's request (event header, JSON
+//! payload, URL parameters) becomes the messages Zulip's integration of the same name posts.
+//!
+//! This layer is pure: no I/O, no state, no clock. The HTTP handler authenticates, parses the
+//! body, asks [`find`] for the integration, calls its formatter, then applies the `topic`
+//! override and `only_events`/`exclude_events` before sending the [`Post`]s.
+//!
+//! Formatters never panic on untrusted input: anything missing or of the wrong type becomes
+//! [`Outcome::Malformed`].
+
+pub mod alertmanager;
+pub mod git;
+pub mod github;
+pub mod gitlab;
+pub mod grafana;
+pub mod slack;
+
+use serde_json::Value;
+
+/// One message an integration wants posted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Post {
+    /// The topic, before the `topic` parameter override and topic normalisation.
+    pub topic: String,
+    /// The Markdown body, before message normalisation (trailing whitespace is stripped later).
+    pub body: String,
+}
+
+/// What an integration made of a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Messages to post (possibly none), with the event type used for
+    /// only_events/exclude_events filtering (None when the integration has none).
+    Send {
+        event_type: Option<String>,
+        posts: Vec<Post>,
+    },
+    /// The event is deliberately ignored (success, nothing posted).
+    Ignored,
+    /// Zulip's UNSUPPORTED_WEBHOOK_EVENT_TYPE with this event_type.
+    Unsupported { event_type: String },
+    /// MISSING_HTTP_EVENT_HEADER naming this header.
+    MissingHeader(&'static str),
+    /// The payload lacks something the integration needs (Zulip answers 500 here; we answer a
+    /// 400 with this reason).
+    Malformed(String),
+}
+
+/// What a request gives an integration.
+pub struct Request<'a> {
+    /// Header lookup, case-insensitive name.
+    pub header: &'a dyn Fn(&str) -> Option<String>,
+    /// The parsed JSON payload.
+    pub payload: &'a Value,
+    /// Query/form parameter lookup (e.g. "topic", "branches", "name", "desc",
+    /// "use_merge_request_title", "ignore_private_repositories").
+    pub param: &'a dyn Fn(&str) -> Option<String>,
+}
+
+/// An integration: its URL name, its name in error messages (`GitHub`...), and its formatter.
+pub struct Integration {
+    /// The last segment of `/api/v1/external/{url_name}`.
+    pub url_name: &'static str,
+    /// The name in UNSUPPORTED_WEBHOOK_EVENT_TYPE errors and owner notifications.
+    pub webhook_name: &'static str,
+    /// The client name messages are sent with (`Zulip{webhook_name}Webhook`).
+    pub client_name: &'static str,
+    /// Payload in, messages out.
+    pub format: fn(&Request<'_>) -> Outcome,
+}
+
+/// Every integration Chronicle serves.
+pub const INTEGRATIONS: &[Integration] = &[
+    Integration {
+        url_name: "slack_incoming",
+        webhook_name: "SlackIncoming",
+        client_name: "ZulipSlackIncomingWebhook",
+        format: slack::format,
+    },
+    Integration {
+        url_name: "github",
+        webhook_name: "GitHub",
+        client_name: "ZulipGitHubWebhook",
+        format: github::format,
+    },
+    Integration {
+        url_name: "gitlab",
+        webhook_name: "GitLab",
+        client_name: "ZulipGitLabWebhook",
+        format: gitlab::format,
+    },
+    Integration {
+        url_name: "alertmanager",
+        webhook_name: "Alertmanager",
+        client_name: "ZulipAlertmanagerWebhook",
+        format: alertmanager::format,
+    },
+    Integration {
+        url_name: "grafana",
+        webhook_name: "Grafana",
+        client_name: "ZulipGrafanaWebhook",
+        format: grafana::format,
+    },
+];
+
+/// The integration served at `/api/v1/external/{url_name}`.
+pub fn find(url_name: &str) -> Option<&'static Integration> {
+    INTEGRATIONS.iter().find(|i| i.url_name == url_name)
+}
+
+// ---- Payload access shared by the formatters -------------------------------------------------
+
+/// A formatter step's result: the error is the reason given with [`Outcome::Malformed`].
+pub(crate) type Res<T> = Result<T, String>;
+
+/// The value at `path` (a chain of object keys) under `v`, if every step exists.
+pub(crate) fn at<'v>(v: &'v Value, path: &[&str]) -> Option<&'v Value> {
+    let mut cur = v;
+    for key in path {
+        cur = cur.get(*key)?;
+    }
+    Some(cur)
+}
+
+/// The value at `path`, which must be present (it may be null).
+pub(crate) fn req<'v>(v: &'v Value, path: &[&str]) -> Res<&'v Value> {
+    at(v, path).ok_or_else(|| format!("missing field {}", path.join(".")))
+}
+
+/// The string at `path`, which must be present and a string.
+pub(crate) fn req_str<'v>(v: &'v Value, path: &[&str]) -> Res<&'v str> {
+    req(v, path)?
+        .as_str()
+        .ok_or_else(|| format!("field {} is not a string", path.join(".")))
+}
+
+/// The string at `path`, or None when it is absent or null; any other type is an error.
+pub(crate) fn opt_str<'v>(v: &'v Value, path: &[&str]) -> Res<Option<&'v str>> {
+    match at(v, path) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(format!("field {} is not a string", path.join("."))),
+    }
+}
+
+/// The integer at `path`, as text (Python's `str` of an int).
+pub(crate) fn req_int(v: &Value, path: &[&str]) -> Res<String> {
+    match req(v, path)? {
+        Value::Number(n) if n.is_i64() || n.is_u64() => Ok(n.to_string()),
+        _ => Err(format!("field {} is not an integer", path.join("."))),
+    }
+}
+
+/// The boolean at `path`, which must be present and a boolean.
+pub(crate) fn req_bool(v: &Value, path: &[&str]) -> Res<bool> {
+    req(v, path)?
+        .as_bool()
+        .ok_or_else(|| format!("field {} is not a boolean", path.join(".")))
+}
+
+/// The array at `path`, which must be present and an array.
+pub(crate) fn req_array<'v>(v: &'v Value, path: &[&str]) -> Res<&'v Vec<Value>> {
+    req(v, path)?
+        .as_array()
+        .ok_or_else(|| format!("field {} is not a list", path.join(".")))
+}
+
+/// Python truthiness of an optional JSON value (absent, null, false, 0, "", [] and {} are
+/// false).
+pub(crate) fn truthy(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0),
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Array(a)) => !a.is_empty(),
+        Some(Value::Object(o)) => !o.is_empty(),
+    }
+}
+
+/// A JSON boolean URL parameter (`true`/`false`), with its default when absent.
+pub(crate) fn bool_param(req: &Request<'_>, name: &str, default: bool) -> Res<bool> {
+    match (req.param)(name) {
+        None => Ok(default),
+        Some(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Bool(b)) => Ok(b),
+            Ok(_) => Err(format!("{name} is not a boolean")),
+            Err(_) => Err(format!("{name} is not valid JSON")),
+        },
+    }
+}
+
+/// Python's `str()` of a JSON value: strings as they are, ints as digits, floats as Python's
+/// `repr`, `True`/`False`, `None`; lists and objects as compact JSON.
+pub(crate) fn py_str(v: &Value) -> String {
+    match v {
+        Value::Null => "None".to_string(),
+        Value::Bool(true) => "True".to_string(),
+        Value::Bool(false) => "False".to_string(),
+        Value::String(s) => s.clone(),
+        Value::Number(n) => {
+            if n.is_i64() || n.is_u64() {
+                n.to_string()
+            } else {
+                n.as_f64().map(py_float).unwrap_or_else(|| n.to_string())
+            }
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Python's `repr` of a float: the shortest round-tripping digits, fixed notation for
+/// exponents -4..=15 (always with a fractional part), scientific (`1e-05`, `1.5e+16`) outside.
+pub(crate) fn py_float(f: f64) -> String {
+    if f.is_nan() {
+        return "nan".to_string();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0.0" } else { "0.0" }.to_string();
+    }
+    // `{:e}` gives the shortest round-tripping digits: "1.05e1", "-1e16", "1e-5".
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let negative = mantissa.starts_with('-');
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let sign = if negative { "-" } else { "" };
+    if (-4..16).contains(&exp) {
+        let point = exp + 1;
+        let body = if point <= 0 {
+            format!("0.{}{digits}", "0".repeat(point.unsigned_abs() as usize))
+        } else {
+            let point = point as usize;
+            if point >= digits.len() {
+                format!("{digits}{}.0", "0".repeat(point - digits.len()))
+            } else {
+                format!("{}.{}", &digits[..point], &digits[point..])
+            }
+        };
+        format!("{sign}{body}")
+    } else {
+        let mantissa = if digits.len() > 1 {
+            format!("{}.{}", &digits[..1], &digits[1..])
+        } else {
+            digits
+        };
+        let exp_sign = if exp < 0 { '-' } else { '+' };
+        format!("{sign}{mantissa}e{exp_sign}{:02}", exp.unsigned_abs())
+    }
+}
+
+/// Runs a formatter on a payload with the given headers and parameters (test helper).
+#[cfg(test)]
+pub(crate) fn run_fixture(
+    format: fn(&Request<'_>) -> Outcome,
+    headers: &[(&str, &str)],
+    payload: &str,
+    params: &[(&str, &str)],
+) -> Outcome {
+    let payload: Value = serde_json::from_str(payload).expect("fixture is valid JSON");
+    run_value(format, headers, &payload, params)
+}
+
+/// Runs a formatter on an already parsed payload (test helper).
+#[cfg(test)]
+pub(crate) fn run_value(
+    format: fn(&Request<'_>) -> Outcome,
+    headers: &[(&str, &str)],
+    payload: &Value,
+    params: &[(&str, &str)],
+) -> Outcome {
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| (*v).to_string())
+    };
+    let param = |name: &str| {
+        params
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| (*v).to_string())
+    };
+    format(&Request {
+        header: &header,
+        payload,
+        param: &param,
+    })
+}
+
+/// The single post of a `Send` outcome, with its event type (test helper).
+#[cfg(test)]
+pub(crate) fn single(outcome: Outcome) -> (Option<String>, Post) {
+    match outcome {
+        Outcome::Send {
+            event_type,
+            mut posts,
+        } => {
+            assert_eq!(posts.len(), 1, "expected one post, got {posts:?}");
+            (event_type, posts.remove(0))
+        }
+        other => panic!("expected one post, got {other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn find_knows_the_five_integrations() {
+        for name in [
+            "slack_incoming",
+            "github",
+            "gitlab",
+            "alertmanager",
+            "grafana",
+        ] {
+            assert_eq!(find(name).map(|i| i.url_name), Some(name));
+        }
+        assert!(find("jira").is_none());
+        assert_eq!(
+            find("github").map(|i| i.client_name),
+            Some("ZulipGitHubWebhook")
+        );
+    }
+
+    #[test]
+    fn python_str_of_values() {
+        assert_eq!(py_str(&json!(10)), "10");
+        assert_eq!(py_str(&json!(-3)), "-3");
+        assert_eq!(py_str(&json!(10.5)), "10.5");
+        assert_eq!(py_str(&json!(100.0)), "100.0");
+        assert_eq!(py_str(&json!(0.0001)), "0.0001");
+        assert_eq!(py_str(&json!(0.00001)), "1e-05");
+        assert_eq!(py_str(&json!(1e16)), "1e+16");
+        assert_eq!(py_str(&json!(1.5e16)), "1.5e+16");
+        assert_eq!(py_str(&json!(123456789012345.6)), "123456789012345.6");
+        assert_eq!(py_str(&json!(-2.25)), "-2.25");
+        assert_eq!(py_str(&json!(true)), "True");
+        assert_eq!(py_str(&json!(null)), "None");
+        assert_eq!(py_str(&json!("x")), "x");
+    }
+
+    #[test]
+    fn truthiness() {
+        assert!(!truthy(None));
+        assert!(!truthy(Some(&json!(""))));
+        assert!(!truthy(Some(&json!([]))));
+        assert!(!truthy(Some(&json!(0))));
+        assert!(truthy(Some(&json!("a"))));
+        assert!(truthy(Some(&json!({"a": 1}))));
+    }
+}

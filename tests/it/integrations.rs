@@ -1,0 +1,374 @@
+//! Incoming webhooks (`/api/v1/external/{integration}`): a bot's key in the URL, the payload
+//! turned into messages in the channel and topic the URL names (or to the bot's owner), and
+//! Zulip's answers for unsupported events, missing headers, bad keys and unknown channels.
+//! The formats themselves are checked message by message in `src/integrations`.
+
+use crate::messages::chat;
+use crate::support::Api;
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+fn fixture(path: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/fixtures/webhooks/{path}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+/// An incoming webhook bot of `owner`'s: its id and API key.
+async fn webhook_bot(owner: &Api) -> (u64, String) {
+    let (status, body) = owner
+        .post(
+            "/bots",
+            &[
+                ("full_name", "Deploy Hooks"),
+                ("short_name", "hooks"),
+                ("bot_type", "2"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    (
+        body["user_id"].as_u64().unwrap(),
+        body["api_key"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// A POST to the webhook URL with `query`, these headers and this body.
+async fn hook(
+    api: &Api,
+    integration: &str,
+    query: &[(&str, &str)],
+    headers: &[(&str, &str)],
+    content_type: &str,
+    body: String,
+) -> (StatusCode, Value) {
+    let mut req = api
+        .client
+        .post(format!("{}/external/{integration}", api.base))
+        .query(query)
+        .header("Content-Type", content_type)
+        .body(body);
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status();
+    (status, resp.json().await.unwrap())
+}
+
+/// The newest message `api` can read in `narrow`.
+async fn newest(api: &Api, narrow: &str) -> Value {
+    let (_, body) = api
+        .get(
+            "/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "1"),
+                ("num_after", "0"),
+                ("narrow", narrow),
+            ],
+        )
+        .await;
+    body["messages"][0].clone()
+}
+
+#[tokio::test]
+async fn a_github_push_becomes_a_message_from_the_bot_in_the_named_channel() {
+    let c = chat().await;
+    let (alice_id, alice) = &c.alice;
+    let (bot_id, key) = webhook_bot(alice).await;
+    let anonymous = c.server.api(None);
+    let push = fixture("github/push_1_commit.json");
+    let (status, body) = hook(
+        &anonymous,
+        "github",
+        &[("api_key", &key), ("stream", "general")],
+        &[("X-GitHub-Event", "push")],
+        "application/json",
+        push.clone(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body, json!({"result": "success", "msg": ""}));
+    let narrow = format!(r#"[{{"operator":"channel","operand":{}}}]"#, c.channel);
+    let message = newest(alice, &narrow).await;
+    assert_eq!(message["sender_id"], json!(bot_id));
+    assert_eq!(message["subject"], "chronicle-demo / main");
+    assert_eq!(message["client"], "ZulipGitHubWebhook");
+    let content = message["content"].as_str().unwrap();
+    assert!(content.starts_with("<p>ada <a href=\"https://github.com/ada/chronicle-demo/compare/1111111111aa...2222222222bb\">pushed</a> 1 commit to branch main.</p>"), "{content}");
+    // The `topic` parameter wins, and the channel may be named by id.
+    let (status, _) = hook(
+        &anonymous,
+        "github",
+        &[
+            ("api_key", &key),
+            ("stream", &c.channel.to_string()),
+            ("topic", "CI"),
+        ],
+        &[("X-GitHub-Event", "push")],
+        "application/json",
+        push.clone(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(newest(alice, &narrow).await["subject"], "CI");
+    // Without a channel, the owner gets it as a direct message.
+    let (status, _) = hook(
+        &anonymous,
+        "github",
+        &[("api_key", &key)],
+        &[("X-GitHub-Event", "push")],
+        "application/json",
+        push.clone(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let dm = newest(alice, r#"[{"operator":"is","operand":"dm"}]"#).await;
+    assert_eq!(dm["sender_id"], json!(bot_id));
+    let recipients: Vec<u64> = dm["display_recipient"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_u64().unwrap())
+        .collect();
+    assert!(recipients.contains(alice_id));
+    // only_events filters by Zulip's event names.
+    let before = newest(alice, &narrow).await["id"].clone();
+    let (status, body) = hook(
+        &anonymous,
+        "github",
+        &[
+            ("api_key", &key),
+            ("stream", "general"),
+            ("only_events", r#"["pull_request*"]"#),
+        ],
+        &[("X-GitHub-Event", "push")],
+        "application/json",
+        push,
+    )
+    .await;
+    assert_eq!(
+        (status, body["result"].clone()),
+        (StatusCode::OK, json!("success"))
+    );
+    assert_eq!(newest(alice, &narrow).await["id"], before);
+}
+
+#[tokio::test]
+async fn webhooks_answer_zulips_errors() {
+    let c = chat().await;
+    let (_, alice) = &c.alice;
+    let (_, key) = webhook_bot(alice).await;
+    let anonymous = c.server.api(None);
+    let push = fixture("github/push_1_commit.json");
+    type Case<'a> = (
+        &'a [(&'a str, &'a str)],
+        &'a [(&'a str, &'a str)],
+        String,
+        StatusCode,
+        Value,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            &[("stream", "general")],
+            &[("X-GitHub-Event", "push")],
+            push.clone(),
+            StatusCode::BAD_REQUEST,
+            json!({"result": "error", "msg": "Missing 'api_key' argument", "code": "REQUEST_VARIABLE_MISSING", "var_name": "api_key"}),
+        ),
+        (
+            &[("api_key", "short")],
+            &[("X-GitHub-Event", "push")],
+            push.clone(),
+            StatusCode::UNAUTHORIZED,
+            json!({"result": "error", "msg": "Malformed API key", "code": "INVALID_API_KEY"}),
+        ),
+        (
+            &[("api_key", "abcdefghijklmnopqrstuvwxyz123456")],
+            &[("X-GitHub-Event", "push")],
+            push.clone(),
+            StatusCode::UNAUTHORIZED,
+            json!({"result": "error", "msg": "Invalid API key", "code": "INVALID_API_KEY"}),
+        ),
+    ];
+    for (query, headers, body, status, expected) in cases {
+        let (got_status, got) = hook(
+            &anonymous,
+            "github",
+            query,
+            headers,
+            "application/json",
+            body,
+        )
+        .await;
+        assert_eq!((got_status, got), (status, expected));
+    }
+    let with_key = [("api_key", key.as_str()), ("stream", "general")];
+    let (status, body) = hook(
+        &anonymous,
+        "github",
+        &with_key,
+        &[],
+        "application/json",
+        push.clone(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        body,
+        json!({"result": "error", "msg": "Missing the HTTP event header 'X-GitHub-Event'", "code": "MISSING_HTTP_EVENT_HEADER", "header": "X-GitHub-Event"})
+    );
+    let (status, body) = hook(
+        &anonymous,
+        "github",
+        &with_key,
+        &[("X-GitHub-Event", "marketplace_purchase")],
+        "application/json",
+        r#"{"action": "purchased"}"#.into(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        body,
+        json!({
+            "result": "success",
+            "msg": "The 'marketplace_purchase:purchased' event isn't currently supported by the GitHub webhook; ignoring",
+            "webhook_name": "GitHub",
+            "event_type": "marketplace_purchase:purchased",
+            "code": "UNSUPPORTED_WEBHOOK_EVENT_TYPE",
+        })
+    );
+    let (status, body) = hook(
+        &anonymous,
+        "github",
+        &with_key,
+        &[("X-GitHub-Event", "push")],
+        "application/json",
+        "{not json".into(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (StatusCode::BAD_REQUEST, json!("Malformed JSON"))
+    );
+    let (status, body) = hook(
+        &anonymous,
+        "github",
+        &with_key,
+        &[("X-GitHub-Event", "push")],
+        "application/json",
+        "{}".into(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["code"], "ANOMALOUS_WEBHOOK_PAYLOAD");
+    assert_eq!(
+        body["msg"],
+        "Unable to parse request: Did GitHub generate this event?"
+    );
+    let (status, _) = hook(
+        &anonymous,
+        "no_such_integration",
+        &with_key,
+        &[],
+        "application/json",
+        "{}".into(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // A channel by id that does not exist is an error; by name, the owner is told instead.
+    let (status, body) = hook(
+        &anonymous,
+        "github",
+        &[("api_key", &key), ("stream", "999")],
+        &[("X-GitHub-Event", "push")],
+        "application/json",
+        push.clone(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["code"], "STREAM_DOES_NOT_EXIST");
+    let (status, body) = hook(
+        &anonymous,
+        "github",
+        &[("api_key", &key), ("stream", "nowhere")],
+        &[("X-GitHub-Event", "push")],
+        "application/json",
+        push,
+    )
+    .await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::OK, json!({"result": "success", "msg": ""}))
+    );
+    let notice = newest(alice, r#"[{"operator":"is","operand":"dm"}]"#).await;
+    assert_eq!(notice["sender_email"], "notification-bot@zulip.com");
+    assert!(notice["content"]
+        .as_str()
+        .unwrap()
+        .contains("tried to send a message to channel"));
+}
+
+#[tokio::test]
+async fn slack_style_senders_post_form_payloads_and_webhook_bots_use_nothing_else() {
+    let c = chat().await;
+    let (_, alice) = &c.alice;
+    let (bot_id, key) = webhook_bot(alice).await;
+    let anonymous = c.server.api(None);
+    let payload = fixture("slack_incoming/text.json");
+    let form = serde_urlencoded::to_string([("payload", payload.as_str())]).unwrap();
+    let (status, body) = hook(
+        &anonymous,
+        "slack_incoming",
+        &[("api_key", &key), ("stream", "general")],
+        &[],
+        "application/x-www-form-urlencoded",
+        form,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body, json!({"result": "success", "msg": "", "ok": true}));
+    let narrow = format!(r#"[{{"operator":"channel","operand":{}}}]"#, c.channel);
+    let message = newest(alice, &narrow).await;
+    assert_eq!(message["sender_id"], json!(bot_id));
+    assert_eq!(message["subject"], "deploys");
+    assert_eq!(
+        message["content"],
+        "<p>Build 118 of chronicle-demo finished.</p>"
+    );
+    // Errors past authentication come in Slack's shape.
+    let (status, body) = hook(
+        &anonymous,
+        "slack_incoming",
+        &[("api_key", &key), ("stream", "general")],
+        &[],
+        "text/plain",
+        String::new(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        body,
+        json!({"ok": false, "error": "Missing 'payload' argument"})
+    );
+    // The bot's key opens nothing but sending messages.
+    let (_, me) = alice.get(&format!("/users/{bot_id}"), &[]).await;
+    let email = me["user"]["email"].as_str().unwrap().to_owned();
+    let bot_api = Api {
+        client: alice.client.clone(),
+        base: alice.base.clone(),
+        creds: Some(crate::support::Creds {
+            email,
+            key: key.clone(),
+        }),
+    };
+    let (status, body) = bot_api.get("/users/me", &[]).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert_eq!(
+        body["msg"],
+        "This API is not available to incoming webhook bots."
+    );
+}
