@@ -16,6 +16,7 @@ mod message_changes;
 mod messages;
 mod mobile;
 mod permissions;
+mod personal;
 mod presence;
 mod realm;
 mod realtime;
