@@ -12,8 +12,37 @@ profile=${2:---release}
 if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install --quiet --locked cargo-fuzz
 fi
+# The webhook target starts from the sample payloads of the tests (a first byte picks the
+# integration and event header: see fuzz/fuzz_targets/webhooks.rs).
+if [ ! -d fuzz/corpus/webhooks ]; then
+    mkdir -p fuzz/corpus/webhooks
+    python3 - <<'PY'
+import glob, os
+events = ["push", "pull_request", "pull_request_review", "pull_request_review_comment", "issues",
+          "issue_comment", "release", "ping", "create", "delete", "status", "check_run",
+          "Push Hook", "Tag Push Hook", "Issue Hook", "Merge Request Hook", "Note Hook"]
+order = ["slack_incoming", "github", "gitlab", "alertmanager", "grafana"]
+prefixes = {"push_tag": "push", "push": "push", "pull_request": "pull_request", "issues": "issues",
+            "issue_comment": "issue_comment", "release": "release", "ping": "ping",
+            "tag_push": "Tag Push Hook", "issue": "Issue Hook", "mr": "Merge Request Hook",
+            "note": "Note Hook"}
+for i, path in enumerate(sorted(glob.glob("tests/fixtures/webhooks/*/*.json"))):
+    integration = path.split("/")[-2]
+    name = os.path.basename(path)
+    event = "push"
+    for prefix in sorted(prefixes, key=len, reverse=True):
+        if name.startswith(prefix):
+            event = prefixes[prefix]
+            break
+    if integration == "gitlab" and event == "push":
+        event = "Push Hook"
+    selector = order.index(integration) + len(order) * events.index(event)
+    with open(f"fuzz/corpus/webhooks/seed{i}", "wb") as out:
+        out.write(bytes([selector % 128]) + open(path, "rb").read())
+PY
+fi
 total=0
-for target in params narrow markdown log_record upload_names avatar_image; do
+for target in params narrow markdown log_record upload_names avatar_image webhooks; do
     log=$(mktemp)
     cargo fuzz run --sanitizer none "$profile" "$target" -- \
         -max_total_time="$seconds" -rss_limit_mb=1024 2>"$log" || {

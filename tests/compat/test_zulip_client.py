@@ -508,3 +508,111 @@ def test_alert_words_through_the_client(server):
     removed = client.remove_alert_words(["PAGER"])
     assert removed["result"] == "success" and "Pager" not in removed["alert_words"], removed
     assert "compat-alarm" in client.get_alert_words()["alert_words"]
+
+
+def test_muted_users_through_the_client(server):
+    client = owner_client(server)
+    created = client.create_user(
+        {"email": "compat-muted@example.com", "password": "compat-pass-1", "full_name": "Compat Muted"}
+    )
+    assert created["result"] == "success", created
+    other = created["user_id"]
+    muted = client.call_endpoint(f"users/me/muted_users/{other}", method="POST")
+    assert muted["result"] == "success", muted
+    state = client.register(fetch_event_types=["muted_users"])
+    assert [m["id"] for m in state["muted_users"]] == [other], state
+    again = client.call_endpoint(f"users/me/muted_users/{other}", method="POST")
+    assert again["msg"] == "User already muted", again
+    unmuted = client.call_endpoint(f"users/me/muted_users/{other}", method="DELETE")
+    assert unmuted["result"] == "success", unmuted
+    assert client.register(fetch_event_types=["muted_users"])["muted_users"] == []
+
+
+def test_scheduled_messages_and_reminders_through_the_client(server):
+    import time
+
+    client = owner_client(server)
+    assert client.add_subscriptions(streams=[{"name": "compat-later"}])["result"] == "success"
+    stream_id = client.get_stream_id("compat-later")["stream_id"]
+    at = int(time.time()) + 2
+    created = client.call_endpoint(
+        "scheduled_messages",
+        method="POST",
+        request={
+            "type": "stream",
+            "to": stream_id,
+            "topic": "later",
+            "content": "sent by the delivery job",
+            "scheduled_delivery_timestamp": at,
+        },
+    )
+    assert created["result"] == "success", created
+    listed = client.call_endpoint("scheduled_messages", method="GET")
+    (mine,) = [m for m in listed["scheduled_messages"] if m["scheduled_message_id"] == created["scheduled_message_id"]]
+    assert mine["to"] == stream_id and mine["topic"] == "later" and mine["failed"] is False
+    # Edited through PATCH, then sent at its time.
+    edited = client.call_endpoint(
+        f"scheduled_messages/{created['scheduled_message_id']}",
+        method="PATCH",
+        request={"content": "sent by the delivery job, edited"},
+    )
+    assert edited["result"] == "success", edited
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        found = client.get_messages(
+            {"anchor": "newest", "num_before": 1, "num_after": 0,
+             "narrow": [{"operator": "channel", "operand": "compat-later"}]}
+        )["messages"]
+        if found and found[0]["content"] == "<p>sent by the delivery job, edited</p>":
+            break
+        time.sleep(0.3)
+    else:
+        raise AssertionError("the scheduled message was not sent")
+    assert client.call_endpoint("scheduled_messages", method="GET")["scheduled_messages"] == []
+    # A reminder about it, then deleted before its time.
+    reminder = client.call_endpoint(
+        "reminders",
+        method="POST",
+        request={"message_id": found[0]["id"], "scheduled_delivery_timestamp": int(time.time()) + 3600},
+    )
+    assert reminder["result"] == "success", reminder
+    (listed,) = client.call_endpoint("reminders", method="GET")["reminders"]
+    assert listed["reminder_target_message_id"] == found[0]["id"]
+    deleted = client.call_endpoint(f"reminders/{reminder['reminder_id']}", method="DELETE")
+    assert deleted["result"] == "success", deleted
+    assert client.call_endpoint("reminders", method="GET")["reminders"] == []
+
+
+def test_an_incoming_webhook_posts_through_a_bot(server):
+    client = owner_client(server)
+    created = client.call_endpoint(
+        "bots",
+        method="POST",
+        request={"full_name": "Compat Hooks", "short_name": "compat-hooks", "bot_type": 2},
+    )
+    assert created["result"] == "success", created
+    assert client.add_subscriptions(streams=[{"name": "compat-alerts"}])["result"] == "success"
+    alert = {
+        "alerts": [
+            {
+                "status": "firing",
+                "labels": {"alertname": "DiskFull", "instance": "db-1"},
+                "annotations": {"description": "Disk is 97% full"},
+                "generatorURL": "http://prometheus.example.test/graph?g0.tab=1",
+            }
+        ]
+    }
+    answer = requests.post(
+        server.url + "/api/v1/external/alertmanager",
+        params={"api_key": created["api_key"], "stream": "compat-alerts", "desc": "description"},
+        json=alert,
+        timeout=15,
+    )
+    assert answer.json() == {"result": "success", "msg": ""}, answer.text
+    (message,) = client.get_messages(
+        {"anchor": "newest", "num_before": 1, "num_after": 0,
+         "narrow": [{"operator": "channel", "operand": "compat-alerts"}]}
+    )["messages"]
+    assert message["subject"] == "db-1"
+    assert message["sender_id"] == created["user_id"]
+    assert "Disk is 97% full" in message["content"]
