@@ -13,7 +13,7 @@ pub mod v1;
 pub mod v2;
 
 pub use v2::{
-    AvatarImage, BotChange, BotConfig, BotService, ChannelChange, ChannelPermissions,
+    AvatarImage, BotChange, BotConfig, BotService, ChannelChange, ChannelPermissions, Draft,
     EditedContent, Event, GroupChange, GroupPermissions, GroupSetting, ImageBytes, InvitationSpec,
     LinkifierSpec, MessageFlag, MessageMove, NewSubscription, ProfileChoice, ProfileFieldData,
     ProfileFieldSpec, PropagateMode, ReactionType, RealmValue, Recipient, Role, SenderQueue,

@@ -501,6 +501,27 @@ pub enum Event {
     ClientDeviceRegistered { user_id: UserId, device_id: u64 },
     /// A client removed its device (`POST /remove_client_device`).
     ClientDeviceRemoved { user_id: UserId, device_id: u64 },
+    /// A user saved drafts (`POST /drafts`, by id) or replaced one (`PATCH /drafts/{id}`), as
+    /// the drafts their clients keep in step.
+    DraftsSaved {
+        user_id: UserId,
+        drafts: Vec<(u64, Draft)>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        edit: bool,
+    },
+    /// A user deleted a draft.
+    DraftRemoved { user_id: UserId, draft_id: u64 },
+    /// A user saved a snippet (`POST /saved_snippets`) or changed one (`PATCH`).
+    SavedSnippetSaved {
+        user_id: UserId,
+        snippet_id: u64,
+        title: String,
+        content: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        edit: bool,
+    },
+    /// A user deleted a saved snippet.
+    SavedSnippetRemoved { user_id: UserId, snippet_id: u64 },
 }
 
 /// An uploaded avatar: the hex SHA-256 of its PNG at Zulip's default size (100 px) and at
@@ -509,6 +530,17 @@ pub enum Event {
 pub struct AvatarImage {
     pub sha256: String,
     pub medium_sha256: String,
+}
+
+/// A message draft as Zulip keeps it: `kind` is `"stream"`, `"private"` or `""` (unaddressed),
+/// `to` the channel id or the user ids, `timestamp` the last edit (seconds).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Draft {
+    pub kind: String,
+    pub to: Vec<u64>,
+    pub topic: String,
+    pub content: String,
+    pub timestamp: i64,
 }
 
 /// A change to a bot's configuration.
@@ -600,6 +632,10 @@ pub const EVENT_TYPES: &[&str] = &[
     "BotChanged",
     "ClientDeviceRegistered",
     "ClientDeviceRemoved",
+    "DraftsSaved",
+    "DraftRemoved",
+    "SavedSnippetSaved",
+    "SavedSnippetRemoved",
     "UserMuted",
     "AlertWordsAdded",
     "AlertWordsRemoved",
@@ -674,6 +710,10 @@ impl Event {
             Event::BotChanged { .. } => "BotChanged",
             Event::ClientDeviceRegistered { .. } => "ClientDeviceRegistered",
             Event::ClientDeviceRemoved { .. } => "ClientDeviceRemoved",
+            Event::DraftsSaved { .. } => "DraftsSaved",
+            Event::DraftRemoved { .. } => "DraftRemoved",
+            Event::SavedSnippetSaved { .. } => "SavedSnippetSaved",
+            Event::SavedSnippetRemoved { .. } => "SavedSnippetRemoved",
             Event::UserMuted { .. } => "UserMuted",
             Event::AlertWordsAdded { .. } => "AlertWordsAdded",
             Event::AlertWordsRemoved { .. } => "AlertWordsRemoved",

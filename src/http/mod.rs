@@ -10,6 +10,7 @@ pub mod avatars;
 pub mod bots;
 pub mod channels;
 pub mod devices;
+pub mod drafts;
 pub mod emoji;
 pub mod events;
 pub mod folders;
@@ -390,6 +391,18 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 endpoint!(api, "/navigation_views/{fragment:.*}",
                     patch => devices::update_navigation_view,
                     delete => devices::remove_navigation_view);
+                endpoint!(api, "/drafts",
+                    get => drafts::get_drafts,
+                    post => drafts::create_drafts);
+                endpoint!(api, "/drafts/{draft_id}",
+                    patch => drafts::edit_draft,
+                    delete => drafts::delete_draft);
+                endpoint!(api, "/saved_snippets",
+                    get => drafts::get_saved_snippets,
+                    post => drafts::create_saved_snippet);
+                endpoint!(api, "/saved_snippets/{saved_snippet_id}",
+                    patch => drafts::edit_saved_snippet,
+                    delete => drafts::delete_saved_snippet);
                 endpoint!(api, "/register_client_device", post => devices::register_client_device);
                 endpoint!(api, "/remove_client_device", post => devices::remove_client_device);
                 endpoint!(api, "/mobile_push/register", post => devices::register_push);

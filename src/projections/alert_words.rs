@@ -94,6 +94,10 @@ impl AlertWords {
             | Event::BotChanged { .. }
             | Event::ClientDeviceRegistered { .. }
             | Event::ClientDeviceRemoved { .. }
+            | Event::DraftsSaved { .. }
+            | Event::DraftRemoved { .. }
+            | Event::SavedSnippetSaved { .. }
+            | Event::SavedSnippetRemoved { .. }
             | Event::RealmSettingChanged { .. }
             | Event::CustomProfileFieldCreated { .. }
             | Event::CustomProfileFieldChanged { .. }

@@ -108,6 +108,10 @@ impl Devices {
             | Event::NavigationViewChanged { .. }
             | Event::NavigationViewRemoved { .. }
             | Event::BotChanged { .. }
+            | Event::DraftsSaved { .. }
+            | Event::DraftRemoved { .. }
+            | Event::SavedSnippetSaved { .. }
+            | Event::SavedSnippetRemoved { .. }
             | Event::UserMuted { .. }
             | Event::AlertWordsAdded { .. }
             | Event::AlertWordsRemoved { .. }

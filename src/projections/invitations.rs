@@ -159,6 +159,10 @@ impl Invitations {
             | Event::BotChanged { .. }
             | Event::ClientDeviceRegistered { .. }
             | Event::ClientDeviceRemoved { .. }
+            | Event::DraftsSaved { .. }
+            | Event::DraftRemoved { .. }
+            | Event::SavedSnippetSaved { .. }
+            | Event::SavedSnippetRemoved { .. }
             | Event::UserMuted { .. }
             | Event::AlertWordsAdded { .. }
             | Event::AlertWordsRemoved { .. }

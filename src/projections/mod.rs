@@ -11,6 +11,7 @@ pub mod bot_storage;
 pub mod channels;
 pub mod copies;
 pub mod devices;
+pub mod drafts;
 pub mod emoji;
 pub mod folders;
 pub mod groups;
@@ -81,6 +82,7 @@ pub struct Projections {
     pub scheduled: scheduled::Scheduled,
     pub navigation_views: navigation_views::NavigationViews,
     pub devices: devices::Devices,
+    pub drafts: drafts::Drafts,
 }
 
 impl Projections {
@@ -109,6 +111,7 @@ impl Projections {
         self.scheduled.apply(env);
         self.navigation_views.apply(env);
         self.devices.apply(env);
+        self.drafts.apply(env);
         self.seq = env.seq;
     }
 
@@ -154,6 +157,7 @@ impl Projections {
 
     /// The dump, with `messages` as the messages area.
     fn dump_with(&self, messages: Value) -> Value {
+        let (drafts, snippets) = self.drafts.dump();
         json!({
             "seq": self.seq.0,
             "realm": self.realm.dump(),
@@ -178,6 +182,8 @@ impl Projections {
             "scheduled_messages": self.scheduled.dump(),
             "navigation_views": self.navigation_views.dump(),
             "devices": self.devices.dump(),
+            "drafts": drafts,
+            "saved_snippets": snippets,
         })
     }
 

@@ -95,6 +95,10 @@ impl UserTopics {
             | Event::BotChanged { .. }
             | Event::ClientDeviceRegistered { .. }
             | Event::ClientDeviceRemoved { .. }
+            | Event::DraftsSaved { .. }
+            | Event::DraftRemoved { .. }
+            | Event::SavedSnippetSaved { .. }
+            | Event::SavedSnippetRemoved { .. }
             | Event::UserMuted { .. }
             | Event::AlertWordsAdded { .. }
             | Event::AlertWordsRemoved { .. }

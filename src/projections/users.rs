@@ -271,6 +271,10 @@ impl Users {
             | Event::NavigationViewRemoved { .. }
             | Event::ClientDeviceRegistered { .. }
             | Event::ClientDeviceRemoved { .. }
+            | Event::DraftsSaved { .. }
+            | Event::DraftRemoved { .. }
+            | Event::SavedSnippetSaved { .. }
+            | Event::SavedSnippetRemoved { .. }
             | Event::UserMuted { .. }
             | Event::AlertWordsAdded { .. }
             | Event::AlertWordsRemoved { .. }

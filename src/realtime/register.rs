@@ -229,8 +229,6 @@ pub fn initial_state(
         default_channel_groups(&mut out);
     }
     for (fetch, key, empty) in [
-        ("drafts", "drafts", json!([])),
-        ("saved_snippets", "saved_snippets", json!([])),
         ("onboarding_steps", "onboarding_steps", json!([])),
         ("realm_playgrounds", "realm_playgrounds", json!([])),
         ("realm_domains", "realm_domains", json!([])),
@@ -251,6 +249,25 @@ pub fn initial_state(
         out.put(
             "reminders",
             Value::Array(list.into_iter().map(|m| m.reminder_json()).collect()),
+        );
+    }
+    if cx.wants("drafts") {
+        // Only a user who keeps drafts on the server has them listed.
+        let syncing = state
+            .user_settings
+            .get(me.user_id, "enable_drafts_synchronization")
+            == crate::events::RealmValue::Bool(true);
+        let drafts = if syncing {
+            state.drafts.drafts_json(me.user_id)
+        } else {
+            Vec::new()
+        };
+        out.put("drafts", Value::Array(drafts));
+    }
+    if cx.wants("saved_snippets") {
+        out.put(
+            "saved_snippets",
+            Value::Array(state.drafts.snippets_json(me.user_id)),
         );
     }
     if cx.wants("navigation_views") {

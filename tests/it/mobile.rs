@@ -638,3 +638,406 @@ async fn avatars_are_pngs_and_can_be_uploaded_and_removed() {
     assert_eq!(me["avatar_source"], "G");
     let _ = server;
 }
+
+/// What the mobile app's decoders require of each event it decodes, read from its source
+/// (`tests/fixtures/mobile/events.json`: by `type:op` or `type`, the keys that must be present
+/// with their JSON types, allowed values and nested objects).
+fn mobile_event_facts() -> Value {
+    let path = format!(
+        "{}/tests/fixtures/mobile/events.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Whether `value` has the JSON type the facts name.
+fn has_type(value: &Value, kind: &str, strict_int: bool) -> bool {
+    match kind {
+        "int" if strict_int => value.is_i64() || value.is_u64(),
+        "int" | "number" => value.is_number(),
+        "string" => value.is_string(),
+        "bool" => value.is_boolean(),
+        "list" => value.is_array(),
+        "object" => value.is_object(),
+        _ => true,
+    }
+}
+
+/// The problems the app's decoder would have with `object` (an event or a nested object),
+/// against `spec` (`required`, `optional`, `nested`).
+fn decode_problems(object: &Value, spec: &Value, at: &str, problems: &mut Vec<String>) {
+    let entries = |name: &str| spec[name].as_array().cloned().unwrap_or_default();
+    for (entry, required) in entries("required")
+        .into_iter()
+        .map(|e| (e, true))
+        .chain(entries("optional").into_iter().map(|e| (e, false)))
+    {
+        let key = entry["key"].as_str().unwrap();
+        let kind = entry["type"].as_str().unwrap_or("");
+        let may_be_null = !required || entry["nullable_ok"] == json!(true);
+        let strict = entry["strict_int"] == json!(true);
+        match object.get(key) {
+            None | Some(Value::Null) if may_be_null => {}
+            None | Some(Value::Null) => problems.push(format!("{at}: `{key}` missing or null")),
+            Some(value) => {
+                if !has_type(value, kind, strict) {
+                    problems.push(format!("{at}: `{key}` is not a {kind}: {value}"));
+                }
+                // A closed set of values (for lists, of each element).
+                if let (Some(allowed), false) =
+                    (entry["enum"].as_array(), entry["unknown_ok"] == json!(true))
+                {
+                    let values: Vec<&Value> = match value.as_array() {
+                        Some(items) => items.iter().collect(),
+                        None => vec![value],
+                    };
+                    for v in values {
+                        if !allowed.contains(v) {
+                            problems.push(format!("{at}: `{key}` has {v}, not one of {allowed:?}"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (path, nested) in spec["nested"].as_object().into_iter().flatten() {
+        let children: Vec<(String, &Value)> = if let Some(list) = path.strip_suffix("[]") {
+            object[list]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .map(|(i, v)| (format!("{at}.{list}[{i}]"), v))
+                .collect()
+        } else if let Some((map, _)) = path.split_once(".<") {
+            object[map]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| (format!("{at}.{map}.{k}"), v))
+                .collect()
+        } else {
+            match object.get(path.as_str()) {
+                Some(v) if !v.is_null() => vec![(format!("{at}.{path}"), v)],
+                _ => Vec::new(),
+            }
+        };
+        for (where_, child) in children {
+            decode_problems(child, nested, &where_, problems);
+        }
+    }
+}
+
+#[tokio::test]
+async fn every_event_the_mobile_app_decodes_has_what_its_decoders_require() {
+    let facts = mobile_event_facts();
+    // The check itself finds what the app would reject.
+    let mut caught = Vec::new();
+    let broken =
+        json!({"id": 1, "type": "reaction", "op": "add", "emoji_name": "smile", "user_id": "7"});
+    decode_problems(&broken, &facts["reaction:add"], "reaction:add", &mut caught);
+    assert!(caught.len() >= 3, "{caught:?}");
+    let c = chat().await;
+    let (alice_id, alice) = &c.alice;
+    let (bob_id, bob) = &c.bob;
+    let owner = c.server.api(Some(&c.server.owner()));
+    let channel = c.channel.to_string();
+    let (queue, _) = register(bob, MOBILE_REGISTER).await;
+    // A day's worth of what happens around a user, each producing events Bob's app decodes.
+    let id = send(
+        alice,
+        &[
+            ("type", "stream"),
+            ("to", &channel),
+            ("topic", "plans"),
+            ("content", "hello @**Bob Brown**"),
+        ],
+    )
+    .await;
+    let dm = send(
+        alice,
+        &[
+            ("type", "direct"),
+            ("to", &format!("[{bob_id}]")),
+            ("content", "psst"),
+        ],
+    )
+    .await;
+    let path = format!("/messages/{id}");
+    type Call<'a> = (
+        &'a crate::support::Api,
+        Method,
+        String,
+        Vec<(&'a str, String)>,
+    );
+    let calls: Vec<Call> = vec![
+        (
+            alice,
+            Method::PATCH,
+            path.clone(),
+            vec![("content", "hello again @**Bob Brown**".into())],
+        ),
+        (
+            alice,
+            Method::PATCH,
+            path.clone(),
+            vec![
+                ("topic", "new plans".into()),
+                ("propagate_mode", "change_all".into()),
+            ],
+        ),
+        (
+            alice,
+            Method::POST,
+            format!("{path}/reactions"),
+            vec![("emoji_name", "smile".into())],
+        ),
+        (
+            alice,
+            Method::DELETE,
+            format!("{path}/reactions"),
+            vec![("emoji_name", "smile".into())],
+        ),
+        (
+            bob,
+            Method::POST,
+            "/messages/flags".into(),
+            vec![
+                ("messages", format!("[{id},{dm}]")),
+                ("op", "add".into()),
+                ("flag", "read".into()),
+            ],
+        ),
+        (
+            bob,
+            Method::POST,
+            "/messages/flags".into(),
+            vec![
+                ("messages", format!("[{id}]")),
+                ("op", "remove".into()),
+                ("flag", "read".into()),
+            ],
+        ),
+        (
+            bob,
+            Method::POST,
+            "/messages/flags".into(),
+            vec![
+                ("messages", format!("[{id}]")),
+                ("op", "add".into()),
+                ("flag", "starred".into()),
+            ],
+        ),
+        (
+            alice,
+            Method::POST,
+            "/typing".into(),
+            vec![
+                ("type", "direct".into()),
+                ("to", format!("[{bob_id}]")),
+                ("op", "start".into()),
+            ],
+        ),
+        (
+            alice,
+            Method::POST,
+            "/typing".into(),
+            vec![
+                ("type", "stream".into()),
+                ("stream_id", channel.clone()),
+                ("topic", "new plans".into()),
+                ("op", "start".into()),
+            ],
+        ),
+        (
+            alice,
+            Method::POST,
+            "/typing".into(),
+            vec![
+                ("type", "direct".into()),
+                ("to", format!("[{bob_id}]")),
+                ("op", "stop".into()),
+            ],
+        ),
+        (
+            bob,
+            Method::POST,
+            "/user_topics".into(),
+            vec![
+                ("stream_id", channel.clone()),
+                ("topic", "new plans".into()),
+                ("visibility_policy", "3".into()),
+            ],
+        ),
+        (
+            bob,
+            Method::POST,
+            "/users/me/subscriptions/properties".into(),
+            vec![(
+                "subscription_data",
+                format!(
+                    r##"[{{"stream_id":{channel},"property":"color","value":"#336699"}},{{"stream_id":{channel},"property":"is_muted","value":true}}]"##
+                ),
+            )],
+        ),
+        (
+            bob,
+            Method::PATCH,
+            "/settings".into(),
+            vec![
+                ("twenty_four_hour_time", "true".into()),
+                ("timezone", "Asia/Tokyo".into()),
+            ],
+        ),
+        (
+            &owner,
+            Method::PATCH,
+            format!("/streams/{channel}"),
+            vec![("description", "All hands".into())],
+        ),
+        (
+            alice,
+            Method::POST,
+            "/submessage".into(),
+            vec![
+                ("message_id", id.to_string()),
+                ("msg_type", "widget".into()),
+                ("content", "{}".into()),
+            ],
+        ),
+        (
+            alice,
+            Method::PATCH,
+            "/settings".into(),
+            vec![("full_name", "Alice A. Adams".into())],
+        ),
+        (
+            alice,
+            Method::POST,
+            "/users/me/status".into(),
+            vec![
+                ("status_text", "On a train".into()),
+                ("emoji_name", "train".into()),
+            ],
+        ),
+        (
+            alice,
+            Method::POST,
+            "/users/me/presence".into(),
+            vec![("status", "active".into())],
+        ),
+        (
+            bob,
+            Method::POST,
+            format!("/users/me/muted_users/{}", c.carol.0),
+            vec![],
+        ),
+        (
+            bob,
+            Method::POST,
+            "/users/me/alert_words".into(),
+            vec![("alert_words", r#"["launch"]"#.into())],
+        ),
+        (
+            bob,
+            Method::POST,
+            "/saved_snippets".into(),
+            vec![("title", "Greeting".into()), ("content", "Hello!".into())],
+        ),
+        (bob, Method::POST, "/register_client_device".into(), vec![]),
+        (
+            &owner,
+            Method::POST,
+            "/user_groups/create".into(),
+            vec![
+                ("name", "crew".into()),
+                ("description", "The crew".into()),
+                ("members", format!("[{alice_id}]")),
+            ],
+        ),
+        (
+            &owner,
+            Method::POST,
+            "/channels/create".into(),
+            vec![
+                ("name", "launch".into()),
+                ("subscribers", format!("[{alice_id},{bob_id}]")),
+            ],
+        ),
+        (
+            &owner,
+            Method::POST,
+            "/channel_folders/create".into(),
+            vec![
+                ("name", "Projects".into()),
+                ("description", "Work in flight".into()),
+            ],
+        ),
+        (
+            &owner,
+            Method::POST,
+            "/realm/profile_fields".into(),
+            vec![("name", "Team".into()), ("field_type", "1".into())],
+        ),
+        (alice, Method::DELETE, path.clone(), vec![]),
+    ];
+    for (api, method, path, params) in calls {
+        let params: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let (status, body) = api.call(method.clone(), &path, &params).await;
+        assert_eq!(status, StatusCode::OK, "{method} {path}: {body}");
+    }
+    let events = crate::realtime::drain(bob, &queue).await;
+    let mut problems = Vec::new();
+    let mut decoded = std::collections::BTreeSet::new();
+    for event in &events {
+        let kind = event["type"].as_str().unwrap_or_default();
+        let with_op = format!("{kind}:{}", event["op"].as_str().unwrap_or_default());
+        let spec = facts.get(&with_op).or_else(|| facts.get(kind));
+        if let Some(spec) = spec {
+            decoded.insert(if facts.get(&with_op).is_some() {
+                with_op.clone()
+            } else {
+                kind.to_owned()
+            });
+            decode_problems(event, spec, &with_op, &mut problems);
+        }
+        // Every event, decoded or not, needs a string type and an integer id.
+        if !event["type"].is_string() || !(event["id"].is_i64() || event["id"].is_u64()) {
+            problems.push(format!("{with_op}: no string type or integer id: {event}"));
+        }
+    }
+    assert!(problems.is_empty(), "{problems:#?}");
+    // The session reached the events the app decodes most.
+    for expected in [
+        "message",
+        "update_message",
+        "reaction:add",
+        "reaction:remove",
+        "update_message_flags:add",
+        "update_message_flags:remove",
+        "typing:start",
+        "typing:stop",
+        "user_topic",
+        "subscription:update",
+        "user_settings:update",
+        "stream:update",
+        "submessage",
+        "realm_user:update",
+        "user_status",
+        "muted_users",
+        "alert_words",
+        "saved_snippets:add",
+        "device:add",
+        "user_group:add",
+        "stream:create",
+        "subscription:add",
+        "channel_folder:add",
+        "custom_profile_fields",
+        "delete_message",
+    ] {
+        assert!(
+            decoded.contains(expected),
+            "no {expected} event among {decoded:?}"
+        );
+    }
+}

@@ -571,3 +571,182 @@ async fn animated_emoji_have_a_still_image() {
     let png = resp.bytes().await.unwrap();
     assert!(png.starts_with(b"\x89PNG"));
 }
+
+#[tokio::test]
+async fn drafts_and_saved_snippets_are_kept_for_all_of_a_users_clients() {
+    let c = chat().await;
+    let (_, alice) = &c.alice;
+    let (bob_id, bob) = &c.bob;
+    let (queue, state) = register(alice, &[]).await;
+    assert_eq!(state["drafts"], json!([]));
+    assert_eq!(state["saved_snippets"], json!([]));
+    let drafts = format!(
+        r#"[{{"type":"stream","to":[{}],"topic":"plans","content":"first","timestamp":100}},
+            {{"type":"private","to":[{bob_id}],"topic":"","content":"second","timestamp":200}},
+            {{"type":"","to":[],"topic":"","content":"idea"}}]"#,
+        c.channel
+    );
+    let (status, body) = alice.post("/drafts", &[("drafts", &drafts)]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let ids: Vec<u64> = serde_json::from_value(body["ids"].clone()).unwrap();
+    assert_eq!(ids.len(), 3);
+    let (_, listed) = alice.get("/drafts", &[]).await;
+    assert_eq!(listed["count"], json!(3));
+    // The most recently edited first: the unaddressed one got the time of the request.
+    let order: Vec<u64> = listed["drafts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["id"].as_u64().unwrap())
+        .collect();
+    assert_eq!(order, vec![ids[2], ids[1], ids[0]]);
+    assert_eq!(
+        listed["drafts"][2],
+        json!({"id": ids[0], "type": "stream", "to": [c.channel], "topic": "plans", "content": "first", "timestamp": 100})
+    );
+    for (drafts, msg) in [
+        (
+            r#"[{"type":"stream","to":[1,2],"topic":"t","content":"x"}]"#.to_owned(),
+            "Must specify exactly 1 channel ID for channel messages",
+        ),
+        (
+            r#"[{"type":"stream","to":[999],"topic":"t","content":"x"}]"#.to_owned(),
+            "Invalid channel ID",
+        ),
+        (
+            r#"[{"type":"private","to":[4242],"topic":"","content":"x"}]"#.to_owned(),
+            "Invalid user ID 4242",
+        ),
+        (
+            r#"[{"type":"","to":[],"topic":"","content":"x","timestamp":-1}]"#.to_owned(),
+            "Timestamp must not be negative.",
+        ),
+    ] {
+        let (status, body) = alice.post("/drafts", &[("drafts", &drafts)]).await;
+        assert_eq!(
+            (status, body["msg"].clone()),
+            (StatusCode::BAD_REQUEST, json!(msg))
+        );
+    }
+    let path = format!("/drafts/{}", ids[2]);
+    let (status, _) = alice
+        .call(
+            Method::PATCH,
+            &path,
+            &[(
+                "draft",
+                r#"{"type":"","to":[],"topic":"","content":"a better idea","timestamp":300}"#,
+            )],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = bob.delete(&path, &[]).await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (StatusCode::NOT_FOUND, json!("Draft does not exist"))
+    );
+    let (status, _) = alice.delete(&path, &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let events = drain(alice, &queue).await;
+    let ops: Vec<(Value, Value)> = events
+        .iter()
+        .filter(|e| e["type"] == "drafts")
+        .map(|e| match e.get("drafts") {
+            Some(all) => (e["op"].clone(), json!(all.as_array().unwrap().len())),
+            None => (
+                e["op"].clone(),
+                e.get("draft").map_or(json!(null), |d| d["content"].clone()),
+            ),
+        })
+        .collect();
+    assert_eq!(
+        ops,
+        vec![
+            (json!("add"), json!(3)),
+            (json!("update"), json!("a better idea")),
+            (json!("remove"), json!(null)),
+        ]
+    );
+    // A user who keeps drafts to themselves cannot store them.
+    let (status, _) = bob
+        .call(
+            Method::PATCH,
+            "/settings",
+            &[("enable_drafts_synchronization", "false")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = bob
+        .post(
+            "/drafts",
+            &[(
+                "drafts",
+                r#"[{"type":"","to":[],"topic":"","content":"x"}]"#,
+            )],
+        )
+        .await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("User has disabled synchronizing drafts.")
+        )
+    );
+    // Saved snippets.
+    let (status, body) = alice
+        .post(
+            "/saved_snippets",
+            &[("title", "Welcome"), ("content", "Welcome aboard!")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let snippet = body["saved_snippet_id"].as_u64().unwrap();
+    let (status, body) = alice
+        .post("/saved_snippets", &[("title", " "), ("content", "x")])
+        .await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (StatusCode::BAD_REQUEST, json!("Title cannot be empty."))
+    );
+    let spath = format!("/saved_snippets/{snippet}");
+    let (status, _) = alice
+        .call(
+            Method::PATCH,
+            &spath,
+            &[("content", "Welcome aboard, again!")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, listed) = alice.get("/saved_snippets", &[]).await;
+    let saved = &listed["saved_snippets"][0];
+    assert_eq!(
+        (
+            saved["id"].clone(),
+            saved["title"].clone(),
+            saved["content"].clone()
+        ),
+        (
+            json!(snippet),
+            json!("Welcome"),
+            json!("Welcome aboard, again!")
+        )
+    );
+    assert!(saved["date_created"].as_i64().unwrap() > 1_700_000_000);
+    let (status, body) = bob.delete(&spath, &[]).await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (
+            StatusCode::NOT_FOUND,
+            json!("Saved snippet does not exist.")
+        )
+    );
+    let (status, _) = alice.delete(&spath, &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let events = drain(alice, &queue).await;
+    let ops: Vec<Value> = events
+        .iter()
+        .filter(|e| e["type"] == "saved_snippets")
+        .map(|e| e["op"].clone())
+        .collect();
+    assert_eq!(ops, vec![json!("add"), json!("update"), json!("remove")]);
+}

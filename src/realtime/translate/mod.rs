@@ -256,7 +256,11 @@ pub fn client_events(
         | Event::NavigationViewChanged { .. }
         | Event::NavigationViewRemoved { .. }
         | Event::ClientDeviceRegistered { .. }
-        | Event::ClientDeviceRemoved { .. } => personal::personal(state, &env.event),
+        | Event::ClientDeviceRemoved { .. }
+        | Event::DraftsSaved { .. }
+        | Event::DraftRemoved { .. }
+        | Event::SavedSnippetSaved { .. }
+        | Event::SavedSnippetRemoved { .. } => personal::personal(state, &env.event),
         Event::BotChanged { user_id, change } => {
             users::bot_changed(state, site, secret, *user_id, change)
         }

@@ -1,5 +1,5 @@
 //! Events about a user's own things, each for that user only: scheduled messages, reminders,
-//! navigation views and client devices.
+//! navigation views, client devices, drafts and saved snippets.
 
 use super::event::Deliveries;
 use crate::events::Event;
@@ -103,6 +103,57 @@ pub fn personal(state: &Projections, event: &Event) -> Deliveries {
         Event::ClientDeviceRemoved { user_id, device_id } => one(
             *user_id,
             json!({"type": "device", "op": "remove", "device_id": device_id}),
+        ),
+        Event::DraftsSaved {
+            user_id,
+            drafts,
+            edit,
+        } => {
+            let saved: Vec<Value> = drafts
+                .iter()
+                .filter_map(|(id, _)| {
+                    let draft = state.drafts.draft(*user_id, *id)?;
+                    Some(crate::projections::drafts::draft_json(*id, draft))
+                })
+                .collect();
+            match (edit, saved.first()) {
+                (true, Some(draft)) => one(
+                    *user_id,
+                    json!({"type": "drafts", "op": "update", "draft": draft}),
+                ),
+                (false, Some(_)) => one(
+                    *user_id,
+                    json!({"type": "drafts", "op": "add", "drafts": saved}),
+                ),
+                (_, None) => Deliveries::new(),
+            }
+        }
+        Event::DraftRemoved { user_id, draft_id } => one(
+            *user_id,
+            json!({"type": "drafts", "op": "remove", "draft_id": draft_id}),
+        ),
+        Event::SavedSnippetSaved {
+            user_id,
+            snippet_id,
+            edit,
+            ..
+        } => match state.drafts.snippet(*user_id, *snippet_id) {
+            Some(snippet) => one(
+                *user_id,
+                json!({
+                    "type": "saved_snippets",
+                    "op": if *edit { "update" } else { "add" },
+                    "saved_snippet": crate::projections::drafts::snippet_json(*snippet_id, snippet),
+                }),
+            ),
+            None => Deliveries::new(),
+        },
+        Event::SavedSnippetRemoved {
+            user_id,
+            snippet_id,
+        } => one(
+            *user_id,
+            json!({"type": "saved_snippets", "op": "remove", "saved_snippet_id": snippet_id}),
         ),
         _ => Deliveries::new(),
     }
