@@ -2,14 +2,15 @@
 //!
 //! The running server never serves a deleted message (the fold removes it), but its content is
 //! still in the append-only log: in the `MessageSent` that created it and in every
-//! `MessageEdited` that changed it. `chronicle erase` (server stopped) rewrites the log into a
+//! `MessageEdited` that changed it, and in the scheduled messages, reminders, drafts and saved
+//! snippets that held it or were deleted themselves. `chronicle erase` (server stopped) rewrites the log into a
 //! fresh sled directory with that content blanked, relinks the hash chain from the first
 //! rewritten record on, appends a `LogErased` event naming what it did (and the old chain head),
 //! swaps the directories and removes the old one and every snapshot. `docs/adr/0003-erasure.md`
 //! weighs this against per-message keys.
 
 use crate::events::{Chain, Envelope, Event, SCHEMA_VERSION};
-use crate::ids::{MessageId, Seq};
+use crate::ids::{MessageId, ScheduledMessageId, Seq, UserId};
 use crate::store::{read_envelopes, EventLog, SledLog, StoreError};
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -52,7 +53,24 @@ fn relink(record: &[u8], chain: &mut Chain, link: [u8; 32]) -> Vec<u8> {
 }
 
 /// Blanks the content a record holds of a deleted message; the message, if it changed.
-fn blank(event: &mut Event, deleted: &BTreeSet<MessageId>) -> Option<MessageId> {
+/// What else is gone whose text the log still holds: scheduled messages and reminders deleted
+/// by their sender, or sent as a message since deleted; drafts and saved snippets deleted by
+/// their owner. (A reminder stores only its note: the message is quoted when it is sent.)
+#[derive(Debug, Default)]
+struct Gone {
+    scheduled: BTreeSet<ScheduledMessageId>,
+    drafts: BTreeSet<(UserId, u64)>,
+    snippets: BTreeSet<(UserId, u64)>,
+}
+
+/// What a record had blanked.
+enum Blanked {
+    Message(MessageId),
+    Other,
+}
+
+/// Blanks the text in `event` that belongs to something deleted.
+fn blank(event: &mut Event, deleted: &BTreeSet<MessageId>, gone: &Gone) -> Option<Blanked> {
     let empty: Arc<str> = Arc::from("");
     match event {
         Event::MessageSent {
@@ -63,7 +81,7 @@ fn blank(event: &mut Event, deleted: &BTreeSet<MessageId>) -> Option<MessageId> 
         } if deleted.contains(message_id) && !content.is_empty() => {
             *content = empty.clone();
             *rendered_content = empty;
-            Some(*message_id)
+            Some(Blanked::Message(*message_id))
         }
         Event::MessageEdited {
             message_id,
@@ -72,7 +90,38 @@ fn blank(event: &mut Event, deleted: &BTreeSet<MessageId>) -> Option<MessageId> 
         } if deleted.contains(message_id) && !edited.content.is_empty() => {
             edited.content = empty.clone();
             edited.rendered_content = empty;
-            Some(*message_id)
+            Some(Blanked::Message(*message_id))
+        }
+        Event::ScheduledMessageSaved {
+            scheduled_message_id,
+            content,
+            rendered_content,
+            ..
+        } if gone.scheduled.contains(scheduled_message_id) && !content.is_empty() => {
+            content.clear();
+            rendered_content.clear();
+            Some(Blanked::Other)
+        }
+        Event::DraftsSaved {
+            user_id, drafts, ..
+        } => {
+            let mut any = false;
+            for (id, draft) in drafts.iter_mut() {
+                if gone.drafts.contains(&(*user_id, *id)) && !draft.content.is_empty() {
+                    draft.content.clear();
+                    any = true;
+                }
+            }
+            any.then_some(Blanked::Other)
+        }
+        Event::SavedSnippetSaved {
+            user_id,
+            snippet_id,
+            content,
+            ..
+        } if gone.snippets.contains(&(*user_id, *snippet_id)) && !content.is_empty() => {
+            content.clear();
+            Some(Blanked::Other)
         }
         _ => None,
     }
@@ -108,9 +157,31 @@ pub fn erase_deleted(data_dir: &Path) -> Result<EraseReport, StoreError> {
     let mut deleted = BTreeSet::new();
     let mut uploads = std::collections::BTreeMap::new();
     let mut avatars = std::collections::BTreeMap::new();
+    let mut gone = Gone::default();
+    // Scheduled messages by the message they became, until the deletions are known.
+    let mut scheduled_messages: Vec<(ScheduledMessageId, MessageId)> = Vec::new();
     for env in read_envelopes(&old, Seq(1)) {
         match env?.event {
             Event::MessagesDeleted { message_ids, .. } => deleted.extend(message_ids),
+            Event::ScheduledMessageRemoved {
+                scheduled_message_id,
+                sent_as,
+                ..
+            } => match sent_as {
+                Some(message) => scheduled_messages.push((scheduled_message_id, message)),
+                None => {
+                    gone.scheduled.insert(scheduled_message_id);
+                }
+            },
+            Event::DraftRemoved { user_id, draft_id } => {
+                gone.drafts.insert((user_id, draft_id));
+            }
+            Event::SavedSnippetRemoved {
+                user_id,
+                snippet_id,
+            } => {
+                gone.snippets.insert((user_id, snippet_id));
+            }
             Event::AttachmentUploaded {
                 attachment_id,
                 sha256,
@@ -132,6 +203,12 @@ pub fn erase_deleted(data_dir: &Path) -> Result<EraseReport, StoreError> {
             _ => {}
         }
     }
+    gone.scheduled.extend(
+        scheduled_messages
+            .into_iter()
+            .filter(|(_, message)| deleted.contains(message))
+            .map(|(scheduled, _)| scheduled),
+    );
     let files_removed =
         remove_unnamed_uploads(data_dir, uploads.values().chain(avatars.values().flatten()))?;
     let fresh = SledLog::open(&fresh_dir)?;
@@ -151,8 +228,10 @@ pub fn erase_deleted(data_dir: &Path) -> Result<EraseReport, StoreError> {
         previous_head = crate::events::record_hash(&record);
         last = seq;
         last_at = env.at;
-        let rewritten = if let Some(message) = blank(&mut env.event, &deleted) {
-            erased.insert(message);
+        let rewritten = if let Some(blanked) = blank(&mut env.event, &deleted, &gone) {
+            if let Blanked::Message(message) = blanked {
+                erased.insert(message);
+            }
             records.push(seq.0);
             // Written anew by this build, in its own schema version.
             env.schema_version = SCHEMA_VERSION;

@@ -226,7 +226,6 @@ pub fn create_reminder(
     message_id: MessageId,
     deliver_at: i64,
     note: Option<&str>,
-    realm_url: &str,
 ) -> ApiResult<Decision<ScheduledMessageId>> {
     let me = actor(state, ctx)?;
     let message = readable(state, me, message_id)?;
@@ -241,6 +240,8 @@ pub fn create_reminder(
     if deliver_at <= ctx.now_ms / 1000 {
         return Err(not_in_future());
     }
+    // Only the request is stored: the message itself is quoted when the reminder is shown or
+    // sent, so a message deleted meanwhile is never repeated.
     let place = match &message.recipient {
         Recipient::Channel { channel_id, topic } => {
             let name = state
@@ -262,24 +263,6 @@ pub fn create_reminder(
         content.push_str(" Note:\n > ");
         content.push_str(&note.replace('\n', "\n > "));
     }
-    let sender = state
-        .users
-        .get(message.sender_id)
-        .map(silent_mention)
-        .unwrap_or_default();
-    let url = message_url(state, realm_url, message);
-    let original: &str = &message.content;
-    let quoted = if original.starts_with("/poll") {
-        format!("\n\n{sender} [sent]({url}) a poll.")
-    } else if original.starts_with("/todo") {
-        format!("\n\n{sender} [sent]({url}) a todo list.")
-    } else {
-        let fence = unused_fence(original);
-        let room = MAX_MESSAGE_LENGTH.saturating_sub(content.chars().count() + 200);
-        let original = truncate(original, room, "\n[message truncated]");
-        format!("\n\n{sender} [said]({url}):\n{fence}quote\n{original}\n{fence}")
-    };
-    content.push_str(&quoted);
     let rendered =
         crate::markdown::render_message(&content, &crate::commands::markup::OrgResolver(state));
     let id = state.scheduled.next_id();
@@ -301,12 +284,55 @@ pub fn create_reminder(
     ))
 }
 
-/// A link to `message` (`…/#narrow/…/near/{id}`).
-fn message_url(
-    state: &Projections,
-    realm_url: &str,
-    message: &crate::projections::Message,
-) -> String {
+/// A reminder's whole text: what was asked (stored), then the message quoted as it is now, or
+/// a line saying it is gone.
+pub fn reminder_text(state: &Projections, reminder: &ScheduledMessage) -> String {
+    let mut content = reminder.content.clone();
+    let message = reminder.reminder_for.and_then(|id| state.messages.get(id));
+    let Some(message) = message else {
+        content.push_str("\n\nThe message has since been deleted.");
+        return content;
+    };
+    let sender = state
+        .users
+        .get(message.sender_id)
+        .map(silent_mention)
+        .unwrap_or_default();
+    let url = message_url(state, message);
+    let original: &str = &message.content;
+    let quoted = if original.starts_with("/poll") {
+        format!("\n\n{sender} [sent]({url}) a poll.")
+    } else if original.starts_with("/todo") {
+        format!("\n\n{sender} [sent]({url}) a todo list.")
+    } else {
+        let fence = unused_fence(original);
+        let room = MAX_MESSAGE_LENGTH.saturating_sub(content.chars().count() + 200);
+        let original = truncate(original, room, "\n[message truncated]");
+        format!("\n\n{sender} [said]({url}):\n{fence}quote\n{original}\n{fence}")
+    };
+    content.push_str(&quoted);
+    content
+}
+
+/// Zulip's reminder object (`GET /reminders`, `/register`, events), its text rendered now.
+pub fn reminder_json(state: &Projections, reminder: &ScheduledMessage) -> serde_json::Value {
+    let content = reminder_text(state, reminder);
+    let rendered =
+        crate::markdown::render_message(&content, &crate::commands::markup::OrgResolver(state));
+    serde_json::json!({
+        "reminder_id": reminder.id.0,
+        "type": "private",
+        "to": [reminder.sender_id.0],
+        "content": content,
+        "rendered_content": rendered.html,
+        "scheduled_delivery_timestamp": reminder.deliver_at,
+        "failed": reminder.failure.is_some(),
+        "reminder_target_message_id": reminder.reminder_for.map(|m| m.0),
+    })
+}
+
+/// A link to `message` (`#narrow/…/near/{id}`, relative, as notices link).
+fn message_url(state: &Projections, message: &crate::projections::Message) -> String {
     match &message.recipient {
         Recipient::Channel { channel_id, topic } => {
             let name = state
@@ -315,7 +341,7 @@ fn message_url(
                 .map(|c| c.name.clone())
                 .unwrap_or_default();
             format!(
-                "{realm_url}/{}/topic/{}/near/{}",
+                "{}/topic/{}/near/{}",
                 super::notices::channel_narrow(*channel_id, &name),
                 crate::markdown::encode_hash_component(topic),
                 message.id
@@ -323,11 +349,7 @@ fn message_url(
         }
         Recipient::Direct { user_ids } => {
             let ids: Vec<String> = user_ids.iter().map(|u| u.0.to_string()).collect();
-            format!(
-                "{realm_url}/#narrow/dm/{}/near/{}",
-                ids.join(","),
-                message.id
-            )
+            format!("#narrow/dm/{}/near/{}", ids.join(","), message.id)
         }
     }
 }
@@ -359,7 +381,7 @@ fn deliver_one(state: &Projections, ctx: &Ctx, s: &ScheduledMessage, now: i64) -
     let reminder = s.reminder_for.is_some();
     if reminder {
         let mut notices = Notices::new(state);
-        notices.to_user(s.sender_id, s.content.clone());
+        notices.to_user(s.sender_id, reminder_text(state, s));
         let mut events = notices.into_events();
         let sent_as = events.iter().find_map(|e| match e {
             Event::MessageSent { message_id, .. } => Some(*message_id),

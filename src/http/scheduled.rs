@@ -123,7 +123,7 @@ pub async fn get_reminders(
         s.scheduled
             .of(auth.user_id, true)
             .into_iter()
-            .map(|m| m.reminder_json())
+            .map(|m| commands::reminder_json(s, m))
             .collect()
     });
     Ok(params.success(json!({ "reminders": list })))
@@ -138,11 +138,10 @@ pub async fn create_reminder(
     let message_id = MessageId(params.required_int::<u64>("message_id")?);
     let deliver_at = params.required_int::<i64>("scheduled_delivery_timestamp")?;
     let note = params.str("note");
-    let realm_url = state.site.realm_url.clone();
     let committed = state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            commands::create_reminder(s, ctx, message_id, deliver_at, note.as_deref(), &realm_url)
+            commands::create_reminder(s, ctx, message_id, deliver_at, note.as_deref())
         })
         .await?;
     Ok(params.success(json!({"reminder_id": committed.value.0})))

@@ -67,20 +67,6 @@ impl ScheduledMessage {
         out.insert("failed".into(), json!(self.failure.is_some()));
         Value::Object(out)
     }
-
-    /// Zulip's reminder object (`GET /reminders`, events).
-    pub fn reminder_json(&self) -> Value {
-        json!({
-            "reminder_id": self.id.0,
-            "type": "private",
-            "to": [self.sender_id.0],
-            "content": self.content,
-            "rendered_content": self.rendered_content,
-            "scheduled_delivery_timestamp": self.deliver_at,
-            "failed": self.failure.is_some(),
-            "reminder_target_message_id": self.reminder_for.map(|m| m.0),
-        })
-    }
 }
 
 /// Every undelivered scheduled message and reminder.

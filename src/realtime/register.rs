@@ -248,7 +248,11 @@ pub fn initial_state(
         let list = state.scheduled.of(me.user_id, true);
         out.put(
             "reminders",
-            Value::Array(list.into_iter().map(|m| m.reminder_json()).collect()),
+            Value::Array(
+                list.into_iter()
+                    .map(|m| crate::commands::scheduled::reminder_json(state, m))
+                    .collect(),
+            ),
         );
     }
     if cx.wants("drafts") {

@@ -595,6 +595,57 @@ async fn erased_content_cannot_be_read_back_from_the_data_directory() {
     assert_eq!(status, StatusCode::OK);
     let (status, _) = alice.delete(&format!("/messages/{secret}"), &[]).await;
     assert_eq!(status, StatusCode::OK);
+    // A draft, a scheduled message and a saved snippet, each deleted by its owner.
+    let (_, draft) = alice
+        .post(
+            "/drafts",
+            &[(
+                "drafts",
+                r#"[{"type":"","to":[],"topic":"","content":"draftsecret-5"}]"#,
+            )],
+        )
+        .await;
+    let (status, _) = alice
+        .delete(&format!("/drafts/{}", draft["ids"][0]), &[])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let later = (std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 3600)
+        .to_string();
+    let (_, scheduled) = alice
+        .post(
+            "/scheduled_messages",
+            &[
+                ("type", "direct"),
+                ("to", "[1]"),
+                ("content", "schedsecret-6"),
+                ("scheduled_delivery_timestamp", &later),
+            ],
+        )
+        .await;
+    let (status, _) = alice
+        .delete(
+            &format!("/scheduled_messages/{}", scheduled["scheduled_message_id"]),
+            &[],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, snippet) = alice
+        .post(
+            "/saved_snippets",
+            &[("title", "t"), ("content", "snipsecret-7")],
+        )
+        .await;
+    let (status, _) = alice
+        .delete(
+            &format!("/saved_snippets/{}", snippet["saved_snippet_id"]),
+            &[],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
     let owner = server.api(Some(&server.owner()));
     let (_, before) = owner.get("/admin/projections", &[]).await;
     assert!(
@@ -608,7 +659,13 @@ async fn erased_content_cannot_be_read_back_from_the_data_directory() {
 
     let out = run(&["erase"], &dir);
     assert!(out.contains("messages_erased: 1\n"), "{out}");
-    for needle in [&b"supersecret-4711"[..], b"supersecret-4712"] {
+    for needle in [
+        &b"supersecret-4711"[..],
+        b"supersecret-4712",
+        b"draftsecret-5",
+        b"schedsecret-6",
+        b"snipsecret-7",
+    ] {
         assert!(
             !found_in(&dir, needle),
             "{}",
@@ -623,8 +680,8 @@ async fn erased_content_cannot_be_read_back_from_the_data_directory() {
     assert_eq!(note["payload"]["message_ids"], json!([secret]));
     assert_eq!(
         note["payload"]["records"].as_array().unwrap().len(),
-        2,
-        "sent and edited"
+        5,
+        "sent, edited, the draft, the scheduled message and the snippet"
     );
     // A second run has nothing left to do.
     assert!(run(&["erase"], &dir).contains("messages_erased: 0\n"));

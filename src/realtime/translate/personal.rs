@@ -22,7 +22,7 @@ pub fn personal(state: &Projections, event: &Event) -> Deliveries {
             match (saved.reminder_for.is_some(), *edit) {
                 (true, _) => one(
                     *sender_id,
-                    json!({"type": "reminders", "op": "add", "reminders": [saved.reminder_json()]}),
+                    json!({"type": "reminders", "op": "add", "reminders": [crate::commands::scheduled::reminder_json(state, saved)]}),
                 ),
                 (false, false) => one(
                     *sender_id,
