@@ -7,7 +7,7 @@
 use serde_json::{json, Map, Value};
 
 /// The parts of the state compared, each with the key its objects are sorted by.
-pub const COMPARED: [&str; 12] = [
+pub const COMPARED: [&str; 16] = [
     "realm_users",
     "realm_user_groups",
     "streams",
@@ -20,6 +20,10 @@ pub const COMPARED: [&str; 12] = [
     "max_message_id",
     "muted_users",
     "alert_words",
+    "drafts",
+    "saved_snippets",
+    "navigation_views",
+    "scheduled_messages",
 ];
 
 /// `max_message_id` once the newest message was deleted: the comparison takes the fresh value.
@@ -103,6 +107,34 @@ pub fn apply(state: &mut Map<String, Value>, me: u64, event: &Value) {
             state.insert("alert_words".into(), event["alert_words"].clone());
         }
         "update_message_flags" => apply_flags(state, me, op, event),
+        "drafts" => apply_listed(
+            state,
+            "drafts",
+            "id",
+            op,
+            &event["drafts"],
+            &event["draft"],
+            &event["draft_id"],
+        ),
+        "saved_snippets" => apply_listed(
+            state,
+            "saved_snippets",
+            "id",
+            op,
+            &json!([event["saved_snippet"]]),
+            &event["saved_snippet"],
+            &event["saved_snippet_id"],
+        ),
+        "scheduled_messages" => apply_listed(
+            state,
+            "scheduled_messages",
+            "scheduled_message_id",
+            op,
+            &event["scheduled_messages"],
+            &event["scheduled_message"],
+            &event["scheduled_message_id"],
+        ),
+        "navigation_view" => apply_view(state, op, event),
         "delete_message" => {
             let ids = ids(&event["message_ids"]);
             // A client cannot know which older message is now its newest (Zulip's own
@@ -392,6 +424,51 @@ fn apply_flags(state: &mut Map<String, Value>, me: u64, op: &str, event: &Value)
 }
 
 /// A topic move: unread messages follow their topic (and channel), re-filed under the new one.
+/// A list of the user's own objects, by `id_key`: `add` appends (`added` is a list), `update`
+/// replaces the one with the same id, `remove` drops `removed_id`'s.
+fn apply_listed(
+    state: &mut Map<String, Value>,
+    key: &str,
+    id_key: &str,
+    op: &str,
+    added: &Value,
+    updated: &Value,
+    removed_id: &Value,
+) {
+    let list = array(state, key);
+    match op {
+        "add" => list.extend(added.as_array().cloned().unwrap_or_default()),
+        "update" => {
+            for item in list.iter_mut() {
+                if item[id_key] == updated[id_key] {
+                    *item = updated.clone();
+                }
+            }
+        }
+        "remove" => list.retain(|item| &item[id_key] != removed_id),
+        _ => {}
+    }
+}
+
+/// `navigation_view` events: by fragment, an update carrying only the changed fields.
+fn apply_view(state: &mut Map<String, Value>, op: &str, event: &Value) {
+    let list = array(state, "navigation_views");
+    match op {
+        "add" => list.push(event["navigation_view"].clone()),
+        "update" => {
+            for view in list.iter_mut() {
+                if view["fragment"] == event["fragment"] {
+                    for (k, v) in event["data"].as_object().into_iter().flatten() {
+                        view[k] = v.clone();
+                    }
+                }
+            }
+        }
+        "remove" => list.retain(|view| view["fragment"] != event["fragment"]),
+        _ => {}
+    }
+}
+
 fn apply_move(state: &mut Map<String, Value>, event: &Value) {
     if event.get("subject").is_none() && event.get("new_stream_id").is_none() {
         return;
@@ -553,6 +630,11 @@ pub fn canonical(state: &Map<String, Value>) -> Value {
                 format!("{:>20} {}", v["stream_id"], v["topic_name"])
             }),
             "starred_messages" => sort_ids(&mut value),
+            // The server lists drafts by last edit; a client keeps them as they came.
+            "drafts" | "saved_snippets" => sort_by(&mut value, |v| format!("{:>20}", v["id"])),
+            "scheduled_messages" => {
+                sort_by(&mut value, |v| format!("{:>20}", v["scheduled_message_id"]))
+            }
             "unread_msgs" => {
                 for bucket_key in ["streams", "pms", "huddles"] {
                     let buckets = &mut value[bucket_key];

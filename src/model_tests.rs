@@ -98,6 +98,15 @@ enum Op {
         target: u8,
         mute: bool,
     },
+    /// Someone keeps their own things: a draft, a saved snippet, a navigation view or a
+    /// message scheduled for later (an hour ahead: the session ends before it is due), added
+    /// or (the first one they have) removed.
+    Keep {
+        by: u8,
+        kind: u8,
+        words: u8,
+        remove: bool,
+    },
     /// Someone adds or removes one of the words the messages are made of as an alert word.
     AlertWord {
         by: u8,
@@ -134,6 +143,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (b(), b(), b(), any::<bool>()).prop_map(|(by, message, channel, whole_topic)| Op::MoveToChannel { by, message, channel, whole_topic }),
         1 => (b(), b(), any::<bool>()).prop_map(|(by, target, mute)| Op::MuteUser { by, target, mute }),
         1 => (b(), 0u8..6, any::<bool>()).prop_map(|(by, word, add)| Op::AlertWord { by, word, add }),
+        2 => (b(), 0u8..4, b(), any::<bool>()).prop_map(|(by, kind, words, remove)| Op::Keep { by, kind, words, remove }),
         1 => (b(), 0u8..2).prop_map(|(target, role)| Op::ChangeRole { target, role }),
         1 => (b(), any::<bool>()).prop_map(|(target, active)| Op::SetActive { target, active }),
     ]
@@ -604,8 +614,83 @@ async fn message_op(
                 .await
                 .map(|_| ())
         }
+        Op::Keep {
+            by,
+            kind,
+            words,
+            remove,
+        } => {
+            let Some(me) = who(by) else { return Ok(()) };
+            let channel = pick(channels, words);
+            keep(engine, me, kind, words, remove, channel).await
+        }
         _ => Ok(()),
     }
+}
+
+/// `Op::Keep`: one of a user's own things added or removed.
+async fn keep(
+    engine: &Engine,
+    me: UserId,
+    kind: u8,
+    words: u8,
+    remove: bool,
+    channel: Option<ChannelId>,
+) -> crate::error::ApiResult<()> {
+    use crate::commands::{drafts, scheduled, views};
+    let content = text(words);
+    let fragment = format!("narrow/view-{}", words % 3);
+    engine
+        .execute(Some(me), move |s, ctx| match (kind, remove) {
+            (0, false) => drafts::create_drafts(
+                s,
+                ctx,
+                vec![drafts::DraftRequest {
+                    kind: String::new(),
+                    to: Vec::new(),
+                    topic: String::new(),
+                    content,
+                    timestamp: Some(i64::from(words)),
+                }],
+            )
+            .map(|d| d.map(|_| ())),
+            (0, true) => {
+                let first = s
+                    .drafts
+                    .drafts_json(me)
+                    .first()
+                    .and_then(|d| d["id"].as_u64());
+                drafts::delete_draft(s, ctx, first.unwrap_or(0))
+            }
+            (1, false) => drafts::create_snippet(s, ctx, "title", &content).map(|d| d.map(|_| ())),
+            (1, true) => {
+                let first = s
+                    .drafts
+                    .snippets_json(me)
+                    .first()
+                    .and_then(|d| d["id"].as_u64());
+                drafts::delete_snippet(s, ctx, first.unwrap_or(0))
+            }
+            (2, false) => views::add_view(s, ctx, &fragment, words % 2 == 0, Some(&content)),
+            (2, true) => views::remove_view(s, ctx, &fragment),
+            (_, false) => {
+                let to = match channel {
+                    Some(id) => Destination::Channel {
+                        channel: crate::commands::messages::ChannelRef::Id(id),
+                        topic: "later".into(),
+                    },
+                    None => Destination::Direct { user_ids: vec![me] },
+                };
+                let at = ctx.now_ms / 1000 + 3600;
+                scheduled::schedule_message(s, ctx, to, &content, at, None).map(|d| d.map(|_| ()))
+            }
+            (_, true) => {
+                let first = s.scheduled.of(me, false).first().map(|m| m.id);
+                scheduled::delete_scheduled(s, ctx, first.unwrap_or_default(), false)
+            }
+        })
+        .await
+        .map(|_| ())
 }
 
 /// Runs the session; commands that the rules refuse are simply refused, as for a client.
