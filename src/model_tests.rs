@@ -682,7 +682,8 @@ async fn keep(
                     None => Destination::Direct { user_ids: vec![me] },
                 };
                 let at = ctx.now_ms / 1000 + 3600;
-                scheduled::schedule_message(s, ctx, to, &content, at, None).map(|d| d.map(|_| ()))
+                scheduled::schedule_message(s, ctx, to, &content, at, None, "test")
+                    .map(|d| d.map(|_| ()))
             }
             (_, true) => {
                 let first = s.scheduled.of(me, false).first().map(|m| m.id);

@@ -33,7 +33,7 @@ fn checked(
     to: Destination,
     content: &str,
 ) -> ApiResult<(Recipient, String, String)> {
-    let decision = send_message(state, ctx, to, content, "internal", None)?;
+    let decision = send_message(state, ctx, to, content, "Internal", None)?;
     decision
         .events
         .into_iter()
@@ -57,6 +57,7 @@ pub fn schedule_message(
     content: &str,
     deliver_at: i64,
     read_by_sender: Option<bool>,
+    client: &str,
 ) -> ApiResult<Decision<ScheduledMessageId>> {
     let me = actor(state, ctx)?;
     if deliver_at <= ctx.now_ms / 1000 {
@@ -75,6 +76,7 @@ pub fn schedule_message(
             read_by_sender,
             reminder_for: None,
             edit: false,
+            client: client.to_owned(),
         }],
         id,
     ))
@@ -179,6 +181,7 @@ pub fn edit_scheduled(
         read_by_sender: old.read_by_sender,
         reminder_for: None,
         edit: true,
+        client: old.client.clone(),
     }]))
 }
 
@@ -279,6 +282,7 @@ pub fn create_reminder(
             read_by_sender: None,
             reminder_for: Some(message_id),
             edit: false,
+            client: String::new(),
         }],
         id,
     ))
@@ -413,7 +417,12 @@ fn deliver_one(state: &Projections, ctx: &Ctx, s: &ScheduledMessage, now: i64) -
             "Message could not be sent at the scheduled time.",
         ))
     } else {
-        send_message(state, &as_sender, destination, &s.content, "internal", None)
+        let client = if s.client.is_empty() {
+            "Internal"
+        } else {
+            &s.client
+        };
+        send_message(state, &as_sender, destination, &s.content, client, None)
     };
     match sent {
         Ok(decision) => {

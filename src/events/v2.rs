@@ -453,6 +453,9 @@ pub enum Event {
         /// Whether it replaces an existing one (`PATCH`) rather than adds one.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         edit: bool,
+        /// The client that scheduled it, which it is sent with (as Zulip's sending client).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        client: String,
     },
     /// A scheduled message could not be sent at its time (`reason` is the error a send would
     /// have answered); it stays, marked failed, until its sender edits or deletes it.

@@ -111,6 +111,20 @@ pub(crate) fn destination_of(
     }
 }
 
+/// The sending client's name, as Zulip takes it: the User-Agent's product (at most 30
+/// characters), else `API`.
+pub(crate) fn client_name(req: &HttpRequest) -> String {
+    req.headers()
+        .get("user-agent")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|ua| ua.split('/').next())
+        .filter(|c| !c.is_empty())
+        .unwrap_or("API")
+        .chars()
+        .take(30)
+        .collect()
+}
+
 /// `POST /messages`.
 pub async fn send_message(
     state: web::Data<AppState>,
@@ -120,16 +134,7 @@ pub async fn send_message(
 ) -> ApiResult<HttpResponse> {
     let destination = state.engine.read(|s| parse_destination(s, &mut params))?;
     let content = params.required_str("content")?;
-    let client = req
-        .headers()
-        .get("user-agent")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|ua| ua.split('/').next())
-        .filter(|c| !c.is_empty())
-        .unwrap_or("API")
-        .chars()
-        .take(30)
-        .collect::<String>();
+    let client = client_name(&req);
     // Zulip echoes `local_id` to the sending queue, and only there.
     let sender_queue = match (params.str("queue_id"), params.str("local_id")) {
         (Some(queue_id), Some(local_id)) => Some(crate::events::SenderQueue { queue_id, local_id }),

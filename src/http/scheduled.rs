@@ -28,8 +28,10 @@ pub async fn get_scheduled_messages(
 pub async fn create_scheduled_message(
     state: web::Data<AppState>,
     auth: Auth,
+    req: HttpRequest,
     mut params: Params,
 ) -> ApiResult<HttpResponse> {
+    let client = super::messages::client_name(&req);
     let destination = state.engine.read(|s| parse_destination(s, &mut params))?;
     let content = params.required_str("content")?;
     let deliver_at = params.required_int::<i64>("scheduled_delivery_timestamp")?;
@@ -37,7 +39,15 @@ pub async fn create_scheduled_message(
     let committed = state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            commands::schedule_message(s, ctx, destination, &content, deliver_at, read_by_sender)
+            commands::schedule_message(
+                s,
+                ctx,
+                destination,
+                &content,
+                deliver_at,
+                read_by_sender,
+                &client,
+            )
         })
         .await?;
     Ok(params.success(json!({"scheduled_message_id": committed.value.0})))

@@ -21,6 +21,9 @@ pub struct ScheduledMessage {
     pub reminder_for: Option<MessageId>,
     /// Why the last attempt to send it failed; `None` until one did.
     pub failure: Option<String>,
+    /// The client that scheduled it (empty for reminders).
+    #[serde(default)]
+    pub client: String,
 }
 
 impl ScheduledMessage {
@@ -125,6 +128,7 @@ impl Scheduled {
                 deliver_at,
                 read_by_sender,
                 reminder_for,
+                client,
                 ..
             } => {
                 if let Some(old) = self.by_id.get(id) {
@@ -144,6 +148,7 @@ impl Scheduled {
                         read_by_sender: *read_by_sender,
                         reminder_for: *reminder_for,
                         failure: None,
+                        client: client.clone(),
                     },
                 );
             }

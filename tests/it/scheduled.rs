@@ -102,6 +102,8 @@ async fn a_scheduled_channel_message_is_listed_then_sent_at_its_time_as_its_send
     let sent = newest(bob, &narrow).await;
     assert_eq!(sent["sender_id"], json!(alice_id));
     assert_eq!(sent["subject"], "plans");
+    // Sent with the client that scheduled it.
+    assert_eq!(sent["client"], "API");
     assert_eq!(sent["content"], "<p>see you <strong>soon</strong></p>");
     assert!(sent["timestamp"].as_i64().unwrap() >= at);
     let events = drain(alice, &queue).await;

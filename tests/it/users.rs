@@ -786,12 +786,13 @@ async fn own_settings_name_and_password() {
         }
     };
 
-    let (status, body) = patch(&[("full_name", "Alice Liddell"), ("default_language", "de")]).await;
+    let (status, body) = patch(&[
+        ("full_name", "Alice Liddell"),
+        ("email", "liddell@example.com"),
+    ])
+    .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(
-        body["ignored_parameters_unsupported"],
-        json!(["default_language"])
-    );
+    assert_eq!(body["ignored_parameters_unsupported"], json!(["email"]));
     assert_eq!(
         as_alice.get("/users/me", &[]).await.1["full_name"],
         "Alice Liddell"
