@@ -1006,6 +1006,28 @@ async fn every_event_the_mobile_app_decodes_has_what_its_decoders_require() {
             problems.push(format!("{with_op}: no string type or integer id: {event}"));
         }
     }
+    // The messages of `GET /messages` decode as the app decodes a message event's.
+    let (_, fetched) = bob
+        .get(
+            "/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "20"),
+                ("num_after", "0"),
+                ("apply_markdown", "true"),
+            ],
+        )
+        .await;
+    let messages = fetched["messages"].as_array().unwrap();
+    assert!(messages.len() >= 2, "{fetched}");
+    for message in messages {
+        decode_problems(
+            message,
+            &facts["message"]["nested"]["message"],
+            "GET /messages",
+            &mut problems,
+        );
+    }
     assert!(problems.is_empty(), "{problems:#?}");
     // The session reached the events the app decodes most.
     for expected in [
