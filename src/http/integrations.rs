@@ -138,12 +138,29 @@ async fn handle(
             })));
         }
         Outcome::MissingHeader(name) => {
+            let path = req.path().to_owned();
+            let integration_name = integration.webhook_name;
+            notify_owner(state, bot, |_| {
+                let bot_name = state
+                    .engine
+                    .read(|s| s.users.get(bot).map(|u| u.full_name.clone()))
+                    .unwrap_or_default();
+                format!(
+                    "Hi there!  Your bot {bot_name} just sent an HTTP request to {path} that\n\
+                     is missing the HTTP {name} header.  Because this header is how\n\
+                     {integration_name} indicates the event type, this usually indicates a configuration\n\
+                     issue, where you either entered the URL for a different integration, or are running\n\
+                     an older version of the third-party service that doesn't provide that header.\n\
+                     Contact your organization's administrators if you need help debugging!"
+                )
+            })
+            .await;
             return Err(ApiError::new(
                 ErrorCode::MissingHttpEventHeader,
                 format!("Missing the HTTP event header '{name}'"),
             )
             .with("header", name)
-            .into())
+            .into());
         }
         Outcome::Malformed(reason) => {
             tracing::info!(integration = integration.url_name, %reason, "webhook payload refused");

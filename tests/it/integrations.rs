@@ -18,12 +18,16 @@ fn fixture(path: &str) -> String {
 
 /// An incoming webhook bot of `owner`'s: its id and API key.
 async fn webhook_bot(owner: &Api) -> (u64, String) {
+    named_webhook_bot(owner, "Deploy Hooks", "hooks").await
+}
+
+async fn named_webhook_bot(owner: &Api, full_name: &str, short_name: &str) -> (u64, String) {
     let (status, body) = owner
         .post(
             "/bots",
             &[
-                ("full_name", "Deploy Hooks"),
-                ("short_name", "hooks"),
+                ("full_name", full_name),
+                ("short_name", short_name),
                 ("bot_type", "2"),
             ],
         )
@@ -221,6 +225,13 @@ async fn webhooks_answer_zulips_errors() {
         body,
         json!({"result": "error", "msg": "Missing the HTTP event header 'X-GitHub-Event'", "code": "MISSING_HTTP_EVENT_HEADER", "header": "X-GitHub-Event"})
     );
+    // The owner hears of it from the notification bot.
+    let notice = newest(alice, r#"[{"operator":"is","operand":"dm"}]"#).await;
+    assert_eq!(notice["sender_email"], "notification-bot@zulip.com");
+    assert!(notice["content"]
+        .as_str()
+        .unwrap()
+        .contains("is missing the HTTP X-GitHub-Event header."));
     let (status, body) = hook(
         &anonymous,
         "github",
@@ -291,10 +302,12 @@ async fn webhooks_answer_zulips_errors() {
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(body["code"], "STREAM_DOES_NOT_EXIST");
+    // Another bot: the owner's notices come at most once a minute per bot.
+    let (_, other_key) = named_webhook_bot(alice, "Other Hooks", "other-hooks").await;
     let (status, body) = hook(
         &anonymous,
         "github",
-        &[("api_key", &key), ("stream", "nowhere")],
+        &[("api_key", &other_key), ("stream", "nowhere")],
         &[("X-GitHub-Event", "push")],
         "application/json",
         push,
