@@ -121,8 +121,15 @@ async fn handle(
         }
         HttpResponse::Ok().json(body)
     };
-    let (event_type, posts) = match outcome {
-        Outcome::Send { event_type, posts } => (event_type, posts),
+    let posts: Vec<(Option<String>, crate::integrations::Post)> = match outcome {
+        Outcome::Send { event_type, posts } => posts
+            .into_iter()
+            .map(|post| (event_type.clone(), post))
+            .collect(),
+        Outcome::SendEach(posts) => posts
+            .into_iter()
+            .map(|(event_type, post)| (Some(event_type), post))
+            .collect(),
         Outcome::Ignored => return Ok(success()),
         Outcome::Unsupported { event_type } => {
             // Zulip answers 200 here, with `result: success` and the error's fields.
@@ -175,14 +182,14 @@ async fn handle(
             .into());
         }
     };
-    if let Some(event_type) = &event_type {
-        if !wanted(&params, event_type)? {
-            return Ok(success());
-        }
-    }
     let topic_override = params.get("topic");
     let stream = params.get("stream");
-    for post in posts {
+    for (event_type, post) in posts {
+        if let Some(event_type) = &event_type {
+            if !wanted(&params, event_type)? {
+                continue;
+            }
+        }
         let content = post.body.trim_end().trim_start_matches('\n').to_owned();
         if content.is_empty() {
             continue;

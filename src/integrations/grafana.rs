@@ -30,7 +30,6 @@ fn unified(alerts: &Value) -> Res<Outcome> {
         .as_array()
         .ok_or_else(|| "field alerts is not a list".to_string())?;
     let mut posts = Vec::with_capacity(alerts.len());
-    let mut event_type = None;
     for alert in alerts {
         let status = req_str(alert, &["status"])?;
         let header = match status {
@@ -38,11 +37,6 @@ fn unified(alerts: &Value) -> Res<Outcome> {
             "resolved" => ":checkbox: **RESOLVED**\n\n",
             other => return Err(format!("unknown alert status {other}")),
         };
-        // One event type for the whole request: the first alert's status (see the report on
-        // mixed payloads in `Outcome::Send`).
-        if event_type.is_none() {
-            event_type = Some(status.to_string());
-        }
         let alertname = opt_str(alert, &["labels", "alertname"])?.filter(|n| !n.is_empty());
         let topic = match alertname {
             Some(name) => format!("[{name}]"),
@@ -95,12 +89,15 @@ fn unified(alerts: &Value) -> Res<Outcome> {
                 body.push_str(&format!("\n[{label}]({})", req_str(alert, &[key])?));
             }
         }
-        posts.push(Post {
-            topic,
-            body: body.trim_end().to_string(),
-        });
+        posts.push((
+            status.to_string(),
+            Post {
+                topic,
+                body: body.trim_end().to_string(),
+            },
+        ));
     }
-    Ok(Outcome::Send { event_type, posts })
+    Ok(Outcome::SendEach(posts))
 }
 
 /// The object under `key`, if present and not null.
@@ -162,7 +159,32 @@ fn legacy(p: &Value) -> Res<Outcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::integrations::{run_fixture, single};
+    use crate::integrations::{run_fixture, run_value, single};
+
+    #[test]
+    fn unified_alerts_each_have_their_status_as_event_type() {
+        let mut payload: Value = serde_json::from_str(include_str!(
+            "../../tests/fixtures/webhooks/grafana/unified_resolved.json"
+        ))
+        .unwrap();
+        let mut firing = payload["alerts"][0].clone();
+        firing["status"] = Value::String("firing".into());
+        firing["labels"]["alertname"] = Value::String("CpuHot".into());
+        payload["alerts"].as_array_mut().unwrap().push(firing);
+        match run_value(format, &[], &payload, &[]) {
+            Outcome::SendEach(posts) => {
+                let kinds: Vec<(&str, &str)> = posts
+                    .iter()
+                    .map(|(kind, post)| (kind.as_str(), post.topic.as_str()))
+                    .collect();
+                assert_eq!(
+                    kinds,
+                    [("resolved", "[DiskAlmostFull]"), ("firing", "[CpuHot]")]
+                );
+            }
+            other => panic!("expected a post per alert, got {other:?}"),
+        }
+    }
 
     #[test]
     fn unified_resolved_alert() {

@@ -35,6 +35,9 @@ pub enum Outcome {
         event_type: Option<String>,
         posts: Vec<Post>,
     },
+    /// Messages each with an event type of its own (Grafana's alerts in one request may be
+    /// firing and resolved): `only_events`/`exclude_events` apply message by message.
+    SendEach(Vec<(String, Post)>),
     /// The event is deliberately ignored (success, nothing posted).
     Ignored,
     /// Zulip's UNSUPPORTED_WEBHOOK_EVENT_TYPE with this event_type.
@@ -301,6 +304,11 @@ pub(crate) fn single(outcome: Outcome) -> (Option<String>, Post) {
         } => {
             assert_eq!(posts.len(), 1, "expected one post, got {posts:?}");
             (event_type, posts.remove(0))
+        }
+        Outcome::SendEach(mut posts) => {
+            assert_eq!(posts.len(), 1, "expected one post, got {posts:?}");
+            let (event_type, post) = posts.remove(0);
+            (Some(event_type), post)
         }
         other => panic!("expected one post, got {other:?}"),
     }

@@ -385,3 +385,53 @@ async fn slack_style_senders_post_form_payloads_and_webhook_bots_use_nothing_els
         "This API is not available to incoming webhook bots."
     );
 }
+
+#[tokio::test]
+async fn grafana_alerts_are_filtered_one_by_one() {
+    let c = chat().await;
+    let (_, alice) = &c.alice;
+    let (_, key) = webhook_bot(alice).await;
+    let anonymous = c.server.api(None);
+    let mut payload: Value =
+        serde_json::from_str(&fixture("grafana/unified_resolved.json")).unwrap();
+    let mut firing = payload["alerts"][0].clone();
+    firing["status"] = json!("firing");
+    firing["labels"]["alertname"] = json!("CpuHot");
+    payload["alerts"].as_array_mut().unwrap().push(firing);
+    let (status, body) = hook(
+        &anonymous,
+        "grafana",
+        &[
+            ("api_key", &key),
+            ("stream", "general"),
+            ("only_events", r#"["firing"]"#),
+        ],
+        &[],
+        "application/json",
+        payload.to_string(),
+    )
+    .await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::OK, json!({"result": "success", "msg": ""}))
+    );
+    let narrow = format!(r#"[{{"operator":"channel","operand":{}}}]"#, c.channel);
+    let (_, fetched) = alice
+        .get(
+            "/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "5"),
+                ("num_after", "0"),
+                ("narrow", &narrow),
+            ],
+        )
+        .await;
+    let topics: Vec<&str> = fetched["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["subject"].as_str().unwrap())
+        .collect();
+    assert_eq!(topics, ["[CpuHot]"]);
+}
