@@ -534,7 +534,7 @@ def test_scheduled_messages_and_reminders_through_the_client(server):
     client = owner_client(server)
     assert client.add_subscriptions(streams=[{"name": "compat-later"}])["result"] == "success"
     stream_id = client.get_stream_id("compat-later")["stream_id"]
-    at = int(time.time()) + 2
+    at = int(time.time()) + 5
     created = client.call_endpoint(
         "scheduled_messages",
         method="POST",
@@ -557,7 +557,7 @@ def test_scheduled_messages_and_reminders_through_the_client(server):
         request={"content": "sent by the delivery job, edited"},
     )
     assert edited["result"] == "success", edited
-    deadline = time.time() + 10
+    deadline = time.time() + 25
     while time.time() < deadline:
         found = client.get_messages(
             {"anchor": "newest", "num_before": 1, "num_after": 0,

@@ -20,7 +20,7 @@ fn now() -> i64 {
         .as_secs() as i64
 }
 
-/// Waits (up to 10 s) until `check` holds of `GET path`.
+/// Waits (up to 20 s: a loaded test machine) until `check` holds of `GET path`.
 async fn wait_for(api: &Api, path: &str, check: impl Fn(&Value) -> bool) -> Value {
     let start = Instant::now();
     loop {
@@ -30,7 +30,7 @@ async fn wait_for(api: &Api, path: &str, check: impl Fn(&Value) -> bool) -> Valu
             return body;
         }
         assert!(
-            start.elapsed() < Duration::from_secs(10),
+            start.elapsed() < Duration::from_secs(20),
             "still not as expected: {body}"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -270,7 +270,7 @@ async fn a_message_that_cannot_be_sent_is_marked_failed_and_its_sender_told() {
     let (alice_id, alice) = &c.alice;
     let (carol_id, _) = &c.carol;
     let owner = c.server.api(Some(&c.server.owner()));
-    let at = now() + 2;
+    let at = now() + 4;
     let (_, body) = alice
         .post(
             "/scheduled_messages",
@@ -384,7 +384,7 @@ async fn a_reminder_is_a_direct_message_from_the_notification_bot_at_its_time() 
     let (queue, initial) = register(alice, &[]).await;
     assert_eq!(initial["reminders"], json!([]));
     assert_eq!(initial["max_reminder_note_length"], json!(500));
-    let at = now() + 2;
+    let at = now() + 4;
     let params = |note: &str| {
         vec![
             ("message_id".to_owned(), message.to_string()),
