@@ -14,7 +14,8 @@
 //! import each other around a circle).
 //!
 //! - [`ids`], [`time`], [`error`], [`emoji`], [`linkify`], [`html_diff`]: newtypes, clocks, the
-//!   one error type with its code table, text helpers.
+//!   one error type with its code table, text helpers; [`integrations`]: incoming-webhook
+//!   formatters (a service's payload in, Zulip's messages out).
 //! - [`events`]: the stored envelope, its checksummed named-field msgpack encoding, and the
 //!   `Event` enum of each schema version (version 1 frozen, upcast on read).
 //! - [`markdown`], [`auth`], [`avatars`]: message rendering; the server secret, API keys,
@@ -35,8 +36,8 @@
 //!   events ([`realtime::translate`]).
 //! - [`http`]: the route table, extractors (`Auth`, `Params`) and thin handlers, one file per
 //!   resource.
-//! - [`server`], [`webhooks`], [`bench`](mod@bench): opening a data directory and serving until a signal;
-//!   outgoing webhooks; `chronicle bench`.
+//! - [`server`], [`webhooks`], [`bench`](mod@bench): opening a data directory and serving until a signal
+//!   (with the retention and scheduled-delivery jobs); outgoing webhooks; `chronicle bench`.
 //!
 //! `docs/architecture.md` tells the same story at length, with the lock rules and the
 //! durability promise.
