@@ -458,10 +458,7 @@ pub fn accept_invitation(
         .filter(|t| !t.trim().is_empty())
     {
         // Zulip quotes the administrators' note in a fence the text does not use.
-        let mut fence = "```".to_owned();
-        while text.contains(&fence) {
-            fence.push('`');
-        }
+        let fence = super::notices::unused_fence(text);
         notices.to_user(
             user_id,
             format!("\nA note from @_*role:administrators*:\n{fence}quote\n{text}\n{fence}\n"),

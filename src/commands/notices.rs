@@ -191,6 +191,55 @@ pub fn topic_link(id: ChannelId, name: &str, topic: &str) -> String {
     }
 }
 
+/// A link to one message of a channel in a notice: `#**channel>topic@id**`, or the topic's
+/// Markdown link for awkward names.
+pub fn channel_message_link(
+    state: &Projections,
+    id: ChannelId,
+    topic: &str,
+    message: MessageId,
+) -> String {
+    let link = topic_link(id, &channel_name(state, id), topic);
+    match link.strip_suffix("**") {
+        Some(open) => format!("{open}@{message}**"),
+        None => link,
+    }
+}
+
+/// A link to `message` relative to the organization (`#narrow/…/near/{id}`).
+pub fn message_url(state: &Projections, message: &crate::projections::Message) -> String {
+    match &message.recipient {
+        Recipient::Channel { channel_id, topic } => format!(
+            "{}/topic/{}/near/{}",
+            channel_narrow(*channel_id, &channel_name(state, *channel_id)),
+            encode_hash_component(topic),
+            message.id
+        ),
+        Recipient::Direct { user_ids } => {
+            let ids: Vec<String> = user_ids.iter().map(|u| u.0.to_string()).collect();
+            format!("#narrow/dm/{}/near/{}", ids.join(","), message.id)
+        }
+    }
+}
+
+/// A channel's name, or empty for one that does not exist.
+fn channel_name(state: &Projections, id: ChannelId) -> String {
+    state
+        .channels
+        .get(id)
+        .map(|c| c.name.clone())
+        .unwrap_or_default()
+}
+
+/// A fence of backticks that `text` does not contain, for quoting it in a notice.
+pub fn unused_fence(text: &str) -> String {
+    let mut fence = "```".to_owned();
+    while text.contains(&fence) {
+        fence.push('`');
+    }
+    fence
+}
+
 /// The organization, plus accounts not yet folded into it.
 struct WithNewUsers<'a> {
     org: OrgResolver<'a>,

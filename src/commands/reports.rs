@@ -2,8 +2,7 @@
 //! the reported message, to the organization's moderation channel.
 
 use super::messages::{readable, truncate, MAX_MESSAGE_LENGTH};
-use super::notices::{silent_mention, Notices};
-use super::scheduled::unused_fence;
+use super::notices::{channel_message_link, message_url, silent_mention, unused_fence, Notices};
 use super::{actor, Ctx, Decision};
 use crate::error::{ApiError, ApiResult};
 use crate::events::{Recipient, TopicsPolicy};
@@ -62,16 +61,10 @@ pub fn report_message(
     let date = time_syntax(message.timestamp);
     let (header, label) = match &message.recipient {
         Recipient::Channel { channel_id, topic } => {
-            let channel_name = state
-                .channels
-                .get(*channel_id)
-                .map(|c| c.name.clone())
-                .unwrap_or_default();
-            let link = super::notices::topic_link(*channel_id, &channel_name, topic);
-            let label = match link.strip_suffix("**") {
-                Some(open) => format!("Original message at {open}@{message_id}**"),
-                None => format!("Original message at {link}"),
-            };
+            let label = format!(
+                "Original message at {}",
+                channel_message_link(state, *channel_id, topic, message_id)
+            );
             (
                 format!("{reporter} reported a message sent by {reported} at {date}."),
                 label,
@@ -92,8 +85,7 @@ pub fn report_message(
             } else {
                 format!("{reporter} reported a direct message sent by {reported} at {date}.")
             };
-            let ids: Vec<String> = user_ids.iter().map(|u| u.0.to_string()).collect();
-            let url = format!("{realm_url}/#narrow/dm/{}/near/{message_id}", ids.join(","));
+            let url = format!("{realm_url}/{}", message_url(state, message));
             (header, format!("[Original message]({url})"))
         }
     };

@@ -2,7 +2,7 @@
 //! the state of the moment), and sending them when their time comes.
 
 use super::messages::{readable, send_message, truncate, Destination, MAX_MESSAGE_LENGTH};
-use super::notices::{silent_mention, topic_link, Notices};
+use super::notices::{channel_message_link, message_url, silent_mention, unused_fence, Notices};
 use super::{actor, Ctx, Decision};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::{Event, MessageFlag, Recipient};
@@ -212,15 +212,6 @@ pub fn delete_scheduled(
     }]))
 }
 
-/// A fence of backticks that `text` does not contain.
-pub fn unused_fence(text: &str) -> String {
-    let mut fence = "```".to_owned();
-    while text.contains(&fence) {
-        fence.push('`');
-    }
-    fence
-}
-
 /// `POST /reminders`: a direct message from the notification bot to the caller at
 /// `deliver_at`, quoting `message_id` (which the caller must be able to read) and their note.
 pub fn create_reminder(
@@ -247,17 +238,7 @@ pub fn create_reminder(
     // sent, so a message deleted meanwhile is never repeated.
     let place = match &message.recipient {
         Recipient::Channel { channel_id, topic } => {
-            let name = state
-                .channels
-                .get(*channel_id)
-                .map(|c| c.name.clone())
-                .unwrap_or_default();
-            let link = topic_link(*channel_id, &name, topic);
-            // `#**channel>topic@id**`: the link to the message itself.
-            match link.strip_suffix("**") {
-                Some(open) => format!("{open}@{message_id}**"),
-                None => link,
-            }
+            channel_message_link(state, *channel_id, topic, message_id)
         }
         Recipient::Direct { .. } => "the following direct message".to_owned(),
     };
@@ -333,29 +314,6 @@ pub fn reminder_json(state: &Projections, reminder: &ScheduledMessage) -> serde_
         "failed": reminder.failure.is_some(),
         "reminder_target_message_id": reminder.reminder_for.map(|m| m.0),
     })
-}
-
-/// A link to `message` (`#narrow/…/near/{id}`, relative, as notices link).
-fn message_url(state: &Projections, message: &crate::projections::Message) -> String {
-    match &message.recipient {
-        Recipient::Channel { channel_id, topic } => {
-            let name = state
-                .channels
-                .get(*channel_id)
-                .map(|c| c.name.clone())
-                .unwrap_or_default();
-            format!(
-                "{}/topic/{}/near/{}",
-                super::notices::channel_narrow(*channel_id, &name),
-                crate::markdown::encode_hash_component(topic),
-                message.id
-            )
-        }
-        Recipient::Direct { user_ids } => {
-            let ids: Vec<String> = user_ids.iter().map(|u| u.0.to_string()).collect();
-            format!("#narrow/dm/{}/near/{}", ids.join(","), message.id)
-        }
-    }
 }
 
 /// The delivery job's command for one scheduled message or reminder: if it is still waiting and

@@ -211,11 +211,9 @@ fn authenticate(state: &AppState, params: &WebhookParams) -> ApiResult<UserId> {
     }
     state.engine.read(|s| {
         // Bots first: they are who webhooks are for, and there are few of them.
-        let mut candidates: Vec<&crate::projections::User> =
-            s.users.iter().filter(|u| u.is_bot()).collect();
-        candidates.extend(s.users.iter().filter(|u| !u.is_bot()));
-        let user = candidates
-            .into_iter()
+        let bots = s.users.iter().filter(|u| u.is_bot());
+        let user = bots
+            .chain(s.users.iter().filter(|u| !u.is_bot()))
             .filter(|u| !u.is_system_bot())
             .find(|u| {
                 let expected = state.secret.api_key(u.user_id, &u.api_key_nonce);

@@ -3,7 +3,7 @@
 //! Zulip's answers for unsupported events, missing headers, bad keys and unknown channels.
 //! The formats themselves are checked message by message in `src/integrations`.
 
-use crate::messages::chat;
+use crate::messages::{chat, newest};
 use crate::support::Api;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -60,22 +60,6 @@ async fn hook(
     let resp = req.send().await.unwrap();
     let status = resp.status();
     (status, resp.json().await.unwrap())
-}
-
-/// The newest message `api` can read in `narrow`.
-async fn newest(api: &Api, narrow: &str) -> Value {
-    let (_, body) = api
-        .get(
-            "/messages",
-            &[
-                ("anchor", "newest"),
-                ("num_before", "1"),
-                ("num_after", "0"),
-                ("narrow", narrow),
-            ],
-        )
-        .await;
-    body["messages"][0].clone()
 }
 
 #[tokio::test]

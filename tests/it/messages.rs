@@ -54,6 +54,21 @@ pub(crate) async fn fetch(api: &Api, params: &[(&str, &str)]) -> Value {
     body
 }
 
+/// The newest message `api` can read in `narrow` (null when there is none).
+pub(crate) async fn newest(api: &Api, narrow: &str) -> Value {
+    let body = fetch(
+        api,
+        &[
+            ("anchor", "newest"),
+            ("num_before", "1"),
+            ("num_after", "0"),
+            ("narrow", narrow),
+        ],
+    )
+    .await;
+    body["messages"][0].clone()
+}
+
 pub(crate) fn ids(body: &Value) -> Vec<u64> {
     body["messages"]
         .as_array()

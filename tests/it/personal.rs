@@ -3,27 +3,10 @@
 //! (no push service is configured), `PATCH /bots/{id}`, the time zone and language settings, and
 //! still images of animated custom emoji.
 
-use crate::messages::{chat, send};
+use crate::messages::{chat, newest, send};
 use crate::realtime::{drain, register};
-use crate::support::Api;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
-
-/// The newest message `api` can read in `narrow`.
-async fn newest(api: &Api, narrow: &str) -> Value {
-    let (_, body) = api
-        .get(
-            "/messages",
-            &[
-                ("anchor", "newest"),
-                ("num_before", "1"),
-                ("num_after", "0"),
-                ("narrow", narrow),
-            ],
-        )
-        .await;
-    body["messages"][0].clone()
-}
 
 #[tokio::test]
 async fn a_report_goes_to_the_private_moderation_channel_with_the_reported_message() {

@@ -2,7 +2,7 @@
 //! events, the delivery job sending them at their time (as their sender, or marked failed with
 //! a notice), and their survival across a restart.
 
-use crate::messages::{chat, fetch, send};
+use crate::messages::{chat, newest, send};
 use crate::realtime::{drain, register};
 use crate::support::Api;
 use reqwest::{Method, StatusCode};
@@ -35,21 +35,6 @@ async fn wait_for(api: &Api, path: &str, check: impl Fn(&Value) -> bool) -> Valu
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-}
-
-/// The newest message `api` holds in `narrow`.
-async fn newest(api: &Api, narrow: &str) -> Value {
-    let body = fetch(
-        api,
-        &[
-            ("anchor", "newest"),
-            ("num_before", "1"),
-            ("num_after", "0"),
-            ("narrow", narrow),
-        ],
-    )
-    .await;
-    body["messages"][0].clone()
 }
 
 #[tokio::test]
