@@ -27,7 +27,8 @@
 //!   read-side visibility rules (`projections::access`) beside the state they read.
 //! - [`replay`]: folding a log into projections (start-up, time travel, offline tools).
 //! - [`narrow`]: Zulip narrows: parse, compile, match.
-//! - [`render`]: every Zulip JSON shape, and [`render::Site`].
+//! - [`render`]: every Zulip JSON shape, and [`render::Site`]; [`render::fields`] writes a
+//!   shape into a `serde_json` map or straight into the bytes of a large answer.
 //! - [`commands`]: pure decisions `(&Projections, &Ctx) -> Decision` (events + reply), one
 //!   file per operation group.
 //! - [`snapshot`], [`engine`]: projection snapshots; the single write path and its group

@@ -240,7 +240,9 @@ fn register(
         capabilities: &options.capabilities,
         presence: &presence,
     };
-    let initial = initial_state(state, &site(), secret, me, &request);
+    let mut answer = crate::render::fields::JsonBuf::default();
+    answer.object(|o| initial_state(o, state, &site(), secret, me, &request));
+    let initial = serde_json::from_slice(&answer.into_bytes().unwrap()).unwrap();
     let queue = queues.map(|q| q.register(user_id, options.clone(), state.seq));
     (initial, queue)
 }

@@ -6,6 +6,7 @@ use crate::realtime::register::{initial_state, RegisterRequest};
 use crate::realtime::{
     poll, Capabilities, PollError, QueueOptions, DEFAULT_QUEUE_LIFESPAN, MAX_QUEUE_LIFESPAN,
 };
+use crate::render::fields::Fields;
 use actix_web::{web, HttpResponse};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
@@ -124,7 +125,7 @@ pub async fn register(
     if options.all_public_streams && auth.role == crate::events::Role::Guest {
         return Err(ApiError::bad_request("User not authorized for this query"));
     }
-    let body = state.engine.read(|s| {
+    state.engine.read(|s| {
         let me = s
             .users
             .get(auth.user_id)
@@ -136,15 +137,30 @@ pub async fn register(
             capabilities: &options.capabilities,
             presence: &fetch.presence,
         };
-        let mut body = initial_state(s, &state.site, &state.secret, me, &request);
-        // Registered under the same read lock as the state above: see `realtime`.
-        let queue = state.queues.register(auth.user_id, options.clone(), s.seq);
-        body.insert("queue_id".into(), json!(queue.id));
-        body.insert("last_event_id".into(), json!(queue.last_event_id()));
-        Ok::<_, ApiError>(Value::Object(body))
-    })?;
-    Ok(params.success(body))
+        // Written under the read lock, with the queue registered in the same critical
+        // section (see `realtime`). Large answers go straight to bytes.
+        let capacity = REGISTER_SIZE.load(std::sync::atomic::Ordering::Relaxed);
+        let response = params.success_with(capacity, |answer| {
+            initial_state(answer, s, &state.site, &state.secret, me, &request);
+            let queue = state.queues.register(auth.user_id, options.clone(), s.seq);
+            answer.field("queue_id", &queue.id);
+            answer.field("last_event_id", &queue.last_event_id());
+        })?;
+        if let actix_web::body::BodySize::Sized(size) =
+            actix_web::body::MessageBody::size(response.body())
+        {
+            let room = usize::try_from(size).unwrap_or(0).saturating_add(4096);
+            REGISTER_SIZE.store(room.max(64 * 1024), std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(response)
+    })
 }
+
+/// Room for a `/register` answer before its buffer grows: the last answer's size and a little
+/// more, so a large organization's answer is written into one allocation rather than grown
+/// by copying (at least 64 KiB).
+static REGISTER_SIZE: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(64 * 1024);
 
 /// A heartbeat interval of 45 to 55 seconds, as Zulip's, unless the server was told otherwise.
 fn heartbeat(state: &AppState) -> Duration {

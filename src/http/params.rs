@@ -3,6 +3,7 @@
 //! remembered, so the success reply can list the rest in `ignored_parameters_unsupported`.
 
 use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::render::fields::{Fields, JsonBuf, Obj};
 use actix_web::dev::Payload;
 use actix_web::http::header;
 use actix_web::{FromRequest, HttpRequest, HttpResponse};
@@ -137,6 +138,31 @@ impl Params {
             );
         }
         HttpResponse::Ok().json(Value::Object(body))
+    }
+
+    /// The same answer as [`Params::success`], written straight to bytes: `fill` writes the
+    /// fields after `result` and `msg`. For answers too large to build as a tree first.
+    pub fn success_with(
+        &self,
+        capacity: usize,
+        fill: impl FnOnce(&mut Obj<'_>),
+    ) -> ApiResult<HttpResponse> {
+        let mut buf = JsonBuf::with_capacity(capacity);
+        buf.object(|o| {
+            o.field("result", "success");
+            o.field("msg", "");
+            fill(o);
+            let ignored = self.ignored();
+            if !ignored.is_empty() {
+                o.field("ignored_parameters_unsupported", &ignored);
+            }
+        });
+        let bytes = buf
+            .into_bytes()
+            .ok_or_else(|| ApiError::internal("the answer could not be written as JSON"))?;
+        Ok(HttpResponse::Ok()
+            .content_type(actix_web::http::header::ContentType::json())
+            .body(bytes))
     }
 }
 

@@ -164,10 +164,19 @@ impl Messages {
     /// The user's unread copies with their flags, newest first, at most `limit` of them, and
     /// whether there were more.
     pub fn unread_of(&self, user: UserId, limit: usize) -> (Vec<(MessageId, u8)>, bool) {
+        let (found, more) = self.unread_messages_of(user, limit);
+        (
+            found.into_iter().map(|(m, bits)| (m.id, bits)).collect(),
+            more,
+        )
+    }
+
+    /// [`Messages::unread_of`] with the messages themselves, for callers that read them.
+    pub fn unread_messages_of(&self, user: UserId, limit: usize) -> (Vec<(&Message, u8)>, bool) {
         // Unread copies lie above the read mark of their place, or are exceptions below it
         // (flipped), or are historical or moved copies (loose). A channel's messages above the
         // mark are checked with the user's copies of that channel looked up once.
-        let mut found: Vec<(MessageId, u8)> = Vec::new();
+        let mut found: Vec<(&Message, u8)> = Vec::new();
         let (channels, loose) = self.copies.sources_of(user);
         for channel in channels {
             let Some(ids) = self.by_channel.get(&channel) else {
@@ -179,7 +188,7 @@ impl Messages {
                     continue;
                 };
                 match copies.flags(message) {
-                    Some(bits) if bits & flags::READ == 0 => found.push((*id, bits)),
+                    Some(bits) if bits & flags::READ == 0 => found.push((message, bits)),
                     _ => {}
                 }
             }
@@ -196,14 +205,17 @@ impl Messages {
         others.extend(loose);
         others.extend(self.copies.flipped_of(user));
         for id in others {
-            match self.flags(user, id) {
-                Some(bits) if bits & flags::READ == 0 => found.push((id, bits)),
+            let Some(message) = self.by_id.get(&id) else {
+                continue;
+            };
+            match self.copies.flags(user, message) {
+                Some(bits) if bits & flags::READ == 0 => found.push((message, bits)),
                 _ => {}
             }
         }
         // Sorted once (places interleave); a copy found from two sources has the same flags.
-        found.sort_unstable_by_key(|(id, _)| std::cmp::Reverse(*id));
-        found.dedup_by_key(|(id, _)| *id);
+        found.sort_unstable_by_key(|(message, _)| std::cmp::Reverse(message.id));
+        found.dedup_by_key(|(message, _)| message.id);
         let more = found.len() > limit;
         found.truncate(limit);
         (found, more)

@@ -8,15 +8,19 @@ use crate::projections::messages::EMPTY_TOPIC_DISPLAY_NAME;
 use crate::projections::realm::SETTINGS;
 use crate::projections::{access, Access};
 use crate::projections::{Folders, Projections, User};
-use crate::render::channels::{channel_json, subscription_json};
+use crate::render::channels::{
+    channel_fields, subscription_fields, visible_subscribers, SubscriptionShape,
+};
+use crate::render::fields::{Fields, JsonBuf, Obj};
 use crate::render::groups::group_json;
 use crate::render::realm::realm_setting_json;
 use crate::render::users::bot_json;
-use crate::render::users::{avatar_url, user_json};
+use crate::render::users::{avatar_url, user_fields, UserShape};
 use crate::render::Site;
 use crate::render::{ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION};
+use serde::Serialize;
 use serde_json::{json, Map, Value};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 /// What the client asked for.
 pub struct RegisterRequest<'a> {
@@ -68,7 +72,7 @@ fn custom_profile_field_types() -> Value {
 
 /// `unread_msgs`: the user's unread messages grouped as Zulip groups them. `raw_topics`: the
 /// client handles the empty topic (`empty_topic_name`), else it is shown by its display name.
-fn unread_msgs(state: &Projections, me: &User, raw_topics: bool) -> Value {
+fn unread_msgs(b: &mut JsonBuf, state: &Projections, me: &User, raw_topics: bool) {
     use crate::events::Recipient;
     use crate::projections::messages::flags;
     use std::collections::{BTreeMap, HashMap};
@@ -82,11 +86,11 @@ fn unread_msgs(state: &Projections, me: &User, raw_topics: bool) -> Value {
     let mut mentions = Vec::new();
     let mut count = 0;
     // Zulip's MAX_UNREAD_MESSAGES: the newest 50,000, and `old_unreads_missing` past them.
-    let (unread, missing) = state.messages.unread_of(me.user_id, MAX_UNREAD_MESSAGES);
-    for (id, bits) in unread.into_iter().rev() {
-        let Some(message) = state.messages.get(id) else {
-            continue;
-        };
+    let (unread, missing) = state
+        .messages
+        .unread_messages_of(me.user_id, MAX_UNREAD_MESSAGES);
+    for (message, bits) in unread.into_iter().rev() {
+        let id = message.id;
         count += 1;
         if bits & (flags::MENTIONED | flags::STREAM_WILDCARD | flags::TOPIC_WILDCARD) != 0 {
             mentions.push(id.0);
@@ -131,25 +135,43 @@ fn unread_msgs(state: &Projections, me: &User, raw_topics: bool) -> Value {
         }
     }
     groups.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
-    json!({
-        "streams": groups.into_iter().map(|(stream_id, _, topic, ids)| json!({"stream_id": stream_id, "topic": topic, "unread_message_ids": ids})).collect::<Vec<_>>(),
-        "pms": pms.into_iter().map(|(other, ids)| json!({"other_user_id": other, "sender_id": other, "unread_message_ids": ids})).collect::<Vec<_>>(),
-        "huddles": huddles.into_iter().map(|(key, ids)| json!({"user_ids_string": key, "unread_message_ids": ids})).collect::<Vec<_>>(),
-        "mentions": mentions,
-        "count": count,
-        "old_unreads_missing": missing,
-    })
+    b.object(|o| {
+        o.field_with("streams", |b| {
+            b.objects(groups, |o, (stream_id, _, topic, ids)| {
+                o.field("stream_id", &stream_id);
+                o.field("topic", &topic);
+                o.field("unread_message_ids", &ids);
+            });
+        });
+        o.field_with("pms", |b| {
+            b.objects(pms, |o, (other, ids)| {
+                o.field("other_user_id", &other);
+                o.field("sender_id", &other);
+                o.field("unread_message_ids", &ids);
+            });
+        });
+        o.field_with("huddles", |b| {
+            b.objects(huddles, |o, (key, ids)| {
+                o.field("user_ids_string", &key);
+                o.field("unread_message_ids", &ids);
+            });
+        });
+        o.field("mentions", &mentions);
+        o.field("count", &count);
+        o.field("old_unreads_missing", &missing);
+    });
 }
 
-/// Builds the initial state for `me`. Called under the read lock, with the queue registered in
-/// the same critical section.
+/// Writes the initial state for `me` into the answer's object. Called under the read lock, with
+/// the queue registered in the same critical section.
 pub fn initial_state(
+    answer: &mut Obj<'_>,
     state: &Projections,
     site: &Site,
     secret: &ServerSecret,
     me: &User,
     request: &RegisterRequest<'_>,
-) -> Map<String, Value> {
+) {
     let cx = Cx {
         state,
         site,
@@ -157,10 +179,13 @@ pub fn initial_state(
         me,
         request,
     };
-    let mut out = Out(Map::new());
-    out.put("zulip_version", json!(ZULIP_VERSION));
-    out.put("zulip_feature_level", json!(ZULIP_FEATURE_LEVEL));
-    out.put("zulip_merge_base", json!(ZULIP_MERGE_BASE));
+    let mut out = Out {
+        obj: answer,
+        keys: HashSet::new(),
+    };
+    out.put("zulip_version", &json!(ZULIP_VERSION));
+    out.put("zulip_feature_level", &json!(ZULIP_FEATURE_LEVEL));
+    out.put("zulip_merge_base", &json!(ZULIP_MERGE_BASE));
     if cx.wants("realm") {
         realm_data(&mut out, &cx);
     }
@@ -234,21 +259,21 @@ pub fn initial_state(
         ("realm_domains", "realm_domains", json!([])),
     ] {
         if cx.wants(fetch) {
-            out.put(key, empty);
+            out.put(key, &empty);
         }
     }
     if cx.wants("scheduled_messages") {
         let list = state.scheduled.of(me.user_id, false);
         out.put(
             "scheduled_messages",
-            Value::Array(list.into_iter().map(|m| m.json()).collect()),
+            &Value::Array(list.into_iter().map(|m| m.json()).collect()),
         );
     }
     if cx.wants("reminders") {
         let list = state.scheduled.of(me.user_id, true);
         out.put(
             "reminders",
-            Value::Array(
+            &Value::Array(
                 list.into_iter()
                     .map(|m| crate::commands::scheduled::reminder_json(state, m))
                     .collect(),
@@ -266,25 +291,25 @@ pub fn initial_state(
         } else {
             Vec::new()
         };
-        out.put("drafts", Value::Array(drafts));
+        out.put("drafts", &Value::Array(drafts));
     }
     if cx.wants("saved_snippets") {
         out.put(
             "saved_snippets",
-            Value::Array(state.drafts.snippets_json(me.user_id)),
+            &Value::Array(state.drafts.snippets_json(me.user_id)),
         );
     }
     if cx.wants("navigation_views") {
-        out.put("navigation_views", state.navigation_views.json(me.user_id));
+        out.put("navigation_views", &state.navigation_views.json(me.user_id));
     }
     if cx.wants("devices") {
-        out.put("devices", state.devices.json(me.user_id));
+        out.put("devices", &state.devices.json(me.user_id));
     }
     if cx.wants("alert_words") {
-        out.put("alert_words", state.alert_words.json(me.user_id));
+        out.put("alert_words", &state.alert_words.json(me.user_id));
     }
     if cx.wants("muted_users") {
-        out.put("muted_users", state.mutes.json(me.user_id));
+        out.put("muted_users", &state.mutes.json(me.user_id));
     }
     if cx.wants("user_status") {
         let statuses: Map<String, Value> = state
@@ -292,7 +317,7 @@ pub fn initial_state(
             .iter()
             .map(|(id, status)| (id.0.to_string(), status.json()))
             .collect();
-        out.put("user_status", Value::Object(statuses));
+        out.put("user_status", &Value::Object(statuses));
     }
     if cx.wants("video_calls") {
         video_calls(&mut out);
@@ -300,7 +325,6 @@ pub fn initial_state(
     if cx.wants("realm_user_settings_defaults") {
         settings_defaults(&mut out);
     }
-    out.0
 }
 
 /// What every part of the initial state reads.
@@ -322,93 +346,114 @@ impl Cx<'_> {
     }
 }
 
-/// The initial state being built, in the order its keys are put.
-struct Out(Map<String, Value>);
+/// The initial state being written, in the order its keys are put.
+///
+/// A key put twice keeps its first value: the only keys two parts put are the user's settings,
+/// at the top level for older clients, which `user_settings` and the legacy display and
+/// notification settings put alike.
+struct Out<'o, 'b> {
+    obj: &'o mut Obj<'b>,
+    keys: HashSet<String>,
+}
 
-impl Out {
-    fn put(&mut self, key: &str, value: Value) {
-        self.0.insert(key.to_owned(), value);
+impl Out<'_, '_> {
+    /// Whether `key` was not put yet (and is now).
+    fn fresh(&mut self, key: &str) -> bool {
+        !self.keys.contains(key) && self.keys.insert(key.to_owned())
+    }
+
+    fn put<T: Serialize + ?Sized>(&mut self, key: &str, value: &T) {
+        if self.fresh(key) {
+            self.obj.field(key, value);
+        }
+    }
+
+    /// A key whose value is written straight to the answer by `write`.
+    fn put_with(&mut self, key: &str, write: impl FnOnce(&mut JsonBuf)) {
+        if self.fresh(key) {
+            self.obj.field_with(key, write);
+        }
     }
 }
 
 /// The organization: its settings, limits and server facts (`realm`).
 fn realm_data(out: &mut Out, cx: &Cx<'_>) {
     let Cx { state, site, .. } = *cx;
-    out.put("realm_name", json!(state.realm.name));
+    out.put("realm_name", &json!(state.realm.name));
     out.put(
         "realm_description",
-        json!(render_description(&state.realm.description)),
+        &json!(render_description(&state.realm.description)),
     );
-    out.put("realm_url", json!(site.realm_url));
-    out.put("realm_uri", json!(site.realm_url));
+    out.put("realm_url", &json!(site.realm_url));
+    out.put("realm_uri", &json!(site.realm_url));
     out.put(
         "realm_icon_url",
-        json!(format!("{}/avatar/realm", site.realm_url)),
+        &json!(format!("{}/avatar/realm", site.realm_url)),
     );
-    out.put("realm_icon_source", json!("G"));
+    out.put("realm_icon_source", &json!("G"));
     out.put(
         "realm_date_created",
-        json!(state.realm.date_created_ms / 1000),
+        &json!(state.realm.date_created_ms / 1000),
     );
     out.put(
         "realm_empty_topic_display_name",
-        json!(EMPTY_TOPIC_DISPLAY_NAME),
+        &json!(EMPTY_TOPIC_DISPLAY_NAME),
     );
     for setting in SETTINGS {
         if !matches!(setting.name, "name" | "description") {
             out.put(
                 &format!("realm_{}", setting.name),
-                realm_setting_json(state, setting.name),
+                &realm_setting_json(state, setting.name),
             );
         }
     }
     // Derived forms older clients read.
     out.put(
         "realm_mandatory_topics",
-        json!(state.realm.text("topics_policy") == "disable_empty_topic"),
+        &json!(state.realm.text("topics_policy") == "disable_empty_topic"),
     );
     out.put(
         "realm_allow_edit_history",
-        json!(state.realm.text("message_edit_history_visibility_policy") != "none"),
+        &json!(state.realm.text("message_edit_history_visibility_policy") != "none"),
     );
-    out.put("realm_waiting_period_threshold", json!(0));
-    out.put("realm_enable_spectator_access", json!(false));
-    out.put("realm_invite_required", json!(true));
-    out.put("realm_emails_restricted_to_domains", json!(false));
-    out.put("realm_default_language", json!("en"));
-    out.put("realm_plan_type", json!(1));
-    out.put("realm_push_notifications_enabled", json!(false));
+    out.put("realm_waiting_period_threshold", &json!(0));
+    out.put("realm_enable_spectator_access", &json!(false));
+    out.put("realm_invite_required", &json!(true));
+    out.put("realm_emails_restricted_to_domains", &json!(false));
+    out.put("realm_default_language", &json!("en"));
+    out.put("realm_plan_type", &json!(1));
+    out.put("realm_push_notifications_enabled", &json!(false));
     out.put(
         "realm_push_notifications_enabled_end_timestamp",
-        Value::Null,
+        &Value::Null,
     );
-    out.put("realm_password_auth_enabled", json!(true));
-    out.put("realm_email_auth_enabled", json!(true));
+    out.put("realm_password_auth_enabled", &json!(true));
+    out.put("realm_email_auth_enabled", &json!(true));
     out.put(
         "realm_authentication_methods",
-        json!({"Email": {"enabled": true, "available": true}}),
+        &json!({"Email": {"enabled": true, "available": true}}),
     );
-    out.put("realm_inline_image_preview", json!(true));
-    out.put("realm_inline_url_embed_preview", json!(false));
-    out.put("realm_presence_disabled", json!(false));
-    out.put("realm_send_welcome_emails", json!(true));
-    out.put("realm_digest_emails_enabled", json!(false));
-    out.put("realm_user_group_edit_policy", json!(1));
-    out.put("realm_video_chat_provider", json!(0));
-    out.put("realm_org_type", json!(0));
+    out.put("realm_inline_image_preview", &json!(true));
+    out.put("realm_inline_url_embed_preview", &json!(false));
+    out.put("realm_presence_disabled", &json!(false));
+    out.put("realm_send_welcome_emails", &json!(true));
+    out.put("realm_digest_emails_enabled", &json!(false));
+    out.put("realm_user_group_edit_policy", &json!(1));
+    out.put("realm_video_chat_provider", &json!(0));
+    out.put("realm_org_type", &json!(0));
     let mention_group = match state.realm_permission("can_mention_many_users_group") {
         crate::events::GroupSetting::Group(id) => state.groups.get(id).and_then(|g| g.system),
         crate::events::GroupSetting::Anonymous { .. } => None,
     };
     out.put(
         "realm_wildcard_mention_policy",
-        json!(crate::projections::realm::wildcard_mention_policy(
+        &json!(crate::projections::realm::wildcard_mention_policy(
             mention_group
         )),
     );
     out.put(
         "realm_default_external_accounts",
-        Value::Object(
+        &Value::Object(
             crate::commands::profile_fields::DEFAULT_EXTERNAL_ACCOUNTS
                 .iter()
                 .map(|a| {
@@ -431,74 +476,78 @@ fn people(out: &mut Out, cx: &Cx<'_>) {
     let Cx {
         state, site, me, ..
     } = *cx;
-    let mut members = Vec::new();
-    let mut non_active = Vec::new();
-    for user in state.users.members() {
-        let mut json = user_json(state, site, me, user, true);
-        if let Value::Object(map) = &mut json {
-            map.remove("is_active");
-        }
-        if user.is_active {
-            members.push(json);
-        } else {
-            non_active.push(json);
-        }
+    // `is_active` is left out: the list a user is in says it.
+    let listed = UserShape {
+        profile_data: true,
+        is_active: false,
+    };
+    let (members, non_active): (Vec<&User>, Vec<&User>) =
+        state.users.members().partition(|u| u.is_active);
+    for (key, users) in [
+        ("realm_users", members),
+        ("realm_non_active_users", non_active),
+    ] {
+        out.put_with(key, |b| {
+            b.objects(users, |o, user| {
+                user_fields(o, state, site, me, user, listed);
+            });
+        });
     }
-    out.put("realm_users", Value::Array(members));
-    out.put("realm_non_active_users", Value::Array(non_active));
-    let system_bots: Vec<Value> = state
-        .users
-        .iter()
-        .filter(|u| u.is_system_bot())
-        .map(|bot| {
-            let mut json = user_json(state, site, me, bot, false);
-            json["is_system_bot"] = json!(true);
-            json
-        })
-        .collect();
-    out.put("cross_realm_bots", Value::Array(system_bots));
-    out.put("user_id", json!(me.user_id.0));
-    out.put("email", json!(me.email));
-    out.put("delivery_email", json!(me.email));
-    out.put("full_name", json!(me.full_name));
+    let bot = UserShape {
+        profile_data: false,
+        is_active: true,
+    };
+    out.put_with("cross_realm_bots", |b| {
+        b.objects(
+            state.users.iter().filter(|u| u.is_system_bot()),
+            |o, user| {
+                user_fields(o, state, site, me, user, bot);
+                o.field("is_system_bot", &true);
+            },
+        );
+    });
+    out.put("user_id", &json!(me.user_id.0));
+    out.put("email", &json!(me.email));
+    out.put("delivery_email", &json!(me.email));
+    out.put("full_name", &json!(me.full_name));
     out.put(
         "avatar_source",
-        json!(crate::render::users::avatar_source(me)),
+        &json!(crate::render::users::avatar_source(me)),
     );
-    out.put("avatar_url", json!(avatar_url(site, me)));
+    out.put("avatar_url", &json!(avatar_url(site, me)));
     out.put(
         "avatar_url_medium",
-        json!(crate::render::users::avatar_url_medium(site, me)),
+        &json!(crate::render::users::avatar_url_medium(site, me)),
     );
-    out.put("is_admin", json!(me.role.is_admin()));
-    out.put("is_owner", json!(me.role == Role::Owner));
+    out.put("is_admin", &json!(me.role.is_admin()));
+    out.put("is_owner", &json!(me.role == Role::Owner));
     out.put(
         "is_moderator",
-        json!(matches!(
+        &json!(matches!(
             me.role,
             Role::Owner | Role::Administrator | Role::Moderator
         )),
     );
-    out.put("is_guest", json!(me.role == Role::Guest));
+    out.put("is_guest", &json!(me.role == Role::Guest));
     let public =
         state.realm_allows(me.user_id, "can_create_public_channel_group") && me.role != Role::Guest;
     let private = state.realm_allows(me.user_id, "can_create_private_channel_group")
         && me.role != Role::Guest;
-    out.put("can_create_streams", json!(public || private));
-    out.put("can_create_public_streams", json!(public));
-    out.put("can_create_private_streams", json!(private));
-    out.put("can_create_web_public_streams", json!(false));
+    out.put("can_create_streams", &json!(public || private));
+    out.put("can_create_public_streams", &json!(public));
+    out.put("can_create_private_streams", &json!(private));
+    out.put("can_create_web_public_streams", &json!(false));
     out.put(
         "can_subscribe_other_users",
-        json!(
+        &json!(
             me.role != Role::Guest && state.realm_allows(me.user_id, "can_add_subscribers_group")
         ),
     );
     out.put(
         "can_invite_others_to_realm",
-        json!(me.role != Role::Guest && state.realm_allows(me.user_id, "can_invite_users_group")),
+        &json!(me.role != Role::Guest && state.realm_allows(me.user_id, "can_invite_users_group")),
     );
-    out.put("user_list_incomplete", json!(false));
+    out.put("user_list_incomplete", &json!(false));
 }
 
 /// The bots the user manages (`realm_bot`).
@@ -518,7 +567,7 @@ fn bots(out: &mut Out, cx: &Cx<'_>) {
         .filter(|u| me.role.is_admin() || u.bot_owner_id == Some(me.user_id))
         .map(|bot| bot_json(state, site, secret, bot))
         .collect();
-    out.put("realm_bots", Value::Array(bots));
+    out.put("realm_bots", &Value::Array(bots));
 }
 
 /// Channels the user is, was and never was subscribed to (`subscription`).
@@ -526,43 +575,37 @@ fn subscriptions(out: &mut Out, cx: &Cx<'_>) {
     let Cx {
         state, me, request, ..
     } = *cx;
-    let mut subscribed = Vec::new();
-    let mut unsubscribed = Vec::new();
-    for (channel_id, sub) in state.channels.subscriptions_of(me.user_id) {
-        let Some(channel) = state.channels.get(channel_id) else {
-            continue;
-        };
-        let mut json = subscription_json(state, me, channel, sub, request.include_subscribers);
-        if !request.capabilities.notification_settings_null {
-            crate::render::channels::fill_notification_defaults(state, me.user_id, &mut json);
-        }
-        if sub.active {
-            subscribed.push(json);
-        } else {
-            unsubscribed.push(json);
-        }
+    let shape = SubscriptionShape {
+        include_subscribers: request.include_subscribers,
+        fill_defaults: !request.capabilities.notification_settings_null,
+    };
+    let (active, inactive): (Vec<_>, Vec<_>) = state
+        .channels
+        .subscriptions_of(me.user_id)
+        .filter_map(|(id, sub)| Some((state.channels.get(id)?, sub)))
+        .partition(|(_, sub)| sub.active);
+    for (key, list) in [("subscriptions", active), ("unsubscribed", inactive)] {
+        out.put_with(key, |b| {
+            b.objects(list, |o, (channel, sub)| {
+                subscription_fields(o, state, me, channel, sub, shape);
+            });
+        });
     }
-    let never: Vec<Value> = state
+    let never = state
         .channels
         .iter()
         .filter(|c| state.channels.subscription(me.user_id, c.id).is_none())
-        .filter(|c| access(state, me, c) != Access::None)
-        .map(|c| {
-            let mut json = channel_json(state, c);
+        .filter(|c| access(state, me, c) != Access::None);
+    out.put_with("never_subscribed", |b| {
+        b.objects(never, |o, channel| {
+            channel_fields(o, state, channel);
             if request.include_subscribers {
-                if let (Value::Object(map), Some(subs)) = (
-                    &mut json,
-                    crate::render::channels::visible_subscribers(state, me, c),
-                ) {
-                    map.insert("subscribers".into(), json!(subs));
+                if let Some(subscribers) = visible_subscribers(state, me, channel) {
+                    o.field("subscribers", &subscribers);
                 }
             }
-            json
-        })
-        .collect();
-    out.put("subscriptions", Value::Array(subscribed));
-    out.put("unsubscribed", Value::Array(unsubscribed));
-    out.put("never_subscribed", Value::Array(never));
+        });
+    });
 }
 
 /// Every channel the user may see (`stream`).
@@ -570,14 +613,14 @@ fn streams(out: &mut Out, cx: &Cx<'_>) {
     let Cx {
         state, me, request, ..
     } = *cx;
-    let streams: Vec<Value> = state
+    let streams = state
         .channels
         .iter()
         .filter(|c| !c.is_archived || request.capabilities.archived_channels)
-        .filter(|c| access(state, me, c) != Access::None)
-        .map(|c| channel_json(state, c))
-        .collect();
-    out.put("streams", Value::Array(streams));
+        .filter(|c| access(state, me, c) != Access::None);
+    out.put_with("streams", |b| {
+        b.objects(streams, |o, channel| channel_fields(o, state, channel));
+    });
 }
 
 /// The newest message id and, with `update_message_flags`, the unread messages (`message`).
@@ -590,12 +633,11 @@ fn messages(out: &mut Out, cx: &Cx<'_>) {
         .messages
         .newest_held(me.user_id)
         .map_or(json!(-1), |id| json!(id.0));
-    out.put("max_message_id", max);
+    out.put("max_message_id", &max);
     if cx.wants("update_message_flags") {
-        out.put(
-            "unread_msgs",
-            unread_msgs(state, me, request.capabilities.empty_topic_name),
-        );
+        out.put_with("unread_msgs", |b| {
+            unread_msgs(b, state, me, request.capabilities.empty_topic_name);
+        });
     }
 }
 
@@ -608,7 +650,7 @@ fn starred(out: &mut Out, cx: &Cx<'_>) {
         .into_iter()
         .map(|id| id.0)
         .collect();
-    out.put("starred_messages", json!(starred));
+    out.put("starred_messages", &json!(starred));
 }
 
 /// Topic visibility policies (`user_topic`).
@@ -621,7 +663,7 @@ fn user_topics(out: &mut Out, cx: &Cx<'_>) {
         .of(me.user_id)
         .map(|(c, t)| json!({"stream_id": c.0, "topic_name": crate::render::messages::shown_topic(&t.topic, request.capabilities.empty_topic_name), "last_updated": t.last_updated, "visibility_policy": t.policy.code()}))
         .collect();
-    out.put("user_topics", Value::Array(topics));
+    out.put("user_topics", &Value::Array(topics));
 }
 
 /// The legacy muted topic list, for clients that did not ask for `user_topic`.
@@ -629,7 +671,7 @@ fn muted_topics(out: &mut Out, cx: &Cx<'_>) {
     let Cx { state, me, .. } = *cx;
     out.put(
         "muted_topics",
-        crate::render::channels::muted_topics_json(state, me.user_id),
+        &crate::render::channels::muted_topics_json(state, me.user_id),
     );
 }
 
@@ -638,9 +680,9 @@ fn profile_fields(out: &mut Out, cx: &Cx<'_>) {
     let Cx { state, .. } = *cx;
     out.put(
         "custom_profile_fields",
-        crate::render::realm::fields_json(state),
+        &crate::render::realm::fields_json(state),
     );
-    out.put("custom_profile_field_types", custom_profile_field_types());
+    out.put("custom_profile_field_types", &custom_profile_field_types());
 }
 
 /// Linkifiers (`realm_linkifiers`).
@@ -652,12 +694,12 @@ fn linkifiers(out: &mut Out, cx: &Cx<'_>) {
     } else {
         json!([])
     };
-    out.put("realm_linkifiers", linkifiers);
+    out.put("realm_linkifiers", &linkifiers);
 }
 
 /// The legacy linkifier list (`realm_filters`), always empty.
 fn legacy_filters(out: &mut Out) {
-    out.put("realm_filters", json!([]));
+    out.put("realm_filters", &json!([]));
 }
 
 /// User groups (`realm_user_groups`).
@@ -669,7 +711,7 @@ fn user_groups(out: &mut Out, cx: &Cx<'_>) {
         .filter(|g| !g.deactivated || request.capabilities.include_deactivated_groups)
         .map(|g| group_json(state, g))
         .collect();
-    out.put("realm_user_groups", Value::Array(groups));
+    out.put("realm_user_groups", &Value::Array(groups));
 }
 
 /// Presence (`presence`).
@@ -684,9 +726,9 @@ fn presence(out: &mut Out, cx: &Cx<'_>) {
     let now = crate::time::now_ms();
     let (presences, newest) =
         crate::render::presence::presences_json(state, site, me, request.presence, now);
-    out.put("presences", presences);
-    out.put("presence_last_update_id", json!(newest));
-    out.put("server_timestamp", json!(now as f64 / 1000.0));
+    out.put("presences", &presences);
+    out.put("presence_last_update_id", &json!(newest));
+    out.put("server_timestamp", &json!(now as f64 / 1000.0));
 }
 
 /// The user's settings (`user_settings`), also at the top level for older clients.
@@ -696,12 +738,12 @@ fn own_settings(out: &mut Out, cx: &Cx<'_>) {
     } = *cx;
     let settings = user_settings(state, me);
     if request.capabilities.user_settings_object {
-        out.put("user_settings", Value::Object(settings));
+        out.put("user_settings", &Value::Object(settings));
     } else {
         // Older clients (zulip-terminal among them) read these at the top level.
-        out.put("user_settings", Value::Object(settings.clone()));
+        out.put("user_settings", &Value::Object(settings.clone()));
         for (k, v) in settings {
-            out.put(&k, v);
+            out.put(&k, &v);
         }
     }
 }
@@ -710,14 +752,17 @@ fn own_settings(out: &mut Out, cx: &Cx<'_>) {
 fn legacy_settings(out: &mut Out, cx: &Cx<'_>) {
     let Cx { state, me, .. } = *cx;
     for (k, v) in user_settings(state, me) {
-        out.put(&k, v);
+        out.put(&k, &v);
     }
 }
 
 /// Custom emoji (`realm_emoji`).
 fn custom_emoji(out: &mut Out, cx: &Cx<'_>) {
     let Cx { state, .. } = *cx;
-    out.put("realm_emoji", crate::render::realm::realm_emoji_json(state));
+    out.put(
+        "realm_emoji",
+        &crate::render::realm::realm_emoji_json(state),
+    );
 }
 
 /// Channel folders (`channel_folders`).
@@ -729,7 +774,7 @@ fn channel_folders(out: &mut Out, cx: &Cx<'_>) {
         .into_iter()
         .map(Folders::to_json)
         .collect();
-    out.put("channel_folders", Value::Array(folders));
+    out.put("channel_folders", &Value::Array(folders));
 }
 
 /// Default channels for new users (`default_streams`).
@@ -737,7 +782,7 @@ fn default_channels(out: &mut Out, cx: &Cx<'_>) {
     let Cx { state, .. } = *cx;
     out.put(
         "default_streams",
-        crate::render::channels::default_channels_json(state),
+        &crate::render::channels::default_channels_json(state),
     );
 }
 
@@ -760,105 +805,108 @@ fn recent_conversations(out: &mut Out, cx: &Cx<'_>) {
             json!({"max_message_id": newest.0, "user_ids": others})
         })
         .collect();
-    out.put("recent_private_conversations", Value::Array(recent));
+    out.put("recent_private_conversations", &Value::Array(recent));
 }
 
 /// Default channel groups (`default_stream_groups`), none in Chronicle.
 fn default_channel_groups(out: &mut Out) {
-    out.put("default_stream_groups", json!([]));
+    out.put("default_stream_groups", &json!([]));
 }
 
 /// Video call state (`video_calls`).
 fn video_calls(out: &mut Out) {
-    out.put("has_zoom_token", json!(false));
+    out.put("has_zoom_token", &json!(false));
 }
 
 /// The organization's defaults for new users' settings (`realm_user_settings_defaults`).
 fn settings_defaults(out: &mut Out) {
     out.put(
         "realm_user_settings_defaults",
-        Value::Object(crate::projections::user_settings::defaults()),
+        &Value::Object(crate::projections::user_settings::defaults()),
     );
 }
 
 /// The limits clients enforce before sending, and facts about the server (`realm`).
 fn limits_and_server_facts(out: &mut Out, state: &Projections, site: &Site) {
-    out.put("max_stream_name_length", json!(60));
-    out.put("max_stream_description_length", json!(1024));
-    out.put("max_topic_length", json!(60));
+    out.put("max_stream_name_length", &json!(60));
+    out.put("max_stream_description_length", &json!(1024));
+    out.put("max_topic_length", &json!(60));
     out.put(
         "max_reminder_note_length",
-        json!(crate::commands::scheduled::MAX_REMINDER_NOTE_LENGTH),
+        &json!(crate::commands::scheduled::MAX_REMINDER_NOTE_LENGTH),
     );
     out.put(
         "server_report_message_types",
-        Value::Array(
+        &Value::Array(
             crate::commands::reports::REPORT_TYPES
                 .iter()
                 .map(|(key, name)| json!({"key": key, "name": name}))
                 .collect(),
         ),
     );
-    out.put("max_message_length", json!(10_000));
-    out.put("max_channel_folder_name_length", json!(60));
-    out.put("max_channel_folder_description_length", json!(1024));
-    out.put("max_file_upload_size_mib", json!(site.uploads.max_file_mib));
-    out.put("realm_upload_quota_mib", json!(site.uploads.quota_mib));
+    out.put("max_message_length", &json!(10_000));
+    out.put("max_channel_folder_name_length", &json!(60));
+    out.put("max_channel_folder_description_length", &json!(1024));
+    out.put(
+        "max_file_upload_size_mib",
+        &json!(site.uploads.max_file_mib),
+    );
+    out.put("realm_upload_quota_mib", &json!(site.uploads.quota_mib));
     out.put(
         "max_avatar_file_size_mib",
-        json!(crate::avatars::MAX_AVATAR_FILE_SIZE_MIB),
+        &json!(crate::avatars::MAX_AVATAR_FILE_SIZE_MIB),
     );
     // The organization's icon and logo are generated (0 tells clients they cannot be uploaded).
-    out.put("max_icon_file_size_mib", json!(0));
-    out.put("max_logo_file_size_mib", json!(0));
+    out.put("max_icon_file_size_mib", &json!(0));
+    out.put("max_logo_file_size_mib", &json!(0));
     out.put(
         "max_emoji_file_size_mib",
-        json!(crate::commands::emoji::MAX_EMOJI_FILE_SIZE_MIB),
+        &json!(crate::commands::emoji::MAX_EMOJI_FILE_SIZE_MIB),
     );
-    out.put("server_thumbnail_formats", json!([]));
-    out.put("server_can_summarize_topics", json!(false));
+    out.put("server_thumbnail_formats", &json!([]));
+    out.put("server_can_summarize_topics", &json!(false));
     out.put(
         "server_supported_permission_settings",
-        crate::projections::realm::supported_permission_settings(),
+        &crate::projections::realm::supported_permission_settings(),
     );
     out.put(
         "server_typing_started_expiry_period_milliseconds",
-        json!(45_000),
+        &json!(45_000),
     );
     out.put(
         "server_typing_stopped_wait_period_milliseconds",
-        json!(12_000),
+        &json!(12_000),
     );
     out.put(
         "server_typing_started_wait_period_milliseconds",
-        json!(30_000),
+        &json!(30_000),
     );
-    out.put("server_presence_ping_interval_seconds", json!(60));
-    out.put("server_presence_offline_threshold_seconds", json!(200));
-    out.put("event_queue_longpoll_timeout_seconds", json!(90));
+    out.put("server_presence_ping_interval_seconds", &json!(60));
+    out.put("server_presence_offline_threshold_seconds", &json!(200));
+    out.put("event_queue_longpoll_timeout_seconds", &json!(90));
     out.put(
         "server_generation",
-        json!(state.realm.date_created_ms / 1000),
+        &json!(state.realm.date_created_ms / 1000),
     );
-    out.put("server_web_public_streams_enabled", json!(false));
-    out.put("server_avatar_changes_disabled", json!(false));
-    out.put("server_name_changes_disabled", json!(false));
-    out.put("server_inline_image_preview", json!(true));
-    out.put("server_inline_url_embed_preview", json!(false));
-    out.put("server_needs_upgrade", json!(false));
+    out.put("server_web_public_streams_enabled", &json!(false));
+    out.put("server_avatar_changes_disabled", &json!(false));
+    out.put("server_name_changes_disabled", &json!(false));
+    out.put("server_inline_image_preview", &json!(true));
+    out.put("server_inline_url_embed_preview", &json!(false));
+    out.put("server_needs_upgrade", &json!(false));
     out.put(
         "server_emoji_data_url",
-        json!(format!(
+        &json!(format!(
             "{}/static/generated/emoji/{}",
             site.realm_url,
             crate::emoji::api_file().name
         )),
     );
-    out.put("server_jitsi_server_url", Value::Null);
-    out.put("realm_jitsi_server_url", Value::Null);
-    out.put("giphy_api_key", json!(""));
-    out.put("development_environment", json!(false));
-    out.put("password_min_length", json!(6));
-    out.put("password_min_guesses", json!(10_000));
-    out.put("settings_send_digest_emails", json!(false));
+    out.put("server_jitsi_server_url", &Value::Null);
+    out.put("realm_jitsi_server_url", &Value::Null);
+    out.put("giphy_api_key", &json!(""));
+    out.put("development_environment", &json!(false));
+    out.put("password_min_length", &json!(6));
+    out.put("password_min_guesses", &json!(10_000));
+    out.put("settings_send_digest_emails", &json!(false));
 }

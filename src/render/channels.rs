@@ -1,6 +1,7 @@
 //! Channels and subscriptions as clients see them: `GET /streams`, `stream` and `subscription`
 //! events, `/register`'s `subscriptions`, `unsubscribed` and `never_subscribed`.
 
+use super::fields::Fields;
 use super::groups::render_group_setting;
 use crate::events::{ChannelPermissions, SystemGroup};
 use crate::ids::{ChannelId, UserId};
@@ -22,55 +23,48 @@ fn stream_post_policy(state: &Projections, channel: &Channel) -> u8 {
     }
 }
 
-fn permissions_into(map: &mut Map<String, Value>, permissions: &ChannelPermissions) {
+fn permissions_into(out: &mut impl Fields, permissions: &ChannelPermissions) {
     for name in ChannelPermissions::NAMES {
         if let Some(setting) = permissions.get(name) {
-            map.insert((*name).to_owned(), render_group_setting(setting));
+            out.field(name, &render_group_setting(setting));
         }
     }
 }
 
 /// A channel as `GET /streams` and `stream` events send it.
 pub fn channel_json(state: &Projections, channel: &Channel) -> Value {
-    let policy = stream_post_policy(state, channel);
     let mut map = Map::new();
-    let mut put = |k: &str, v: Value| {
-        map.insert(k.to_owned(), v);
-    };
-    put("stream_id", json!(channel.id.0));
-    put("name", json!(channel.name));
-    put("is_archived", json!(channel.is_archived));
-    put("description", json!(channel.description));
-    put("date_created", json!(channel.date_created_ms / 1000));
-    put("creator_id", json!(channel.creator_id));
-    put("invite_only", json!(channel.invite_only));
-    put("rendered_description", json!(channel.rendered_description));
-    put("is_web_public", json!(channel.is_web_public));
-    put("stream_post_policy", json!(policy));
-    put(
-        "message_retention_days",
-        json!(channel.message_retention_days),
-    );
-    put(
-        "history_public_to_subscribers",
-        json!(channel.history_public_to_subscribers),
-    );
-    put("topics_policy", json!(channel.topics_policy.as_str()));
-    put(
-        "first_message_id",
-        json!(first_message_id(state, channel.id)),
-    );
-    put("folder_id", json!(channel.folder_id));
-    let (weekly_traffic, recently_active) = activity(state, channel);
-    put("is_recently_active", json!(recently_active));
-    put("is_announcement_only", json!(policy == 2));
-    permissions_into(&mut map, &channel.permissions);
-    map.insert("stream_weekly_traffic".into(), weekly_traffic);
-    map.insert(
-        "subscriber_count".into(),
-        json!(subscriber_count(state, channel)),
-    );
+    channel_fields(&mut map, state, channel);
     Value::Object(map)
+}
+
+/// The fields of [`channel_json`], written into `out`.
+pub fn channel_fields(out: &mut impl Fields, state: &Projections, channel: &Channel) {
+    let policy = stream_post_policy(state, channel);
+    out.field("stream_id", &channel.id.0);
+    out.field("name", &channel.name);
+    out.field("is_archived", &channel.is_archived);
+    out.field("description", &channel.description);
+    out.field("date_created", &(channel.date_created_ms / 1000));
+    out.field("creator_id", &channel.creator_id);
+    out.field("invite_only", &channel.invite_only);
+    out.field("rendered_description", &channel.rendered_description);
+    out.field("is_web_public", &channel.is_web_public);
+    out.field("stream_post_policy", &policy);
+    out.field("message_retention_days", &channel.message_retention_days);
+    out.field(
+        "history_public_to_subscribers",
+        &channel.history_public_to_subscribers,
+    );
+    out.field("topics_policy", channel.topics_policy.as_str());
+    out.field("first_message_id", &first_message_id(state, channel.id));
+    out.field("folder_id", &channel.folder_id);
+    let (weekly_traffic, recently_active) = activity(state, channel);
+    out.field("is_recently_active", &recently_active);
+    out.field("is_announcement_only", &(policy == 2));
+    permissions_into(out, &channel.permissions);
+    out.field("stream_weekly_traffic", &weekly_traffic);
+    out.field("subscriber_count", &subscriber_count(state, channel));
 }
 
 const DAY_SECS: i64 = 86_400;
@@ -79,31 +73,31 @@ const DAY_SECS: i64 = 86_400;
 /// number of messages a week over the last four weeks (null for channels younger than a week;
 /// at least 1 when there was any traffic; two significant digits), and whether the channel is
 /// younger than 180 days or had a message in the last 180 days.
-fn activity(state: &Projections, channel: &Channel) -> (Value, bool) {
+fn activity(state: &Projections, channel: &Channel) -> (Option<i64>, bool) {
     activity_at(state, channel, crate::time::now_ms() / 1000)
 }
 
-fn activity_at(state: &Projections, channel: &Channel, now: i64) -> (Value, bool) {
+fn activity_at(state: &Projections, channel: &Channel, now: i64) -> (Option<i64>, bool) {
     let age_days = (now - channel.date_created_ms / 1000) / DAY_SECS;
-    let timestamps = || {
-        state
-            .messages
-            .in_channel(channel.id)
-            .into_iter()
-            .flatten()
-            .rev()
-            .filter_map(|id| state.messages.get(*id))
-            .map(|m| m.timestamp)
-    };
+    // A channel's ids ascend, and so do their timestamps (the engine's clock never goes
+    // back), so the messages of the last four weeks are found by a binary search.
+    let ids = state
+        .messages
+        .in_channel(channel.id)
+        .map_or(&[][..], |ids| ids.as_slice());
+    let time =
+        |id: &crate::ids::MessageId| state.messages.get(*id).map_or(i64::MIN, |m| m.timestamp);
     let recent = age_days < 180
-        || timestamps()
-            .next()
-            .is_some_and(|t| now - t < 180 * DAY_SECS);
+        || ids
+            .iter()
+            .rev()
+            .find_map(|id| state.messages.get(*id))
+            .is_some_and(|m| now - m.timestamp < 180 * DAY_SECS);
     if age_days < 7 {
-        return (Value::Null, recent);
+        return (None, recent);
     }
-    // Newest first, so the walk stops at the first message older than four weeks.
-    let count = timestamps().take_while(|t| now - t < 28 * DAY_SECS).count() as i64;
+    let older = ids.partition_point(|id| now - time(id) >= 28 * DAY_SECS);
+    let count = (ids.len() - older) as i64;
     let mut weekly = if age_days < 28 {
         count * 7 / age_days
     } else {
@@ -112,7 +106,7 @@ fn activity_at(state: &Projections, channel: &Channel, now: i64) -> (Value, bool
     if weekly == 0 && count > 0 {
         weekly = 1;
     }
-    (json!(round_significant(weekly, 2)), recent)
+    (Some(round_significant(weekly, 2)), recent)
 }
 
 /// `n` rounded to `digits` significant digits (1234 → 1200).
@@ -194,63 +188,94 @@ pub fn subscription_json(
     sub: &Subscription,
     include_subscribers: bool,
 ) -> Value {
-    let policy = stream_post_policy(state, channel);
     let mut map = Map::new();
-    let mut put = |k: &str, v: Value| {
-        map.insert(k.to_owned(), v);
+    let shape = SubscriptionShape {
+        include_subscribers,
+        fill_defaults: false,
     };
-    put("stream_id", json!(channel.id.0));
-    put("name", json!(channel.name));
-    put("description", json!(channel.description));
-    put("rendered_description", json!(channel.rendered_description));
-    put("date_created", json!(channel.date_created_ms / 1000));
-    put("creator_id", json!(channel.creator_id));
-    put("invite_only", json!(channel.invite_only));
-    if include_subscribers {
-        put(
+    subscription_fields(&mut map, state, user, channel, sub, shape);
+    Value::Object(map)
+}
+
+/// Which optional parts a subscription object carries.
+#[derive(Debug, Clone, Copy)]
+pub struct SubscriptionShape {
+    /// `subscribers`.
+    pub include_subscribers: bool,
+    /// Notification settings that follow the user's defaults shown as those defaults, for
+    /// clients without `notification_settings_null` (see [`fill_notification_defaults`]).
+    pub fill_defaults: bool,
+}
+
+/// The fields of [`subscription_json`], written into `out`.
+pub fn subscription_fields(
+    out: &mut impl Fields,
+    state: &Projections,
+    user: &User,
+    channel: &Channel,
+    sub: &Subscription,
+    shape: SubscriptionShape,
+) {
+    let policy = stream_post_policy(state, channel);
+    out.field("stream_id", &channel.id.0);
+    out.field("name", &channel.name);
+    out.field("description", &channel.description);
+    out.field("rendered_description", &channel.rendered_description);
+    out.field("date_created", &(channel.date_created_ms / 1000));
+    out.field("creator_id", &channel.creator_id);
+    out.field("invite_only", &channel.invite_only);
+    if shape.include_subscribers {
+        out.field(
             "subscribers",
-            json!(visible_subscribers(state, user, channel).unwrap_or_default()),
+            &visible_subscribers(state, user, channel).unwrap_or_default(),
         );
     }
-    put("desktop_notifications", json!(sub.desktop_notifications));
-    put("email_notifications", json!(sub.email_notifications));
-    put(
+    let notification = |out: &mut _, field: &str, value: Option<bool>| {
+        let setting = NOTIFICATION_DEFAULTS
+            .iter()
+            .find(|(name, _)| *name == field)
+            .map(|(_, setting)| *setting);
+        match (value, setting) {
+            (None, Some(setting)) if shape.fill_defaults => Fields::field(
+                out,
+                field,
+                &crate::projections::user_settings::value_json(
+                    &state.user_settings.get(user.user_id, setting),
+                ),
+            ),
+            _ => Fields::field(out, field, &value),
+        }
+    };
+    notification(out, "desktop_notifications", sub.desktop_notifications);
+    notification(out, "email_notifications", sub.email_notifications);
+    notification(
+        out,
         "wildcard_mentions_notify",
-        json!(sub.wildcard_mentions_notify),
+        sub.wildcard_mentions_notify,
     );
-    put("push_notifications", json!(sub.push_notifications));
-    put("audible_notifications", json!(sub.audible_notifications));
-    put("pin_to_top", json!(sub.pin_to_top));
-    put("is_muted", json!(sub.is_muted));
-    put("in_home_view", json!(!sub.is_muted));
-    put("is_announcement_only", json!(policy == 2));
-    put("is_web_public", json!(channel.is_web_public));
-    put("color", json!(sub.color));
-    put("stream_post_policy", json!(policy));
-    put(
-        "message_retention_days",
-        json!(channel.message_retention_days),
-    );
-    put(
+    notification(out, "push_notifications", sub.push_notifications);
+    notification(out, "audible_notifications", sub.audible_notifications);
+    out.field("pin_to_top", &sub.pin_to_top);
+    out.field("is_muted", &sub.is_muted);
+    out.field("in_home_view", &!sub.is_muted);
+    out.field("is_announcement_only", &(policy == 2));
+    out.field("is_web_public", &channel.is_web_public);
+    out.field("color", &sub.color);
+    out.field("stream_post_policy", &policy);
+    out.field("message_retention_days", &channel.message_retention_days);
+    out.field(
         "history_public_to_subscribers",
-        json!(channel.history_public_to_subscribers),
+        &channel.history_public_to_subscribers,
     );
-    put(
-        "first_message_id",
-        json!(first_message_id(state, channel.id)),
-    );
-    put("folder_id", json!(channel.folder_id));
-    put("topics_policy", json!(channel.topics_policy.as_str()));
+    out.field("first_message_id", &first_message_id(state, channel.id));
+    out.field("folder_id", &channel.folder_id);
+    out.field("topics_policy", channel.topics_policy.as_str());
     let (weekly_traffic, recently_active) = activity(state, channel);
-    put("is_recently_active", json!(recently_active));
-    put("stream_weekly_traffic", weekly_traffic);
-    permissions_into(&mut map, &channel.permissions);
-    map.insert("is_archived".into(), json!(channel.is_archived));
-    map.insert(
-        "subscriber_count".into(),
-        json!(subscriber_count(state, channel)),
-    );
-    Value::Object(map)
+    out.field("is_recently_active", &recently_active);
+    out.field("stream_weekly_traffic", &weekly_traffic);
+    permissions_into(out, &channel.permissions);
+    out.field("is_archived", &channel.is_archived);
+    out.field("subscriber_count", &subscriber_count(state, channel));
 }
 
 /// The default channels for new users, as `/register`'s `default_streams` and the
@@ -297,27 +322,49 @@ mod tests {
         given.state
     }
 
-    fn at_day(state: &Projections, day: i64) -> (Value, bool) {
+    fn at_day(state: &Projections, day: i64) -> (Option<i64>, bool) {
         let channel = state.channels.get(ChannelId(1)).unwrap();
         activity_at(state, channel, day * DAY_SECS)
     }
     #[test]
     fn weekly_traffic_and_recent_activity_follow_zulip() {
         // Too young to estimate; active because new.
-        assert_eq!(
-            at_day(&channel_with_messages(&[1, 2]), 3),
-            (Value::Null, true)
-        );
+        assert_eq!(at_day(&channel_with_messages(&[1, 2]), 3), (None, true));
         // Two weeks old with 6 messages: 6 * 7 / 14 = 3 a week.
         let state = channel_with_messages(&[1, 2, 3, 10, 11, 12]);
-        assert_eq!(at_day(&state, 14), (json!(3), true));
+        assert_eq!(at_day(&state, 14), (Some(3), true));
         // Past four weeks: only the last 28 days count, divided by 4; some traffic is at least 1.
-        assert_eq!(at_day(&state, 39), (json!(1), true));
-        assert_eq!(at_day(&state, 100), (json!(0), true));
+        assert_eq!(at_day(&state, 39), (Some(1), true));
+        assert_eq!(at_day(&state, 100), (Some(0), true));
         // Inactive after 180 days without messages (and older than 180 days).
-        assert_eq!(at_day(&state, 200), (json!(0), false));
+        assert_eq!(at_day(&state, 200), (Some(0), false));
         assert_eq!(round_significant(1234, 2), 1200);
         assert_eq!(round_significant(1250, 2), 1300);
         assert_eq!(round_significant(99, 2), 99);
+    }
+
+    #[test]
+    fn a_subscription_written_to_bytes_equals_its_map_with_defaults_filled() {
+        let state = channel_with_messages(&[1, 2]);
+        let channel = state.channels.get(ChannelId(1)).unwrap();
+        let owner = state.users.get(OWNER).unwrap();
+        let sub = state.channels.subscription(OWNER, channel.id).unwrap();
+        for fill_defaults in [false, true] {
+            let mut expected = subscription_json(&state, owner, channel, sub, true);
+            if fill_defaults {
+                fill_notification_defaults(&state, OWNER, &mut expected);
+            }
+            let shape = SubscriptionShape {
+                include_subscribers: true,
+                fill_defaults,
+            };
+            let mut buf = super::super::fields::JsonBuf::default();
+            buf.object(|o| subscription_fields(o, &state, owner, channel, sub, shape));
+            let bytes = buf.into_bytes().unwrap();
+            // Same keys, same values, same order.
+            assert_eq!(bytes, serde_json::to_vec(&expected).unwrap());
+            let filled = expected["desktop_notifications"].is_boolean();
+            assert_eq!(filled, fill_defaults, "{expected}");
+        }
     }
 }

@@ -9,6 +9,7 @@
 
 pub mod attachments;
 pub mod channels;
+pub mod fields;
 pub mod groups;
 pub mod messages;
 pub mod presence;

@@ -7,6 +7,7 @@ use crate::auth::ServerSecret;
 use crate::events::Role;
 use crate::ids::{ChannelId, UserId};
 use crate::projections::{Projections, User};
+use crate::render::fields::Fields;
 use crate::render::realm::profile_data_json;
 use crate::time::iso8601_ms;
 use serde_json::{json, Value};
@@ -89,48 +90,62 @@ pub fn user_json(
     user: &User,
     with_profile_data: bool,
 ) -> Value {
-    let visible = email_visible(state, viewer, user);
     let mut map = serde_json::Map::new();
-    let mut put = |k: &str, v: Value| {
-        map.insert(k.to_owned(), v);
+    let shape = UserShape {
+        profile_data: with_profile_data,
+        is_active: true,
     };
-    put("user_id", json!(user.user_id.0));
-    put(
-        "delivery_email",
-        if visible {
-            json!(user.email)
-        } else {
-            Value::Null
-        },
-    );
-    put(
-        "email",
-        json!(if visible {
-            user.email.clone()
-        } else {
-            placeholder_email(site, user)
-        }),
-    );
-    put("full_name", json!(user.full_name));
-    put("date_joined", json!(iso8601_ms(user.date_joined_ms)));
-    put("is_active", json!(user.is_active));
-    put("is_owner", json!(user.role == Role::Owner));
-    put("is_admin", json!(user.role.is_admin()));
-    put("is_guest", json!(user.role == Role::Guest));
-    put("is_bot", json!(user.is_bot()));
-    put("bot_type", json!(user.bot_type));
-    if user.is_bot() {
-        put("bot_owner_id", json!(user.bot_owner_id));
-    }
-    put("role", json!(user.role.code()));
-    put("timezone", json!(user.timezone));
-    put("avatar_url", json!(avatar_url(site, user)));
-    put("avatar_version", json!(user.avatar_version));
-    put("is_imported_stub", json!(false));
-    if with_profile_data && !user.is_bot() {
-        put("profile_data", profile_data_json(state, user.user_id));
-    }
+    user_fields(&mut map, state, site, viewer, user, shape);
     Value::Object(map)
+}
+
+/// Which optional fields a user object carries.
+#[derive(Debug, Clone, Copy)]
+pub struct UserShape {
+    /// `profile_data`, for humans.
+    pub profile_data: bool,
+    /// `is_active` (`/register`'s `realm_users` leaves it out: the list says it).
+    pub is_active: bool,
+}
+
+/// The fields of [`user_json`], written into `out`.
+pub fn user_fields(
+    out: &mut impl Fields,
+    state: &Projections,
+    site: &super::Site,
+    viewer: &User,
+    user: &User,
+    shape: UserShape,
+) {
+    let visible = email_visible(state, viewer, user);
+    out.field("user_id", &user.user_id.0);
+    out.field("delivery_email", &visible.then_some(&user.email));
+    if visible {
+        out.field("email", &user.email);
+    } else {
+        out.field("email", &placeholder_email(site, user));
+    }
+    out.field("full_name", &user.full_name);
+    out.field("date_joined", &iso8601_ms(user.date_joined_ms));
+    if shape.is_active {
+        out.field("is_active", &user.is_active);
+    }
+    out.field("is_owner", &(user.role == Role::Owner));
+    out.field("is_admin", &user.role.is_admin());
+    out.field("is_guest", &(user.role == Role::Guest));
+    out.field("is_bot", &user.is_bot());
+    out.field("bot_type", &user.bot_type);
+    if user.is_bot() {
+        out.field("bot_owner_id", &user.bot_owner_id);
+    }
+    out.field("role", &user.role.code());
+    out.field("timezone", &user.timezone);
+    out.field("avatar_url", &avatar_url(site, user));
+    out.field("avatar_version", &user.avatar_version);
+    out.field("is_imported_stub", &false);
+    if shape.profile_data && !user.is_bot() {
+        out.field("profile_data", &profile_data_json(state, user.user_id));
+    }
 }
 
 /// The email `viewer` sees for `user`: real when visible, else the placeholder.
