@@ -183,9 +183,9 @@ pub fn initial_state(
         obj: answer,
         keys: HashSet::new(),
     };
-    out.put("zulip_version", &json!(ZULIP_VERSION));
-    out.put("zulip_feature_level", &json!(ZULIP_FEATURE_LEVEL));
-    out.put("zulip_merge_base", &json!(ZULIP_MERGE_BASE));
+    out.put("zulip_version", &ZULIP_VERSION);
+    out.put("zulip_feature_level", &ZULIP_FEATURE_LEVEL);
+    out.put("zulip_merge_base", &ZULIP_MERGE_BASE);
     if cx.wants("realm") {
         realm_data(&mut out, &cx);
     }
@@ -379,26 +379,20 @@ impl Out<'_, '_> {
 /// The organization: its settings, limits and server facts (`realm`).
 fn realm_data(out: &mut Out, cx: &Cx<'_>) {
     let Cx { state, site, .. } = *cx;
-    out.put("realm_name", &json!(state.realm.name));
+    out.put("realm_name", &state.realm.name);
     out.put(
         "realm_description",
-        &json!(render_description(&state.realm.description)),
+        &render_description(&state.realm.description),
     );
-    out.put("realm_url", &json!(site.realm_url));
-    out.put("realm_uri", &json!(site.realm_url));
+    out.put("realm_url", &site.realm_url);
+    out.put("realm_uri", &site.realm_url);
     out.put(
         "realm_icon_url",
-        &json!(format!("{}/avatar/realm", site.realm_url)),
+        &format!("{}/avatar/realm", site.realm_url),
     );
-    out.put("realm_icon_source", &json!("G"));
-    out.put(
-        "realm_date_created",
-        &json!(state.realm.date_created_ms / 1000),
-    );
-    out.put(
-        "realm_empty_topic_display_name",
-        &json!(EMPTY_TOPIC_DISPLAY_NAME),
-    );
+    out.put("realm_icon_source", &"G");
+    out.put("realm_date_created", &(state.realm.date_created_ms / 1000));
+    out.put("realm_empty_topic_display_name", &EMPTY_TOPIC_DISPLAY_NAME);
     for setting in SETTINGS {
         if !matches!(setting.name, "name" | "description") {
             out.put(
@@ -410,46 +404,44 @@ fn realm_data(out: &mut Out, cx: &Cx<'_>) {
     // Derived forms older clients read.
     out.put(
         "realm_mandatory_topics",
-        &json!(state.realm.text("topics_policy") == "disable_empty_topic"),
+        &(state.realm.text("topics_policy") == "disable_empty_topic"),
     );
     out.put(
         "realm_allow_edit_history",
-        &json!(state.realm.text("message_edit_history_visibility_policy") != "none"),
+        &(state.realm.text("message_edit_history_visibility_policy") != "none"),
     );
-    out.put("realm_waiting_period_threshold", &json!(0));
-    out.put("realm_enable_spectator_access", &json!(false));
-    out.put("realm_invite_required", &json!(true));
-    out.put("realm_emails_restricted_to_domains", &json!(false));
-    out.put("realm_default_language", &json!("en"));
-    out.put("realm_plan_type", &json!(1));
-    out.put("realm_push_notifications_enabled", &json!(false));
+    out.put("realm_waiting_period_threshold", &0);
+    out.put("realm_enable_spectator_access", &false);
+    out.put("realm_invite_required", &true);
+    out.put("realm_emails_restricted_to_domains", &false);
+    out.put("realm_default_language", &"en");
+    out.put("realm_plan_type", &1);
+    out.put("realm_push_notifications_enabled", &false);
     out.put(
         "realm_push_notifications_enabled_end_timestamp",
         &Value::Null,
     );
-    out.put("realm_password_auth_enabled", &json!(true));
-    out.put("realm_email_auth_enabled", &json!(true));
+    out.put("realm_password_auth_enabled", &true);
+    out.put("realm_email_auth_enabled", &true);
     out.put(
         "realm_authentication_methods",
         &json!({"Email": {"enabled": true, "available": true}}),
     );
-    out.put("realm_inline_image_preview", &json!(true));
-    out.put("realm_inline_url_embed_preview", &json!(false));
-    out.put("realm_presence_disabled", &json!(false));
-    out.put("realm_send_welcome_emails", &json!(true));
-    out.put("realm_digest_emails_enabled", &json!(false));
-    out.put("realm_user_group_edit_policy", &json!(1));
-    out.put("realm_video_chat_provider", &json!(0));
-    out.put("realm_org_type", &json!(0));
+    out.put("realm_inline_image_preview", &true);
+    out.put("realm_inline_url_embed_preview", &false);
+    out.put("realm_presence_disabled", &false);
+    out.put("realm_send_welcome_emails", &true);
+    out.put("realm_digest_emails_enabled", &false);
+    out.put("realm_user_group_edit_policy", &1);
+    out.put("realm_video_chat_provider", &0);
+    out.put("realm_org_type", &0);
     let mention_group = match state.realm_permission("can_mention_many_users_group") {
         crate::events::GroupSetting::Group(id) => state.groups.get(id).and_then(|g| g.system),
         crate::events::GroupSetting::Anonymous { .. } => None,
     };
     out.put(
         "realm_wildcard_mention_policy",
-        &json!(crate::projections::realm::wildcard_mention_policy(
-            mention_group
-        )),
+        &crate::projections::realm::wildcard_mention_policy(mention_group),
     );
     out.put(
         "realm_default_external_accounts",
@@ -506,48 +498,40 @@ fn people(out: &mut Out, cx: &Cx<'_>) {
             },
         );
     });
-    out.put("user_id", &json!(me.user_id.0));
-    out.put("email", &json!(me.email));
-    out.put("delivery_email", &json!(me.email));
-    out.put("full_name", &json!(me.full_name));
-    out.put(
-        "avatar_source",
-        &json!(crate::render::users::avatar_source(me)),
-    );
-    out.put("avatar_url", &json!(avatar_url(site, me)));
+    out.put("user_id", &me.user_id.0);
+    out.put("email", &me.email);
+    out.put("delivery_email", &me.email);
+    out.put("full_name", &me.full_name);
+    out.put("avatar_source", &crate::render::users::avatar_source(me));
+    out.put("avatar_url", &avatar_url(site, me));
     out.put(
         "avatar_url_medium",
-        &json!(crate::render::users::avatar_url_medium(site, me)),
+        &crate::render::users::avatar_url_medium(site, me),
     );
-    out.put("is_admin", &json!(me.role.is_admin()));
-    out.put("is_owner", &json!(me.role == Role::Owner));
+    out.put("is_admin", &me.role.is_admin());
+    out.put("is_owner", &(me.role == Role::Owner));
     out.put(
         "is_moderator",
-        &json!(matches!(
-            me.role,
-            Role::Owner | Role::Administrator | Role::Moderator
-        )),
+        &matches!(me.role, Role::Owner | Role::Administrator | Role::Moderator),
     );
-    out.put("is_guest", &json!(me.role == Role::Guest));
+    out.put("is_guest", &(me.role == Role::Guest));
     let public =
         state.realm_allows(me.user_id, "can_create_public_channel_group") && me.role != Role::Guest;
     let private = state.realm_allows(me.user_id, "can_create_private_channel_group")
         && me.role != Role::Guest;
-    out.put("can_create_streams", &json!(public || private));
-    out.put("can_create_public_streams", &json!(public));
-    out.put("can_create_private_streams", &json!(private));
-    out.put("can_create_web_public_streams", &json!(false));
+    out.put("can_create_streams", &(public || private));
+    out.put("can_create_public_streams", &public);
+    out.put("can_create_private_streams", &private);
+    out.put("can_create_web_public_streams", &false);
     out.put(
         "can_subscribe_other_users",
-        &json!(
-            me.role != Role::Guest && state.realm_allows(me.user_id, "can_add_subscribers_group")
-        ),
+        &(me.role != Role::Guest && state.realm_allows(me.user_id, "can_add_subscribers_group")),
     );
     out.put(
         "can_invite_others_to_realm",
-        &json!(me.role != Role::Guest && state.realm_allows(me.user_id, "can_invite_users_group")),
+        &(me.role != Role::Guest && state.realm_allows(me.user_id, "can_invite_users_group")),
     );
-    out.put("user_list_incomplete", &json!(false));
+    out.put("user_list_incomplete", &false);
 }
 
 /// The bots the user manages (`realm_bot`).
@@ -650,7 +634,7 @@ fn starred(out: &mut Out, cx: &Cx<'_>) {
         .into_iter()
         .map(|id| id.0)
         .collect();
-    out.put("starred_messages", &json!(starred));
+    out.put("starred_messages", &starred);
 }
 
 /// Topic visibility policies (`user_topic`).
@@ -727,8 +711,8 @@ fn presence(out: &mut Out, cx: &Cx<'_>) {
     let (presences, newest) =
         crate::render::presence::presences_json(state, site, me, request.presence, now);
     out.put("presences", &presences);
-    out.put("presence_last_update_id", &json!(newest));
-    out.put("server_timestamp", &json!(now as f64 / 1000.0));
+    out.put("presence_last_update_id", &newest);
+    out.put("server_timestamp", &(now as f64 / 1000.0));
 }
 
 /// The user's settings (`user_settings`), also at the top level for older clients.
@@ -815,7 +799,7 @@ fn default_channel_groups(out: &mut Out) {
 
 /// Video call state (`video_calls`).
 fn video_calls(out: &mut Out) {
-    out.put("has_zoom_token", &json!(false));
+    out.put("has_zoom_token", &false);
 }
 
 /// The organization's defaults for new users' settings (`realm_user_settings_defaults`).
@@ -828,12 +812,12 @@ fn settings_defaults(out: &mut Out) {
 
 /// The limits clients enforce before sending, and facts about the server (`realm`).
 fn limits_and_server_facts(out: &mut Out, state: &Projections, site: &Site) {
-    out.put("max_stream_name_length", &json!(60));
-    out.put("max_stream_description_length", &json!(1024));
-    out.put("max_topic_length", &json!(60));
+    out.put("max_stream_name_length", &60);
+    out.put("max_stream_description_length", &1024);
+    out.put("max_topic_length", &60);
     out.put(
         "max_reminder_note_length",
-        &json!(crate::commands::scheduled::MAX_REMINDER_NOTE_LENGTH),
+        &crate::commands::scheduled::MAX_REMINDER_NOTE_LENGTH,
     );
     out.put(
         "server_report_message_types",
@@ -844,69 +828,54 @@ fn limits_and_server_facts(out: &mut Out, state: &Projections, site: &Site) {
                 .collect(),
         ),
     );
-    out.put("max_message_length", &json!(10_000));
-    out.put("max_channel_folder_name_length", &json!(60));
-    out.put("max_channel_folder_description_length", &json!(1024));
-    out.put(
-        "max_file_upload_size_mib",
-        &json!(site.uploads.max_file_mib),
-    );
-    out.put("realm_upload_quota_mib", &json!(site.uploads.quota_mib));
+    out.put("max_message_length", &10_000);
+    out.put("max_channel_folder_name_length", &60);
+    out.put("max_channel_folder_description_length", &1024);
+    out.put("max_file_upload_size_mib", &site.uploads.max_file_mib);
+    out.put("realm_upload_quota_mib", &site.uploads.quota_mib);
     out.put(
         "max_avatar_file_size_mib",
-        &json!(crate::avatars::MAX_AVATAR_FILE_SIZE_MIB),
+        &crate::avatars::MAX_AVATAR_FILE_SIZE_MIB,
     );
     // The organization's icon and logo are generated (0 tells clients they cannot be uploaded).
-    out.put("max_icon_file_size_mib", &json!(0));
-    out.put("max_logo_file_size_mib", &json!(0));
+    out.put("max_icon_file_size_mib", &0);
+    out.put("max_logo_file_size_mib", &0);
     out.put(
         "max_emoji_file_size_mib",
-        &json!(crate::commands::emoji::MAX_EMOJI_FILE_SIZE_MIB),
+        &crate::commands::emoji::MAX_EMOJI_FILE_SIZE_MIB,
     );
     out.put("server_thumbnail_formats", &json!([]));
-    out.put("server_can_summarize_topics", &json!(false));
+    out.put("server_can_summarize_topics", &false);
     out.put(
         "server_supported_permission_settings",
         &crate::projections::realm::supported_permission_settings(),
     );
-    out.put(
-        "server_typing_started_expiry_period_milliseconds",
-        &json!(45_000),
-    );
-    out.put(
-        "server_typing_stopped_wait_period_milliseconds",
-        &json!(12_000),
-    );
-    out.put(
-        "server_typing_started_wait_period_milliseconds",
-        &json!(30_000),
-    );
-    out.put("server_presence_ping_interval_seconds", &json!(60));
-    out.put("server_presence_offline_threshold_seconds", &json!(200));
-    out.put("event_queue_longpoll_timeout_seconds", &json!(90));
-    out.put(
-        "server_generation",
-        &json!(state.realm.date_created_ms / 1000),
-    );
-    out.put("server_web_public_streams_enabled", &json!(false));
-    out.put("server_avatar_changes_disabled", &json!(false));
-    out.put("server_name_changes_disabled", &json!(false));
-    out.put("server_inline_image_preview", &json!(true));
-    out.put("server_inline_url_embed_preview", &json!(false));
-    out.put("server_needs_upgrade", &json!(false));
+    out.put("server_typing_started_expiry_period_milliseconds", &45_000);
+    out.put("server_typing_stopped_wait_period_milliseconds", &12_000);
+    out.put("server_typing_started_wait_period_milliseconds", &30_000);
+    out.put("server_presence_ping_interval_seconds", &60);
+    out.put("server_presence_offline_threshold_seconds", &200);
+    out.put("event_queue_longpoll_timeout_seconds", &90);
+    out.put("server_generation", &(state.realm.date_created_ms / 1000));
+    out.put("server_web_public_streams_enabled", &false);
+    out.put("server_avatar_changes_disabled", &false);
+    out.put("server_name_changes_disabled", &false);
+    out.put("server_inline_image_preview", &true);
+    out.put("server_inline_url_embed_preview", &false);
+    out.put("server_needs_upgrade", &false);
     out.put(
         "server_emoji_data_url",
-        &json!(format!(
+        &format!(
             "{}/static/generated/emoji/{}",
             site.realm_url,
             crate::emoji::api_file().name
-        )),
+        ),
     );
     out.put("server_jitsi_server_url", &Value::Null);
     out.put("realm_jitsi_server_url", &Value::Null);
-    out.put("giphy_api_key", &json!(""));
-    out.put("development_environment", &json!(false));
-    out.put("password_min_length", &json!(6));
-    out.put("password_min_guesses", &json!(10_000));
-    out.put("settings_send_digest_emails", &json!(false));
+    out.put("giphy_api_key", &"");
+    out.put("development_environment", &false);
+    out.put("password_min_length", &6);
+    out.put("password_min_guesses", &10_000);
+    out.put("settings_send_digest_emails", &false);
 }

@@ -3,7 +3,7 @@
 //! Zulip's answers for unsupported events, missing headers, bad keys and unknown channels.
 //! The formats themselves are checked message by message in `src/integrations`.
 
-use crate::messages::{chat, newest};
+use crate::messages::{chat, newest, newest_messages};
 use crate::support::Api;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -400,20 +400,8 @@ async fn grafana_alerts_are_filtered_one_by_one() {
         (StatusCode::OK, json!({"result": "success", "msg": ""}))
     );
     let narrow = format!(r#"[{{"operator":"channel","operand":{}}}]"#, c.channel);
-    let (_, fetched) = alice
-        .get(
-            "/messages",
-            &[
-                ("anchor", "newest"),
-                ("num_before", "5"),
-                ("num_after", "0"),
-                ("narrow", &narrow),
-            ],
-        )
-        .await;
-    let topics: Vec<&str> = fetched["messages"]
-        .as_array()
-        .unwrap()
+    let fetched = newest_messages(alice, &narrow, 5).await;
+    let topics: Vec<&str> = fetched
         .iter()
         .map(|m| m["subject"].as_str().unwrap())
         .collect();

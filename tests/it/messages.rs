@@ -56,17 +56,27 @@ pub(crate) async fn fetch(api: &Api, params: &[(&str, &str)]) -> Value {
 
 /// The newest message `api` can read in `narrow` (null when there is none).
 pub(crate) async fn newest(api: &Api, narrow: &str) -> Value {
+    newest_messages(api, narrow, 1)
+        .await
+        .into_iter()
+        .next()
+        .unwrap_or(Value::Null)
+}
+
+/// The newest `n` messages `api` can read in `narrow`, oldest first.
+pub(crate) async fn newest_messages(api: &Api, narrow: &str, n: usize) -> Vec<Value> {
+    let n = n.to_string();
     let body = fetch(
         api,
         &[
             ("anchor", "newest"),
-            ("num_before", "1"),
+            ("num_before", &n),
             ("num_after", "0"),
             ("narrow", narrow),
         ],
     )
     .await;
-    body["messages"][0].clone()
+    body["messages"].as_array().cloned().unwrap_or_default()
 }
 
 pub(crate) fn ids(body: &Value) -> Vec<u64> {
