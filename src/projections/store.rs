@@ -14,12 +14,116 @@ use std::sync::Arc;
 /// Messages per chunk.
 const CHUNK: u64 = 64;
 
+/// The slots of one chunk, `None` where no message has that id (never sent or deleted).
+type Chunk = Vec<Option<Message>>;
+
+/// How far past the last chunk an id may land and still be kept in the vector (a million
+/// messages ahead); beyond it, a chunk goes to a map instead of allocating the gap. The engine
+/// hands ids out one after another, so only an odd log gets there.
+const MAX_JUMP: usize = 1 << 14;
+
+/// Chunks by number: a vector indexed by chunk number, which finds a message's chunk with one
+/// index where a tree took several nodes, and a map for chunks far past its end (see
+/// `MAX_JUMP`). Every chunk number in `far` is at least `dense.len()`.
+#[derive(Debug, Clone, Default)]
+struct Chunks {
+    dense: Vec<Option<Arc<Chunk>>>,
+    far: BTreeMap<u64, Arc<Chunk>>,
+}
+
+impl Chunks {
+    fn index(&self, number: u64) -> Option<usize> {
+        usize::try_from(number)
+            .ok()
+            .filter(|i| *i < self.dense.len())
+    }
+
+    fn get(&self, number: u64) -> Option<&Arc<Chunk>> {
+        match self.index(number) {
+            Some(i) => self.dense[i].as_ref(),
+            None => self.far.get(&number),
+        }
+    }
+
+    fn get_mut(&mut self, number: u64) -> Option<&mut Arc<Chunk>> {
+        match self.index(number) {
+            Some(i) => self.dense[i].as_mut(),
+            None => self.far.get_mut(&number),
+        }
+    }
+
+    /// The chunk numbered `number`, made by `make` if there is none.
+    fn get_or_insert_with(&mut self, number: u64, make: impl FnOnce() -> Chunk) -> &mut Arc<Chunk> {
+        let reach = usize::try_from(number)
+            .ok()
+            .filter(|i| *i < self.dense.len().saturating_add(MAX_JUMP));
+        let Some(i) = reach else {
+            return self.far.entry(number).or_insert_with(|| Arc::new(make()));
+        };
+        if i >= self.dense.len() {
+            let from = self.dense.len() as u64;
+            self.dense.resize(i + 1, None);
+            let taken: Vec<u64> = self.far.range(from..=number).map(|(n, _)| *n).collect();
+            for n in taken {
+                let chunk = self.far.remove(&n);
+                if let Some(slot) = usize::try_from(n).ok().and_then(|n| self.dense.get_mut(n)) {
+                    *slot = chunk;
+                }
+            }
+        }
+        self.dense[i].get_or_insert_with(|| Arc::new(make()))
+    }
+
+    fn insert(&mut self, number: u64, chunk: Arc<Chunk>) {
+        *self.get_or_insert_with(number, Vec::new) = chunk;
+    }
+
+    fn remove(&mut self, number: u64) {
+        match self.index(number) {
+            Some(i) => self.dense[i] = None,
+            None => {
+                self.far.remove(&number);
+            }
+        }
+    }
+
+    /// Every chunk with its number, ascending (from either end).
+    fn iter(&self) -> impl DoubleEndedIterator<Item = (u64, &Arc<Chunk>)> {
+        self.dense
+            .iter()
+            .enumerate()
+            .filter_map(|(n, chunk)| Some((n as u64, chunk.as_ref()?)))
+            .chain(self.far.iter().map(|(n, chunk)| (*n, chunk)))
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut Arc<Chunk>> {
+        self.dense.iter_mut().flatten().chain(self.far.values_mut())
+    }
+}
+
+/// Written as the map from chunk number to chunk that it replaced, so snapshots read the same.
+impl serde::Serialize for Chunks {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.iter())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Chunks {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Chunks, D::Error> {
+        let map = BTreeMap::<u64, Arc<Chunk>>::deserialize(deserializer)?;
+        let mut chunks = Chunks::default();
+        for (number, chunk) in map {
+            chunks.insert(number, chunk);
+        }
+        Ok(chunks)
+    }
+}
+
 /// Messages by id.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct MessageStore {
-    /// Chunk number (id / 64) → its 64 slots, `None` where no message has that id (never sent
-    /// or deleted).
-    chunks: BTreeMap<u64, Arc<Vec<Option<Message>>>>,
+    /// Chunk number (id / 64) → its 64 slots.
+    chunks: Chunks,
     len: usize,
     /// Chunks changed since another copy last adopted them; `None` unless `track_changes` was
     /// called (only the engine's decision state is adopted from).
@@ -34,15 +138,15 @@ fn slot(id: MessageId) -> (u64, usize) {
 impl MessageStore {
     pub fn get(&self, id: &MessageId) -> Option<&Message> {
         let (chunk, index) = slot(*id);
-        self.chunks.get(&chunk)?.get(index)?.as_ref()
+        self.chunks.get(chunk)?.get(index)?.as_ref()
     }
 
     /// The message, to change it: its chunk is copied first if another state shares it.
     pub fn get_mut(&mut self, id: &MessageId) -> Option<&mut Message> {
         let (chunk, index) = slot(*id);
-        self.chunks.get(&chunk)?.get(index)?.as_ref()?;
+        self.chunks.get(chunk)?.get(index)?.as_ref()?;
         self.mark(chunk);
-        Arc::make_mut(self.chunks.get_mut(&chunk)?)
+        Arc::make_mut(self.chunks.get_mut(chunk)?)
             .get_mut(index)?
             .as_mut()
     }
@@ -53,8 +157,7 @@ impl MessageStore {
         self.mark(chunk);
         let slots = Arc::make_mut(
             self.chunks
-                .entry(chunk)
-                .or_insert_with(|| Arc::new((0..CHUNK).map(|_| None).collect())),
+                .get_or_insert_with(chunk, || (0..CHUNK).map(|_| None).collect()),
         );
         if slots[index].replace(message).is_none() {
             self.len += 1;
@@ -63,13 +166,13 @@ impl MessageStore {
 
     pub fn remove(&mut self, id: &MessageId) -> Option<Message> {
         let (chunk, index) = slot(*id);
-        self.chunks.get(&chunk)?.get(index)?.as_ref()?;
+        self.chunks.get(chunk)?.get(index)?.as_ref()?;
         self.mark(chunk);
-        let slots = Arc::make_mut(self.chunks.get_mut(&chunk)?);
+        let slots = Arc::make_mut(self.chunks.get_mut(chunk)?);
         let removed = slots.get_mut(index)?.take()?;
         self.len -= 1;
         if slots.iter().all(Option::is_none) {
-            self.chunks.remove(&chunk);
+            self.chunks.remove(chunk);
         }
         Some(removed)
     }
@@ -99,13 +202,9 @@ impl MessageStore {
             .map(std::mem::take)
             .unwrap_or_default();
         for chunk in changed {
-            match other.chunks.get(&chunk) {
-                Some(shared) => {
-                    self.chunks.insert(chunk, shared.clone());
-                }
-                None => {
-                    self.chunks.remove(&chunk);
-                }
+            match other.chunks.get(chunk) {
+                Some(shared) => self.chunks.insert(chunk, shared.clone()),
+                None => self.chunks.remove(chunk),
             }
         }
         debug_assert_eq!(self.len, other.len, "adopting from a store that differs");
@@ -122,14 +221,14 @@ impl MessageStore {
     /// Every message, in id order (from either end).
     pub fn values(&self) -> impl DoubleEndedIterator<Item = &Message> {
         self.chunks
-            .values()
-            .flat_map(|slots| slots.iter().flatten())
+            .iter()
+            .flat_map(|(_, slots)| slots.iter().flatten())
     }
 
     /// Every message, to change it (copying every shared chunk).
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut Message> {
         if let Some(changed) = &mut self.changed {
-            changed.extend(self.chunks.keys().copied());
+            changed.extend(self.chunks.iter().map(|(n, _)| n));
         }
         self.chunks
             .values_mut()
@@ -150,7 +249,7 @@ mod tests {
     fn shared(a: &MessageStore, b: &MessageStore) -> usize {
         a.chunks
             .iter()
-            .filter(|(n, chunk)| b.chunks.get(n).is_some_and(|o| Arc::ptr_eq(chunk, o)))
+            .filter(|(n, chunk)| b.chunks.get(*n).is_some_and(|o| Arc::ptr_eq(chunk, o)))
             .count()
     }
 
@@ -227,5 +326,49 @@ mod tests {
         assert_eq!(store.len(), 4);
         let rev: Vec<u64> = store.values().rev().map(|m| m.id.0).collect();
         assert_eq!(rev, vec![200, 65, 63, 1]);
+    }
+
+    #[test]
+    fn an_id_far_past_the_end_is_kept_without_allocating_the_gap_and_read_back_in_order() {
+        let template = sample();
+        let message = |id: u64| Message {
+            id: MessageId(id),
+            ..template.clone()
+        };
+        let far = CHUNK * (MAX_JUMP as u64 + 5);
+        let mut store = MessageStore::default();
+        for id in [u64::MAX - 1, far, 3] {
+            store.insert(MessageId(id), message(id));
+        }
+        assert!(store.chunks.dense.len() <= 1, "the gap is not allocated");
+        assert_eq!(store.chunks.far.len(), 2);
+        // Filling up to the far chunk pulls it into the vector, in order.
+        let mut id = 3;
+        while id < far {
+            id += CHUNK * 1000;
+            store.insert(MessageId(id), message(id));
+        }
+        assert_eq!(
+            store.chunks.far.len(),
+            1,
+            "only the last id stays in the map"
+        );
+        assert_eq!(store.get(&MessageId(far)).map(|m| m.id.0), Some(far));
+        let ids: Vec<u64> = store.keys().map(|id| id.0).collect();
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        assert_eq!(ids, sorted);
+        assert_eq!(store.keys().next_back(), Some(&MessageId(u64::MAX - 1)));
+
+        // Written as a map from chunk number to chunk: the form snapshots have always had.
+        let bytes = rmp_serde::to_vec(&store.chunks).unwrap_or_default();
+        let map: BTreeMap<u64, Arc<Chunk>> =
+            rmp_serde::from_slice(&bytes).unwrap_or_else(|e| panic!("not a map: {e}"));
+        assert_eq!(map.len(), store.chunks.iter().count());
+        let back: Chunks =
+            rmp_serde::from_slice(&bytes).unwrap_or_else(|e| panic!("not read back: {e}"));
+        let numbers = |c: &Chunks| c.iter().map(|(n, _)| n).collect::<Vec<u64>>();
+        assert_eq!(numbers(&back), numbers(&store.chunks));
+        assert_eq!(back.far.len(), 1);
     }
 }
