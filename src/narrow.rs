@@ -3,13 +3,13 @@
 //! flag endpoints, `matches_narrow` and narrowed event queues all use this one engine.
 
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::events::Recipient;
 use crate::events::TopicPolicy;
 use crate::ids::ChannelId;
 use crate::ids::{MessageId, UserId};
 use crate::projections::id_set::IdSet;
 use crate::projections::messages::{flags, topic_param};
 use crate::projections::user_topics::topic_key;
+use crate::projections::Address;
 use crate::projections::{can_read, Message, Projections, User};
 use serde_json::{json, Value};
 
@@ -92,11 +92,11 @@ fn resolve_with(state: &Projections, me: &User, terms: Vec<Term>) -> ApiResult<V
         negated: false,
     };
     let mut conversation = match &message.recipient {
-        Recipient::Channel { channel_id, topic } => vec![
+        Address::Channel { channel_id, topic } => vec![
             term("channel", json!(channel_id.0)),
             term("topic", json!(topic)),
         ],
-        Recipient::Direct { user_ids } => {
+        Address::Direct { user_ids } => {
             let others: Vec<u64> = user_ids
                 .iter()
                 .filter(|u| **u != me.user_id)
@@ -324,23 +324,23 @@ impl<'a> Narrow<'a> {
             "sender" => user_by_operand(state, &term.operand) == Some(message.sender_id),
             "dm" | "pm-with" => {
                 match (&message.recipient, users_by_operand(state, &term.operand)) {
-                    (Recipient::Direct { user_ids }, Some(mut users)) => {
+                    (Address::Direct { user_ids }, Some(mut users)) => {
                         users.push(self.me.user_id);
                         users.sort();
                         users.dedup();
-                        *user_ids == users
+                        **user_ids == *users
                     }
                     _ => false,
                 }
             }
             "dm-including" | "group-pm-with" => {
                 match (&message.recipient, user_by_operand(state, &term.operand)) {
-                    (Recipient::Direct { user_ids }, Some(user)) => user_ids.contains(&user),
+                    (Address::Direct { user_ids }, Some(user)) => user_ids.contains(&user),
                     _ => false,
                 }
             }
             "is" => match term.operand.as_str().unwrap_or_default() {
-                "dm" | "private" => matches!(message.recipient, Recipient::Direct { .. }),
+                "dm" | "private" => matches!(message.recipient, Address::Direct { .. }),
                 "starred" => bits.is_some_and(|b| b & flags::STARRED != 0),
                 "mentioned" => bits.is_some_and(|b| {
                     b & (flags::MENTIONED | flags::STREAM_WILDCARD | flags::TOPIC_WILDCARD) != 0

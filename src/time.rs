@@ -13,18 +13,28 @@ pub fn now_ms() -> i64 {
 /// `2024-05-06T07:08:09.123000+00:00` for milliseconds since the epoch (UTC), in the form Zulip
 /// uses (microsecond precision, explicit offset).
 pub fn iso8601_ms(ms: i64) -> String {
-    let secs = ms.div_euclid(1000);
-    let millis = ms.rem_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}+00:00",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60,
-        millis * 1000
-    )
+    Iso8601(ms).to_string()
+}
+
+/// [`iso8601_ms`] as a `Display` value, to write it without a `String`.
+pub struct Iso8601(pub i64);
+
+impl std::fmt::Display for Iso8601 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secs = self.0.div_euclid(1000);
+        let millis = self.0.rem_euclid(1000);
+        let days = secs.div_euclid(86_400);
+        let rem = secs.rem_euclid(86_400);
+        let (year, month, day) = civil_from_days(days);
+        write!(
+            f,
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}+00:00",
+            rem / 3600,
+            (rem % 3600) / 60,
+            rem % 60,
+            millis * 1000
+        )
+    }
 }
 
 /// Milliseconds since the epoch of an RFC 3339 instant (`2026-11-24T05:00:00Z`,

@@ -8,6 +8,7 @@ use crate::commands::Ctx;
 use crate::error::{ApiError, ApiResult};
 use crate::events::{Event, Recipient};
 use crate::ids::{MessageId, UserId};
+use crate::projections::Address;
 use crate::projections::{Message, Projections};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -95,13 +96,13 @@ pub fn expire_messages(state: &Projections, ctx: &Ctx, limit: usize) -> ApiResul
                 break 'sources;
             }
             let key = match &message.recipient {
-                Recipient::Channel { channel_id, topic } => {
+                Address::Channel { channel_id, topic } => {
                     format!(
                         "c{channel_id}/{}",
                         crate::projections::user_topics::topic_key(topic)
                     )
                 }
-                Recipient::Direct { user_ids } => format!("d{user_ids:?}"),
+                Address::Direct { user_ids } => format!("d{user_ids:?}"),
             };
             groups.entry(key).or_default().push(message);
             taken += 1;
@@ -130,7 +131,7 @@ pub fn deletion(state: &Projections, messages: &[&Message]) -> Event {
         message_ids,
         recipient: messages
             .first()
-            .map(|m| m.recipient.clone())
+            .map(|m| m.recipient.to_recipient())
             .unwrap_or(Recipient::Direct {
                 user_ids: Vec::new(),
             }),

@@ -18,11 +18,10 @@ use crate::commands::notices::NOTIFICATION_BOT_EMAIL;
 use crate::commands::Ctx;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::TopicPolicy;
-use crate::events::{
-    EditedContent, Event, MessageMove, PropagateMode, Recipient, Role, TopicsPolicy,
-};
+use crate::events::{EditedContent, Event, MessageMove, PropagateMode, Role, TopicsPolicy};
 use crate::ids::{ChannelId, MessageId, UserId};
 use crate::markdown::{encode_hash_component, render_message};
+use crate::projections::Address;
 use crate::projections::{access, Access, Message, Projections, User};
 
 /// What `PATCH /messages/{id}` asks for.
@@ -50,21 +49,21 @@ const UNRESOLVED_NOTICE: &str = " has marked this topic as unresolved.";
 /// Where a channel message was, and where a move takes it.
 struct MovePlaces<'a> {
     old_channel: &'a ChannelId,
-    old_topic: &'a String,
+    old_topic: &'a str,
     new_channel: ChannelId,
     new_topic: String,
 }
 
 /// The places of a move of `message`; `None` for a direct message.
 fn places_of_move<'a>(message: &'a Message, mv: &MessageMove) -> Option<MovePlaces<'a>> {
-    let Recipient::Channel { channel_id, topic } = &message.recipient else {
+    let Address::Channel { channel_id, topic } = &message.recipient else {
         return None;
     };
     Some(MovePlaces {
         old_channel: channel_id,
         old_topic: topic,
         new_channel: mv.new_channel_id.unwrap_or(*channel_id),
-        new_topic: mv.new_topic.clone().unwrap_or_else(|| topic.clone()),
+        new_topic: mv.new_topic.clone().unwrap_or_else(|| topic.to_string()),
     })
 }
 
@@ -112,7 +111,7 @@ fn move_topic_policies(state: &Projections, message: &Message, mv: &MessageMove)
         events.push(Event::TopicVisibilitySet {
             user_id,
             channel_id: *old_channel,
-            topic: old_topic.clone(),
+            topic: old_topic.to_owned(),
             policy: crate::events::TopicPolicy::None,
         });
     }
@@ -171,9 +170,9 @@ fn move_notices(
                 && (m.content.ends_with(RESOLVED_NOTICE) || m.content.ends_with(UNRESOLVED_NOTICE))
         }) {
             let mut moved = notice.clone();
-            moved.recipient = Recipient::Channel {
+            moved.recipient = Address::Channel {
                 channel_id: new_channel,
-                topic: new_topic,
+                topic: new_topic.as_str().into(),
             };
             return vec![deletion(state, &[&moved])];
         }
@@ -286,7 +285,7 @@ pub fn edit_message(
                 truncate(raw, MAX_MESSAGE_LENGTH, "\n[message truncated]")
             };
             let rendered = render_message(&raw, &OrgResolver(state));
-            if let crate::events::Recipient::Channel { channel_id, topic } = &message.recipient {
+            if let crate::projections::Address::Channel { channel_id, topic } = &message.recipient {
                 if let Some(channel) = state.channels.get(*channel_id) {
                     super::messages::check_wildcard_mentions(state, me, channel, topic, &rendered)?;
                 }
@@ -348,7 +347,7 @@ fn plan_move(
     request: &EditRequest,
     now: i64,
 ) -> ApiResult<MessageMove> {
-    let Recipient::Channel { channel_id, topic } = &message.recipient else {
+    let Address::Channel { channel_id, topic } = &message.recipient else {
         return Err(ApiError::bad_request(
             "Direct messages cannot be moved to channels.",
         ));
@@ -361,7 +360,7 @@ fn plan_move(
         .topic
         .as_deref()
         .map(|t| truncate(t.trim(), MAX_TOPIC_LENGTH, "..."))
-        .filter(|t| t != topic);
+        .filter(|t| *t != **topic);
     let new_channel = match request.channel_id.filter(|id| id != channel_id) {
         None => None,
         Some(id) => Some(

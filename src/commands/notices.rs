@@ -5,6 +5,7 @@ use crate::commands::markup::OrgResolver;
 use crate::events::{Event, Recipient, Role};
 use crate::ids::{ChannelId, MessageId, UserId};
 use crate::markdown::{encode_hash_component, render_message, Resolver};
+use crate::projections::Address;
 use crate::projections::{Projections, User};
 
 /// The notification bot's address and name, as in Zulip.
@@ -209,13 +210,13 @@ pub fn channel_message_link(
 /// A link to `message` relative to the organization (`#narrow/…/near/{id}`).
 pub fn message_url(state: &Projections, message: &crate::projections::Message) -> String {
     match &message.recipient {
-        Recipient::Channel { channel_id, topic } => format!(
+        Address::Channel { channel_id, topic } => format!(
             "{}/topic/{}/near/{}",
             channel_narrow(*channel_id, &channel_name(state, *channel_id)),
             encode_hash_component(topic),
             message.id
         ),
-        Recipient::Direct { user_ids } => {
+        Address::Direct { user_ids } => {
             let ids: Vec<String> = user_ids.iter().map(|u| u.0.to_string()).collect();
             format!("#narrow/dm/{}/near/{}", ids.join(","), message.id)
         }

@@ -5,9 +5,10 @@ use super::messages::{readable, truncate, MAX_MESSAGE_LENGTH};
 use super::notices::{channel_message_link, message_url, silent_mention, unused_fence, Notices};
 use super::{actor, Ctx, Decision};
 use crate::error::{ApiError, ApiResult};
-use crate::events::{Recipient, TopicsPolicy};
+use crate::events::TopicsPolicy;
 use crate::ids::MessageId;
 use crate::markdown::time_syntax;
+use crate::projections::Address;
 use crate::projections::Projections;
 
 /// Zulip's report types: key and name.
@@ -60,7 +61,7 @@ pub fn report_message(
     let reported = name(message.sender_id);
     let date = time_syntax(message.timestamp);
     let (header, label) = match &message.recipient {
-        Recipient::Channel { channel_id, topic } => {
+        Address::Channel { channel_id, topic } => {
             let label = format!(
                 "Original message at {}",
                 channel_message_link(state, *channel_id, topic, message_id)
@@ -70,7 +71,7 @@ pub fn report_message(
                 label,
             )
         }
-        Recipient::Direct { user_ids } => {
+        Address::Direct { user_ids } => {
             let others: Vec<String> = user_ids
                 .iter()
                 .filter(|u| **u != message.sender_id)

@@ -9,6 +9,7 @@ use crate::events::{Event, MessageFlag, Recipient};
 use crate::ids::{MessageId, ScheduledMessageId, UserId};
 use crate::markdown::time_syntax;
 use crate::projections::scheduled::ScheduledMessage;
+use crate::projections::Address;
 use crate::projections::Projections;
 
 /// Zulip's `SCHEDULED_MESSAGE_LATE_CUTOFF_MINUTES`: a scheduled message more than this late
@@ -237,10 +238,10 @@ pub fn create_reminder(
     // Only the request is stored: the message itself is quoted when the reminder is shown or
     // sent, so a message deleted meanwhile is never repeated.
     let place = match &message.recipient {
-        Recipient::Channel { channel_id, topic } => {
+        Address::Channel { channel_id, topic } => {
             channel_message_link(state, *channel_id, topic, message_id)
         }
-        Recipient::Direct { .. } => "the following direct message".to_owned(),
+        Address::Direct { .. } => "the following direct message".to_owned(),
     };
     let mut content = format!("You requested a reminder for {place}.");
     if let Some(note) = note {

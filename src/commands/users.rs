@@ -374,8 +374,8 @@ fn deletion_events(state: &Projections, user: UserId, actions: DeactivationActio
         Default::default();
     for message in state.messages.sent_by(user) {
         let wanted = match &message.recipient {
-            crate::events::Recipient::Direct { .. } => actions.delete_direct_messages,
-            crate::events::Recipient::Channel { channel_id, .. } => {
+            crate::projections::Address::Direct { .. } => actions.delete_direct_messages,
+            crate::projections::Address::Channel { channel_id, .. } => {
                 let private = state
                     .channels
                     .get(*channel_id)
@@ -389,13 +389,13 @@ fn deletion_events(state: &Projections, user: UserId, actions: DeactivationActio
         };
         if wanted {
             let key = match &message.recipient {
-                crate::events::Recipient::Channel { channel_id, topic } => {
+                crate::projections::Address::Channel { channel_id, topic } => {
                     format!(
                         "c{channel_id}/{}",
                         crate::projections::user_topics::topic_key(topic)
                     )
                 }
-                crate::events::Recipient::Direct { user_ids } => format!("d{user_ids:?}"),
+                crate::projections::Address::Direct { user_ids } => format!("d{user_ids:?}"),
             };
             groups.entry(key).or_default().push(message);
         }

@@ -2,7 +2,8 @@
 //! whether a user shares their presence. Commands, renderers and the real-time translator all
 //! ask here, so a rule is written once, next to the state it reads.
 
-use crate::events::{GroupSetting, Recipient, Role};
+use super::messages::Address;
+use crate::events::{GroupSetting, Role};
 use crate::ids::UserId;
 use crate::projections::{Channel, Message, Projections, User};
 
@@ -57,8 +58,8 @@ pub fn can_read(state: &Projections, user: &User, message: &Message) -> bool {
         return true;
     }
     match &message.recipient {
-        Recipient::Direct { user_ids } => user_ids.contains(&user.user_id),
-        Recipient::Channel { channel_id, .. } => state.channels.get(*channel_id).is_some_and(|c| {
+        Address::Direct { user_ids } => user_ids.contains(&user.user_id),
+        Address::Channel { channel_id, .. } => state.channels.get(*channel_id).is_some_and(|c| {
             if c.invite_only {
                 c.history_public_to_subscribers && state.channels.is_subscribed(user.user_id, c.id)
             } else {

@@ -20,17 +20,19 @@
 
 use super::channels::{Channel, Channels};
 use super::message::{flags, Message};
+use super::messages::Address;
 use super::users::Users;
-use crate::events::{Recipient, Role};
+use crate::events::Role;
 use crate::ids::{ChannelId, MessageId, UserId};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// A channel or a direct conversation: where a message is, for read marks.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Place {
     Channel(ChannelId),
-    Direct(Vec<UserId>),
+    Direct(Arc<[UserId]>),
 }
 
 impl Place {
@@ -47,8 +49,8 @@ impl Place {
 
     pub fn of(message: &Message) -> Place {
         match &message.recipient {
-            Recipient::Channel { channel_id, .. } => Place::Channel(*channel_id),
-            Recipient::Direct { user_ids } => Place::Direct(user_ids.clone()),
+            Address::Channel { channel_id, .. } => Place::Channel(*channel_id),
+            Address::Direct { user_ids } => Place::Direct(user_ids.clone()),
         }
     }
 }
@@ -107,8 +109,8 @@ impl Copies {
             return holders.contains(&user);
         }
         let base = match &message.recipient {
-            Recipient::Direct { user_ids } => user_ids.contains(&user),
-            Recipient::Channel { channel_id, .. } => {
+            Address::Direct { user_ids } => user_ids.contains(&user),
+            Address::Channel { channel_id, .. } => {
                 message.sender_id == user || self.covered(user, *channel_id, message.id)
             }
         };
@@ -124,8 +126,8 @@ impl Copies {
             return holders.clone();
         }
         let mut out: BTreeSet<UserId> = match &message.recipient {
-            Recipient::Direct { user_ids } => user_ids.iter().copied().collect(),
-            Recipient::Channel { channel_id, .. } => {
+            Address::Direct { user_ids } => user_ids.iter().copied().collect(),
+            Address::Channel { channel_id, .. } => {
                 let mut out: BTreeSet<UserId> = self
                     .receivers
                     .get(channel_id)

@@ -1,7 +1,7 @@
 //! One message as the projections keep it, its per-copy flag bits, and what it gathers after it
 //! is sent (reactions, edits, submessages).
 
-use crate::events::{MessageFlag, ReactionType, Recipient};
+use crate::events::{MessageFlag, ReactionType};
 use crate::ids::{ChannelId, MessageId, UserId};
 use std::sync::Arc;
 
@@ -49,17 +49,125 @@ pub fn flag_bit(flag: MessageFlag) -> u8 {
     }
 }
 
+/// A topic's name as the projections keep it: every message of a topic shares one allocation
+/// of its spelling (`Messages` interns them), so a message's topic costs a pointer.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Topic(pub(super) Arc<str>);
+
+impl Topic {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The shared allocation: equal pointers mean the same spelling (interned in one state).
+    pub fn ptr(&self) -> *const u8 {
+        self.0.as_ptr()
+    }
+}
+
+/// A topic of its own, not shared: for a message that is not stored (the stored ones get
+/// theirs from `Messages`).
+impl From<&str> for Topic {
+    fn from(name: &str) -> Topic {
+        Topic(Arc::from(name))
+    }
+}
+
+impl std::ops::Deref for Topic {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Topic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl PartialEq<str> for Topic {
+    fn eq(&self, other: &str) -> bool {
+        *self.0 == *other
+    }
+}
+
+impl PartialEq<&str> for Topic {
+    fn eq(&self, other: &&str) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl PartialEq<String> for Topic {
+    fn eq(&self, other: &String) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl serde::Serialize for Topic {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Topic {
+    /// One allocation per message until `Messages::intern_shared` runs after a snapshot loads.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Topic, D::Error> {
+        struct Text;
+        impl serde::de::Visitor<'_> for Text {
+            type Value = Topic;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a topic")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Topic, E> {
+                Ok(Topic(Arc::from(text)))
+            }
+        }
+        deserializer.deserialize_str(Text)
+    }
+}
+
+/// Where a message is, as the projections keep it: the log's `events::Recipient`, with the
+/// topic and the participants of a direct conversation shared between the messages that have
+/// the same ones. It is written (dump, snapshots) exactly as the log's `Recipient` is.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Address {
+    Channel {
+        channel_id: ChannelId,
+        topic: Topic,
+    },
+    /// Every participant, the sender included, ascending.
+    Direct {
+        user_ids: Arc<[UserId]>,
+    },
+}
+
+impl Address {
+    /// The log's form, for an event that carries a message's place.
+    pub fn to_recipient(&self) -> crate::events::Recipient {
+        match self {
+            Address::Channel { channel_id, topic } => crate::events::Recipient::Channel {
+                channel_id: *channel_id,
+                topic: topic.to_string(),
+            },
+            Address::Direct { user_ids } => crate::events::Recipient::Direct {
+                user_ids: user_ids.to_vec(),
+            },
+        }
+    }
+}
+
 /// One message. Bodies are shared (`Arc`) between the engine's two copies of the state.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Message {
     pub id: MessageId,
     pub sender_id: UserId,
-    pub recipient: Recipient,
+    pub recipient: Address,
     pub content: Arc<str>,
     /// The rendering, unless it is `<p>` + content + `</p>` (most messages are one plain
     /// paragraph): see `rendered_content`.
     pub(super) rendered: Option<Arc<str>>,
-    /// Interned: one allocation per client name (`Messages::intern_client`).
+    /// Interned: one allocation per client name (`Messages::intern_shared`).
     pub client: Arc<str>,
     pub timestamp: i64,
     pub is_me_message: bool,
@@ -176,15 +284,15 @@ impl Message {
 
     pub fn channel(&self) -> Option<ChannelId> {
         match &self.recipient {
-            Recipient::Channel { channel_id, .. } => Some(*channel_id),
-            Recipient::Direct { .. } => None,
+            Address::Channel { channel_id, .. } => Some(*channel_id),
+            Address::Direct { .. } => None,
         }
     }
 
     pub fn topic(&self) -> &str {
         match &self.recipient {
-            Recipient::Channel { topic, .. } => topic,
-            Recipient::Direct { .. } => "",
+            Address::Channel { topic, .. } => topic,
+            Address::Direct { .. } => "",
         }
     }
 

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use super::copies::{Copies, Place};
 use super::id_set::IdSet;
 pub use super::message::{
-    flag_bit, flag_names, flags, EditRecord, Message, MessageExtra, Reaction, Submessage,
+    flag_bit, flag_names, flags, Address, EditRecord, Message, MessageExtra, Reaction, Submessage,
+    Topic,
 };
 use super::store::MessageStore;
 
@@ -29,13 +30,57 @@ pub(super) fn wildcard_bits(stream_wildcard: bool, topic_wildcard: bool) -> u8 {
     bits
 }
 
-/// The shared copy of `name` in `known`, added if new.
-fn intern(known: &mut std::collections::HashSet<Arc<str>>, name: &Arc<str>) -> Arc<str> {
-    if let Some(shared) = known.get(name) {
+/// The shared copy of `value` in `known`, added if new.
+fn intern<T: ?Sized + std::hash::Hash + Eq>(
+    known: &mut std::collections::HashSet<Arc<T>>,
+    value: &T,
+) -> Arc<T>
+where
+    for<'a> Arc<T>: From<&'a T>,
+{
+    if let Some(shared) = known.get(value) {
         return shared.clone();
     }
-    known.insert(name.clone());
-    name.clone()
+    let shared = Arc::from(value);
+    known.insert(Arc::clone(&shared));
+    shared
+}
+
+/// Names and participant lists that many messages share, each kept once (a message points at
+/// its copy). Nothing is dropped from them: a deleted topic's name stays until a restart, which
+/// costs one allocation per name ever used.
+#[derive(Debug, Clone, Default)]
+struct Shared {
+    clients: std::collections::HashSet<Arc<str>>,
+    topics: std::collections::HashSet<Arc<str>>,
+    participants: std::collections::HashSet<Arc<[UserId]>>,
+}
+
+impl Shared {
+    fn topic(&mut self, topic: &str) -> Topic {
+        Topic(intern(&mut self.topics, topic))
+    }
+
+    fn address(&mut self, recipient: &Recipient) -> Address {
+        match recipient {
+            Recipient::Channel { channel_id, topic } => Address::Channel {
+                channel_id: *channel_id,
+                topic: self.topic(topic),
+            },
+            Recipient::Direct { user_ids } => Address::Direct {
+                user_ids: intern(&mut self.participants, user_ids.as_slice()),
+            },
+        }
+    }
+
+    /// `message` pointing at the shared copies (a message loaded from a snapshot has its own).
+    fn share(&mut self, message: &mut Message) {
+        message.client = intern(&mut self.clients, &*message.client);
+        match &mut message.recipient {
+            Address::Channel { topic, .. } => *topic = self.topic(topic),
+            Address::Direct { user_ids } => *user_ids = intern(&mut self.participants, &**user_ids),
+        }
+    }
 }
 
 /// The resolved-topic prefix.
@@ -65,9 +110,10 @@ pub struct Messages {
     words: Option<super::search::WordIndex>,
     /// The highest submessage id ever given (ids are never reused).
     highest_submessage_id: u64,
-    /// Client names, interned (`intern_client`); rebuilt after a snapshot is loaded.
+    /// Client names, topics and participant lists, interned; rebuilt after a snapshot is loaded
+    /// (`intern_shared`).
     #[serde(skip)]
-    clients: std::collections::HashSet<Arc<str>>,
+    shared: Shared,
 }
 
 impl Default for Messages {
@@ -82,7 +128,7 @@ impl Default for Messages {
             highest_id: 0,
             words: Some(super::search::WordIndex::default()),
             highest_submessage_id: 0,
-            clients: Default::default(),
+            shared: Shared::default(),
         }
     }
 }
@@ -176,7 +222,8 @@ impl Messages {
         // Unread copies lie above the read mark of their place, or are exceptions below it
         // (flipped), or are historical or moved copies (loose). A channel's messages above the
         // mark are checked with the user's copies of that channel looked up once.
-        let mut found: Vec<(&Message, u8)> = Vec::new();
+        // The id is kept beside the message so that sorting does not read every message again.
+        let mut found: Vec<(MessageId, &Message, u8)> = Vec::new();
         let (channels, loose) = self.copies.sources_of(user);
         for channel in channels {
             let Some(ids) = self.by_channel.get(&channel) else {
@@ -188,7 +235,7 @@ impl Messages {
                     continue;
                 };
                 match copies.flags(message) {
-                    Some(bits) if bits & flags::READ == 0 => found.push((message, bits)),
+                    Some(bits) if bits & flags::READ == 0 => found.push((*id, message, bits)),
                     _ => {}
                 }
             }
@@ -198,7 +245,7 @@ impl Messages {
             if participants.contains(&user) {
                 let mark = self
                     .copies
-                    .read_mark(user, &Place::Direct(participants.clone()));
+                    .read_mark(user, &Place::Direct(participants.as_slice().into()));
                 others.extend(ids.range(MessageId(mark.saturating_add(1))..));
             }
         }
@@ -209,15 +256,16 @@ impl Messages {
                 continue;
             };
             match self.copies.flags(user, message) {
-                Some(bits) if bits & flags::READ == 0 => found.push((message, bits)),
+                Some(bits) if bits & flags::READ == 0 => found.push((id, message, bits)),
                 _ => {}
             }
         }
         // Sorted once (places interleave); a copy found from two sources has the same flags.
-        found.sort_unstable_by_key(|(message, _)| std::cmp::Reverse(message.id));
-        found.dedup_by_key(|(message, _)| message.id);
+        found.sort_unstable_by_key(|(id, ..)| std::cmp::Reverse(*id));
+        found.dedup_by_key(|(id, ..)| *id);
         let more = found.len() > limit;
         found.truncate(limit);
+        let found = found.into_iter().map(|(_, m, bits)| (m, bits)).collect();
         (found, more)
     }
 
@@ -287,18 +335,12 @@ impl Messages {
         self.words.take()
     }
 
-    /// The shared copy of a client name (there are a handful: "website", "ZulipMobile", a bot's
-    /// library), so that a message's client costs a pointer, not an allocation.
-    fn intern_client(&mut self, client: &Arc<str>) -> Arc<str> {
-        intern(&mut self.clients, client)
-    }
-
-    /// Makes every message share its interned client name: a loaded snapshot has a copy per
-    /// message.
-    pub fn intern_clients(&mut self) {
-        let clients = &mut self.clients;
+    /// Makes every message share its client name, topic and participants with the others that
+    /// have the same ones: a loaded snapshot has a copy per message.
+    pub fn intern_shared(&mut self) {
+        let shared = &mut self.shared;
         for message in self.by_id.values_mut() {
-            message.client = intern(clients, &message.client);
+            shared.share(message);
         }
     }
 
@@ -350,8 +392,8 @@ impl Messages {
     /// conversations, or the group's.
     pub fn recipient_id(&self, message: &Message) -> u64 {
         match &message.recipient {
-            Recipient::Channel { channel_id, .. } => channel_id.0,
-            Recipient::Direct { user_ids } if user_ids.len() <= 2 => {
+            Address::Channel { channel_id, .. } => channel_id.0,
+            Address::Direct { user_ids } if user_ids.len() <= 2 => {
                 // The personal recipient of the other participant (or oneself).
                 let other = user_ids
                     .iter()
@@ -360,8 +402,8 @@ impl Messages {
                     .unwrap_or(message.sender_id);
                 1_000_000 + other.0
             }
-            Recipient::Direct { user_ids } => {
-                2_000_000 + self.group_ids.get(user_ids).copied().unwrap_or(0)
+            Address::Direct { user_ids } => {
+                2_000_000 + self.group_ids.get(&**user_ids).copied().unwrap_or(0)
             }
         }
     }
@@ -570,10 +612,10 @@ impl Messages {
         let message = Message {
             id: *message_id,
             sender_id: *sender_id,
-            recipient: recipient.clone(),
+            recipient: self.shared.address(recipient),
             content: content.clone(),
             rendered: super::message::stored_rendering(content, rendered_content),
-            client: self.intern_client(client),
+            client: intern(&mut self.shared.clients, &**client),
             timestamp: env.at / 1000,
             is_me_message: *is_me_message,
             mentioned: mentioned.clone().into_boxed_slice(),
@@ -668,12 +710,15 @@ impl Messages {
             .new_channel_id
             .filter(|c| Some(*c) != message.channel())
             .map(|_| self.copies.before_move(message));
-        let Recipient::Channel { channel_id, topic } = &mut message.recipient else {
+        let Address::Channel { channel_id, topic } = &mut message.recipient else {
             return;
         };
         let (old_channel, old_topic) = (*channel_id, topic.clone());
         let new_channel = moved.new_channel_id.unwrap_or(old_channel);
-        let new_topic = moved.new_topic.clone().unwrap_or_else(|| old_topic.clone());
+        let new_topic = match &moved.new_topic {
+            Some(name) => self.shared.topic(name),
+            None => old_topic.clone(),
+        };
         *channel_id = new_channel;
         *topic = new_topic.clone();
         if let Some(words) = self.words.as_mut().filter(|_| new_topic != old_topic) {
@@ -687,7 +732,7 @@ impl Messages {
             user_id: editor,
             timestamp: at,
             prev_content: None,
-            prev_topic: topic_changed.then(|| old_topic.clone()),
+            prev_topic: topic_changed.then(|| old_topic.to_string()),
             prev_channel: channel_changed.then_some(old_channel),
         };
         match extra.edits.last_mut() {
@@ -739,7 +784,7 @@ impl Messages {
             words.remove(id, message.topic(), &message.content);
         }
         match &message.recipient {
-            Recipient::Channel { channel_id, topic } => {
+            Address::Channel { channel_id, topic } => {
                 if let Some(set) = self.by_channel.get_mut(channel_id) {
                     set.remove(&id);
                 }
@@ -751,8 +796,8 @@ impl Messages {
                     }
                 }
             }
-            Recipient::Direct { user_ids } => {
-                if let Some(set) = self.by_conversation.get_mut(user_ids) {
+            Address::Direct { user_ids } => {
+                if let Some(set) = self.by_conversation.get_mut(&**user_ids) {
                     set.remove(&id);
                 }
             }
@@ -840,11 +885,11 @@ pub fn topic_param(raw: &str) -> String {
 pub fn recipients(
     channels: &Channels,
     users: &Users,
-    recipient: &Recipient,
+    recipient: &Address,
     sender: UserId,
 ) -> BTreeSet<UserId> {
     let mut out: BTreeSet<UserId> = match recipient {
-        Recipient::Channel { channel_id, .. } => channels
+        Address::Channel { channel_id, .. } => channels
             .get(*channel_id)
             .map(|c| {
                 c.subscribers
@@ -854,7 +899,7 @@ pub fn recipients(
                     .collect()
             })
             .unwrap_or_default(),
-        Recipient::Direct { user_ids } => user_ids.iter().copied().collect(),
+        Address::Direct { user_ids } => user_ids.iter().copied().collect(),
     };
     out.insert(sender);
     out
@@ -980,7 +1025,7 @@ impl Messages {
             let mark = self.copies.read_mark(user, &place);
             let index = match &place {
                 Place::Channel(c) => self.by_channel.get(c),
-                Place::Direct(users) => self.by_conversation.get(users),
+                Place::Direct(users) => self.by_conversation.get(&**users),
             };
             let Some(index) = index else { continue };
             let by_id = &self.by_id;

@@ -41,7 +41,7 @@ pub use folders::{Folder, Folders};
 pub use groups::{Group, Groups};
 pub use invitations::Invitations;
 pub use linkifiers::Linkifiers;
-pub use messages::{Message, Messages};
+pub use messages::{Address, Message, Messages, Topic};
 pub use presence::Presence;
 pub use profile_fields::ProfileFields;
 pub use realm::Realm;
@@ -127,13 +127,15 @@ impl Projections {
     }
 
     /// Rebuilds what snapshots leave out (compiled linkifiers, the search index when the
-    /// snapshot came from the engine's decision state, shared client names) after one is
+    /// snapshot came from the engine's decision state, shared names and topics, the set of
+    /// deactivated users) after one is
     /// loaded, and returns the state's digest: the word index is built on a second thread while
     /// the digest is computed (the digest does not cover the index), in about half the time of
     /// one after the other on two cores.
     pub fn restore_derived_and_digest(&mut self) -> String {
         self.linkifiers.recompile();
-        self.messages.intern_clients();
+        self.users.restore_derived();
+        self.messages.intern_shared();
         let state = &*self;
         let (words, digest) = std::thread::scope(|scope| {
             let words = scope.spawn(|| state.messages.build_word_index());

@@ -3,7 +3,7 @@
 use crate::events::{BotConfig, Envelope, Event, Role, UserChange};
 use crate::ids::UserId;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// One account as the server knows it.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -47,6 +47,10 @@ impl User {
 pub struct Users {
     by_id: BTreeMap<UserId, User>,
     by_email: HashMap<String, UserId>,
+    /// Deactivated users (usually few), so that counting a channel's active subscribers does
+    /// not look each one up. Derived from `by_id`: rebuilt after a snapshot is loaded.
+    #[serde(skip)]
+    inactive: BTreeSet<UserId>,
 }
 
 /// The key emails are looked up by: Zulip compares addresses case-insensitively.
@@ -57,6 +61,31 @@ pub fn email_key(email: &str) -> String {
 impl Users {
     pub fn get(&self, id: UserId) -> Option<&User> {
         self.by_id.get(&id)
+    }
+
+    /// How many of `ids` (existing users) are active: all of them but the deactivated ones.
+    pub fn active_among(&self, ids: &BTreeSet<UserId>) -> usize {
+        let inactive = if self.inactive.len() < ids.len() {
+            self.inactive.iter().filter(|u| ids.contains(u)).count()
+        } else {
+            ids.iter().filter(|u| self.inactive.contains(u)).count()
+        };
+        ids.len() - inactive
+    }
+
+    /// Whether `id` is an existing user who was not deactivated.
+    pub fn is_active(&self, id: UserId) -> bool {
+        !self.inactive.contains(&id) && self.by_id.contains_key(&id)
+    }
+
+    /// Rebuilds what a snapshot leaves out.
+    pub fn restore_derived(&mut self) {
+        self.inactive = self
+            .by_id
+            .values()
+            .filter(|u| !u.is_active)
+            .map(|u| u.user_id)
+            .collect();
     }
 
     pub fn by_email(&self, email: &str) -> Option<&User> {
@@ -124,6 +153,7 @@ impl Users {
                 bot,
             } => {
                 self.by_email.insert(email_key(email), *user_id);
+                self.inactive.remove(user_id);
                 self.by_id.insert(
                     *user_id,
                     User {
@@ -164,11 +194,13 @@ impl Users {
             Event::UserDeactivated { user_id } => {
                 if let Some(user) = self.by_id.get_mut(user_id) {
                     user.is_active = false;
+                    self.inactive.insert(*user_id);
                 }
             }
             Event::UserReactivated { user_id } => {
                 if let Some(user) = self.by_id.get_mut(user_id) {
                     user.is_active = true;
+                    self.inactive.remove(user_id);
                 }
             }
             Event::BotChanged { user_id, change } => {

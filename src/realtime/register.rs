@@ -6,6 +6,7 @@ use crate::events::Role;
 use crate::markdown::render_description;
 use crate::projections::messages::EMPTY_TOPIC_DISPLAY_NAME;
 use crate::projections::realm::SETTINGS;
+use crate::projections::Address;
 use crate::projections::{access, Access};
 use crate::projections::{Folders, Projections, User};
 use crate::render::channels::{
@@ -20,7 +21,7 @@ use crate::render::Site;
 use crate::render::{ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 /// What the client asked for.
 pub struct RegisterRequest<'a> {
@@ -70,17 +71,59 @@ fn custom_profile_field_types() -> Value {
     })
 }
 
+/// Unread channel messages `(channel, spelling's address, id, topic)` grouped as Zulip groups
+/// them: case-insensitively, a group per (channel, lowercase topic), shown with the spelling of
+/// its oldest message, ids ascending; ordered by channel and lowercase topic. Sorting groups
+/// each spelling's messages together, so a spelling is lowercased once, not once per message.
+fn topic_groups(
+    mut messages: Vec<(u64, usize, u64, &crate::projections::Topic)>,
+    raw_topics: bool,
+) -> Vec<(u64, String, String, Vec<u64>)> {
+    messages.sort_unstable_by_key(|(channel, spelling, id, _)| (*channel, *spelling, *id));
+    // (channel, lowercase, shown, ids, oldest id, more than one spelling)
+    let mut groups: Vec<(u64, String, String, Vec<u64>, u64, bool)> = Vec::new();
+    let mut by_lower: HashMap<(u64, String), usize> = HashMap::new();
+    for run in messages.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+        let (channel, _, oldest, topic) = run[0];
+        let ids = run.iter().map(|(.., id, _)| *id);
+        let lower = topic.to_lowercase();
+        match by_lower.get(&(channel, lower.clone())) {
+            Some(&at) => {
+                let group = &mut groups[at];
+                group.3.extend(ids);
+                group.5 = true;
+                if oldest < group.4 {
+                    group.2 = crate::render::messages::shown_topic(topic, raw_topics);
+                    group.4 = oldest;
+                }
+            }
+            None => {
+                by_lower.insert((channel, lower.clone()), groups.len());
+                let shown = crate::render::messages::shown_topic(topic, raw_topics);
+                groups.push((channel, lower, shown, ids.collect(), oldest, false));
+            }
+        }
+    }
+    groups.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    groups
+        .into_iter()
+        .map(|(channel, lower, shown, mut ids, _, spellings)| {
+            if spellings {
+                ids.sort_unstable();
+            }
+            (channel, lower, shown, ids)
+        })
+        .collect()
+}
+
 /// `unread_msgs`: the user's unread messages grouped as Zulip groups them. `raw_topics`: the
 /// client handles the empty topic (`empty_topic_name`), else it is shown by its display name.
 fn unread_msgs(b: &mut JsonBuf, state: &Projections, me: &User, raw_topics: bool) {
-    use crate::events::Recipient;
     use crate::projections::messages::flags;
-    use std::collections::{BTreeMap, HashMap};
-    // Topics group case-insensitively, as Zulip's do: a group per (channel, lowercase topic),
-    // shown with the spelling seen first. Each spelling is lowercased once, not per message.
-    let mut groups: Vec<(u64, String, String, Vec<u64>)> = Vec::new();
-    let mut by_lower: HashMap<(u64, String), usize> = HashMap::new();
-    let mut spellings: HashMap<(u64, &str), usize> = HashMap::new();
+    use std::collections::BTreeMap;
+    // Channel messages as (channel, spelling, id), to be grouped by sorting: messages share
+    // their topic's text (`Topic`), so a spelling is known by its address.
+    let mut in_channels: Vec<(u64, usize, u64, &crate::projections::Topic)> = Vec::new();
     let mut pms: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
     let mut huddles: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     let mut mentions = Vec::new();
@@ -96,27 +139,10 @@ fn unread_msgs(b: &mut JsonBuf, state: &Projections, me: &User, raw_topics: bool
             mentions.push(id.0);
         }
         match &message.recipient {
-            Recipient::Channel { channel_id, topic } => {
-                let channel = channel_id.0;
-                let group = match spellings.get(&(channel, topic.as_str())) {
-                    Some(group) => *group,
-                    None => {
-                        let lower = topic.to_lowercase();
-                        let group =
-                            *by_lower.entry((channel, lower.clone())).or_insert_with(|| {
-                                let shown = crate::render::messages::shown_topic(topic, raw_topics);
-                                groups.push((channel, lower, shown, Vec::new()));
-                                groups.len() - 1
-                            });
-                        spellings.insert((channel, topic.as_str()), group);
-                        group
-                    }
-                };
-                if let Some((.., ids)) = groups.get_mut(group) {
-                    ids.push(id.0);
-                }
+            Address::Channel { channel_id, topic } => {
+                in_channels.push((channel_id.0, topic.ptr() as usize, id.0, topic));
             }
-            Recipient::Direct { user_ids } if user_ids.len() <= 2 => {
+            Address::Direct { user_ids } if user_ids.len() <= 2 => {
                 let other = user_ids
                     .iter()
                     .copied()
@@ -124,7 +150,7 @@ fn unread_msgs(b: &mut JsonBuf, state: &Projections, me: &User, raw_topics: bool
                     .unwrap_or(me.user_id);
                 pms.entry(other.0).or_default().push(id.0);
             }
-            Recipient::Direct { user_ids } => {
+            Address::Direct { user_ids } => {
                 let key = user_ids
                     .iter()
                     .map(|u| u.0.to_string())
@@ -134,7 +160,7 @@ fn unread_msgs(b: &mut JsonBuf, state: &Projections, me: &User, raw_topics: bool
             }
         }
     }
-    groups.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+    let groups = topic_groups(in_channels, raw_topics);
     b.object(|o| {
         o.field_with("streams", |b| {
             b.objects(groups, |o, (stream_id, _, topic, ids)| {
@@ -178,6 +204,7 @@ pub fn initial_state(
         secret,
         me,
         request,
+        channel_text: Default::default(),
     };
     let mut out = Out {
         obj: answer,
@@ -328,13 +355,15 @@ pub fn initial_state(
 }
 
 /// What every part of the initial state reads.
-#[derive(Clone, Copy)]
 struct Cx<'a> {
     state: &'a Projections,
     site: &'a Site,
     secret: &'a ServerSecret,
     me: &'a User,
     request: &'a RegisterRequest<'a>,
+    /// Where each channel's fields were written in the answer, so that a channel listed twice
+    /// (in `never_subscribed` and in `streams`) is written once and copied.
+    channel_text: std::cell::RefCell<HashMap<crate::ids::ChannelId, std::ops::Range<usize>>>,
 }
 
 impl Cx<'_> {
@@ -473,6 +502,7 @@ fn people(out: &mut Out, cx: &Cx<'_>) {
         profile_data: true,
         is_active: false,
     };
+    let viewer = crate::render::users::Viewer::new(state, me);
     let (members, non_active): (Vec<&User>, Vec<&User>) =
         state.users.members().partition(|u| u.is_active);
     for (key, users) in [
@@ -481,7 +511,7 @@ fn people(out: &mut Out, cx: &Cx<'_>) {
     ] {
         out.put_with(key, |b| {
             b.objects(users, |o, user| {
-                user_fields(o, state, site, me, user, listed);
+                user_fields(o, state, site, &viewer, user, listed);
             });
         });
     }
@@ -493,7 +523,7 @@ fn people(out: &mut Out, cx: &Cx<'_>) {
         b.objects(
             state.users.iter().filter(|u| u.is_system_bot()),
             |o, user| {
-                user_fields(o, state, site, me, user, bot);
+                user_fields(o, state, site, &viewer, user, bot);
                 o.field("is_system_bot", &true);
             },
         );
@@ -582,7 +612,11 @@ fn subscriptions(out: &mut Out, cx: &Cx<'_>) {
         .filter(|c| access(state, me, c) != Access::None);
     out.put_with("never_subscribed", |b| {
         b.objects(never, |o, channel| {
+            let start = o.position();
             channel_fields(o, state, channel);
+            cx.channel_text
+                .borrow_mut()
+                .insert(channel.id, start..o.end());
             if request.include_subscribers {
                 if let Some(subscribers) = visible_subscribers(state, me, channel) {
                     o.field("subscribers", &subscribers);
@@ -603,7 +637,13 @@ fn streams(out: &mut Out, cx: &Cx<'_>) {
         .filter(|c| !c.is_archived || request.capabilities.archived_channels)
         .filter(|c| access(state, me, c) != Access::None);
     out.put_with("streams", |b| {
-        b.objects(streams, |o, channel| channel_fields(o, state, channel));
+        b.objects(streams, |o, channel| {
+            let written = cx.channel_text.borrow().get(&channel.id).cloned();
+            match written {
+                Some(text) => o.fields_from(text),
+                None => channel_fields(o, state, channel),
+            }
+        });
     });
 }
 
@@ -878,4 +918,40 @@ fn limits_and_server_facts(out: &mut Out, state: &Projections, site: &Site) {
     out.put("password_min_length", &6);
     out.put("password_min_guesses", &10_000);
     out.put("settings_send_digest_emails", &false);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::topic_groups;
+    use crate::projections::Topic;
+
+    #[test]
+    fn unread_topics_group_case_insensitively_under_their_oldest_spelling() {
+        let spellings: Vec<Topic> = ["Lunch", "lunch", "LUNCH", "b", "a"]
+            .into_iter()
+            .map(Topic::from)
+            .collect();
+        let at = |i: usize| (spellings[i].ptr() as usize, &spellings[i]);
+        let messages = [
+            (1, 0, 5),
+            (1, 1, 3),
+            (1, 2, 9),
+            (1, 0, 7),
+            (1, 3, 4),
+            (2, 4, 1),
+        ]
+        .into_iter()
+        .map(|(channel, spelling, id)| {
+            let (address, topic) = at(spelling);
+            (channel, address, id, topic)
+        })
+        .collect();
+        let groups = topic_groups(messages, true);
+        let expected = vec![
+            (1, "b".to_owned(), "b".to_owned(), vec![4]),
+            (1, "lunch".to_owned(), "lunch".to_owned(), vec![3, 5, 7, 9]),
+            (2, "a".to_owned(), "a".to_owned(), vec![1]),
+        ];
+        assert_eq!(groups, expected);
+    }
 }

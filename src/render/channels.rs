@@ -130,11 +130,7 @@ pub fn first_message_id(state: &Projections, channel: ChannelId) -> Option<u64> 
 
 /// Active, non-deactivated subscribers, bots included.
 fn subscriber_count(state: &Projections, channel: &Channel) -> usize {
-    channel
-        .subscribers
-        .iter()
-        .filter(|u| state.users.get(**u).is_some_and(|u| u.is_active))
-        .count()
+    state.users.active_among(&channel.subscribers)
 }
 
 /// Subscribers a user may see: all of them where the user can reach the content.
@@ -147,7 +143,7 @@ pub fn visible_subscribers(
         channel
             .subscribers
             .iter()
-            .filter(|u| state.users.get(**u).is_some_and(|u| u.is_active))
+            .filter(|u| state.users.is_active(**u))
             .map(|u| u.0)
             .collect()
     })
@@ -311,6 +307,32 @@ mod tests {
     use crate::commands::testing::{Given, OWNER};
 
     const DAY_MS: i64 = DAY_SECS * 1000;
+
+    #[test]
+    fn deactivated_subscribers_are_not_counted_before_or_after_a_snapshot() {
+        use crate::events::{Event, Role};
+        let mut given = Given::org();
+        let (a, b) = (
+            given.user("a@example.com", Role::Member),
+            given.user("b@example.com", Role::Member),
+        );
+        let channel = given.channel("c", &[OWNER, a, b]);
+        let count = |state: &Projections| {
+            let channel = state.channels.get(channel).map(|c| channel_json(state, c));
+            channel.map(|c| c["subscriber_count"].clone())
+        };
+        assert_eq!(count(&given.state), Some(serde_json::json!(3)));
+        given.fold(vec![Event::UserDeactivated { user_id: a }]);
+        assert_eq!(count(&given.state), Some(serde_json::json!(2)));
+        let bytes = rmp_serde::to_vec(&given.state).unwrap_or_default();
+        let mut restored: Projections =
+            rmp_serde::from_slice(&bytes).unwrap_or_else(|e| panic!("not decoded: {e}"));
+        restored.restore_derived_and_digest();
+        assert_eq!(count(&restored), Some(serde_json::json!(2)));
+        assert!(!restored.users.is_active(a) && restored.users.is_active(b));
+        given.fold(vec![Event::UserReactivated { user_id: a }]);
+        assert_eq!(count(&given.state), Some(serde_json::json!(3)));
+    }
 
     /// A channel created on day 0 with one message on each of `days`.
     fn channel_with_messages(days: &[i64]) -> Projections {

@@ -9,6 +9,16 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+/// A value written as the JSON string of its `Display` form, with no `String` made for it
+/// first (in a [`JsonBuf`], straight into the bytes).
+pub struct Shown<T>(pub T);
+
+impl<T: std::fmt::Display> Serialize for Shown<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&self.0)
+    }
+}
+
 /// Somewhere the fields of one JSON object are written, in order.
 pub trait Fields {
     fn field<T: Serialize + ?Sized>(&mut self, key: &str, value: &T);
@@ -84,8 +94,25 @@ impl JsonBuf {
         if !std::mem::take(first) {
             self.bytes.push(b',');
         }
-        self.value(key);
-        self.bytes.push(b':');
+        // Keys are names from the code, which need no escaping: written as they are.
+        if key.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+            self.bytes.reserve(key.len() + 3);
+            self.bytes.push(b'"');
+            self.bytes.extend_from_slice(key.as_bytes());
+            self.bytes.extend_from_slice(b"\":");
+        } else {
+            self.value(key);
+            self.bytes.push(b':');
+        }
+    }
+
+    /// The length of the text written so far.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
     }
 }
 
@@ -100,6 +127,31 @@ impl Obj<'_> {
     pub fn field_with(&mut self, key: &str, write: impl FnOnce(&mut JsonBuf)) {
         self.buf.key(&mut self.first, key);
         write(self.buf);
+    }
+}
+
+impl Obj<'_> {
+    /// Writes again the fields written at `text` (a range of [`JsonBuf::len`] positions of this
+    /// buffer holding complete `"key":value` pairs separated by commas): an object that an
+    /// answer lists twice is written once.
+    pub fn fields_from(&mut self, text: std::ops::Range<usize>) {
+        if text.is_empty() || text.end > self.buf.bytes.len() {
+            return;
+        }
+        if !std::mem::take(&mut self.first) {
+            self.buf.bytes.push(b',');
+        }
+        self.buf.bytes.extend_from_within(text);
+    }
+
+    /// The position in the buffer where the next field starts (after its comma).
+    pub fn position(&self) -> usize {
+        self.buf.len() + usize::from(!self.first)
+    }
+
+    /// The length of the text written so far.
+    pub fn end(&self) -> usize {
+        self.buf.len()
     }
 }
 
@@ -152,6 +204,41 @@ mod tests {
         assert_eq!(value["list"].as_array().unwrap().len(), 2);
         assert_eq!(value["empty"], json!([]));
         assert_eq!(value["inner"], json!({"k": 1}));
+    }
+
+    #[test]
+    fn keys_are_escaped_when_they_need_it_and_fields_can_be_written_again() {
+        let mut buf = JsonBuf::default();
+        buf.object(|o| {
+            o.field("plain", &1);
+            o.field("a\"b\\c\n", &2);
+        });
+        buf.bytes.push(b'\n');
+        let mut copied = 0..0;
+        buf.object(|o| {
+            let start = o.position();
+            shape(o, 3);
+            copied = start..o.end();
+        });
+        buf.bytes.push(b'\n');
+        buf.object(|o| {
+            o.field("first", &0);
+            o.fields_from(copied.clone());
+        });
+        buf.bytes.push(b'\n');
+        buf.object(|o| o.fields_from(copied.clone()));
+        let text = String::from_utf8(buf.into_bytes().unwrap()).unwrap();
+        let values: Vec<Value> = text
+            .split('\n')
+            .map(|part| serde_json::from_str(part).unwrap())
+            .collect();
+        assert_eq!(values[0], json!({"plain": 1, "a\"b\\c\n": 2}));
+        let mut map = Map::new();
+        shape(&mut map, 3);
+        assert_eq!(values[1], Value::Object(map.clone()));
+        assert_eq!(values[3], Value::Object(map.clone()));
+        map.shift_insert(0, "first".to_owned(), json!(0));
+        assert_eq!(values[2], Value::Object(map));
     }
 
     #[test]

@@ -3,9 +3,9 @@
 
 use super::users::{avatar_url, shown_email};
 use super::Site;
-use crate::events::Recipient;
 use crate::ids::{ChannelId, MessageId, UserId};
 use crate::projections::messages::{flag_names, flags, EMPTY_TOPIC_DISPLAY_NAME};
+use crate::projections::Address;
 use crate::projections::{Message, Projections, User};
 use serde_json::{json, Value};
 
@@ -53,12 +53,12 @@ pub fn message_json(
 ) -> Value {
     let sender = state.users.get(message.sender_id);
     let (kind, display_recipient, stream_id) = match &message.recipient {
-        Recipient::Channel { channel_id, .. } => (
+        Address::Channel { channel_id, .. } => (
             "stream",
             json!(state.channels.get(*channel_id).map(|c| c.name.clone()).unwrap_or_default()),
             Some(channel_id.0),
         ),
-        Recipient::Direct { user_ids } => (
+        Address::Direct { user_ids } => (
             "private",
             Value::Array(
                 user_ids

@@ -7,17 +7,28 @@ use crate::auth::ServerSecret;
 use crate::events::Role;
 use crate::ids::{ChannelId, UserId};
 use crate::projections::{Projections, User};
-use crate::render::fields::Fields;
+use crate::render::fields::{Fields, Shown};
 use crate::render::realm::profile_data_json;
-use crate::time::iso8601_ms;
+use crate::time::Iso8601;
 use serde_json::{json, Value};
 
 /// `avatar_url` of a user: a PNG, the uploaded avatar or a generated one.
 pub fn avatar_url(site: &super::Site, user: &User) -> String {
-    format!(
-        "{}/avatar/{}?version={}",
-        site.realm_url, user.user_id, user.avatar_version
-    )
+    AvatarUrl(site, user).to_string()
+}
+
+/// [`avatar_url`] as a `Display` value.
+struct AvatarUrl<'a>(&'a super::Site, &'a User);
+
+impl std::fmt::Display for AvatarUrl<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let AvatarUrl(site, user) = self;
+        write!(
+            f,
+            "{}/avatar/{}?version={}",
+            site.realm_url, user.user_id, user.avatar_version
+        )
+    }
 }
 
 /// The medium (500 px) form of `avatar_url`.
@@ -41,9 +52,31 @@ pub fn avatar_source(user: &User) -> &'static str {
 /// `email_address_visibility` (administrators only by default, as in current Zulip). One's own
 /// address and bots' addresses are always visible.
 pub fn email_visible(state: &Projections, viewer: &User, user: &User) -> bool {
-    if viewer.user_id == user.user_id || user.is_bot() {
-        return true;
+    viewer.user_id == user.user_id || user.is_bot() || sees_hidden_emails(state, viewer)
+}
+
+/// Who a list of users is written for, with what that depends on looked up once.
+pub struct Viewer<'a> {
+    pub user: &'a User,
+    sees_hidden_emails: bool,
+}
+
+impl<'a> Viewer<'a> {
+    pub fn new(state: &Projections, user: &'a User) -> Viewer<'a> {
+        Viewer {
+            user,
+            sees_hidden_emails: sees_hidden_emails(state, user),
+        }
     }
+
+    /// [`email_visible`].
+    fn sees_email_of(&self, user: &User) -> bool {
+        self.user.user_id == user.user_id || user.is_bot() || self.sees_hidden_emails
+    }
+}
+
+/// Whether `viewer` sees the real addresses of people other than themselves and bots.
+fn sees_hidden_emails(state: &Projections, viewer: &User) -> bool {
     let visibility = match state.realm.value("email_address_visibility") {
         crate::events::RealmValue::Int(code) => code,
         _ => 3,
@@ -62,12 +95,21 @@ pub fn email_visible(state: &Projections, viewer: &User, user: &User) -> bool {
 /// The placeholder API email Zulip gives when the real one is hidden: `user{id}@{host}`, with
 /// a reserved domain when the server is reached by IP address.
 pub fn placeholder_email(site: &super::Site, user: &User) -> String {
-    format!("user{}@{}", user.user_id, email_domain(site))
+    PlaceholderEmail(site, user).to_string()
+}
+
+/// [`placeholder_email`] as a `Display` value.
+struct PlaceholderEmail<'a>(&'a super::Site, &'a User);
+
+impl std::fmt::Display for PlaceholderEmail<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "user{}@{}", self.1.user_id, email_domain(self.0))
+    }
 }
 
 /// The domain of addresses the server makes up (placeholders, bots): the organization's host
 /// name, or a reserved domain when the server is reached by IP address.
-pub fn email_domain(site: &super::Site) -> String {
+pub fn email_domain(site: &super::Site) -> &str {
     let host = site
         .realm_url
         .split("://")
@@ -77,7 +119,11 @@ pub fn email_domain(site: &super::Site) -> String {
         .next()
         .unwrap_or_default();
     let is_name = host.chars().any(|c| c.is_ascii_alphabetic());
-    if is_name { host } else { "chronicle.invalid" }.to_owned()
+    if is_name {
+        host
+    } else {
+        "chronicle.invalid"
+    }
 }
 
 /// A user as `GET /users`, `/register` (`realm_users`) and `realm_user` events show it to
@@ -95,7 +141,14 @@ pub fn user_json(
         profile_data: with_profile_data,
         is_active: true,
     };
-    user_fields(&mut map, state, site, viewer, user, shape);
+    user_fields(
+        &mut map,
+        state,
+        site,
+        &Viewer::new(state, viewer),
+        user,
+        shape,
+    );
     Value::Object(map)
 }
 
@@ -113,20 +166,20 @@ pub fn user_fields(
     out: &mut impl Fields,
     state: &Projections,
     site: &super::Site,
-    viewer: &User,
+    viewer: &Viewer<'_>,
     user: &User,
     shape: UserShape,
 ) {
-    let visible = email_visible(state, viewer, user);
+    let visible = viewer.sees_email_of(user);
     out.field("user_id", &user.user_id.0);
     out.field("delivery_email", &visible.then_some(&user.email));
     if visible {
         out.field("email", &user.email);
     } else {
-        out.field("email", &placeholder_email(site, user));
+        out.field("email", &Shown(PlaceholderEmail(site, user)));
     }
     out.field("full_name", &user.full_name);
-    out.field("date_joined", &iso8601_ms(user.date_joined_ms));
+    out.field("date_joined", &Shown(Iso8601(user.date_joined_ms)));
     if shape.is_active {
         out.field("is_active", &user.is_active);
     }
@@ -140,7 +193,7 @@ pub fn user_fields(
     }
     out.field("role", &user.role.code());
     out.field("timezone", &user.timezone);
-    out.field("avatar_url", &avatar_url(site, user));
+    out.field("avatar_url", &Shown(AvatarUrl(site, user)));
     out.field("avatar_version", &user.avatar_version);
     out.field("is_imported_stub", &false);
     if shape.profile_data && !user.is_bot() {

@@ -8,6 +8,7 @@ use crate::events::{
 };
 use crate::ids::{ChannelId, MessageId, UserId};
 use crate::projections::messages::recipients;
+use crate::projections::Address;
 use crate::projections::{Message, Projections, User};
 use crate::render::channels::muted_topics_json;
 use crate::render::messages::{message_flags, message_json, shown_topic, topic_links_json};
@@ -66,7 +67,7 @@ pub fn message_sent(
                 Some(event)
             })
             .collect();
-    if let Recipient::Channel { channel_id, .. } = &message.recipient {
+    if let Address::Channel { channel_id, .. } = &message.recipient {
         out.extend(first_message_changes(
             state,
             *channel_id,
@@ -96,10 +97,10 @@ pub fn flags_changed(
             .filter_map(|id| state.messages.get(*id))
             .map(|m| {
                 let detail = match &m.recipient {
-                    Recipient::Channel { channel_id, topic } => {
+                    Address::Channel { channel_id, topic } => {
                         json!({"type": "stream", "stream_id": channel_id.0, "topic": topic})
                     }
-                    Recipient::Direct { user_ids } => json!({
+                    Address::Direct { user_ids } => json!({
                         "type": "private",
                         "user_ids": user_ids.iter().filter(|u| **u != user_id).collect::<Vec<_>>(),
                     }),
