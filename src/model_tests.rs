@@ -796,7 +796,7 @@ proptest! {
         let mut decision = live.clone();
         decision.messages.without_word_index();
         let bytes = rmp_serde::to_vec(&decision).unwrap();
-        let mut restored: Projections = rmp_serde::from_slice(&bytes).unwrap();
+        let mut restored = Projections::decode_snapshot(&bytes).unwrap();
         let restored_digest = restored.restore_derived_and_digest();
         prop_assert_eq!(&restored_digest, &restored.digest());
         prop_assert_eq!(restored_digest, live.digest());

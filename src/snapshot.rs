@@ -164,7 +164,7 @@ pub fn load(path: &Path, log: &dyn EventLog) -> Result<Projections, SnapshotErro
     // is used only once the hash matched.
     let (intact, decoded) = std::thread::scope(|scope| {
         let hashing = scope.spawn(|| Sha256::digest(payload).as_slice() == header.payload_hash);
-        let decoded = rmp_serde::from_slice::<Projections>(payload);
+        let decoded = Projections::decode_snapshot(payload);
         (hashing.join().unwrap_or(false), decoded)
     });
     if !intact {

@@ -49,6 +49,102 @@ pub fn flag_bit(flag: MessageFlag) -> u8 {
     }
 }
 
+/// The shared copy of `value` in `known`, added if new.
+pub(super) fn intern<T: ?Sized + std::hash::Hash + Eq>(
+    known: &mut std::collections::HashSet<Arc<T>>,
+    value: &T,
+) -> Arc<T>
+where
+    for<'a> Arc<T>: From<&'a T>,
+{
+    if let Some(shared) = known.get(value) {
+        return shared.clone();
+    }
+    let shared = Arc::from(value);
+    known.insert(Arc::clone(&shared));
+    shared
+}
+
+/// Names and participant lists that many messages share, each kept once (a message points at
+/// its copy). Nothing is dropped from them: a deleted topic's name stays until a restart, which
+/// costs one allocation per name ever used.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Shared {
+    pub(super) clients: std::collections::HashSet<Arc<str>>,
+    topics: std::collections::HashSet<Arc<str>>,
+    participants: std::collections::HashSet<Arc<[UserId]>>,
+}
+
+impl Shared {
+    pub(super) fn topic(&mut self, topic: &str) -> Topic {
+        Topic(intern(&mut self.topics, topic))
+    }
+
+    pub(super) fn address(&mut self, recipient: &crate::events::Recipient) -> Address {
+        match recipient {
+            crate::events::Recipient::Channel { channel_id, topic } => Address::Channel {
+                channel_id: *channel_id,
+                topic: self.topic(topic),
+            },
+            crate::events::Recipient::Direct { user_ids } => Address::Direct {
+                user_ids: intern(&mut self.participants, user_ids.as_slice()),
+            },
+        }
+    }
+}
+
+thread_local! {
+    /// The shared names and lists of the snapshot being decoded on this thread
+    /// (`decoding_shared`), so that a decoded message points at them from the start: a
+    /// message decoded with its own copies and interned afterwards would leave their freed
+    /// blocks scattered among the messages, where the allocator cannot give them back.
+    static DECODING: std::cell::RefCell<Option<Shared>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `decode` with every topic, client name and participant list it decodes interned, and
+/// returns its result with the interned sets (for `Messages` to keep interning into).
+pub(super) fn decoding_shared<R>(decode: impl FnOnce() -> R) -> (R, Shared) {
+    let previous = DECODING.with(|d| d.replace(Some(Shared::default())));
+    let result = decode();
+    let shared = DECODING.with(|d| d.replace(previous)).unwrap_or_default();
+    (result, shared)
+}
+
+/// `shared(sets)` with the sets of the snapshot being decoded on this thread, else `alone()`.
+fn while_decoding<T>(shared: impl FnOnce(&mut Shared) -> T, alone: impl FnOnce() -> T) -> T {
+    DECODING.with(|d| match d.borrow_mut().as_mut() {
+        Some(sets) => shared(sets),
+        None => alone(),
+    })
+}
+
+fn decode_client<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Arc<str>, D::Error> {
+    struct Name;
+    impl serde::de::Visitor<'_> for Name {
+        type Value = Arc<str>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a client name")
+        }
+        fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Arc<str>, E> {
+            Ok(while_decoding(
+                |sets| intern(&mut sets.clients, name),
+                || Arc::from(name),
+            ))
+        }
+    }
+    deserializer.deserialize_str(Name)
+}
+
+fn decode_participants<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Arc<[UserId]>, D::Error> {
+    let ids = <Vec<UserId> as serde::Deserialize>::deserialize(deserializer)?;
+    Ok(while_decoding(
+        |sets| intern(&mut sets.participants, ids.as_slice()),
+        || Arc::from(ids.as_slice()),
+    ))
+}
+
 /// A topic's name as the projections keep it: every message of a topic shares one allocation
 /// of its spelling (`Messages` interns them), so a message's topic costs a pointer.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -111,7 +207,7 @@ impl serde::Serialize for Topic {
 }
 
 impl<'de> serde::Deserialize<'de> for Topic {
-    /// One allocation per message until `Messages::intern_shared` runs after a snapshot loads.
+    /// Interned while a snapshot is decoded (`decoding_shared`), else a topic of its own.
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Topic, D::Error> {
         struct Text;
         impl serde::de::Visitor<'_> for Text {
@@ -120,7 +216,10 @@ impl<'de> serde::Deserialize<'de> for Topic {
                 f.write_str("a topic")
             }
             fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Topic, E> {
-                Ok(Topic(Arc::from(text)))
+                Ok(while_decoding(
+                    |sets| sets.topic(text),
+                    || Topic(Arc::from(text)),
+                ))
             }
         }
         deserializer.deserialize_str(Text)
@@ -138,6 +237,7 @@ pub enum Address {
     },
     /// Every participant, the sender included, ascending.
     Direct {
+        #[serde(deserialize_with = "decode_participants")]
         user_ids: Arc<[UserId]>,
     },
 }
@@ -167,7 +267,8 @@ pub struct Message {
     /// The rendering, unless it is `<p>` + content + `</p>` (most messages are one plain
     /// paragraph): see `rendered_content`.
     pub(super) rendered: Option<Arc<str>>,
-    /// Interned: one allocation per client name (`Messages::intern_shared`).
+    /// Interned: one allocation per client name (`Shared`).
+    #[serde(deserialize_with = "decode_client")]
     pub client: Arc<str>,
     pub timestamp: i64,
     pub is_me_message: bool,
@@ -317,6 +418,53 @@ impl Message {
 mod tests {
     use super::*;
     use crate::commands::testing::{Given, OWNER};
+
+    #[test]
+    fn a_decoded_snapshot_shares_topics_clients_and_participants_between_messages() {
+        use crate::projections::Projections;
+        let mut given = Given::org();
+        let member = given.user("m@example.com", crate::events::Role::Member);
+        let channel = given.channel("c", &[OWNER, member]);
+        let ids = [
+            given.message(OWNER, channel, "lunch", "a"),
+            given.message(member, channel, "lunch", "b"),
+            given.direct(OWNER, &[member], "c"),
+            given.direct(member, &[OWNER], "d"),
+        ];
+        let bytes = rmp_serde::to_vec(&given.state).unwrap_or_default();
+        let decoded =
+            Projections::decode_snapshot(&bytes).unwrap_or_else(|e| panic!("not decoded: {e}"));
+        let plain: Projections =
+            rmp_serde::from_slice(&bytes).unwrap_or_else(|e| panic!("not decoded: {e}"));
+        let place = |state: &Projections, id| {
+            let message = state
+                .messages
+                .get(id)
+                .unwrap_or_else(|| panic!("{id:?} missing"));
+            let place = match &message.recipient {
+                Address::Channel { topic, .. } => topic.ptr(),
+                Address::Direct { user_ids } => user_ids.as_ptr().cast::<u8>(),
+            };
+            (place, message.client.as_ptr())
+        };
+        let [a, b, c, d] = ids.map(|id| place(&decoded, id));
+        assert_eq!(
+            a, b,
+            "one topic and one client name for both channel messages"
+        );
+        assert_eq!(c, d, "one participant list for the conversation");
+        assert_eq!(a.1, c.1);
+        // Decoded without it, every message has its own.
+        let [a, b, ..] = ids.map(|id| place(&plain, id));
+        assert_ne!(a.0, b.0);
+        // Interning goes on from the decoded sets: a new message shares them too.
+        let mut given = Given {
+            state: decoded,
+            ..given
+        };
+        let e = given.message(member, channel, "lunch", "e");
+        assert_eq!(place(&given.state, e), place(&given.state, ids[0]));
+    }
 
     #[test]
     fn a_plain_paragraph_is_rebuilt_and_any_other_rendering_kept() {

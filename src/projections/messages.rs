@@ -8,7 +8,6 @@ use crate::events::{EditedContent, Envelope, Event, MessageFlag, Recipient};
 use crate::ids::{ChannelId, MessageId, UserId};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
 
 use super::copies::{Copies, Place};
 use super::id_set::IdSet;
@@ -16,6 +15,7 @@ pub use super::message::{
     flag_bit, flag_names, flags, Address, EditRecord, Message, MessageExtra, Reaction, Submessage,
     Topic,
 };
+use super::message::{intern, Shared};
 use super::store::MessageStore;
 
 /// The wildcard-mention bits of a message.
@@ -28,59 +28,6 @@ pub(super) fn wildcard_bits(stream_wildcard: bool, topic_wildcard: bool) -> u8 {
         bits |= flags::TOPIC_WILDCARD;
     }
     bits
-}
-
-/// The shared copy of `value` in `known`, added if new.
-fn intern<T: ?Sized + std::hash::Hash + Eq>(
-    known: &mut std::collections::HashSet<Arc<T>>,
-    value: &T,
-) -> Arc<T>
-where
-    for<'a> Arc<T>: From<&'a T>,
-{
-    if let Some(shared) = known.get(value) {
-        return shared.clone();
-    }
-    let shared = Arc::from(value);
-    known.insert(Arc::clone(&shared));
-    shared
-}
-
-/// Names and participant lists that many messages share, each kept once (a message points at
-/// its copy). Nothing is dropped from them: a deleted topic's name stays until a restart, which
-/// costs one allocation per name ever used.
-#[derive(Debug, Clone, Default)]
-struct Shared {
-    clients: std::collections::HashSet<Arc<str>>,
-    topics: std::collections::HashSet<Arc<str>>,
-    participants: std::collections::HashSet<Arc<[UserId]>>,
-}
-
-impl Shared {
-    fn topic(&mut self, topic: &str) -> Topic {
-        Topic(intern(&mut self.topics, topic))
-    }
-
-    fn address(&mut self, recipient: &Recipient) -> Address {
-        match recipient {
-            Recipient::Channel { channel_id, topic } => Address::Channel {
-                channel_id: *channel_id,
-                topic: self.topic(topic),
-            },
-            Recipient::Direct { user_ids } => Address::Direct {
-                user_ids: intern(&mut self.participants, user_ids.as_slice()),
-            },
-        }
-    }
-
-    /// `message` pointing at the shared copies (a message loaded from a snapshot has its own).
-    fn share(&mut self, message: &mut Message) {
-        message.client = intern(&mut self.clients, &*message.client);
-        match &mut message.recipient {
-            Address::Channel { topic, .. } => *topic = self.topic(topic),
-            Address::Direct { user_ids } => *user_ids = intern(&mut self.participants, &**user_ids),
-        }
-    }
 }
 
 /// The resolved-topic prefix.
@@ -335,13 +282,10 @@ impl Messages {
         self.words.take()
     }
 
-    /// Makes every message share its client name, topic and participants with the others that
-    /// have the same ones: a loaded snapshot has a copy per message.
-    pub fn intern_shared(&mut self) {
-        let shared = &mut self.shared;
-        for message in self.by_id.values_mut() {
-            shared.share(message);
-        }
+    /// Interns into `shared` from now on: the sets a snapshot's messages were decoded with
+    /// (`message::decoding_shared`).
+    pub(super) fn keep_interned(&mut self, shared: Shared) {
+        self.shared = shared;
     }
 
     /// Records which stored messages change, so that another copy can share them

@@ -126,16 +126,24 @@ impl Projections {
         self.messages.adopt_shared(&mut decided.messages);
     }
 
+    /// Decodes a snapshot's payload (before `restore_derived_and_digest`), with each topic,
+    /// client name and participant list allocated once, not once per message.
+    pub fn decode_snapshot(payload: &[u8]) -> Result<Projections, rmp_serde::decode::Error> {
+        let (decoded, shared) =
+            message::decoding_shared(|| rmp_serde::from_slice::<Projections>(payload));
+        let mut state = decoded?;
+        state.messages.keep_interned(shared);
+        Ok(state)
+    }
+
     /// Rebuilds what snapshots leave out (compiled linkifiers, the search index when the
-    /// snapshot came from the engine's decision state, shared names and topics, the set of
-    /// deactivated users) after one is
-    /// loaded, and returns the state's digest: the word index is built on a second thread while
-    /// the digest is computed (the digest does not cover the index), in about half the time of
-    /// one after the other on two cores.
+    /// snapshot came from the engine's decision state, the set of deactivated users) after
+    /// one is loaded (by `decode_snapshot`, which shares names and topics as it decodes), and returns the state's digest: the word index
+    /// is built on a second thread while the digest is computed (the digest does not cover the
+    /// index), in about half the time of one after the other on two cores.
     pub fn restore_derived_and_digest(&mut self) -> String {
         self.linkifiers.recompile();
         self.users.restore_derived();
-        self.messages.intern_shared();
         let state = &*self;
         let (words, digest) = std::thread::scope(|scope| {
             let words = scope.spawn(|| state.messages.build_word_index());
