@@ -2,7 +2,7 @@
 //! whether a user shares their presence. Commands, renderers and the real-time translator all
 //! ask here, so a rule is written once, next to the state it reads.
 
-use super::messages::Address;
+use super::message::Address;
 use crate::events::{GroupSetting, Role};
 use crate::ids::UserId;
 use crate::projections::{Channel, Message, Projections, User};

@@ -19,8 +19,8 @@
 //!   and move-given copies), which have none until the next content edit, as in Zulip.
 
 use super::channels::{Channel, Channels};
+use super::message::Address;
 use super::message::{flags, Message};
-use super::messages::Address;
 use super::users::Users;
 use crate::events::Role;
 use crate::ids::{ChannelId, MessageId, UserId};
