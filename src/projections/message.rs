@@ -182,24 +182,6 @@ impl std::fmt::Display for Topic {
     }
 }
 
-impl PartialEq<str> for Topic {
-    fn eq(&self, other: &str) -> bool {
-        *self.0 == *other
-    }
-}
-
-impl PartialEq<&str> for Topic {
-    fn eq(&self, other: &&str) -> bool {
-        *self.0 == **other
-    }
-}
-
-impl PartialEq<String> for Topic {
-    fn eq(&self, other: &String) -> bool {
-        *self.0 == **other
-    }
-}
-
 impl serde::Serialize for Topic {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.0)
