@@ -104,10 +104,19 @@ thread_local! {
 /// Runs `decode` with every topic, client name and participant list it decodes interned, and
 /// returns its result with the interned sets (for `Messages` to keep interning into).
 pub(super) fn decoding_shared<R>(decode: impl FnOnce() -> R) -> (R, Shared) {
-    let previous = DECODING.with(|d| d.replace(Some(Shared::default())));
+    /// Puts back what the thread had before, even if `decode` panics.
+    struct Restore(Option<Option<Shared>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            if let Some(previous) = self.0.take() {
+                DECODING.with(|d| d.replace(previous));
+            }
+        }
+    }
+    let mut restore = Restore(Some(DECODING.with(|d| d.replace(Some(Shared::default())))));
     let result = decode();
-    let shared = DECODING.with(|d| d.replace(previous)).unwrap_or_default();
-    (result, shared)
+    let shared = DECODING.with(|d| d.replace(restore.0.take().flatten()));
+    (result, shared.unwrap_or_default())
 }
 
 /// `shared(sets)` with the sets of the snapshot being decoded on this thread, else `alone()`.
@@ -446,6 +455,21 @@ mod tests {
         };
         let e = given.message(member, channel, "lunch", "e");
         assert_eq!(place(&given.state, e), place(&given.state, ids[0]));
+    }
+
+    #[test]
+    fn decoding_stops_interning_when_it_ends_even_by_a_panic() {
+        let decode = || {
+            let a: Topic = serde_json::from_str("\"t\"").unwrap_or_else(|e| panic!("{e}"));
+            let b: Topic = serde_json::from_str("\"t\"").unwrap_or_else(|e| panic!("{e}"));
+            a.ptr() == b.ptr()
+        };
+        let (shared, _) = decoding_shared(decode);
+        assert!(shared, "interned while decoding");
+        assert!(!decode(), "not interned after");
+        let panicked = std::panic::catch_unwind(|| decoding_shared(|| panic!("a decoding bug")));
+        assert!(panicked.is_err());
+        assert!(!decode(), "not interned after a decode that panicked");
     }
 
     #[test]

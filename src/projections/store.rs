@@ -102,9 +102,17 @@ impl Chunks {
 }
 
 /// Written as the map from chunk number to chunk that it replaced, so snapshots read the same.
+/// The map's length is given up front: without it, msgpack's encoder would buffer the whole
+/// store in memory before writing it, where a snapshot streams it.
 impl serde::Serialize for Chunks {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_map(self.iter())
+        use serde::ser::SerializeMap;
+        let len = self.dense.iter().flatten().count() + self.far.len();
+        let mut map = serializer.serialize_map(Some(len))?;
+        for (number, chunk) in self.iter() {
+            map.serialize_entry(&number, chunk)?;
+        }
+        map.end()
     }
 }
 

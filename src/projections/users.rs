@@ -63,7 +63,9 @@ impl Users {
         self.by_id.get(&id)
     }
 
-    /// How many of `ids` (existing users) are active: all of them but the deactivated ones.
+    /// How many of `ids` are active: all of them but the deactivated ones. `ids` must be
+    /// existing users, as a channel's subscribers are (commands subscribe no one else; users
+    /// are never removed).
     pub fn active_among(&self, ids: &BTreeSet<UserId>) -> usize {
         let inactive = if self.inactive.len() < ids.len() {
             self.inactive.iter().filter(|u| ids.contains(u)).count()
