@@ -57,8 +57,8 @@ pub struct Messages {
     words: Option<super::search::WordIndex>,
     /// The highest submessage id ever given (ids are never reused).
     highest_submessage_id: u64,
-    /// Client names, topics and participant lists, interned; rebuilt after a snapshot is loaded
-    /// (`intern_shared`).
+    /// Client names, topics and participant lists, interned; after a snapshot is loaded, the
+    /// sets it was decoded with (`keep_interned`).
     #[serde(skip)]
     shared: Shared,
 }

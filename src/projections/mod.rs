@@ -137,10 +137,11 @@ impl Projections {
     }
 
     /// Rebuilds what snapshots leave out (compiled linkifiers, the search index when the
-    /// snapshot came from the engine's decision state, the set of deactivated users) after
-    /// one is loaded (by `decode_snapshot`, which shares names and topics as it decodes), and returns the state's digest: the word index
-    /// is built on a second thread while the digest is computed (the digest does not cover the
-    /// index), in about half the time of one after the other on two cores.
+    /// snapshot came from the engine's decision state, the set of deactivated users) after one
+    /// is loaded (by `decode_snapshot`, which shares names and topics as it decodes), and
+    /// returns the state's digest: the word index is built on a second thread while the digest
+    /// is computed (the digest does not cover the index), in about half the time of one after
+    /// the other on two cores.
     pub fn restore_derived_and_digest(&mut self) -> String {
         self.linkifiers.recompile();
         self.users.restore_derived();

@@ -261,22 +261,23 @@ mod tests {
             .count()
     }
 
-    fn sample() -> Message {
+    /// Messages with the given ids, otherwise one stored channel message.
+    fn messages() -> impl Fn(u64) -> Message {
         let mut given = crate::commands::testing::Given::org();
         let channel = given.channel("c", &[crate::commands::testing::OWNER]);
         let sent = given.message(crate::commands::testing::OWNER, channel, "t", "x");
-        given.state.messages.get(sent).cloned().unwrap_or_else(|| {
+        let template = given.state.messages.get(sent).cloned().unwrap_or_else(|| {
             panic!("the message was not stored");
-        })
+        });
+        move |id| Message {
+            id: MessageId(id),
+            ..template.clone()
+        }
     }
 
     #[test]
     fn an_adopting_copy_shares_chunks_until_one_side_writes() {
-        let template = sample();
-        let message = |id: u64| Message {
-            id: MessageId(id),
-            ..template.clone()
-        };
+        let message = messages();
         let mut read = MessageStore::default();
         let mut decided = read.clone();
         decided.track_changes();
@@ -314,11 +315,7 @@ mod tests {
     #[test]
     fn chunks_keep_order_across_gaps_and_removals() {
         let mut store = MessageStore::default();
-        let template = sample();
-        let message = |id: u64| Message {
-            id: MessageId(id),
-            ..template.clone()
-        };
+        let message = messages();
         for id in [1, 63, 64, 65, 1000, 200] {
             store.insert(MessageId(id), message(id));
         }
@@ -338,11 +335,7 @@ mod tests {
 
     #[test]
     fn an_id_far_past_the_end_is_kept_without_allocating_the_gap_and_read_back_in_order() {
-        let template = sample();
-        let message = |id: u64| Message {
-            id: MessageId(id),
-            ..template.clone()
-        };
+        let message = messages();
         let far = CHUNK * (MAX_JUMP as u64 + 5);
         let mut store = MessageStore::default();
         for id in [u64::MAX - 1, far, 3] {

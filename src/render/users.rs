@@ -57,7 +57,7 @@ pub fn email_visible(state: &Projections, viewer: &User, user: &User) -> bool {
 
 /// Who a list of users is written for, with what that depends on looked up once.
 pub struct Viewer<'a> {
-    pub user: &'a User,
+    user: &'a User,
     sees_hidden_emails: bool,
 }
 
