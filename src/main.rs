@@ -3,11 +3,10 @@
 use chronicle::audit::EventFilter;
 use chronicle::ids::Seq;
 use chronicle::projections::Projections;
-use chronicle::server::{fold_data_dir, serve, Fatal, Layout, ServeConfig};
+use chronicle::server::{fold_data_dir, open_log, serve, Fatal, Layout, ServeConfig};
+use chronicle::store::jetstream::ClusterSpec;
 use chronicle::store::read_envelopes;
-use chronicle::store::{
-    check_integrity, export_records, import_records, verify_chain, Integrity, SledLog,
-};
+use chronicle::store::{check_integrity, export_records, import_records, verify_chain, Integrity};
 use chronicle::time::parse_rfc3339_ms;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -34,6 +33,8 @@ enum Command {
     Dump {
         #[arg(long)]
         data_dir: PathBuf,
+        #[command(flatten)]
+        cluster: ClusterArgs,
         /// Fold only up to and including this event.
         #[arg(long)]
         at_seq: Option<u64>,
@@ -46,6 +47,8 @@ enum Command {
     Log {
         #[arg(long)]
         data_dir: PathBuf,
+        #[command(flatten)]
+        cluster: ClusterArgs,
         /// Only events after this seq.
         #[arg(long, default_value_t = 0)]
         after_seq: u64,
@@ -70,6 +73,8 @@ enum Command {
     Verify {
         #[arg(long)]
         data_dir: PathBuf,
+        #[command(flatten)]
+        cluster: ClusterArgs,
     },
     /// Rewrite the log so that the content of deleted messages is gone from the data
     /// directory (the server must be stopped; see docs/operations.md).
@@ -81,6 +86,8 @@ enum Command {
     Diff {
         #[arg(long)]
         data_dir: PathBuf,
+        #[command(flatten)]
+        cluster: ClusterArgs,
         #[arg(long)]
         from_seq: u64,
         #[arg(long)]
@@ -94,6 +101,8 @@ enum Command {
     Export {
         #[arg(long)]
         data_dir: PathBuf,
+        #[command(flatten)]
+        cluster: ClusterArgs,
         #[arg(long)]
         out: PathBuf,
     },
@@ -102,6 +111,8 @@ enum Command {
     Import {
         #[arg(long)]
         data_dir: PathBuf,
+        #[command(flatten)]
+        cluster: ClusterArgs,
         #[arg(long)]
         from: PathBuf,
     },
@@ -118,11 +129,18 @@ enum Command {
         #[arg(long, default_value = "./bench-out")]
         out: PathBuf,
     },
+    /// A cluster's log in NATS JetStream: create its stream, or show its head.
+    Cluster {
+        #[command(subcommand)]
+        action: ClusterAction,
+    },
     /// Replay the log and report events, seconds, events/second and the projections' digest
     /// (the server must be stopped).
     Replay {
         #[arg(long)]
         data_dir: PathBuf,
+        #[command(flatten)]
+        cluster: ClusterArgs,
         #[arg(long, conflicts_with = "to_time")]
         to_seq: Option<u64>,
         /// Replay the events up to and including this time (RFC 3339).
@@ -134,11 +152,58 @@ enum Command {
     },
 }
 
+/// Where the log is when it is not `DATA_DIR/log`: a NATS JetStream stream.
+#[derive(clap::Args, Clone)]
+struct ClusterArgs {
+    /// Keep the log in a NATS JetStream stream on these servers (comma-separated
+    /// nats://HOST:PORT URLs) instead of DATA_DIR/log.
+    #[arg(long, value_name = "URLS")]
+    cluster: Option<String>,
+    /// The stream's name.
+    #[arg(long, default_value = "chronicle")]
+    stream: String,
+    /// How many NATS servers keep each record (3 or 5).
+    #[arg(long, default_value_t = 3)]
+    replicas: usize,
+}
+
+impl ClusterArgs {
+    fn spec(&self) -> Option<ClusterSpec> {
+        self.cluster.as_ref().map(|url| ClusterSpec {
+            url: url.clone(),
+            stream: self.stream.clone(),
+            replicas: self.replicas,
+        })
+    }
+
+    fn required(&self) -> Result<ClusterSpec, Fatal> {
+        self.spec()
+            .ok_or_else(|| "--cluster nats://HOST:PORT,... is required".into())
+    }
+}
+
+#[derive(Subcommand)]
+enum ClusterAction {
+    /// Create the log's stream (file storage, the replicas asked for, no limits, deletes and
+    /// purges denied), or check that an existing one has those settings.
+    Init {
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
+    /// The log's head: stream messages, last event, the stream's leader and replicas.
+    Status {
+        #[command(flatten)]
+        cluster: ClusterArgs,
+    },
+}
+
 /// The options of `chronicle serve`.
 #[derive(clap::Args)]
 struct ServeArgs {
     #[arg(long, default_value = "./data")]
     data_dir: PathBuf,
+    #[command(flatten)]
+    cluster: ClusterArgs,
     #[arg(long, default_value = "127.0.0.1:9991")]
     bind: String,
     #[arg(long, default_value = "owner@chronicle.local")]
@@ -191,10 +256,11 @@ fn run(cli: Cli) -> Result<(), Fatal> {
         Command::Serve(args) => actix_web::rt::System::new().block_on(serve(serve_config(args))),
         Command::Dump {
             data_dir,
+            cluster,
             at_seq,
             only,
         } => {
-            let (state, _) = fold_data_dir(&data_dir, at_seq.map(Seq))?;
+            let (state, _) = fold_data_dir(&data_dir, cluster.spec().as_ref(), at_seq.map(Seq))?;
             let dump = match only {
                 None => state.dump(),
                 Some(area) => chronicle::audit::only_area(&state.dump(), &area)?,
@@ -204,15 +270,19 @@ fn run(cli: Cli) -> Result<(), Fatal> {
         }
         Command::Log {
             data_dir,
+            cluster,
             after_seq,
             types,
             actor,
             since,
             until,
             json,
-        } => print_log(&data_dir, after_seq, types, actor, since, until, json),
+        } => print_log(
+            &data_dir, &cluster, after_seq, types, actor, since, until, json,
+        ),
         Command::Diff {
             data_dir,
+            cluster,
             from_seq,
             to_seq,
             only,
@@ -220,10 +290,11 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             if from_seq > to_seq {
                 return Err("--from-seq must not be after --to-seq".into());
             }
-            let log = SledLog::open(&Layout::new(&data_dir).log())?;
-            let mut state = chronicle::replay::fold(&log, Some(Seq(from_seq)), |_| {})?;
+            let log = open_log(&data_dir, cluster.spec().as_ref())?;
+            let log = log.as_ref();
+            let mut state = chronicle::replay::fold(log, Some(Seq(from_seq)), |_| {})?;
             let before = state.dump();
-            chronicle::replay::continue_while(&mut state, &log, |env| env.seq.0 <= to_seq, |_| {})?;
+            chronicle::replay::continue_while(&mut state, log, |env| env.seq.0 <= to_seq, |_| {})?;
             let after = state.dump();
             let diff = match only {
                 None => chronicle::audit::diff(&before, &after),
@@ -244,10 +315,15 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             scenario,
             out,
         }),
-        Command::Export { data_dir, out } => {
-            let log = SledLog::open(&Layout::new(&data_dir).log())?;
+        Command::Export {
+            data_dir,
+            cluster,
+            out,
+        } => {
+            let log = open_log(&data_dir, cluster.spec().as_ref())?;
+            let log = log.as_ref();
             let mut file = std::io::BufWriter::new(std::fs::File::create(&out)?);
-            let count = export_records(&log, &mut file)?;
+            let count = export_records(log, &mut file)?;
             file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
             println!("exported {count} events to {}", out.display());
             // Uploaded files go beside it, each checked against its name (its SHA-256).
@@ -260,16 +336,21 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             }
             Ok(())
         }
-        Command::Import { data_dir, from } => {
+        Command::Import {
+            data_dir,
+            cluster,
+            from,
+        } => {
             let bytes = std::fs::read(&from)?;
             std::fs::create_dir_all(&data_dir)?;
-            let log = SledLog::open(&Layout::new(&data_dir).log())?;
-            let count = import_records(&log, &bytes)?;
+            let log = open_log(&data_dir, cluster.spec().as_ref())?;
+            let log = log.as_ref();
+            let count = import_records(log, &bytes)?;
             let files = copy_uploads(&uploads_beside(&from), &Layout::new(&data_dir).uploads())?;
             if files > 0 {
                 println!("imported {files} uploaded files");
             }
-            match check_integrity(&log)? {
+            match check_integrity(log)? {
                 Integrity::Clean { last } => {
                     println!(
                         "imported {count} events (last seq {last}) into {}",
@@ -297,9 +378,10 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             println!("head: {}", report.new_head);
             Ok(())
         }
-        Command::Verify { data_dir } => {
-            let log = SledLog::open(&Layout::new(&data_dir).log())?;
-            let report = verify_chain(&log, None)?;
+        Command::Verify { data_dir, cluster } => {
+            let log = open_log(&data_dir, cluster.spec().as_ref())?;
+            let log = log.as_ref();
+            let report = verify_chain(log, None)?;
             print_chain_report(&report);
             match report.first_break {
                 None => Ok(()),
@@ -308,10 +390,12 @@ fn run(cli: Cli) -> Result<(), Fatal> {
         }
         Command::Replay {
             data_dir,
+            cluster,
             to_seq,
             to_time,
             verify,
-        } => replay(&data_dir, to_seq, to_time, verify),
+        } => replay(&data_dir, &cluster, to_seq, to_time, verify),
+        Command::Cluster { action } => cluster_command(action),
     }
 }
 
@@ -334,6 +418,7 @@ fn serve_config(args: ServeArgs) -> ServeConfig {
         client_body_timeout_secs,
         max_file_upload_mib,
         upload_quota_mib,
+        cluster,
     } = args;
     use chronicle::http::rate_limit::{Limits, Rule};
     let defaults = Limits::default();
@@ -370,6 +455,7 @@ fn serve_config(args: ServeArgs) -> ServeConfig {
             max_file_mib: max_file_upload_mib,
             quota_mib: upload_quota_mib,
         },
+        cluster: cluster.spec(),
     }
 }
 
@@ -396,13 +482,15 @@ fn copy_uploads(from: &std::path::Path, to: &std::path::Path) -> Result<usize, F
 /// and the newest snapshot on the way, and prints the count, the rate and the digest.
 fn replay(
     data_dir: &std::path::Path,
+    cluster: &ClusterArgs,
     to_seq: Option<u64>,
     to_time: Option<String>,
     verify: bool,
 ) -> Result<(), Fatal> {
     if verify {
-        let log = SledLog::open(&Layout::new(data_dir).log())?;
-        let report = verify_chain(&log, to_seq.map(Seq))?;
+        let log = open_log(data_dir, cluster.spec().as_ref())?;
+        let log = log.as_ref();
+        let report = verify_chain(log, to_seq.map(Seq))?;
         print_chain_report(&report);
         if let Some((seq, _)) = report.first_break {
             return Err(format!("the log is broken at record {seq}; not replayed").into());
@@ -416,7 +504,8 @@ fn replay(
                 .ok_or_else(|| format!("--to-time: not an RFC 3339 time: {text}"))?,
         ),
     };
-    let log = SledLog::open(&Layout::new(data_dir).log())?;
+    let log = open_log(data_dir, cluster.spec().as_ref())?;
+    let log = log.as_ref();
     let keep = |env: &chronicle::events::Envelope| {
         to_seq.is_none_or(|s| env.seq.0 <= s) && until_ms.is_none_or(|t| env.at <= t)
     };
@@ -440,7 +529,7 @@ fn replay(
     if let Some((snap_seq, recorded)) = snapshot {
         chronicle::replay::continue_while(
             &mut state,
-            &log,
+            log,
             |env| env.seq <= snap_seq && keep(env),
             progress,
         )?;
@@ -456,7 +545,7 @@ fn replay(
             }
         }
     }
-    chronicle::replay::continue_while(&mut state, &log, keep, progress)?;
+    chronicle::replay::continue_while(&mut state, log, keep, progress)?;
     if events_were_shown(&state) {
         eprintln!();
     }
@@ -478,6 +567,42 @@ fn replay(
     Ok(())
 }
 
+/// `chronicle cluster init|status`.
+fn cluster_command(action: ClusterAction) -> Result<(), Fatal> {
+    use chronicle::store::jetstream::{self, Init, JetStreamLog};
+    match action {
+        ClusterAction::Init { cluster } => {
+            let spec = cluster.required()?;
+            match jetstream::init(&spec)? {
+                Init::Created => println!(
+                    "created stream {} (subject {}, {} replicas)",
+                    spec.stream,
+                    spec.subject(),
+                    spec.replicas
+                ),
+                Init::AlreadyFit => println!(
+                    "stream {} exists with the settings of a durable log",
+                    spec.stream
+                ),
+            }
+            Ok(())
+        }
+        ClusterAction::Status { cluster } => {
+            let status = JetStreamLog::open(&cluster.required()?)?.status()?;
+            println!("last_seq: {}", status.last_seq);
+            println!("stream_messages: {}", status.messages);
+            println!("stream_last_sequence: {}", status.last_sequence);
+            println!("stream_bytes: {}", status.bytes);
+            println!("leader: {}", status.leader.as_deref().unwrap_or("-"));
+            for (name, current, lag) in &status.replicas {
+                let state = if *current { "current" } else { "behind" };
+                println!("replica: {name} {state} lag {lag}");
+            }
+            Ok(())
+        }
+    }
+}
+
 /// Prints what `verify_chain` found, one `key: value` per line.
 fn print_chain_report(report: &chronicle::store::ChainReport) {
     println!("records_checked: {}", report.records);
@@ -490,8 +615,10 @@ fn print_chain_report(report: &chronicle::store::ChainReport) {
 }
 
 /// `chronicle log`: the filtered audit trail, as lines or JSON.
+#[allow(clippy::too_many_arguments)]
 fn print_log(
     data_dir: &std::path::Path,
+    cluster: &ClusterArgs,
     after_seq: u64,
     types: Option<String>,
     actor: Option<String>,
@@ -499,7 +626,8 @@ fn print_log(
     until: Option<String>,
     json: bool,
 ) -> Result<(), Fatal> {
-    let log = SledLog::open(&Layout::new(data_dir).log())?;
+    let log = open_log(data_dir, cluster.spec().as_ref())?;
+    let log = log.as_ref();
     let time = |flag: &str, text: Option<String>| -> Result<Option<i64>, Fatal> {
         match text {
             None => Ok(None),
@@ -513,7 +641,7 @@ fn print_log(
         Some(a) => Some(match a.parse::<u64>() {
             Ok(id) => id,
             // An address: the account it was created for, found in the log itself.
-            Err(_) => read_envelopes(&log, Seq(1))
+            Err(_) => read_envelopes(log, Seq(1))
                 .filter_map(Result::ok)
                 .find_map(|env| match &env.event {
                     chronicle::events::Event::UserCreated { user_id, email, .. }
@@ -536,7 +664,7 @@ fn print_log(
     use std::io::Write;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    for env in read_envelopes(&log, Seq(after_seq.saturating_add(1))) {
+    for env in read_envelopes(log, Seq(after_seq.saturating_add(1))) {
         let env = env?;
         if filter.past_the_end(&env) {
             break;

@@ -10,6 +10,7 @@ use crate::events::Role;
 use crate::http::{AppState, Site};
 use crate::ids::{Seq, UserId};
 use crate::projections::Projections;
+use crate::store::jetstream::{ClusterSpec, JetStreamLog};
 use crate::store::{check_integrity_from, EventLog, Integrity, SledLog};
 use actix_web::web;
 use std::net::{SocketAddr, TcpListener};
@@ -43,6 +44,8 @@ pub struct ServeConfig {
     pub client_timeouts: crate::http::ClientTimeouts,
     /// The largest upload and the organization's upload quota.
     pub uploads: crate::render::UploadLimits,
+    /// The log in a NATS JetStream stream instead of `DATA_DIR/log` (`--cluster`).
+    pub cluster: Option<ClusterSpec>,
 }
 
 /// The default snapshot interval: at about 70,000 events/s of fold, a start replays at most
@@ -85,10 +88,22 @@ impl Layout {
     }
 }
 
+/// Opens the log: the stream `cluster` names, or the data directory's own.
+pub fn open_log(dir: &Path, cluster: Option<&ClusterSpec>) -> Result<Arc<dyn EventLog>, Fatal> {
+    Ok(match cluster {
+        Some(spec) => Arc::new(JetStreamLog::open(spec)?),
+        None => Arc::new(SledLog::open(&Layout::new(dir).log())?),
+    })
+}
+
 /// Opens the log read-only in spirit (no recovery) and folds it up to `until`.
-pub fn fold_data_dir(dir: &Path, until: Option<Seq>) -> Result<(Projections, u64), Fatal> {
-    let log = SledLog::open(&Layout::new(dir).log())?;
-    let state = crate::replay::fold(&log, until, |seq| {
+pub fn fold_data_dir(
+    dir: &Path,
+    cluster: Option<&ClusterSpec>,
+    until: Option<Seq>,
+) -> Result<(Projections, u64), Fatal> {
+    let log = open_log(dir, cluster)?;
+    let state = crate::replay::fold(log.as_ref(), until, |seq| {
         tracing::info!(seq = seq.0, "replaying");
     })?;
     let events = state.seq.0;
@@ -96,14 +111,17 @@ pub fn fold_data_dir(dir: &Path, until: Option<Seq>) -> Result<(Projections, u64
 }
 
 /// Opens the log for serving: integrity check (quarantining a torn tail), then replay.
-pub fn open_for_serving(layout: &Layout) -> Result<(Arc<SledLog>, Projections), Fatal> {
+pub fn open_for_serving(
+    layout: &Layout,
+    cluster: Option<&ClusterSpec>,
+) -> Result<(Arc<dyn EventLog>, Projections), Fatal> {
     std::fs::create_dir_all(&layout.dir)?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&layout.dir, std::fs::Permissions::from_mode(0o700))?;
     }
-    let log = Arc::new(SledLog::open(&layout.log())?);
+    let log = open_log(&layout.dir, cluster)?;
     // The tail after the newest snapshot is checked (and a torn write recovered) before
     // serving; the records before it, which start-up does not read, are checked in the
     // background.
@@ -179,7 +197,7 @@ fn release_free_memory() {
 
 /// Checks the checksums of the records before `until` on a thread of its own, logging what it
 /// finds: damage there is not a torn write, and the operator must restore from a backup.
-fn check_in_background(log: Arc<SledLog>, until: Seq) {
+fn check_in_background(log: Arc<dyn EventLog>, until: Seq) {
     let spawned = std::thread::Builder::new()
         .name("chronicle-log-check".into())
         .spawn(move || {
@@ -349,7 +367,7 @@ pub struct Running {
 /// the benchmarks).
 pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> Result<(), Fatal> {
     let layout = Layout::new(&config.data_dir);
-    let (log, state) = open_for_serving(&layout)?;
+    let (log, state) = open_for_serving(&layout, config.cluster.as_ref())?;
     let realm_exists = state.realm.exists;
     let secret = load_secret(&layout, realm_exists)?;
     let listener = TcpListener::bind(&config.bind)

@@ -42,6 +42,7 @@ impl InProcess {
             rate_limits: crate::http::rate_limit::Limits::unlimited(),
             client_timeouts: Default::default(),
             uploads: Default::default(),
+            cluster: None,
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {

@@ -5,6 +5,7 @@
 //! (`events::Envelope::encode`/`decode`) and one recovery policy (`check_integrity`).
 
 pub mod faulty;
+pub mod jetstream;
 mod sled_log;
 
 pub use sled_log::SledLog;
@@ -23,6 +24,9 @@ pub enum StoreError {
     Gap { expected: u64, found: u64 },
     #[error("encoding an event failed: {0}")]
     Encode(String),
+    /// A replicated log refused an append because another writer appended first.
+    #[error("the log moved on under this writer: {0}")]
+    Conflict(String),
 }
 
 /// Raw `(seq, record)` pairs in log order.

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# A local cluster on loopback, for trying the cluster mode and for its tests:
+#
+#   scripts/cluster.sh start [DIR] [BASE_PORT]   three NATS servers (JetStream, synced writes),
+#                                                the log's stream, and a Chronicle node on it
+#   scripts/cluster.sh nats [DIR] [BASE_PORT]    the NATS servers and the stream only
+#   scripts/cluster.sh stop [DIR]                stops what start (or nats) started
+#
+# nats-server comes from PyPI into the project's venv (.venv). NATS clients listen on
+# BASE_PORT..BASE_PORT+2 (default 4222), routes on BASE_PORT+100.., and Chronicle on
+# CHRONICLE_PORT (default 9991). CHRONICLE_BIN picks the binary (default: a release build).
+# NATS_MAX_PAYLOAD sets the servers' largest message (default 1 MiB, NATS's own).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+action=${1:-start}
+dir=$(realpath -m "${2:-./cluster}")
+base=${3:-4222}
+urls="nats://127.0.0.1:$base,nats://127.0.0.1:$((base + 1)),nats://127.0.0.1:$((base + 2))"
+
+stop() {
+    if [ -f "$dir/pids" ]; then
+        while read -r pid; do kill "$pid" 2>/dev/null || true; done < "$dir/pids"
+        rm -f "$dir/pids"
+    fi
+}
+
+case "$action" in
+stop)
+    stop
+    exit 0
+    ;;
+start | nats) ;;
+*)
+    echo "usage: $0 start|nats|stop [DIR] [BASE_PORT]" >&2
+    exit 2
+    ;;
+esac
+
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+if [ ! -x .venv/bin/nats-server ]; then
+    .venv/bin/pip install --quiet --disable-pip-version-check --require-hashes \
+        -r tests/cluster/requirements.txt
+fi
+bin=${CHRONICLE_BIN:-}
+if [ -z "$bin" ]; then
+    cargo build --release --quiet
+    bin=target/release/chronicle
+fi
+
+mkdir -p "$dir"
+stop
+routes=""
+for i in 0 1 2; do
+    routes="$routes nats-route://127.0.0.1:$((base + 100 + i))"
+done
+for i in 0 1 2; do
+    name="n$((i + 1))"
+    mkdir -p "$dir/$name"
+    cat > "$dir/$name.conf" <<CONF
+server_name: $name
+listen: 127.0.0.1:$((base + i))
+max_payload: ${NATS_MAX_PAYLOAD:-1048576}
+jetstream {
+    store_dir: "$dir/$name"
+    # Every write is synced before it is acknowledged (the default syncs every two minutes).
+    sync_interval: always
+}
+cluster {
+    name: chronicle
+    listen: 127.0.0.1:$((base + 100 + i))
+    routes: [$(echo $routes | sed 's/ /, /g')]
+}
+CONF
+    .venv/bin/nats-server -c "$dir/$name.conf" > "$dir/$name.log" 2>&1 &
+    echo $! >> "$dir/pids"
+done
+
+# The stream can be made once the servers have elected a JetStream leader.
+for attempt in $(seq 1 60); do
+    if "$bin" cluster init --cluster "$urls" > "$dir/init.log" 2>&1; then
+        break
+    fi
+    if [ "$attempt" = 60 ]; then
+        cat "$dir/init.log" >&2
+        stop
+        exit 1
+    fi
+    sleep 0.5
+done
+cat "$dir/init.log"
+if [ "$action" = nats ]; then
+    echo "NATS: $urls"
+    exit 0
+fi
+
+port=${CHRONICLE_PORT:-9991}
+mkdir -p "$dir/node1"
+"$bin" serve --cluster "$urls" --data-dir "$dir/node1" --bind "127.0.0.1:$port" \
+    > "$dir/node1.log" 2>&1 &
+echo $! >> "$dir/pids"
+for attempt in $(seq 1 100); do
+    if curl -fs "http://127.0.0.1:$port/api/v1/server_settings" > /dev/null; then
+        echo "NATS: $urls"
+        echo "Chronicle: http://127.0.0.1:$port (credentials in $dir/node1/zuliprc)"
+        echo "stop with: $0 stop $dir"
+        exit 0
+    fi
+    sleep 0.2
+done
+cat "$dir/node1.log" >&2
+stop
+exit 1

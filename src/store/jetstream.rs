@@ -1,0 +1,781 @@
+//! The replicated backend: the log kept in one NATS JetStream stream (`chronicle serve
+//! --cluster`), on servers that replicate it (R3 or R5) and sync every write before they
+//! acknowledge it.
+//!
+//! ## How records sit in the stream
+//!
+//! One group-commit batch (what `append_batch` is given) is one payload: its records framed as
+//! `seq (u64, big-endian) · length (u32, big-endian) · record`, the same sealed records the sled
+//! backend stores (checksum and hash chain included), so `verify`, replay, dump and the fixtures
+//! mean the same thing on both backends. A payload larger than a NATS message may be is cut into
+//! parts, each one stream message with these headers:
+//!
+//! - `Chronicle-Batch`: the first seq of the batch;
+//! - `Chronicle-Last`: the last seq of the batch;
+//! - `Chronicle-Part`: `i/n`, this part's place among the batch's parts;
+//! - `Nats-Msg-Id`: the hash of the batch's last record and the part's number, so that a part
+//!   resent after a timeout is recognised as the one already stored, never stored twice;
+//! - `Nats-Expected-Last-Sequence`: the stream sequence the writer believes is the last. The
+//!   stream refuses the part if another writer got there first, so two writers can never
+//!   interleave: a batch's parts are consecutive stream messages.
+//!
+//! A batch counts once its last part is stored. Parts of a batch whose writer failed half-way
+//! (the rest of it refused or never sent) stay in the stream, which is never rewritten, and are
+//! skipped by every reader: the writer's next batch starts again at the same seq.
+
+use super::{EventLog, RecordIter, StoreError};
+use crate::ids::Seq;
+use async_nats::jetstream::{self, stream};
+use futures_util::StreamExt;
+use std::future::Future;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Where a cluster's log lives.
+#[derive(Debug, Clone)]
+pub struct ClusterSpec {
+    /// NATS server URLs, comma-separated (`nats://127.0.0.1:4222,nats://127.0.0.1:4223`).
+    pub url: String,
+    /// The stream's name.
+    pub stream: String,
+    /// How many servers keep each record (3 or 5).
+    pub replicas: usize,
+}
+
+impl ClusterSpec {
+    /// The one subject the stream holds.
+    pub fn subject(&self) -> String {
+        format!("chronicle.{}.log", self.stream)
+    }
+}
+
+const BATCH: &str = "Chronicle-Batch";
+const LAST: &str = "Chronicle-Last";
+const PART: &str = "Chronicle-Part";
+/// What a frame adds to its record: seq and length.
+const FRAME_HEAD: usize = 12;
+/// Room left in a NATS message for its headers.
+const HEADER_ROOM: usize = 4096;
+/// How long a part is retried when its acknowledgement does not come (a leader election takes
+/// 4-9 s) before the append is reported failed.
+const RETRY_FOR: Duration = Duration::from_secs(30);
+/// How long one publish waits for its acknowledgement.
+const ACK_WAIT: Duration = Duration::from_secs(5);
+/// How long a request to the stream (info, a message) may take.
+const REQUEST_WAIT: Duration = Duration::from_secs(10);
+
+fn nats(what: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Io(format!("NATS: {what}: {e}"))
+}
+
+/// The stream's settings that make it a durable audit log, or what is wrong with `config`.
+fn wanted_config(spec: &ClusterSpec) -> stream::Config {
+    stream::Config {
+        name: spec.stream.clone(),
+        subjects: vec![spec.subject()],
+        storage: stream::StorageType::File,
+        num_replicas: spec.replicas,
+        retention: stream::RetentionPolicy::Limits,
+        discard: stream::DiscardPolicy::New,
+        deny_delete: true,
+        deny_purge: true,
+        allow_rollup: false,
+        max_age: Duration::ZERO,
+        max_bytes: -1,
+        max_messages: -1,
+        max_messages_per_subject: -1,
+        duplicate_window: Duration::from_secs(120),
+        allow_direct: true,
+        persist_mode: None,
+        description: Some("Chronicle's event log: append-only, never purged".into()),
+        ..Default::default()
+    }
+}
+
+/// Every way `config` falls short of a durable, append-only, replicated log (none: it is fit).
+pub fn config_problems(config: &stream::Config, spec: &ClusterSpec) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut want = |ok: bool, what: &str| {
+        if !ok {
+            problems.push(what.to_string());
+        }
+    };
+    want(
+        config.subjects == [spec.subject()],
+        &format!("its subjects must be exactly [{}]", spec.subject()),
+    );
+    want(
+        config.storage == stream::StorageType::File,
+        "storage must be file, not memory",
+    );
+    want(
+        config.num_replicas >= 3 && config.num_replicas % 2 == 1,
+        "replicas must be 3 or 5 (an odd number of at least 3)",
+    );
+    want(
+        config.num_replicas == spec.replicas,
+        &format!(
+            "it has {} replicas, not the {} asked for",
+            config.num_replicas, spec.replicas
+        ),
+    );
+    want(
+        config.retention == stream::RetentionPolicy::Limits,
+        "retention must be limits (work-queue and interest retention delete records)",
+    );
+    want(
+        config.discard == stream::DiscardPolicy::New,
+        "discard must be new (discard old drops the oldest records when full)",
+    );
+    want(config.deny_delete, "deny_delete must be set");
+    want(config.deny_purge, "deny_purge must be set");
+    want(
+        !config.allow_rollup,
+        "rollups must not be allowed (they purge)",
+    );
+    want(!config.sealed, "the stream is sealed (it takes no writes)");
+    want(
+        config.max_age.is_zero() && config.max_bytes < 0 && config.max_messages < 0,
+        "it must have no age, size or count limit (an audit log is kept whole)",
+    );
+    want(
+        config.max_messages_per_subject < 0,
+        "it must have no per-subject message limit",
+    );
+    want(
+        !matches!(config.persist_mode, Some(stream::PersistenceMode::Async)),
+        "persist_mode must not be async (it acknowledges before the write is stored)",
+    );
+    want(
+        !config.duplicate_window.is_zero(),
+        "it needs a duplicate window (resent parts are recognised within it)",
+    );
+    problems
+}
+
+/// What `chronicle cluster init` did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Init {
+    Created,
+    AlreadyFit,
+}
+
+/// Creates the stream with the settings a durable log needs, or checks an existing one and
+/// refuses it if it lacks them.
+pub fn init(spec: &ClusterSpec) -> Result<Init, StoreError> {
+    if spec.replicas < 3 || spec.replicas % 2 == 0 {
+        return Err(StoreError::Io(format!(
+            "{} replicas cannot keep the log through a server's loss: use 3 or 5",
+            spec.replicas
+        )));
+    }
+    let runtime = runtime()?;
+    let spec = spec.clone();
+    on(&runtime, async move {
+        let client = connect(&spec.url).await?;
+        let js = jetstream::new(client);
+        match js.get_stream(&spec.stream).await {
+            Ok(mut found) => {
+                let info = found.info().await.map_err(|e| nats("stream info", e))?;
+                let problems = config_problems(&info.config, &spec);
+                if problems.is_empty() {
+                    Ok(Init::AlreadyFit)
+                } else {
+                    Err(StoreError::Io(format!(
+                        "stream {} exists but is not fit to be a log: {}",
+                        spec.stream,
+                        problems.join("; ")
+                    )))
+                }
+            }
+            Err(e)
+                if matches!(e.kind(), jetstream::context::GetStreamErrorKind::JetStream(inner)
+                    if inner.error_code() == jetstream::ErrorCode::STREAM_NOT_FOUND) =>
+            {
+                js.create_stream(wanted_config(&spec))
+                    .await
+                    .map_err(|e| nats("creating the stream", e))?;
+                Ok(Init::Created)
+            }
+            Err(e) => Err(nats("looking up the stream", e)),
+        }
+    })?
+}
+
+/// The head of a cluster's log, for `chronicle cluster status`.
+#[derive(Debug)]
+pub struct Status {
+    /// Stream messages (batch parts) stored.
+    pub messages: u64,
+    /// The stream's last sequence.
+    pub last_sequence: u64,
+    /// The last event seq in a complete batch.
+    pub last_seq: Seq,
+    /// The server leading the stream, if one is elected.
+    pub leader: Option<String>,
+    /// The other servers keeping it: name, whether caught up, and how many operations behind.
+    pub replicas: Vec<(String, bool, u64)>,
+    /// Bytes stored (on each server).
+    pub bytes: u64,
+}
+
+/// The NATS client's own runtime (one thread), which the log's synchronous methods wait on.
+struct Runtime(Option<tokio::runtime::Runtime>);
+
+fn runtime() -> Result<Runtime, StoreError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("chronicle-nats")
+        .enable_all()
+        .build()
+        .map(|runtime| Runtime(Some(runtime)))
+        .map_err(|e| StoreError::Io(format!("starting the NATS client's runtime: {e}")))
+}
+
+impl Runtime {
+    fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
+        if let Some(runtime) = &self.0 {
+            runtime.spawn(work);
+        }
+    }
+}
+
+impl Drop for Runtime {
+    /// Without waiting: the log may be dropped on the server's own runtime, where waiting
+    /// for another runtime's threads is not allowed.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.0.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// Runs `work` on `runtime` and waits for it from a plain thread, or from inside another
+/// runtime (the server's), where blocking on a runtime directly would panic.
+fn on<T: Send + 'static>(
+    runtime: &Runtime,
+    work: impl Future<Output = T> + Send + 'static,
+) -> Result<T, StoreError> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    runtime.spawn(async move {
+        let _ = tx.send(work.await);
+    });
+    rx.recv()
+        .map_err(|_| StoreError::Io("the NATS client's runtime stopped".into()))
+}
+
+async fn connect(url: &str) -> Result<async_nats::Client, StoreError> {
+    let servers = url
+        .split(',')
+        .map(|one| one.trim().parse::<async_nats::ServerAddr>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| nats(&format!("the server list {url}"), e))?;
+    async_nats::ConnectOptions::new()
+        .name("chronicle")
+        .retry_on_initial_connect()
+        .connection_timeout(Duration::from_secs(5))
+        .connect(servers)
+        .await
+        .map_err(|e| nats(&format!("connecting to {url}"), e))
+}
+
+/// Where one stored part sits in its batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Part {
+    batch: Seq,
+    last: Seq,
+    index: u32,
+    count: u32,
+}
+
+impl Part {
+    fn read(headers: Option<&async_nats::HeaderMap>) -> Option<Part> {
+        let headers = headers?;
+        let number = |name: &str| headers.get(name)?.as_str().parse::<u64>().ok();
+        let (index, count) = headers.get(PART)?.as_str().split_once('/')?;
+        Some(Part {
+            batch: Seq(number(BATCH)?),
+            last: Seq(number(LAST)?),
+            index: index.parse().ok()?,
+            count: count.parse().ok()?,
+        })
+    }
+
+    fn is_last(&self) -> bool {
+        self.index == self.count
+    }
+}
+
+fn not_a_part(sequence: u64) -> StoreError {
+    StoreError::Corrupt {
+        seq: 0,
+        reason: format!("stream message {sequence} is not a part of a Chronicle batch"),
+    }
+}
+
+/// A batch's records, in order.
+type Records = Vec<(Seq, Vec<u8>)>;
+
+/// The records of an assembled batch payload.
+fn unframe(payload: &[u8]) -> Result<Records, StoreError> {
+    let mut records = Vec::new();
+    let mut rest = payload;
+    while !rest.is_empty() {
+        let damaged = || StoreError::Corrupt {
+            seq: records
+                .last()
+                .map_or(0, |(seq, _): &(Seq, Vec<u8>)| seq.0 + 1),
+            reason: "a batch's framing is cut short".into(),
+        };
+        let head = rest.get(..FRAME_HEAD).ok_or_else(damaged)?;
+        let seq = u64::from_be_bytes(head[..8].try_into().map_err(|_| damaged())?);
+        let len = u32::from_be_bytes(head[8..].try_into().map_err(|_| damaged())?) as usize;
+        let record = rest.get(FRAME_HEAD..FRAME_HEAD + len).ok_or_else(damaged)?;
+        records.push((Seq(seq), record.to_vec()));
+        rest = &rest[FRAME_HEAD + len..];
+    }
+    Ok(records)
+}
+
+fn frame(records: &[(Seq, Vec<u8>)]) -> Vec<u8> {
+    let size = records.iter().map(|(_, r)| FRAME_HEAD + r.len()).sum();
+    let mut payload = Vec::with_capacity(size);
+    for (seq, record) in records {
+        payload.extend_from_slice(&seq.0.to_be_bytes());
+        payload.extend_from_slice(&(record.len() as u32).to_be_bytes());
+        payload.extend_from_slice(record);
+    }
+    payload
+}
+
+/// Puts the parts of a stream read in order back together into batches: what every reader of
+/// the stream (replay, tailing, the offline tools) goes through.
+#[derive(Default)]
+struct Assembler {
+    pending: Option<(Part, Vec<u8>)>,
+}
+
+impl Assembler {
+    /// Takes the next stream message; returns a whole batch's payload when `part` completes
+    /// one. A part 1 while another batch is incomplete means that batch's writer gave up on
+    /// it: it is dropped (its records were never acknowledged).
+    fn take(&mut self, part: Part, payload: &[u8]) -> Option<Vec<u8>> {
+        let continues = matches!(&self.pending, Some((p, _))
+            if p.batch == part.batch && p.count == part.count && p.index + 1 == part.index);
+        if !continues {
+            self.pending = None;
+            if part.index != 1 {
+                return None;
+            }
+        }
+        let mut bytes = match self.pending.take() {
+            Some((_, bytes)) => bytes,
+            None => Vec::with_capacity(payload.len() * part.count as usize),
+        };
+        bytes.extend_from_slice(payload);
+        if part.is_last() {
+            Some(bytes)
+        } else {
+            self.pending = Some((part, bytes));
+            None
+        }
+    }
+}
+
+/// The log in a JetStream stream.
+pub struct JetStreamLog {
+    runtime: Runtime,
+    js: jetstream::Context,
+    stream: String,
+    subject: String,
+    /// Largest part payload.
+    part_bytes: usize,
+    /// The stream sequence the next append expects to be the last.
+    head: Mutex<u64>,
+}
+
+impl JetStreamLog {
+    /// Connects to the cluster and opens the stream `chronicle cluster init` made, refusing one
+    /// that is missing or lacks the settings of a durable log.
+    pub fn open(spec: &ClusterSpec) -> Result<JetStreamLog, StoreError> {
+        let runtime = runtime()?;
+        let owned = spec.clone();
+        let (js, head, max_payload) = on(&runtime, async move {
+            let client = connect(&owned.url).await?;
+            let max_payload = client.server_info().max_payload;
+            let js = jetstream::new(client);
+            let mut stream = js.get_stream(&owned.stream).await.map_err(|e| {
+                StoreError::Io(format!(
+                    "NATS stream {} is not there ({e}); create it with `chronicle cluster init`",
+                    owned.stream
+                ))
+            })?;
+            let info = stream.info().await.map_err(|e| nats("stream info", e))?;
+            let problems = config_problems(&info.config, &owned);
+            if !problems.is_empty() {
+                return Err(StoreError::Io(format!(
+                    "NATS stream {} is not fit to be a log: {}",
+                    owned.stream,
+                    problems.join("; ")
+                )));
+            }
+            Ok((js, info.state.last_sequence, max_payload))
+        })??;
+        Ok(JetStreamLog {
+            runtime,
+            js,
+            stream: spec.stream.clone(),
+            subject: spec.subject(),
+            part_bytes: max_payload.saturating_sub(HEADER_ROOM).max(HEADER_ROOM),
+            head: Mutex::new(head),
+        })
+    }
+
+    fn on<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        on(&self.runtime, work)?
+    }
+
+    async fn stream(js: &jetstream::Context, name: &str) -> Result<stream::Stream, StoreError> {
+        tokio::time::timeout(REQUEST_WAIT, js.get_stream(name))
+            .await
+            .map_err(|_| nats("looking up the stream", "timed out"))?
+            .map_err(|e| nats("looking up the stream", e))
+    }
+
+    /// The log's head as the stream knows it now.
+    pub fn status(&self) -> Result<Status, StoreError> {
+        let (js, name) = (self.js.clone(), self.stream.clone());
+        let (info, last) = self.on(async move {
+            let mut stream = Self::stream(&js, &name).await?;
+            let info = stream
+                .info()
+                .await
+                .map_err(|e| nats("stream info", e))?
+                .clone();
+            let last = last_complete(&stream, info.state.last_sequence).await?;
+            Ok((info, last))
+        })?;
+        let cluster = info.cluster.unwrap_or_default();
+        Ok(Status {
+            messages: info.state.messages,
+            last_sequence: info.state.last_sequence,
+            last_seq: last.map_or(Seq(0), |(_, part)| part.last),
+            leader: cluster.leader,
+            replicas: cluster
+                .replicas
+                .into_iter()
+                .map(|peer| (peer.name, peer.current, peer.lag.unwrap_or(0)))
+                .collect(),
+            bytes: info.state.bytes,
+        })
+    }
+
+    /// Publishes one part, resending it (same id, same expectation) while its acknowledgement
+    /// does not come, and returns the stream sequence it is stored at.
+    async fn publish_part(
+        js: jetstream::Context,
+        subject: String,
+        headers: async_nats::HeaderMap,
+        payload: bytes::Bytes,
+    ) -> Result<u64, StoreError> {
+        use jetstream::context::PublishErrorKind as Kind;
+        let started = Instant::now();
+        loop {
+            let outcome = match js
+                .publish_with_headers(subject.clone(), headers.clone(), payload.clone())
+                .await
+            {
+                Ok(ack) => tokio::time::timeout(ACK_WAIT, ack)
+                    .await
+                    .unwrap_or_else(|_| Err(Kind::TimedOut.into())),
+                Err(e) => Err(e),
+            };
+            match outcome {
+                Ok(ack) => return Ok(ack.sequence),
+                Err(e) if e.kind() == Kind::WrongLastSequence => {
+                    return Err(StoreError::Conflict(format!(
+                        "another writer appended to the stream first ({e})"
+                    )))
+                }
+                // A timeout is "unknown", not "failed": resend and learn which.
+                Err(e) if started.elapsed() < RETRY_FOR => {
+                    tracing::warn!(error = %e, "NATS publish not acknowledged; resending");
+                    tokio::time::sleep(Duration::from_millis(250)).await;
+                }
+                Err(e) => return Err(nats("appending to the stream", e)),
+            }
+        }
+    }
+}
+
+/// The stream message holding the last part of the newest complete batch at or before
+/// `sequence`, if any.
+async fn last_complete(
+    stream: &stream::Stream,
+    mut sequence: u64,
+) -> Result<Option<(u64, Part)>, StoreError> {
+    while sequence > 0 {
+        let message = get(stream, sequence).await?;
+        let part = Part::read(Some(&message.headers)).ok_or_else(|| not_a_part(sequence))?;
+        if part.is_last() {
+            return Ok(Some((sequence, part)));
+        }
+        // An incomplete batch at the tail: its parts are consecutive, so step past them all.
+        sequence = sequence.saturating_sub(part.index as u64);
+    }
+    Ok(None)
+}
+
+async fn get(
+    stream: &stream::Stream,
+    sequence: u64,
+) -> Result<jetstream::message::StreamMessage, StoreError> {
+    let message = tokio::time::timeout(REQUEST_WAIT, stream.get_raw_message(sequence))
+        .await
+        .map_err(|_| nats(&format!("reading stream message {sequence}"), "timed out"))?
+        .map_err(|e| nats(&format!("reading stream message {sequence}"), e))?;
+    Ok(message)
+}
+
+/// The stream sequence of the first part of the batch holding event `from` (or of the first
+/// batch after it), by bisection over the batches' first seqs, which never decrease.
+async fn start_of(stream: &stream::Stream, from: Seq, last: u64) -> Result<u64, StoreError> {
+    let (mut low, mut high) = (1u64, last);
+    // The greatest stream sequence whose batch starts at or before `from`.
+    let mut found = None;
+    while low <= high {
+        let middle = low + (high - low) / 2;
+        let message = get(stream, middle).await?;
+        let part = Part::read(Some(&message.headers)).ok_or_else(|| not_a_part(middle))?;
+        if part.batch <= from {
+            found = Some((middle, part));
+            low = middle + 1;
+        } else {
+            high = middle - 1;
+        }
+    }
+    Ok(match found {
+        Some((sequence, part)) if part.last >= from => sequence + 1 - part.index as u64,
+        Some((sequence, _)) => sequence + 1,
+        None => 1,
+    })
+}
+
+impl EventLog for JetStreamLog {
+    fn append_batch(&self, records: &[(Seq, Vec<u8>)]) -> Result<(), StoreError> {
+        let (Some((first, _)), Some((last, last_record))) = (records.first(), records.last())
+        else {
+            return Ok(());
+        };
+        let payload = bytes::Bytes::from(frame(records));
+        let id = crate::events::record_hash(last_record)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>();
+        let count = payload.len().div_ceil(self.part_bytes).max(1);
+        let mut head = self
+            .head
+            .lock()
+            .map_err(|_| StoreError::Io("the log's head lock is poisoned".into()))?;
+        for index in 0..count {
+            let part = payload
+                .slice(index * self.part_bytes..((index + 1) * self.part_bytes).min(payload.len()));
+            let mut headers = async_nats::HeaderMap::new();
+            headers.insert(BATCH, first.0.to_string());
+            headers.insert(LAST, last.0.to_string());
+            headers.insert(PART, format!("{}/{count}", index + 1));
+            headers.insert(
+                async_nats::header::NATS_MESSAGE_ID,
+                format!("{id}.{}", index + 1),
+            );
+            headers.insert(
+                async_nats::header::NATS_EXPECTED_LAST_SEQUENCE,
+                head.to_string(),
+            );
+            let stored = self.on(Self::publish_part(
+                self.js.clone(),
+                self.subject.clone(),
+                headers,
+                part,
+            ))?;
+            *head = stored;
+        }
+        Ok(())
+    }
+
+    /// Nothing to do: a part is acknowledged only once the stream's servers have synced it.
+    fn flush(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    fn scan_from(&self, from: Seq) -> RecordIter<'_> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Records, StoreError>>(8);
+        let (js, name) = (self.js.clone(), self.stream.clone());
+        self.runtime.spawn(async move {
+            let failed = tx.clone();
+            if let Err(e) = scan(js, name, from, tx).await {
+                let _ = failed.send(Err(e));
+            }
+        });
+        Box::new(
+            rx.into_iter()
+                .flat_map(|batch| match batch {
+                    Ok(records) => records.into_iter().map(Ok).collect::<Vec<_>>(),
+                    Err(e) => vec![Err(e)],
+                })
+                .filter(move |item| item.as_ref().map_or(true, |(seq, _)| *seq >= from)),
+        )
+    }
+
+    fn last_seq(&self) -> Result<Option<Seq>, StoreError> {
+        let (js, name) = (self.js.clone(), self.stream.clone());
+        self.on(async move {
+            let mut stream = Self::stream(&js, &name).await?;
+            let last = stream
+                .info()
+                .await
+                .map_err(|e| nats("stream info", e))?
+                .state
+                .last_sequence;
+            Ok(last_complete(&stream, last)
+                .await?
+                .map(|(_, part)| part.last))
+        })
+    }
+
+    fn quarantine_from(&self, from: Seq) -> Result<usize, StoreError> {
+        Err(StoreError::Io(format!(
+            "record {from} of the replicated log is damaged; a stream is never rewritten, so \
+             this is not a torn write to recover from: restore the stream from a backup"
+        )))
+    }
+}
+
+/// Reads the stream's complete batches holding events from `from` on, up to the stream's last
+/// message when the scan began, and sends their records.
+async fn scan(
+    js: jetstream::Context,
+    name: String,
+    from: Seq,
+    tx: std::sync::mpsc::SyncSender<Result<Records, StoreError>>,
+) -> Result<(), StoreError> {
+    let mut stream = JetStreamLog::stream(&js, &name).await?;
+    let last = stream
+        .info()
+        .await
+        .map_err(|e| nats("stream info", e))?
+        .state
+        .last_sequence;
+    if last == 0 {
+        return Ok(());
+    }
+    let start = start_of(&stream, from, last).await?;
+    if start > last {
+        return Ok(());
+    }
+    let consumer = stream
+        .create_consumer(jetstream::consumer::pull::OrderedConfig {
+            deliver_policy: jetstream::consumer::DeliverPolicy::ByStartSequence {
+                start_sequence: start,
+            },
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| nats("reading the stream", e))?;
+    let mut messages = consumer
+        .messages()
+        .await
+        .map_err(|e| nats("reading the stream", e))?;
+    let mut assembler = Assembler::default();
+    while let Some(message) = tokio::time::timeout(REQUEST_WAIT, messages.next())
+        .await
+        .map_err(|_| nats("reading the stream", "timed out"))?
+    {
+        let message = message.map_err(|e| nats("reading the stream", e))?;
+        let sequence = message
+            .info()
+            .map_err(|e| nats("reading the stream", e))?
+            .stream_sequence;
+        let part =
+            Part::read(message.message.headers.as_ref()).ok_or_else(|| not_a_part(sequence))?;
+        if let Some(payload) = assembler.take(part, &message.message.payload) {
+            let records = unframe(&payload)?;
+            // A closed receiver means the reader stopped early: stop too.
+            if tx.send(Ok(records)).is_err() {
+                return Ok(());
+            }
+        }
+        if sequence >= last {
+            break;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn part(batch: u64, last: u64, index: u32, count: u32) -> Part {
+        Part {
+            batch: Seq(batch),
+            last: Seq(last),
+            index,
+            count,
+        }
+    }
+
+    #[test]
+    fn frames_round_trip() {
+        let records = vec![(Seq(7), b"seven".to_vec()), (Seq(8), Vec::new())];
+        assert_eq!(unframe(&frame(&records)).ok(), Some(records));
+        let framed = frame(&[(Seq(1), b"abc".to_vec())]);
+        assert!(matches!(
+            unframe(&framed[..framed.len() - 1]),
+            Err(StoreError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn assembler_joins_parts_and_drops_abandoned_batches() {
+        let mut a = Assembler::default();
+        assert_eq!(a.take(part(1, 2, 1, 1), b"x"), Some(b"x".to_vec()));
+        // A batch in two parts.
+        assert_eq!(a.take(part(3, 9, 1, 2), b"ab"), None);
+        assert_eq!(a.take(part(3, 9, 2, 2), b"cd"), Some(b"abcd".to_vec()));
+        // A writer gave up after part 1 of 3; its next batch starts at the same seq.
+        assert_eq!(a.take(part(10, 20, 1, 3), b"lost"), None);
+        assert_eq!(a.take(part(10, 12, 1, 1), b"kept"), Some(b"kept".to_vec()));
+        // A part that does not follow the pending one is not joined to it.
+        assert_eq!(a.take(part(13, 14, 1, 2), b"p"), None);
+        assert_eq!(a.take(part(13, 14, 1, 2), b"q"), None);
+        assert_eq!(a.take(part(13, 14, 2, 2), b"r"), Some(b"qr".to_vec()));
+        // A stray later part with nothing pending is skipped.
+        assert_eq!(a.take(part(15, 15, 2, 2), b"s"), None);
+    }
+
+    #[test]
+    fn unfit_streams_are_named_as_such() {
+        let spec = ClusterSpec {
+            url: String::new(),
+            stream: "log".into(),
+            replicas: 3,
+        };
+        assert_eq!(
+            config_problems(&wanted_config(&spec), &spec),
+            Vec::<String>::new()
+        );
+        let mut loose = wanted_config(&spec);
+        loose.num_replicas = 1;
+        loose.deny_purge = false;
+        loose.max_age = Duration::from_secs(3600);
+        loose.persist_mode = Some(stream::PersistenceMode::Async);
+        let problems = config_problems(&loose, &spec);
+        assert_eq!(problems.len(), 5, "{problems:?}");
+        assert!(problems.iter().any(|p| p.contains("deny_purge")));
+        assert!(problems.iter().any(|p| p.contains("persist_mode")));
+    }
+}

@@ -1,0 +1,214 @@
+"""The cluster mode's log: a Chronicle node on a stream of three NATS servers (started by
+scripts/cluster.sh), killed with SIGKILL under load, and the stream's leader killed too. Every
+acknowledged message must survive, the chain must verify, and a replay of the stream must give
+the state the node served."""
+
+import json
+import os
+import pathlib
+import random
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+import requests
+
+from conftest import ROOT
+
+BIN = os.environ.get("CHRONICLE_BIN", str(ROOT / "target" / "debug" / "chronicle"))
+SCRIPT = ROOT / "scripts" / "cluster.sh"
+
+
+def free(port):
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def free_base():
+    for _ in range(200):
+        base = random.randrange(20000, 40000)
+        if all(free(base + i) and free(base + 100 + i) for i in range(3)):
+            return base
+    raise RuntimeError("no free ports")
+
+
+class Cluster:
+    def __init__(self, directory: pathlib.Path, base: int):
+        self.dir = directory
+        self.urls = ",".join(f"nats://127.0.0.1:{base + i}" for i in range(3))
+        self.pids = {}
+        for i, line in enumerate((directory / "pids").read_text().split()):
+            self.pids[f"n{i + 1}"] = int(line)
+
+    def chronicle(self, *args, check=True):
+        done = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=120)
+        if check:
+            assert done.returncode == 0, done.stderr
+        return done
+
+    def status(self):
+        out = self.chronicle("cluster", "status", "--cluster", self.urls).stdout
+        return dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)
+
+    def kill_server(self, name):
+        os.kill(self.pids[name], signal.SIGKILL)
+
+    def start_server(self, name):
+        log = open(self.dir / f"{name}.restart.log", "w")
+        process = subprocess.Popen(
+            [str(ROOT / ".venv" / "bin" / "nats-server"), "-c", str(self.dir / f"{name}.conf")],
+            stdout=log,
+            stderr=log,
+        )
+        self.pids[name] = process.pid
+        with open(self.dir / "pids", "a") as pids:
+            pids.write(f"{process.pid}\n")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("cluster")
+    base = free_base()
+    # Small NATS messages, so that group-commit batches are cut into several parts.
+    env = {**os.environ, "CHRONICLE_BIN": BIN, "NATS_MAX_PAYLOAD": "65536"}
+    subprocess.run([str(SCRIPT), "nats", str(directory), str(base)], check=True, env=env,
+                   timeout=180)
+    try:
+        yield Cluster(directory, base)
+    finally:
+        subprocess.run([str(SCRIPT), "stop", str(directory)], timeout=60)
+
+
+def test_cluster_init_refuses_what_cannot_keep_a_log(cluster):
+    again = cluster.chronicle("cluster", "init", "--cluster", cluster.urls)
+    assert "exists with the settings of a durable log" in again.stdout
+    one = cluster.chronicle("cluster", "init", "--cluster", cluster.urls, "--replicas", "1",
+                            "--stream", "single", check=False)
+    assert one.returncode != 0 and "use 3 or 5" in one.stderr
+    five = cluster.chronicle("cluster", "init", "--cluster", cluster.urls, "--replicas", "5",
+                             check=False)
+    assert five.returncode != 0
+    assert "it has 3 replicas, not the 5 asked for" in five.stderr
+    missing = cluster.chronicle("replay", "--data-dir", "/nonexistent", "--cluster",
+                                cluster.urls, "--stream", "missing", check=False)
+    assert missing.returncode != 0 and "chronicle cluster init" in missing.stderr
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_acknowledged_writes_survive_killing_the_node_and_the_stream_leader(cluster, tmp_path):
+    data = tmp_path / "node"
+    port = free_port()
+    args = ["--cluster", cluster.urls, "--rate-limit-user", "0", "--rate-limit-ip", "0",
+            "--bind", f"127.0.0.1:{port}"]
+
+    log_path = tmp_path / "node.log"
+
+    def start():
+        # One port across the node's restarts, so that the senders find it again.
+        with open(log_path, "a") as log:
+            process = subprocess.Popen([BIN, "serve", "--data-dir", str(data), *args],
+                                       stdout=log, stderr=log)
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(300):
+            try:
+                if requests.get(f"{url}/api/v1/server_settings", timeout=2).ok:
+                    return process, url
+            except requests.RequestException:
+                pass
+            time.sleep(0.1)
+        process.kill()
+        raise RuntimeError("the node did not start: " + log_path.read_text()[-2000:])
+
+    node, url = start()
+    rc = dict(line.split("=", 1) for line in (data / "zuliprc").read_text().splitlines()
+              if "=" in line)
+    auth = (rc["email"], rc["key"])
+    made = requests.post(f"{url}/api/v1/users/me/subscriptions", auth=auth,
+                         data={"subscriptions": json.dumps([{"name": "load"}])}, timeout=30)
+    assert made.json()["result"] == "success", made.text
+
+    acked = {}
+    lock = threading.Lock()
+    stop = threading.Event()
+    filler = "x" * 3000
+
+    def sender(who):
+        i = 0
+        session = requests.Session()
+        while not stop.is_set():
+            content = f"m-{who}-{i} {filler}"
+            try:
+                reply = session.post(f"{url}/api/v1/messages", auth=auth, timeout=60, data={
+                    "type": "stream", "to": "load", "topic": f"t{who}", "content": content})
+                body = reply.json()
+                if body.get("result") == "success":
+                    with lock:
+                        acked[body["id"]] = content
+                    i += 1
+                    continue
+            except (requests.RequestException, ValueError):
+                pass
+            time.sleep(0.05)
+
+    threads = [threading.Thread(target=sender, args=(n,)) for n in range(6)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(3)
+        node.send_signal(signal.SIGKILL)
+        node.wait()
+        before_restart = len(acked)
+        node, url = start()
+        time.sleep(3)
+        leader = cluster.status()["leader"]
+        cluster.kill_server(leader)
+        killed_at = len(acked)
+        time.sleep(4)
+        cluster.start_server(leader)
+        time.sleep(8)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(90)
+    assert before_restart > 0
+    assert len(acked) > killed_at, "no write was acknowledged after the stream leader died"
+
+    # Every acknowledged message is there, with its content.
+    found = {}
+    anchor = 0
+    while True:
+        page = requests.get(f"{url}/api/v1/messages", auth=auth, timeout=60, params={
+            "anchor": anchor, "num_before": 0, "num_after": 1000, "apply_markdown": "false",
+            "narrow": json.dumps([{"operator": "channel", "operand": "load"}]),
+        }).json()
+        assert page["result"] == "success", page
+        for m in page["messages"]:
+            found[m["id"]] = m["content"]
+        if page["found_newest"] or not page["messages"]:
+            break
+        anchor = page["messages"][-1]["id"] + 1
+    missing = [i for i in acked if found.get(i) != acked[i]]
+    assert not missing, f"{len(missing)} acknowledged messages lost, e.g. {missing[:5]}"
+
+    served = requests.get(f"{url}/api/v1/admin/projections", auth=auth, timeout=60).json()
+    served = served["projections"]
+    node.terminate()
+    assert node.wait(30) == 0
+    verified = cluster.chronicle("verify", "--data-dir", str(data), "--cluster", cluster.urls)
+    assert "chain: intact" in verified.stdout
+    # A replay of the stream from event 1 gives the state the node served.
+    dumped = json.loads(cluster.chronicle("dump", "--data-dir", str(data), "--cluster",
+                                          cluster.urls, "--at-seq", str(served["seq"])).stdout)
+    assert dumped == served
