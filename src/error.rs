@@ -53,13 +53,19 @@ pub enum ErrorCode {
     NotFound,
     /// `BAD_REQUEST` with 403.
     AccessDenied,
+    /// `BAD_REQUEST` with 503: the write could not be placed in a log other nodes kept
+    /// appending to; the request changed nothing and may be repeated.
+    Busy,
 }
 
 impl ErrorCode {
     /// The string clients see in `code`.
     pub fn as_str(self) -> &'static str {
         match self {
-            ErrorCode::BadRequest | ErrorCode::NotFound | ErrorCode::AccessDenied => "BAD_REQUEST",
+            ErrorCode::BadRequest
+            | ErrorCode::NotFound
+            | ErrorCode::AccessDenied
+            | ErrorCode::Busy => "BAD_REQUEST",
             ErrorCode::RequestVariableMissing => "REQUEST_VARIABLE_MISSING",
             ErrorCode::RequestVariableInvalid => "REQUEST_VARIABLE_INVALID",
             ErrorCode::RequestConfusingVar => "REQUEST_CONFUSING_VAR",
@@ -105,6 +111,7 @@ impl ErrorCode {
             ErrorCode::ChannelAlreadyExists => StatusCode::CONFLICT,
             ErrorCode::NotFound => StatusCode::NOT_FOUND,
             ErrorCode::AccessDenied => StatusCode::FORBIDDEN,
+            ErrorCode::Busy => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::BAD_REQUEST,
         }
     }

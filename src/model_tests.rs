@@ -301,7 +301,7 @@ async fn people_and_channels(
             };
             let created = engine
                 .execute(Some(UserId(1)), move |s, ctx| {
-                    crate::commands::users::create_user(s, ctx, user)
+                    crate::commands::users::create_user(s, ctx, user.clone())
                 })
                 .await;
             match created {
@@ -324,9 +324,9 @@ async fn people_and_channels(
                     crate::commands::channels::subscribe(
                         s,
                         ctx,
-                        vec![(name, String::new())],
+                        vec![(name.clone(), String::new())],
                         None,
-                        spec,
+                        spec.clone(),
                         false,
                         notices,
                     )
@@ -352,7 +352,7 @@ async fn people_and_channels(
                         crate::commands::channels::subscribe(
                             s,
                             ctx,
-                            vec![(name, String::new())],
+                            vec![(name.clone(), String::new())],
                             None,
                             ChannelSpec::default(),
                             false,
@@ -360,7 +360,7 @@ async fn people_and_channels(
                         )
                         .map(|decided| decided.map(|_| ()))
                     } else {
-                        crate::commands::channels::unsubscribe(s, ctx, vec![name], None)
+                        crate::commands::channels::unsubscribe(s, ctx, vec![name.clone()], None)
                             .map(|decided| decided.map(|_| ()))
                     }
                 })
@@ -449,7 +449,14 @@ async fn message_op(
             };
             engine
                 .execute(who(by), move |s, ctx| {
-                    crate::commands::messages::send_message(s, ctx, to, &text(words), "test", None)
+                    crate::commands::messages::send_message(
+                        s,
+                        ctx,
+                        to.clone(),
+                        &text(words),
+                        "test",
+                        None,
+                    )
                 })
                 .await
                 .map(|_| ())
@@ -465,7 +472,7 @@ async fn message_op(
             };
             engine
                 .execute(who(by), move |s, ctx| {
-                    crate::commands::reactions::add_reaction(s, ctx, id, request)
+                    crate::commands::reactions::add_reaction(s, ctx, id, request.clone())
                 })
                 .await
                 .map(|_| ())
@@ -490,7 +497,7 @@ async fn message_op(
             };
             engine
                 .execute(who(by), move |s, ctx| {
-                    crate::commands::edit::edit_message(s, ctx, id, request)
+                    crate::commands::edit::edit_message(s, ctx, id, request.clone())
                 })
                 .await
                 .map(|_| ())
@@ -560,7 +567,7 @@ async fn message_op(
             let mover = who(by).filter(|u| *u == UserId(1)).or(Some(UserId(1)));
             engine
                 .execute(mover, move |s, ctx| {
-                    crate::commands::edit::edit_message(s, ctx, id, request)
+                    crate::commands::edit::edit_message(s, ctx, id, request.clone())
                 })
                 .await
                 .map(|_| ())
@@ -585,9 +592,9 @@ async fn message_op(
             engine
                 .execute(who(by), move |s, ctx| {
                     if add {
-                        crate::commands::mutes::add_alert_words(s, ctx, words)
+                        crate::commands::mutes::add_alert_words(s, ctx, words.clone())
                     } else {
-                        crate::commands::mutes::remove_alert_words(s, ctx, words)
+                        crate::commands::mutes::remove_alert_words(s, ctx, words.clone())
                     }
                 })
                 .await
@@ -651,7 +658,7 @@ async fn keep(
                     kind: String::new(),
                     to: Vec::new(),
                     topic: String::new(),
-                    content,
+                    content: content.clone(),
                     timestamp: Some(i64::from(words)),
                 }],
             )
@@ -730,7 +737,7 @@ async fn run(ops: Vec<Op>) -> Session {
     };
     engine
         .execute(None, move |s, _| {
-            crate::commands::users::create_realm(s, "Org", "", owner)
+            crate::commands::users::create_realm(s, "Org", "", owner.clone())
         })
         .await
         .unwrap();

@@ -284,7 +284,9 @@ async fn create_organization(
     };
     let name = config.realm_name.clone();
     let committed = engine
-        .execute(None, move |state, _| create_realm(state, &name, "", owner))
+        .execute(None, move |state, _| {
+            create_realm(state, &name, "", owner.clone())
+        })
         .await
         .map_err(|e| format!("creating the organization failed: {e}"))?;
     if committed.value != owner_id {

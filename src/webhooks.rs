@@ -218,7 +218,7 @@ pub async fn run(
                 crate::commands::messages::send_message(
                     s,
                     ctx,
-                    to,
+                    to.clone(),
                     &content,
                     "OutgoingWebhook",
                     None,

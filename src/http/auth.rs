@@ -168,7 +168,7 @@ pub async fn regenerate_api_key(
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
             commands::users::regenerate_api_key(s, ctx, nonce.clone())
-                .map(|decided| decided.map(|user_id| (user_id, nonce)))
+                .map(|decided| decided.map(|user_id| (user_id, nonce.clone())))
         })
         .await?;
     let (user_id, nonce) = committed.value;

@@ -139,7 +139,7 @@ async fn set(
     state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::users::set_avatar(s, ctx, image)
+            crate::commands::users::set_avatar(s, ctx, image.clone())
         })
         .await?;
     let url = state.engine.read(|s| {

@@ -66,7 +66,7 @@ pub async fn create_bot(
     let committed = state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::users::create_bot(s, ctx, bot)
+            crate::commands::users::create_bot(s, ctx, bot.clone())
         })
         .await?;
     let bot_id = committed.value;
@@ -179,7 +179,7 @@ pub async fn update_bot(
     state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::users::update_bot(s, ctx, target, edit)
+            crate::commands::users::update_bot(s, ctx, target, edit.clone())
         })
         .await?;
     let body = state.engine.read(|s| {
@@ -219,7 +219,7 @@ pub async fn regenerate_bot_key(
     state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::users::regenerate_bot_key(s, ctx, target, nonce)
+            crate::commands::users::regenerate_bot_key(s, ctx, target, nonce.clone())
         })
         .await?;
     Ok(params.success(json!({ "api_key": state.secret.api_key(target, &for_key) })))
@@ -256,7 +256,7 @@ pub async fn update_storage(
     state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::storage::set_storage(s, ctx, entries)
+            crate::commands::storage::set_storage(s, ctx, entries.clone())
         })
         .await?;
     Ok(params.success(json!({})))
@@ -296,7 +296,7 @@ pub async fn remove_storage(
     state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::storage::remove_storage(s, ctx, keys)
+            crate::commands::storage::remove_storage(s, ctx, keys.clone())
         })
         .await?;
     Ok(params.success(json!({})))

@@ -77,8 +77,8 @@ pub async fn create_channel(
             crate::commands::channels::create_channel(
                 s,
                 ctx,
-                spec,
-                subscribers.into_iter().map(UserId).collect(),
+                spec.clone(),
+                subscribers.clone().into_iter().map(UserId).collect(),
                 announce,
             )
         })
@@ -352,7 +352,7 @@ pub async fn update_stream(
     }
     state
         .answer(&auth, params, move |s, ctx| {
-            crate::commands::channels::change_channel(s, ctx, id, changes)
+            crate::commands::channels::change_channel(s, ctx, id, changes.clone())
         })
         .await
 }

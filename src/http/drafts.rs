@@ -26,7 +26,7 @@ pub async fn create_drafts(
     let committed = state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            commands::create_drafts(s, ctx, drafts)
+            commands::create_drafts(s, ctx, drafts.clone())
         })
         .await?;
     Ok(params.success(json!({ "ids": committed.value })))
@@ -45,7 +45,7 @@ pub async fn edit_draft(
         .ok_or_else(|| ApiError::missing("draft"))?;
     state
         .answer(&auth, params, move |s, ctx| {
-            commands::edit_draft(s, ctx, id, draft)
+            commands::edit_draft(s, ctx, id, draft.clone())
         })
         .await
 }

@@ -52,7 +52,7 @@ pub async fn upload_custom_emoji(
     }
     state
         .answer(&auth, params, move |s, ctx| {
-            crate::commands::emoji::add_custom_emoji(s, ctx, &name, files)
+            crate::commands::emoji::add_custom_emoji(s, ctx, &name, files.clone())
         })
         .await
 }

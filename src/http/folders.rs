@@ -58,7 +58,14 @@ pub async fn update_channel_folder(
     let is_archived = params.bool("is_archived")?;
     state
         .answer(&auth, params, move |s, ctx| {
-            crate::commands::channels::update_folder(s, ctx, id, name, description, is_archived)
+            crate::commands::channels::update_folder(
+                s,
+                ctx,
+                id,
+                name.clone(),
+                description.clone(),
+                is_archived,
+            )
         })
         .await
 }
@@ -78,7 +85,7 @@ pub async fn reorder_channel_folders(
             crate::commands::channels::reorder_folders(
                 s,
                 ctx,
-                order.into_iter().map(FolderId).collect(),
+                order.clone().into_iter().map(FolderId).collect(),
             )
         })
         .await

@@ -397,7 +397,14 @@ async fn send(
     state
         .engine
         .execute(Some(bot), move |s, ctx| {
-            crate::commands::messages::send_message(s, ctx, destination, &content, client, None)
+            crate::commands::messages::send_message(
+                s,
+                ctx,
+                destination.clone(),
+                &content,
+                client,
+                None,
+            )
         })
         .await?;
     Ok(())
@@ -434,7 +441,7 @@ async fn notify_owner(state: &web::Data<AppState>, bot: UserId, text: impl FnOnc
         .engine
         .execute(None, move |s, _| {
             let mut notices = Notices::new(s);
-            notices.to_user(owner, content);
+            notices.to_user(owner, content.clone());
             Ok(crate::commands::Decision::events(notices.into_events()))
         })
         .await;

@@ -120,7 +120,13 @@ pub async fn invite_users(
     let committed = state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::invitations::invite_users(s, ctx, emails, grants, nonces)
+            crate::commands::invitations::invite_users(
+                s,
+                ctx,
+                emails.clone(),
+                grants.clone(),
+                nonces.clone(),
+            )
         })
         .await?;
     let outcome = committed.value;
@@ -153,7 +159,12 @@ pub async fn create_multiuse_invite(
     let committed = state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::invitations::create_multiuse_invite(s, ctx, grants, nonce)
+            crate::commands::invitations::create_multiuse_invite(
+                s,
+                ctx,
+                grants.clone(),
+                nonce.clone(),
+            )
         })
         .await?;
     let invite = state
@@ -389,7 +400,7 @@ pub async fn register_account(
     let created = state
         .engine
         .execute(None, move |s, ctx| {
-            crate::commands::invitations::accept_invitation(s, ctx, invite_id, user)
+            crate::commands::invitations::accept_invitation(s, ctx, invite_id, user.clone())
         })
         .await;
     let user_id = match created {

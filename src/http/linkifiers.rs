@@ -42,7 +42,7 @@ pub async fn add_linkifier(
     let committed = state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::linkifiers::add_linkifier(s, ctx, request)
+            crate::commands::linkifiers::add_linkifier(s, ctx, request.clone())
         })
         .await?;
     Ok(params.success(json!({"id": committed.value.0})))
@@ -60,7 +60,7 @@ pub async fn update_linkifier(
     let request = read_request(&mut params)?;
     state
         .answer(&auth, params, move |s, ctx| {
-            crate::commands::linkifiers::update_linkifier(s, ctx, id, request)
+            crate::commands::linkifiers::update_linkifier(s, ctx, id, request.clone())
         })
         .await
 }
@@ -93,7 +93,7 @@ pub async fn reorder_linkifiers(
         .ok_or_else(|| ApiError::missing("ordered_linkifier_ids"))?;
     state
         .answer(&auth, params, move |s, ctx| {
-            crate::commands::linkifiers::reorder_linkifiers(s, ctx, order)
+            crate::commands::linkifiers::reorder_linkifiers(s, ctx, order.clone())
         })
         .await
 }

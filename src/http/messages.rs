@@ -146,10 +146,10 @@ pub async fn send_message(
             crate::commands::messages::send_message(
                 s,
                 ctx,
-                destination,
+                destination.clone(),
                 &content,
                 &client,
-                sender_queue,
+                sender_queue.clone(),
             )
         })
         .await?;
@@ -461,7 +461,7 @@ pub async fn update_message_flags(
     state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::flags::update_flags(s, ctx, requested, flag, add)
+            crate::commands::flags::update_flags(s, ctx, requested.clone(), flag, add)
         })
         .await?;
     Ok(params.success(json!({"messages": echo, "ignored_because_not_subscribed_channels": []})))
@@ -538,7 +538,7 @@ pub async fn set_typing_status(
     };
     state
         .answer(&auth, params, move |s, ctx| {
-            crate::commands::typing::set_typing(s, ctx, target, start)
+            crate::commands::typing::set_typing(s, ctx, target.clone(), start)
         })
         .await
 }
@@ -571,7 +571,7 @@ pub async fn add_reaction(
     }
     state
         .answer(&auth, params, move |s, ctx| {
-            crate::commands::reactions::add_reaction(s, ctx, id, emoji)
+            crate::commands::reactions::add_reaction(s, ctx, id, emoji.clone())
         })
         .await
 }
@@ -587,7 +587,7 @@ pub async fn remove_reaction(
     let emoji = emoji_request(&mut params);
     state
         .answer(&auth, params, move |s, ctx| {
-            crate::commands::reactions::remove_reaction(s, ctx, id, emoji)
+            crate::commands::reactions::remove_reaction(s, ctx, id, emoji.clone())
         })
         .await
 }
@@ -626,7 +626,7 @@ pub async fn update_message(
     state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::edit::edit_message(s, ctx, id, request)
+            crate::commands::edit::edit_message(s, ctx, id, request.clone())
         })
         .await?;
     Ok(params.success(json!({"detached_uploads": []})))
@@ -681,7 +681,7 @@ pub async fn get_message_history(
 async fn mark_read_where(
     state: &AppState,
     user: UserId,
-    check: impl FnOnce(&Projections, &User) -> ApiResult<()> + Send + 'static,
+    check: impl Fn(&Projections, &User) -> ApiResult<()> + Send + 'static,
     filter: impl Fn(&Message) -> bool + Send + 'static,
 ) -> ApiResult<()> {
     state
@@ -768,7 +768,7 @@ pub async fn update_message_flags_for_narrow(
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
             let me = crate::commands::actor(s, ctx)?;
-            let narrow = Narrow::compile(s, me, terms)?;
+            let narrow = Narrow::compile(s, me, terms.clone())?;
             let window = Window::compute(s, me, &narrow, &request)?;
             // Flags live on the user's copies: messages without one are not processed.
             let processed: Vec<MessageId> = window
@@ -847,7 +847,13 @@ pub async fn add_submessage(
     let content = params.required_str("content")?;
     state
         .answer(&auth, params, move |s, ctx| {
-            crate::commands::messages::add_submessage(s, ctx, message_id, msg_type, content)
+            crate::commands::messages::add_submessage(
+                s,
+                ctx,
+                message_id,
+                msg_type.clone(),
+                content.clone(),
+            )
         })
         .await
 }

@@ -139,7 +139,7 @@ impl AppState {
         command: F,
     ) -> ApiResult<HttpResponse>
     where
-        F: FnOnce(
+        F: Fn(
                 &crate::projections::Projections,
                 &crate::commands::Ctx,
             ) -> ApiResult<crate::commands::Decision<R>>

@@ -159,7 +159,7 @@ pub async fn update_status(
     state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::presence::set_status(s, ctx, request)
+            crate::commands::presence::set_status(s, ctx, request.clone())
         })
         .await?;
     Ok(params.success(json!({})))

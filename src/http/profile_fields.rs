@@ -129,7 +129,7 @@ pub async fn create_profile_field(
     let committed = state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::profile_fields::create_field(s, ctx, field_type, change)
+            crate::commands::profile_fields::create_field(s, ctx, field_type, change.clone())
         })
         .await?;
     Ok(params.success(json!({"id": committed.value.0})))
@@ -151,7 +151,7 @@ pub async fn update_profile_field(
     let change = read_change(&mut params, field_type)?;
     state
         .answer(&auth, params, move |s, ctx| {
-            crate::commands::profile_fields::update_field(s, ctx, id, change)
+            crate::commands::profile_fields::update_field(s, ctx, id, change.clone())
         })
         .await
 }
@@ -184,7 +184,7 @@ pub async fn reorder_profile_fields(
         .ok_or_else(|| ApiError::missing("order"))?;
     state
         .answer(&auth, params, move |s, ctx| {
-            crate::commands::profile_fields::reorder_fields(s, ctx, order)
+            crate::commands::profile_fields::reorder_fields(s, ctx, order.clone())
         })
         .await
 }
@@ -225,7 +225,7 @@ pub async fn update_own_profile_data(
     state
         .engine
         .execute(Some(me), move |s, ctx| {
-            crate::commands::profile_fields::set_values(s, ctx, me, data)
+            crate::commands::profile_fields::set_values(s, ctx, me, data.clone())
         })
         .await?;
     Ok(params.success(json!({})))
@@ -244,7 +244,7 @@ pub async fn delete_own_profile_data(
     state
         .engine
         .execute(Some(me), move |s, ctx| {
-            crate::commands::profile_fields::remove_values(s, ctx, ids)
+            crate::commands::profile_fields::remove_values(s, ctx, ids.clone())
         })
         .await?;
     Ok(params.success(json!({})))

@@ -99,7 +99,7 @@ pub async fn update_realm(
     let committed = state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::realm::update_realm(s, ctx, changes)
+            crate::commands::realm::update_realm(s, ctx, changes.clone())
         })
         .await?;
     let body = state.engine.read(|s| {

@@ -42,7 +42,7 @@ pub async fn create_scheduled_message(
             commands::schedule_message(
                 s,
                 ctx,
-                destination,
+                destination.clone(),
                 &content,
                 deliver_at,
                 read_by_sender,
@@ -100,7 +100,7 @@ pub async fn update_scheduled_message(
     state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            commands::edit_scheduled(s, ctx, id, edit)
+            commands::edit_scheduled(s, ctx, id, edit.clone())
         })
         .await?;
     Ok(params.success(json!({})))

@@ -118,7 +118,13 @@ pub async fn subscribe(
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
             crate::commands::channels::subscribe(
-                s, ctx, channels, principals, template, fatal, notify,
+                s,
+                ctx,
+                channels.clone(),
+                principals.clone(),
+                template.clone(),
+                fatal,
+                notify,
             )
         })
         .await?;
@@ -149,7 +155,7 @@ pub async fn unsubscribe(
     let committed = state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::channels::unsubscribe(s, ctx, names, principals)
+            crate::commands::channels::unsubscribe(s, ctx, names.clone(), principals.clone())
         })
         .await?;
     let outcome = committed.value;
@@ -175,7 +181,11 @@ pub async fn update_subscription(
     let parsed = parse_subscription_property(&property, &value)?;
     state
         .answer(&auth, params, move |s, ctx| {
-            crate::commands::channels::set_subscription_properties(s, ctx, vec![(channel, parsed)])
+            crate::commands::channels::set_subscription_properties(
+                s,
+                ctx,
+                vec![(channel, parsed.clone())],
+            )
         })
         .await
 }
@@ -213,7 +223,7 @@ pub async fn update_subscription_properties(
     }
     state
         .answer(&auth, params, move |s, ctx| {
-            crate::commands::channels::set_subscription_properties(s, ctx, changes)
+            crate::commands::channels::set_subscription_properties(s, ctx, changes.clone())
         })
         .await
 }
@@ -235,7 +245,7 @@ pub async fn update_user_topic(
         })?;
     state
         .answer(&auth, params, move |s, ctx| {
-            crate::commands::channels::set_topic_visibility(s, ctx, channel, topic, policy)
+            crate::commands::channels::set_topic_visibility(s, ctx, channel, topic.clone(), policy)
         })
         .await
 }
@@ -294,7 +304,7 @@ pub async fn update_muted_topic(
                     return Ok(Decision::events(Vec::new()));
                 }
             }
-            crate::commands::channels::set_topic_visibility(s, ctx, channel, topic, policy)
+            crate::commands::channels::set_topic_visibility(s, ctx, channel, topic.clone(), policy)
         })
         .await
 }

@@ -200,7 +200,7 @@ pub async fn upload_file(
     let path = state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::attachments::record_upload(s, ctx, upload, quota)
+            crate::commands::attachments::record_upload(s, ctx, upload.clone(), quota)
         })
         .await?;
     let url = format!("/user_uploads/{}", path.value);

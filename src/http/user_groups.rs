@@ -77,7 +77,7 @@ pub async fn create_user_group(
     let committed = state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::groups::create_group(s, ctx, new)
+            crate::commands::groups::create_group(s, ctx, new.clone())
         })
         .await?;
     Ok(params.success(json!({"group_id": committed.value.0})))
@@ -111,7 +111,7 @@ pub async fn update_user_group(
     }
     state
         .answer(&auth, params, move |s, ctx| {
-            crate::commands::groups::change_group(s, ctx, id, changes)
+            crate::commands::groups::change_group(s, ctx, id, changes.clone())
         })
         .await
 }
@@ -158,7 +158,14 @@ pub async fn update_user_group_members(
                 || add_subgroups.is_empty() && delete_subgroups.is_empty()
             {
                 events.extend(
-                    crate::commands::groups::update_members(s, ctx, id, add, delete)?.events,
+                    crate::commands::groups::update_members(
+                        s,
+                        ctx,
+                        id,
+                        add.clone(),
+                        delete.clone(),
+                    )?
+                    .events,
                 );
             }
             if !add_subgroups.is_empty() || !delete_subgroups.is_empty() {
@@ -167,8 +174,8 @@ pub async fn update_user_group_members(
                         s,
                         ctx,
                         id,
-                        add_subgroups,
-                        delete_subgroups,
+                        add_subgroups.clone(),
+                        delete_subgroups.clone(),
                     )?
                     .events,
                 );
@@ -190,7 +197,7 @@ pub async fn update_user_group_subgroups(
     let delete = group_ids(&mut params, "delete")?;
     state
         .answer(&auth, params, move |s, ctx| {
-            crate::commands::groups::update_subgroups(s, ctx, id, add, delete)
+            crate::commands::groups::update_subgroups(s, ctx, id, add.clone(), delete.clone())
         })
         .await
 }

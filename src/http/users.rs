@@ -178,7 +178,7 @@ pub async fn create_user(
     let committed = state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::users::create_user(s, ctx, user)
+            crate::commands::users::create_user(s, ctx, user.clone())
         })
         .await?;
     Ok(params.success(json!({"user_id": committed.value.0})))
@@ -249,7 +249,14 @@ pub async fn update_user(
     let profile_data = parse_profile_data(&mut params, "profile_data")?;
     state
         .answer(&auth, params, move |s, ctx| {
-            crate::commands::users::update_user(s, ctx, target, full_name, role, profile_data)
+            crate::commands::users::update_user(
+                s,
+                ctx,
+                target,
+                full_name.clone(),
+                role,
+                profile_data.clone(),
+            )
         })
         .await
 }
@@ -312,7 +319,12 @@ pub async fn update_settings(
     state
         .answer(&auth, params, move |s, ctx| {
             crate::commands::users::update_own_settings(
-                s, ctx, full_name, password, settings, timezone,
+                s,
+                ctx,
+                full_name.clone(),
+                password.clone(),
+                settings.clone(),
+                timezone.clone(),
             )
         })
         .await
@@ -397,9 +409,9 @@ async fn change_alert_words(
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
             if add {
-                crate::commands::mutes::add_alert_words(s, ctx, words)
+                crate::commands::mutes::add_alert_words(s, ctx, words.clone())
             } else {
-                crate::commands::mutes::remove_alert_words(s, ctx, words)
+                crate::commands::mutes::remove_alert_words(s, ctx, words.clone())
             }
         })
         .await?;

@@ -61,6 +61,8 @@ const HEADER_ROOM: usize = 4096;
 const RETRY_FOR: Duration = Duration::from_secs(30);
 /// How long one publish waits for its acknowledgement.
 const ACK_WAIT: Duration = Duration::from_secs(5);
+/// How often a node looks for other writers' appends when no notification came.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
 /// How long a request to the stream (info, a message) may take.
 const REQUEST_WAIT: Duration = Duration::from_secs(10);
 
@@ -382,6 +384,16 @@ impl Assembler {
     }
 }
 
+/// How far a node has read and written the stream.
+#[derive(Debug, Clone, Copy)]
+struct Cursor {
+    /// The stream sequence the next append expects to be the last.
+    expected: u64,
+    /// The end of the last batch this node folded or wrote (unknown after a start), where
+    /// reading others' batches resumes.
+    resume: Option<u64>,
+}
+
 /// The log in a JetStream stream.
 pub struct JetStreamLog {
     runtime: Runtime,
@@ -390,8 +402,8 @@ pub struct JetStreamLog {
     subject: String,
     /// Largest part payload.
     part_bytes: usize,
-    /// The stream sequence the next append expects to be the last.
-    head: Mutex<u64>,
+    /// How far this node has read and written the stream.
+    cursor: Mutex<Cursor>,
 }
 
 impl JetStreamLog {
@@ -427,8 +439,17 @@ impl JetStreamLog {
             stream: spec.stream.clone(),
             subject: spec.subject(),
             part_bytes: max_payload.saturating_sub(HEADER_ROOM).max(HEADER_ROOM),
-            head: Mutex::new(head),
+            cursor: Mutex::new(Cursor {
+                expected: head,
+                resume: None,
+            }),
         })
+    }
+
+    fn cursor(&self) -> Result<std::sync::MutexGuard<'_, Cursor>, StoreError> {
+        self.cursor
+            .lock()
+            .map_err(|_| StoreError::Io("the log's cursor lock is poisoned".into()))
     }
 
     fn on<T: Send + 'static>(
@@ -576,10 +597,7 @@ impl EventLog for JetStreamLog {
             .map(|b| format!("{b:02x}"))
             .collect::<String>();
         let count = payload.len().div_ceil(self.part_bytes).max(1);
-        let mut head = self
-            .head
-            .lock()
-            .map_err(|_| StoreError::Io("the log's head lock is poisoned".into()))?;
+        let mut cursor = self.cursor()?;
         for index in 0..count {
             let part = payload
                 .slice(index * self.part_bytes..((index + 1) * self.part_bytes).min(payload.len()));
@@ -593,7 +611,7 @@ impl EventLog for JetStreamLog {
             );
             headers.insert(
                 async_nats::header::NATS_EXPECTED_LAST_SEQUENCE,
-                head.to_string(),
+                cursor.expected.to_string(),
             );
             let stored = self.on(Self::publish_part(
                 self.js.clone(),
@@ -601,8 +619,9 @@ impl EventLog for JetStreamLog {
                 headers,
                 part,
             ))?;
-            *head = stored;
+            cursor.expected = stored;
         }
+        cursor.resume = Some(cursor.expected);
         Ok(())
     }
 
@@ -616,7 +635,12 @@ impl EventLog for JetStreamLog {
         let (js, name) = (self.js.clone(), self.stream.clone());
         self.runtime.spawn(async move {
             let failed = tx.clone();
-            if let Err(e) = scan(js, name, from, tx).await {
+            // A closed receiver means the reader stopped early: stop too.
+            let sent = scan(js, name, from, None, move |records| {
+                tx.send(Ok(records)).is_ok()
+            })
+            .await;
+            if let Err(e) = sent {
                 let _ = failed.send(Err(e));
             }
         });
@@ -646,6 +670,59 @@ impl EventLog for JetStreamLog {
         })
     }
 
+    fn catch_up(&self, from: Seq) -> Result<Records, StoreError> {
+        let mut cursor = self.cursor()?;
+        let (js, name, known) = (self.js.clone(), self.stream.clone(), *cursor);
+        let (records, reached) = self.on(async move {
+            let mut records = Vec::new();
+            // Most wake-ups find nothing new (a node is woken by its own appends too).
+            let mut stream = JetStreamLog::stream(&js, &name).await?;
+            let info = stream.info().await.map_err(|e| nats("stream info", e))?;
+            if info.state.last_sequence <= known.expected {
+                return Ok((records, None));
+            }
+            let reached = scan(js, name, from, known.resume, |batch| {
+                records.extend(batch.into_iter().filter(|(seq, _)| *seq >= from));
+                true
+            })
+            .await?;
+            Ok((records, Some(reached)))
+        })?;
+        if let Some(reached) = reached {
+            // Everything up to `through` has been read (another writer's batch still being
+            // written included: its parts so far), so the next append may follow it; reading
+            // resumes after the last whole batch.
+            cursor.expected = cursor.expected.max(reached.through);
+            cursor.resume = Some(reached.batch_end);
+        }
+        Ok(records)
+    }
+
+    fn watch(&self, wake: Box<dyn Fn() + Send + Sync>) {
+        let (js, subject) = (self.js.clone(), self.subject.clone());
+        self.runtime.spawn(async move {
+            let mut tick = tokio::time::interval(WATCH_EVERY);
+            let mut appended = match js.client().subscribe(subject).await {
+                Ok(subscription) => Some(subscription),
+                Err(error) => {
+                    tracing::warn!(%error, "cannot follow the stream's appends; polling it");
+                    None
+                }
+            };
+            loop {
+                tokio::select! {
+                    _ = tick.tick() => wake(),
+                    Some(_) = async {
+                        match &mut appended {
+                            Some(subscription) => subscription.next().await,
+                            None => std::future::pending().await,
+                        }
+                    } => wake(),
+                }
+            }
+        });
+    }
+
     fn quarantine_from(&self, from: Seq) -> Result<usize, StoreError> {
         Err(StoreError::Io(format!(
             "record {from} of the replicated log is damaged; a stream is never rewritten, so \
@@ -654,14 +731,29 @@ impl EventLog for JetStreamLog {
     }
 }
 
+/// Where a reader of the stream got to.
+#[derive(Debug, Clone, Copy, Default)]
+struct Reached {
+    /// The last stream message read.
+    through: u64,
+    /// The last stream message that completed a batch: the next batch starts after it.
+    batch_end: u64,
+}
+
+/// Fewer messages than this to read are fetched one by one instead of through a consumer.
+const DIRECT_READS: u64 = 16;
+
 /// Reads the stream's complete batches holding events from `from` on, up to the stream's last
-/// message when the scan began, and sends their records.
+/// message when the scan began, and hands each batch's records to `take` (which returns false
+/// to stop). It starts after `resume` (a batch's end) when the caller knows one, else finds the
+/// batch holding `from` by bisection.
 async fn scan(
     js: jetstream::Context,
     name: String,
     from: Seq,
-    tx: std::sync::mpsc::SyncSender<Result<Records, StoreError>>,
-) -> Result<(), StoreError> {
+    resume: Option<u64>,
+    mut take: impl FnMut(Records) -> bool,
+) -> Result<Reached, StoreError> {
     let mut stream = JetStreamLog::stream(&js, &name).await?;
     let last = stream
         .info()
@@ -669,12 +761,43 @@ async fn scan(
         .map_err(|e| nats("stream info", e))?
         .state
         .last_sequence;
-    if last == 0 {
-        return Ok(());
-    }
-    let start = start_of(&stream, from, last).await?;
+    let start = match resume {
+        Some(after) => after + 1,
+        None if last == 0 => return Ok(Reached::default()),
+        None => start_of(&stream, from, last).await?,
+    };
+    let mut reached = Reached {
+        through: start - 1,
+        batch_end: start - 1,
+    };
     if start > last {
-        return Ok(());
+        reached.through = last.max(reached.through);
+        return Ok(reached);
+    }
+    let mut assembler = Assembler::default();
+    // One stream message: false once `take` wants no more.
+    let mut message = |sequence: u64,
+                       headers: Option<&async_nats::HeaderMap>,
+                       payload: &[u8]|
+     -> Result<bool, StoreError> {
+        let part = Part::read(headers).ok_or_else(|| not_a_part(sequence))?;
+        reached.through = sequence;
+        if let Some(whole) = assembler.take(part, payload) {
+            reached.batch_end = sequence;
+            if !take(unframe(&whole)?) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    };
+    if last - start < DIRECT_READS {
+        for sequence in start..=last {
+            let found = get(&stream, sequence).await?;
+            if !message(sequence, Some(&found.headers), &found.payload)? {
+                break;
+            }
+        }
+        return Ok(reached);
     }
     let consumer = stream
         .create_consumer(jetstream::consumer::pull::OrderedConfig {
@@ -689,30 +812,28 @@ async fn scan(
         .messages()
         .await
         .map_err(|e| nats("reading the stream", e))?;
-    let mut assembler = Assembler::default();
-    while let Some(message) = tokio::time::timeout(REQUEST_WAIT, messages.next())
+    while let Some(next) = tokio::time::timeout(REQUEST_WAIT, messages.next())
         .await
         .map_err(|_| nats("reading the stream", "timed out"))?
     {
-        let message = message.map_err(|e| nats("reading the stream", e))?;
-        let sequence = message
+        let next = next.map_err(|e| nats("reading the stream", e))?;
+        let sequence = next
             .info()
             .map_err(|e| nats("reading the stream", e))?
             .stream_sequence;
-        let part =
-            Part::read(message.message.headers.as_ref()).ok_or_else(|| not_a_part(sequence))?;
-        if let Some(payload) = assembler.take(part, &message.message.payload) {
-            let records = unframe(&payload)?;
-            // A closed receiver means the reader stopped early: stop too.
-            if tx.send(Ok(records)).is_err() {
-                return Ok(());
-            }
-        }
-        if sequence >= last {
-            break;
+        let more = message(
+            sequence,
+            next.message.headers.as_ref(),
+            &next.message.payload,
+        )?;
+        if !more || sequence >= last {
+            return Ok(reached);
         }
     }
-    Ok(())
+    Err(nats(
+        "reading the stream",
+        "it ended before its last message",
+    ))
 }
 
 #[cfg(test)]

@@ -45,6 +45,17 @@ pub trait EventLog: Send + Sync + 'static {
     /// Moves the records with `seq >= from` out of the log into a quarantine area, kept for
     /// forensics, and makes that durable. Used only by recovery of a damaged tail.
     fn quarantine_from(&self, from: Seq) -> Result<usize, StoreError>;
+    /// The records other writers appended from `from` on, up to the log's head; the next
+    /// append then expects to follow them. A log with one writer has none.
+    fn catch_up(&self, from: Seq) -> Result<Vec<(Seq, Vec<u8>)>, StoreError> {
+        let _ = from;
+        Ok(Vec::new())
+    }
+    /// Calls `wake` whenever another writer may have appended (a log with one writer never
+    /// does).
+    fn watch(&self, wake: Box<dyn Fn() + Send + Sync>) {
+        drop(wake);
+    }
 }
 
 /// Decodes every record from `from` on, checking checksums and that seqs have no gap.
