@@ -84,6 +84,12 @@ impl ServerSecret {
         self.derive(b"upload\0", attachment_id, &expires.to_string())
     }
 
+    /// What the nodes of a cluster (which share this secret) mark requests they pass to each
+    /// other with (`http::forward`).
+    pub fn cluster_token(&self) -> String {
+        self.derive(b"cluster-forward\0", 0, "")
+    }
+
     /// 32 alphanumerics from `HMAC-SHA256(secret, label ++ id ++ nonce)`.
     fn derive(&self, label: &[u8], id: u64, nonce: &str) -> String {
         // HMAC accepts keys of any length, so this cannot fail; fall back defensively anyway.

@@ -204,6 +204,10 @@ struct ServeArgs {
     data_dir: PathBuf,
     #[command(flatten)]
     cluster: ClusterArgs,
+    /// In a cluster: the URL the other nodes reach this one at (default: http://<bound
+    /// address>).
+    #[arg(long, requires = "cluster")]
+    advertise_url: Option<String>,
     #[arg(long, default_value = "127.0.0.1:9991")]
     bind: String,
     #[arg(long, default_value = "owner@chronicle.local")]
@@ -419,6 +423,7 @@ fn serve_config(args: ServeArgs) -> ServeConfig {
         max_file_upload_mib,
         upload_quota_mib,
         cluster,
+        advertise_url,
     } = args;
     use chronicle::http::rate_limit::{Limits, Rule};
     let defaults = Limits::default();
@@ -456,6 +461,7 @@ fn serve_config(args: ServeArgs) -> ServeConfig {
             quota_mib: upload_quota_mib,
         },
         cluster: cluster.spec(),
+        advertise_url,
     }
 }
 

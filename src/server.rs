@@ -46,6 +46,9 @@ pub struct ServeConfig {
     pub uploads: crate::render::UploadLimits,
     /// The log in a NATS JetStream stream instead of `DATA_DIR/log` (`--cluster`).
     pub cluster: Option<ClusterSpec>,
+    /// The URL the other nodes of a cluster reach this one at (default: `http://<bound
+    /// address>`).
+    pub advertise_url: Option<String>,
 }
 
 /// The default snapshot interval: at about 70,000 events/s of fold, a start replays at most
@@ -382,6 +385,27 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         .trim_end_matches('/')
         .to_owned();
     let log_dyn: Arc<dyn EventLog> = log;
+    let cluster = match &config.cluster {
+        None => None,
+        Some(spec) => {
+            let me = config
+                .advertise_url
+                .clone()
+                .unwrap_or_else(|| format!("http://{addr}"));
+            let client = reqwest::Client::builder()
+                .no_proxy()
+                .timeout(std::time::Duration::from_secs(300))
+                .build()
+                .map_err(|e| format!("the client for the other nodes: {e}"))?;
+            Some(Arc::new(crate::http::forward::Cluster {
+                lease: crate::store::jetstream::Lease::start(spec, me)?,
+                token: secret.cluster_token(),
+                client,
+                body_limit: (config.uploads.max_file_mib as usize + 1) << 20,
+                body_timeout: config.client_timeouts.body * 10,
+            }))
+        }
+    };
     let site = Site {
         realm_url: realm_url.clone(),
         uploads: config.uploads,
@@ -447,6 +471,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         smtp,
         client_timeouts: config.client_timeouts,
         uploads: crate::uploads::UploadStore::new(&layout.uploads()),
+        cluster: cluster.clone(),
     });
     let collector = actix_web::rt::spawn(collect_idle(queues.clone(), rate_limiter));
     let retention = actix_web::rt::spawn(retention_job(
@@ -482,6 +507,9 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         handle: server.handle(),
     });
     server.await?;
+    if let Some(cluster) = &cluster {
+        cluster.lease.release();
+    }
     on_signal.abort();
     collector.abort();
     webhooks.abort();

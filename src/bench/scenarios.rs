@@ -43,6 +43,7 @@ impl InProcess {
             client_timeouts: Default::default(),
             uploads: Default::default(),
             cluster: None,
+            advertise_url: None,
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {

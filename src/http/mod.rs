@@ -14,6 +14,7 @@ pub mod drafts;
 pub mod emoji;
 pub mod events;
 pub mod folders;
+pub mod forward;
 pub mod integrations;
 pub mod invitations;
 pub mod linkifiers;
@@ -65,6 +66,8 @@ pub struct AppState {
     pub client_timeouts: ClientTimeouts,
     /// Uploaded files' bytes.
     pub uploads: crate::uploads::UploadStore,
+    /// In a cluster: the writer's lease and how to pass writes on to it (`forward`).
+    pub cluster: Option<Arc<forward::Cluster>>,
 }
 
 /// How long a client may take to send its request, so that slow or stalled clients cannot
@@ -474,10 +477,40 @@ pub fn app(
         .configure(configure)
         .default_service(web::to(not_found))
         .wrap_fn(|req, srv| {
+            // In a cluster, writes go to the node holding the writer's lease.
+            let state = req.app_data::<web::Data<AppState>>().cloned();
+            let cluster = state.as_ref().and_then(|s| s.cluster.clone());
+            let Some((state, cluster)) = state.zip(cluster) else {
+                return Box::pin(srv.call(req))
+                    as std::pin::Pin<Box<dyn std::future::Future<Output = _>>>;
+            };
+            if let Some(writer) = cluster.target(&req) {
+                return Box::pin(
+                    async move { Ok(forward::pass_on(req, writer, state, cluster).await) },
+                );
+            }
+            let forwarded = cluster.is_forwarded(&req);
+            let response = srv.call(req);
+            Box::pin(async move {
+                let res = response.await?;
+                Ok(if forwarded {
+                    forward::with_seq(res, state.engine.read(|s| s.seq.0))
+                } else {
+                    res
+                })
+            })
+        })
+        .wrap_fn(|req, srv| {
             let path = req.path().to_owned();
             // Unauthenticated API requests count against their address (authenticated ones
-            // against their user, in the `Auth` extractor).
+            // against their user, in the `Auth` extractor). One that another node of the
+            // cluster passed on was counted there, against its client's address.
+            let forwarded = req
+                .app_data::<web::Data<AppState>>()
+                .and_then(|s| s.cluster.as_ref())
+                .is_some_and(|c| c.is_forwarded(&req));
             let anonymous_api = path.starts_with("/api/v1/")
+                && !forwarded
                 && !req
                     .headers()
                     .contains_key(actix_web::http::header::AUTHORIZATION);

@@ -731,6 +731,134 @@ impl EventLog for JetStreamLog {
     }
 }
 
+/// How long the writer's lease lasts without being renewed.
+const LEASE_TTL: Duration = Duration::from_secs(5);
+/// How often the lease is renewed (by its holder) or looked at (by the others).
+const LEASE_EVERY: Duration = Duration::from_secs(1);
+/// The key holding the writer's address in the lease bucket.
+const WRITER: &str = "writer";
+
+/// The writer's lease: which node takes the cluster's writes, kept in a JetStream key-value
+/// bucket (`<stream>-writer`) whose entries expire after `LEASE_TTL`. The holder renews it every
+/// second with a compare-and-set on its revision; when it stops, the entry expires and another
+/// node creates it. Correctness never rests on the lease (a deposed writer's appends fail the
+/// stream's sequence check); it only keeps the nodes from starving each other.
+pub struct Lease {
+    runtime: Runtime,
+    holder: std::sync::Arc<std::sync::RwLock<Option<String>>>,
+    kv: jetstream::kv::Store,
+    me: String,
+}
+
+impl Lease {
+    /// Starts taking part in the lease as `me` (the URL other nodes reach this node at).
+    pub fn start(spec: &ClusterSpec, me: String) -> Result<Lease, StoreError> {
+        let runtime = runtime()?;
+        let owned = spec.clone();
+        let kv = on(&runtime, async move {
+            let client = connect(&owned.url).await?;
+            let js = jetstream::new(client);
+            let bucket = format!("{}-writer", owned.stream);
+            match js.get_key_value(&bucket).await {
+                Ok(kv) => Ok(kv),
+                Err(_) => js
+                    .create_key_value(jetstream::kv::Config {
+                        bucket: bucket.clone(),
+                        description: "Which Chronicle node takes the writes".into(),
+                        history: 1,
+                        max_age: LEASE_TTL,
+                        storage: stream::StorageType::File,
+                        num_replicas: owned.replicas,
+                        ..Default::default()
+                    })
+                    .await
+                    .map_err(|e| nats(&format!("creating the lease bucket {bucket}"), e)),
+            }
+        })??;
+        let holder = std::sync::Arc::new(std::sync::RwLock::new(None));
+        let (store, seen, name) = (kv.clone(), holder.clone(), me.clone());
+        runtime.spawn(async move {
+            let mut tick = tokio::time::interval(LEASE_EVERY);
+            loop {
+                tick.tick().await;
+                let now = Self::round(&store, &name).await;
+                if let Ok(mut slot) = seen.write() {
+                    if *slot != now {
+                        tracing::info!(
+                            writer = now.as_deref().unwrap_or("-"),
+                            "the cluster's writer"
+                        );
+                    }
+                    *slot = now;
+                }
+            }
+        });
+        Ok(Lease {
+            runtime,
+            holder,
+            kv,
+            me,
+        })
+    }
+
+    /// One look at the lease: renews it if this node holds it, takes it if nobody does.
+    /// Returns the holder, `None` when NATS cannot say.
+    async fn round(kv: &jetstream::kv::Store, me: &str) -> Option<String> {
+        let entry = tokio::time::timeout(REQUEST_WAIT, kv.entry(WRITER))
+            .await
+            .ok()?
+            .ok()?;
+        match entry {
+            Some(entry) if entry.operation == jetstream::kv::Operation::Put => {
+                let holder = String::from_utf8_lossy(&entry.value).into_owned();
+                if holder != me {
+                    return Some(holder);
+                }
+                let renewed = kv
+                    .update(WRITER, bytes::Bytes::from(me.to_owned()), entry.revision)
+                    .await;
+                renewed.ok().map(|_| me.to_owned())
+            }
+            _ => {
+                let taken = kv.create(WRITER, bytes::Bytes::from(me.to_owned())).await;
+                taken.ok().map(|_| me.to_owned())
+            }
+        }
+    }
+
+    /// The node holding the lease, as last seen (`None` before the first look or when NATS
+    /// could not say).
+    pub fn holder(&self) -> Option<String> {
+        self.holder.read().ok().and_then(|h| h.clone())
+    }
+
+    /// This node's address in the lease.
+    pub fn me(&self) -> &str {
+        &self.me
+    }
+
+    /// Gives the lease up if this node holds it (on a clean stop), so that another node takes
+    /// the writes at once instead of after it expires.
+    pub fn release(&self) {
+        if self.holder().as_deref() != Some(self.me.as_str()) {
+            return;
+        }
+        let (kv, me) = (self.kv.clone(), self.me.clone());
+        let released = on(&self.runtime, async move {
+            if let Ok(Some(entry)) = kv.entry(WRITER).await {
+                if entry.value.as_ref() == me.as_bytes() {
+                    let _ = kv
+                        .delete_expect_revision(WRITER, Some(entry.revision))
+                        .await;
+                }
+            }
+        });
+        if released.is_err() {
+            tracing::warn!("the writer's lease was not released; it expires by itself");
+        }
+    }
+}
+
 /// Where a reader of the stream got to.
 #[derive(Debug, Clone, Copy, Default)]
 struct Reached {

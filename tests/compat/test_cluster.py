@@ -212,3 +212,124 @@ def test_acknowledged_writes_survive_killing_the_node_and_the_stream_leader(clus
     dumped = json.loads(cluster.chronicle("dump", "--data-dir", str(data), "--cluster",
                                           cluster.urls, "--at-seq", str(served["seq"])).stdout)
     assert dumped == served
+
+
+def start_node(data, urls, stream, log_path):
+    """A node on its own fixed port; returns (process, url)."""
+    port = free_port()
+    with open(log_path, "a") as log:
+        process = subprocess.Popen(
+            [BIN, "serve", "--data-dir", str(data), "--cluster", urls, "--stream", stream,
+             "--rate-limit-user", "0", "--rate-limit-ip", "0", "--bind", f"127.0.0.1:{port}"],
+            stdout=log, stderr=log)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            if requests.get(f"{url}/api/v1/server_settings", timeout=2).ok:
+                return process, url
+        except requests.RequestException:
+            pass
+        time.sleep(0.1)
+    process.kill()
+    raise RuntimeError("a node did not start: " + log_path.read_text()[-2000:])
+
+
+def test_three_nodes_write_and_read_one_log(cluster, tmp_path):
+    stream = "three"
+    cluster.chronicle("cluster", "init", "--cluster", cluster.urls, "--stream", stream)
+    dirs = [tmp_path / f"node{i}" for i in range(3)]
+    first, first_url = start_node(dirs[0], cluster.urls, stream, tmp_path / "node0.log")
+    nodes = [(first, first_url)]
+    # The other nodes share the first one's secret, so that API keys work on every node.
+    for d in dirs[1:]:
+        d.mkdir()
+        (d / "secret.key").write_bytes((dirs[0] / "secret.key").read_bytes())
+        d.chmod(0o700)
+    for i in (1, 2):
+        nodes.append(start_node(dirs[i], cluster.urls, stream, tmp_path / f"node{i}.log"))
+    urls = [url for _, url in nodes]
+    try:
+        rc = dict(line.split("=", 1) for line in (dirs[0] / "zuliprc").read_text().splitlines()
+                  if "=" in line)
+        auth = (rc["email"], rc["key"])
+        made = requests.post(f"{urls[1]}/api/v1/users/me/subscriptions", auth=auth, timeout=30,
+                             data={"subscriptions": json.dumps([{"name": "shared"}])})
+        assert made.json()["result"] == "success", made.text
+        # A long-poll client on the third node.
+        queue = requests.post(f"{urls[2]}/api/v1/register", auth=auth, timeout=30,
+                              data={"event_types": json.dumps(["message"])}).json()
+        assert queue["result"] == "success", queue
+
+        acked = {}
+        lock = threading.Lock()
+
+        def sender(node):
+            for i in range(40):
+                content = f"from node {node}, message {i}"
+                reply = requests.post(f"{urls[node]}/api/v1/messages", auth=auth, timeout=60,
+                                      data={"type": "stream", "to": "shared", "topic": "race",
+                                            "content": content}).json()
+                assert reply["result"] == "success", reply
+                with lock:
+                    acked[reply["id"]] = content
+
+        threads = [threading.Thread(target=sender, args=(n,)) for n in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert len(acked) == 120 and len(set(acked)) == 120
+
+        # Every node serves every acknowledged message, as it was sent.
+        narrow = json.dumps([{"operator": "channel", "operand": "shared"}])
+        for url in urls:
+            deadline = time.time() + 20
+            while True:
+                page = requests.get(f"{url}/api/v1/messages", auth=auth, timeout=60, params={
+                    "anchor": "newest", "num_before": 500, "num_after": 0,
+                    "apply_markdown": "false", "narrow": narrow}).json()
+                found = {m["id"]: m["content"] for m in page["messages"]}
+                if all(found.get(i) == c for i, c in acked.items()) or time.time() > deadline:
+                    break
+                time.sleep(0.2)
+            assert all(found.get(i) == c for i, c in acked.items()), f"{url} misses messages"
+
+        # The long-poll client saw each message once, in the log's order.
+        seen = []
+        last_event_id = queue["last_event_id"]
+        deadline = time.time() + 30
+        while len(seen) < 120 and time.time() < deadline:
+            events = requests.get(f"{urls[2]}/api/v1/events", auth=auth, timeout=90, params={
+                "queue_id": queue["queue_id"], "last_event_id": last_event_id}).json()
+            assert events["result"] == "success", events
+            for event in events["events"]:
+                last_event_id = event["id"]
+                if event["type"] == "message":
+                    seen.append(event["message"]["id"])
+        assert sorted(seen) == sorted(acked), "events lost or repeated"
+        assert seen == sorted(seen), "events out of order"
+
+        # The three nodes hold the same state, which is a replay of the stream.
+        dumps = {}
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            dumps = {url: requests.get(f"{url}/api/v1/admin/projections", auth=auth,
+                                       timeout=60).json()["projections"] for url in urls}
+            if len({d["seq"] for d in dumps.values()}) == 1:
+                break
+            time.sleep(0.2)
+        states = list(dumps.values())
+        assert states[0]["seq"] == states[1]["seq"] == states[2]["seq"]
+        assert states[0] == states[1] == states[2]
+        replayed = json.loads(cluster.chronicle(
+            "dump", "--data-dir", str(dirs[0]), "--cluster", cluster.urls, "--stream", stream,
+            "--at-seq", str(states[0]["seq"])).stdout)
+        assert replayed == states[0]
+    finally:
+        for process, _ in nodes:
+            process.terminate()
+        for process, _ in nodes:
+            assert process.wait(30) == 0
+    verified = cluster.chronicle("verify", "--data-dir", str(dirs[0]), "--cluster", cluster.urls,
+                                 "--stream", stream)
+    assert "chain: intact" in verified.stdout

@@ -1,0 +1,207 @@
+//! Cluster mode: one node at a time takes the writes (the one holding the writer's lease,
+//! `store::jetstream::Lease`), and the others pass write requests on to it. Writers that all
+//! appended to the stream would mostly refuse each other's batches and decide them again; one
+//! writer keeps the group commit of a single box.
+//!
+//! A node passes on every request that may write: any method but `GET`, `HEAD` and `OPTIONS`,
+//! except the ones about its own event queues (`/register`, `DELETE /events`), which stay with
+//! the node that holds the queue. The writer answers as usual and says in `Chronicle-Seq` how
+//! far its state was when it answered; the node that passed the request on folds the stream up
+//! to there before it answers its client, so that the client reads its own write (and gets its
+//! events) on the node it asked.
+//!
+//! Passed-on requests carry `Chronicle-Forwarded`, a token derived from the server secret all
+//! nodes share. The writer answers them itself even if it has just lost the lease (the stream's
+//! sequence check keeps that safe), and does not count them against the forwarding node's
+//! address: the forwarding node counted them against the client's.
+
+use super::AppState;
+use crate::error::{ApiError, ErrorCode};
+use crate::store::jetstream::Lease;
+use actix_web::body::BoxBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::{web, HttpResponse, ResponseError};
+use futures_util::StreamExt;
+use std::time::{Duration, Instant};
+
+/// The header that marks a request one node passed to another.
+pub const FORWARDED: &str = "chronicle-forwarded";
+/// The writer's seq when it answered a passed-on request.
+const SEQ: &str = "chronicle-seq";
+/// How long a node waits to fold the writer's answer before answering anyway.
+const FOLD_WAIT: Duration = Duration::from_secs(10);
+
+/// What a node of a cluster needs to pass requests on.
+pub struct Cluster {
+    pub lease: Lease,
+    /// Proves a request came from a node of this cluster.
+    pub token: String,
+    pub client: reqwest::Client,
+    /// The largest request body passed on (the largest upload and some room).
+    pub body_limit: usize,
+    /// How long a client may take to send a body that is passed on.
+    pub body_timeout: Duration,
+}
+
+impl Cluster {
+    /// Whether `req` came from another node of this cluster.
+    pub fn is_forwarded(&self, req: &ServiceRequest) -> bool {
+        req.headers()
+            .get(FORWARDED)
+            .is_some_and(|v| v.as_bytes() == self.token.as_bytes())
+    }
+
+    /// Where `req` must go instead of being answered here: the writer's address, when this
+    /// node is not the writer and the request may write.
+    pub fn target(&self, req: &ServiceRequest) -> Option<String> {
+        use actix_web::http::Method;
+        let method = req.method();
+        if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
+            return None;
+        }
+        let path = req.path();
+        let queues =
+            path.ends_with("/register") || (*method == Method::DELETE && path.ends_with("/events"));
+        if queues || self.is_forwarded(req) {
+            return None;
+        }
+        self.lease
+            .holder()
+            .filter(|holder| holder.as_str() != self.lease.me())
+    }
+}
+
+/// Hop-by-hop headers, which belong to one connection and are not passed on.
+fn hop_by_hop(name: &str) -> bool {
+    matches!(
+        name,
+        "connection"
+            | "keep-alive"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+            | "host"
+            | "content-length"
+    )
+}
+
+fn unavailable(detail: &str) -> ApiError {
+    tracing::warn!(
+        detail,
+        "a write could not be passed to the cluster's writer"
+    );
+    ApiError::new(
+        ErrorCode::Busy,
+        "The server that takes writes cannot be reached; try again",
+    )
+}
+
+/// Passes `req` to the writer at `writer` and answers with its answer, once this node has
+/// folded what the writer had when it answered.
+pub async fn pass_on(
+    req: ServiceRequest,
+    writer: String,
+    state: web::Data<AppState>,
+    cluster: std::sync::Arc<Cluster>,
+) -> ServiceResponse<BoxBody> {
+    let (http, mut payload) = req.into_parts();
+    let answer = async {
+        let mut body = web::BytesMut::new();
+        let read = tokio::time::timeout(cluster.body_timeout, async {
+            while let Some(chunk) = payload.next().await {
+                let chunk = chunk.map_err(|e| ApiError::bad_request(e.to_string()))?;
+                if body.len() + chunk.len() > cluster.body_limit {
+                    return Err(ApiError::bad_request("The request is too large"));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(())
+        })
+        .await;
+        match read {
+            Ok(result) => result?,
+            Err(_) => {
+                return Err(ApiError::new(
+                    ErrorCode::RequestTimeout,
+                    "The request body was not sent in time",
+                ))
+            }
+        }
+        let target = format!(
+            "{}{}",
+            writer.trim_end_matches('/'),
+            http.uri().path_and_query().map_or("/", |p| p.as_str())
+        );
+        let method = reqwest::Method::from_bytes(http.method().as_str().as_bytes())
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        let mut out = cluster.client.request(method, &target);
+        for (name, value) in http.headers() {
+            if !hop_by_hop(name.as_str()) && name.as_str() != FORWARDED {
+                out = out.header(name.as_str(), value.as_bytes());
+            }
+        }
+        if let Some(peer) = http.peer_addr() {
+            out = out.header("x-forwarded-for", peer.ip().to_string());
+        }
+        let reply = out
+            .header(FORWARDED, cluster.token.as_str())
+            .body(body.freeze())
+            .send()
+            .await
+            .map_err(|e| unavailable(&e.to_string()))?;
+        let status = actix_web::http::StatusCode::from_u16(reply.status().as_u16())
+            .map_err(|e| unavailable(&e.to_string()))?;
+        let mut response = HttpResponse::build(status);
+        let mut seen_seq = None;
+        for (name, value) in reply.headers() {
+            if name.as_str() == SEQ {
+                seen_seq = value.to_str().ok().and_then(|v| v.parse::<u64>().ok());
+            } else if !hop_by_hop(name.as_str()) {
+                if let (Ok(name), Ok(value)) = (
+                    HeaderName::from_bytes(name.as_str().as_bytes()),
+                    HeaderValue::from_bytes(value.as_bytes()),
+                ) {
+                    response.append_header((name, value));
+                }
+            }
+        }
+        let bytes = reply
+            .bytes()
+            .await
+            .map_err(|e| unavailable(&e.to_string()))?;
+        if let Some(seq) = seen_seq {
+            fold_up_to(&state, seq).await;
+        }
+        Ok(response.body(bytes))
+    }
+    .await;
+    let response = answer.unwrap_or_else(|e| e.error_response());
+    ServiceResponse::new(http, response)
+}
+
+/// Waits until this node's state has folded `seq`, catching up with the stream meanwhile.
+async fn fold_up_to(state: &AppState, seq: u64) {
+    let started = Instant::now();
+    while state.engine.read(|s| s.seq.0) < seq {
+        if started.elapsed() > FOLD_WAIT || state.engine.catch_up().await.is_err() {
+            tracing::warn!(seq, "answered before this node folded the writer's change");
+            return;
+        }
+        if state.engine.read(|s| s.seq.0) < seq {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+/// Adds the writer's seq to its answer to a passed-on request.
+pub fn with_seq(mut res: ServiceResponse<BoxBody>, seq: u64) -> ServiceResponse<BoxBody> {
+    if let Ok(value) = HeaderValue::from_str(&seq.to_string()) {
+        res.headers_mut()
+            .insert(HeaderName::from_static(SEQ), value);
+    }
+    res
+}
