@@ -324,8 +324,15 @@ impl Writer {
             if catch_up {
                 self.catch_up_pending.store(false, Ordering::SeqCst);
                 if !self.failed.load(Ordering::SeqCst) {
-                    if let Err(err) = self.catch_up() {
-                        self.fail(&err, None);
+                    match self.catch_up() {
+                        Ok(_) => {}
+                        // The log could not be read now (a NATS election, say): nothing was
+                        // folded, and the next append, refused if this node is behind, tries
+                        // again.
+                        Err(StoreError::Io(why)) => {
+                            tracing::warn!(%why, "could not read other writers' batches yet");
+                        }
+                        Err(err) => self.fail(&err, None),
                     }
                 }
             }
@@ -378,12 +385,16 @@ impl Writer {
                     let spread = 1u64 << refusals.min(6);
                     let wait = (uuid::Uuid::new_v4().as_u128() as u64) % (spread + 1);
                     std::thread::sleep(std::time::Duration::from_millis(wait));
-                    if let Err(err) = self.catch_up() {
-                        let (_, completions) = self.decide(&commands);
-                        self.fail(&err, Some(completions));
-                        return;
+                    let caught_up = self.catch_up();
+                    if let Err(err) = &caught_up {
+                        if !matches!(err, StoreError::Io(_)) {
+                            let (_, completions) = self.decide(&commands);
+                            self.fail(err, Some(completions));
+                            return;
+                        }
+                        tracing::warn!(error = %err, "could not read other writers' batches yet");
                     }
-                    if refusals >= MAX_REDECISIONS {
+                    if refusals >= MAX_REDECISIONS || caught_up.is_err() {
                         let (_, completions) = self.decide(&commands);
                         for done in completions {
                             done(Err(ApiError::new(
@@ -493,6 +504,9 @@ impl Writer {
     /// Folds what other writers appended to a shared log since this writer's last batch into
     /// both states, checking that it continues the seqs and the hash chain, and delivers its
     /// events to this node's queues. Call only between batches (the states at one seq).
+    ///
+    /// `StoreError::Io` means the log could not be read and nothing was folded (the states
+    /// are as they were); any other error is damage.
     fn catch_up(&mut self) -> Result<usize, StoreError> {
         let from = self.decided.seq.next();
         let records = self.log.catch_up(from)?;

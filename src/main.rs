@@ -190,7 +190,8 @@ enum ClusterAction {
         #[command(flatten)]
         cluster: ClusterArgs,
     },
-    /// The log's head: stream messages, last event, the stream's leader and replicas.
+    /// The log's head (stream messages, last event, the stream's leader and replicas), the
+    /// node taking the writes, and each node's folded position.
     Status {
         #[command(flatten)]
         cluster: ClusterArgs,
@@ -594,7 +595,9 @@ fn cluster_command(action: ClusterAction) -> Result<(), Fatal> {
             Ok(())
         }
         ClusterAction::Status { cluster } => {
-            let status = JetStreamLog::open(&cluster.required()?)?.status()?;
+            let spec = cluster.required()?;
+            let status = JetStreamLog::open(&spec)?.status()?;
+            let (writer, nodes) = jetstream::members(&spec)?;
             println!("last_seq: {}", status.last_seq);
             println!("stream_messages: {}", status.messages);
             println!("stream_last_sequence: {}", status.last_sequence);
@@ -603,6 +606,10 @@ fn cluster_command(action: ClusterAction) -> Result<(), Fatal> {
             for (name, current, lag) in &status.replicas {
                 let state = if *current { "current" } else { "behind" };
                 println!("replica: {name} {state} lag {lag}");
+            }
+            println!("writer: {}", writer.as_deref().unwrap_or("-"));
+            for (tag, node) in &nodes {
+                println!("node: {tag} {} folded {}", node.url, node.seq);
             }
             Ok(())
         }

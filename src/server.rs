@@ -385,32 +385,25 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         .trim_end_matches('/')
         .to_owned();
     let log_dyn: Arc<dyn EventLog> = log;
-    let cluster = match &config.cluster {
-        None => None,
-        Some(spec) => {
-            let me = config
-                .advertise_url
-                .clone()
-                .unwrap_or_else(|| format!("http://{addr}"));
-            let client = reqwest::Client::builder()
-                .no_proxy()
-                .timeout(std::time::Duration::from_secs(300))
-                .build()
-                .map_err(|e| format!("the client for the other nodes: {e}"))?;
-            Some(Arc::new(crate::http::forward::Cluster {
-                lease: crate::store::jetstream::Lease::start(spec, me)?,
-                token: secret.cluster_token(),
-                client,
-                body_limit: (config.uploads.max_file_mib as usize + 1) << 20,
-                body_timeout: config.client_timeouts.body * 10,
-            }))
-        }
-    };
+    // In a cluster, the URL the other nodes reach this one at; its tag starts queue ids.
+    let me = config.cluster.as_ref().map(|_| {
+        config
+            .advertise_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{addr}"))
+    });
     let site = Site {
         realm_url: realm_url.clone(),
         uploads: config.uploads,
     };
-    let queues = Arc::new(crate::realtime::Queues::new(site.clone(), secret.clone()));
+    let queues = Arc::new(match &me {
+        None => crate::realtime::Queues::new(site.clone(), secret.clone()),
+        Some(me) => crate::realtime::Queues::of_node(
+            site.clone(),
+            secret.clone(),
+            &crate::store::jetstream::node_tag(me),
+        ),
+    });
     // Outgoing webhook calls are picked out by the writer and made by their own task.
     let (webhook_tx, webhook_rx) = tokio::sync::mpsc::unbounded_channel();
     let publisher: crate::engine::Publisher = {
@@ -437,6 +430,26 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         snapshots,
     )?);
     release_free_memory();
+    let cluster = match (&config.cluster, me) {
+        (Some(spec), Some(me)) => {
+            let client = reqwest::Client::builder()
+                .no_proxy()
+                .timeout(std::time::Duration::from_secs(300))
+                .build()
+                .map_err(|e| format!("the client for the other nodes: {e}"))?;
+            let folded = engine.clone();
+            Some(Arc::new(crate::http::forward::Cluster {
+                lease: crate::store::jetstream::Lease::start(spec, me, move || {
+                    folded.read(|s| s.seq.0)
+                })?,
+                token: secret.cluster_token(),
+                client,
+                body_limit: (config.uploads.max_file_mib as usize + 1) << 20,
+                body_timeout: config.client_timeouts.body * 10,
+            }))
+        }
+        _ => None,
+    };
     let webhooks = actix_web::rt::spawn(crate::webhooks::run(webhook_rx, engine.clone()));
     if realm_exists {
         // Organizations created before system groups existed get them now (a no-op after).

@@ -7,7 +7,7 @@ use crate::realtime::{
     poll, Capabilities, PollError, QueueOptions, DEFAULT_QUEUE_LIFESPAN, MAX_QUEUE_LIFESPAN,
 };
 use crate::render::fields::Fields;
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -176,15 +176,20 @@ fn heartbeat(state: &AppState) -> Duration {
 pub async fn get_events(
     state: web::Data<AppState>,
     auth: Auth,
+    req: HttpRequest,
     mut params: Params,
 ) -> ApiResult<HttpResponse> {
     let dont_block = params.bool("dont_block")?.unwrap_or(false);
     let last_event_id: Option<i64> = params.int("last_event_id")?;
     let queue = match params.str("queue_id") {
-        Some(id) => state
-            .queues
-            .get(auth.user_id, &id)
-            .map_err(|PollError::BadQueue| bad_queue(&id))?,
+        Some(id) => match state.queues.get(auth.user_id, &id) {
+            Ok(queue) => queue,
+            // In a cluster, another node's queue is polled there.
+            Err(PollError::BadQueue) => match queue_home(&state, &id, &req).await {
+                Some(home) => return ask_queue_home(&state, &req, &home, req.query_string()).await,
+                None => return Err(bad_queue(&id)),
+            },
+        },
         None if dont_block => {
             // A queue created on the fly from register-style parameters.
             let (options, _) = queue_options(&mut params)?;
@@ -215,14 +220,38 @@ pub async fn get_events(
 pub async fn delete_queue(
     state: web::Data<AppState>,
     auth: Auth,
+    req: HttpRequest,
     mut params: Params,
 ) -> ApiResult<HttpResponse> {
     let id = params.required_str("queue_id")?;
-    state
-        .queues
-        .remove(auth.user_id, &id)
-        .map_err(|PollError::BadQueue| bad_queue(&id))?;
+    if let Err(PollError::BadQueue) = state.queues.remove(auth.user_id, &id) {
+        return match queue_home(&state, &id, &req).await {
+            Some(home) => {
+                let query = serde_urlencoded::to_string([("queue_id", id.as_str())])
+                    .map_err(|e| ApiError::internal(e.to_string()))?;
+                ask_queue_home(&state, &req, &home, &query).await
+            }
+            None => Err(bad_queue(&id)),
+        };
+    }
     Ok(params.success(json!({})))
+}
+
+/// The other node of the cluster holding queue `id`, if there is one.
+async fn queue_home(state: &AppState, id: &str, req: &HttpRequest) -> Option<String> {
+    state.cluster.as_ref()?.queue_home(id, req).await
+}
+
+async fn ask_queue_home(
+    state: &AppState,
+    req: &HttpRequest,
+    home: &str,
+    query: &str,
+) -> ApiResult<HttpResponse> {
+    match &state.cluster {
+        Some(cluster) => cluster.ask_queue_home(req, home, query).await,
+        None => Err(ApiError::internal("no cluster to ask")),
+    }
 }
 
 #[cfg(test)]

@@ -72,6 +72,64 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// The node holding the event queue `id` (its id starts with the node's tag), when that
+    /// is another live node and `req` was not already passed on by one.
+    pub async fn queue_home(&self, id: &str, req: &actix_web::HttpRequest) -> Option<String> {
+        let passed_on = req
+            .headers()
+            .get(FORWARDED)
+            .is_some_and(|v| v.as_bytes() == self.token.as_bytes());
+        let (tag, _) = id.split_once(':')?;
+        if passed_on {
+            return None;
+        }
+        self.lease.node(tag).await
+    }
+
+    /// Asks the node at `home` about one of its event queues (`GET` or `DELETE /events`, with
+    /// `query`) for the client of `req`, and answers with its answer. A client of a load
+    /// balancer without affinity may reach any node; its queue stays where it was made.
+    pub async fn ask_queue_home(
+        &self,
+        req: &actix_web::HttpRequest,
+        home: &str,
+        query: &str,
+    ) -> Result<HttpResponse, ApiError> {
+        let method = reqwest::Method::from_bytes(req.method().as_str().as_bytes())
+            .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        let target = format!("{}{}?{query}", home.trim_end_matches('/'), req.path());
+        let mut out = self
+            .client
+            .request(method, &target)
+            .header(FORWARDED, self.token.as_str());
+        for (name, value) in req.headers() {
+            if !hop_by_hop(name.as_str()) && name.as_str() != FORWARDED {
+                out = out.header(name.as_str(), value.as_bytes());
+            }
+        }
+        let reply = out.send().await.map_err(|e| unavailable(&e.to_string()))?;
+        let status = actix_web::http::StatusCode::from_u16(reply.status().as_u16())
+            .map_err(|e| unavailable(&e.to_string()))?;
+        let mut response = HttpResponse::build(status);
+        for (name, value) in reply.headers() {
+            if !hop_by_hop(name.as_str()) && name.as_str() != SEQ {
+                if let (Ok(name), Ok(value)) = (
+                    HeaderName::from_bytes(name.as_str().as_bytes()),
+                    HeaderValue::from_bytes(value.as_bytes()),
+                ) {
+                    response.append_header((name, value));
+                }
+            }
+        }
+        let bytes = reply
+            .bytes()
+            .await
+            .map_err(|e| unavailable(&e.to_string()))?;
+        Ok(response.body(bytes))
+    }
+}
+
 /// Hop-by-hop headers, which belong to one connection and are not passed on.
 fn hop_by_hop(name: &str) -> bool {
     matches!(

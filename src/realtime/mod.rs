@@ -219,6 +219,9 @@ pub struct Queues {
     site: Site,
     /// For the API keys that `realm_bot` events carry to bot owners.
     secret: ServerSecret,
+    /// What every queue id starts with: in a cluster, this node's tag and a colon, so that
+    /// another node can tell whose queue a client asks about.
+    id_prefix: String,
 }
 
 impl Queues {
@@ -227,6 +230,15 @@ impl Queues {
             map: Mutex::new(QueueMap::default()),
             site,
             secret,
+            id_prefix: String::new(),
+        }
+    }
+
+    /// Queues whose ids say they are this node's (`TAG:...`), in a cluster.
+    pub fn of_node(site: Site, secret: ServerSecret, tag: &str) -> Queues {
+        Queues {
+            id_prefix: format!("{tag}:"),
+            ..Queues::new(site, secret)
         }
     }
 
@@ -238,7 +250,7 @@ impl Queues {
     /// A user at [`MAX_QUEUES_PER_USER`] loses the queue polled longest ago (idle ones first).
     pub fn register(&self, user_id: UserId, options: QueueOptions, from_seq: Seq) -> Arc<Queue> {
         let queue = Arc::new(Queue {
-            id: uuid::Uuid::new_v4().to_string(),
+            id: format!("{}{}", self.id_prefix, uuid::Uuid::new_v4()),
             user_id,
             options,
             from_seq,

@@ -737,6 +737,104 @@ const LEASE_TTL: Duration = Duration::from_secs(5);
 const LEASE_EVERY: Duration = Duration::from_secs(1);
 /// The key holding the writer's address in the lease bucket.
 const WRITER: &str = "writer";
+/// How long a node's entry in the registry outlives its last renewal.
+const NODE_TTL: Duration = Duration::from_secs(30);
+
+/// A node of a cluster, as the registry (`<stream>-nodes`) has it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Node {
+    /// The URL the other nodes reach it at.
+    pub url: String,
+    /// The last event it had folded at its last renewal.
+    pub seq: u64,
+}
+
+/// A node's short name: the start of its URL's SHA-256. Queue ids start with it.
+pub fn node_tag(url: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(url.as_bytes())
+        .iter()
+        .take(4)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+async fn bucket(
+    js: &jetstream::Context,
+    name: String,
+    description: &str,
+    max_age: Duration,
+    replicas: usize,
+) -> Result<jetstream::kv::Store, StoreError> {
+    match js.get_key_value(&name).await {
+        Ok(kv) => Ok(kv),
+        Err(_) => js
+            .create_key_value(jetstream::kv::Config {
+                bucket: name.clone(),
+                description: description.into(),
+                history: 1,
+                max_age,
+                storage: stream::StorageType::File,
+                num_replicas: replicas,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| nats(&format!("creating the bucket {name}"), e)),
+    }
+}
+
+/// The nodes in a cluster's registry, by tag, and the lease's holder, read once (`chronicle
+/// cluster status`).
+pub fn members(spec: &ClusterSpec) -> Result<(Option<String>, Vec<(String, Node)>), StoreError> {
+    let runtime = runtime()?;
+    let owned = spec.clone();
+    on(&runtime, async move {
+        let js = jetstream::new(connect(&owned.url).await?);
+        let lease = bucket(
+            &js,
+            format!("{}-writer", owned.stream),
+            "",
+            LEASE_TTL,
+            owned.replicas,
+        );
+        let holder = match lease.await?.entry(WRITER).await {
+            Ok(Some(e)) if e.operation == jetstream::kv::Operation::Put => {
+                Some(String::from_utf8_lossy(&e.value).into_owned())
+            }
+            _ => None,
+        };
+        let nodes = bucket(
+            &js,
+            format!("{}-nodes", owned.stream),
+            "",
+            NODE_TTL,
+            owned.replicas,
+        );
+        let listed = read_nodes(&nodes.await?).await;
+        Ok((
+            holder,
+            listed.ok_or_else(|| nats("reading the node registry", "no answer"))?,
+        ))
+    })?
+}
+
+/// The registry's nodes, or `None` when NATS could not answer (keep what was known then).
+async fn read_nodes(kv: &jetstream::kv::Store) -> Option<Vec<(String, Node)>> {
+    let mut nodes = Vec::new();
+    let mut keys = tokio::time::timeout(REQUEST_WAIT, kv.keys())
+        .await
+        .ok()?
+        .ok()?;
+    while let Some(key) = keys.next().await {
+        let key = key.ok()?;
+        let value = kv.get(&key).await.ok()?;
+        if let Some(node) = value.and_then(|v| serde_json::from_slice::<Node>(&v).ok()) {
+            nodes.push((key, node));
+        }
+    }
+    nodes.sort_by(|a, b| a.1.url.cmp(&b.1.url));
+    Some(nodes)
+}
 
 /// The writer's lease: which node takes the cluster's writes, kept in a JetStream key-value
 /// bucket (`<stream>-writer`) whose entries expire after `LEASE_TTL`. The holder renews it every
@@ -745,42 +843,73 @@ const WRITER: &str = "writer";
 /// stream's sequence check); it only keeps the nodes from starving each other.
 pub struct Lease {
     runtime: Runtime,
+    registry: jetstream::kv::Store,
     holder: std::sync::Arc<std::sync::RwLock<Option<String>>>,
+    /// The other nodes' URLs by tag, as last read from the registry.
+    nodes: std::sync::Arc<std::sync::RwLock<std::collections::HashMap<String, String>>>,
     kv: jetstream::kv::Store,
     me: String,
 }
 
 impl Lease {
-    /// Starts taking part in the lease as `me` (the URL other nodes reach this node at).
-    pub fn start(spec: &ClusterSpec, me: String) -> Result<Lease, StoreError> {
+    /// Starts taking part in the lease as `me` (the URL other nodes reach this node at), and
+    /// keeps this node in the registry with the seq `folded` reports.
+    pub fn start(
+        spec: &ClusterSpec,
+        me: String,
+        folded: impl Fn() -> u64 + Send + 'static,
+    ) -> Result<Lease, StoreError> {
         let runtime = runtime()?;
         let owned = spec.clone();
-        let kv = on(&runtime, async move {
-            let client = connect(&owned.url).await?;
-            let js = jetstream::new(client);
-            let bucket = format!("{}-writer", owned.stream);
-            match js.get_key_value(&bucket).await {
-                Ok(kv) => Ok(kv),
-                Err(_) => js
-                    .create_key_value(jetstream::kv::Config {
-                        bucket: bucket.clone(),
-                        description: "Which Chronicle node takes the writes".into(),
-                        history: 1,
-                        max_age: LEASE_TTL,
-                        storage: stream::StorageType::File,
-                        num_replicas: owned.replicas,
-                        ..Default::default()
-                    })
-                    .await
-                    .map_err(|e| nats(&format!("creating the lease bucket {bucket}"), e)),
-            }
+        let (kv, registry) = on(&runtime, async move {
+            let js = jetstream::new(connect(&owned.url).await?);
+            let lease = bucket(
+                &js,
+                format!("{}-writer", owned.stream),
+                "Which Chronicle node takes the writes",
+                LEASE_TTL,
+                owned.replicas,
+            )
+            .await?;
+            let registry = bucket(
+                &js,
+                format!("{}-nodes", owned.stream),
+                "The Chronicle nodes serving the stream",
+                NODE_TTL,
+                owned.replicas,
+            )
+            .await?;
+            Ok::<_, StoreError>((lease, registry))
         })??;
+        // Known from the start, so that a node that has just started can tell whose event
+        // queue a client asks about.
+        let listed = {
+            let registry = registry.clone();
+            on(&runtime, async move { read_nodes(&registry).await })?.unwrap_or_default()
+        };
         let holder = std::sync::Arc::new(std::sync::RwLock::new(None));
-        let (store, seen, name) = (kv.clone(), holder.clone(), me.clone());
+        let nodes = std::sync::Arc::new(std::sync::RwLock::new(
+            listed.into_iter().map(|(t, n)| (t, n.url)).collect(),
+        ));
+        let registry_handle = registry.clone();
+        let (store, seen, name, known) = (kv.clone(), holder.clone(), me.clone(), nodes.clone());
+        let tag = node_tag(&me);
         runtime.spawn(async move {
             let mut tick = tokio::time::interval(LEASE_EVERY);
             loop {
                 tick.tick().await;
+                let entry = Node {
+                    url: name.clone(),
+                    seq: folded(),
+                };
+                if let Ok(value) = serde_json::to_vec(&entry) {
+                    let _ = registry.put(&tag, value.into()).await;
+                }
+                if let Some(listed) = read_nodes(&registry).await {
+                    if let Ok(mut map) = known.write() {
+                        *map = listed.into_iter().map(|(t, n)| (t, n.url)).collect();
+                    }
+                }
                 let now = Self::round(&store, &name).await;
                 if let Ok(mut slot) = seen.write() {
                     if *slot != now {
@@ -795,7 +924,9 @@ impl Lease {
         });
         Ok(Lease {
             runtime,
+            registry: registry_handle,
             holder,
+            nodes,
             kv,
             me,
         })
@@ -835,6 +966,27 @@ impl Lease {
     /// This node's address in the lease.
     pub fn me(&self) -> &str {
         &self.me
+    }
+
+    /// The URL of the node with this tag, if it is another live node. A tag not seen yet (a
+    /// node that started in the last second) is looked up in the registry first.
+    pub async fn node(&self, tag: &str) -> Option<String> {
+        let known = self.nodes.read().ok()?.get(tag).cloned();
+        let url = match known {
+            Some(url) => url,
+            None => {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                let registry = self.registry.clone();
+                self.runtime.spawn(async move {
+                    let _ = tx.send(read_nodes(&registry).await);
+                });
+                let listed = rx.await.ok()??;
+                let mut map = self.nodes.write().ok()?;
+                *map = listed.into_iter().map(|(t, n)| (t, n.url)).collect();
+                map.get(tag).cloned()?
+            }
+        };
+        (url != self.me).then_some(url)
     }
 
     /// Gives the lease up if this node holds it (on a clean stop), so that another node takes

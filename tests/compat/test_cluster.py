@@ -214,40 +214,55 @@ def test_acknowledged_writes_survive_killing_the_node_and_the_stream_leader(clus
     assert dumped == served
 
 
-def start_node(data, urls, stream, log_path):
-    """A node on its own fixed port; returns (process, url)."""
-    port = free_port()
-    with open(log_path, "a") as log:
-        process = subprocess.Popen(
-            [BIN, "serve", "--data-dir", str(data), "--cluster", urls, "--stream", stream,
-             "--rate-limit-user", "0", "--rate-limit-ip", "0", "--bind", f"127.0.0.1:{port}"],
-            stdout=log, stderr=log)
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            if requests.get(f"{url}/api/v1/server_settings", timeout=2).ok:
-                return process, url
-        except requests.RequestException:
-            pass
-        time.sleep(0.1)
-    process.kill()
-    raise RuntimeError("a node did not start: " + log_path.read_text()[-2000:])
+class Node:
+    """A Chronicle node of a cluster, on a port it keeps across restarts."""
+
+    def __init__(self, data, urls, stream, log_path):
+        self.data, self.log_path = data, log_path
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.args = ["serve", "--data-dir", str(data), "--cluster", urls, "--stream", stream,
+                     "--rate-limit-user", "0", "--rate-limit-ip", "0", "--heartbeat-secs", "2",
+                     "--bind", f"127.0.0.1:{self.port}"]
+        self.start()
+
+    def start(self):
+        with open(self.log_path, "a") as log:
+            self.process = subprocess.Popen([BIN, *self.args], stdout=log, stderr=log)
+        for _ in range(300):
+            try:
+                if requests.get(f"{self.url}/api/v1/server_settings", timeout=2).ok:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.1)
+        self.process.kill()
+        raise RuntimeError("a node did not start: " + self.log_path.read_text()[-2000:])
+
+    def kill(self):
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            assert self.process.wait(30) == 0, self.log_path.read_text()[-2000:]
 
 
-def test_three_nodes_write_and_read_one_log(cluster, tmp_path):
+def test_three_nodes_survive_kills_and_agree_with_the_stream(cluster, tmp_path):
+    """Writers send through all three nodes while the writing node is killed with SIGKILL and
+    restarted, then the stream's NATS leader. A long-poll client moves from node to node."""
     stream = "three"
     cluster.chronicle("cluster", "init", "--cluster", cluster.urls, "--stream", stream)
     dirs = [tmp_path / f"node{i}" for i in range(3)]
-    first, first_url = start_node(dirs[0], cluster.urls, stream, tmp_path / "node0.log")
-    nodes = [(first, first_url)]
+    nodes = [Node(dirs[0], cluster.urls, stream, tmp_path / "node0.log")]
     # The other nodes share the first one's secret, so that API keys work on every node.
     for d in dirs[1:]:
-        d.mkdir()
+        d.mkdir(mode=0o700)
         (d / "secret.key").write_bytes((dirs[0] / "secret.key").read_bytes())
-        d.chmod(0o700)
     for i in (1, 2):
-        nodes.append(start_node(dirs[i], cluster.urls, stream, tmp_path / f"node{i}.log"))
-    urls = [url for _, url in nodes]
+        nodes.append(Node(dirs[i], cluster.urls, stream, tmp_path / f"node{i}.log"))
+    urls = [n.url for n in nodes]
     try:
         rc = dict(line.split("=", 1) for line in (dirs[0] / "zuliprc").read_text().splitlines()
                   if "=" in line)
@@ -255,61 +270,120 @@ def test_three_nodes_write_and_read_one_log(cluster, tmp_path):
         made = requests.post(f"{urls[1]}/api/v1/users/me/subscriptions", auth=auth, timeout=30,
                              data={"subscriptions": json.dumps([{"name": "shared"}])})
         assert made.json()["result"] == "success", made.text
-        # A long-poll client on the third node.
-        queue = requests.post(f"{urls[2]}/api/v1/register", auth=auth, timeout=30,
+        deadline = time.time() + 15
+        while "writer: http" not in cluster.chronicle(
+                "cluster", "status", "--cluster", cluster.urls, "--stream", stream).stdout:
+            assert time.time() < deadline, "no node took the writer's lease"
+            time.sleep(0.2)
+        status = cluster.chronicle("cluster", "status", "--cluster", cluster.urls, "--stream",
+                                   stream).stdout
+        writer = urls.index(status.split("writer: ")[1].split()[0])
+        home = (writer + 1) % 3
+        # A long-poll client whose queue lives on a node that is not killed.
+        queue = requests.post(f"{urls[home]}/api/v1/register", auth=auth, timeout=30,
                               data={"event_types": json.dumps(["message"])}).json()
         assert queue["result"] == "success", queue
+        assert queue["queue_id"].split(":")[0] in status
 
-        acked = {}
-        lock = threading.Lock()
+        acked, seen, failures, lock = {}, [], [], threading.Lock()
+        stop, drained = threading.Event(), threading.Event()
 
-        def sender(node):
-            for i in range(40):
-                content = f"from node {node}, message {i}"
-                reply = requests.post(f"{urls[node]}/api/v1/messages", auth=auth, timeout=60,
-                                      data={"type": "stream", "to": "shared", "topic": "race",
-                                            "content": content}).json()
-                assert reply["result"] == "success", reply
-                with lock:
-                    acked[reply["id"]] = content
+        def sender(first):
+            i, node = 0, first
+            session = requests.Session()
+            while not stop.is_set():
+                content = f"from client {first}, message {i}"
+                try:
+                    reply = session.post(f"{urls[node]}/api/v1/messages", auth=auth, timeout=60,
+                                         data={"type": "stream", "to": "shared", "topic": "race",
+                                               "content": content}).json()
+                    if reply.get("result") == "success":
+                        with lock:
+                            acked[reply["id"]] = content
+                        i += 1
+                        continue
+                except (requests.RequestException, ValueError):
+                    pass
+                node = (node + 1) % 3  # as a load balancer would, try another node
+                time.sleep(0.05)
+
+        def poller():
+            last, node, event_ids = queue["last_event_id"], 0, set()
+            while not drained.is_set():
+                node = (node + 1) % 3  # each poll through the next node
+                try:
+                    reply = requests.get(f"{urls[node]}/api/v1/events", auth=auth, timeout=30,
+                                         params={"queue_id": queue["queue_id"],
+                                                 "last_event_id": last}).json()
+                except (requests.RequestException, ValueError):
+                    continue
+                if reply.get("result") != "success":
+                    failures.append((urls[node], reply))
+                    time.sleep(0.1)
+                    continue
+                for event in reply["events"]:
+                    if event["id"] in event_ids:
+                        continue  # a poll whose answer was lost is answered again
+                    event_ids.add(event["id"])
+                    last = event["id"]
+                    if event["type"] == "message":
+                        with lock:
+                            seen.append(event["message"]["id"])
 
         threads = [threading.Thread(target=sender, args=(n,)) for n in range(3)]
-        for t in threads:
+        polling = threading.Thread(target=poller)
+        for t in [*threads, polling]:
             t.start()
-        for t in threads:
-            t.join(120)
-        assert len(acked) == 120 and len(set(acked)) == 120
+        try:
+            time.sleep(3)
+            nodes[writer].kill()
+            killed_at = len(acked)
+            time.sleep(1)
+            nodes[writer].start()
+            time.sleep(3)
+            leader = cluster.status()["leader"]
+            cluster.kill_server(leader)
+            time.sleep(4)
+            cluster.start_server(leader)
+            time.sleep(8)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(90)
+        assert len(acked) > killed_at + 10, "writes did not resume after the kills"
+        deadline = time.time() + 30
+        while time.time() < deadline and not set(acked) <= set(seen):
+            time.sleep(0.2)
+        drained.set()
+        polling.join(60)
+
+        # The long-poll client got each message once, in the log's order.
+        assert not failures, failures[:3]
+        assert sorted(seen) == sorted(set(seen)), "an event came twice"
+        assert set(acked) <= set(seen), "events lost"
+        assert seen == sorted(seen), "events out of order"
 
         # Every node serves every acknowledged message, as it was sent.
         narrow = json.dumps([{"operator": "channel", "operand": "shared"}])
         for url in urls:
             deadline = time.time() + 20
             while True:
-                page = requests.get(f"{url}/api/v1/messages", auth=auth, timeout=60, params={
-                    "anchor": "newest", "num_before": 500, "num_after": 0,
-                    "apply_markdown": "false", "narrow": narrow}).json()
-                found = {m["id"]: m["content"] for m in page["messages"]}
-                if all(found.get(i) == c for i, c in acked.items()) or time.time() > deadline:
+                found, anchor = {}, 0
+                while True:
+                    page = requests.get(f"{url}/api/v1/messages", auth=auth, timeout=60, params={
+                        "anchor": anchor, "num_before": 0, "num_after": 1000,
+                        "apply_markdown": "false", "narrow": narrow}).json()
+                    found.update({m["id"]: m["content"] for m in page["messages"]})
+                    if page["found_newest"] or not page["messages"]:
+                        break
+                    anchor = page["messages"][-1]["id"] + 1
+                complete = all(found.get(i) == c for i, c in acked.items())
+                if complete or time.time() > deadline:
                     break
                 time.sleep(0.2)
-            assert all(found.get(i) == c for i, c in acked.items()), f"{url} misses messages"
+            assert complete, f"{url} misses acknowledged messages"
 
-        # The long-poll client saw each message once, in the log's order.
-        seen = []
-        last_event_id = queue["last_event_id"]
-        deadline = time.time() + 30
-        while len(seen) < 120 and time.time() < deadline:
-            events = requests.get(f"{urls[2]}/api/v1/events", auth=auth, timeout=90, params={
-                "queue_id": queue["queue_id"], "last_event_id": last_event_id}).json()
-            assert events["result"] == "success", events
-            for event in events["events"]:
-                last_event_id = event["id"]
-                if event["type"] == "message":
-                    seen.append(event["message"]["id"])
-        assert sorted(seen) == sorted(acked), "events lost or repeated"
-        assert seen == sorted(seen), "events out of order"
-
-        # The three nodes hold the same state, which is a replay of the stream.
+        # The three nodes hold the same state, which is a replay of the stream from event 1.
         dumps = {}
         deadline = time.time() + 20
         while time.time() < deadline:
@@ -326,10 +400,8 @@ def test_three_nodes_write_and_read_one_log(cluster, tmp_path):
             "--at-seq", str(states[0]["seq"])).stdout)
         assert replayed == states[0]
     finally:
-        for process, _ in nodes:
-            process.terminate()
-        for process, _ in nodes:
-            assert process.wait(30) == 0
+        for node in nodes:
+            node.stop()
     verified = cluster.chronicle("verify", "--data-dir", str(dirs[0]), "--cluster", cluster.urls,
                                  "--stream", stream)
     assert "chain: intact" in verified.stdout
