@@ -597,7 +597,7 @@ fn cluster_command(action: ClusterAction) -> Result<(), Fatal> {
         ClusterAction::Status { cluster } => {
             let spec = cluster.required()?;
             let status = JetStreamLog::open(&spec)?.status()?;
-            let (writer, nodes) = jetstream::members(&spec)?;
+            let jetstream::Members { writer, nodes } = jetstream::members(&spec)?;
             println!("last_seq: {}", status.last_seq);
             println!("stream_messages: {}", status.messages);
             println!("stream_last_sequence: {}", status.last_sequence);

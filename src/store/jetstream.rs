@@ -783,9 +783,17 @@ async fn bucket(
     }
 }
 
-/// The nodes in a cluster's registry, by tag, and the lease's holder, read once (`chronicle
-/// cluster status`).
-pub fn members(spec: &ClusterSpec) -> Result<(Option<String>, Vec<(String, Node)>), StoreError> {
+/// Who serves a cluster, for `chronicle cluster status`.
+#[derive(Debug)]
+pub struct Members {
+    /// The node holding the writer's lease.
+    pub writer: Option<String>,
+    /// The nodes in the registry, by tag.
+    pub nodes: Vec<(String, Node)>,
+}
+
+/// The lease's holder and the registry's nodes, read once.
+pub fn members(spec: &ClusterSpec) -> Result<Members, StoreError> {
     let runtime = runtime()?;
     let owned = spec.clone();
     on(&runtime, async move {
@@ -797,7 +805,7 @@ pub fn members(spec: &ClusterSpec) -> Result<(Option<String>, Vec<(String, Node)
             LEASE_TTL,
             owned.replicas,
         );
-        let holder = match lease.await?.entry(WRITER).await {
+        let writer = match lease.await?.entry(WRITER).await {
             Ok(Some(e)) if e.operation == jetstream::kv::Operation::Put => {
                 Some(String::from_utf8_lossy(&e.value).into_owned())
             }
@@ -811,10 +819,8 @@ pub fn members(spec: &ClusterSpec) -> Result<(Option<String>, Vec<(String, Node)
             owned.replicas,
         );
         let listed = read_nodes(&nodes.await?).await;
-        Ok((
-            holder,
-            listed.ok_or_else(|| nats("reading the node registry", "no answer"))?,
-        ))
+        let nodes = listed.ok_or_else(|| nats("reading the node registry", "no answer"))?;
+        Ok(Members { writer, nodes })
     })?
 }
 
