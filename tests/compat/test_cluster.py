@@ -288,24 +288,60 @@ def test_three_nodes_survive_kills_and_agree_with_the_stream(cluster, tmp_path):
         acked, seen, failures, lock = {}, [], [], threading.Lock()
         stop, drained = threading.Event(), threading.Event()
 
+        reacted, subscribed = set(), {}
+
         def sender(first):
             i, node = 0, first
             session = requests.Session()
+
+            def until_done(method, path, data, fine=()):
+                # Through one node after another, as a load balancer would, until the change
+                # is acknowledged (a change whose answer was lost may answer `fine` the second
+                # time).
+                nonlocal node
+                while not stop.is_set():
+                    try:
+                        reply = session.request(method, f"{urls[node]}/api/v1/{path}", auth=auth,
+                                                timeout=60, data=data).json()
+                        if reply.get("result") == "success" or reply.get("code") in fine:
+                            return reply
+                    except (requests.RequestException, ValueError):
+                        pass
+                    node = (node + 1) % 3
+                    time.sleep(0.05)
+                return None
+
             while not stop.is_set():
                 content = f"from client {first}, message {i}"
-                try:
-                    reply = session.post(f"{urls[node]}/api/v1/messages", auth=auth, timeout=60,
-                                         data={"type": "stream", "to": "shared", "topic": "race",
-                                               "content": content}).json()
-                    if reply.get("result") == "success":
+                sent = until_done("POST", "messages", {"type": "stream", "to": "shared",
+                                                       "topic": "race", "content": content})
+                if sent is None:
+                    return
+                message = sent["id"]
+                with lock:
+                    acked[message] = content
+                if i % 4 == 1:
+                    edited = f"{content}, edited"
+                    if until_done("PATCH", f"messages/{message}", {"content": edited}):
                         with lock:
-                            acked[reply["id"]] = content
-                        i += 1
-                        continue
-                except (requests.RequestException, ValueError):
-                    pass
-                node = (node + 1) % 3  # as a load balancer would, try another node
-                time.sleep(0.05)
+                            acked[message] = edited
+                elif i % 4 == 2:
+                    if until_done("POST", f"messages/{message}/reactions",
+                                  {"emoji_name": "octopus"}, fine=("REACTION_ALREADY_EXISTS",)):
+                        with lock:
+                            reacted.add(message)
+                elif i % 4 == 3:
+                    side = json.dumps([f"side {first}"])
+                    if i % 8 == 3:
+                        done = until_done("POST", "users/me/subscriptions",
+                                          {"subscriptions": json.dumps([{"name": f"side {first}"}])})
+                    else:
+                        done = until_done("DELETE", "users/me/subscriptions",
+                                          {"subscriptions": side})
+                    if done:
+                        with lock:
+                            subscribed[f"side {first}"] = i % 8 == 3
+                i += 1
 
         def poller():
             last, node, event_ids = queue["last_event_id"], 0, set()
@@ -363,7 +399,8 @@ def test_three_nodes_survive_kills_and_agree_with_the_stream(cluster, tmp_path):
         assert set(acked) <= set(seen), "events lost"
         assert seen == sorted(seen), "events out of order"
 
-        # Every node serves every acknowledged message, as it was sent.
+        # Every node serves every acknowledged change: messages as last edited, reactions,
+        # subscriptions.
         narrow = json.dumps([{"operator": "channel", "operand": "shared"}])
         for url in urls:
             deadline = time.time() + 20
@@ -374,14 +411,24 @@ def test_three_nodes_survive_kills_and_agree_with_the_stream(cluster, tmp_path):
                         "anchor": anchor, "num_before": 0, "num_after": 1000,
                         "apply_markdown": "false", "narrow": narrow}).json()
                     found.update({m["id"]: m["content"] for m in page["messages"]})
+                    for m in page["messages"]:
+                        if any(r["emoji_name"] == "octopus" for r in m["reactions"]):
+                            found[("reacted", m["id"])] = True
                     if page["found_newest"] or not page["messages"]:
                         break
                     anchor = page["messages"][-1]["id"] + 1
-                complete = all(found.get(i) == c for i, c in acked.items())
+                complete = all(found.get(i) == c for i, c in acked.items()) and all(
+                    found.get(("reacted", m)) for m in reacted)
                 if complete or time.time() > deadline:
                     break
                 time.sleep(0.2)
-            assert complete, f"{url} misses acknowledged messages"
+            assert complete, f"{url} misses acknowledged messages or reactions"
+            subs = requests.get(f"{url}/api/v1/users/me/subscriptions", auth=auth,
+                                timeout=60).json()["subscriptions"]
+            names = {sub["name"] for sub in subs}
+            for name, wanted in subscribed.items():
+                assert (name in names) == wanted, f"{url}: subscription to {name}"
+        assert reacted and subscribed, "the writers made no reactions or subscription changes"
 
         # The three nodes hold the same state, which is a replay of the stream from event 1.
         dumps = {}
