@@ -493,43 +493,6 @@ impl JetStreamLog {
             bytes: info.state.bytes,
         })
     }
-
-    /// Publishes one part, resending it (same id, same expectation) while its acknowledgement
-    /// does not come, and returns the stream sequence it is stored at.
-    async fn publish_part(
-        js: jetstream::Context,
-        subject: String,
-        headers: async_nats::HeaderMap,
-        payload: bytes::Bytes,
-    ) -> Result<u64, StoreError> {
-        use jetstream::context::PublishErrorKind as Kind;
-        let started = Instant::now();
-        loop {
-            let outcome = match js
-                .publish_with_headers(subject.clone(), headers.clone(), payload.clone())
-                .await
-            {
-                Ok(ack) => tokio::time::timeout(ACK_WAIT, ack)
-                    .await
-                    .unwrap_or_else(|_| Err(Kind::TimedOut.into())),
-                Err(e) => Err(e),
-            };
-            match outcome {
-                Ok(ack) => return Ok(ack.sequence),
-                Err(e) if e.kind() == Kind::WrongLastSequence => {
-                    return Err(StoreError::Conflict(format!(
-                        "another writer appended to the stream first ({e})"
-                    )))
-                }
-                // A timeout is "unknown", not "failed": resend and learn which.
-                Err(e) if started.elapsed() < RETRY_FOR => {
-                    tracing::warn!(error = %e, "NATS publish not acknowledged; resending");
-                    tokio::time::sleep(Duration::from_millis(250)).await;
-                }
-                Err(e) => return Err(nats("appending to the stream", e)),
-            }
-        }
-    }
 }
 
 /// The stream message holding the last part of the newest complete batch at or before
@@ -585,44 +548,158 @@ async fn start_of(stream: &stream::Stream, from: Seq, last: u64) -> Result<u64, 
     })
 }
 
+/// One part of a batch on its way into the stream.
+#[derive(Debug, Clone)]
+struct Outgoing {
+    part: Part,
+    /// Its `Nats-Msg-Id`: the same on every resend, different for any other content.
+    id: String,
+    payload: bytes::Bytes,
+}
+
+/// A batch's payload cut into parts of at most `part_bytes`, identified by `id` (the hash of
+/// the batch's last record).
+fn cut(records: &[(Seq, Vec<u8>)], id: &str, part_bytes: usize) -> Vec<Outgoing> {
+    let (Some((first, _)), Some((last, _))) = (records.first(), records.last()) else {
+        return Vec::new();
+    };
+    let payload = bytes::Bytes::from(frame(records));
+    let count = payload.len().div_ceil(part_bytes).max(1);
+    (0..count)
+        .map(|index| Outgoing {
+            part: Part {
+                batch: *first,
+                last: *last,
+                index: index as u32 + 1,
+                count: count as u32,
+            },
+            id: format!("{id}.{}", index + 1),
+            payload: payload
+                .slice(index * part_bytes..((index + 1) * part_bytes).min(payload.len())),
+        })
+        .collect()
+}
+
+/// What one attempt to store a part came to.
+#[derive(Debug)]
+enum Attempt {
+    /// Stored at this stream sequence (now, or by an earlier attempt with the same id).
+    Stored(u64),
+    /// Refused: the stream's last sequence is not the one expected.
+    Refused(String),
+    /// No answer (a timeout, a lost connection, an election): it may or may not be stored.
+    Unknown(String),
+}
+
+/// The stream as appending sees it: JetStream, or a model of it in the tests.
+trait Sink {
+    fn publish(&self, part: &Outgoing, expected: u64) -> impl Future<Output = Attempt> + Send;
+}
+
+/// How long an unknown outcome is resent for, and the pause between resends.
+#[derive(Debug, Clone, Copy)]
+struct Patience {
+    retry_for: Duration,
+    pause: Duration,
+}
+
+/// Appends `parts` in order, each expecting the one before it (the first, `expected`), and
+/// returns the sequence of the last. A part whose outcome is unknown is resent, same id and
+/// same expectation, until it is answered: a duplicate answer gives the sequence it was stored
+/// at. A refusal is `StoreError::Conflict`: parts stored before it stay, as an abandoned batch
+/// that readers skip.
+async fn append_parts(
+    sink: &impl Sink,
+    parts: &[Outgoing],
+    mut expected: u64,
+    patience: Patience,
+) -> Result<u64, StoreError> {
+    for part in parts {
+        let started = Instant::now();
+        expected = loop {
+            match sink.publish(part, expected).await {
+                Attempt::Stored(sequence) => break sequence,
+                Attempt::Refused(why) => {
+                    return Err(StoreError::Conflict(format!(
+                        "another writer appended to the stream first ({why})"
+                    )))
+                }
+                Attempt::Unknown(why) if started.elapsed() < patience.retry_for => {
+                    tracing::warn!(%why, "NATS publish not acknowledged; resending");
+                    tokio::time::sleep(patience.pause).await;
+                }
+                Attempt::Unknown(why) => return Err(nats("appending to the stream", why)),
+            }
+        };
+    }
+    Ok(expected)
+}
+
+/// The JetStream stream as a `Sink`.
+struct Published {
+    js: jetstream::Context,
+    subject: String,
+}
+
+impl Sink for Published {
+    async fn publish(&self, out: &Outgoing, expected: u64) -> Attempt {
+        use jetstream::context::PublishErrorKind as Kind;
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(BATCH, out.part.batch.0.to_string());
+        headers.insert(LAST, out.part.last.0.to_string());
+        headers.insert(PART, format!("{}/{}", out.part.index, out.part.count));
+        headers.insert(async_nats::header::NATS_MESSAGE_ID, out.id.as_str());
+        headers.insert(
+            async_nats::header::NATS_EXPECTED_LAST_SEQUENCE,
+            expected.to_string(),
+        );
+        let sent = self
+            .js
+            .publish_with_headers(self.subject.clone(), headers, out.payload.clone())
+            .await;
+        let acked = match sent {
+            Ok(ack) => tokio::time::timeout(ACK_WAIT, ack)
+                .await
+                .unwrap_or_else(|_| Err(Kind::TimedOut.into())),
+            Err(e) => Err(e),
+        };
+        match acked {
+            Ok(ack) => Attempt::Stored(ack.sequence),
+            Err(e) if e.kind() == Kind::WrongLastSequence => Attempt::Refused(e.to_string()),
+            Err(e) => Attempt::Unknown(e.to_string()),
+        }
+    }
+}
+
 impl EventLog for JetStreamLog {
     fn append_batch(&self, records: &[(Seq, Vec<u8>)]) -> Result<(), StoreError> {
-        let (Some((first, _)), Some((last, last_record))) = (records.first(), records.last())
-        else {
+        let Some((_, last_record)) = records.last() else {
             return Ok(());
         };
-        let payload = bytes::Bytes::from(frame(records));
         let id = crate::events::record_hash(last_record)
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect::<String>();
-        let count = payload.len().div_ceil(self.part_bytes).max(1);
+        let parts = cut(records, &id, self.part_bytes);
         let mut cursor = self.cursor()?;
-        for index in 0..count {
-            let part = payload
-                .slice(index * self.part_bytes..((index + 1) * self.part_bytes).min(payload.len()));
-            let mut headers = async_nats::HeaderMap::new();
-            headers.insert(BATCH, first.0.to_string());
-            headers.insert(LAST, last.0.to_string());
-            headers.insert(PART, format!("{}/{count}", index + 1));
-            headers.insert(
-                async_nats::header::NATS_MESSAGE_ID,
-                format!("{id}.{}", index + 1),
-            );
-            headers.insert(
-                async_nats::header::NATS_EXPECTED_LAST_SEQUENCE,
-                cursor.expected.to_string(),
-            );
-            let stored = self.on(Self::publish_part(
-                self.js.clone(),
-                self.subject.clone(),
-                headers,
-                part,
-            ))?;
-            cursor.expected = stored;
+        let sink = Published {
+            js: self.js.clone(),
+            subject: self.subject.clone(),
+        };
+        let expected = cursor.expected;
+        let patience = Patience {
+            retry_for: RETRY_FOR,
+            pause: Duration::from_millis(250),
+        };
+        let stored = self.on(async move { append_parts(&sink, &parts, expected, patience).await });
+        match stored {
+            Ok(last) => {
+                cursor.expected = last;
+                cursor.resume = Some(last);
+                Ok(())
+            }
+            Err(e) => Err(e),
         }
-        cursor.resume = Some(cursor.expected);
-        Ok(())
     }
 
     /// Nothing to do: a part is acknowledged only once the stream's servers have synced it.
@@ -1162,6 +1239,137 @@ mod tests {
         assert_eq!(a.take(part(13, 14, 2, 2), b"r"), Some(b"qr".to_vec()));
         // A stray later part with nothing pending is skipped.
         assert_eq!(a.take(part(15, 15, 2, 2), b"s"), None);
+    }
+
+    /// A fault injected into one publish.
+    #[derive(Debug, Clone, Copy)]
+    enum Fault {
+        /// The request is lost before the stream sees it.
+        LoseRequest,
+        /// The part is stored but its acknowledgement is lost.
+        LoseAck,
+        /// Another writer appends a whole batch just before this publish.
+        Foreign,
+    }
+
+    /// A deterministic stream with JetStream's rules (duplicate ids answered with the original
+    /// sequence, then the expected-sequence check) and scripted faults.
+    #[derive(Default)]
+    struct Model {
+        state: std::sync::Mutex<ModelState>,
+    }
+
+    #[derive(Default)]
+    struct ModelState {
+        stored: Vec<(Part, String, Vec<u8>)>,
+        ids: std::collections::HashMap<String, u64>,
+        faults: std::collections::VecDeque<Option<Fault>>,
+        foreign: u64,
+    }
+
+    impl Sink for Model {
+        async fn publish(&self, out: &Outgoing, expected: u64) -> Attempt {
+            let mut state = self.state.lock().unwrap();
+            let fault = state.faults.pop_front().flatten();
+            match fault {
+                Some(Fault::LoseRequest) => return Attempt::Unknown("lost".into()),
+                Some(Fault::Foreign) => {
+                    state.foreign += 1;
+                    let seq = Seq(1_000_000 + state.foreign);
+                    let part = Part {
+                        batch: seq,
+                        last: seq,
+                        index: 1,
+                        count: 1,
+                    };
+                    let name = format!("foreign {}", state.foreign);
+                    state.stored.push((part, name.clone(), name.into_bytes()));
+                }
+                _ => {}
+            }
+            if let Some(sequence) = state.ids.get(&out.id) {
+                return Attempt::Stored(*sequence);
+            }
+            if expected != state.stored.len() as u64 {
+                return Attempt::Refused("wrong last sequence".into());
+            }
+            state
+                .stored
+                .push((out.part, out.id.clone(), out.payload.to_vec()));
+            let sequence = state.stored.len() as u64;
+            state.ids.insert(out.id.clone(), sequence);
+            match fault {
+                Some(Fault::LoseAck) => Attempt::Unknown("ack lost".into()),
+                _ => Attempt::Stored(sequence),
+            }
+        }
+    }
+
+    fn fault() -> impl proptest::strategy::Strategy<Value = Option<Fault>> {
+        use proptest::prelude::*;
+        prop_oneof![
+            6 => Just(None),
+            1 => Just(Some(Fault::LoseRequest)),
+            1 => Just(Some(Fault::LoseAck)),
+            1 => Just(Some(Fault::Foreign)),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Appending batches through lost requests, lost acknowledgements and other writers'
+        /// appends: a reader of the stream finds every batch the writer was told is stored,
+        /// exactly once and in order, and nothing of the attempts that were refused.
+        #[test]
+        fn appends_survive_lost_answers_and_other_writers(
+            sizes in proptest::collection::vec(1usize..300, 1..12),
+            faults in proptest::collection::vec(fault(), 0..80),
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap();
+            let model = Model::default();
+            model.state.lock().unwrap().faults = faults.into();
+            let patience = Patience { retry_for: Duration::from_secs(60), pause: Duration::ZERO };
+            let mut expected = 0u64;
+            let mut accepted = Vec::new();
+            let mut next_seq = 1u64;
+            for (batch, size) in sizes.iter().enumerate() {
+                // A batch of records seq.., as the engine would seal them; each attempt after a
+                // refusal is a new decision with new content (and so a new id).
+                for attempt in 0.. {
+                    let records: Vec<(Seq, Vec<u8>)> = (0..3)
+                        .map(|i| (Seq(next_seq + i), vec![(batch * 7 + attempt) as u8; *size]))
+                        .collect();
+                    let parts = cut(&records, &format!("b{batch}a{attempt}"), 256);
+                    match runtime.block_on(append_parts(&model, &parts, expected, patience)) {
+                        Ok(last) => {
+                            expected = last;
+                            accepted.push(records);
+                            break;
+                        }
+                        Err(StoreError::Conflict(_)) => {
+                            // Catch up: the writer has now read the whole stream.
+                            expected = model.state.lock().unwrap().stored.len() as u64;
+                        }
+                        Err(other) => panic!("unexpected {other}"),
+                    }
+                }
+                next_seq += 3;
+            }
+            // Read the stream as every reader does.
+            let state = model.state.lock().unwrap();
+            let mut assembler = Assembler::default();
+            let mut found = Vec::new();
+            for (part, _, payload) in &state.stored {
+                if let Some(whole) = assembler.take(*part, payload) {
+                    if part.batch.0 < 1_000_000 {
+                        found.push(unframe(&whole).unwrap());
+                    }
+                }
+            }
+            proptest::prop_assert_eq!(found, accepted);
+        }
     }
 
     #[test]
