@@ -288,6 +288,18 @@ pub struct SnapshotPolicy {
     pub every: u64,
     /// Snapshots kept (older ones are removed).
     pub keep: usize,
+    /// Called with each snapshot written (a cluster shares it with the other nodes).
+    pub written: Option<AfterSnapshot>,
+}
+
+/// What is done with a snapshot once it is written.
+#[derive(Clone)]
+pub struct AfterSnapshot(pub Arc<dyn Fn(&std::path::Path) + Send + Sync>);
+
+impl std::fmt::Debug for AfterSnapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AfterSnapshot")
+    }
 }
 
 /// Lowers the calling thread's scheduling priority (nice 10): background work (a snapshot,
@@ -566,7 +578,12 @@ impl Writer {
             .spawn(move || {
                 background_priority();
                 match crate::snapshot::write(&policy.data_dir, log.as_ref(), &state, policy.keep) {
-                    Ok(path) => tracing::info!(seq = state.seq.0, path = %path.display(), "snapshot written"),
+                    Ok(path) => {
+                        tracing::info!(seq = state.seq.0, path = %path.display(), "snapshot written");
+                        if let Some(AfterSnapshot(written)) = &policy.written {
+                            written(&path);
+                        }
+                    }
                     Err(error) => tracing::warn!(seq = state.seq.0, %error, "snapshot not written"),
                 }
             });

@@ -125,6 +125,18 @@ pub fn open_for_serving(
         std::fs::set_permissions(&layout.dir, std::fs::Permissions::from_mode(0o700))?;
     }
     let log = open_log(&layout.dir, cluster)?;
+    // A new node of a cluster starts from the newest snapshot the others shared.
+    if let Some(spec) = cluster.filter(|_| crate::snapshot::list(&layout.dir).is_empty()) {
+        let fetched = crate::store::jetstream::SharedSnapshots::open(spec)
+            .and_then(|shared| shared.download_newest(&crate::snapshot::dir(&layout.dir)));
+        match fetched {
+            Ok(Some(path)) => {
+                tracing::info!(path = %path.display(), "fetched the newest shared snapshot")
+            }
+            Ok(None) => {}
+            Err(error) => tracing::warn!(%error, "no shared snapshot fetched; folding the stream"),
+        }
+    }
     // The tail after the newest snapshot is checked (and a torn write recovered) before
     // serving; the records before it, which start-up does not read, are checked in the
     // background.
@@ -418,10 +430,23 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
             }
         })
     };
+    // In a cluster, every snapshot written is shared through the object store.
+    let shared_snapshots = match &config.cluster {
+        None => None,
+        Some(spec) => {
+            let shared = Arc::new(crate::store::jetstream::SharedSnapshots::open(spec)?);
+            Some(crate::engine::AfterSnapshot(Arc::new(move |path| {
+                if let Err(error) = shared.upload(path) {
+                    tracing::warn!(%error, "snapshot not shared");
+                }
+            })))
+        }
+    };
     let snapshots = (config.snapshot_every > 0).then(|| crate::engine::SnapshotPolicy {
         data_dir: layout.dir.clone(),
         every: config.snapshot_every,
         keep: SNAPSHOTS_KEPT,
+        written: shared_snapshots.clone(),
     });
     let engine = Arc::new(Engine::start_full(
         log_dyn,

@@ -1094,6 +1094,113 @@ impl Lease {
     }
 }
 
+/// Snapshots kept in the object store.
+const SHARED_SNAPSHOTS_KEPT: usize = 2;
+
+/// Snapshots shared through the stream's object store (`<stream>-snapshots`), so that a node
+/// starting with an empty data directory loads the newest one and folds only the stream after
+/// it. A downloaded snapshot goes through every check a local one does (its hash, the log
+/// record it was taken after, the digest of the state it decodes to).
+pub struct SharedSnapshots {
+    runtime: Runtime,
+    store: jetstream::object_store::ObjectStore,
+}
+
+impl SharedSnapshots {
+    pub fn open(spec: &ClusterSpec) -> Result<SharedSnapshots, StoreError> {
+        let runtime = runtime()?;
+        let owned = spec.clone();
+        let store = on(&runtime, async move {
+            let js = jetstream::new(connect(&owned.url).await?);
+            let bucket = format!("{}-snapshots", owned.stream);
+            match js.get_object_store(&bucket).await {
+                Ok(store) => Ok(store),
+                Err(_) => js
+                    .create_object_store(jetstream::object_store::Config {
+                        bucket: bucket.clone(),
+                        description: Some("Chronicle's projection snapshots".into()),
+                        storage: stream::StorageType::File,
+                        num_replicas: owned.replicas,
+                        ..Default::default()
+                    })
+                    .await
+                    .map_err(|e| nats(&format!("creating the bucket {bucket}"), e)),
+            }
+        })??;
+        Ok(SharedSnapshots { runtime, store })
+    }
+
+    /// The names of the shared snapshots, oldest first (names sort by seq).
+    async fn names(
+        store: &jetstream::object_store::ObjectStore,
+    ) -> Result<Vec<String>, StoreError> {
+        let mut listed = store
+            .list()
+            .await
+            .map_err(|e| nats("listing snapshots", e))?;
+        let mut names = Vec::new();
+        while let Some(info) = listed.next().await {
+            let info = info.map_err(|e| nats("listing snapshots", e))?;
+            if !info.deleted && info.name.ends_with(".snap") {
+                names.push(info.name);
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// Shares the snapshot at `path` unless a node already has, and removes older ones.
+    pub fn upload(&self, path: &std::path::Path) -> Result<(), StoreError> {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_owned) else {
+            return Ok(());
+        };
+        let (store, path) = (self.store.clone(), path.to_path_buf());
+        on(&self.runtime, async move {
+            let names = Self::names(&store).await?;
+            if !names.contains(&name) {
+                let mut file = tokio::fs::File::open(&path)
+                    .await
+                    .map_err(|e| StoreError::Io(e.to_string()))?;
+                store
+                    .put(name.as_str(), &mut file)
+                    .await
+                    .map_err(|e| nats("sharing a snapshot", e))?;
+            }
+            let names = Self::names(&store).await?;
+            for old in names.iter().rev().skip(SHARED_SNAPSHOTS_KEPT) {
+                let _ = store.delete(old).await;
+            }
+            Ok(())
+        })?
+    }
+
+    /// Downloads the newest shared snapshot into `dir` (a data directory's snapshot
+    /// directory); returns its path, or `None` when none is shared.
+    pub fn download_newest(
+        &self,
+        dir: &std::path::Path,
+    ) -> Result<Option<std::path::PathBuf>, StoreError> {
+        let (store, dir) = (self.store.clone(), dir.to_path_buf());
+        on(&self.runtime, async move {
+            let Some(name) = Self::names(&store).await?.pop() else {
+                return Ok(None);
+            };
+            let io = |e: std::io::Error| StoreError::Io(e.to_string());
+            tokio::fs::create_dir_all(&dir).await.map_err(io)?;
+            let (path, tmp) = (dir.join(&name), dir.join(format!("{name}.download")));
+            let mut object = store
+                .get(&name)
+                .await
+                .map_err(|e| nats("fetching a snapshot", e))?;
+            let mut file = tokio::fs::File::create(&tmp).await.map_err(io)?;
+            tokio::io::copy(&mut object, &mut file).await.map_err(io)?;
+            file.sync_all().await.map_err(io)?;
+            tokio::fs::rename(&tmp, &path).await.map_err(io)?;
+            Ok(Some(path))
+        })?
+    }
+}
+
 /// Where a reader of the stream got to.
 #[derive(Debug, Clone, Copy, Default)]
 struct Reached {

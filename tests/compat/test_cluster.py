@@ -452,3 +452,48 @@ def test_three_nodes_survive_kills_and_agree_with_the_stream(cluster, tmp_path):
     verified = cluster.chronicle("verify", "--data-dir", str(dirs[0]), "--cluster", cluster.urls,
                                  "--stream", stream)
     assert "chain: intact" in verified.stdout
+
+
+def test_a_new_node_starts_from_a_shared_snapshot(cluster, tmp_path):
+    stream = "join"
+    cluster.chronicle("cluster", "init", "--cluster", cluster.urls, "--stream", stream)
+    first_dir, second_dir = tmp_path / "first", tmp_path / "second"
+    first = Node(first_dir, cluster.urls, stream, tmp_path / "first.log")
+    second = None
+    try:
+        rc = dict(line.split("=", 1) for line in (first_dir / "zuliprc").read_text().splitlines()
+                  if "=" in line)
+        auth = (rc["email"], rc["key"])
+        # Snapshots every 20 events from here on (the first node restarts with the setting).
+        first.stop()
+        first.args += ["--snapshot-every", "20"]
+        first.start()
+        made = requests.post(f"{first.url}/api/v1/users/me/subscriptions", auth=auth, timeout=30,
+                             data={"subscriptions": json.dumps([{"name": "history"}])})
+        assert made.json()["result"] == "success", made.text
+        for i in range(60):
+            sent = requests.post(f"{first.url}/api/v1/messages", auth=auth, timeout=30, data={
+                "type": "stream", "to": "history", "topic": "t", "content": f"old {i}"}).json()
+            assert sent["result"] == "success", sent
+        deadline = time.time() + 20
+        while "snapshot written" not in first.log_path.read_text():
+            assert time.time() < deadline, "the first node wrote no snapshot"
+            time.sleep(0.2)
+        time.sleep(2)  # it is shared right after it is written
+
+        second_dir.mkdir(mode=0o700)
+        (second_dir / "secret.key").write_bytes((first_dir / "secret.key").read_bytes())
+        second = Node(second_dir, cluster.urls, stream, tmp_path / "second.log")
+        log = second.log_path.read_text()
+        assert "fetched the newest shared snapshot" in log, log[-3000:]
+        assert "loaded the newest snapshot" in log, log[-3000:]
+        assert list((second_dir / "snapshots").glob("*.snap"))
+
+        # It serves the same state as the node that wrote the history.
+        a, b = (requests.get(f"{n.url}/api/v1/admin/projections", auth=auth, timeout=60)
+                .json()["projections"] for n in (first, second))
+        assert a["seq"] == b["seq"] and a == b
+    finally:
+        first.stop()
+        if second:
+            second.stop()
