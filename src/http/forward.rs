@@ -44,12 +44,54 @@ pub struct Cluster {
     pub body_timeout: Duration,
 }
 
+/// Compares without stopping at the first difference, so that the time taken does not tell
+/// how much of a guessed token was right.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 impl Cluster {
+    /// Whether a request with these headers came from another node of this cluster.
+    pub fn carries_token(&self, headers: &actix_web::http::header::HeaderMap) -> bool {
+        headers
+            .get(FORWARDED)
+            .is_some_and(|v| same(v.as_bytes(), self.token.as_bytes()))
+    }
+
     /// Whether `req` came from another node of this cluster.
     pub fn is_forwarded(&self, req: &ServiceRequest) -> bool {
-        req.headers()
-            .get(FORWARDED)
-            .is_some_and(|v| v.as_bytes() == self.token.as_bytes())
+        self.carries_token(req.headers())
+    }
+
+    /// The bytes of an uploaded file this node does not have, from another node that does,
+    /// checked against their SHA-256 (files are named by it). `None` when no node has them.
+    pub async fn fetch_upload(&self, sha256: &str) -> Option<Vec<u8>> {
+        use sha2::{Digest, Sha256};
+        for node in self.lease.others() {
+            let url = format!("{}/internal/uploads/{sha256}", node.trim_end_matches('/'));
+            let reply = self
+                .client
+                .get(&url)
+                .header(FORWARDED, self.token.as_str())
+                .send()
+                .await;
+            let Ok(reply) = reply else { continue };
+            if !reply.status().is_success() {
+                continue;
+            }
+            let Ok(bytes) = reply.bytes().await else {
+                continue;
+            };
+            let hash: String = Sha256::digest(&bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            if hash == sha256 {
+                return Some(bytes.to_vec());
+            }
+            tracing::warn!(%node, %sha256, "another node sent an upload that does not match its hash");
+        }
+        None
     }
 
     /// Where `req` must go instead of being answered here: the writer's address, when this
@@ -76,10 +118,7 @@ impl Cluster {
     /// The node holding the event queue `id` (its id starts with the node's tag), when that
     /// is another live node and `req` was not already passed on by one.
     pub async fn queue_home(&self, id: &str, req: &actix_web::HttpRequest) -> Option<String> {
-        let passed_on = req
-            .headers()
-            .get(FORWARDED)
-            .is_some_and(|v| v.as_bytes() == self.token.as_bytes());
+        let passed_on = self.carries_token(req.headers());
         let (tag, _) = id.split_once(':')?;
         if passed_on {
             return None;
@@ -262,4 +301,29 @@ pub fn with_seq(mut res: ServiceResponse<BoxBody>, seq: u64) -> ServiceResponse<
             .insert(HeaderName::from_static(SEQ), value);
     }
     res
+}
+
+/// `GET /internal/uploads/{sha256}`: an uploaded file's bytes, for another node of the cluster
+/// (`Cluster::fetch_upload`); not found for anyone else, and on a single box.
+pub async fn internal_upload(
+    state: web::Data<AppState>,
+    req: actix_web::HttpRequest,
+    sha256: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let not_found = || ApiError::new(ErrorCode::NotFound, "Not Found");
+    let allowed = state
+        .cluster
+        .as_ref()
+        .is_some_and(|c| c.carries_token(req.headers()));
+    if !allowed {
+        return Err(not_found());
+    }
+    let store = state.uploads.clone();
+    let bytes = web::block(move || store.read(&sha256))
+        .await
+        .map_err(|e| ApiError::internal(format!("upload storage: {e}")))?
+        .map_err(|_| not_found())?;
+    Ok(HttpResponse::Ok()
+        .content_type("application/octet-stream")
+        .body(bytes))
 }

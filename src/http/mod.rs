@@ -451,6 +451,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     // Before the realm-id form: `temporary` is not a realm id.
     endpoint!(cfg, "/user_uploads/temporary/{token}/{name}", get => uploads::download_temporary);
     endpoint!(cfg, "/user_uploads/{realm_id}/{path:.*}", get => uploads::download);
+    endpoint!(cfg, "/internal/uploads/{sha256}", get => forward::internal_upload);
     endpoint!(cfg, "/join/{key}/",
         get => invitations::registration_form,
         post => invitations::register_account);

@@ -246,19 +246,35 @@ async fn file_response(
 ) -> ApiResult<HttpResponse> {
     let store = state.uploads.clone();
     let hash = sha256.clone();
-    let bytes = web::block(move || store.read(&hash))
+    let read = web::block(move || store.read(&hash))
         .await
-        .map_err(|e| ApiError::internal(format!("upload storage: {e}")))?
-        .map_err(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
+        .map_err(|e| ApiError::internal(format!("upload storage: {e}")))?;
+    let bytes = match read {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // In a cluster, the node that took the upload has the file: fetch it, checked
+            // against its hash, and keep it.
+            let fetched = match &state.cluster {
+                Some(cluster) => cluster.fetch_upload(&sha256).await,
+                None => None,
+            };
+            let Some(bytes) = fetched else {
                 // Recorded but not on disk (a data directory restored without its uploads):
                 // said in the log, and answered like a file that does not exist.
                 tracing::error!(%sha256, "an uploaded file is missing from the upload directory");
-                ApiError::new(crate::error::ErrorCode::NotFound, "File not found")
-            } else {
-                io_error(e)
+                return Err(ApiError::new(
+                    crate::error::ErrorCode::NotFound,
+                    "File not found",
+                ));
+            };
+            let (store, kept) = (state.uploads.clone(), bytes.clone());
+            if let Ok(Err(error)) = web::block(move || store.put(&kept)).await {
+                tracing::warn!(%error, "a file fetched from another node was not kept");
             }
-        })?;
+            bytes
+        }
+        Err(e) => return Err(io_error(e)),
+    };
     let inline = sniff_image(&bytes).is_some() && content_type.starts_with("image/");
     let disposition = format!(
         "{}; filename=\"{name}\"",

@@ -1051,6 +1051,16 @@ impl Lease {
         &self.me
     }
 
+    /// The other live nodes' URLs, as last read from the registry.
+    pub fn others(&self) -> Vec<String> {
+        let Ok(nodes) = self.nodes.read() else {
+            return Vec::new();
+        };
+        let mut urls: Vec<String> = nodes.values().filter(|u| **u != self.me).cloned().collect();
+        urls.sort();
+        urls
+    }
+
     /// The URL of the node with this tag, if it is another live node. A tag not seen yet (a
     /// node that started in the last second) is looked up in the registry first.
     pub async fn node(&self, tag: &str) -> Option<String> {

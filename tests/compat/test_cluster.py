@@ -3,6 +3,7 @@ scripts/cluster.sh), killed with SIGKILL under load, and the stream's leader kil
 acknowledged message must survive, the chain must verify, and a replay of the stream must give
 the state the node served."""
 
+import hashlib
 import json
 import os
 import pathlib
@@ -493,6 +494,23 @@ def test_a_new_node_starts_from_a_shared_snapshot(cluster, tmp_path):
         a, b = (requests.get(f"{n.url}/api/v1/admin/projections", auth=auth, timeout=60)
                 .json()["projections"] for n in (first, second))
         assert a["seq"] == b["seq"] and a == b
+
+        # A file uploaded through one node (stored by the writer) downloads from the other.
+        writer = first if "writer: " + first.url in cluster.chronicle(
+            "cluster", "status", "--cluster", cluster.urls, "--stream", stream).stdout else second
+        other = second if writer is first else first
+        body = os.urandom(2000)
+        up = requests.post(f"{other.url}/api/v1/user_uploads", auth=auth, timeout=30,
+                           files={"file": ("notes.bin", body)}).json()
+        assert up["result"] == "success", up
+        sha = hashlib.sha256(body).hexdigest()
+        kept = other.data / "uploads" / sha[:2] / sha
+        assert not kept.exists(), "the upload was not taken by the writer"
+        got = requests.get(f"{other.url}{up['url']}", auth=auth, timeout=30)
+        assert got.status_code == 200 and got.content == body
+        assert kept.read_bytes() == body, "the fetched file was not kept"
+        # Nobody outside the cluster can use the nodes' internal route.
+        assert requests.get(f"{writer.url}/internal/uploads/{sha}", timeout=30).status_code == 404
     finally:
         first.stop()
         if second:
