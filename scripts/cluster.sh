@@ -20,7 +20,19 @@ urls="nats://127.0.0.1:$base,nats://127.0.0.1:$((base + 1)),nats://127.0.0.1:$((
 
 stop() {
     if [ -f "$dir/pids" ]; then
-        while read -r pid; do kill "$pid" 2>/dev/null || true; done < "$dir/pids"
+        # The Chronicle nodes (started last) first, while NATS can still take their lease
+        # back; then wait for everything to exit, so that the ports are free again.
+        pids=$(tac "$dir/pids")
+        for pid in $pids; do
+            kill "$pid" 2>/dev/null || true
+            # At most 10 s each (a process another program started, and has not reaped, stays
+            # visible after it exits).
+            for _ in $(seq 1 100); do
+                kill -0 "$pid" 2>/dev/null || break
+                grep -qs '^State:.*Z' "/proc/$pid/status" && break
+                sleep 0.1
+            done
+        done
         rm -f "$dir/pids"
     fi
 }

@@ -44,7 +44,17 @@ const MAX_REDECISIONS: usize = 16;
 
 /// Called on the writer thread with each durable batch and the read state right after it (under
 /// its read lock): real-time delivery hangs here.
-pub type Publisher = Arc<dyn Fn(&Projections, &[Envelope]) + Send + Sync>;
+pub type Publisher = Arc<dyn Fn(&Projections, &[Envelope], Origin) + Send + Sync>;
+
+/// Who wrote a durable batch: effects that must happen once (outgoing webhooks) belong to the
+/// node that wrote it; every node delivers events to its own queues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// This node's writer.
+    Here,
+    /// Another node, writing to a shared log.
+    Elsewhere,
+}
 /// A command's decision. It may run more than once: when a shared log refuses a batch because
 /// another writer appended first, the writer folds what it missed and decides the batch's
 /// commands again. Only the completion of the decision that became durable is called.
@@ -361,12 +371,9 @@ impl Writer {
             return;
         }
         if self.failed.load(Ordering::SeqCst) {
-            for (_, decide) in &commands {
-                let (_, done) = (decide)(&self.decided, &self.ctx(None));
-                done(Err(ApiError::internal(
-                    "writes are stopped after a storage error",
-                )));
-            }
+            self.answer_all(&commands, || {
+                ApiError::internal("writes are stopped after a storage error")
+            });
             return;
         }
         let mut refusals = 0;
@@ -379,7 +386,7 @@ impl Writer {
             }
             match self.persist(&staged) {
                 Ok(()) => {
-                    self.fold_durable(&staged);
+                    self.fold_durable(&staged, Origin::Here);
                     let seq = self.decided.seq;
                     completions.into_iter().for_each(|done| done(Ok(seq)));
                     self.maybe_snapshot(staged[0].seq);
@@ -397,23 +404,26 @@ impl Writer {
                     let spread = 1u64 << refusals.min(6);
                     let wait = (uuid::Uuid::new_v4().as_u128() as u64) % (spread + 1);
                     std::thread::sleep(std::time::Duration::from_millis(wait));
+                    // From here the decision state is the read state: commands that are not
+                    // decided again are answered without folding anything.
                     let caught_up = self.catch_up();
                     if let Err(err) = &caught_up {
                         if !matches!(err, StoreError::Io(_)) {
-                            let (_, completions) = self.decide(&commands);
-                            self.fail(err, Some(completions));
+                            self.fail(err, None);
+                            self.answer_all(&commands, || {
+                                ApiError::internal(format!("storage: {err}"))
+                            });
                             return;
                         }
                         tracing::warn!(error = %err, "could not read other writers' batches yet");
                     }
                     if refusals >= MAX_REDECISIONS || caught_up.is_err() {
-                        let (_, completions) = self.decide(&commands);
-                        for done in completions {
-                            done(Err(ApiError::new(
+                        self.answer_all(&commands, || {
+                            ApiError::new(
                                 crate::error::ErrorCode::Busy,
                                 "The server is busy with other writers; try again",
-                            )));
-                        }
+                            )
+                        });
                         return;
                     }
                 }
@@ -467,7 +477,7 @@ impl Writer {
 
     /// Folds durable events (this writer's batch, already in the decision state, or another
     /// writer's, folded into it first) into the read state and delivers them.
-    fn fold_durable(&mut self, durable: &[Envelope]) {
+    fn fold_durable(&mut self, durable: &[Envelope], origin: Origin) {
         {
             let mut read = self.read.write().unwrap_or_else(|p| p.into_inner());
             for env in durable {
@@ -480,7 +490,7 @@ impl Writer {
             // Delivered before the callers are answered, so a client sees the client events
             // of its own request by the time it has the response.
             let read = self.read.read().unwrap_or_else(|p| p.into_inner());
-            if catch_unwind(AssertUnwindSafe(|| publish(&read, durable))).is_err() {
+            if catch_unwind(AssertUnwindSafe(|| publish(&read, durable, origin))).is_err() {
                 tracing::error!("publishing client events panicked; the batch is durable");
             }
         }
@@ -501,16 +511,26 @@ impl Writer {
 
     /// Makes the decision state the read state again, forgetting a batch the log refused.
     fn roll_back(&mut self) {
-        let mut read = self.read.write().unwrap_or_else(|p| p.into_inner());
-        // The decision state keeps no word index: copy the state without it.
-        let words = read.messages.take_word_index();
-        let mut copy = read.clone();
-        if let Some(words) = words {
-            read.messages.set_word_index(words);
-        }
-        drop(read);
+        let mut copy = self
+            .read
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone_without_word_index();
         copy.messages.track_changes();
         self.decided = copy;
+    }
+
+    /// Answers every command with `error` without folding anything: each is decided against
+    /// the state as it is, only for its completion.
+    fn answer_all(&self, commands: &[(Option<UserId>, Decide)], error: impl Fn() -> ApiError) {
+        for (actor, decide) in commands {
+            let decided = catch_unwind(AssertUnwindSafe(|| {
+                decide(&self.decided, &self.ctx(*actor))
+            }));
+            if let Ok((_, done)) = decided {
+                done(Err(error()));
+            }
+        }
     }
 
     /// Folds what other writers appended to a shared log since this writer's last batch into
@@ -542,7 +562,7 @@ impl Writer {
             self.decided.apply(env);
             self.last_at = self.last_at.max(env.at);
         }
-        self.fold_durable(&folded);
+        self.fold_durable(&folded, Origin::Elsewhere);
         self.chain = chain;
         tracing::debug!(
             events = folded.len(),

@@ -711,7 +711,9 @@ async fn run(ops: Vec<Op>) -> Session {
     let publisher: crate::engine::Publisher = {
         let queues = queues.clone();
         Arc::new(
-            move |state: &Projections, batch: &[crate::events::Envelope]| {
+            move |state: &Projections,
+                  batch: &[crate::events::Envelope],
+                  _: crate::engine::Origin| {
                 queues.publish(state, batch);
             },
         )

@@ -398,6 +398,12 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         .to_owned();
     let log_dyn: Arc<dyn EventLog> = log;
     // In a cluster, the URL the other nodes reach this one at; its tag starts queue ids.
+    if config.cluster.is_some() && config.advertise_url.is_none() && addr.ip().is_unspecified() {
+        return Err(format!(
+            "bound to {addr}, which other nodes cannot reach: give --advertise-url"
+        )
+        .into());
+    }
     let me = config.cluster.as_ref().map(|_| {
         config
             .advertise_url
@@ -422,8 +428,12 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         let queues = queues.clone();
         let site = site.clone();
         let secret = secret.clone();
-        Arc::new(move |state, batch| {
+        Arc::new(move |state, batch, origin| {
             queues.publish(state, batch);
+            // In a cluster, the node that wrote a batch makes its webhook calls, once.
+            if origin != crate::engine::Origin::Here {
+                return;
+            }
             for delivery in crate::webhooks::deliveries(state, &site, &secret, batch) {
                 // The task only stops with the server.
                 let _ = webhook_tx.send(delivery);
@@ -459,18 +469,21 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         (Some(spec), Some(me)) => {
             let client = reqwest::Client::builder()
                 .no_proxy()
+                // A redirect would carry the cluster's token elsewhere.
+                .redirect(reqwest::redirect::Policy::none())
                 .timeout(std::time::Duration::from_secs(300))
                 .build()
                 .map_err(|e| format!("the client for the other nodes: {e}"))?;
             let folded = engine.clone();
             Some(Arc::new(crate::http::forward::Cluster {
                 lease: crate::store::jetstream::Lease::start(spec, me, move || {
-                    folded.read(|s| s.seq.0)
+                    // A node whose writes stopped after a storage error gives the lease up.
+                    (!folded.has_failed()).then(|| folded.read(|s| s.seq.0))
                 })?,
                 token: secret.cluster_token(),
                 client,
                 body_limit: (config.uploads.max_file_mib as usize + 1) << 20,
-                body_timeout: config.client_timeouts.body * 10,
+                body_timeout: config.client_timeouts.body,
             }))
         }
         _ => None,

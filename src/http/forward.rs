@@ -40,7 +40,8 @@ pub struct Cluster {
     pub client: reqwest::Client,
     /// The largest request body passed on (the largest upload and some room).
     pub body_limit: usize,
-    /// How long a client may take to send a body that is passed on.
+    /// How long a client may take to send a body that is passed on (uploads: ten times as
+    /// long).
     pub body_timeout: Duration,
 }
 
@@ -206,13 +207,23 @@ pub async fn pass_on(
     cluster: std::sync::Arc<Cluster>,
 ) -> ServiceResponse<BoxBody> {
     let (http, mut payload) = req.into_parts();
+    // The limits the writer applies, so that nothing larger is held here: files may be as
+    // large as an upload and take ten times as long; every other body is at most 1 MiB.
+    let upload = http.path().contains("user_uploads")
+        || http.path().ends_with("/avatar")
+        || http.path().contains("/emoji/");
+    let (limit, timeout) = if upload {
+        (cluster.body_limit, cluster.body_timeout * 10)
+    } else {
+        (1 << 20, cluster.body_timeout)
+    };
     let answer = async {
         let mut body = web::BytesMut::new();
-        let read = tokio::time::timeout(cluster.body_timeout, async {
+        let read = tokio::time::timeout(timeout, async {
             while let Some(chunk) = payload.next().await {
                 let chunk = chunk.map_err(|e| ApiError::bad_request(e.to_string()))?;
-                if body.len() + chunk.len() > cluster.body_limit {
-                    return Err(ApiError::bad_request("The request is too large"));
+                if body.len() + chunk.len() > limit {
+                    return Err(ApiError::bad_request("Request body too large"));
                 }
                 body.extend_from_slice(&chunk);
             }

@@ -300,6 +300,22 @@ impl Messages {
         self.by_id.adopt_changed(&mut decided.by_id);
     }
 
+    /// A copy without the word index (for the engine's decision state, which keeps none).
+    pub fn clone_without_word_index(&self) -> Messages {
+        Messages {
+            by_id: self.by_id.clone(),
+            by_channel: self.by_channel.clone(),
+            by_topic: self.by_topic.clone(),
+            by_conversation: self.by_conversation.clone(),
+            group_ids: self.group_ids.clone(),
+            copies: self.copies.clone(),
+            highest_id: self.highest_id,
+            words: None,
+            highest_submessage_id: self.highest_submessage_id,
+            shared: self.shared.clone(),
+        }
+    }
+
     /// Drops the word index and stops keeping it: for a copy of the state that never answers
     /// reads (the engine's decision state), which halves the index's memory.
     pub fn without_word_index(&mut self) {

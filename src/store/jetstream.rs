@@ -52,6 +52,8 @@ impl ClusterSpec {
 const BATCH: &str = "Chronicle-Batch";
 const LAST: &str = "Chronicle-Last";
 const PART: &str = "Chronicle-Part";
+/// The most parts a batch is cut into (a batch of 64 GiB in 1 MiB messages).
+const MAX_PARTS: u32 = 1 << 16;
 /// What a frame adds to its record: seq and length.
 const FRAME_HEAD: usize = 12;
 /// Room left in a NATS message for its headers.
@@ -295,12 +297,17 @@ impl Part {
         let headers = headers?;
         let number = |name: &str| headers.get(name)?.as_str().parse::<u64>().ok();
         let (index, count) = headers.get(PART)?.as_str().split_once('/')?;
-        Some(Part {
+        let part = Part {
             batch: Seq(number(BATCH)?),
             last: Seq(number(LAST)?),
             index: index.parse().ok()?,
             count: count.parse().ok()?,
-        })
+        };
+        // What a writer of ours can have written; anything else is not one of our parts.
+        let sound = (1..=part.count).contains(&part.index)
+            && part.count <= MAX_PARTS
+            && part.batch <= part.last;
+        sound.then_some(part)
     }
 
     fn is_last(&self) -> bool {
@@ -372,7 +379,12 @@ impl Assembler {
         }
         let mut bytes = match self.pending.take() {
             Some((_, bytes)) => bytes,
-            None => Vec::with_capacity(payload.len() * part.count as usize),
+            None => Vec::with_capacity(
+                payload
+                    .len()
+                    .saturating_mul(part.count as usize)
+                    .min(64 << 20),
+            ),
         };
         bytes.extend_from_slice(payload);
         if part.is_last() {
@@ -508,7 +520,7 @@ async fn last_complete(
             return Ok(Some((sequence, part)));
         }
         // An incomplete batch at the tail: its parts are consecutive, so step past them all.
-        sequence = sequence.saturating_sub(part.index as u64);
+        sequence = sequence.saturating_sub(u64::from(part.index));
     }
     Ok(None)
 }
@@ -542,7 +554,9 @@ async fn start_of(stream: &stream::Stream, from: Seq, last: u64) -> Result<u64, 
         }
     }
     Ok(match found {
-        Some((sequence, part)) if part.last >= from => sequence + 1 - part.index as u64,
+        Some((sequence, part)) if part.last >= from => {
+            sequence.saturating_sub(u64::from(part.index) - 1).max(1)
+        }
         Some((sequence, _)) => sequence + 1,
         None => 1,
     })
@@ -710,6 +724,10 @@ impl EventLog for JetStreamLog {
     fn scan_from(&self, from: Seq) -> RecordIter<'_> {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Records, StoreError>>(8);
         let (js, name) = (self.js.clone(), self.stream.clone());
+        // Set when the scan ends as it should, so that a reading task that died (a panic)
+        // is an error, not a log that seems to end early.
+        let finished = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let done = finished.clone();
         self.runtime.spawn(async move {
             let failed = tx.clone();
             // A closed receiver means the reader stopped early: stop too.
@@ -717,16 +735,23 @@ impl EventLog for JetStreamLog {
                 tx.send(Ok(records)).is_ok()
             })
             .await;
-            if let Err(e) = sent {
-                let _ = failed.send(Err(e));
+            match sent {
+                Ok(_) => done.store(true, std::sync::atomic::Ordering::SeqCst),
+                Err(e) => {
+                    let _ = failed.send(Err(e));
+                }
             }
         });
+        let ended = std::iter::once(())
+            .filter(move |()| !finished.load(std::sync::atomic::Ordering::SeqCst))
+            .map(|()| Err(StoreError::Io("reading the stream stopped half-way".into())));
         Box::new(
             rx.into_iter()
                 .flat_map(|batch| match batch {
                     Ok(records) => records.into_iter().map(Ok).collect::<Vec<_>>(),
                     Err(e) => vec![Err(e)],
                 })
+                .chain(ended)
                 .filter(move |item| item.as_ref().map_or(true, |(seq, _)| *seq >= from)),
         )
     }
@@ -937,10 +962,12 @@ pub struct Lease {
 impl Lease {
     /// Starts taking part in the lease as `me` (the URL other nodes reach this node at), and
     /// keeps this node in the registry with the seq `folded` reports.
+    /// `folded` says the seq this node has folded, or `None` once its writes have stopped
+    /// (then it gives the lease up and does not take it again).
     pub fn start(
         spec: &ClusterSpec,
         me: String,
-        folded: impl Fn() -> u64 + Send + 'static,
+        folded: impl Fn() -> Option<u64> + Send + 'static,
     ) -> Result<Lease, StoreError> {
         let runtime = runtime()?;
         let owned = spec.clone();
@@ -981,9 +1008,10 @@ impl Lease {
             let mut tick = tokio::time::interval(LEASE_EVERY);
             loop {
                 tick.tick().await;
+                let now_folded = folded();
                 let entry = Node {
                     url: name.clone(),
-                    seq: folded(),
+                    seq: now_folded.unwrap_or(0),
                 };
                 if let Ok(value) = serde_json::to_vec(&entry) {
                     let _ = registry.put(&tag, value.into()).await;
@@ -993,7 +1021,7 @@ impl Lease {
                         *map = listed.into_iter().map(|(t, n)| (t, n.url)).collect();
                     }
                 }
-                let now = Self::round(&store, &name).await;
+                let now = Self::round(&store, &name, now_folded.is_some()).await;
                 if let Ok(mut slot) = seen.write() {
                     if *slot != now {
                         tracing::info!(
@@ -1015,9 +1043,10 @@ impl Lease {
         })
     }
 
-    /// One look at the lease: renews it if this node holds it, takes it if nobody does.
-    /// Returns the holder, `None` when NATS cannot say.
-    async fn round(kv: &jetstream::kv::Store, me: &str) -> Option<String> {
+    /// One look at the lease: renews it if this node holds it, takes it if nobody does (only
+    /// while `can_write`; otherwise gives it up). Returns the holder, `None` when NATS cannot
+    /// say or nobody holds it.
+    async fn round(kv: &jetstream::kv::Store, me: &str, can_write: bool) -> Option<String> {
         let entry = tokio::time::timeout(REQUEST_WAIT, kv.entry(WRITER))
             .await
             .ok()?
@@ -1028,11 +1057,18 @@ impl Lease {
                 if holder != me {
                     return Some(holder);
                 }
+                if !can_write {
+                    let _ = kv
+                        .delete_expect_revision(WRITER, Some(entry.revision))
+                        .await;
+                    return None;
+                }
                 let renewed = kv
                     .update(WRITER, bytes::Bytes::from(me.to_owned()), entry.revision)
                     .await;
                 renewed.ok().map(|_| me.to_owned())
             }
+            _ if !can_write => None,
             _ => {
                 let taken = kv.create(WRITER, bytes::Bytes::from(me.to_owned())).await;
                 taken.ok().map(|_| me.to_owned())
@@ -1192,7 +1228,11 @@ impl SharedSnapshots {
     ) -> Result<Option<std::path::PathBuf>, StoreError> {
         let (store, dir) = (self.store.clone(), dir.to_path_buf());
         on(&self.runtime, async move {
-            let Some(name) = Self::names(&store).await?.pop() else {
+            // Only names this code writes (`{seq:020}.snap`): never a path.
+            let Some(name) = Self::names(&store).await?.into_iter().rfind(|n| {
+                n.strip_suffix(".snap")
+                    .is_some_and(|seq| seq.len() == 20 && seq.bytes().all(|b| b.is_ascii_digit()))
+            }) else {
                 return Ok(None);
             };
             let io = |e: std::io::Error| StoreError::Io(e.to_string());
@@ -1247,8 +1287,8 @@ async fn scan(
         None => start_of(&stream, from, last).await?,
     };
     let mut reached = Reached {
-        through: start - 1,
-        batch_end: start - 1,
+        through: start.saturating_sub(1),
+        batch_end: start.saturating_sub(1),
     };
     if start > last {
         reached.through = last.max(reached.through);
