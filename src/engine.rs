@@ -393,7 +393,8 @@ impl Writer {
                     return;
                 }
                 Err(StoreError::Conflict(why)) => {
-                    // Another writer appended first. Nothing of this batch is in the log:
+                    // Another writer appended first. Nothing of this batch counts in the log
+                    // (parts stored before the refusal are an abandoned batch readers skip):
                     // forget its decisions, fold what the other wrote, and decide again.
                     refusals += 1;
                     tracing::info!(refusals, %why, "the log moved on; deciding the batch again");
