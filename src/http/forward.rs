@@ -139,34 +139,28 @@ impl Cluster {
         let method = reqwest::Method::from_bytes(req.method().as_str().as_bytes())
             .map_err(|e| ApiError::bad_request(e.to_string()))?;
         let target = format!("{}{}?{query}", home.trim_end_matches('/'), req.path());
-        let mut out = self
-            .client
-            .request(method, &target)
-            .header(FORWARDED, self.token.as_str());
-        for (name, value) in req.headers() {
+        let out = self.client.request(method, &target);
+        let reply = self
+            .with_headers(out, req.headers())
+            .send()
+            .await
+            .map_err(|e| unavailable(&e.to_string()))?;
+        relay(reply).await.map(|(response, _)| response)
+    }
+
+    /// `out` with the client's headers (those that are not the connection's own) and this
+    /// cluster's token.
+    fn with_headers(
+        &self,
+        mut out: reqwest::RequestBuilder,
+        headers: &actix_web::http::header::HeaderMap,
+    ) -> reqwest::RequestBuilder {
+        for (name, value) in headers {
             if !hop_by_hop(name.as_str()) && name.as_str() != FORWARDED {
                 out = out.header(name.as_str(), value.as_bytes());
             }
         }
-        let reply = out.send().await.map_err(|e| unavailable(&e.to_string()))?;
-        let status = actix_web::http::StatusCode::from_u16(reply.status().as_u16())
-            .map_err(|e| unavailable(&e.to_string()))?;
-        let mut response = HttpResponse::build(status);
-        for (name, value) in reply.headers() {
-            if !hop_by_hop(name.as_str()) && name.as_str() != SEQ {
-                if let (Ok(name), Ok(value)) = (
-                    HeaderName::from_bytes(name.as_str().as_bytes()),
-                    HeaderValue::from_bytes(value.as_bytes()),
-                ) {
-                    response.append_header((name, value));
-                }
-            }
-        }
-        let bytes = reply
-            .bytes()
-            .await
-            .map_err(|e| unavailable(&e.to_string()))?;
-        Ok(response.body(bytes))
+        out.header(FORWARDED, self.token.as_str())
     }
 }
 
@@ -247,48 +241,50 @@ pub async fn pass_on(
         let method = reqwest::Method::from_bytes(http.method().as_str().as_bytes())
             .map_err(|e| ApiError::bad_request(e.to_string()))?;
         let mut out = cluster.client.request(method, &target);
-        for (name, value) in http.headers() {
-            if !hop_by_hop(name.as_str()) && name.as_str() != FORWARDED {
-                out = out.header(name.as_str(), value.as_bytes());
-            }
-        }
         if let Some(peer) = http.peer_addr() {
             out = out.header("x-forwarded-for", peer.ip().to_string());
         }
-        let reply = out
-            .header(FORWARDED, cluster.token.as_str())
+        let reply = cluster
+            .with_headers(out, http.headers())
             .body(body.freeze())
             .send()
             .await
             .map_err(|e| unavailable(&e.to_string()))?;
-        let status = actix_web::http::StatusCode::from_u16(reply.status().as_u16())
-            .map_err(|e| unavailable(&e.to_string()))?;
-        let mut response = HttpResponse::build(status);
-        let mut seen_seq = None;
-        for (name, value) in reply.headers() {
-            if name.as_str() == SEQ {
-                seen_seq = value.to_str().ok().and_then(|v| v.parse::<u64>().ok());
-            } else if !hop_by_hop(name.as_str()) {
-                if let (Ok(name), Ok(value)) = (
-                    HeaderName::from_bytes(name.as_str().as_bytes()),
-                    HeaderValue::from_bytes(value.as_bytes()),
-                ) {
-                    response.append_header((name, value));
-                }
-            }
-        }
-        let bytes = reply
-            .bytes()
-            .await
-            .map_err(|e| unavailable(&e.to_string()))?;
-        if let Some(seq) = seen_seq {
+        let (response, seq) = relay(reply).await?;
+        if let Some(seq) = seq {
             fold_up_to(&state, seq).await;
         }
-        Ok(response.body(bytes))
+        Ok(response)
     }
     .await;
     let response = answer.unwrap_or_else(|e| e.error_response());
     ServiceResponse::new(http, response)
+}
+
+/// Another node's answer as this node's, without the connection's own headers, and the
+/// writer's `Chronicle-Seq` when it sent one.
+async fn relay(reply: reqwest::Response) -> Result<(HttpResponse, Option<u64>), ApiError> {
+    let status = actix_web::http::StatusCode::from_u16(reply.status().as_u16())
+        .map_err(|e| unavailable(&e.to_string()))?;
+    let mut response = HttpResponse::build(status);
+    let mut seq = None;
+    for (name, value) in reply.headers() {
+        if name.as_str() == SEQ {
+            seq = value.to_str().ok().and_then(|v| v.parse::<u64>().ok());
+        } else if !hop_by_hop(name.as_str()) {
+            if let (Ok(name), Ok(value)) = (
+                HeaderName::from_bytes(name.as_str().as_bytes()),
+                HeaderValue::from_bytes(value.as_bytes()),
+            ) {
+                response.append_header((name, value));
+            }
+        }
+    }
+    let bytes = reply
+        .bytes()
+        .await
+        .map_err(|e| unavailable(&e.to_string()))?;
+    Ok((response.body(bytes), seq))
 }
 
 /// Waits until this node's state has folded `seq`, catching up with the stream meanwhile.

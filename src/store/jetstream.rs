@@ -885,6 +885,26 @@ async fn bucket(
     }
 }
 
+/// The writer's lease (`<stream>-writer`).
+async fn lease_bucket(
+    js: &jetstream::Context,
+    spec: &ClusterSpec,
+) -> Result<jetstream::kv::Store, StoreError> {
+    let name = format!("{}-writer", spec.stream);
+    let about = "Which Chronicle node takes the writes";
+    bucket(js, name, about, LEASE_TTL, spec.replicas).await
+}
+
+/// The node registry (`<stream>-nodes`).
+async fn node_bucket(
+    js: &jetstream::Context,
+    spec: &ClusterSpec,
+) -> Result<jetstream::kv::Store, StoreError> {
+    let name = format!("{}-nodes", spec.stream);
+    let about = "The Chronicle nodes serving the stream";
+    bucket(js, name, about, NODE_TTL, spec.replicas).await
+}
+
 /// Who serves a cluster, for `chronicle cluster status`.
 #[derive(Debug)]
 pub struct Members {
@@ -900,27 +920,13 @@ pub fn members(spec: &ClusterSpec) -> Result<Members, StoreError> {
     let owned = spec.clone();
     on(&runtime, async move {
         let js = jetstream::new(connect(&owned.url).await?);
-        let lease = bucket(
-            &js,
-            format!("{}-writer", owned.stream),
-            "",
-            LEASE_TTL,
-            owned.replicas,
-        );
-        let writer = match lease.await?.entry(WRITER).await {
+        let writer = match lease_bucket(&js, &owned).await?.entry(WRITER).await {
             Ok(Some(e)) if e.operation == jetstream::kv::Operation::Put => {
                 Some(String::from_utf8_lossy(&e.value).into_owned())
             }
             _ => None,
         };
-        let nodes = bucket(
-            &js,
-            format!("{}-nodes", owned.stream),
-            "",
-            NODE_TTL,
-            owned.replicas,
-        );
-        let listed = read_nodes(&nodes.await?).await;
+        let listed = read_nodes(&node_bucket(&js, &owned).await?).await;
         let nodes = listed.ok_or_else(|| nats("reading the node registry", "no answer"))?;
         Ok(Members { writer, nodes })
     })?
@@ -973,23 +979,10 @@ impl Lease {
         let owned = spec.clone();
         let (kv, registry) = on(&runtime, async move {
             let js = jetstream::new(connect(&owned.url).await?);
-            let lease = bucket(
-                &js,
-                format!("{}-writer", owned.stream),
-                "Which Chronicle node takes the writes",
-                LEASE_TTL,
-                owned.replicas,
-            )
-            .await?;
-            let registry = bucket(
-                &js,
-                format!("{}-nodes", owned.stream),
-                "The Chronicle nodes serving the stream",
-                NODE_TTL,
-                owned.replicas,
-            )
-            .await?;
-            Ok::<_, StoreError>((lease, registry))
+            Ok::<_, StoreError>((
+                lease_bucket(&js, &owned).await?,
+                node_bucket(&js, &owned).await?,
+            ))
         })??;
         // Known from the start, so that a node that has just started can tell whose event
         // queue a client asks about.

@@ -110,29 +110,9 @@ def free_port():
 
 def test_acknowledged_writes_survive_killing_the_node_and_the_stream_leader(cluster, tmp_path):
     data = tmp_path / "node"
-    port = free_port()
-    args = ["--cluster", cluster.urls, "--rate-limit-user", "0", "--rate-limit-ip", "0",
-            "--bind", f"127.0.0.1:{port}"]
-
-    log_path = tmp_path / "node.log"
-
-    def start():
-        # One port across the node's restarts, so that the senders find it again.
-        with open(log_path, "a") as log:
-            process = subprocess.Popen([BIN, "serve", "--data-dir", str(data), *args],
-                                       stdout=log, stderr=log)
-        url = f"http://127.0.0.1:{port}"
-        for _ in range(300):
-            try:
-                if requests.get(f"{url}/api/v1/server_settings", timeout=2).ok:
-                    return process, url
-            except requests.RequestException:
-                pass
-            time.sleep(0.1)
-        process.kill()
-        raise RuntimeError("the node did not start: " + log_path.read_text()[-2000:])
-
-    node, url = start()
+    # One port across the node's restarts, so that the senders find it again.
+    node = Node(data, cluster.urls, "chronicle", tmp_path / "node.log")
+    url = node.url
     rc = dict(line.split("=", 1) for line in (data / "zuliprc").read_text().splitlines()
               if "=" in line)
     auth = (rc["email"], rc["key"])
@@ -168,10 +148,9 @@ def test_acknowledged_writes_survive_killing_the_node_and_the_stream_leader(clus
         t.start()
     try:
         time.sleep(3)
-        node.send_signal(signal.SIGKILL)
-        node.wait()
+        node.kill()
         before_restart = len(acked)
-        node, url = start()
+        node.start()
         time.sleep(3)
         leader = cluster.status()["leader"]
         cluster.kill_server(leader)
@@ -205,8 +184,7 @@ def test_acknowledged_writes_survive_killing_the_node_and_the_stream_leader(clus
 
     served = requests.get(f"{url}/api/v1/admin/projections", auth=auth, timeout=60).json()
     served = served["projections"]
-    node.terminate()
-    assert node.wait(30) == 0
+    node.stop()
     verified = cluster.chronicle("verify", "--data-dir", str(data), "--cluster", cluster.urls)
     assert "chain: intact" in verified.stdout
     # A replay of the stream from event 1 gives the state the node served.
