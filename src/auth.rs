@@ -84,6 +84,18 @@ impl ServerSecret {
         self.derive(b"upload\0", attachment_id, &expires.to_string())
     }
 
+    /// The MAC half of a web session's cookie (`{session_id}.{mac}`): only this server can make
+    /// one, and the log keeps only the id.
+    pub fn session_mac(&self, user_id: UserId, session_id: &str) -> String {
+        self.derive(b"web-session\0", user_id.0, session_id)
+    }
+
+    /// The CSRF token of a web session, which its page sends back in `X-CSRFToken` with every
+    /// request that changes something.
+    pub fn csrf_token(&self, user_id: UserId, session_id: &str) -> String {
+        self.derive(b"web-csrf\0", user_id.0, session_id)
+    }
+
     /// What the nodes of a cluster (which share this secret) mark requests they pass to each
     /// other with (`http::forward`).
     pub fn cluster_token(&self) -> String {

@@ -53,6 +53,8 @@ pub enum ErrorCode {
     NotFound,
     /// `BAD_REQUEST` with 403.
     AccessDenied,
+    /// A web session's write without its CSRF token (403).
+    CsrfFailed,
     /// `BAD_REQUEST` with 503: the write could not be placed in a log other nodes kept
     /// appending to; the request changed nothing and may be repeated.
     Busy,
@@ -70,6 +72,7 @@ impl ErrorCode {
             ErrorCode::RequestVariableInvalid => "REQUEST_VARIABLE_INVALID",
             ErrorCode::RequestConfusingVar => "REQUEST_CONFUSING_VAR",
             ErrorCode::InvalidJson => "INVALID_JSON",
+            ErrorCode::CsrfFailed => "CSRF_FAILED",
             ErrorCode::PushServiceNotConfigured => "PUSH_SERVICE_NOT_CONFIGURED",
             ErrorCode::MissingHttpEventHeader => "MISSING_HTTP_EVENT_HEADER",
             ErrorCode::AnomalousWebhookPayload => "ANOMALOUS_WEBHOOK_PAYLOAD",
@@ -110,7 +113,7 @@ impl ErrorCode {
             ErrorCode::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ErrorCode::ChannelAlreadyExists => StatusCode::CONFLICT,
             ErrorCode::NotFound => StatusCode::NOT_FOUND,
-            ErrorCode::AccessDenied => StatusCode::FORBIDDEN,
+            ErrorCode::AccessDenied | ErrorCode::CsrfFailed => StatusCode::FORBIDDEN,
             ErrorCode::Busy => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::BAD_REQUEST,
         }

@@ -113,6 +113,11 @@ enum Op {
         word: u8,
         add: bool,
     },
+    /// Someone signs in to the web client, or ends the oldest of their web sessions.
+    WebSession {
+        by: u8,
+        end: bool,
+    },
     /// The owner gives someone another role.
     ChangeRole {
         target: u8,
@@ -144,6 +149,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (b(), b(), any::<bool>()).prop_map(|(by, target, mute)| Op::MuteUser { by, target, mute }),
         1 => (b(), 0u8..6, any::<bool>()).prop_map(|(by, word, add)| Op::AlertWord { by, word, add }),
         2 => (b(), 0u8..4, b(), any::<bool>()).prop_map(|(by, kind, words, remove)| Op::Keep { by, kind, words, remove }),
+        1 => (b(), any::<bool>()).prop_map(|(by, end)| Op::WebSession { by, end }),
         1 => (b(), 0u8..2).prop_map(|(target, role)| Op::ChangeRole { target, role }),
         1 => (b(), any::<bool>()).prop_map(|(target, active)| Op::SetActive { target, active }),
     ]
@@ -582,6 +588,25 @@ async fn message_op(
                         crate::commands::mutes::mute_user(s, ctx, target)
                     } else {
                         crate::commands::mutes::unmute_user(s, ctx, target)
+                    }
+                })
+                .await
+                .map(|_| ())
+        }
+        Op::WebSession { by, end } => {
+            let Some(user) = who(by) else {
+                return Ok(());
+            };
+            let id = uuid::Uuid::new_v4().simple().to_string();
+            engine
+                .execute(Some(user), move |s, ctx| {
+                    let oldest = s.sessions.of_user(user).next().map(|(id, _)| id.to_owned());
+                    match oldest.filter(|_| end) {
+                        Some(oldest) => crate::commands::sessions::end_session(s, ctx, &oldest),
+                        None => {
+                            crate::commands::sessions::start_session(s, ctx, user, &id, "model")
+                                .map(|decided| decided.map(|_| ()))
+                        }
                     }
                 })
                 .await

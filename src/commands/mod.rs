@@ -24,6 +24,7 @@ pub mod reactions;
 pub mod realm;
 pub mod reports;
 pub mod scheduled;
+pub mod sessions;
 pub mod storage;
 #[cfg(test)]
 pub mod testing;

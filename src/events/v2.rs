@@ -504,6 +504,18 @@ pub enum Event {
     ClientDeviceRegistered { user_id: UserId, device_id: u64 },
     /// A client removed its device (`POST /remove_client_device`).
     ClientDeviceRemoved { user_id: UserId, device_id: u64 },
+    /// A person signed in to the web client (`POST /login/`). The browser's cookie is this id
+    /// with a MAC under the server secret, which the log never holds; `client` is the browser's
+    /// own description of itself, for the settings' session list.
+    SessionStarted {
+        user_id: UserId,
+        session_id: String,
+        /// Milliseconds since the epoch, decided by the command.
+        expires_at: i64,
+        client: String,
+    },
+    /// A web session ended: its person logged out or ended it from the settings.
+    SessionEnded { user_id: UserId, session_id: String },
     /// A user saved drafts (`POST /drafts`, by id) or replaced one (`PATCH /drafts/{id}`), as
     /// the drafts their clients keep in step.
     DraftsSaved {
@@ -635,6 +647,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "BotChanged",
     "ClientDeviceRegistered",
     "ClientDeviceRemoved",
+    "SessionStarted",
+    "SessionEnded",
     "DraftsSaved",
     "DraftRemoved",
     "SavedSnippetSaved",
@@ -713,6 +727,8 @@ impl Event {
             Event::BotChanged { .. } => "BotChanged",
             Event::ClientDeviceRegistered { .. } => "ClientDeviceRegistered",
             Event::ClientDeviceRemoved { .. } => "ClientDeviceRemoved",
+            Event::SessionStarted { .. } => "SessionStarted",
+            Event::SessionEnded { .. } => "SessionEnded",
             Event::DraftsSaved { .. } => "DraftsSaved",
             Event::DraftRemoved { .. } => "DraftRemoved",
             Event::SavedSnippetSaved { .. } => "SavedSnippetSaved",

@@ -1,4 +1,5 @@
-//! Authentication: the `Auth` extractor (HTTP Basic `email:api_key`), `POST /fetch_api_key` and
+//! Authentication: the `Auth` extractor (HTTP Basic `email:api_key`, or a web session on
+//! `/json/...`), `POST /fetch_api_key` and
 //! `POST /users/me/api_key/regenerate`.
 
 use super::{AppState, Params};
@@ -33,6 +34,10 @@ impl Auth {
 }
 
 fn authenticate(req: &HttpRequest) -> ApiResult<Auth> {
+    // The web client's mirror of the API is authenticated by its session cookie instead.
+    if super::webclient::is_session_path(req.path()) {
+        return super::webclient::session_auth(req);
+    }
     let state = req
         .app_data::<web::Data<AppState>>()
         .ok_or_else(|| ApiError::internal("application state missing"))?;
@@ -112,28 +117,46 @@ pub async fn fetch_api_key(
 ) -> ApiResult<HttpResponse> {
     let username = params.required_str("username")?;
     let password = params.required_str("password")?;
-    // Five failed logins per username in 30 minutes, then nothing more is tried.
+    let user_id = check_password(&state, &username, password).await?;
+    let (api_key, email) = state
+        .engine
+        .read(|s| {
+            s.users.get(user_id).map(|u| {
+                (
+                    state.secret.api_key(user_id, &u.api_key_nonce),
+                    u.email.clone(),
+                )
+            })
+        })
+        .ok_or_else(|| ApiError::internal("account vanished"))?;
+    Ok(params.success(json!({"api_key": api_key, "email": email, "user_id": user_id.0})))
+}
+
+/// The account `username` (an email) names, if `password` is its password and it may sign in:
+/// `AUTHENTICATION_FAILED` otherwise (also for an unknown account, after the same work), or
+/// `USER_DEACTIVATED`. Five failures per username in 30 minutes, then nothing more is tried
+/// (`RATE_LIMIT_HIT`). The hash is checked off the async workers.
+pub async fn check_password(
+    state: &AppState,
+    username: &str,
+    password: String,
+) -> ApiResult<UserId> {
     let login_key = crate::http::rate_limit::Key::Login(username.trim().to_lowercase());
     state.rate_limiter.peek(login_key.clone())?;
     let account = state.engine.read(|s| {
-        s.users.by_email(&username).map(|u| {
-            (
-                u.user_id,
-                u.email.clone(),
-                u.password_hash.clone(),
-                u.is_active,
-            )
-        })
+        s.users
+            .by_email(username)
+            .map(|u| (u.user_id, u.password_hash.clone(), u.is_active))
     });
     // An unknown account is checked against a dummy hash so it costs the same time.
     let hash = account
         .as_ref()
-        .and_then(|(_, _, hash, _)| hash.clone())
+        .and_then(|(_, hash, _)| hash.clone())
         .unwrap_or_else(|| crate::auth::dummy_password_hash().to_owned());
     let verified = web::block(move || verify_password(&hash, &password))
         .await
         .map_err(|e| ApiError::internal(format!("password check: {e}")))?;
-    let Some((user_id, email, Some(_), is_active)) = account.filter(|_| verified) else {
+    let Some((user_id, Some(_), is_active)) = account.filter(|_| verified) else {
         state.rate_limiter.record(login_key);
         return Err(ApiError::new(
             ErrorCode::AuthenticationFailed,
@@ -146,15 +169,7 @@ pub async fn fetch_api_key(
             "Account is deactivated",
         ));
     }
-    let api_key = state
-        .engine
-        .read(|s| {
-            s.users
-                .get(user_id)
-                .map(|u| state.secret.api_key(user_id, &u.api_key_nonce))
-        })
-        .ok_or_else(|| ApiError::internal("account vanished"))?;
-    Ok(params.success(json!({"api_key": api_key, "email": email, "user_id": user_id.0})))
+    Ok(user_id)
 }
 
 /// `POST /users/me/api_key/regenerate`: a new key; the old one stops working at once.

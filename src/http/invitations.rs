@@ -424,7 +424,8 @@ pub async fn register_account(
         &format!("Welcome to {realm}"),
         &format!(
             "<p>Your account <strong>{}</strong> is ready.</p>\
-             <p>Connect a Zulip client (the mobile and desktop apps, or <code>zulip-term</code>) to \
+             <p><a href=\"/login/\">Log in to the web client</a> with your email and password.</p>\
+             <p>Or connect a Zulip client (the mobile and desktop apps, or <code>zulip-term</code>) to \
              <code>{site}</code> and log in with your email and password.</p>\
              <p>For the terminal client and scripts, save this as <code>~/.zuliprc</code> (it holds \
              your API key: keep it private):</p><pre>{}</pre>",

@@ -30,6 +30,7 @@ pub mod subscriptions;
 pub mod uploads;
 pub mod user_groups;
 pub mod users;
+pub mod webclient;
 pub mod wire;
 
 use crate::auth::ServerSecret;
@@ -233,204 +234,8 @@ macro_rules! endpoint {
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::scope("/api/v1")
+            .configure(api_routes)
             .configure(|api| {
-                endpoint!(api, "/server_settings", get => server_settings::get_server_settings);
-                endpoint!(api, "/fetch_api_key", post => auth::fetch_api_key);
-                endpoint!(api, "/users/me", get => users::get_own_user);
-                endpoint!(api, "/users/me/api_key/regenerate", post => auth::regenerate_api_key);
-                endpoint!(api, "/settings", patch => users::update_settings);
-                // The legacy form the Python client's update_notification_settings uses.
-                endpoint!(api, "/settings/notifications", patch => users::update_settings);
-                endpoint!(api, "/users",
-                    get => users::get_users,
-                    post => users::create_user);
-                endpoint!(api, "/users/{user_id}",
-                    get => users::get_user,
-                    patch => users::update_user,
-                    delete => users::deactivate_user);
-                endpoint!(api, "/users/{user_id}/reactivate", post => users::reactivate_user);
-                endpoint!(api, "/users/me/presence", post => presence::update_presence);
-                endpoint!(api, "/users/{user_id_or_email}/presence",
-                    get => presence::get_user_presence);
-                endpoint!(api, "/users/me/status", post => presence::update_status);
-                endpoint!(api, "/users/me/alert_words",
-                    get => users::get_alert_words,
-                    post => users::add_alert_words,
-                    delete => users::remove_alert_words);
-                endpoint!(api, "/users/me/avatar",
-                    post => avatars::upload_avatar,
-                    delete => avatars::delete_avatar);
-                endpoint!(api, "/users/me/muted_users/{muted_user_id}",
-                    post => users::mute_user,
-                    delete => users::unmute_user);
-                endpoint!(api, "/users/{user_id}/status", get => presence::get_status);
-                endpoint!(api, "/bots",
-                    get => bots::get_bots,
-                    post => bots::create_bot);
-                endpoint!(api, "/bots/{bot_id}",
-                    patch => bots::update_bot,
-                    delete => bots::deactivate_bot);
-                endpoint!(api, "/bots/{bot_id}/api_key", get => bots::get_bot_key);
-                endpoint!(api, "/bots/{bot_id}/api_key/regenerate",
-                    post => bots::regenerate_bot_key);
-                endpoint!(api, "/bot_storage",
-                    get => bots::get_storage,
-                    put => bots::update_storage,
-                    delete => bots::remove_storage);
-                endpoint!(api, "/invites",
-                    get => invitations::get_invites,
-                    post => invitations::invite_users);
-                endpoint!(api, "/invites/multiuse", post => invitations::create_multiuse_invite);
-                endpoint!(api, "/invites/multiuse/{invite_id}",
-                    delete => invitations::revoke_multiuse_invite);
-                endpoint!(api, "/invites/{invite_id}", delete => invitations::revoke_user_invite);
-                endpoint!(api, "/invites/{invite_id}/resend", post => invitations::resend_invite);
-                endpoint!(api, "/realm", patch => realm::update_realm);
-                endpoint!(api, "/realm/linkifiers",
-                    get => linkifiers::get_linkifiers,
-                    patch => linkifiers::reorder_linkifiers);
-                endpoint!(api, "/realm/filters", post => linkifiers::add_linkifier);
-                endpoint!(api, "/realm/filters/{filter_id}",
-                    patch => linkifiers::update_linkifier,
-                    delete => linkifiers::remove_linkifier);
-                endpoint!(api, "/realm/emoji", get => emoji::get_realm_emoji);
-                endpoint!(api, "/realm/emoji/{emoji_name}",
-                    post => emoji::upload_custom_emoji,
-                    delete => emoji::deactivate_custom_emoji);
-                endpoint!(api, "/realm/presence", get => presence::get_presence);
-                endpoint!(api, "/realm/profile_fields",
-                    get => profile_fields::get_profile_fields,
-                    post => profile_fields::create_profile_field,
-                    patch => profile_fields::reorder_profile_fields);
-                endpoint!(api, "/realm/profile_fields/{field_id}",
-                    patch => profile_fields::update_profile_field,
-                    delete => profile_fields::delete_profile_field);
-                endpoint!(api, "/users/me/profile_data",
-                    patch => profile_fields::update_own_profile_data,
-                    delete => profile_fields::delete_own_profile_data);
-                endpoint!(api, "/channels/create", post => channels::create_channel);
-                endpoint!(api, "/streams", get => channels::get_streams);
-                endpoint!(api, "/streams/{stream_id}",
-                    get => channels::get_stream,
-                    patch => channels::update_stream,
-                    delete => channels::archive_stream);
-                endpoint!(api, "/streams/{stream_id}/members", get => channels::get_members);
-                endpoint!(api, "/streams/{stream_id}/delete_topic", post => channels::delete_topic);
-                endpoint!(api, "/streams/{stream_id}/email_address",
-                    get => channels::get_email_address);
-                endpoint!(api, "/get_stream_id", get => channels::get_stream_id);
-                endpoint!(api, "/default_streams",
-                    get => channels::get_default_streams,
-                    post => channels::add_default_stream,
-                    delete => channels::remove_default_stream);
-                endpoint!(api, "/users/me/{stream_id}/topics", get => channels::get_topics);
-                endpoint!(api, "/users/me/subscriptions",
-                    get => subscriptions::get_subscriptions,
-                    post => subscriptions::subscribe,
-                    delete => subscriptions::unsubscribe);
-                endpoint!(api, "/users/me/subscriptions/properties",
-                    post => subscriptions::update_subscription_properties);
-                endpoint!(api, "/users/me/subscriptions/muted_topics",
-                    patch => subscriptions::update_muted_topic);
-                endpoint!(api, "/users/me/subscriptions/{stream_id}",
-                    patch => subscriptions::update_subscription);
-                // After every /users/me/subscriptions/... route: actix matches in this order.
-                endpoint!(api, "/users/{user_id}/subscriptions/{stream_id}",
-                    get => subscriptions::get_subscription_status);
-                endpoint!(api, "/user_topics", post => subscriptions::update_user_topic);
-                endpoint!(api, "/channel_folders",
-                    get => folders::get_channel_folders,
-                    patch => folders::reorder_channel_folders);
-                endpoint!(api, "/channel_folders/create", post => folders::create_channel_folder);
-                endpoint!(api, "/channel_folders/{channel_folder_id}",
-                    patch => folders::update_channel_folder);
-                endpoint!(api, "/user_groups", get => user_groups::get_user_groups);
-                endpoint!(api, "/user_groups/create", post => user_groups::create_user_group);
-                endpoint!(api, "/user_groups/{user_group_id}", patch => user_groups::update_user_group);
-                endpoint!(api, "/user_groups/{user_group_id}/deactivate",
-                    post => user_groups::deactivate_user_group);
-                endpoint!(api, "/user_groups/{user_group_id}/members",
-                    get => user_groups::get_user_group_members,
-                    post => user_groups::update_user_group_members);
-                endpoint!(api, "/user_groups/{user_group_id}/members/{user_id}",
-                    get => user_groups::get_is_user_group_member);
-                endpoint!(api, "/user_groups/{user_group_id}/subgroups",
-                    get => user_groups::get_user_group_subgroups,
-                    post => user_groups::update_user_group_subgroups);
-                endpoint!(api, "/messages",
-                    get => messages::get_messages,
-                    post => messages::send_message);
-                endpoint!(api, "/messages/flags", post => messages::update_message_flags);
-                endpoint!(api, "/messages/flags/narrow",
-                    post => messages::update_message_flags_for_narrow);
-                endpoint!(api, "/messages/render", post => messages::render_message);
-                endpoint!(api, "/messages/matches_narrow",
-                    get => messages::get_messages_matching_narrow);
-                endpoint!(api, "/messages/{message_id}",
-                    get => messages::get_message,
-                    patch => messages::update_message,
-                    delete => messages::delete_message);
-                endpoint!(api, "/messages/{message_id}/reactions",
-                    post => messages::add_reaction,
-                    delete => messages::remove_reaction);
-                endpoint!(api, "/messages/{message_id}/history", get => messages::get_message_history);
-                endpoint!(api, "/messages/{message_id}/read_receipts",
-                    get => messages::get_read_receipts);
-                endpoint!(api, "/submessage", post => messages::add_submessage);
-                endpoint!(api, "/scheduled_messages",
-                    get => scheduled::get_scheduled_messages,
-                    post => scheduled::create_scheduled_message);
-                endpoint!(api, "/scheduled_messages/{scheduled_message_id}",
-                    patch => scheduled::update_scheduled_message,
-                    delete => scheduled::delete_scheduled_message);
-                endpoint!(api, "/reminders",
-                    get => scheduled::get_reminders,
-                    post => scheduled::create_reminder);
-                endpoint!(api, "/reminders/{reminder_id}", delete => scheduled::delete_reminder);
-                endpoint!(api, "/messages/{message_id}/report", post => messages::report_message);
-                endpoint!(api, "/navigation_views",
-                    get => devices::get_navigation_views,
-                    post => devices::add_navigation_view);
-                endpoint!(api, "/navigation_views/{fragment:.*}",
-                    patch => devices::update_navigation_view,
-                    delete => devices::remove_navigation_view);
-                endpoint!(api, "/drafts",
-                    get => drafts::get_drafts,
-                    post => drafts::create_drafts);
-                endpoint!(api, "/drafts/{draft_id}",
-                    patch => drafts::edit_draft,
-                    delete => drafts::delete_draft);
-                endpoint!(api, "/saved_snippets",
-                    get => drafts::get_saved_snippets,
-                    post => drafts::create_saved_snippet);
-                endpoint!(api, "/saved_snippets/{saved_snippet_id}",
-                    patch => drafts::edit_saved_snippet,
-                    delete => drafts::delete_saved_snippet);
-                endpoint!(api, "/register_client_device", post => devices::register_client_device);
-                endpoint!(api, "/remove_client_device", post => devices::remove_client_device);
-                endpoint!(api, "/mobile_push/register", post => devices::register_push);
-                endpoint!(api, "/users/me/apns_device_token",
-                    post => devices::register_push,
-                    delete => devices::register_push);
-                endpoint!(api, "/users/me/android_gcm_reg_id",
-                    post => devices::register_push,
-                    delete => devices::register_push);
-                endpoint!(api, "/mark_topic_as_read", post => messages::mark_topic_as_read);
-                endpoint!(api, "/mark_stream_as_read", post => messages::mark_stream_as_read);
-                endpoint!(api, "/mark_all_as_read", post => messages::mark_all_as_read);
-                endpoint!(api, "/typing", post => messages::set_typing_status);
-                endpoint!(api, "/user_uploads", post => uploads::upload_file);
-                endpoint!(api, "/user_uploads/{realm_id}/{path:.*}", get => uploads::temporary_link);
-                endpoint!(api, "/attachments", get => uploads::get_attachments);
-                endpoint!(api, "/attachments/{attachment_id}", delete => uploads::delete_attachment);
-                endpoint!(api, "/register", post => events::register);
-                endpoint!(api, "/events",
-                    get => events::get_events,
-                    delete => events::delete_queue);
-                endpoint!(api, "/admin/projections", get => admin::get_projections);
-                endpoint!(api, "/admin/events", get => admin::get_events);
-                endpoint!(api, "/admin/verify", get => admin::verify_log);
-                endpoint!(api, "/admin/diff", get => admin::get_diff);
                 // Incoming webhooks take any method, as Zulip's, and larger bodies.
                 api.service(
                     web::resource("/external/{integration}")
@@ -440,6 +245,23 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             })
             .default_service(web::to(not_found)),
     );
+    // The same API for the web client, authenticated by its session cookie, with the CSRF
+    // check in front (`webclient::guard`), and the routes only browsers use.
+    cfg.service(
+        web::scope("/json")
+            .configure(|json| {
+                endpoint!(json, "/logout", post => webclient::logout);
+                endpoint!(json, "/sessions", get => webclient::get_sessions);
+                endpoint!(json, "/sessions/{session_id}", delete => webclient::end_session);
+            })
+            .configure(api_routes)
+            .default_service(web::to(not_found))
+            .wrap_fn(webclient::guard),
+    );
+    endpoint!(cfg, "/", get => webclient::app_page);
+    endpoint!(cfg, "/login/", get => webclient::login_page, post => webclient::login);
+    endpoint!(cfg, "/login", get => webclient::login_page, post => webclient::login);
+    endpoint!(cfg, "/static/web/{path:.*}", get => webclient::asset);
     endpoint!(cfg, "/avatar/{key}", get => avatars::get_avatar);
     endpoint!(cfg, "/avatar/{key}/medium", get => avatars::get_avatar_medium);
     endpoint!(cfg, "/admin/", get => admin::audit_page);
@@ -458,6 +280,207 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     endpoint!(cfg, "/join/{key}",
         get => invitations::registration_form,
         post => invitations::register_account);
+}
+
+/// Every route of the API, under `/api/v1` for API clients and `/json` for the web client.
+fn api_routes(api: &mut web::ServiceConfig) {
+    endpoint!(api, "/server_settings", get => server_settings::get_server_settings);
+    endpoint!(api, "/fetch_api_key", post => auth::fetch_api_key);
+    endpoint!(api, "/users/me", get => users::get_own_user);
+    endpoint!(api, "/users/me/api_key/regenerate", post => auth::regenerate_api_key);
+    endpoint!(api, "/settings", patch => users::update_settings);
+    // The legacy form the Python client's update_notification_settings uses.
+    endpoint!(api, "/settings/notifications", patch => users::update_settings);
+    endpoint!(api, "/users",
+        get => users::get_users,
+        post => users::create_user);
+    endpoint!(api, "/users/{user_id}",
+        get => users::get_user,
+        patch => users::update_user,
+        delete => users::deactivate_user);
+    endpoint!(api, "/users/{user_id}/reactivate", post => users::reactivate_user);
+    endpoint!(api, "/users/me/presence", post => presence::update_presence);
+    endpoint!(api, "/users/{user_id_or_email}/presence",
+        get => presence::get_user_presence);
+    endpoint!(api, "/users/me/status", post => presence::update_status);
+    endpoint!(api, "/users/me/alert_words",
+        get => users::get_alert_words,
+        post => users::add_alert_words,
+        delete => users::remove_alert_words);
+    endpoint!(api, "/users/me/avatar",
+        post => avatars::upload_avatar,
+        delete => avatars::delete_avatar);
+    endpoint!(api, "/users/me/muted_users/{muted_user_id}",
+        post => users::mute_user,
+        delete => users::unmute_user);
+    endpoint!(api, "/users/{user_id}/status", get => presence::get_status);
+    endpoint!(api, "/bots",
+        get => bots::get_bots,
+        post => bots::create_bot);
+    endpoint!(api, "/bots/{bot_id}",
+        patch => bots::update_bot,
+        delete => bots::deactivate_bot);
+    endpoint!(api, "/bots/{bot_id}/api_key", get => bots::get_bot_key);
+    endpoint!(api, "/bots/{bot_id}/api_key/regenerate",
+        post => bots::regenerate_bot_key);
+    endpoint!(api, "/bot_storage",
+        get => bots::get_storage,
+        put => bots::update_storage,
+        delete => bots::remove_storage);
+    endpoint!(api, "/invites",
+        get => invitations::get_invites,
+        post => invitations::invite_users);
+    endpoint!(api, "/invites/multiuse", post => invitations::create_multiuse_invite);
+    endpoint!(api, "/invites/multiuse/{invite_id}",
+        delete => invitations::revoke_multiuse_invite);
+    endpoint!(api, "/invites/{invite_id}", delete => invitations::revoke_user_invite);
+    endpoint!(api, "/invites/{invite_id}/resend", post => invitations::resend_invite);
+    endpoint!(api, "/realm", patch => realm::update_realm);
+    endpoint!(api, "/realm/linkifiers",
+        get => linkifiers::get_linkifiers,
+        patch => linkifiers::reorder_linkifiers);
+    endpoint!(api, "/realm/filters", post => linkifiers::add_linkifier);
+    endpoint!(api, "/realm/filters/{filter_id}",
+        patch => linkifiers::update_linkifier,
+        delete => linkifiers::remove_linkifier);
+    endpoint!(api, "/realm/emoji", get => emoji::get_realm_emoji);
+    endpoint!(api, "/realm/emoji/{emoji_name}",
+        post => emoji::upload_custom_emoji,
+        delete => emoji::deactivate_custom_emoji);
+    endpoint!(api, "/realm/presence", get => presence::get_presence);
+    endpoint!(api, "/realm/profile_fields",
+        get => profile_fields::get_profile_fields,
+        post => profile_fields::create_profile_field,
+        patch => profile_fields::reorder_profile_fields);
+    endpoint!(api, "/realm/profile_fields/{field_id}",
+        patch => profile_fields::update_profile_field,
+        delete => profile_fields::delete_profile_field);
+    endpoint!(api, "/users/me/profile_data",
+        patch => profile_fields::update_own_profile_data,
+        delete => profile_fields::delete_own_profile_data);
+    endpoint!(api, "/channels/create", post => channels::create_channel);
+    endpoint!(api, "/streams", get => channels::get_streams);
+    endpoint!(api, "/streams/{stream_id}",
+        get => channels::get_stream,
+        patch => channels::update_stream,
+        delete => channels::archive_stream);
+    endpoint!(api, "/streams/{stream_id}/members", get => channels::get_members);
+    endpoint!(api, "/streams/{stream_id}/delete_topic", post => channels::delete_topic);
+    endpoint!(api, "/streams/{stream_id}/email_address",
+        get => channels::get_email_address);
+    endpoint!(api, "/get_stream_id", get => channels::get_stream_id);
+    endpoint!(api, "/default_streams",
+        get => channels::get_default_streams,
+        post => channels::add_default_stream,
+        delete => channels::remove_default_stream);
+    endpoint!(api, "/users/me/{stream_id}/topics", get => channels::get_topics);
+    endpoint!(api, "/users/me/subscriptions",
+        get => subscriptions::get_subscriptions,
+        post => subscriptions::subscribe,
+        delete => subscriptions::unsubscribe);
+    endpoint!(api, "/users/me/subscriptions/properties",
+        post => subscriptions::update_subscription_properties);
+    endpoint!(api, "/users/me/subscriptions/muted_topics",
+        patch => subscriptions::update_muted_topic);
+    endpoint!(api, "/users/me/subscriptions/{stream_id}",
+        patch => subscriptions::update_subscription);
+    // After every /users/me/subscriptions/... route: actix matches in this order.
+    endpoint!(api, "/users/{user_id}/subscriptions/{stream_id}",
+        get => subscriptions::get_subscription_status);
+    endpoint!(api, "/user_topics", post => subscriptions::update_user_topic);
+    endpoint!(api, "/channel_folders",
+        get => folders::get_channel_folders,
+        patch => folders::reorder_channel_folders);
+    endpoint!(api, "/channel_folders/create", post => folders::create_channel_folder);
+    endpoint!(api, "/channel_folders/{channel_folder_id}",
+        patch => folders::update_channel_folder);
+    endpoint!(api, "/user_groups", get => user_groups::get_user_groups);
+    endpoint!(api, "/user_groups/create", post => user_groups::create_user_group);
+    endpoint!(api, "/user_groups/{user_group_id}", patch => user_groups::update_user_group);
+    endpoint!(api, "/user_groups/{user_group_id}/deactivate",
+        post => user_groups::deactivate_user_group);
+    endpoint!(api, "/user_groups/{user_group_id}/members",
+        get => user_groups::get_user_group_members,
+        post => user_groups::update_user_group_members);
+    endpoint!(api, "/user_groups/{user_group_id}/members/{user_id}",
+        get => user_groups::get_is_user_group_member);
+    endpoint!(api, "/user_groups/{user_group_id}/subgroups",
+        get => user_groups::get_user_group_subgroups,
+        post => user_groups::update_user_group_subgroups);
+    endpoint!(api, "/messages",
+        get => messages::get_messages,
+        post => messages::send_message);
+    endpoint!(api, "/messages/flags", post => messages::update_message_flags);
+    endpoint!(api, "/messages/flags/narrow",
+        post => messages::update_message_flags_for_narrow);
+    endpoint!(api, "/messages/render", post => messages::render_message);
+    endpoint!(api, "/messages/matches_narrow",
+        get => messages::get_messages_matching_narrow);
+    endpoint!(api, "/messages/{message_id}",
+        get => messages::get_message,
+        patch => messages::update_message,
+        delete => messages::delete_message);
+    endpoint!(api, "/messages/{message_id}/reactions",
+        post => messages::add_reaction,
+        delete => messages::remove_reaction);
+    endpoint!(api, "/messages/{message_id}/history", get => messages::get_message_history);
+    endpoint!(api, "/messages/{message_id}/read_receipts",
+        get => messages::get_read_receipts);
+    endpoint!(api, "/submessage", post => messages::add_submessage);
+    endpoint!(api, "/scheduled_messages",
+        get => scheduled::get_scheduled_messages,
+        post => scheduled::create_scheduled_message);
+    endpoint!(api, "/scheduled_messages/{scheduled_message_id}",
+        patch => scheduled::update_scheduled_message,
+        delete => scheduled::delete_scheduled_message);
+    endpoint!(api, "/reminders",
+        get => scheduled::get_reminders,
+        post => scheduled::create_reminder);
+    endpoint!(api, "/reminders/{reminder_id}", delete => scheduled::delete_reminder);
+    endpoint!(api, "/messages/{message_id}/report", post => messages::report_message);
+    endpoint!(api, "/navigation_views",
+        get => devices::get_navigation_views,
+        post => devices::add_navigation_view);
+    endpoint!(api, "/navigation_views/{fragment:.*}",
+        patch => devices::update_navigation_view,
+        delete => devices::remove_navigation_view);
+    endpoint!(api, "/drafts",
+        get => drafts::get_drafts,
+        post => drafts::create_drafts);
+    endpoint!(api, "/drafts/{draft_id}",
+        patch => drafts::edit_draft,
+        delete => drafts::delete_draft);
+    endpoint!(api, "/saved_snippets",
+        get => drafts::get_saved_snippets,
+        post => drafts::create_saved_snippet);
+    endpoint!(api, "/saved_snippets/{saved_snippet_id}",
+        patch => drafts::edit_saved_snippet,
+        delete => drafts::delete_saved_snippet);
+    endpoint!(api, "/register_client_device", post => devices::register_client_device);
+    endpoint!(api, "/remove_client_device", post => devices::remove_client_device);
+    endpoint!(api, "/mobile_push/register", post => devices::register_push);
+    endpoint!(api, "/users/me/apns_device_token",
+        post => devices::register_push,
+        delete => devices::register_push);
+    endpoint!(api, "/users/me/android_gcm_reg_id",
+        post => devices::register_push,
+        delete => devices::register_push);
+    endpoint!(api, "/mark_topic_as_read", post => messages::mark_topic_as_read);
+    endpoint!(api, "/mark_stream_as_read", post => messages::mark_stream_as_read);
+    endpoint!(api, "/mark_all_as_read", post => messages::mark_all_as_read);
+    endpoint!(api, "/typing", post => messages::set_typing_status);
+    endpoint!(api, "/user_uploads", post => uploads::upload_file);
+    endpoint!(api, "/user_uploads/{realm_id}/{path:.*}", get => uploads::temporary_link);
+    endpoint!(api, "/attachments", get => uploads::get_attachments);
+    endpoint!(api, "/attachments/{attachment_id}", delete => uploads::delete_attachment);
+    endpoint!(api, "/register", post => events::register);
+    endpoint!(api, "/events",
+        get => events::get_events,
+        delete => events::delete_queue);
+    endpoint!(api, "/admin/projections", get => admin::get_projections);
+    endpoint!(api, "/admin/events", get => admin::get_events);
+    endpoint!(api, "/admin/verify", get => admin::verify_log);
+    endpoint!(api, "/admin/diff", get => admin::get_diff);
 }
 
 /// Builds the application with shared state, the house error format for everything, and a
@@ -511,10 +534,13 @@ pub fn app(
                 .and_then(|s| s.cluster.as_ref())
                 .is_some_and(|c| c.is_forwarded(&req));
             let anonymous_api = path.starts_with("/api/v1/")
-                && !forwarded
                 && !req
                     .headers()
                     .contains_key(actix_web::http::header::AUTHORIZATION);
+            // Login forms count against their address too, like API logins.
+            let login_form = req.method() == actix_web::http::Method::POST
+                && matches!(path.as_str(), "/login/" | "/login");
+            let anonymous_api = (anonymous_api || login_form) && !forwarded;
             if anonymous_api {
                 let limiter = req
                     .app_data::<web::Data<AppState>>()

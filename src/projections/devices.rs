@@ -117,6 +117,8 @@ impl Devices {
             | Event::AlertWordsRemoved { .. }
             | Event::AvatarSet { .. }
             | Event::UserUnmuted { .. }
+            | Event::SessionStarted { .. }
+            | Event::SessionEnded { .. }
             | Event::LogErased { .. } => {}
         }
     }

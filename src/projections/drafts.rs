@@ -170,6 +170,8 @@ impl Drafts {
             | Event::BotChanged { .. }
             | Event::ClientDeviceRegistered { .. }
             | Event::ClientDeviceRemoved { .. }
+            | Event::SessionStarted { .. }
+            | Event::SessionEnded { .. }
             | Event::UserMuted { .. }
             | Event::AlertWordsAdded { .. }
             | Event::AlertWordsRemoved { .. }

@@ -162,6 +162,8 @@ impl Folders {
             | Event::BotChanged { .. }
             | Event::ClientDeviceRegistered { .. }
             | Event::ClientDeviceRemoved { .. }
+            | Event::SessionStarted { .. }
+            | Event::SessionEnded { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }
             | Event::SavedSnippetSaved { .. }

@@ -145,6 +145,8 @@ impl Linkifiers {
             | Event::BotChanged { .. }
             | Event::ClientDeviceRegistered { .. }
             | Event::ClientDeviceRemoved { .. }
+            | Event::SessionStarted { .. }
+            | Event::SessionEnded { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }
             | Event::SavedSnippetSaved { .. }

@@ -27,6 +27,7 @@ pub mod profile_fields;
 pub mod realm;
 pub mod scheduled;
 pub mod search;
+pub mod sessions;
 pub mod store;
 pub mod typing;
 pub mod user_settings;
@@ -83,6 +84,9 @@ pub struct Projections {
     pub navigation_views: navigation_views::NavigationViews,
     pub devices: devices::Devices,
     pub drafts: drafts::Drafts,
+    /// Absent from snapshots written before web sessions existed (they held none).
+    #[serde(default)]
+    pub sessions: sessions::Sessions,
 }
 
 impl Projections {
@@ -112,6 +116,7 @@ impl Projections {
         self.navigation_views.apply(env);
         self.devices.apply(env);
         self.drafts.apply(env);
+        self.sessions.apply(env);
         self.seq = env.seq;
     }
 
@@ -143,6 +148,7 @@ impl Projections {
             navigation_views: self.navigation_views.clone(),
             devices: self.devices.clone(),
             drafts: self.drafts.clone(),
+            sessions: self.sessions.clone(),
         }
     }
 
@@ -226,6 +232,7 @@ impl Projections {
             "devices": self.devices.dump(),
             "drafts": drafts,
             "saved_snippets": snippets,
+            "sessions": self.sessions.dump(),
         })
     }
 

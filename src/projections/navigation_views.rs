@@ -149,6 +149,8 @@ impl NavigationViews {
             | Event::BotChanged { .. }
             | Event::ClientDeviceRegistered { .. }
             | Event::ClientDeviceRemoved { .. }
+            | Event::SessionStarted { .. }
+            | Event::SessionEnded { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }
             | Event::SavedSnippetSaved { .. }

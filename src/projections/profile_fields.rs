@@ -152,6 +152,8 @@ impl ProfileFields {
             | Event::BotChanged { .. }
             | Event::ClientDeviceRegistered { .. }
             | Event::ClientDeviceRemoved { .. }
+            | Event::SessionStarted { .. }
+            | Event::SessionEnded { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }
             | Event::SavedSnippetSaved { .. }

@@ -228,6 +228,8 @@ impl Scheduled {
             | Event::BotChanged { .. }
             | Event::ClientDeviceRegistered { .. }
             | Event::ClientDeviceRemoved { .. }
+            | Event::SessionStarted { .. }
+            | Event::SessionEnded { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }
             | Event::SavedSnippetSaved { .. }

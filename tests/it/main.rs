@@ -25,3 +25,4 @@ mod settings;
 mod support;
 mod uploads;
 mod users;
+mod web;

@@ -70,11 +70,17 @@ impl Server {
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 if let Some(rest) = line.strip_prefix("Chronicle listening on ") {
-                    let url = rest
-                        .split_whitespace()
-                        .next()
-                        .unwrap_or_default()
-                        .to_owned();
+                    let url = rest.split_whitespace().next().unwrap_or_default();
+                    // Under an --external-url the tests still talk to the bound address.
+                    let bound = rest
+                        .split_once("(bound to ")
+                        .map(|(_, addr)| addr.trim_end_matches(')'));
+                    let url = match bound {
+                        Some(addr) if !url.starts_with("http://127.0.0.1") => {
+                            format!("http://{addr}")
+                        }
+                        _ => url.to_owned(),
+                    };
                     let _ = tx.send(url);
                 }
             }

@@ -41,6 +41,9 @@ pub fn client_events(
         | Event::LogErased { .. }
         | Event::PasswordChanged { .. }
         | Event::InvitationResent { .. }
+        // Web sessions are the server's business; Zulip sends no event for them either.
+        | Event::SessionStarted { .. }
+        | Event::SessionEnded { .. }
         // Bot storage is private to its bot, and Zulip sends no event for it.
         | Event::BotStorageSet { .. }
         | Event::BotStorageRemoved { .. } => Deliveries::new(),

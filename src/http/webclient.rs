@@ -1,0 +1,501 @@
+//! The web client: its pages and files (`GET /`, `GET /login/`, `GET /static/web/...`, compiled
+//! into the binary from `src/http/web/`), signing in and out (`POST /login/`,
+//! `POST /json/logout`), the person's own sessions (`GET /json/sessions`,
+//! `DELETE /json/sessions/{id}`), and the session and CSRF checks in front of `/json/...`, the
+//! mirror of the API that browsers use, as Zulip's web app does.
+//!
+//! A browser holds two cookies. `sessionid` (`HttpOnly`, `SameSite=Lax`) is a session's id and
+//! a MAC of it under the server secret; the log keeps only the id (`SessionStarted`), so
+//! sessions survive restarts, and neither the log nor a dump lets anyone in. `csrftoken`
+//! (readable by the page, `SameSite=Strict`) is another MAC of the id; the page sends it back in
+//! `X-CSRFToken` with every request that is not a read, which a page of another site cannot
+//! do. The API key never reaches the page.
+
+use super::{AppState, Auth, Params};
+use crate::auth::{constant_time_eq, new_api_key_nonce};
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::events::Role;
+use crate::ids::UserId;
+use actix_web::body::BoxBody;
+use actix_web::dev::{Service, ServiceRequest, ServiceResponse};
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::{Method, StatusCode};
+use actix_web::{web, HttpMessage, HttpRequest, HttpResponse, ResponseError};
+use serde_json::json;
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::OnceLock;
+
+/// The session cookie (Django's and Zulip's name).
+pub const SESSION_COOKIE: &str = "sessionid";
+/// The cookie the page reads its CSRF token from (Django's and Zulip's name).
+pub const CSRF_COOKIE: &str = "csrftoken";
+/// The header the page sends its CSRF token back in.
+pub const CSRF_HEADER: &str = "x-csrftoken";
+
+/// What the pages may load and do: only this origin's scripts, styles, images and connections,
+/// no inline code, no framing, and Trusted Types, so that HTML reaches the document only
+/// through the client's one sanitizing policy (for the server's rendered messages).
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
+    style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; \
+    manifest-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; \
+    require-trusted-types-for 'script'; trusted-types chronicle-message-html";
+
+/// A live web session: whose, and which.
+#[derive(Debug, Clone)]
+pub struct WebSession {
+    pub user_id: UserId,
+    pub role: Role,
+    pub session_id: String,
+}
+
+/// True for the paths a session authenticates (the API mirror).
+pub fn is_session_path(path: &str) -> bool {
+    path.starts_with("/json/")
+}
+
+/// The value of cookie `name` in the request's `Cookie` headers.
+fn cookie<'r>(req: &'r HttpRequest, name: &str) -> Option<&'r str> {
+    req.headers()
+        .get_all(header::COOKIE)
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.trim_matches('"'))
+}
+
+/// The session the request's `sessionid` cookie names, if the cookie is genuine, the session
+/// has neither ended nor expired, and its account is active.
+pub fn session_of(req: &HttpRequest, state: &AppState) -> Option<WebSession> {
+    let (session_id, mac) = cookie(req, SESSION_COOKIE)?.split_once('.')?;
+    let now = crate::time::now_ms();
+    state.engine.read(|s| {
+        let session = s.sessions.get(session_id)?;
+        let expected = state.secret.session_mac(session.user_id, session_id);
+        if session.expires_at <= now || !constant_time_eq(expected.as_bytes(), mac.as_bytes()) {
+            return None;
+        }
+        let user = s.users.get(session.user_id).filter(|u| u.is_active)?;
+        Some(WebSession {
+            user_id: user.user_id,
+            role: user.role,
+            session_id: session_id.to_owned(),
+        })
+    })
+}
+
+/// The `Auth` of a `/json/...` request: the session `guard` found for it.
+pub fn session_auth(req: &HttpRequest) -> ApiResult<Auth> {
+    req.extensions()
+        .get::<WebSession>()
+        .map(|session| Auth {
+            user_id: session.user_id,
+            role: session.role,
+        })
+        .ok_or_else(not_logged_in)
+}
+
+fn not_logged_in() -> ApiError {
+    ApiError::unauthorized("Not logged in: API authentication or user session required")
+}
+
+/// In front of every `/json/...` route: finds the request's session (for `Auth`) and, for
+/// anything but a read, requires it and its CSRF token (`CSRF_FAILED`, 403). A 401 names the
+/// session scheme, as Zulip's does on these routes.
+pub fn guard<S>(
+    req: ServiceRequest,
+    srv: &S,
+) -> Pin<Box<dyn Future<Output = Result<ServiceResponse<BoxBody>, actix_web::Error>>>>
+where
+    S: Service<ServiceRequest, Response = ServiceResponse<BoxBody>, Error = actix_web::Error>,
+    S::Future: 'static,
+{
+    let session = req
+        .app_data::<web::Data<AppState>>()
+        .and_then(|state| session_of(req.request(), state));
+    let reading = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+    if !reading {
+        let refused = match &session {
+            None => Some(not_logged_in()),
+            Some(session) => csrf_refusal(req.request(), session),
+        };
+        if let Some(error) = refused {
+            let response = req.into_response(error.error_response());
+            return Box::pin(async move { Ok(with_session_challenge(response)) });
+        }
+    }
+    if let Some(session) = session {
+        req.extensions_mut().insert(session);
+    }
+    let response = srv.call(req);
+    Box::pin(async move { Ok(with_session_challenge(response.await?)) })
+}
+
+/// Why the request's CSRF token does not do for `session`, if it does not.
+fn csrf_refusal(req: &HttpRequest, session: &WebSession) -> Option<ApiError> {
+    let state = req.app_data::<web::Data<AppState>>()?;
+    let expected = state
+        .secret
+        .csrf_token(session.user_id, &session.session_id);
+    let reason = match req.headers().get(CSRF_HEADER).map(HeaderValue::as_bytes) {
+        None => "CSRF token missing.",
+        Some(sent) if constant_time_eq(sent, expected.as_bytes()) => return None,
+        Some(_) => "CSRF token incorrect.",
+    };
+    Some(
+        ApiError::new(ErrorCode::CsrfFailed, format!("CSRF error: {reason}"))
+            .with("reason", reason),
+    )
+}
+
+/// A 401 on a session route challenges for a session, not Basic credentials.
+fn with_session_challenge(mut res: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
+    if res.status() == StatusCode::UNAUTHORIZED {
+        res.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Session realm=\"zulip\""),
+        );
+    }
+    res
+}
+
+/// `GET /`: the app for a signed-in browser, else the way to the login page.
+pub async fn app_page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    match session_of(&req, &state) {
+        Some(_) => page("app.html"),
+        None => redirect("/login/"),
+    }
+}
+
+/// `GET /login/`: the login form, or the app for a browser that is signed in already.
+pub async fn login_page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    match session_of(&req, &state) {
+        Some(_) => redirect("/"),
+        None => page("login.html"),
+    }
+}
+
+/// `POST /login/` (the login form, `username` and `password`): checks the password, starts a
+/// session and sets its cookies, then sends the browser to the app. A failure goes back to the
+/// form with a code naming what went wrong (never the text typed). A post that a page of
+/// another site made is refused, so that no page can sign a browser in to an account of its
+/// choosing.
+pub async fn login(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    mut params: Params,
+) -> HttpResponse {
+    if !same_origin_post(&req, &state) {
+        return redirect("/login/?error=origin");
+    }
+    let username = params.str("username").unwrap_or_default();
+    let password = params.str("password").unwrap_or_default();
+    if username.trim().is_empty() || password.is_empty() {
+        return redirect("/login/?error=missing");
+    }
+    let user_id = match super::auth::check_password(&state, &username, password).await {
+        Ok(user_id) => user_id,
+        Err(error) => return redirect(&format!("/login/?error={}", failure_code(&error))),
+    };
+    let session_id = new_api_key_nonce();
+    let client = req
+        .headers()
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("a browser")
+        .to_owned();
+    let started = {
+        let session_id = session_id.clone();
+        state
+            .engine
+            .execute(Some(user_id), move |s, ctx| {
+                crate::commands::sessions::start_session(s, ctx, user_id, &session_id, &client)
+            })
+            .await
+    };
+    match started {
+        Ok(_) => signed_in(&state, user_id, &session_id),
+        Err(error) => redirect(&format!("/login/?error={}", failure_code(&error))),
+    }
+}
+
+/// The login form's code for a refusal.
+fn failure_code(error: &ApiError) -> &'static str {
+    match error.code() {
+        Some(ErrorCode::UserDeactivated) => "deactivated",
+        Some(ErrorCode::RateLimitHit) => "rate_limited",
+        Some(ErrorCode::AuthenticationFailed | ErrorCode::Unauthorized) => "invalid",
+        _ => "unavailable",
+    }
+}
+
+/// Whether a form post came from a page of this server. Browsers say where a request comes
+/// from (`Sec-Fetch-Site`, else `Origin`); a request that says neither is not a browser's, so
+/// no browser's cookies are at stake.
+fn same_origin_post(req: &HttpRequest, state: &AppState) -> bool {
+    let headers = req.headers();
+    if let Some(site) = headers.get("sec-fetch-site") {
+        return matches!(site.as_bytes(), b"same-origin" | b"none");
+    }
+    let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) else {
+        return true;
+    };
+    let host = req.connection_info().host().to_owned();
+    let scheme = req.connection_info().scheme().to_owned();
+    origin == state.site.realm_url || origin == format!("{scheme}://{host}")
+}
+
+/// The answer to a successful login: both cookies, and the way to the app.
+fn signed_in(state: &AppState, user_id: UserId, session_id: &str) -> HttpResponse {
+    let max_age = crate::commands::sessions::SESSION_LIFETIME_MS / 1000;
+    let secure = secure_suffix(state);
+    let session = format!(
+        "{SESSION_COOKIE}={session_id}.{}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Lax{secure}",
+        state.secret.session_mac(user_id, session_id)
+    );
+    let csrf = format!(
+        "{CSRF_COOKIE}={}; Path=/; Max-Age={max_age}; SameSite=Strict{secure}",
+        state.secret.csrf_token(user_id, session_id)
+    );
+    let mut response = redirect("/");
+    for cookie in [session, csrf] {
+        if let Ok(value) = HeaderValue::from_str(&cookie) {
+            response.headers_mut().append(header::SET_COOKIE, value);
+        }
+    }
+    response
+}
+
+/// `; Secure` when the organization's URL is https (cookies then never travel in the clear).
+fn secure_suffix(state: &AppState) -> &'static str {
+    if state.site.realm_url.starts_with("https://") {
+        "; Secure"
+    } else {
+        ""
+    }
+}
+
+/// Both cookies, expired.
+fn cleared_cookies(state: &AppState, mut response: HttpResponse) -> HttpResponse {
+    let secure = secure_suffix(state);
+    for cookie in [
+        format!("{SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax{secure}"),
+        format!("{CSRF_COOKIE}=; Path=/; Max-Age=0; SameSite=Strict{secure}"),
+    ] {
+        if let Ok(value) = HeaderValue::from_str(&cookie) {
+            response.headers_mut().append(header::SET_COOKIE, value);
+        }
+    }
+    response
+}
+
+/// The session `guard` found for this request (the `/json/` routes below run behind it).
+fn current(req: &HttpRequest) -> ApiResult<WebSession> {
+    req.extensions()
+        .get::<WebSession>()
+        .cloned()
+        .ok_or_else(not_logged_in)
+}
+
+/// `POST /json/logout`: ends this browser's session and clears its cookies.
+pub async fn logout(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let session = current(&req)?;
+    end(&state, &session, session.session_id.clone()).await?;
+    Ok(cleared_cookies(&state, params.success(json!({}))))
+}
+
+/// `GET /json/sessions`: the person's own live sessions, newest first, this one marked.
+pub async fn get_sessions(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let me = current(&req)?;
+    let now = crate::time::now_ms();
+    let mut sessions: Vec<(i64, serde_json::Value)> = state.engine.read(|s| {
+        s.sessions
+            .of_user(me.user_id)
+            .filter(|(_, session)| session.expires_at > now)
+            .map(|(id, session)| {
+                let entry = json!({
+                    "id": id,
+                    "current": id == me.session_id,
+                    "started": session.started_at / 1000,
+                    "expires": session.expires_at / 1000,
+                    "client": session.client,
+                });
+                (session.started_at, entry)
+            })
+            .collect()
+    });
+    sessions.sort_by_key(|(started, _)| std::cmp::Reverse(*started));
+    let sessions: Vec<serde_json::Value> = sessions.into_iter().map(|(_, s)| s).collect();
+    Ok(params.success(json!({ "sessions": sessions })))
+}
+
+/// `DELETE /json/sessions/{session_id}`: ends one of the person's own sessions (this one too:
+/// then its cookies are cleared, as by logging out).
+pub async fn end_session(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let me = current(&req)?;
+    let target = req
+        .match_info()
+        .get("session_id")
+        .unwrap_or_default()
+        .to_owned();
+    let this_one = target == me.session_id;
+    end(&state, &me, target).await?;
+    let response = params.success(json!({}));
+    Ok(if this_one {
+        cleared_cookies(&state, response)
+    } else {
+        response
+    })
+}
+
+async fn end(state: &AppState, me: &WebSession, session_id: String) -> ApiResult<()> {
+    state
+        .engine
+        .execute(Some(me.user_id), move |s, ctx| {
+            crate::commands::sessions::end_session(s, ctx, &session_id)
+        })
+        .await?;
+    Ok(())
+}
+
+/// The client's files, by path below `src/http/web/` (listed by `build.rs`).
+static FILES: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/web_files.rs"));
+
+/// `GET /static/web/{path}`: one of the client's files, revalidated by its hash.
+pub async fn asset(req: HttpRequest) -> HttpResponse {
+    let path = req.match_info().get("path").unwrap_or_default();
+    serve(&req, path)
+}
+
+/// A page (`app.html`, `login.html`): never cached, so a new server's client loads at once.
+fn page(name: &str) -> HttpResponse {
+    match file(name) {
+        Some((bytes, _)) => with_page_headers(HttpResponse::Ok())
+            .content_type("text/html; charset=utf-8")
+            .insert_header((header::CACHE_CONTROL, "no-store"))
+            .body(bytes),
+        None => ApiError::not_found().error_response(),
+    }
+}
+
+fn serve(req: &HttpRequest, path: &str) -> HttpResponse {
+    let Some((bytes, etag)) = file(path) else {
+        return ApiError::not_found().error_response();
+    };
+    let fresh = req
+        .headers()
+        .get(header::IF_NONE_MATCH)
+        .is_some_and(|sent| sent.as_bytes() == etag.as_bytes());
+    let mut response = if fresh {
+        with_page_headers(HttpResponse::NotModified())
+    } else {
+        with_page_headers(HttpResponse::Ok())
+    };
+    response
+        .insert_header((header::CONTENT_TYPE, content_type(path)))
+        .insert_header((header::CACHE_CONTROL, "no-cache"))
+        .insert_header((header::ETAG, etag));
+    if fresh {
+        response.finish()
+    } else {
+        response.body(bytes)
+    }
+}
+
+/// The headers every page and file of the client carries.
+fn with_page_headers(
+    mut response: actix_web::HttpResponseBuilder,
+) -> actix_web::HttpResponseBuilder {
+    response
+        .insert_header(("Content-Security-Policy", CONTENT_SECURITY_POLICY))
+        .insert_header(("X-Content-Type-Options", "nosniff"))
+        .insert_header(("X-Frame-Options", "DENY"))
+        .insert_header(("Referrer-Policy", "same-origin"))
+        .insert_header(("Cross-Origin-Opener-Policy", "same-origin"));
+    response
+}
+
+fn redirect(to: &str) -> HttpResponse {
+    with_page_headers(HttpResponse::build(StatusCode::SEE_OTHER))
+        .insert_header((header::LOCATION, to))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .finish()
+}
+
+/// A file's bytes and entity tag: compiled in, or, when `CHRONICLE_WEB_DIR` names a directory
+/// (while working on the client), read from there on every request.
+fn file(path: &str) -> Option<(Vec<u8>, String)> {
+    if let Some(dir) = dev_dir() {
+        let safe = !path.is_empty()
+            && path.split('/').all(|part| {
+                !part.is_empty()
+                    && !part.starts_with('.')
+                    && part
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+            });
+        let bytes = std::fs::read(dir.join(path)).ok().filter(|_| safe)?;
+        let etag = tag_of(&bytes);
+        return Some((bytes, etag));
+    }
+    compiled()
+        .get(path)
+        .map(|(bytes, etag)| (bytes.to_vec(), etag.clone()))
+}
+
+fn dev_dir() -> Option<&'static std::path::Path> {
+    static DIR: OnceLock<Option<std::path::PathBuf>> = OnceLock::new();
+    DIR.get_or_init(|| std::env::var_os("CHRONICLE_WEB_DIR").map(std::path::PathBuf::from))
+        .as_deref()
+}
+
+/// The compiled-in files with their tags, hashed once.
+fn compiled() -> &'static HashMap<&'static str, (&'static [u8], String)> {
+    static TABLE: OnceLock<HashMap<&'static str, (&'static [u8], String)>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        FILES
+            .iter()
+            .map(|(name, bytes)| (*name, (*bytes, tag_of(bytes))))
+            .collect()
+    })
+}
+
+fn tag_of(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(bytes);
+    let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+    format!("\"{hex}\"")
+}
+
+fn content_type(path: &str) -> &'static str {
+    match path.rsplit_once('.').map(|(_, ext)| ext) {
+        Some("html") => "text/html; charset=utf-8",
+        Some("js") => "text/javascript; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        Some("svg") => "image/svg+xml",
+        Some("png") => "image/png",
+        Some("ico") => "image/x-icon",
+        Some("json" | "webmanifest") => "application/json",
+        Some("woff2") => "font/woff2",
+        _ => "application/octet-stream",
+    }
+}
+
+/// The compiled-in file names (for tests and the docs' size check).
+pub fn compiled_files() -> impl Iterator<Item = (&'static str, usize)> {
+    FILES.iter().map(|(name, bytes)| (*name, bytes.len()))
+}

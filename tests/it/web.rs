@@ -1,0 +1,397 @@
+//! The web client's server side: its pages and files, signing in with the login form, the
+//! session cookie and the CSRF check on `/json/...`, the person's sessions, and that no cookie
+//! value reaches the log or the dump.
+
+use crate::support::{Creds, Server};
+use chronicle::http::webclient::CONTENT_SECURITY_POLICY;
+use reqwest::header::HeaderMap;
+use reqwest::{Client, Method, StatusCode};
+use serde_json::{json, Value};
+
+/// A browser's view of the server: its cookies, sent back as a browser would.
+struct Browser {
+    client: Client,
+    url: String,
+    session: Option<String>,
+    csrf: Option<String>,
+    agent: &'static str,
+}
+
+impl Browser {
+    fn new(server: &Server, agent: &'static str) -> Browser {
+        Browser {
+            client: Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+            url: server.url.clone(),
+            session: None,
+            csrf: None,
+            agent,
+        }
+    }
+
+    /// Posts the login form from `origin`; returns the status, the headers and where it leads.
+    async fn login(&mut self, email: &str, password: &str, origin: &str) -> (HeaderMap, String) {
+        let resp = self
+            .client
+            .post(format!("{}/login/", self.url))
+            .header("Origin", origin)
+            .header("User-Agent", self.agent)
+            .form(&[("username", email), ("password", password)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::SEE_OTHER);
+        let headers = resp.headers().clone();
+        for cookie in headers.get_all("set-cookie") {
+            let cookie = cookie.to_str().unwrap();
+            let (pair, _) = cookie.split_once(';').unwrap();
+            let (name, value) = pair.split_once('=').unwrap();
+            match name {
+                "sessionid" => self.session = Some(value.to_owned()),
+                "csrftoken" => self.csrf = Some(value.to_owned()),
+                other => panic!("unexpected cookie {other}"),
+            }
+        }
+        let location = headers["location"].to_str().unwrap().to_owned();
+        (headers, location)
+    }
+
+    /// A request with the session cookie and, when `csrf`, the token header.
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        params: &[(&str, &str)],
+        csrf: Option<&str>,
+    ) -> (StatusCode, HeaderMap, String) {
+        let mut req = self
+            .client
+            .request(method.clone(), format!("{}{path}", self.url));
+        req = if method == Method::GET {
+            req.query(params)
+        } else {
+            req.form(params)
+        };
+        if let Some(session) = &self.session {
+            req = req.header("Cookie", format!("sessionid={session}"));
+        }
+        if let Some(token) = csrf {
+            req = req.header("X-CSRFToken", token);
+        }
+        let resp = req.send().await.unwrap();
+        let (status, headers) = (resp.status(), resp.headers().clone());
+        (status, headers, resp.text().await.unwrap())
+    }
+
+    /// A JSON request on the `/json` mirror, with the right CSRF token.
+    async fn json(
+        &self,
+        method: Method,
+        path: &str,
+        params: &[(&str, &str)],
+    ) -> (StatusCode, Value) {
+        let token = self.csrf.clone();
+        let (status, _, body) = self.call(method, path, params, token.as_deref()).await;
+        (status, serde_json::from_str(&body).unwrap())
+    }
+}
+
+fn csrf_error(reason: &str) -> Value {
+    json!({"result": "error", "msg": format!("CSRF error: {reason}"), "code": "CSRF_FAILED",
+           "reason": reason})
+}
+
+async fn message_count(server: &Server, creds: &Creds) -> usize {
+    let (_, body) = server
+        .api(Some(creds))
+        .get(
+            "/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "100"),
+                ("num_after", "0"),
+            ],
+        )
+        .await;
+    body["messages"].as_array().unwrap().len()
+}
+
+#[tokio::test]
+async fn the_login_form_starts_a_session_that_guards_writes_and_survives_a_restart() {
+    let server = Server::start();
+    let (_, alice) = server.create_member("alice@example.com", "Alice").await;
+    let mut browser = Browser::new(&server, "TestBrowser/1.0 (first)");
+
+    // Signed out, the app leads to the login page; both carry the strict policy.
+    let (status, headers, _) = browser.call(Method::GET, "/", &[], None).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    assert_eq!(headers["location"], "/login/");
+    let (status, headers, page) = browser.call(Method::GET, "/login/", &[], None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["content-security-policy"], CONTENT_SECURITY_POLICY);
+    assert_eq!(headers["x-frame-options"], "DENY");
+    assert!(page.contains("action=\"/login/\""), "{page}");
+
+    // A form posted by another site, and a wrong password, sign nobody in.
+    let (headers, to) = browser
+        .login("alice@example.com", "password123", "http://evil.example")
+        .await;
+    assert_eq!(to, "/login/?error=origin");
+    assert!(headers.get("set-cookie").is_none());
+    let (_, to) = browser
+        .login("alice@example.com", "wrong", &server.url)
+        .await;
+    assert_eq!(to, "/login/?error=invalid");
+    assert!(browser.session.is_none());
+
+    let (headers, to) = browser
+        .login("alice@example.com", "password123", &server.url)
+        .await;
+    assert_eq!(to, "/");
+    let cookies: Vec<&str> = headers
+        .get_all("set-cookie")
+        .iter()
+        .map(|c| c.to_str().unwrap())
+        .collect();
+    let session_cookie = cookies
+        .iter()
+        .find(|c| c.starts_with("sessionid="))
+        .unwrap();
+    assert!(
+        session_cookie.ends_with("; Path=/; Max-Age=1209600; HttpOnly; SameSite=Lax"),
+        "{session_cookie}"
+    );
+    let csrf_cookie = cookies
+        .iter()
+        .find(|c| c.starts_with("csrftoken="))
+        .unwrap();
+    assert!(!csrf_cookie.contains("HttpOnly") && csrf_cookie.contains("SameSite=Strict"));
+    let (status, _, _) = browser.call(Method::GET, "/", &[], None).await;
+    assert_eq!(status, StatusCode::OK);
+
+    // Reads need the session; writes need the session and its token.
+    let (status, me) = browser.json(Method::GET, "/json/users/me", &[]).await;
+    assert_eq!(
+        (status, me["email"].as_str()),
+        (StatusCode::OK, Some("alice@example.com"))
+    );
+    let send = [
+        ("type", "direct"),
+        ("to", "[\"alice@example.com\"]"),
+        ("content", "from the browser"),
+    ];
+    let (status, _, body) = browser
+        .call(Method::POST, "/json/messages", &send, None)
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap(),
+        csrf_error("CSRF token missing.")
+    );
+    let wrong = "A".repeat(32);
+    let (status, _, body) = browser
+        .call(Method::POST, "/json/messages", &send, Some(&wrong))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap(),
+        csrf_error("CSRF token incorrect.")
+    );
+    assert_eq!(message_count(&server, &alice).await, 0);
+    let (status, sent) = browser.json(Method::POST, "/json/messages", &send).await;
+    assert_eq!(status, StatusCode::OK, "{sent}");
+    assert_eq!(message_count(&server, &alice).await, 1);
+
+    // The cookie opens nothing else: not the API, not with a forged MAC, not without it.
+    let (status, headers, _) = browser
+        .call(Method::GET, "/api/v1/users/me", &[], None)
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(headers["www-authenticate"], "Basic realm=\"zulip\"");
+    let mut forged = Browser::new(&server, "forger");
+    let id = browser
+        .session
+        .as_deref()
+        .unwrap()
+        .split_once('.')
+        .unwrap()
+        .0;
+    forged.session = Some(format!("{id}.{}", "B".repeat(32)));
+    let (status, headers, body) = forged.call(Method::GET, "/json/users/me", &[], None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    assert_eq!(headers["www-authenticate"], "Session realm=\"zulip\"");
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap(),
+        json!({"result": "error", "code": "UNAUTHORIZED",
+               "msg": "Not logged in: API authentication or user session required"})
+    );
+
+    // Neither cookie's value is in the log or the dump; the session's id and browser are.
+    let owner = server.api(Some(&server.owner()));
+    let (_, dump) = owner.get("/admin/projections", &[]).await;
+    let (_, events) = owner
+        .get("/admin/events", &[("type", "SessionStarted")])
+        .await;
+    let mac = browser
+        .session
+        .as_deref()
+        .unwrap()
+        .split_once('.')
+        .unwrap()
+        .1;
+    for text in [dump.to_string(), events.to_string()] {
+        assert!(!text.contains(mac) && !text.contains(browser.csrf.as_deref().unwrap()));
+    }
+    assert_eq!(
+        dump["projections"]["sessions"][id]["client"],
+        "TestBrowser/1.0 (first)"
+    );
+    assert_eq!(events["events"].as_array().unwrap().len(), 1);
+    assert!(events["events"][0].to_string().contains(id), "{events}");
+
+    // The session outlives a restart.
+    let server = server.stop().restart();
+    browser.url = server.url.clone();
+    let (status, me) = browser.json(Method::GET, "/json/users/me", &[]).await;
+    assert_eq!(
+        (status, me["full_name"].as_str()),
+        (StatusCode::OK, Some("Alice"))
+    );
+}
+
+#[tokio::test]
+async fn sessions_are_listed_ended_one_by_one_and_die_with_the_account() {
+    let server = Server::start_with(&["--external-url", "https://chat.example.com"]);
+    let (alice_id, _) = server.create_member("alice@example.com", "Alice").await;
+    let mut laptop = Browser::new(&server, "Laptop");
+    let mut phone = Browser::new(&server, "Phone");
+    let (headers, _) = laptop
+        .login(
+            "alice@example.com",
+            "password123",
+            "https://chat.example.com",
+        )
+        .await;
+    // Under an https address, both cookies travel only over https.
+    for cookie in headers.get_all("set-cookie") {
+        assert!(cookie.to_str().unwrap().ends_with("; Secure"), "{cookie:?}");
+    }
+    phone
+        .login("alice@example.com", "password123", &server.url)
+        .await;
+
+    let (status, listed) = laptop.json(Method::GET, "/json/sessions", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let sessions = listed["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2);
+    // Newest first.
+    assert_eq!(sessions[0]["client"], "Phone");
+    assert_eq!(sessions[0]["current"], false);
+    assert_eq!(sessions[1]["client"], "Laptop");
+    assert_eq!(sessions[1]["current"], true);
+    let expires =
+        sessions[1]["expires"].as_i64().unwrap() - sessions[1]["started"].as_i64().unwrap();
+    assert_eq!(expires, 14 * 24 * 3600);
+
+    // The laptop ends the phone's session; the phone is signed out.
+    let phone_id = sessions[0]["id"].as_str().unwrap().to_owned();
+    let (status, body) = laptop
+        .json(Method::DELETE, &format!("/json/sessions/{phone_id}"), &[])
+        .await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::OK, json!({"result": "success", "msg": ""}))
+    );
+    let (status, _) = phone.json(Method::GET, "/json/users/me", &[]).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, body) = laptop
+        .json(Method::DELETE, &format!("/json/sessions/{phone_id}"), &[])
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["msg"], "No such session");
+
+    // Someone else's session cannot be ended by id.
+    let (_, _) = server.create_member("bob@example.com", "Bob").await;
+    let mut bob = Browser::new(&server, "Bob's");
+    bob.login("bob@example.com", "password123", &server.url)
+        .await;
+    let (_, listed) = laptop.json(Method::GET, "/json/sessions", &[]).await;
+    let laptop_id = listed["sessions"][0]["id"].as_str().unwrap().to_owned();
+    let (status, _) = bob
+        .json(Method::DELETE, &format!("/json/sessions/{laptop_id}"), &[])
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    // Logging out ends the session and clears both cookies.
+    let (status, headers, _) = bob
+        .call(Method::POST, "/json/logout", &[], bob.csrf.as_deref())
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let cleared: Vec<&str> = headers
+        .get_all("set-cookie")
+        .iter()
+        .map(|c| c.to_str().unwrap())
+        .collect();
+    assert!(cleared
+        .iter()
+        .any(|c| c.starts_with("sessionid=; Path=/; Max-Age=0; HttpOnly")));
+    assert!(cleared
+        .iter()
+        .any(|c| c.starts_with("csrftoken=; Path=/; Max-Age=0")));
+    let (status, headers, _) = bob.call(Method::GET, "/", &[], None).await;
+    assert_eq!(
+        (status, &headers["location"]),
+        (StatusCode::SEE_OTHER, &"/login/".parse().unwrap())
+    );
+
+    // A deactivated account is signed out everywhere, for good.
+    let owner = server.api(Some(&server.owner()));
+    let (status, _) = owner.delete(&format!("/users/{alice_id}"), &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, dump) = owner
+        .get("/admin/projections", &[("only", "sessions")])
+        .await;
+    assert!(!dump.to_string().contains("Laptop"), "{dump}");
+    let (status, _) = owner
+        .post(&format!("/users/{alice_id}/reactivate"), &[])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = laptop.json(Method::GET, "/json/users/me", &[]).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (_, to) = laptop
+        .login("alice@example.com", "password123", &server.url)
+        .await;
+    assert_eq!(to, "/");
+}
+
+#[tokio::test]
+async fn the_client_files_are_served_with_their_tags_and_nothing_else_is() {
+    let server = Server::start();
+    let browser = Browser::new(&server, "files");
+    let (status, headers, body) = browser
+        .call(Method::GET, "/static/web/js/app.js", &[], None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(headers["content-type"], "text/javascript; charset=utf-8");
+    assert_eq!(headers["content-security-policy"], CONTENT_SECURITY_POLICY);
+    assert!(body.contains("import"), "app.js is a module");
+    let etag = headers["etag"].to_str().unwrap().to_owned();
+    let resp = browser
+        .client
+        .get(format!("{}/static/web/js/app.js", server.url))
+        .header("If-None-Match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::NOT_MODIFIED);
+    for missing in [
+        "/static/web/nope.js",
+        "/static/web/../../Cargo.toml",
+        "/static/web/",
+    ] {
+        let (status, _, _) = browser.call(Method::GET, missing, &[], None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{missing}");
+    }
+}
