@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: Rust unit and integration tests, the Zulip client compatibility suite
-# (in a Python venv it creates, with zulip-term in tmux and the audit page in headless
-# Chromium, and the cluster mode on three NATS servers), and a quick benchmark smoke run. Works
-# on a fresh machine.
+# (in a Python venv it creates, with zulip-term in tmux, the audit page and the web client in
+# headless Chromium, and the cluster mode on three NATS servers), and a quick benchmark smoke
+# run. Works on a fresh machine. The web client's screenshots stay in
+# target/web-client-screenshots/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 logs=$(mktemp -d)
@@ -29,12 +30,15 @@ if ! command -v tmux >/dev/null 2>&1; then
         echo "tmux is missing and this user cannot install it: the zulip-term test will be skipped"
     fi
 fi
-# The audit page is checked in headless Chromium (Debian's package).
-if ! command -v chromium >/dev/null 2>&1; then
+# The audit page and the web client are checked in headless Chromium, the web client driven by
+# Selenium through ChromeDriver (Debian's packages, one version), with an emoji font so that
+# the screenshots show emoji.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1 \
+    || [ ! -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ]; then
     if [ "$(id -u)" = 0 ]; then
-        (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null
+        (apt-get update -qq && apt-get install -y -qq chromium chromium-driver fonts-noto-color-emoji) >/dev/null
     else
-        echo "chromium is missing and this user cannot install it: the audit page test will be skipped"
+        echo "chromium or chromedriver is missing and this user cannot install them: the browser tests will be skipped"
     fi
 fi
 CHRONICLE_BIN="$PWD/target/debug/chronicle" .venv/bin/python -m pytest -q tests/compat 2>&1 \

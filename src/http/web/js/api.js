@@ -1,0 +1,75 @@
+// The one way the client talks to the server: /json/* with the session cookie, the CSRF
+// header on every write, Zulip's form encoding, and errors turned into ApiError.
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    super((body && body.msg) || (status ? `Server error (${status})` : "The server cannot be reached"));
+    this.status = status;
+    this.code = (body && body.code) || (status ? "HTTP_" + status : "NETWORK");
+    this.body = body || {};
+  }
+  // The server is away or overloaded, so trying again later makes sense.
+  get transient() {
+    return this.status === 0 || this.status >= 500 || this.status === 429;
+  }
+}
+
+function csrfToken() {
+  const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]*)/);
+  return match ? decodeURIComponent(match[1]) : "";
+}
+
+// Zulip takes list and object parameters (narrow, to, subscriptions…) as JSON text.
+export function encode(params = {}) {
+  const out = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    if (value === undefined) continue;
+    out.append(key, typeof value === "object" && value !== null ? JSON.stringify(value) : String(value));
+  }
+  return out;
+}
+
+export async function api(method, path, params, { signal } = {}) {
+  const init = { method, credentials: "same-origin", headers: {}, signal };
+  let url = "/json/" + path;
+  if (method === "GET" || method === "HEAD") {
+    const query = encode(params).toString();
+    if (query) url += "?" + query;
+  } else {
+    init.headers["X-CSRFToken"] = csrfToken();
+    if (params instanceof FormData) init.body = params;
+    else if (params) init.body = encode(params);
+  }
+  return send(url, init);
+}
+
+async function send(url, init) {
+  let response;
+  try {
+    response = await fetch(url, init);
+  } catch (error) {
+    if (error.name === "AbortError") throw error;
+    throw new ApiError(0, null);
+  }
+  const body = await response.json().catch(() => null);
+  if (response.status === 401) {
+    // The session is gone (expired, ended elsewhere): the only way on is to log in again.
+    location.assign("/login/");
+    throw new ApiError(401, body);
+  }
+  if (!response.ok || !body || body.result !== "success") throw new ApiError(response.status, body);
+  return body;
+}
+
+export function uploadFile(file) {
+  const form = new FormData();
+  form.append("file", file, file.name);
+  return api("POST", "user_uploads", form);
+}
+
+// Static JSON from the same origin (the emoji data), no session semantics needed.
+export async function getJson(url) {
+  const response = await fetch(url, { credentials: "same-origin" });
+  if (!response.ok) throw new ApiError(response.status, null);
+  return response.json();
+}

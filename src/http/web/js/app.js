@@ -1,0 +1,155 @@
+// Start-up and wiring: register and fetch the first messages in parallel, draw, then follow the
+// event queue. The views read the state; this module decides when they redraw.
+
+// First: it starts the requests the first screen waits for.
+import { firstNarrow, firstPage, firstRegistration } from "./start.js";
+import { api } from "./api.js";
+import { $ } from "./dom.js";
+import { state, load, apply } from "./state.js";
+import * as narrows from "./narrow.js";
+import { ui } from "./ui.js";
+import { registerUntilDone, poll } from "./events.js";
+import * as messages from "./messages.js";
+import * as sidebar from "./sidebar.js";
+import * as users from "./users.js";
+import * as compose from "./compose.js";
+import * as typing from "./typing.js";
+import * as emoji from "./emoji.js";
+import * as channels from "./channels.js";
+import * as settings from "./settings.js";
+import * as narrowbar from "./narrowbar.js";
+import * as keys from "./keys.js";
+import * as notify from "./notify.js";
+
+let typingExpiryMs = 15000;
+
+function refresh({ people = true } = {}) {
+  sidebar.render();
+  if (people) users.render();
+  narrowbar.render();
+  compose.refresh();
+  typing.render();
+  channels.refresh();
+}
+
+function navigate(narrow) {
+  ui.narrow = narrow;
+  const searching = narrow.some((t) => ["search", "sender", "has"].includes(t.operator)) || narrow.length > 2;
+  $("search").value = searching ? narrows.toSearchText(narrow) : "";
+  closePanels();
+  compose.followNarrow(narrow);
+  refresh();
+  return messages.open(narrow);
+}
+
+function onEvents(events) {
+  for (const ev of events) {
+    apply(ev);
+    messages.onEvent(ev);
+    if (ev.type === "typing") typing.onTyping(ev, typingExpiryMs);
+    if (ev.type === "message") notify.onMessage(ev);
+  }
+  refresh();
+}
+
+async function reload(reg) {
+  load(reg);
+  refresh();
+  await messages.open(ui.narrow);
+}
+
+// ---- panels (phones and narrow windows) --------------------------------------------------------
+
+function togglePanel(side) {
+  const open = !document.body.classList.contains(`show-${side}`);
+  closePanels();
+  document.body.classList.toggle(`show-${side}`, open);
+  $(`toggle-${side}`).setAttribute("aria-expanded", String(open));
+  $("scrim").hidden = !open;
+  if (open) $(side).querySelector("a, button, input")?.focus();
+}
+
+function closePanels() {
+  const wasOpen = ["left", "right"].some((side) => document.body.classList.contains(`show-${side}`));
+  for (const side of ["left", "right"]) {
+    document.body.classList.remove(`show-${side}`);
+    $(`toggle-${side}`).setAttribute("aria-expanded", "false");
+  }
+  $("scrim").hidden = true;
+  return wasOpen;
+}
+
+// ---- presence ----------------------------------------------------------------------------------
+
+async function ping() {
+  try {
+    const answer = await api("POST", "users/me/presence", {
+      status: document.hidden ? "idle" : "active", ping_only: false, new_user_input: !document.hidden, slim_presence: true,
+    });
+    for (const [id, p] of Object.entries(answer.presences || {})) state.presence.set(Number(id), p);
+    users.render();
+    sidebar.render();
+  } catch {
+    // The event loop shows when the server is away; presence just waits for the next ping.
+  }
+}
+
+// ---- start ---------------------------------------------------------------------------------------
+
+function wire() {
+  messages.setup();
+  compose.setup();
+  emoji.setup();
+  channels.setup();
+  settings.setup();
+  users.setup();
+  keys.setup({ closePanels });
+  Object.assign(ui, {
+    go: (narrow) => {
+      const hash = narrows.toHash(narrow);
+      if (hash === narrows.toHash(ui.narrow) && location.hash === hash) return;
+      location.hash = hash;
+    },
+    refresh,
+    reply: compose.reply,
+    pickEmoji: emoji.open,
+  });
+  addEventListener("hashchange", () => navigate(narrows.fromHash(location.hash)));
+  $("search-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    ui.go(narrows.parseSearch($("search").value.trim()));
+    $("search").blur();
+  });
+  $("logout").addEventListener("click", settings.logout);
+  $("settings-logout").addEventListener("click", settings.logout);
+  $("open-settings").addEventListener("click", settings.open);
+  $("toggle-left").addEventListener("click", () => togglePanel("left"));
+  $("toggle-right").addEventListener("click", () => togglePanel("right"));
+  $("scrim").addEventListener("click", closePanels);
+  for (const button of document.querySelectorAll("dialog .close")) button.addEventListener("click", () => button.closest("dialog").close());
+  // On phones a chosen conversation replaces the open panel.
+  $("left").addEventListener("click", (e) => { if (e.target.closest("a")) closePanels(); });
+  $("right").addEventListener("click", (e) => { if (e.target.closest("a")) closePanels(); });
+}
+
+async function main() {
+  wire();
+  const narrow = firstNarrow;
+  const reg = await registerUntilDone(firstRegistration);
+  load(reg);
+  typingExpiryMs = reg.server_typing_started_expiry_period_milliseconds || typingExpiryMs;
+  ui.narrow = narrow;
+  compose.followNarrow(narrow);
+  refresh({ people: false });
+  await messages.open(narrow, firstPage);
+  // The first usable screen: what scripts/web-first-screen.py measures from the login. The
+  // people list (a thousand entries in a large organization) is drawn right after it.
+  performance.mark("chronicle-first-screen");
+  users.render();
+  messages.catchUp(reg.max_message_id);
+  ping();
+  setInterval(ping, state.pingEvery * 1000);
+  poll(reg, { onEvents, onReload: reload });
+}
+
+main();

@@ -1,0 +1,19 @@
+// The form posts by itself; this module only explains a failed attempt and places the cursor.
+// Messages are fixed per code: the query string is never shown, so a crafted link cannot put
+// its own words on the page.
+const MESSAGES = {
+  invalid: "Wrong email or password. Please try again.",
+  deactivated: "This account has been deactivated.",
+  rate_limited: "Too many attempts. Please wait a minute and try again.",
+  origin: "That login request came from another site and was refused. Please log in here.",
+  missing: "Please enter both your email and your password.",
+};
+
+const code = new URLSearchParams(location.search).get("error");
+const box = document.getElementById("login-error");
+if (code) {
+  box.textContent = MESSAGES[code] || "Login failed. Please try again.";
+  box.hidden = false;
+}
+const target = code === "invalid" ? "password" : "username";
+document.getElementById(target).focus();

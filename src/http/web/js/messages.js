@@ -1,0 +1,391 @@
+// The middle column: the messages of the open narrow, oldest at the top. Pages of 50 are
+// fetched from the newest end, older ones as the reader scrolls up. Messages in view are
+// marked read in batches.
+
+import { api } from "./api.js";
+import { $, el, clear, toast } from "./dom.js";
+import { state, markRead, messageDmKey, dmTitle } from "./state.js";
+import * as narrows from "./narrow.js";
+import { setMessageHtml } from "./sanitize.js";
+import { shortTime, longTime, isoTime } from "./time.js";
+import { ui } from "./ui.js";
+import { reactionButtons, toggleReaction } from "./reactions.js";
+
+let view = fresh([]);
+let generation = 0;
+const editing = new Set();
+
+function fresh(narrow) {
+  return { narrow, messages: [], foundOldest: false, foundNewest: false, loading: false };
+}
+
+const scroller = () => $("messages");
+const list = () => $("message-list");
+
+export const current = () => view.messages;
+export const selected = () => view.messages.find((m) => m.id === Number(document.activeElement?.closest?.(".msg")?.dataset.id));
+
+// Open a narrow. `firstPage` is an already started fetch (the first screen starts it beside
+// /register).
+export async function open(narrow, firstPage) {
+  const mine = ++generation;
+  view = fresh(narrow);
+  clear(list()).append(el("p", { class: "empty", text: "Loading…" }));
+  try {
+    const page = await (firstPage || narrows.fetchPage(narrow, "newest"));
+    if (mine !== generation) return;
+    take(page, true);
+    renderAll();
+    scroller().scrollTop = scroller().scrollHeight;
+    fillViewport();
+  } catch (error) {
+    if (mine !== generation) return;
+    clear(list()).append(el("p", { class: "empty", text: `Could not load messages: ${error.message}` }));
+  }
+}
+
+function take(page, newest) {
+  view.foundOldest = page.found_oldest;
+  if (newest) view.foundNewest = page.found_newest;
+  const known = new Set(view.messages.map((m) => m.id));
+  view.messages = [...page.messages.filter((m) => !known.has(m.id)), ...view.messages].sort((a, b) => a.id - b.id);
+}
+
+async function loadOlder() {
+  if (view.loading || view.foundOldest || !view.messages.length) return;
+  view.loading = true;
+  const mine = generation;
+  try {
+    const page = await narrows.fetchPage(view.narrow, view.messages[0].id);
+    if (mine !== generation) return;
+    const fromBottom = scroller().scrollHeight - scroller().scrollTop;
+    take(page, false);
+    renderAll();
+    scroller().scrollTop = scroller().scrollHeight - fromBottom;
+  } catch (error) {
+    toast(`Could not load older messages: ${error.message}`);
+  } finally {
+    view.loading = false;
+  }
+  fillViewport();
+}
+
+// A short first page leaves no scrollbar, so no scroll event would ever ask for more.
+function fillViewport() {
+  if (scroller().scrollHeight <= scroller().clientHeight + 10) loadOlder();
+}
+
+export function setup() {
+  scroller().addEventListener("scroll", () => { if (scroller().scrollTop < 400) loadOlder(); }, { passive: true });
+  document.addEventListener("visibilitychange", observeUnread);
+}
+
+// ---- rendering -------------------------------------------------------------------------------
+
+function groupKey(m) {
+  return m.type === "stream" ? `s${m.stream_id}:${m.subject.toLowerCase()}` : `d${messageDmKey(m)}`;
+}
+
+function renderAll() {
+  observer.disconnect();
+  clear(list());
+  if (!view.messages.length) {
+    list().append(el("p", { class: "empty", text: view.foundOldest ? "No messages here yet." : "Loading…" }));
+    return;
+  }
+  if (view.foundOldest) list().append(el("p", { class: "history-start", text: "No older messages" }));
+  let prev = null;
+  for (const m of view.messages) { appendRow(m, prev); prev = m; }
+  observeUnread();
+}
+
+function appendRow(m, prev) {
+  let group = list().lastElementChild;
+  if (!prev || !group?.classList.contains("group") || group.dataset.key !== groupKey(m)) {
+    group = groupElement(m);
+    list().append(group);
+    prev = null;
+  }
+  group.append(row(m, prev));
+}
+
+function groupElement(m) {
+  const head = el("h3", { class: "group-head" });
+  if (m.type === "stream") {
+    const name = state.streams.get(m.stream_id)?.name || m.display_recipient;
+    head.append(
+      el("a", { href: narrows.toHash(narrows.channel(m.stream_id)), text: `#${name}`, class: "group-channel" }),
+      el("span", { class: "chevron", text: "›", attrs: { "aria-hidden": "true" } }),
+      el("a", { href: narrows.toHash(narrows.topic(m.stream_id, m.subject)), text: m.subject || "(no topic)" }),
+    );
+  } else {
+    const key = messageDmKey(m);
+    head.append(el("a", { href: narrows.toHash(narrows.dm(key)), text: `Direct message with ${dmTitle(key)}` }));
+  }
+  return el("section", { class: "group", dataset: { key: groupKey(m) } }, head);
+}
+
+function row(m, prev) {
+  const continued = prev && prev.sender_id === m.sender_id && m.timestamp - prev.timestamp < 600;
+  const classes = ["msg", continued && "continued", state.unread.has(m.id) && "unread",
+    (m.flags || []).some((f) => f.endsWith("mentioned")) && "mentioned"].filter(Boolean).join(" ");
+  const article = el("article", { class: classes, dataset: { id: m.id }, attrs: { tabindex: "-1", "aria-label": `${m.sender_full_name}, ${longTime(m.timestamp)}` } });
+  article.append(
+    continued ? el("span", { class: "gutter-time", text: shortTime(m.timestamp), attrs: { "aria-hidden": "true" } })
+      : el("img", { class: "avatar", src: state.users.get(m.sender_id)?.avatar_url || m.avatar_url, alt: "", width: 36, height: 36, loading: "lazy" }),
+    el("div", { class: "msg-main" }, continued ? null : meta(m), body(m), reactionButtons(m)),
+    actions(m),
+  );
+  return article;
+}
+
+function meta(m) {
+  return el("div", { class: "msg-meta" },
+    el("span", { class: "sender", text: state.users.get(m.sender_id)?.full_name || m.sender_full_name }),
+    el("time", { text: shortTime(m.timestamp), attrs: { datetime: isoTime(m.timestamp), title: longTime(m.timestamp) } }));
+}
+
+function body(m) {
+  const content = el("div", { class: "content rendered" });
+  setMessageHtml(content, m.content);
+  const marks = markers(m);
+  // Inside the last paragraph, so the marker reads as the end of the text, not a line of its own.
+  const last = content.lastElementChild?.tagName === "P" ? content.lastElementChild : content;
+  if (marks) last.append(el("span", { class: "edit-marker", text: marks }));
+  return content;
+}
+
+// "(edited)" for content changes, "(moved)" for a new channel or topic; the history when the
+// server sends one, else the two timestamps.
+function markers(m) {
+  let edited = Boolean(m.last_edit_timestamp);
+  let moved = Boolean(m.last_moved_timestamp);
+  if (m.edit_history) {
+    edited = m.edit_history.some((h) => "prev_content" in h || "prev_rendered_content" in h);
+    moved = m.edit_history.some((h) => "prev_topic" in h || "prev_stream" in h || "prev_subject" in h);
+  }
+  return [edited && "(edited)", moved && "(moved)"].filter(Boolean).join(" ");
+}
+
+function actions(m) {
+  const starred = state.starred.has(m.id);
+  const bar = el("div", { class: "msg-actions" },
+    el("button", { type: "button", class: "icon-btn", text: "☺", attrs: { "aria-label": "Add reaction", title: "Add reaction" },
+      on: { click: (e) => ui.pickEmoji(e.currentTarget, (name) => toggleReaction(m, name, true)) } }),
+    el("button", { type: "button", class: "icon-btn", text: "↩", attrs: { "aria-label": "Reply", title: "Reply" }, on: { click: () => ui.reply(m) } }),
+    el("button", { type: "button", class: `icon-btn${starred ? " on" : ""}`, text: starred ? "★" : "☆",
+      attrs: { "aria-label": starred ? "Unstar" : "Star", "aria-pressed": String(starred), title: starred ? "Unstar" : "Star" }, on: { click: () => star(m) } }),
+  );
+  if (m.sender_id === state.me.user_id) {
+    bar.append(el("button", { type: "button", class: "icon-btn", text: "✎", attrs: { "aria-label": "Edit", title: "Edit" }, on: { click: () => edit(m) } }));
+  }
+  return bar;
+}
+
+function rerender(id) {
+  if (editing.has(id)) return;
+  const index = view.messages.findIndex((m) => m.id === id);
+  const old = list().querySelector(`.msg[data-id="${id}"]`);
+  if (index < 0 || !old) return;
+  const prev = old.previousElementSibling?.classList.contains("msg") ? view.messages[index - 1] : null;
+  const fresh = row(view.messages[index], prev);
+  const hadFocus = old.contains(document.activeElement);
+  old.replaceWith(fresh);
+  if (hadFocus) fresh.focus();
+  if (state.unread.has(id)) observer.observe(fresh);
+}
+
+// ---- actions -----------------------------------------------------------------------------------
+
+async function star(m) {
+  const on = !state.starred.has(m.id);
+  try {
+    await api("POST", "messages/flags", { messages: [m.id], op: on ? "add" : "remove", flag: "starred" });
+  } catch (error) {
+    toast(`Could not ${on ? "star" : "unstar"}: ${error.message}`);
+  }
+}
+
+async function edit(m) {
+  let raw;
+  try {
+    raw = (await api("GET", `messages/${m.id}`, { apply_markdown: false })).message.content;
+  } catch (error) {
+    toast(`Could not load the message: ${error.message}`);
+    return;
+  }
+  const node = list().querySelector(`.msg[data-id="${m.id}"] .content`);
+  if (!node) return;
+  editing.add(m.id);
+  const area = el("textarea", { class: "edit-area", value: raw, attrs: { "aria-label": "Edit message", rows: 3 } });
+  const done = () => { editing.delete(m.id); rerender(m.id); };
+  const save = async () => {
+    try {
+      if (area.value.trim() && area.value !== raw) await api("PATCH", `messages/${m.id}`, { content: area.value });
+      done();
+    } catch (error) {
+      toast(`Could not save: ${error.message}`);
+    }
+  };
+  area.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); save(); }
+    if (e.key === "Escape") { e.stopPropagation(); done(); }
+  });
+  node.replaceWith(el("div", { class: "edit-box" }, area, el("div", { class: "edit-buttons" },
+    el("button", { type: "button", text: "Cancel", on: { click: done } }),
+    el("button", { type: "button", class: "primary", text: "Save", on: { click: save } }))));
+  area.focus();
+}
+
+// ---- reading ---------------------------------------------------------------------------------
+
+const pendingRead = new Set();
+let readTimer = 0;
+
+const observer = new IntersectionObserver((entries) => {
+  if (document.visibilityState !== "visible") return;
+  for (const entry of entries) {
+    if (!entry.isIntersecting) continue;
+    const id = Number(entry.target.dataset.id);
+    observer.unobserve(entry.target);
+    if (state.unread.has(id)) pendingRead.add(id);
+  }
+  if (pendingRead.size && !readTimer) readTimer = setTimeout(flushRead, 250);
+}, { root: null, threshold: 0.5 });
+
+function observeUnread() {
+  if (document.visibilityState !== "visible") return;
+  for (const node of list().querySelectorAll(".msg.unread")) {
+    if (!state.unread.has(Number(node.dataset.id))) continue;
+    observer.unobserve(node);
+    observer.observe(node);
+  }
+}
+
+async function flushRead() {
+  readTimer = 0;
+  const ids = [...pendingRead];
+  pendingRead.clear();
+  markRead(ids);  // counts drop at once; the server's event confirms it later
+  for (const id of ids) list().querySelector(`.msg[data-id="${id}"]`)?.classList.remove("unread");
+  ui.refresh();
+  try {
+    await api("POST", "messages/flags", { messages: ids, op: "add", flag: "read" });
+  } catch (error) {
+    toast(`Could not mark messages as read: ${error.message}`);
+  }
+}
+
+// ---- events ------------------------------------------------------------------------------------
+
+function nearBottom() {
+  const s = scroller();
+  return s.scrollHeight - s.scrollTop - s.clientHeight < 120;
+}
+
+const byId = (id) => view.messages.find((m) => m.id === id);
+
+export function onEvent(ev) {
+  switch (ev.type) {
+    case "message": return onMessage(ev);
+    case "update_message": return onUpdate(ev);
+    case "delete_message": return onDelete(ev.message_ids || [ev.message_id]);
+    case "reaction": return onReaction(ev);
+    case "update_message_flags": return onFlags(ev);
+    case "realm_user": if (ev.op === "update") renderKeepingScroll(); return;
+    default: return;
+  }
+}
+
+function onMessage(ev) {
+  const m = ev.message;
+  if (!view.foundNewest || !narrows.matches(view.narrow, m) || byId(m.id)) return;
+  const stick = nearBottom() || m.sender_id === state.me.user_id;
+  if (!view.messages.length) { view.messages.push(m); renderAll(); } else {
+    const prev = view.messages[view.messages.length - 1];
+    view.messages.push(m);
+    list().querySelector(".empty")?.remove();
+    appendRow(m, prev);
+    if (state.unread.has(m.id)) observer.observe(list().querySelector(`.msg[data-id="${m.id}"]`));
+  }
+  if (stick) scroller().scrollTop = scroller().scrollHeight;
+}
+
+function onUpdate(ev) {
+  const ids = ev.message_ids || [ev.message_id];
+  let relocated = false;
+  for (const id of ids) {
+    const m = byId(id);
+    if (!m) continue;
+    if (id === ev.message_id && ev.rendered_content !== undefined) {
+      m.content = ev.rendered_content;
+      m.last_edit_timestamp = ev.edit_timestamp;
+      m.edit_history = undefined;  // the timestamps say it now
+    }
+    if (ev.new_stream_id !== undefined || (ev.subject !== undefined && ev.orig_subject !== undefined)) {
+      if (ev.new_stream_id !== undefined) { m.stream_id = ev.new_stream_id; m.display_recipient = state.streams.get(ev.new_stream_id)?.name; }
+      if (ev.subject !== undefined) m.subject = ev.subject;
+      m.last_moved_timestamp = ev.edit_timestamp;
+      m.edit_history = undefined;
+      relocated = true;
+    }
+  }
+  if (relocated) {
+    // Moved out of this channel or topic: it leaves the list (search narrows cannot tell).
+    view.messages = view.messages.filter((m) => !ids.includes(m.id) || hasSearch() || narrows.matches(view.narrow, m));
+    renderKeepingScroll();
+  } else {
+    for (const id of ids) rerender(id);
+  }
+}
+
+const hasSearch = () => view.narrow.some((t) => ["search", "has"].includes(t.operator));
+
+function onDelete(ids) {
+  const gone = new Set(ids);
+  if (!view.messages.some((m) => gone.has(m.id))) return;
+  view.messages = view.messages.filter((m) => !gone.has(m.id));
+  renderKeepingScroll();
+}
+
+function onReaction(ev) {
+  const m = byId(ev.message_id);
+  if (!m) return;
+  m.reactions = m.reactions || [];
+  const same = (r) => r.user_id === ev.user_id && r.emoji_code === ev.emoji_code && r.reaction_type === ev.reaction_type;
+  if (ev.op === "add" && !m.reactions.some(same)) m.reactions.push({ emoji_name: ev.emoji_name, emoji_code: ev.emoji_code, reaction_type: ev.reaction_type, user_id: ev.user_id });
+  if (ev.op === "remove") m.reactions = m.reactions.filter((r) => !same(r));
+  rerender(m.id);
+}
+
+function onFlags(ev) {
+  const ids = ev.all ? view.messages.map((m) => m.id) : ev.messages;
+  for (const id of ids) {
+    const m = byId(id);
+    if (!m) continue;
+    m.flags = ev.op === "add" ? [...new Set([...(m.flags || []), ev.flag])] : (m.flags || []).filter((f) => f !== ev.flag);
+    if (ev.flag === "starred") rerender(id);
+    if (ev.flag === "read") list().querySelector(`.msg[data-id="${id}"]`)?.classList.toggle("unread", state.unread.has(id));
+  }
+}
+
+function renderKeepingScroll() {
+  const stick = nearBottom();
+  const top = scroller().scrollTop;
+  renderAll();
+  scroller().scrollTop = stick ? scroller().scrollHeight : top;
+}
+
+// The first page is fetched beside /register; a message sent between the two is in neither.
+export async function catchUp(maxId) {
+  const newest = view.messages[view.messages.length - 1]?.id ?? 0;
+  if (!view.foundNewest || newest >= maxId) return;
+  try {
+    const page = await api("GET", "messages", { anchor: newest, include_anchor: false, num_before: 0, num_after: 100, narrow: view.narrow, apply_markdown: true });
+    const known = new Set(view.messages.map((m) => m.id));
+    view.messages = [...view.messages, ...page.messages.filter((m) => !known.has(m.id))].sort((a, b) => a.id - b.id);
+    renderKeepingScroll();
+  } catch {
+    // The next event or narrow change shows them; nothing to tell the person.
+  }
+}

@@ -1,0 +1,129 @@
+// Narrows are Zulip's own: a list of {operator, operand}. This module names them, writes them
+// to and from the address (#narrow/...), decides whether a live message belongs in one, and
+// parses the search box; and fetches a narrow's messages a page at a time.
+
+import { api } from "./api.js";
+import { state, dmKey, dmTitle, messageDmKey } from "./state.js";
+
+export const find = (narrow, op) => narrow.find((term) => term.operator === op)?.operand;
+
+export function streamOf(narrow) {
+  const operand = find(narrow, "channel");
+  if (operand === undefined) return null;
+  if (typeof operand === "number") return operand;
+  const match = [...state.streams.values()].find((s) => s.name.toLowerCase() === String(operand).toLowerCase());
+  return match ? match.stream_id : null;
+}
+
+export const channel = (streamId) => [{ operator: "channel", operand: streamId }];
+export const topic = (streamId, name) => [...channel(streamId), { operator: "topic", operand: name }];
+export const dm = (key) => [{ operator: "dm", operand: key.split(",").map(Number) }];
+
+export function title(narrow) {
+  if (!narrow.length) return "All messages";
+  if (find(narrow, "search") !== undefined || narrow.length > 2 || find(narrow, "sender") || find(narrow, "has")) return "Search results";
+  const is = find(narrow, "is");
+  if (is === "starred") return "Starred messages";
+  if (is === "mentioned") return "Mentions";
+  if (is === "dm") return "Direct messages";
+  const dmIds = find(narrow, "dm");
+  if (dmIds) return dmTitle(dmKey(dmIds));
+  const sid = streamOf(narrow);
+  const name = state.streams.get(sid)?.name || find(narrow, "channel");
+  const t = find(narrow, "topic");
+  return t !== undefined ? `#${name} › ${t || "(no topic)"}` : `#${name}`;
+}
+
+// ---- address -------------------------------------------------------------------------------
+
+export function toHash(narrow) {
+  if (!narrow.length) return "#";
+  return "#narrow/" + narrow.map((t) => `${t.operator}/${encodeURIComponent(Array.isArray(t.operand) ? t.operand.join(",") : t.operand)}`).join("/");
+}
+
+export function fromHash(hash) {
+  const parts = hash.replace(/^#/, "").split("/");
+  if (parts[0] !== "narrow") return [];
+  const out = [];
+  for (let i = 1; i + 1 < parts.length; i += 2) {
+    const operator = parts[i];
+    let operand = decodeURIComponent(parts[i + 1]);
+    if (operator === "dm") operand = operand.split(",").map((part) => parseInt(part, 10));
+    // Our own links carry the id; Zulip-style ones "id-name".
+    else if ((operator === "channel" || operator === "stream") && /^\d+(-|$)/.test(operand)) operand = parseInt(operand, 10);
+    out.push({ operator: operator === "stream" ? "channel" : operator, operand });
+  }
+  return out;
+}
+
+// ---- live messages ---------------------------------------------------------------------------
+
+// Whether a message that just arrived belongs to the open narrow. Full-text search and `has:`
+// cannot be decided here, so such narrows take no live messages (the person searches again).
+export function matches(narrow, m) {
+  return narrow.every(({ operator, operand }) => {
+    switch (operator) {
+      case "channel": return m.type === "stream" && m.stream_id === streamOf([{ operator, operand }]);
+      case "topic": return m.type === "stream" && m.subject.toLowerCase() === String(operand).toLowerCase();
+      case "dm": return m.type === "private" && messageDmKey(m) === dmKey(operand);
+      case "sender": return m.sender_email.toLowerCase() === String(operand).toLowerCase();
+      case "is":
+        if (operand === "dm") return m.type === "private";
+        if (operand === "starred") return (m.flags || []).includes("starred");
+        if (operand === "mentioned") return (m.flags || []).some((f) => f === "mentioned" || f === "wildcard_mentioned");
+        return false;
+      default: return false;
+    }
+  });
+}
+
+// ---- search ------------------------------------------------------------------------------------
+
+const OPERATORS = new Set(["channel", "stream", "topic", "sender", "is", "has", "dm"]);
+
+// "channel:general topic:"big plans" is:starred hello" -> narrow terms; unknown words search.
+export function parseSearch(text) {
+  const terms = [];
+  const words = [];
+  for (const match of text.matchAll(/(?:(\w+):)?("([^"]*)"|\S+)/g)) {
+    const op = match[1]?.toLowerCase();
+    const value = match[3] ?? match[2];
+    if (op && OPERATORS.has(op)) terms.push(term(op, value));
+    else words.push(match[0]);
+  }
+  if (words.length) terms.push({ operator: "search", operand: words.join(" ") });
+  return terms;
+}
+
+function term(op, value) {
+  if (op === "channel" || op === "stream") {
+    const stream = [...state.streams.values()].find((s) => s.name.toLowerCase() === value.toLowerCase());
+    return { operator: "channel", operand: stream ? stream.stream_id : value };
+  }
+  if (op === "dm") {
+    const ids = value.split(",").map((email) => [...state.users.values()].find((u) => u.email.toLowerCase() === email.toLowerCase())?.user_id);
+    return { operator: "dm", operand: ids.every(Boolean) ? ids : value };
+  }
+  return { operator: op, operand: value };
+}
+
+// The search box shows the narrow it stands for, so a person can refine it.
+export function toSearchText(narrow) {
+  const quote = (v) => (/\s/.test(v) ? `"${v}"` : v);
+  return narrow.map(({ operator, operand }) => {
+    if (operator === "search") return operand;
+    if (operator === "channel") return `channel:${quote(state.streams.get(operand)?.name || String(operand))}`;
+    if (operator === "dm") return `dm:${(Array.isArray(operand) ? operand : [operand]).map((id) => state.users.get(id)?.email || id).join(",")}`;
+    return `${operator}:${quote(String(operand))}`;
+  }).join(" ");
+}
+
+const PAGE = 50;
+
+// A page of the narrow's messages: the newest (`anchor` "newest"), or those before message
+// `anchor`.
+export function fetchPage(narrow, anchor) {
+  const params = { anchor, num_before: PAGE, num_after: 0, narrow, apply_markdown: true, client_gravatar: false };
+  if (anchor !== "newest") params.include_anchor = false;
+  return api("GET", "messages", params);
+}

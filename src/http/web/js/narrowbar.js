@@ -1,0 +1,60 @@
+// The bar above the messages: the narrow's name and what can be done with it — mark it read,
+// mute or unmute the channel, set the topic's visibility.
+
+import { api } from "./api.js";
+import { $, el, toast } from "./dom.js";
+import { state, counts, topicKey, topicVisibility } from "./state.js";
+import * as narrows from "./narrow.js";
+import { ui, swapIfChanged } from "./ui.js";
+
+const VISIBILITY = [[0, "Default"], [1, "Muted"], [2, "Unmuted"], [3, "Followed"]];
+
+export function render() {
+  const narrow = ui.narrow;
+  $("narrow-title").textContent = narrows.title(narrow);
+  document.title = `${narrows.title(narrow)} · Chronicle`;
+  const nodes = actions(narrow);
+  // The handlers hold the channel and topic: mark the nodes with them so that another narrow's
+  // identical-looking buttons are not kept.
+  for (const node of nodes) node.dataset.narrow = narrows.toHash(narrow);
+  swapIfChanged($("narrow-actions"), nodes);
+}
+
+function actions(narrow) {
+  const sid = narrows.streamOf(narrow);
+  const sub = state.subs.get(sid);
+  const topic = narrows.find(narrow, "topic");
+  if (!sub || narrow.length > 2 || (narrow.length === 2 && topic === undefined)) return [];
+  const c = counts();
+  const out = [];
+  if (topic !== undefined) {
+    if (c.topics.get(topicKey(sid, topic))) out.push(button("read-topic", "Mark topic as read", () => post("mark_topic_as_read", { stream_id: sid, topic_name: topic })));
+    out.push(visibilitySelect(sid, topic));
+  } else if (c.streams.get(sid)) {
+    out.push(button("read-channel", "Mark channel as read", () => post("mark_stream_as_read", { stream_id: sid })));
+  }
+  out.push(button("mute", sub.is_muted ? "Unmute channel" : "Mute channel", () =>
+    post("users/me/subscriptions/properties", { subscription_data: [{ stream_id: sid, property: "is_muted", value: !sub.is_muted }] })));
+  return out;
+}
+
+function button(key, text, onClick) {
+  return el("button", { type: "button", class: "ghost small", text, dataset: { key }, on: { click: onClick } });
+}
+
+function visibilitySelect(sid, topic) {
+  const current = topicVisibility(sid, topic);
+  const select = el("select", { class: "small", dataset: { key: "visibility" }, attrs: { "aria-label": "Topic notifications: default, muted, unmuted or followed" } },
+    VISIBILITY.map(([value, label]) => el("option", { value: String(value), text: label, attrs: { selected: value === current } })));
+  select.addEventListener("change", () => post("user_topics", { stream_id: sid, topic, visibility_policy: Number(select.value) }));
+  return el("label", { class: "inline-label" }, el("span", { text: "Topic:" }), select);
+}
+
+async function post(path, params) {
+  try {
+    await api("POST", path, params);
+  } catch (error) {
+    toast(`That did not work: ${error.message}`);
+    render();
+  }
+}

@@ -1,0 +1,99 @@
+// The left column: the views, the subscribed channels (with the open channel's topics) and the
+// direct-message conversations, each with its unread count. It is rebuilt from the state on
+// every change; it is small enough that this costs nothing.
+
+import { api } from "./api.js";
+import { $, el, badge } from "./dom.js";
+import { state, counts, topicKey, topicVisibility, dmTitle, dmUserIds, presenceOf } from "./state.js";
+import * as narrows from "./narrow.js";
+import { ui, swapIfChanged } from "./ui.js";
+import { openChannels } from "./channels.js";
+import { startDm } from "./compose.js";
+
+const MUTED = 1, UNMUTED = 2, FOLLOWED = 3;
+const loadingTopics = new Set();
+
+function item(key, narrow, label, count, extra = {}) {
+  const hash = narrows.toHash(narrow);
+  const active = hash === narrows.toHash(ui.narrow);
+  return el("a", {
+    href: hash, class: ["nav-item", active && "active", extra.dim && "dim"].filter(Boolean).join(" "),
+    dataset: { key }, attrs: { "aria-current": active ? "page" : null },
+  }, extra.icon || null, el("span", { class: "label", text: label }), extra.note || null, badge(count));
+}
+
+export function render() {
+  swapIfChanged($("left"), sections());
+}
+
+function sections() {
+  const c = counts();
+  return [
+    el("ul", { class: "nav" },
+      el("li", {}, item("all", [], "All messages", c.all, { icon: icon("≡") })),
+      el("li", {}, item("mentioned", [{ operator: "is", operand: "mentioned" }], "Mentions", c.mentions, { icon: icon("@") })),
+      el("li", {}, item("starred", [{ operator: "is", operand: "starred" }], "Starred", 0, {
+        icon: icon("☆"), note: state.starred.size ? el("span", { class: "note", text: String(state.starred.size) }) : null }))),
+    head("Channels", "Browse and create channels", () => openChannels()),
+    el("ul", { class: "nav channels" }, channelItems(c)),
+    head("Direct messages", "New direct message", () => startDm([])),
+    el("ul", { class: "nav dms" }, dmItems(c)),
+  ];
+}
+
+const icon = (glyph) => el("span", { class: "icon", text: glyph, attrs: { "aria-hidden": "true" } });
+// Pictures for what common fonts lack as plain glyphs.
+const picture = (name) => el("span", { class: "icon", attrs: { "aria-hidden": "true" } }, el("img", { src: `/static/web/icons/${name}.svg`, alt: "", width: 14, height: 14 }));
+
+function head(title, addLabel, onAdd) {
+  return el("div", { class: "side-head" }, el("h2", { text: title }),
+    el("button", { type: "button", class: "icon-btn small", text: "+", attrs: { "aria-label": addLabel, title: addLabel }, on: { click: onAdd } }));
+}
+
+function channelItems(c) {
+  const openId = narrows.streamOf(ui.narrow);
+  const subs = [...state.subs.values()].sort((a, b) => a.name.localeCompare(b.name));
+  if (!subs.length) return [el("li", { class: "hint", text: "No channels yet — press + to join one." })];
+  return subs.map((sub) => {
+    const li = el("li", {}, item(`s${sub.stream_id}`, narrows.channel(sub.stream_id), sub.name, c.streams.get(sub.stream_id), {
+      icon: sub.invite_only ? picture("lock") : icon("#"), dim: sub.is_muted,
+    }));
+    if (sub.stream_id === openId) li.append(topicItems(sub, c));
+    return li;
+  });
+}
+
+function topicItems(sub, c) {
+  const topics = state.topics.get(sub.stream_id);
+  if (!topics) { loadTopics(sub.stream_id); return el("ul", { class: "topics" }, el("li", { class: "hint", text: "Loading topics…" })); }
+  return el("ul", { class: "topics", attrs: { "aria-label": `Topics in ${sub.name}` } }, topics.slice(0, 30).map((t) => {
+    const vis = topicVisibility(sub.stream_id, t.name);
+    const dim = vis === MUTED || (sub.is_muted && vis !== UNMUTED && vis !== FOLLOWED);
+    return el("li", {}, item(`t${sub.stream_id}:${t.name}`, narrows.topic(sub.stream_id, t.name), t.name || "(no topic)",
+      c.topics.get(topicKey(sub.stream_id, t.name)), { dim, note: vis === FOLLOWED ? el("span", { class: "note", text: "followed" }) : null }));
+  }));
+}
+
+async function loadTopics(streamId) {
+  if (loadingTopics.has(streamId)) return;
+  loadingTopics.add(streamId);
+  try {
+    const answer = await api("GET", `users/me/${streamId}/topics`);
+    state.topics.set(streamId, answer.topics.sort((a, b) => b.max_id - a.max_id));
+  } catch {
+    state.topics.set(streamId, []);
+  } finally {
+    loadingTopics.delete(streamId);
+  }
+  render();
+}
+
+function dmItems(c) {
+  const convs = [...state.dms.values()].sort((a, b) => b.max_id - a.max_id).slice(0, 25);
+  if (!convs.length) return [el("li", { class: "hint", text: "No conversations yet." })];
+  return convs.map((conv) => {
+    const ids = dmUserIds(conv.key);
+    const dot = ids.length === 1 ? el("span", { class: `dot ${presenceOf(ids[0])}`, attrs: { "aria-hidden": "true" } }) : picture("people");
+    return el("li", {}, item(`d${conv.key}`, narrows.dm(conv.key), dmTitle(conv.key), c.dms.get(conv.key), { icon: dot }));
+  });
+}

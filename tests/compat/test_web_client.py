@@ -1,0 +1,325 @@
+"""The browser client (`src/http/web/`) in two real headless Chromium browsers: Ada and Bob log
+in through the form and talk through the channel, reactions, edits, direct messages, typing
+notices and search, all live. Screenshots of the main screens go to
+target/web-client-screenshots/; the layout is checked by element geometry; and the security
+promises are checked in the browser (HttpOnly session cookie, no CSP or Trusted Types
+violations, a cross-site form post refused)."""
+
+import http.server
+import pathlib
+import shutil
+import socket
+import tempfile
+import threading
+
+import pytest
+import requests
+
+from conftest import ROOT, RunningServer
+
+try:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import WebDriverWait
+except ImportError:  # pragma: no cover - the skip below says why
+    webdriver = None
+
+CHROMEDRIVER = "/usr/bin/chromedriver"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+SHOTS = ROOT / "target" / "web-client-screenshots"
+WAIT = 15
+
+pytestmark = pytest.mark.skipif(
+    webdriver is None or CHROMIUM is None or not pathlib.Path(CHROMEDRIVER).exists(),
+    reason="needs selenium, chromium and /usr/bin/chromedriver (Debian: apt-get install chromium chromium-driver)",
+)
+
+
+# ---- fixtures -----------------------------------------------------------------------------------
+
+class Site:
+    """The server, the admin's API credentials, and the people and channel of the scenario."""
+
+    def __init__(self, server):
+        self.server = server
+        self.url = server.url
+        config = dict(line.split("=", 1) for line in server.zuliprc.read_text().splitlines() if "=" in line)
+        self.auth = (config["email"], config["key"])
+
+    def api(self, method, path, **data):
+        answer = requests.request(method, f"{self.url}/api/v1/{path}", auth=self.auth, timeout=15,
+                                  **({"params": data} if method == "GET" else {"data": data})).json()
+        assert answer["result"] == "success", answer
+        return answer
+
+
+@pytest.fixture(scope="module")
+def site():
+    with tempfile.TemporaryDirectory() as tmp:
+        server = RunningServer(pathlib.Path(tmp) / "data")
+        try:
+            s = Site(server)
+            s.ada = s.api("POST", "users", email="ada@example.com", password="ada-password-1", full_name="Ada")["user_id"]
+            s.bob = s.api("POST", "users", email="bob@example.com", password="bob-password-1", full_name="Bob")["user_id"]
+            s.api("POST", "users/me/subscriptions", subscriptions='[{"name": "lobby", "description": "Talk"}]',
+                  principals=f"[{s.ada}, {s.bob}]")
+            yield s
+        finally:
+            server.stop()
+
+
+class Browser:
+    def __init__(self, width=1280, height=860):
+        self.profile = tempfile.TemporaryDirectory()
+        options = webdriver.ChromeOptions()
+        options.binary_location = CHROMIUM
+        for arg in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+                    "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                    f"--window-size={width},{height}", f"--user-data-dir={self.profile.name}"]:
+            options.add_argument(arg)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        self.driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+        self.log = []
+
+    def quit(self):
+        self.collect_log()
+        self.driver.quit()
+        self.profile.cleanup()
+
+    def collect_log(self):
+        self.log += self.driver.get_log("browser")
+
+    def wait(self, condition, message="", timeout=WAIT):
+        # Live updates replace message rows, so an element found a moment ago may be gone: look again.
+        return WebDriverWait(self.driver, timeout, ignored_exceptions=[StaleElementReferenceException]).until(
+            lambda d: condition(), message)
+
+    def click(self, finder):
+        """Clicks what `finder` returns, finding it again if a live update replaced it."""
+        def attempt():
+            finder().click()
+            return True
+        self.wait(attempt, "could not click")
+
+    def find(self, css):
+        return self.driver.find_element(By.CSS_SELECTOR, css)
+
+    def finds(self, css):
+        return self.driver.find_elements(By.CSS_SELECTOR, css)
+
+    def js(self, script, *args):
+        return self.driver.execute_script(script, *args)
+
+    def login(self, url, email, password):
+        self.driver.get(f"{url}/login/")
+        self.find("#username").send_keys(email)
+        self.find("#password").send_keys(password)
+        self.find("form button[type=submit]").click()
+        self.wait(lambda: self.finds(".nav-item") and self.finds(".people .person"), "the app did not load")
+
+    def sidebar_item(self, label):
+        for item in self.finds("#left .nav-item"):
+            if item.find_element(By.CSS_SELECTOR, ".label").text == label:
+                return item
+        return None
+
+    def badge(self, label):
+        item = self.sidebar_item(label)
+        badges = item.find_elements(By.CSS_SELECTOR, ".badge") if item else []
+        return badges[0].text if badges else "0"
+
+    def message(self, text):
+        for node in self.finds("#message-list .msg"):
+            if text in node.find_element(By.CSS_SELECTOR, ".content").text:
+                return node
+        return None
+
+    def hover_action(self, message, label):
+        ActionChains(self.driver).move_to_element(message).perform()
+        button = message.find_element(By.CSS_SELECTOR, f'.msg-actions [aria-label="{label}"]')
+        self.wait(button.is_displayed, f"{label} did not show on hover")
+        button.click()
+
+    def compose(self, text, enter=True):
+        area = self.find("#compose-text")
+        area.send_keys(text)
+        if enter:
+            area.send_keys(Keys.ENTER)
+
+    def shot(self, name):
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        path = SHOTS / f"{name}.png"
+        self.driver.save_screenshot(str(path))
+        png = path.read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n", name
+        return png
+
+
+@pytest.fixture(scope="module")
+def browsers(site):
+    ada, bob = Browser(), Browser()
+    try:
+        yield ada, bob
+    finally:
+        ada.quit()
+        bob.quit()
+        for browser in (ada, bob):
+            bad = [e for e in browser.log if "Content Security Policy" in e["message"] or "Trusted Type" in e["message"]]
+            assert not bad, bad
+
+
+# ---- the scenario (the tests run in file order and build on each other) ---------------------------
+
+def test_login_page_and_login(site, browsers):
+    ada, bob = browsers
+    ada.driver.get(f"{site.url}/login/?error=invalid")
+    ada.wait(lambda: ada.find("#login-error").is_displayed())
+    assert "Wrong email or password" in ada.find("#login-error").text
+    # A rendered login card compresses far worse than an empty page (a few KB).
+    assert len(ada.shot("login")) > 15_000
+    ada.login(site.url, "ada@example.com", "ada-password-1")
+    bob.login(site.url, "bob@example.com", "bob-password-1")
+    assert "sessionid" not in bob.js("return document.cookie")
+    assert "csrftoken" in bob.js("return document.cookie")
+
+
+def test_live_message_unread_count_and_read_on_sight(site, browsers):
+    ada, bob = browsers
+    # Bob reads elsewhere, so the message stays unread until he opens the channel.
+    bob.click(lambda: bob.sidebar_item("Starred"))
+    bob.wait(lambda: bob.find("#narrow-title").text == "Starred messages")
+    ada.click(lambda: ada.sidebar_item("lobby"))
+    ada.wait(lambda: ada.find("#narrow-title").text == "#lobby")
+    ada.find("#compose-topic").send_keys("greetings")
+    ada.compose("Hello Bob, the plan is ready")
+    ada.wait(lambda: ada.message("the plan is ready"), "Ada's own message did not appear")
+
+    bob.wait(lambda: bob.badge("lobby") == "1", "Bob's lobby count did not reach 1")
+    bob.click(lambda: bob.sidebar_item("lobby"))
+    bob.wait(lambda: bob.message("the plan is ready"), "Bob did not see the message")
+    bob.wait(lambda: bob.badge("lobby") == "0", "the count did not drop when Bob saw the message")
+
+
+def test_reply_reaction_and_edit(site, browsers):
+    ada, bob = browsers
+    # `r` fills compose with the conversation of the last message.
+    bob.find("#messages").click()
+    ActionChains(bob.driver).send_keys("r").perform()
+    bob.wait(lambda: bob.find("#compose-topic").get_attribute("value") == "greetings")
+    bob.compose("Hi Ada, sounds good")
+    ada.wait(lambda: ada.message("sounds good"), "Ada did not see Bob's reply")
+
+    bob.hover_action(bob.message("the plan is ready"), "Add reaction")
+    bob.wait(lambda: bob.find("#emoji-picker").is_displayed())
+    bob.find("#emoji-search").send_keys("thumbs_up")
+    bob.wait(lambda: bob.finds('#emoji-grid button[aria-label="+1"]'), "the picker found no thumbs up")
+    assert len(bob.shot("emoji-picker")) > 30_000
+    bob.find('#emoji-grid button[aria-label="+1"]').click()
+    ada.wait(lambda: ada.message("the plan is ready").find_elements(By.CSS_SELECTOR, ".reaction:not(.add)"), "no reaction at Ada's")
+    reaction = ada.message("the plan is ready").find_element(By.CSS_SELECTOR, ".reaction:not(.add)")
+    assert reaction.find_element(By.CSS_SELECTOR, ".count").text == "1"
+    bob.wait(lambda: bob.finds(".reaction.mine"), "Bob's own reaction is not marked as his")
+
+    ada.hover_action(ada.message("the plan is ready"), "Edit")
+    area = ada.wait(lambda: ada.finds(".edit-area") and ada.find(".edit-area"))
+    ada.wait(lambda: area.get_attribute("value") == "Hello Bob, the plan is ready")
+    area.send_keys(Keys.CONTROL, "a")
+    area.send_keys("Hello Bob, the pineapple plan is ready", Keys.ENTER)
+    bob.wait(lambda: bob.message("pineapple plan"), "Bob did not see the edit")
+    assert "(edited)" in bob.message("pineapple plan").text
+
+
+def test_typing_notice_and_direct_message(site, browsers):
+    ada, bob = browsers
+    ada.compose("I am still typ", enter=False)
+    bob.wait(lambda: "Ada is typing" in bob.find("#typing").text, "Bob saw no typing notice")
+    area = ada.find("#compose-text")
+    area.send_keys(Keys.CONTROL, "a")
+    area.send_keys(Keys.DELETE)
+    bob.wait(lambda: bob.find("#typing").text == "", "the typing notice did not go away")
+
+    ada.click(lambda: next(p for p in ada.finds("#people .person") if p.text.startswith("Bob")))
+    ada.wait(lambda: ada.find("#narrow-title").text == "Bob")
+    ada.wait(lambda: ada.find("#dm-fields").is_displayed())
+    ada.compose("A secret for Bob")
+    bob.wait(lambda: bob.sidebar_item("Ada") and bob.badge("Ada") == "1", "no DM conversation in Bob's sidebar")
+    bob.click(lambda: bob.sidebar_item("Ada"))
+    bob.wait(lambda: bob.message("A secret for Bob"), "Bob did not see the DM")
+
+
+def test_search(site, browsers):
+    _, bob = browsers
+    box = bob.find("#search")
+    box.send_keys("pineapple", Keys.ENTER)
+    bob.wait(lambda: bob.find("#narrow-title").text == "Search results")
+    bob.wait(lambda: bob.message("pineapple plan"), "search did not find the message")
+    assert not bob.message("sounds good")
+
+
+def test_layout_and_screenshots(site, browsers):
+    ada, bob = browsers
+    ada.click(lambda: ada.sidebar_item("lobby"))
+    ada.wait(lambda: ada.message("sounds good"))
+    left, middle, compose = (ada.find(css).rect for css in ("#left", "#messages", "#compose"))
+    assert left["x"] + left["width"] <= middle["x"] + 1
+    assert compose["y"] >= middle["y"] + middle["height"] - 1
+    assert compose["y"] + compose["height"] <= ada.js("return innerHeight") + 1
+    assert ada.js("return document.documentElement.scrollWidth <= innerWidth")
+    assert len(ada.shot("app")) > 40_000
+
+    bob.driver.set_window_size(390, 844)
+    bob.wait(lambda: bob.js("return innerWidth") <= 400)
+    assert not bob.find("#left").is_displayed()
+    assert bob.js("return document.documentElement.scrollWidth <= innerWidth")
+    assert len(bob.shot("phone")) > 10_000
+    bob.find("#toggle-left").click()
+    bob.wait(lambda: bob.find("#left").is_displayed())
+    assert bob.find("#left").rect["width"] <= 390
+    assert len(bob.shot("phone-sidebar")) > 10_000
+    bob.click(lambda: bob.sidebar_item("lobby"))
+    bob.wait(lambda: not bob.find("#left").is_displayed(), "choosing a channel did not close the panel")
+    bob.driver.set_window_size(1280, 860)
+
+
+class EvilPage(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def test_cross_site_form_post_is_refused(site, browsers, tmp_path):
+    _, bob = browsers
+    (tmp_path / "evil.html").write_text(
+        f"""<!doctype html><form id="f" method="post" action="{site.url}/json/messages">
+        <input name="type" value="stream"><input name="to" value="lobby"><input name="topic" value="pwned">
+        <input name="content" value="forged by another site"></form>
+        <button id="go">Win a prize</button><script src="evil.js"></script>""")
+    (tmp_path / "evil.js").write_text("document.getElementById('go').onclick = () => document.getElementById('f').submit();")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    handler = lambda *a, **k: EvilPage(*a, directory=str(tmp_path), **k)  # noqa: E731
+    evil = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    threading.Thread(target=evil.serve_forever, daemon=True).start()
+    try:
+        bob.driver.get(f"http://localhost:{port}/evil.html")
+        bob.find("#go").click()
+        bob.wait(lambda: bob.driver.current_url.startswith(site.url), "the form did not post")
+    finally:
+        evil.shutdown()
+    found = site.api("GET", "messages", anchor="newest", num_before=50, num_after=0,
+                     narrow='[{"operator": "channel", "operand": "lobby"}]')["messages"]
+    assert not [m for m in found if "forged" in m["content"]]
+    bob.driver.get(site.url + "/")
+    bob.wait(lambda: bob.finds(".nav-item"))
+
+
+def test_logout(site, browsers):
+    ada, _ = browsers
+    ada.find("#logout").click()
+    ada.wait(lambda: "/login/" in ada.driver.current_url, "logout did not lead to the login page")
+    ada.driver.get(site.url + "/")
+    ada.wait(lambda: "/login/" in ada.driver.current_url, "/ did not redirect to the login page")
