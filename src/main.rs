@@ -128,6 +128,10 @@ enum Command {
         /// Where bench.json and bench.svg are written.
         #[arg(long, default_value = "./bench-out")]
         out: PathBuf,
+        /// Measure nothing: write the register scenario's organization (1,000 users, 100,000
+        /// messages) into this new data directory, to serve it and try a client on it.
+        #[arg(long, conflicts_with_all = ["quick", "scenario"])]
+        write_org: Option<PathBuf>,
     },
     /// A cluster's log in NATS JetStream: create its stream, or show its head.
     Cluster {
@@ -312,9 +316,14 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             Ok(())
         }
         Command::Bench {
+            write_org: Some(dir),
+            ..
+        } => Ok(chronicle::bench::write_org(&dir)?),
+        Command::Bench {
             quick,
             scenario,
             out,
+            write_org: None,
         } => chronicle::bench::run(chronicle::bench::BenchOptions {
             quick,
             scenario,

@@ -26,6 +26,23 @@ pub struct BenchOptions {
     pub out: PathBuf,
 }
 
+/// Writes the `register` scenario's organization (1,000 users, 200 channels, 100,000
+/// messages) into the new data directory `dir`, for trying a client on it with
+/// `chronicle serve --data-dir DIR`; the user who can sign in to the web client is printed.
+pub fn write_org(dir: &std::path::Path) -> Result<(), Fatal> {
+    let users = seed::seed_in(dir, &scenarios::register_organization(false))?;
+    let email = users
+        .get(1)
+        .map(|(_, email, _)| email.as_str())
+        .unwrap_or_default();
+    println!(
+        "Wrote the register scenario's organization to {}; sign in to the web client as {email} with the password {}",
+        dir.display(),
+        seed::WEB_PASSWORD
+    );
+    Ok(())
+}
+
 /// One measured figure next to its baseline.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {

@@ -802,9 +802,10 @@ pub async fn fan_out(quick: bool) -> Result<Vec<Row>, Fatal> {
 /// Scenario 5: `POST /register` in an organization with many users, channels and messages,
 /// from sending the request to the last byte of the answer (the client's parse is not timed),
 /// against serializing the same response with serde_json alone.
-pub async fn register(quick: bool) -> Result<Vec<Row>, Fatal> {
-    use super::seed::{seed, SeedSpec};
-    let spec = if quick {
+/// The organization `register` measures in (and `chronicle bench --write-org` writes).
+pub fn register_organization(quick: bool) -> super::seed::SeedSpec {
+    use super::seed::SeedSpec;
+    if quick {
         SeedSpec {
             users: 100,
             channels: 20,
@@ -818,8 +819,12 @@ pub async fn register(quick: bool) -> Result<Vec<Row>, Fatal> {
             subscribers_per_channel: 50,
             messages: 100_000,
         }
-    };
-    let seeded = seed(&spec)?;
+    }
+}
+
+pub async fn register(quick: bool) -> Result<Vec<Row>, Fatal> {
+    let spec = register_organization(quick);
+    let seeded = super::seed::seed(&spec)?;
     let (_, email, key) = seeded.users[1].clone();
     let server = InProcess::start_in(seeded.tmp)?;
     let http = client()?;
@@ -854,6 +859,7 @@ pub async fn register(quick: bool) -> Result<Vec<Row>, Fatal> {
                 .await;
         }
     }
+    let web = web_first_screen(&server, &email, rounds).await?;
     server.stop().await?;
     let mut base = Vec::new();
     for _ in 0..rounds {
@@ -869,7 +875,107 @@ pub async fn register(quick: bool) -> Result<Vec<Row>, Fatal> {
     let base = latency_row("register", "serde_json of the same response", base, 0);
     let ours = latency_row("register", &format!("POST /register, {case}"), ours, errors)
         .against(&base, "serde_json alone, p99");
-    Ok(vec![base, ours])
+    let web = web.against(&ours, "POST /register, p99");
+    Ok(vec![base, ours, web])
+}
+
+/// The server's part of the web client's first screen, after the login: the page, every file
+/// of the client (one after another: a browser fetches them six at a time), then
+/// `/json/register` beside the first page of messages, as the client asks for them. What the
+/// browser does with them is not timed here (docs/web-client.md has that measured in Chromium).
+async fn web_first_screen(server: &InProcess, email: &str, rounds: usize) -> Result<Row, Fatal> {
+    use crate::http::webclient::{compiled_files, CSRF_COOKIE, SESSION_COOKIE};
+    let http = Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()?;
+    let base = &server.running.url;
+    let login = http
+        .post(format!("{base}/login/"))
+        .header("Origin", base.as_str())
+        .form(&[("username", email), ("password", super::seed::WEB_PASSWORD)])
+        .send()
+        .await?;
+    let mut cookies = Vec::new();
+    let mut csrf = String::new();
+    for value in login.headers().get_all("set-cookie") {
+        let pair = value.to_str()?.split(';').next().unwrap_or_default();
+        if pair.starts_with(&format!("{CSRF_COOKIE}=")) {
+            csrf = pair[CSRF_COOKIE.len() + 1..].to_owned();
+        }
+        if pair.starts_with(&format!("{SESSION_COOKIE}="))
+            || pair.starts_with(&format!("{CSRF_COOKIE}="))
+        {
+            cookies.push(pair.to_owned());
+        }
+    }
+    if cookies.len() != 2 {
+        return Err("the bench user could not sign in to the web client".into());
+    }
+    let cookie = cookies.join("; ");
+    let files: Vec<&str> = compiled_files()
+        .map(|(name, _)| name)
+        .filter(|name| !name.ends_with(".html"))
+        .collect();
+    let (mut samples, mut errors) = (Vec::new(), 0);
+    for _ in 0..rounds {
+        let started = Instant::now();
+        let mut ok = http
+            .get(format!("{base}/"))
+            .header("Cookie", &cookie)
+            .send()
+            .await?
+            .bytes()
+            .await
+            .is_ok();
+        for file in &files {
+            let got = http
+                .get(format!("{base}/static/web/{file}"))
+                .header("Cookie", &cookie)
+                .send()
+                .await?;
+            ok &= got.status().is_success() && got.bytes().await.is_ok();
+        }
+        let register = http
+            .post(format!("{base}/json/register"))
+            .header("Cookie", &cookie)
+            .header("X-CSRFToken", &csrf)
+            .form(&[("apply_markdown", "true"), ("slim_presence", "true")])
+            .send();
+        let page = http
+            .get(format!("{base}/json/messages"))
+            .header("Cookie", &cookie)
+            .query(&[
+                ("anchor", "newest"),
+                ("num_before", "50"),
+                ("num_after", "0"),
+                ("narrow", "[]"),
+                ("apply_markdown", "true"),
+            ])
+            .send();
+        let (register, page) = tokio::join!(register, page);
+        let (register, page) = (register?, page?);
+        ok &= register.status().is_success() && page.status().is_success();
+        let registered: serde_json::Value = serde_json::from_slice(&register.bytes().await?)?;
+        page.bytes().await?;
+        samples.push(started.elapsed().as_secs_f64() * 1000.0);
+        if !ok {
+            errors += 1;
+        }
+        if let Some(queue) = registered["queue_id"].as_str() {
+            let _ = http
+                .delete(format!("{base}/json/events"))
+                .header("Cookie", &cookie)
+                .header("X-CSRFToken", &csrf)
+                .form(&[("queue_id", queue)])
+                .send()
+                .await;
+        }
+    }
+    let case = format!(
+        "web client's first screen, server side: / + {} files + /json/register and /json/messages",
+        files.len()
+    );
+    Ok(latency_row("register", &case, samples, errors))
 }
 
 /// Scenario 6: `GET /messages` narrowed by channel and topic, and by search, over many messages.

@@ -23,6 +23,10 @@ pub struct SeedSpec {
 }
 
 /// A seeded data directory and the credentials of its users (owner first).
+/// The password of the seeded user 2 (the web client's first screen signs in with it); the
+/// other accounts have none, which spares hashing a thousand passwords.
+pub const WEB_PASSWORD: &str = "bench-password";
+
 pub struct Seeded {
     pub tmp: tempfile::TempDir,
     /// `(user_id, email, api_key)`.
@@ -64,7 +68,20 @@ impl Writer {
 /// Writes the organization to a new temporary data directory.
 pub fn seed(spec: &SeedSpec) -> Result<Seeded, Fatal> {
     let tmp = tempfile::tempdir()?;
-    let layout = Layout::new(&tmp.path().join("data"));
+    let users = seed_in(&tmp.path().join("data"), spec)?;
+    Ok(Seeded { tmp, users })
+}
+
+/// Writes the organization to the data directory `dir` (created; it must not hold one yet),
+/// and returns its users as `(user_id, email, api_key)`.
+pub fn seed_in(
+    dir: &std::path::Path,
+    spec: &SeedSpec,
+) -> Result<Vec<(u64, String, String)>, Fatal> {
+    if dir.join("secret.key").exists() {
+        return Err(format!("{} already holds an organization", dir.display()).into());
+    }
+    let layout = Layout::new(dir);
     std::fs::create_dir_all(&layout.dir)?;
     let secret = ServerSecret::generate();
     secret.store(&layout.secret())?;
@@ -86,6 +103,7 @@ pub fn seed(spec: &SeedSpec) -> Result<Seeded, Fatal> {
             description: "Seeded".into(),
         },
     )?;
+    let web_password = crate::auth::hash_password(WEB_PASSWORD)?;
     let mut users = Vec::new();
     for id in 1..=spec.users {
         let email = if id == 1 {
@@ -106,7 +124,7 @@ pub fn seed(spec: &SeedSpec) -> Result<Seeded, Fatal> {
                 bot_owner_id: None,
                 timezone: String::new(),
                 can_create_users: id == 1,
-                password_hash: None,
+                password_hash: (id == 2).then(|| web_password.clone()),
                 api_key_nonce: nonce,
                 bot: None,
             },
@@ -206,5 +224,5 @@ pub fn seed(spec: &SeedSpec) -> Result<Seeded, Fatal> {
         )?;
     }
     w.finish()?;
-    Ok(Seeded { tmp, users })
+    Ok(users)
 }
