@@ -29,8 +29,8 @@ export function encode(params = {}) {
   return out;
 }
 
-export async function api(method, path, params, { signal } = {}) {
-  const init = { method, credentials: "same-origin", headers: {}, signal };
+export async function api(method, path, params) {
+  const init = { method, credentials: "same-origin", headers: {} };
   let url = "/json/" + path;
   if (method === "GET" || method === "HEAD") {
     const query = encode(params).toString();
@@ -47,8 +47,7 @@ async function send(url, init) {
   let response;
   try {
     response = await fetch(url, init);
-  } catch (error) {
-    if (error.name === "AbortError") throw error;
+  } catch {
     throw new ApiError(0, null);
   }
   const body = await response.json().catch(() => null);

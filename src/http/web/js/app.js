@@ -34,8 +34,7 @@ function refresh({ people = true } = {}) {
 
 function navigate(narrow) {
   ui.narrow = narrow;
-  const searching = narrow.some((t) => ["search", "sender", "has"].includes(t.operator)) || narrow.length > 2;
-  $("search").value = searching ? narrows.toSearchText(narrow) : "";
+  $("search").value = narrows.isSearch(narrow) ? narrows.toSearchText(narrow) : "";
   closePanels();
   compose.followNarrow(narrow);
   refresh();
@@ -44,10 +43,15 @@ function navigate(narrow) {
 
 function onEvents(events) {
   for (const ev of events) {
-    apply(ev);
-    messages.onEvent(ev);
-    if (ev.type === "typing") typing.onTyping(ev, typingExpiryMs);
-    if (ev.type === "message") notify.onMessage(ev);
+    // One event this client cannot fold must not cost it the rest of the batch.
+    try {
+      apply(ev);
+      messages.onEvent(ev);
+      if (ev.type === "typing") typing.onTyping(ev, typingExpiryMs);
+      if (ev.type === "message") notify.onMessage(ev);
+    } catch (error) {
+      console.error("could not apply event", ev.type, error);
+    }
   }
   refresh();
 }

@@ -38,8 +38,9 @@ function escape(e, closePanels) {
   if (isTyping(e.target)) e.target.blur();
 }
 
-// The first topic with unread messages after the open one (channels by name, topics by
-// recency), wrapping around.
+// The first topic with unread messages after the open one (channels by name, topics in the
+// order of their unread messages), wrapping around; muted topics, and topics of muted channels
+// that were not unmuted or followed, are skipped, as in Zulip.
 function nextUnreadTopic() {
   const c = counts();
   const seen = new Set();
@@ -48,7 +49,12 @@ function nextUnreadTopic() {
   for (const sub of subs) {
     const unreadTopics = [...state.unread.values()].filter((w) => w.stream_id === sub.stream_id)
       .map((w) => w.topic).filter((t) => !seen.has(topicKey(sub.stream_id, t)) && seen.add(topicKey(sub.stream_id, t)));
-    for (const topic of unreadTopics) if (c.topics.get(topicKey(sub.stream_id, topic))) order.push(narrows.topic(sub.stream_id, topic));
+    for (const topic of unreadTopics) {
+      const key = topicKey(sub.stream_id, topic);
+      const policy = state.userTopics.get(key) || 0;
+      const heard = policy === 2 || policy === 3 || (!sub.is_muted && policy !== 1);
+      if (heard && c.topics.get(key)) order.push(narrows.topic(sub.stream_id, topic));
+    }
   }
   if (!order.length) return;
   const here = order.findIndex((n) => narrows.toHash(n) === narrows.toHash(ui.narrow));

@@ -242,16 +242,21 @@ async function edit(m) {
 const pendingRead = new Set();
 let readTimer = 0;
 
+// Seen: half of the message is in view, or, for a message taller than that, it fills half of
+// the view.
+const seen = (entry) => entry.isIntersecting &&
+  (entry.intersectionRatio >= 0.5 || entry.intersectionRect.height >= (entry.rootBounds?.height || Infinity) / 2);
+
 const observer = new IntersectionObserver((entries) => {
   if (document.visibilityState !== "visible") return;
   for (const entry of entries) {
-    if (!entry.isIntersecting) continue;
+    if (!seen(entry)) continue;
     const id = Number(entry.target.dataset.id);
     observer.unobserve(entry.target);
     if (state.unread.has(id)) pendingRead.add(id);
   }
   if (pendingRead.size && !readTimer) readTimer = setTimeout(flushRead, 250);
-}, { root: null, threshold: 0.5 });
+}, { root: null, threshold: [0, 0.25, 0.5, 0.75, 1] });
 
 function observeUnread() {
   if (document.visibilityState !== "visible") return;
@@ -272,7 +277,13 @@ async function flushRead() {
   try {
     await api("POST", "messages/flags", { messages: ids, op: "add", flag: "read" });
   } catch (error) {
-    toast(`Could not mark messages as read: ${error.message}`);
+    // They stay read here; the server hears of them again once it can be reached.
+    if (error.transient) {
+      for (const id of ids) pendingRead.add(id);
+      if (!readTimer) readTimer = setTimeout(flushRead, 5000);
+    } else {
+      toast(`Could not mark messages as read: ${error.message}`);
+    }
   }
 }
 

@@ -19,26 +19,49 @@ export const channel = (streamId) => [{ operator: "channel", operand: streamId }
 export const topic = (streamId, name) => [...channel(streamId), { operator: "topic", operand: name }];
 export const dm = (key) => [{ operator: "dm", operand: key.split(",").map(Number) }];
 
+// Narrows the sidebar has no entry for (full-text search, senders, attachments, unread, followed
+// topics, several operators): shown as search results, with their terms in the search box.
+export function isSearch(narrow) {
+  if (!narrow.length) return false;
+  const is = find(narrow, "is");
+  if (is !== undefined) return narrow.length > 1 || !["starred", "mentioned", "dm"].includes(is);
+  if (find(narrow, "dm") !== undefined) return narrow.length > 1;
+  if (find(narrow, "channel") === undefined) return true;
+  return narrow.length > (find(narrow, "topic") !== undefined ? 2 : 1);
+}
+
 export function title(narrow) {
   if (!narrow.length) return "All messages";
-  if (find(narrow, "search") !== undefined || narrow.length > 2 || find(narrow, "sender") || find(narrow, "has")) return "Search results";
+  if (isSearch(narrow)) return "Search results";
   const is = find(narrow, "is");
   if (is === "starred") return "Starred messages";
   if (is === "mentioned") return "Mentions";
   if (is === "dm") return "Direct messages";
   const dmIds = find(narrow, "dm");
-  if (dmIds) return dmTitle(dmKey(dmIds));
-  const sid = streamOf(narrow);
-  const name = state.streams.get(sid)?.name || find(narrow, "channel");
+  if (Array.isArray(dmIds)) return dmTitle(dmKey(dmIds));
+  if (dmIds !== undefined) return String(dmIds);
+  const name = state.streams.get(streamOf(narrow))?.name || find(narrow, "channel");
   const t = find(narrow, "topic");
   return t !== undefined ? `#${name} › ${t || "(no topic)"}` : `#${name}`;
 }
 
 // ---- address -------------------------------------------------------------------------------
 
+// Zulip's address encoding: percent-encoding with "." for "%" (so "plans 2" is "plans.202"),
+// which Zulip's own links in rendered messages use too.
+const encodeHash = (text) => encodeURIComponent(text).replace(/\./g, "%2E").replace(/%/g, ".");
+
+function decodeHash(text) {
+  try {
+    return decodeURIComponent(text.replace(/\./g, "%"));
+  } catch {
+    return text;
+  }
+}
+
 export function toHash(narrow) {
   if (!narrow.length) return "#";
-  return "#narrow/" + narrow.map((t) => `${t.operator}/${encodeURIComponent(Array.isArray(t.operand) ? t.operand.join(",") : t.operand)}`).join("/");
+  return "#narrow/" + narrow.map((t) => `${t.operator}/${encodeHash(Array.isArray(t.operand) ? t.operand.join(",") : String(t.operand))}`).join("/");
 }
 
 export function fromHash(hash) {
@@ -47,11 +70,16 @@ export function fromHash(hash) {
   const out = [];
   for (let i = 1; i + 1 < parts.length; i += 2) {
     const operator = parts[i];
-    let operand = decodeURIComponent(parts[i + 1]);
-    if (operator === "dm") operand = operand.split(",").map((part) => parseInt(part, 10));
+    let operand = decodeHash(parts[i + 1]);
+    // Ids, or (for a search by addresses the client does not know) the addresses as typed.
+    if (operator === "dm" || operator === "pm-with") {
+      if (/^\d+(,\d+)*$/.test(operand)) operand = operand.split(",").map(Number);
+      else if (/^\d+-/.test(operand)) operand = [parseInt(operand, 10)];
+    }
     // Our own links carry the id; Zulip-style ones "id-name".
     else if ((operator === "channel" || operator === "stream") && /^\d+(-|$)/.test(operand)) operand = parseInt(operand, 10);
-    out.push({ operator: operator === "stream" ? "channel" : operator, operand });
+    const name = { stream: "channel", "pm-with": "dm" }[operator] || operator;
+    out.push({ operator: name, operand });
   }
   return out;
 }

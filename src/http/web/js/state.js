@@ -26,7 +26,6 @@ export function load(reg) {
     emojiDataUrl: reg.server_emoji_data_url,
     offlineAfter: reg.server_presence_offline_threshold_seconds || 140,
     pingEvery: reg.server_presence_ping_interval_seconds || 60,
-    maxMessageLength: reg.max_message_length || 10000,
   });
   for (const user of [...(reg.realm_users || []), ...(reg.cross_realm_bots || [])]) state.users.set(user.user_id, user);
   state.me.role = state.users.get(reg.user_id)?.role;
