@@ -879,6 +879,22 @@ pub async fn register(quick: bool) -> Result<Vec<Row>, Fatal> {
     Ok(vec![base, ours, web])
 }
 
+/// What the web client sends to `/json/register` (`src/http/web/js/events.js`).
+const WEB_CLIENT_REGISTER: [(&str, &str); 6] = [
+    ("apply_markdown", "true"),
+    ("client_gravatar", "false"),
+    ("slim_presence", "true"),
+    ("include_subscribers", "false"),
+    (
+        "client_capabilities",
+        r#"{"notification_settings_null":true,"bulk_message_deletion":true,"user_avatar_url_field_optional":false,"stream_typing_notifications":true,"user_settings_object":true,"empty_topic_name":true}"#,
+    ),
+    (
+        "fetch_event_types",
+        r#"["realm","realm_user","subscription","message","update_message_flags","starred_messages","user_topic","presence","user_settings","realm_emoji","recent_private_conversations","user_status"]"#,
+    ),
+];
+
 /// The server's part of the web client's first screen, after the login: the page, every file
 /// of the client (one after another: a browser fetches them six at a time), then
 /// `/json/register` beside the first page of messages, as the client asks for them. What the
@@ -939,7 +955,7 @@ async fn web_first_screen(server: &InProcess, email: &str, rounds: usize) -> Res
             .post(format!("{base}/json/register"))
             .header("Cookie", &cookie)
             .header("X-CSRFToken", &csrf)
-            .form(&[("apply_markdown", "true"), ("slim_presence", "true")])
+            .form(&WEB_CLIENT_REGISTER)
             .send();
         let page = http
             .get(format!("{base}/json/messages"))

@@ -42,6 +42,16 @@ fn authenticate(req: &HttpRequest) -> ApiResult<Auth> {
         .app_data::<web::Data<AppState>>()
         .ok_or_else(|| ApiError::internal("application state missing"))?;
     let Some(value) = req.headers().get(header::AUTHORIZATION) else {
+        // A browser opening an uploaded file (a link, or an image in a message) brings its
+        // web session instead.
+        let opening_upload = req.method() == actix_web::http::Method::GET
+            && req.path().starts_with("/user_uploads/");
+        if let Some(session) = super::webclient::session_of(req, state).filter(|_| opening_upload) {
+            return Ok(Auth {
+                user_id: session.user_id,
+                role: session.role,
+            });
+        }
         return Err(ApiError::unauthorized(
             "Not logged in: API authentication or user session required",
         ));

@@ -323,3 +323,19 @@ def test_logout(site, browsers):
     ada.wait(lambda: "/login/" in ada.driver.current_url, "logout did not lead to the login page")
     ada.driver.get(site.url + "/")
     ada.wait(lambda: "/login/" in ada.driver.current_url, "/ did not redirect to the login page")
+
+
+def test_an_administrator_opens_the_audit_page_with_the_session(site):
+    owner = Browser()
+    try:
+        password = (site.server.data_dir / "initial-password").read_text().strip()
+        owner.login(site.url, site.auth[0], password)
+        owner.click(lambda: owner.find("#open-settings"))
+        link = owner.wait(lambda: owner.find("#admin-link").is_displayed() and owner.find("#admin-link a"))
+        assert link.get_attribute("href").endswith("/admin/")
+        owner.driver.get(site.url + "/admin/")
+        owner.wait(lambda: "RealmCreated" in owner.find("#events").text, "the audit page did not list the log")
+        assert owner.find("#who").text == site.auth[0]
+        assert not owner.find("#login").is_displayed()
+    finally:
+        owner.quit()

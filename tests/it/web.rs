@@ -386,12 +386,47 @@ async fn the_client_files_are_served_with_their_tags_and_nothing_else_is() {
         .await
         .unwrap();
     assert_eq!(resp.status(), StatusCode::NOT_MODIFIED);
+    // Encoded, so that the client sends the dots as they are (it would resolve `..` itself).
     for missing in [
         "/static/web/nope.js",
-        "/static/web/../../Cargo.toml",
+        "/static/web/%2e%2e/%2e%2e/Cargo.toml",
+        "/static/web/..%2f..%2fCargo.toml",
         "/static/web/",
     ] {
         let (status, _, _) = browser.call(Method::GET, missing, &[], None).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{missing}");
     }
+}
+
+#[tokio::test]
+async fn a_browser_opens_uploaded_files_with_its_session() {
+    let server = Server::start();
+    let (_, alice) = server.create_member("alice@example.com", "Alice").await;
+    let (_, _) = server.create_member("bob@example.com", "Bob").await;
+    let (status, uploaded) = crate::uploads::post_files(
+        &server.api(Some(&alice)),
+        "/user_uploads",
+        &[("file", "notes.txt", "text/plain", b"private notes")],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{uploaded}");
+    let url = uploaded["url"].as_str().unwrap().to_owned();
+
+    let mut alices = Browser::new(&server, "Alice's");
+    alices
+        .login("alice@example.com", "password123", &server.url)
+        .await;
+    let (status, _, body) = alices.call(Method::GET, &url, &[], None).await;
+    assert_eq!((status, body.as_str()), (StatusCode::OK, "private notes"));
+
+    // Bob's session sees nothing of a file no message of his links; no session, a 401.
+    let mut bobs = Browser::new(&server, "Bob's");
+    bobs.login("bob@example.com", "password123", &server.url)
+        .await;
+    let (status, _, _) = bobs.call(Method::GET, &url, &[], None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _, _) = Browser::new(&server, "nobody")
+        .call(Method::GET, &url, &[], None)
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
 }
