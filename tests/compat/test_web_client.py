@@ -285,6 +285,71 @@ def test_layout_and_screenshots(site, browsers):
     bob.driver.set_window_size(1280, 860)
 
 
+def test_hotkeys_names_and_dark_theme(site, browsers):
+    ada, _ = browsers
+    ada.click(lambda: ada.sidebar_item("lobby"))
+    ada.wait(lambda: ada.message("sounds good"))
+    keys = lambda key: ActionChains(ada.driver).send_keys(key).perform()  # noqa: E731
+    focused = lambda: ada.js("return document.activeElement.id")  # noqa: E731
+    ada.find("#messages").click()
+    keys("/")
+    ada.wait(lambda: focused() == "search", "/ did not focus the search box")
+    keys(Keys.ESCAPE)
+    ada.wait(lambda: focused() != "search", "Esc did not leave the search box")
+    keys("x")
+    ada.wait(lambda: ada.find("#mode-dm").get_attribute("aria-pressed") == "true", "x did not start a direct message")
+    keys(Keys.ESCAPE)
+    ada.find("#messages").click()
+    keys("c")
+    ada.wait(lambda: ada.find("#mode-stream").get_attribute("aria-pressed") == "true", "c did not start a channel message")
+    keys(Keys.ESCAPE)
+
+    # Every control a person can reach has a name a screen reader can say.
+    controls = [e for e in ada.finds("button, a[href], input:not([type=hidden]), select, textarea, [tabindex='0']")
+                if e.is_displayed()]
+    assert len(controls) > 20
+    nameless = [e.get_attribute("outerHTML")[:120] for e in controls if not (e.accessible_name or "").strip()]
+    assert not nameless, nameless
+
+    # The dark theme follows the system setting.
+    light = ada.js("return getComputedStyle(document.body).backgroundColor")
+    ada.driver.execute_cdp_cmd("Emulation.setEmulatedMedia",
+                               {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+    try:
+        dark = ada.js("return getComputedStyle(document.body).backgroundColor")
+        channels = [int(c) for c in dark[dark.index("(") + 1:dark.index(")")].split(",")[:3]]
+        assert light != dark and max(channels) < 80, (light, dark)
+        assert len(ada.shot("app-dark")) > 40_000
+    finally:
+        ada.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+
+
+def test_older_messages_load_on_scroll_and_an_attached_file_opens(site, browsers, tmp_path):
+    ada, _ = browsers
+    # Sixty messages in a topic: more than one page of fifty.
+    for i in range(60):
+        site.api("POST", "messages", type="stream", to="lobby", topic="history", content=f"old message {i}")
+    lobby = site.api("GET", "get_stream_id", stream="lobby")["stream_id"]
+    ada.driver.get(f"{site.url}/#narrow/channel/{lobby}/topic/history")
+    ada.wait(lambda: len(ada.finds("#message-list .msg")) == 50, "the first page is not fifty messages")
+    assert not ada.message("old message 9 ") and ada.message("old message 59")
+    ada.js("document.getElementById('messages').scrollTop = 0")
+    ada.wait(lambda: len(ada.finds("#message-list .msg")) == 60, "scrolling up did not load the older page")
+    ada.wait(lambda: ada.finds(".history-start"), "the start of the topic is not marked")
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("minutes of the meeting")
+    ada.find("#compose-file").send_keys(str(notes))
+    ada.wait(lambda: "notes.txt" in ada.find("#compose-text").get_attribute("value"), "no link in compose")
+    ada.find("#compose-text").send_keys(Keys.ENTER)
+    link = ada.wait(lambda: ada.finds("#message-list .msg .content a[href*='/user_uploads/']"))[0]
+    # The browser opens the file with its session (no API key in the page).
+    fetched = ada.driver.execute_async_script(
+        "fetch(arguments[0], {credentials: 'same-origin'}).then(r => r.text().then(t => arguments[1]([r.status, t])))",
+        link.get_attribute("href"))
+    assert fetched == [200, "minutes of the meeting"], fetched
+
+
 class EvilPage(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
