@@ -900,7 +900,8 @@ const WEB_CLIENT_REGISTER: [(&str, &str); 6] = [
 /// `/json/register` beside the first page of messages, as the client asks for them. What the
 /// browser does with them is not timed here (docs/web-client.md has that measured in Chromium).
 async fn web_first_screen(server: &InProcess, email: &str, rounds: usize) -> Result<Row, Fatal> {
-    use crate::http::webclient::{compiled_files, CSRF_COOKIE, SESSION_COOKIE};
+    use crate::http::auth::SESSION_COOKIE;
+    use crate::http::webclient::{compiled_files, CSRF_COOKIE};
     let http = Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()?;

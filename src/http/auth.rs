@@ -10,7 +10,7 @@ use crate::events::Role;
 use crate::ids::UserId;
 use actix_web::dev::Payload;
 use actix_web::http::header;
-use actix_web::{web, FromRequest, HttpRequest, HttpResponse};
+use actix_web::{web, FromRequest, HttpMessage, HttpRequest, HttpResponse};
 use base64::Engine as _;
 use serde_json::json;
 use std::future::{ready, Ready};
@@ -35,8 +35,8 @@ impl Auth {
 
 fn authenticate(req: &HttpRequest) -> ApiResult<Auth> {
     // The web client's mirror of the API is authenticated by its session cookie instead.
-    if super::webclient::is_session_path(req.path()) {
-        return super::webclient::session_auth(req);
+    if is_session_path(req.path()) {
+        return session_auth(req);
     }
     let state = req
         .app_data::<web::Data<AppState>>()
@@ -46,7 +46,7 @@ fn authenticate(req: &HttpRequest) -> ApiResult<Auth> {
         // web session instead.
         let opening_upload = req.method() == actix_web::http::Method::GET
             && req.path().starts_with("/user_uploads/");
-        if let Some(session) = super::webclient::session_of(req, state).filter(|_| opening_upload) {
+        if let Some(session) = session_of(req, state).filter(|_| opening_upload) {
             return Ok(Auth {
                 user_id: session.user_id,
                 role: session.role,
@@ -198,4 +198,68 @@ pub async fn regenerate_api_key(
         .await?;
     let (user_id, nonce) = committed.value;
     Ok(params.success(json!({"api_key": state.secret.api_key(user_id, &nonce)})))
+}
+
+// ---- web sessions (the web client's cookie; signing in and out is in `webclient`) ----------
+
+/// The session cookie (Django's and Zulip's name).
+pub const SESSION_COOKIE: &str = "sessionid";
+
+/// A live web session: whose, and which.
+#[derive(Debug, Clone)]
+pub struct WebSession {
+    pub user_id: UserId,
+    pub role: Role,
+    pub session_id: String,
+}
+
+/// True for the paths a session authenticates (the API mirror).
+pub fn is_session_path(path: &str) -> bool {
+    path.starts_with("/json/")
+}
+
+/// The value of cookie `name` in the request's `Cookie` headers.
+fn cookie<'r>(req: &'r HttpRequest, name: &str) -> Option<&'r str> {
+    req.headers()
+        .get_all(header::COOKIE)
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.trim_matches('"'))
+}
+
+/// The session the request's `sessionid` cookie names, if the cookie is genuine, the session
+/// has neither ended nor expired, and its account is active.
+pub fn session_of(req: &HttpRequest, state: &AppState) -> Option<WebSession> {
+    let (session_id, mac) = cookie(req, SESSION_COOKIE)?.split_once('.')?;
+    let now = crate::time::now_ms();
+    state.engine.read(|s| {
+        let session = s.sessions.get(session_id)?;
+        let expected = state.secret.session_mac(session.user_id, session_id);
+        if session.expires_at <= now || !constant_time_eq(expected.as_bytes(), mac.as_bytes()) {
+            return None;
+        }
+        let user = s.users.get(session.user_id).filter(|u| u.is_active)?;
+        Some(WebSession {
+            user_id: user.user_id,
+            role: user.role,
+            session_id: session_id.to_owned(),
+        })
+    })
+}
+
+/// The `Auth` of a `/json/...` request: the session `webclient::guard` found for it.
+pub fn session_auth(req: &HttpRequest) -> ApiResult<Auth> {
+    req.extensions()
+        .get::<WebSession>()
+        .map(|session| Auth {
+            user_id: session.user_id,
+            role: session.role,
+        })
+        .ok_or_else(not_logged_in)
+}
+
+pub fn not_logged_in() -> ApiError {
+    ApiError::unauthorized("Not logged in: API authentication or user session required")
 }

@@ -1,8 +1,9 @@
 //! The web client: its pages and files (`GET /`, `GET /login/`, `GET /static/web/...`, compiled
 //! into the binary from `src/http/web/`), signing in and out (`POST /login/`,
 //! `POST /json/logout`), the person's own sessions (`GET /json/sessions`,
-//! `DELETE /json/sessions/{id}`), and the session and CSRF checks in front of `/json/...`, the
-//! mirror of the API that browsers use, as Zulip's web app does.
+//! `DELETE /json/sessions/{id}`), and the CSRF check in front of `/json/...`, the mirror of the
+//! API that browsers use, as Zulip's web app does. Finding a request's session is `auth`'s,
+//! beside the API key check.
 //!
 //! A browser holds two cookies. `sessionid` (`HttpOnly`, `SameSite=Lax`) is a session's id and
 //! a MAC of it under the server secret; the log keeps only the id (`SessionStarted`), so
@@ -11,10 +12,10 @@
 //! `X-CSRFToken` with every request that is not a read, which a page of another site cannot
 //! do. The API key never reaches the page.
 
-use super::{AppState, Auth, Params};
+use super::auth::{not_logged_in, session_of, WebSession, SESSION_COOKIE};
+use super::{AppState, Params};
 use crate::auth::{constant_time_eq, new_api_key_nonce};
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::events::Role;
 use crate::ids::UserId;
 use actix_web::body::BoxBody;
 use actix_web::dev::{Service, ServiceRequest, ServiceResponse};
@@ -27,8 +28,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::OnceLock;
 
-/// The session cookie (Django's and Zulip's name).
-pub const SESSION_COOKIE: &str = "sessionid";
 /// The cookie the page reads its CSRF token from (Django's and Zulip's name).
 pub const CSRF_COOKIE: &str = "csrftoken";
 /// The header the page sends its CSRF token back in.
@@ -41,65 +40,6 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'
     style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; \
     frame-ancestors 'none'; base-uri 'none'; require-trusted-types-for 'script'; \
     trusted-types chronicle-message-html";
-
-/// A live web session: whose, and which.
-#[derive(Debug, Clone)]
-pub struct WebSession {
-    pub user_id: UserId,
-    pub role: Role,
-    pub session_id: String,
-}
-
-/// True for the paths a session authenticates (the API mirror).
-pub fn is_session_path(path: &str) -> bool {
-    path.starts_with("/json/")
-}
-
-/// The value of cookie `name` in the request's `Cookie` headers.
-fn cookie<'r>(req: &'r HttpRequest, name: &str) -> Option<&'r str> {
-    req.headers()
-        .get_all(header::COOKIE)
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value.trim_matches('"'))
-}
-
-/// The session the request's `sessionid` cookie names, if the cookie is genuine, the session
-/// has neither ended nor expired, and its account is active.
-pub fn session_of(req: &HttpRequest, state: &AppState) -> Option<WebSession> {
-    let (session_id, mac) = cookie(req, SESSION_COOKIE)?.split_once('.')?;
-    let now = crate::time::now_ms();
-    state.engine.read(|s| {
-        let session = s.sessions.get(session_id)?;
-        let expected = state.secret.session_mac(session.user_id, session_id);
-        if session.expires_at <= now || !constant_time_eq(expected.as_bytes(), mac.as_bytes()) {
-            return None;
-        }
-        let user = s.users.get(session.user_id).filter(|u| u.is_active)?;
-        Some(WebSession {
-            user_id: user.user_id,
-            role: user.role,
-            session_id: session_id.to_owned(),
-        })
-    })
-}
-
-/// The `Auth` of a `/json/...` request: the session `guard` found for it.
-pub fn session_auth(req: &HttpRequest) -> ApiResult<Auth> {
-    req.extensions()
-        .get::<WebSession>()
-        .map(|session| Auth {
-            user_id: session.user_id,
-            role: session.role,
-        })
-        .ok_or_else(not_logged_in)
-}
-
-fn not_logged_in() -> ApiError {
-    ApiError::unauthorized("Not logged in: API authentication or user session required")
-}
 
 /// In front of every `/json/...` route: finds the request's session (for `Auth`) and, for
 /// anything but a read, requires it and its CSRF token (`CSRF_FAILED`, 403). A 401 names the
