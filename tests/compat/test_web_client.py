@@ -21,7 +21,7 @@ try:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.action_chains import ActionChains
-    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
@@ -37,6 +37,37 @@ pytestmark = pytest.mark.skipif(
     webdriver is None or CHROMIUM is None or not pathlib.Path(CHROMEDRIVER).exists(),
     reason="needs selenium, chromium and /usr/bin/chromedriver (Debian: apt-get install chromium chromium-driver)",
 )
+
+
+# Every visible piece of text against its effective background (WCAG 2 contrast: 4.5, or 3 for
+# large text); returns the pieces that fall short.
+LOW_CONTRAST = r"""
+const parse = (c) => { const m = c.match(/rgba?\(([^)]+)\)/); if (!m) return null; const p = m[1].split(",").map(Number); return {r:p[0],g:p[1],b:p[2],a:p.length>3?p[3]:1}; };
+const lum = ({r,g,b}) => { const f = (v) => { v/=255; return v <= 0.03928 ? v/12.92 : Math.pow((v+0.055)/1.055, 2.4); }; return 0.2126*f(r)+0.7152*f(g)+0.0722*f(b); };
+function background(el) {
+  const layers = [];
+  for (let n = el; n; n = n.parentElement) { const c = parse(getComputedStyle(n).backgroundColor); if (c && c.a > 0) { layers.push(c); if (c.a >= 1) break; } }
+  let out = {r:255,g:255,b:255};
+  for (const c of layers.reverse()) out = {r: c.r*c.a + out.r*(1-c.a), g: c.g*c.a + out.g*(1-c.a), b: c.b*c.a + out.b*(1-c.a)};
+  return out;
+}
+const results = [];
+for (const el of document.querySelectorAll("body *")) {
+  if (!el.offsetParent && getComputedStyle(el).position !== "fixed") continue;
+  const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+  if (!own) continue;
+  const style = getComputedStyle(el);
+  if (style.visibility === "hidden" || Number(style.opacity) === 0) continue;
+  const fg = parse(style.color); const bg = background(el);
+  const a = fg.a; const blended = {r: fg.r*a+bg.r*(1-a), g: fg.g*a+bg.g*(1-a), b: fg.b*a+bg.b*(1-a)};
+  const l1 = lum(blended), l2 = lum(bg);
+  const ratio = (Math.max(l1,l2)+0.05)/(Math.min(l1,l2)+0.05);
+  const size = parseFloat(style.fontSize), bold = Number(style.fontWeight) >= 700;
+  const need = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;
+  if (ratio < need) results.push(`${el.tagName.toLowerCase()}.${el.className} "${el.textContent.trim().slice(0,30)}" ${ratio.toFixed(2)} < ${need}`);
+}
+return results;
+"""
 
 
 # ---- fixtures -----------------------------------------------------------------------------------
@@ -311,11 +342,23 @@ def test_hotkeys_names_and_dark_theme(site, browsers):
     nameless = [e.get_attribute("outerHTML")[:120] for e in controls if not (e.accessible_name or "").strip()]
     assert not nameless, nameless
 
-    # The dark theme follows the system setting.
+    # Text keeps enough contrast, in the light theme and in the dark one, which follows the
+    # system setting (a colour transition may still be running: look again until it ends).
+    def contrast_holds(theme):
+        found = []
+        def none_low():
+            found[:] = ada.js(LOW_CONTRAST)
+            return not found
+        try:
+            ada.wait(none_low)
+        except TimeoutException:
+            pytest.fail(f"low contrast in the {theme} theme: {found}")
+    contrast_holds("light")
     light = ada.js("return getComputedStyle(document.body).backgroundColor")
     ada.driver.execute_cdp_cmd("Emulation.setEmulatedMedia",
                                {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
     try:
+        contrast_holds("dark")
         dark = ada.js("return getComputedStyle(document.body).backgroundColor")
         channels = [int(c) for c in dark[dark.index("(") + 1:dark.index(")")].split(",")[:3]]
         assert light != dark and max(channels) < 80, (light, dark)
