@@ -24,7 +24,7 @@ try:
     from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.support.ui import WebDriverWait
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 except ImportError:  # pragma: no cover - the skip below says why
     webdriver = None
 
@@ -391,6 +391,25 @@ def test_older_messages_load_on_scroll_and_an_attached_file_opens(site, browsers
         "fetch(arguments[0], {credentials: 'same-origin'}).then(r => r.text().then(t => arguments[1]([r.status, t])))",
         link.get_attribute("href"))
     assert fetched == [200, "minutes of the meeting"], fetched
+
+
+def test_a_muted_topic_leaves_all_messages(site, browsers):
+    _, bob = browsers
+    lobby = site.api("GET", "get_stream_id", stream="lobby")["stream_id"]
+    bob.driver.get(f"{site.url}/#narrow/channel/{lobby}/topic/greetings")
+    select = bob.wait(lambda: bob.find('select[aria-label^="Topic notifications"]'))
+    Select(select).select_by_value("1")
+    bob.wait(lambda: "dim" in bob.sidebar_item("greetings").get_attribute("class"), "the muted topic is not dimmed")
+    bob.click(lambda: bob.sidebar_item("Starred"))
+    before = int(bob.badge("All messages"))
+    site.api("POST", "messages", type="stream", to="lobby", topic="greetings", content="muted chatter")
+    site.api("POST", "messages", type="stream", to="lobby", topic="news", content="loud news")
+    bob.wait(lambda: int(bob.badge("All messages")) == before + 1, "All messages counted a muted topic")
+    bob.click(lambda: bob.sidebar_item("All messages"))
+    bob.wait(lambda: bob.message("loud news"), "the other topic's message is not in All messages")
+    assert not bob.message("muted chatter")
+    bob.driver.get(f"{site.url}/#narrow/channel/{lobby}/topic/greetings")
+    bob.wait(lambda: bob.message("muted chatter"), "the muted topic's own view does not show it")
 
 
 class EvilPage(http.server.SimpleHTTPRequestHandler):

@@ -1,7 +1,7 @@
 // Keyboard shortcuts. Letters act only when no field has the cursor; Esc always works.
 
 import { $, isTyping } from "./dom.js";
-import { state, counts, topicKey } from "./state.js";
+import { state, counts, topicKey, topicHeard } from "./state.js";
 import * as narrows from "./narrow.js";
 import * as compose from "./compose.js";
 import * as messages from "./messages.js";
@@ -50,10 +50,9 @@ function nextUnreadTopic() {
     const unreadTopics = [...state.unread.values()].filter((w) => w.stream_id === sub.stream_id)
       .map((w) => w.topic).filter((t) => !seen.has(topicKey(sub.stream_id, t)) && seen.add(topicKey(sub.stream_id, t)));
     for (const topic of unreadTopics) {
-      const key = topicKey(sub.stream_id, topic);
-      const policy = state.userTopics.get(key) || 0;
-      const heard = policy === 2 || policy === 3 || (!sub.is_muted && policy !== 1);
-      if (heard && c.topics.get(key)) order.push(narrows.topic(sub.stream_id, topic));
+      if (topicHeard(sub.stream_id, topic) && c.topics.get(topicKey(sub.stream_id, topic))) {
+        order.push(narrows.topic(sub.stream_id, topic));
+      }
     }
   }
   if (!order.length) return;

@@ -4,7 +4,7 @@
 
 import { api } from "./api.js";
 import { $, el, clear, toast } from "./dom.js";
-import { state, markRead, messageDmKey, dmTitle } from "./state.js";
+import { state, markRead, messageDmKey, dmTitle, topicHeard } from "./state.js";
 import * as narrows from "./narrow.js";
 import { setMessageHtml } from "./sanitize.js";
 import { shortTime, longTime, isoTime } from "./time.js";
@@ -95,8 +95,14 @@ function renderAll() {
   }
   if (view.foundOldest) list().append(el("p", { class: "history-start", text: "No older messages" }));
   let prev = null;
-  for (const m of view.messages) { appendRow(m, prev); prev = m; }
+  for (const m of view.messages.filter(shownHere)) { appendRow(m, prev); prev = m; }
   observeUnread();
+}
+
+// "All messages" leaves out muted topics, and muted channels but for their unmuted and
+// followed topics, as Zulip's combined feed does; every other narrow shows what it asked for.
+function shownHere(m) {
+  return view.narrow.length > 0 || m.type !== "stream" || topicHeard(m.stream_id, m.subject);
 }
 
 function appendRow(m, prev) {
@@ -312,8 +318,9 @@ function onMessage(ev) {
   const m = ev.message;
   if (!view.foundNewest || !narrows.matches(view.narrow, m) || byId(m.id)) return;
   const stick = nearBottom() || m.sender_id === state.me.user_id;
-  if (!view.messages.length) { view.messages.push(m); renderAll(); } else {
-    const prev = view.messages[view.messages.length - 1];
+  if (!shownHere(m)) { view.messages.push(m); return; }
+  if (!view.messages.some(shownHere)) { view.messages.push(m); renderAll(); } else {
+    const prev = view.messages.filter(shownHere).pop();
     view.messages.push(m);
     list().querySelector(".empty")?.remove();
     appendRow(m, prev);

@@ -4,13 +4,12 @@
 
 import { api } from "./api.js";
 import { $, el, badge } from "./dom.js";
-import { state, counts, topicKey, topicVisibility, dmTitle, dmUserIds, presenceOf } from "./state.js";
+import { state, counts, topicKey, topicVisibility, topicHeard, TOPIC_FOLLOWED, dmTitle, dmUserIds, presenceOf } from "./state.js";
 import * as narrows from "./narrow.js";
 import { ui, swapIfChanged } from "./ui.js";
 import { openChannels } from "./channels.js";
 import { startDm } from "./compose.js";
 
-const MUTED = 1, UNMUTED = 2, FOLLOWED = 3;
 const loadingTopics = new Set();
 
 function item(key, narrow, label, count, extra = {}) {
@@ -68,9 +67,9 @@ function topicItems(sub, c) {
   if (!topics) { loadTopics(sub.stream_id); return el("ul", { class: "topics" }, el("li", { class: "hint", text: "Loading topics…" })); }
   return el("ul", { class: "topics", attrs: { "aria-label": `Topics in ${sub.name}` } }, topics.slice(0, 30).map((t) => {
     const vis = topicVisibility(sub.stream_id, t.name);
-    const dim = vis === MUTED || (sub.is_muted && vis !== UNMUTED && vis !== FOLLOWED);
+    const dim = !topicHeard(sub.stream_id, t.name);
     return el("li", {}, item(`t${sub.stream_id}:${t.name}`, narrows.topic(sub.stream_id, t.name), t.name || "(no topic)",
-      c.topics.get(topicKey(sub.stream_id, t.name)), { dim, note: vis === FOLLOWED ? el("span", { class: "note", text: "followed" }) : null }));
+      c.topics.get(topicKey(sub.stream_id, t.name)), { dim, note: vis === TOPIC_FOLLOWED ? el("span", { class: "note", text: "followed" }) : null }));
   }));
 }
 

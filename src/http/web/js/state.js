@@ -5,6 +5,10 @@ export const state = {};
 
 export const ROLE_OWNER = 100;
 export const ROLE_ADMIN = 200;
+// Zulip's topic visibility policies.
+export const TOPIC_MUTED = 1;
+export const TOPIC_UNMUTED = 2;
+export const TOPIC_FOLLOWED = 3;
 
 export function load(reg) {
   Object.assign(state, {
@@ -83,16 +87,28 @@ export function topicVisibility(streamId, topic) {
   return state.userTopics.get(topicKey(streamId, topic)) || 0;
 }
 
+// Whether a topic is heard, as Zulip decides it: not muted, and not in a muted channel unless
+// unmuted or followed there.
+export function topicHeard(streamId, topic) {
+  const policy = topicVisibility(streamId, topic);
+  if (policy === TOPIC_UNMUTED || policy === TOPIC_FOLLOWED) return true;
+  return policy !== TOPIC_MUTED && !state.subs.get(streamId)?.is_muted;
+}
+
 // Unread counts, computed on demand: the numbers are small and a single source cannot drift.
+// As in Zulip, a muted topic counts toward nothing but itself, and a muted channel's messages
+// (but for its unmuted and followed topics) stay out of "All messages"; the channel's own,
+// dimmed count still shows them.
 export function counts() {
   const out = { all: 0, streams: new Map(), topics: new Map(), dms: new Map(), mentions: 0 };
   for (const [id, where] of state.unread) {
-    out.all++;
     if (state.mentions.has(id)) out.mentions++;
-    if (where.dm) { out.dms.set(where.dm, (out.dms.get(where.dm) || 0) + 1); continue; }
-    out.streams.set(where.stream_id, (out.streams.get(where.stream_id) || 0) + 1);
+    if (where.dm) { out.all++; out.dms.set(where.dm, (out.dms.get(where.dm) || 0) + 1); continue; }
     const key = topicKey(where.stream_id, where.topic);
     out.topics.set(key, (out.topics.get(key) || 0) + 1);
+    if (state.userTopics.get(key) === TOPIC_MUTED) continue;
+    out.streams.set(where.stream_id, (out.streams.get(where.stream_id) || 0) + 1);
+    if (topicHeard(where.stream_id, where.topic)) out.all++;
   }
   return out;
 }
