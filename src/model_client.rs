@@ -474,9 +474,21 @@ fn apply_move(state: &mut Map<String, Value>, event: &Value) {
         return;
     }
     let moved = ids(&event["message_ids"]);
-    // Moved into a channel the user reads but did not read the old one from: the user now
-    // holds the messages (Zulip gives them read rows), so `max_message_id` may rise.
-    if event.get("new_stream_id").is_some() {
+    // Moved into a channel the user is subscribed to and whose history subscribers read: the
+    // user now holds the messages (Zulip gives them read rows), so `max_message_id` may rise.
+    // Someone told of the move only because they held one of the messages (a reaction to a
+    // public channel's message, say) holds no more than before.
+    let new_channel = event.get("new_stream_id").and_then(Value::as_u64);
+    let receives = new_channel.is_some_and(|channel| {
+        state["subscriptions"].as_array().is_some_and(|subs| {
+            subs.iter().any(|sub| {
+                sub["stream_id"].as_u64() == Some(channel)
+                    && (sub["invite_only"] == json!(false)
+                        || sub["history_public_to_subscribers"] == json!(true))
+            })
+        })
+    });
+    if receives {
         if let Some(newest) = moved.iter().max() {
             raise_max(state, *newest, false);
         }
