@@ -13,14 +13,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 class RunningServer:
-    def __init__(self, data_dir: pathlib.Path, extra_args=()):
+    def __init__(self, data_dir: pathlib.Path, extra_args=(), bind="127.0.0.1:0"):
         binary = os.environ.get("CHRONICLE_BIN", str(ROOT / "target" / "debug" / "chronicle"))
         self.data_dir = data_dir
         # The server's log, kept beside the data directory for failure reports.
         self.log_path = data_dir.parent / "server.log"
         self.log = open(self.log_path, "w")
         self.process = subprocess.Popen(
-            [binary, "serve", "--data-dir", str(data_dir), "--bind", "127.0.0.1:0", *extra_args],
+            [binary, "serve", "--data-dir", str(data_dir), "--bind", bind, *extra_args],
             stdout=subprocess.PIPE,
             stderr=self.log,
             text=True,

@@ -412,6 +412,53 @@ def test_a_muted_topic_leaves_all_messages(site, browsers):
     bob.wait(lambda: bob.message("muted chatter"), "the muted topic's own view does not show it")
 
 
+def test_settings_sessions_and_channels(site, browsers):
+    ada, bob = browsers
+    # A name and a status set in Bob's settings reach Ada's people list live.
+    bob.click(lambda: bob.find("#open-settings"))
+    bob.wait(lambda: bob.find("#settings-dialog").is_displayed())
+    name = bob.find("#full-name")
+    name.clear()
+    name.send_keys("Robert")
+    bob.find("#name-form button[type=submit]").click()
+    status = bob.find("#status-text")
+    status.send_keys("On a train")
+    bob.find("#status-form button[type=submit]").click()
+    ada.wait(lambda: any(p.find_element(By.CSS_SELECTOR, ".name").text == "Robert" for p in ada.finds("#people .person")),
+             "Ada does not see Bob's new name")
+    ada.wait(lambda: any("On a train" in p.text for p in ada.finds("#people .person")), "Ada does not see Bob's status")
+
+    # A second session of Bob's (another browser) is listed and ended from the settings.
+    other = requests.Session()
+    signed_in = other.post(f"{site.url}/login/", data={"username": "bob@example.com", "password": "bob-password-1"},
+                           headers={"Origin": site.url, "User-Agent": "Bob's other laptop"}, allow_redirects=False)
+    assert signed_in.status_code == 303 and "sessionid" in other.cookies
+    assert other.get(f"{site.url}/json/users/me").status_code == 200
+    bob.find("#settings-dialog .close").click()
+    bob.click(lambda: bob.find("#open-settings"))
+    end = bob.wait(lambda: bob.finds('#sessions button[aria-label="End the session of Bob\'s other laptop"]'))[0]
+    end.click()
+    bob.wait(lambda: not bob.finds('#sessions button[aria-label^="End the session"]'), "the ended session is still listed")
+    assert other.get(f"{site.url}/json/users/me").status_code == 401
+    bob.find("#settings-dialog .close").click()
+
+    # Ada creates a channel, leaves it and joins it again from the channel browser.
+    ada.click(lambda: ada.find('#left button[aria-label="Browse and create channels"]'))
+    ada.wait(lambda: ada.find("#channels-dialog").is_displayed())
+    ada.find("#new-channel-name").send_keys("design")
+    ada.find("#create-channel button[type=submit]").click()
+    ada.wait(lambda: ada.find("#narrow-title").text == "#design", "the new channel did not open")
+    ada.wait(lambda: ada.sidebar_item("design"), "the new channel is not in the sidebar")
+    ada.click(lambda: ada.find('#left button[aria-label="Browse and create channels"]'))
+    leave = ada.wait(lambda: ada.finds('#channel-browser button[aria-label="Unsubscribe from design"]'))[0]
+    leave.click()
+    ada.wait(lambda: not ada.sidebar_item("design"), "unsubscribing left the channel in the sidebar")
+    join = ada.wait(lambda: ada.finds('#channel-browser button[aria-label="Subscribe to design"]'))[0]
+    join.click()
+    ada.wait(lambda: ada.sidebar_item("design"), "subscribing again did not bring the channel back")
+    ada.find("#channels-dialog .close").click()
+
+
 class EvilPage(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
@@ -466,3 +513,33 @@ def test_an_administrator_opens_the_audit_page_with_the_session(site):
         assert not owner.find("#login").is_displayed()
     finally:
         owner.quit()
+
+
+def test_the_server_away_and_back(tmp_path):
+    """While the server is down the page says it is reconnecting; once it is back the client
+    registers again (its queue died with the server) and live messages arrive again."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    data = tmp_path / "data"
+    server = RunningServer(data, bind=f"127.0.0.1:{port}")
+    browser = Browser()
+    try:
+        site = Site(server)
+        site.api("POST", "users", email="cy@example.com", password="cy-password-1", full_name="Cy")
+        site.api("POST", "users/me/subscriptions", subscriptions='[{"name": "ops"}]', principals='["cy@example.com"]')
+        browser.login(site.url, "cy@example.com", "cy-password-1")
+        browser.click(lambda: browser.sidebar_item("ops"))
+        browser.wait(lambda: browser.find("#narrow-title").text == "#ops")
+        assert not browser.find("#reconnecting").is_displayed()
+
+        server.stop()
+        browser.wait(lambda: browser.find("#reconnecting").is_displayed(), "no reconnecting banner while the server is away")
+        server = RunningServer(data, bind=f"127.0.0.1:{port}")
+        browser.wait(lambda: not browser.find("#reconnecting").is_displayed(), "the banner stayed after the server came back",
+                     timeout=40)
+        site.api("POST", "messages", type="stream", to="ops", topic="status", content="back online")
+        browser.wait(lambda: browser.message("back online"), "no live message after the server came back", timeout=40)
+    finally:
+        browser.quit()
+        server.stop()
