@@ -6,6 +6,7 @@ import { $, el, clear, toast } from "./dom.js";
 import { state } from "./state.js";
 import * as narrows from "./narrow.js";
 import { ui } from "./ui.js";
+import { compareNames } from "./names.js";
 
 let all = [];
 
@@ -35,7 +36,7 @@ export function refresh() {
 function render() {
   const filter = $("channel-filter").value.trim().toLowerCase();
   const shown = all.filter((s) => !filter || s.name.toLowerCase().includes(filter))
-    .sort((a, b) => a.name.localeCompare(b.name));
+    .sort((a, b) => compareNames(a.name, b.name));
   clear($("channel-browser")).append(...(shown.length ? shown.map(row) : [el("li", { class: "hint", text: "No channels match." })]));
 }
 

@@ -6,6 +6,7 @@ import { $, el, toast } from "./dom.js";
 import { state, dmKey, messageDmKey } from "./state.js";
 import * as narrows from "./narrow.js";
 import { ui, swapIfChanged } from "./ui.js";
+import { compareNames } from "./names.js";
 
 const TYPING_REPEAT_MS = 10000;
 const compose = { mode: "stream", recipients: [] };
@@ -46,7 +47,7 @@ function setMode(mode) {
 export function refresh() {
   const select = $("compose-stream");
   const chosen = select.value;
-  const subs = [...state.subs.values()].sort((a, b) => a.name.localeCompare(b.name));
+  const subs = [...state.subs.values()].sort((a, b) => compareNames(a.name, b.name));
   swapIfChanged(select, subs.map((s) => el("option", { value: String(s.stream_id), text: s.name })));
   if (chosen && state.subs.has(Number(chosen))) select.value = chosen;
   if (document.activeElement === $("compose-to")) fillPeople();

@@ -7,6 +7,7 @@ import * as compose from "./compose.js";
 import * as messages from "./messages.js";
 import * as emoji from "./emoji.js";
 import { ui } from "./ui.js";
+import { compareNames } from "./names.js";
 
 export function setup({ closePanels }) {
   document.addEventListener("keydown", (e) => {
@@ -45,7 +46,7 @@ function nextUnreadTopic() {
   const c = counts();
   const seen = new Set();
   const order = [];
-  const subs = [...state.subs.values()].sort((a, b) => a.name.localeCompare(b.name));
+  const subs = [...state.subs.values()].sort((a, b) => compareNames(a.name, b.name));
   for (const sub of subs) {
     const unreadTopics = [...state.unread.values()].filter((w) => w.stream_id === sub.stream_id)
       .map((w) => w.topic).filter((t) => !seen.has(topicKey(sub.stream_id, t)) && seen.add(topicKey(sub.stream_id, t)));

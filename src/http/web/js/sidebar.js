@@ -9,6 +9,7 @@ import * as narrows from "./narrow.js";
 import { ui, swapIfChanged } from "./ui.js";
 import { openChannels } from "./channels.js";
 import { startDm } from "./compose.js";
+import { compareNames } from "./names.js";
 
 const loadingTopics = new Set();
 
@@ -51,7 +52,7 @@ function head(title, addLabel, onAdd) {
 
 function channelItems(c) {
   const openId = narrows.streamOf(ui.narrow);
-  const subs = [...state.subs.values()].sort((a, b) => a.name.localeCompare(b.name));
+  const subs = [...state.subs.values()].sort((a, b) => compareNames(a.name, b.name));
   if (!subs.length) return [el("li", { class: "hint", text: "No channels yet — press + to join one." })];
   return subs.map((sub) => {
     const li = el("li", {}, item(`s${sub.stream_id}`, narrows.channel(sub.stream_id), sub.name, c.streams.get(sub.stream_id), {

@@ -5,6 +5,7 @@ import { $, el } from "./dom.js";
 import { state, presenceOf, dmKey } from "./state.js";
 import * as narrows from "./narrow.js";
 import { swapIfChanged } from "./ui.js";
+import { compareNames } from "./names.js";
 
 const RANK = { active: 0, idle: 1, offline: 2 };
 const LABEL = { active: "Active", idle: "Idle", offline: "Offline" };
@@ -19,7 +20,7 @@ export function render() {
     .filter((u) => u.is_active !== false && !u.is_bot)
     .filter((u) => !filter || u.full_name.toLowerCase().includes(filter) || u.email.toLowerCase().includes(filter))
     .map((u) => ({ user: u, presence: u.user_id === state.me.user_id ? "active" : presenceOf(u.user_id) }))
-    .sort((a, b) => RANK[a.presence] - RANK[b.presence] || a.user.full_name.localeCompare(b.user.full_name));
+    .sort((a, b) => RANK[a.presence] - RANK[b.presence] || compareNames(a.user.full_name, b.user.full_name));
   swapIfChanged($("people"), people.map(person));
 }
 
