@@ -605,7 +605,6 @@ async fn message_op(
                         Some(oldest) => crate::commands::sessions::end_session(s, ctx, &oldest),
                         None => {
                             crate::commands::sessions::start_session(s, ctx, user, &id, "model")
-                                .map(|decided| decided.map(|_| ()))
                         }
                     }
                 })

@@ -21,7 +21,7 @@ pub fn start_session(
     user_id: UserId,
     session_id: &str,
     client: &str,
-) -> ApiResult<Decision<i64>> {
+) -> ApiResult<Decision> {
     let user = state
         .users
         .get(user_id)
@@ -42,15 +42,12 @@ pub fn start_session(
     }
     let expires_at = ctx.now_ms.saturating_add(SESSION_LIFETIME_MS);
     let client: String = client.chars().take(MAX_CLIENT_CHARS).collect();
-    Ok(Decision::new(
-        vec![Event::SessionStarted {
-            user_id,
-            session_id: session_id.to_owned(),
-            expires_at,
-            client,
-        }],
+    Ok(Decision::events(vec![Event::SessionStarted {
+        user_id,
+        session_id: session_id.to_owned(),
         expires_at,
-    ))
+        client,
+    }]))
 }
 
 /// Ends `session_id`, which must be one of the acting user's own.

@@ -46,15 +46,13 @@ fn authenticate(req: &HttpRequest) -> ApiResult<Auth> {
         // web session instead.
         let opening_upload = req.method() == actix_web::http::Method::GET
             && req.path().starts_with("/user_uploads/");
-        if let Some(session) = session_of(req, state).filter(|_| opening_upload) {
+        if let Some(session) = opening_upload.then(|| session_of(req, state)).flatten() {
             return Ok(Auth {
                 user_id: session.user_id,
                 role: session.role,
             });
         }
-        return Err(ApiError::unauthorized(
-            "Not logged in: API authentication or user session required",
-        ));
+        return Err(not_logged_in());
     };
     let value = value.to_str().unwrap_or_default();
     let (scheme, encoded) = value.split_once(' ').unwrap_or((value, ""));
@@ -249,15 +247,20 @@ pub fn session_of(req: &HttpRequest, state: &AppState) -> Option<WebSession> {
     })
 }
 
-/// The `Auth` of a `/json/...` request: the session `webclient::guard` found for it.
-pub fn session_auth(req: &HttpRequest) -> ApiResult<Auth> {
+/// The session `webclient::guard` found for a `/json/...` request.
+pub fn current_session(req: &HttpRequest) -> ApiResult<WebSession> {
     req.extensions()
         .get::<WebSession>()
-        .map(|session| Auth {
-            user_id: session.user_id,
-            role: session.role,
-        })
+        .cloned()
         .ok_or_else(not_logged_in)
+}
+
+/// The `Auth` of a `/json/...` request: its session's user.
+pub fn session_auth(req: &HttpRequest) -> ApiResult<Auth> {
+    current_session(req).map(|session| Auth {
+        user_id: session.user_id,
+        role: session.role,
+    })
 }
 
 pub fn not_logged_in() -> ApiError {

@@ -12,7 +12,7 @@
 //! `X-CSRFToken` with every request that is not a read, which a page of another site cannot
 //! do. The API key never reaches the page.
 
-use super::auth::{not_logged_in, session_of, WebSession, SESSION_COOKIE};
+use super::auth::{current_session, not_logged_in, session_of, WebSession, SESSION_COOKIE};
 use super::{AppState, Params};
 use crate::auth::{constant_time_eq, new_api_key_nonce};
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -231,21 +231,13 @@ fn cleared_cookies(state: &AppState, mut response: HttpResponse) -> HttpResponse
     response
 }
 
-/// The session `guard` found for this request (the `/json/` routes below run behind it).
-fn current(req: &HttpRequest) -> ApiResult<WebSession> {
-    req.extensions()
-        .get::<WebSession>()
-        .cloned()
-        .ok_or_else(not_logged_in)
-}
-
 /// `POST /json/logout`: ends this browser's session and clears its cookies.
 pub async fn logout(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: Params,
 ) -> ApiResult<HttpResponse> {
-    let session = current(&req)?;
+    let session = current_session(&req)?;
     end(&state, &session, session.session_id.clone()).await?;
     Ok(cleared_cookies(&state, params.success(json!({}))))
 }
@@ -256,7 +248,7 @@ pub async fn get_sessions(
     state: web::Data<AppState>,
     params: Params,
 ) -> ApiResult<HttpResponse> {
-    let me = current(&req)?;
+    let me = current_session(&req)?;
     let now = crate::time::now_ms();
     let mut sessions: Vec<(i64, serde_json::Value)> = state.engine.read(|s| {
         s.sessions
@@ -286,7 +278,7 @@ pub async fn end_session(
     state: web::Data<AppState>,
     params: Params,
 ) -> ApiResult<HttpResponse> {
-    let me = current(&req)?;
+    let me = current_session(&req)?;
     let target = req
         .match_info()
         .get("session_id")
