@@ -50,7 +50,11 @@ def test_zulip_term_shows_channels_and_live_messages(server):
     session = "chronicle-zt"
     subprocess.run(TMUX + ["kill-server"], capture_output=True, env=CLEAN_ENV)
     subprocess.run(
-        TMUX + ["new-session", "-d", "-s", session, "-x", "200", "-y", "50", f"{ZULIP_TERM} -c {server.zuliprc}"],
+        # zulip-term writes zulip-terminal-tracebacks.log into its working directory: the
+        # server's temporary folder, not the checkout.
+        TMUX
+        + ["new-session", "-d", "-s", session, "-c", str(server.data_dir.parent), "-x", "200", "-y", "50"]
+        + [f"{ZULIP_TERM} -c {server.zuliprc}"],
         check=True,
         env=CLEAN_ENV,
     )
