@@ -125,35 +125,39 @@ pub async fn register(
     if options.all_public_streams && auth.role == crate::events::Role::Guest {
         return Err(ApiError::bad_request("User not authorized for this query"));
     }
-    state.engine.read(|s| {
-        let me = s
-            .users
-            .get(auth.user_id)
-            .ok_or_else(|| ApiError::internal("user missing"))?;
-        crate::narrow::check_narrow(s, me, &options.narrow)?;
-        let request = RegisterRequest {
-            fetch_event_types: fetch.fetch_event_types.as_ref(),
-            include_subscribers: fetch.include_subscribers,
-            capabilities: &options.capabilities,
-            presence: &fetch.presence,
-        };
-        // Written under the read lock, with the queue registered in the same critical
-        // section (see `realtime`). Large answers go straight to bytes.
-        let capacity = REGISTER_SIZE.load(std::sync::atomic::Ordering::Relaxed);
-        let response = params.success_with(capacity, |answer| {
-            initial_state(answer, s, &state.site, &state.secret, me, &request);
-            let queue = state.queues.register(auth.user_id, options.clone(), s.seq);
-            answer.field("queue_id", &queue.id);
-            answer.field("last_event_id", &queue.last_event_id());
-        })?;
-        if let actix_web::body::BodySize::Sized(size) =
-            actix_web::body::MessageBody::size(response.body())
-        {
-            let room = usize::try_from(size).unwrap_or(0).saturating_add(4096);
-            REGISTER_SIZE.store(room.max(64 * 1024), std::sync::atomic::Ordering::Relaxed);
-        }
-        Ok(response)
+    // The answer (tens of milliseconds for a large organization) is written on the blocking
+    // pool: on an async worker it would hold up every other connection of that worker, such
+    // as the web client's own files, which it fetches at the same moment.
+    let (user_id, app) = (auth.user_id, state.clone());
+    let body = web::block(move || {
+        app.engine.read(|s| {
+            let me = s
+                .users
+                .get(user_id)
+                .ok_or_else(|| ApiError::internal("user missing"))?;
+            crate::narrow::check_narrow(s, me, &options.narrow)?;
+            let request = RegisterRequest {
+                fetch_event_types: fetch.fetch_event_types.as_ref(),
+                include_subscribers: fetch.include_subscribers,
+                capabilities: &options.capabilities,
+                presence: &fetch.presence,
+            };
+            // Written under the read lock, with the queue registered in the same critical
+            // section (see `realtime`). Large answers go straight to bytes.
+            let capacity = REGISTER_SIZE.load(std::sync::atomic::Ordering::Relaxed);
+            params.success_bytes(capacity, |answer| {
+                initial_state(answer, s, &app.site, &app.secret, me, &request);
+                let queue = app.queues.register(user_id, options.clone(), s.seq);
+                answer.field("queue_id", &queue.id);
+                answer.field("last_event_id", &queue.last_event_id());
+            })
+        })
     })
+    .await
+    .map_err(|e| ApiError::internal(format!("register: {e}")))??;
+    let room = body.len().saturating_add(4096);
+    REGISTER_SIZE.store(room.max(64 * 1024), std::sync::atomic::Ordering::Relaxed);
+    Ok(crate::http::params::json_response(body))
 }
 
 /// Room for a `/register` answer before its buffer grows: the last answer's size and a little

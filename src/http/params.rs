@@ -147,6 +147,16 @@ impl Params {
         capacity: usize,
         fill: impl FnOnce(&mut Obj<'_>),
     ) -> ApiResult<HttpResponse> {
+        self.success_bytes(capacity, fill).map(json_response)
+    }
+
+    /// The body of [`Params::success_with`]'s answer, for work done off the async workers
+    /// (an `HttpResponse` cannot cross threads; its bytes can).
+    pub fn success_bytes(
+        &self,
+        capacity: usize,
+        fill: impl FnOnce(&mut Obj<'_>),
+    ) -> ApiResult<Vec<u8>> {
         let mut buf = JsonBuf::with_capacity(capacity);
         buf.object(|o| {
             o.field("result", "success");
@@ -157,13 +167,16 @@ impl Params {
                 o.field("ignored_parameters_unsupported", &ignored);
             }
         });
-        let bytes = buf
-            .into_bytes()
-            .ok_or_else(|| ApiError::internal("the answer could not be written as JSON"))?;
-        Ok(HttpResponse::Ok()
-            .content_type(actix_web::http::header::ContentType::json())
-            .body(bytes))
+        buf.into_bytes()
+            .ok_or_else(|| ApiError::internal("the answer could not be written as JSON"))
     }
+}
+
+/// A `200 OK` JSON answer of already written bytes.
+pub fn json_response(body: Vec<u8>) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(actix_web::http::header::ContentType::json())
+        .body(body)
 }
 
 fn parse_pairs(bytes: &[u8]) -> ApiResult<Vec<(String, String)>> {

@@ -2,30 +2,12 @@
 // state; an unreachable server means the "Reconnecting…" banner and retries with backoff.
 
 import { api } from "./api.js";
+import { register } from "./requests.js";
 import { $ } from "./dom.js";
-
-const CAPABILITIES = {
-  notification_settings_null: true, bulk_message_deletion: true, user_avatar_url_field_optional: false,
-  stream_typing_notifications: true, user_settings_object: true, empty_topic_name: true,
-};
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 // Jitter spreads many clients coming back after a server restart.
 const backoff = (delay) => Math.min(delay * 2, 30000) * (0.8 + Math.random() * 0.4);
-
-// The parts of the initial state this client reads (every event still arrives): leaving out
-// the list of all channels and the groups makes a large organization's answer a quarter smaller.
-const FETCH = [
-  "realm", "realm_user", "subscription", "message", "update_message_flags", "starred_messages", "user_topic",
-  "presence", "user_settings", "realm_emoji", "recent_private_conversations", "user_status",
-];
-
-export function register() {
-  return api("POST", "register", {
-    apply_markdown: true, client_gravatar: false, slim_presence: true, include_subscribers: false,
-    client_capabilities: CAPABILITIES, fetch_event_types: FETCH,
-  });
-}
 
 function reconnecting(on) {
   $("reconnecting").hidden = !on;

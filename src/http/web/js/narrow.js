@@ -2,7 +2,8 @@
 // to and from the address (#narrow/...), decides whether a live message belongs in one, and
 // parses the search box; and fetches a narrow's messages a page at a time.
 
-import { api } from "./api.js";
+export { toHash, fromHash } from "./address.js";
+export { fetchPage } from "./requests.js";
 import { state, dmKey, dmTitle, messageDmKey } from "./state.js";
 
 export const find = (narrow, op) => narrow.find((term) => term.operator === op)?.operand;
@@ -46,43 +47,6 @@ export function title(narrow) {
 }
 
 // ---- address -------------------------------------------------------------------------------
-
-// Zulip's address encoding: percent-encoding with "." for "%" (so "plans 2" is "plans.202"),
-// which Zulip's own links in rendered messages use too.
-const encodeHash = (text) => encodeURIComponent(text).replace(/\./g, "%2E").replace(/%/g, ".");
-
-function decodeHash(text) {
-  try {
-    return decodeURIComponent(text.replace(/\./g, "%"));
-  } catch {
-    return text;
-  }
-}
-
-export function toHash(narrow) {
-  if (!narrow.length) return "#";
-  return "#narrow/" + narrow.map((t) => `${t.operator}/${encodeHash(Array.isArray(t.operand) ? t.operand.join(",") : String(t.operand))}`).join("/");
-}
-
-export function fromHash(hash) {
-  const parts = hash.replace(/^#/, "").split("/");
-  if (parts[0] !== "narrow") return [];
-  const out = [];
-  for (let i = 1; i + 1 < parts.length; i += 2) {
-    const operator = parts[i];
-    let operand = decodeHash(parts[i + 1]);
-    // Ids, or (for a search by addresses the client does not know) the addresses as typed.
-    if (operator === "dm" || operator === "pm-with") {
-      if (/^\d+(,\d+)*$/.test(operand)) operand = operand.split(",").map(Number);
-      else if (/^\d+-/.test(operand)) operand = [parseInt(operand, 10)];
-    }
-    // Our own links carry the id; Zulip-style ones "id-name".
-    else if ((operator === "channel" || operator === "stream") && /^\d+(-|$)/.test(operand)) operand = parseInt(operand, 10);
-    const name = { stream: "channel", "pm-with": "dm" }[operator] || operator;
-    out.push({ operator: name, operand });
-  }
-  return out;
-}
 
 // ---- live messages ---------------------------------------------------------------------------
 
@@ -144,14 +108,4 @@ export function toSearchText(narrow) {
     if (operator === "dm") return `dm:${(Array.isArray(operand) ? operand : [operand]).map((id) => state.users.get(id)?.email || id).join(",")}`;
     return `${operator}:${quote(String(operand))}`;
   }).join(" ");
-}
-
-const PAGE = 50;
-
-// A page of the narrow's messages: the newest (`anchor` "newest"), or those before message
-// `anchor`.
-export function fetchPage(narrow, anchor) {
-  const params = { anchor, num_before: PAGE, num_after: 0, narrow, apply_markdown: true, client_gravatar: false };
-  if (anchor !== "newest") params.include_anchor = false;
-  return api("GET", "messages", params);
 }

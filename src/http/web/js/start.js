@@ -1,9 +1,10 @@
-// The requests the first screen waits for, started as early as the page can: app.js imports
-// this module before any other, so /register and the first page of messages travel while the
-// rest of the app is still being compiled and run.
+// The requests the first screen waits for, started as early as the page can: the page loads
+// this module on its own (async) as well as through app.js, and it imports only the two small
+// modules that make requests, so /register and the first page of messages travel while the rest
+// of the app is still arriving and being compiled.
 
-import { register } from "./events.js";
-import { fetchPage, fromHash } from "./narrow.js";
+import { fromHash } from "./address.js";
+import { register, fetchPage } from "./requests.js";
 
 export const firstNarrow = fromHash(location.hash);
 export const firstPage = fetchPage(firstNarrow, "newest");

@@ -1,0 +1,39 @@
+// The address of a narrow (#narrow/...), in Zulip's form. No imports: the first requests
+// (start.js) read the address before the rest of the app has loaded.
+
+// Zulip's address encoding: percent-encoding with "." for "%" (so "plans 2" is "plans.202"),
+// which Zulip's own links in rendered messages use too.
+const encodeHash = (text) => encodeURIComponent(text).replace(/\./g, "%2E").replace(/%/g, ".");
+
+function decodeHash(text) {
+  try {
+    return decodeURIComponent(text.replace(/\./g, "%"));
+  } catch {
+    return text;
+  }
+}
+
+export function toHash(narrow) {
+  if (!narrow.length) return "#";
+  return "#narrow/" + narrow.map((t) => `${t.operator}/${encodeHash(Array.isArray(t.operand) ? t.operand.join(",") : String(t.operand))}`).join("/");
+}
+
+export function fromHash(hash) {
+  const parts = hash.replace(/^#/, "").split("/");
+  if (parts[0] !== "narrow") return [];
+  const out = [];
+  for (let i = 1; i + 1 < parts.length; i += 2) {
+    const operator = parts[i];
+    let operand = decodeHash(parts[i + 1]);
+    // Ids, or (for a search by addresses the client does not know) the addresses as typed.
+    if (operator === "dm" || operator === "pm-with") {
+      if (/^\d+(,\d+)*$/.test(operand)) operand = operand.split(",").map(Number);
+      else if (/^\d+-/.test(operand)) operand = [parseInt(operand, 10)];
+    }
+    // Our own links carry the id; Zulip-style ones "id-name".
+    else if ((operator === "channel" || operator === "stream") && /^\d+(-|$)/.test(operand)) operand = parseInt(operand, 10);
+    const name = { stream: "channel", "pm-with": "dm" }[operator] || operator;
+    out.push({ operator: name, operand });
+  }
+  return out;
+}
