@@ -509,8 +509,13 @@ async fn starting_from_a_snapshot_equals_replaying_from_the_start() {
     );
     let stopped = server.stop();
 
-    // The newest snapshot damaged: reported, and the one before it (or the log) used instead.
-    let newest = snapshots.last().unwrap().clone();
+    // The newest snapshot damaged (the one this stop wrote): reported, and the one before it
+    // (or the log) used instead.
+    let newest = stopped_snapshots_after(&stopped.dir, snapshots.len())
+        .await
+        .last()
+        .unwrap()
+        .clone();
     let mut bytes = std::fs::read(&newest).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff;
@@ -523,6 +528,93 @@ async fn starting_from_a_snapshot_equals_replaying_from_the_start() {
     let owner = server.api(Some(&server.owner()));
     let (_, now) = owner.get("/admin/projections", &[]).await;
     assert_eq!(now["projections"], full);
+}
+
+/// A clean stop writes a snapshot of the final state when the log moved on by a tenth of the
+/// interval since the newest one, and the next start loads it instead of folding the tail; a
+/// stop after fewer events writes none.
+#[tokio::test]
+async fn a_clean_stop_writes_a_snapshot_the_next_start_loads() {
+    let server = Server::start_with(&["--snapshot-every", "1000"]);
+    let owner = server.api(Some(&server.owner()));
+    let (status, body) = owner
+        .post(
+            "/channels/create",
+            &[("name", "general"), ("subscribers", "[]")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let send = |i: usize| {
+        let owner = &owner;
+        async move {
+            let (status, body) = owner
+                .post(
+                    "/messages",
+                    &[
+                        ("type", "stream"),
+                        ("to", "general"),
+                        ("topic", "stop"),
+                        ("content", &format!("before the stop {i}")),
+                    ],
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+    };
+    for i in 0..120 {
+        send(i).await;
+    }
+    assert!(
+        snapshot_seqs(&server.dir).is_empty(),
+        "no periodic snapshot yet"
+    );
+    let stopped = server.stop();
+    let seqs = snapshot_seqs(&stopped.dir);
+    let full: serde_json::Value = serde_json::from_str(&run(&["dump"], &stopped.dir)).unwrap();
+    let last_seq = full["seq"].as_u64().unwrap();
+    assert_eq!(seqs, vec![last_seq], "one snapshot, at the log's end");
+
+    let server = stopped.restart();
+    let stderr = server.stderr();
+    assert!(stderr.contains("loaded the newest snapshot"), "{stderr}");
+    let owner = server.api(Some(&server.owner()));
+    let (_, now) = owner.get("/admin/projections", &[]).await;
+    assert_eq!(now["projections"], full);
+    let (status, body) = owner
+        .post(
+            "/messages",
+            &[
+                ("type", "stream"),
+                ("to", "general"),
+                ("topic", "stop"),
+                ("content", "after"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let stopped = server.stop();
+    assert_eq!(
+        snapshot_seqs(&stopped.dir),
+        vec![last_seq],
+        "a short tail: no new snapshot"
+    );
+}
+
+/// The seqs of the snapshots in a data directory, oldest first.
+fn snapshot_seqs(dir: &std::path::Path) -> Vec<u64> {
+    let mut seqs: Vec<u64> = std::fs::read_dir(dir.join("snapshots"))
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|e| {
+                    let name = e.file_name().into_string().ok()?;
+                    name.strip_suffix(".snap")?.parse().ok()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    seqs.sort_unstable();
+    seqs
 }
 
 /// Waits (a few seconds at most) until at least `n` snapshots are on disk; returns them,
