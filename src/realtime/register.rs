@@ -198,14 +198,44 @@ pub fn initial_state(
     me: &User,
     request: &RegisterRequest<'_>,
 ) {
-    let cx = Cx {
-        state,
-        site,
-        secret,
-        me,
-        request,
-        channel_text: Default::default(),
-    };
+    // The unread messages are a walk over every one of them (a third of a large organization's
+    // answer, mostly waiting on memory): a second thread writes them while this one writes
+    // the rest, and `messages` puts its text in place.
+    let raw_topics = request.capabilities.empty_topic_name;
+    let wants = |name: &str| request.fetch_event_types.is_none_or(|t| t.contains(name));
+    let unread_too = wants("message") && wants("update_message_flags");
+    std::thread::scope(|scope| {
+        let unread = unread_too
+            .then(|| {
+                std::thread::Builder::new()
+                    .name("chronicle-unread".into())
+                    .spawn_scoped(scope, move || {
+                        let mut text = JsonBuf::default();
+                        unread_msgs(&mut text, state, me, raw_topics);
+                        text
+                    })
+                    // No thread to be had: `messages` writes them itself.
+                    .ok()
+            })
+            .flatten();
+        let cx = Cx {
+            state,
+            site,
+            secret,
+            me,
+            request,
+            channel_text: Default::default(),
+            unread: std::cell::RefCell::new(unread),
+        };
+        write_state(answer, &cx);
+    });
+}
+
+/// [`initial_state`]'s answer, part by part.
+fn write_state(answer: &mut Obj<'_>, cx: &Cx<'_>) {
+    let Cx {
+        state, me, request, ..
+    } = *cx;
     let mut out = Out {
         obj: answer,
         keys: HashSet::new(),
@@ -214,68 +244,68 @@ pub fn initial_state(
     out.put("zulip_feature_level", &ZULIP_FEATURE_LEVEL);
     out.put("zulip_merge_base", &ZULIP_MERGE_BASE);
     if cx.wants("realm") {
-        realm_data(&mut out, &cx);
+        realm_data(&mut out, cx);
     }
     if cx.wants("realm_user") {
-        people(&mut out, &cx);
+        people(&mut out, cx);
     }
     if cx.wants("realm_bot") {
-        bots(&mut out, &cx);
+        bots(&mut out, cx);
     }
     if cx.wants("subscription") {
-        subscriptions(&mut out, &cx);
+        subscriptions(&mut out, cx);
     }
     if cx.wants("stream") {
-        streams(&mut out, &cx);
+        streams(&mut out, cx);
     }
     if cx.wants("message") {
-        messages(&mut out, &cx);
+        messages(&mut out, cx);
     }
     if cx.wants("starred_messages") {
-        starred(&mut out, &cx);
+        starred(&mut out, cx);
     }
     if cx.wants("user_topic") {
-        user_topics(&mut out, &cx);
+        user_topics(&mut out, cx);
     }
     if cx.wants("muted_topics")
         && !request
             .fetch_event_types
             .is_some_and(|t| t.contains("user_topic"))
     {
-        muted_topics(&mut out, &cx);
+        muted_topics(&mut out, cx);
     }
     if cx.wants("custom_profile_fields") {
-        profile_fields(&mut out, &cx);
+        profile_fields(&mut out, cx);
     }
     if cx.wants("realm_linkifiers") {
-        linkifiers(&mut out, &cx);
+        linkifiers(&mut out, cx);
     }
     if cx.wants("realm_filters") {
         legacy_filters(&mut out);
     }
     if cx.wants("realm_user_groups") {
-        user_groups(&mut out, &cx);
+        user_groups(&mut out, cx);
     }
     if cx.wants("presence") {
-        presence(&mut out, &cx);
+        presence(&mut out, cx);
     }
     if cx.wants("user_settings") {
-        own_settings(&mut out, &cx);
+        own_settings(&mut out, cx);
     }
     if cx.wants("update_display_settings") || cx.wants("update_global_notifications") {
-        legacy_settings(&mut out, &cx);
+        legacy_settings(&mut out, cx);
     }
     if cx.wants("realm_emoji") {
-        custom_emoji(&mut out, &cx);
+        custom_emoji(&mut out, cx);
     }
     if cx.wants("channel_folders") {
-        channel_folders(&mut out, &cx);
+        channel_folders(&mut out, cx);
     }
     if cx.wants("default_streams") {
-        default_channels(&mut out, &cx);
+        default_channels(&mut out, cx);
     }
     if cx.wants("recent_private_conversations") {
-        recent_conversations(&mut out, &cx);
+        recent_conversations(&mut out, cx);
     }
     if cx.wants("default_stream_groups") {
         default_channel_groups(&mut out);
@@ -364,6 +394,8 @@ struct Cx<'a> {
     /// Where each channel's fields were written in the answer, so that a channel listed twice
     /// (in `never_subscribed` and in `streams`) is written once and copied.
     channel_text: std::cell::RefCell<HashMap<crate::ids::ChannelId, std::ops::Range<usize>>>,
+    /// `unread_msgs`, being written by a thread of its own (taken when it is put).
+    unread: std::cell::RefCell<Option<std::thread::ScopedJoinHandle<'a, JsonBuf>>>,
 }
 
 impl Cx<'_> {
@@ -659,8 +691,10 @@ fn messages(out: &mut Out, cx: &Cx<'_>) {
         .map_or(json!(-1), |id| json!(id.0));
     out.put("max_message_id", &max);
     if cx.wants("update_message_flags") {
-        out.put_with("unread_msgs", |b| {
-            unread_msgs(b, state, me, request.capabilities.empty_topic_name);
+        let written = cx.unread.borrow_mut().take().and_then(|h| h.join().ok());
+        out.put_with("unread_msgs", |b| match written {
+            Some(text) => b.append(text),
+            None => unread_msgs(b, state, me, request.capabilities.empty_topic_name),
         });
     }
 }

@@ -106,6 +106,12 @@ impl JsonBuf {
         }
     }
 
+    /// Appends one complete value written in another buffer.
+    pub fn append(&mut self, other: JsonBuf) {
+        self.bytes.extend_from_slice(&other.bytes);
+        self.failed |= other.failed;
+    }
+
     /// The length of the text written so far.
     pub fn len(&self) -> usize {
         self.bytes.len()
