@@ -307,24 +307,80 @@ async fn end(state: &AppState, me: &WebSession, session_id: String) -> ApiResult
 /// The client's files, by path below `src/http/web/` (listed by `build.rs`).
 static FILES: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/web_files.rs"));
 
-/// `GET /static/web/{path}`: one of the client's files, revalidated by its hash.
+/// `GET /static/web/{path}`: one of the client's files. The pages name them under the build's
+/// version (`/static/web/VERSION/js/app.js`), which a browser keeps for a year without asking
+/// again: a new build has a new version, so new addresses. Without it, or under another
+/// version (a page loaded before an upgrade), the file is revalidated by its hash.
 pub async fn asset(req: HttpRequest) -> HttpResponse {
     let path = req.match_info().get("path").unwrap_or_default();
-    serve(&req, path)
+    let (path, cache) = match path.split_once('/') {
+        Some((first, rest)) if Some(first) == version() => {
+            (rest, "public, max-age=31536000, immutable")
+        }
+        Some((first, rest)) if is_version(first) => (rest, "no-cache"),
+        _ => (path, "no-cache"),
+    };
+    serve(&req, path, cache)
+}
+
+/// The compiled-in client's version: the first 12 hex digits of a hash of every file's name
+/// and bytes. `None` while the files are read from `CHRONICLE_WEB_DIR`.
+fn version() -> Option<&'static str> {
+    static VERSION: OnceLock<Option<String>> = OnceLock::new();
+    VERSION
+        .get_or_init(|| {
+            use sha2::{Digest, Sha256};
+            if dev_dir().is_some() {
+                return None;
+            }
+            let mut hash = Sha256::new();
+            let mut files: Vec<_> = FILES.iter().collect();
+            files.sort_by_key(|(name, _)| *name);
+            for (name, bytes) in files {
+                hash.update((name.len() as u64).to_be_bytes());
+                hash.update(name.as_bytes());
+                hash.update((bytes.len() as u64).to_be_bytes());
+                hash.update(bytes);
+            }
+            Some(
+                hash.finalize()[..6]
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect(),
+            )
+        })
+        .as_deref()
+}
+
+/// Whether a path's first part has the form of a version (12 lowercase hex digits).
+fn is_version(part: &str) -> bool {
+    part.len() == 12
+        && part
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// A page (`app.html`, `login.html`): never cached, so a new server's client loads at once.
+/// Its files are named under the build's version.
 fn page(name: &str) -> HttpResponse {
     match file(name) {
-        Some((bytes, _)) => with_page_headers(HttpResponse::Ok())
-            .content_type("text/html; charset=utf-8")
-            .insert_header((header::CACHE_CONTROL, "no-store"))
-            .body(bytes),
+        Some((bytes, _)) => {
+            let bytes = match version() {
+                Some(v) => String::from_utf8_lossy(&bytes)
+                    .replace("\"/static/web/", &format!("\"/static/web/{v}/"))
+                    .into_bytes(),
+                None => bytes,
+            };
+            with_page_headers(HttpResponse::Ok())
+                .content_type("text/html; charset=utf-8")
+                .insert_header((header::CACHE_CONTROL, "no-store"))
+                .body(bytes)
+        }
         None => ApiError::not_found().error_response(),
     }
 }
 
-fn serve(req: &HttpRequest, path: &str) -> HttpResponse {
+fn serve(req: &HttpRequest, path: &str, cache: &'static str) -> HttpResponse {
     let Some((bytes, etag)) = file(path) else {
         return ApiError::not_found().error_response();
     };
@@ -339,7 +395,7 @@ fn serve(req: &HttpRequest, path: &str) -> HttpResponse {
     };
     response
         .insert_header((header::CONTENT_TYPE, content_type(path)))
-        .insert_header((header::CACHE_CONTROL, "no-cache"))
+        .insert_header((header::CACHE_CONTROL, cache))
         .insert_header((header::ETAG, etag));
     if fresh {
         response.finish()

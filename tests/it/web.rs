@@ -396,6 +396,47 @@ async fn the_client_files_are_served_with_their_tags_and_nothing_else_is() {
         let (status, _, _) = browser.call(Method::GET, missing, &[], None).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{missing}");
     }
+
+    // The pages name every file under the build's version, which is cached for good.
+    let (status, _, page) = browser.call(Method::GET, "/login/", &[], None).await;
+    assert_eq!(status, StatusCode::OK);
+    let named: Vec<&str> = page.split("\"/static/web/").skip(1).collect();
+    assert!(!named.is_empty(), "{page}");
+    let version = &named[0][..12];
+    assert!(version.bytes().all(|b| b.is_ascii_hexdigit()), "{version}");
+    for rest in &named {
+        assert!(rest.starts_with(&format!("{version}/")), "{rest}");
+    }
+    let (status, headers, versioned) = browser
+        .call(
+            Method::GET,
+            &format!("/static/web/{version}/js/app.js"),
+            &[],
+            None,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(versioned, body);
+    assert_eq!(
+        headers["cache-control"],
+        "public, max-age=31536000, immutable"
+    );
+    assert_eq!(headers["content-security-policy"], CONTENT_SECURITY_POLICY);
+    // Another version (a page loaded before an upgrade) gets today's file, revalidated.
+    let (status, headers, other) = browser
+        .call(Method::GET, "/static/web/0123456789ab/js/app.js", &[], None)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(other, body);
+    assert_eq!(headers["cache-control"], "no-cache");
+    for missing in [
+        format!("/static/web/{version}/%2e%2e/%2e%2e/Cargo.toml"),
+        format!("/static/web/{version}/"),
+        format!("/static/web/{version}/nope.js"),
+    ] {
+        let (status, _, _) = browser.call(Method::GET, &missing, &[], None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{missing}");
+    }
 }
 
 #[tokio::test]

@@ -43,7 +43,7 @@ function sections() {
 
 const icon = (glyph) => el("span", { class: "icon", text: glyph, attrs: { "aria-hidden": "true" } });
 // Pictures for what common fonts lack as plain glyphs.
-const picture = (name) => el("span", { class: "icon", attrs: { "aria-hidden": "true" } }, el("img", { src: `/static/web/icons/${name}.svg`, alt: "", width: 14, height: 14 }));
+const picture = (name) => el("span", { class: "icon", attrs: { "aria-hidden": "true" } }, el("img", { src: new URL(`../icons/${name}.svg`, import.meta.url).href, alt: "", width: 14, height: 14 }));
 
 function head(title, addLabel, onAdd) {
   return el("div", { class: "side-head" }, el("h2", { text: title }),
