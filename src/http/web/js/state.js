@@ -40,17 +40,21 @@ export function load(reg) {
   for (const conv of reg.recent_private_conversations || []) noteDm(conv.user_ids, conv.max_message_id);
 }
 
+// The largest id of a list (a spread into Math.max fails past about 100,000 arguments, and a
+// conversation can hold up to 50,000 unread messages).
+const newestOf = (ids) => ids.reduce((a, b) => Math.max(a, b), 0);
+
 function loadUnread(unread) {
   for (const s of unread.streams || []) for (const id of s.unread_message_ids) state.unread.set(id, { stream_id: s.stream_id, topic: s.topic });
   for (const pm of unread.pms || []) {
     const key = dmKey([pm.other_user_id ?? pm.sender_id]);
     for (const id of pm.unread_message_ids) state.unread.set(id, { dm: key });
-    noteDm([pm.other_user_id ?? pm.sender_id], Math.max(...pm.unread_message_ids));
+    noteDm([pm.other_user_id ?? pm.sender_id], newestOf(pm.unread_message_ids));
   }
   for (const h of unread.huddles || []) {
     const ids = h.user_ids_string.split(",").map(Number);
     for (const id of h.unread_message_ids) state.unread.set(id, { dm: dmKey(ids) });
-    noteDm(ids, Math.max(...h.unread_message_ids));
+    noteDm(ids, newestOf(h.unread_message_ids));
   }
   for (const id of unread.mentions || []) state.mentions.add(id);
 }
