@@ -158,6 +158,7 @@ impl Engine {
             publisher,
             chain: crate::events::Chain::after_record(last_record.as_deref()),
             snapshots,
+            snapshot_thread: None,
         };
         let handle = std::thread::Builder::new()
             .name("chronicle-writer".into())
@@ -288,6 +289,8 @@ struct Writer {
     /// Where the log's hash chain ends (what the next record links to).
     chain: crate::events::Chain,
     snapshots: Option<SnapshotPolicy>,
+    /// The thread writing the last periodic snapshot (joined at a stop).
+    snapshot_thread: Option<std::thread::JoinHandle<()>>,
 }
 
 /// When and where the writer takes projection snapshots.
@@ -585,7 +588,7 @@ impl Writer {
     /// After a durable batch that began at `first`: if it crossed a multiple of the snapshot
     /// interval, a copy of the decision state (which holds no search index, so it is the
     /// cheaper copy) is written by a thread of its own; the writer only pays for the copy.
-    fn maybe_snapshot(&self, first: Seq) {
+    fn maybe_snapshot(&mut self, first: Seq) {
         let Some(policy) = &self.snapshots else {
             return;
         };
@@ -609,20 +612,25 @@ impl Writer {
                     Err(error) => tracing::warn!(seq = state.seq.0, %error, "snapshot not written"),
                 }
             });
-        if let Err(error) = spawned {
-            tracing::warn!(%error, "snapshot not started");
+        match spawned {
+            Ok(thread) => self.snapshot_thread = Some(thread),
+            Err(error) => tracing::warn!(%error, "snapshot not started"),
         }
     }
 
-    /// On a clean stop, a snapshot of the final state when the log has moved on by a tenth of
-    /// the interval since the newest snapshot, so that the next start decodes it instead of
+    /// On a clean stop, after any periodic snapshot under way is finished, a snapshot of the
+    /// final state when the log has moved on by a tenth of the interval since the newest one, so that the next start decodes it instead of
     /// folding up to a whole interval of events again (about a second for 100,000). Written on
     /// this thread from the decision state itself: nothing else runs any more. Kept on this
     /// node (a cluster shares only the periodic snapshots).
-    fn snapshot_at_stop(&self) {
+    fn snapshot_at_stop(&mut self) {
         let Some(policy) = &self.snapshots else {
             return;
         };
+        // A periodic snapshot still being written is finished first: it may be the newest.
+        if let Some(thread) = self.snapshot_thread.take() {
+            let _ = thread.join();
+        }
         if self.failed.load(Ordering::SeqCst) {
             return;
         }

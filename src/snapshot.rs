@@ -80,7 +80,8 @@ pub fn write(
     let dir = dir(data_dir);
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(file_name(state.seq));
-    let tmp = path.with_extension("tmp");
+    // A name of its own, so that two writers of the same seq never share a half-written file.
+    let tmp = path.with_extension(format!("tmp-{}", uuid::Uuid::new_v4().simple()));
     {
         // The payload is streamed to the file and hashed on the way, so writing a snapshot
         // holds no second copy of the state in memory; the header, which carries the

@@ -879,7 +879,7 @@ pub async fn register(quick: bool) -> Result<Vec<Row>, Fatal> {
     Ok(vec![base, ours, web])
 }
 
-/// What the web client sends to `/json/register` (`src/http/web/js/events.js`).
+/// What the web client sends to `/json/register` (`src/http/web/js/requests.js`).
 const WEB_CLIENT_REGISTER: [(&str, &str); 6] = [
     ("apply_markdown", "true"),
     ("client_gravatar", "false"),
@@ -929,6 +929,21 @@ async fn web_first_screen(server: &InProcess, email: &str, rounds: usize) -> Res
         return Err("the bench user could not sign in to the web client".into());
     }
     let cookie = cookies.join("; ");
+    // The files at the addresses the page names (under the build's version), as a browser
+    // with nothing cached fetches them.
+    let app = http
+        .get(format!("{base}/"))
+        .header("Cookie", &cookie)
+        .send()
+        .await?
+        .text()
+        .await?;
+    let prefix = app
+        .split_once("\"/static/web/")
+        .and_then(|(_, rest)| rest.get(..13))
+        .filter(|v| v.ends_with('/'))
+        .ok_or("the web client's page names no versioned files")?
+        .to_owned();
     let files: Vec<&str> = compiled_files()
         .map(|(name, _)| name)
         .filter(|name| !name.ends_with(".html"))
@@ -946,7 +961,7 @@ async fn web_first_screen(server: &InProcess, email: &str, rounds: usize) -> Res
             .is_ok();
         for file in &files {
             let got = http
-                .get(format!("{base}/static/web/{file}"))
+                .get(format!("{base}/static/web/{prefix}{file}"))
                 .header("Cookie", &cookie)
                 .send()
                 .await?;

@@ -125,9 +125,15 @@ pub async fn register(
     if options.all_public_streams && auth.role == crate::events::Role::Guest {
         return Err(ApiError::bad_request("User not authorized for this query"));
     }
-    // The answer (tens of milliseconds for a large organization) is written on the blocking
-    // pool: on an async worker it would hold up every other connection of that worker, such
-    // as the web client's own files, which it fetches at the same moment.
+    // The answer (milliseconds for a large organization) is written on the blocking pool: on
+    // an async worker it would hold up every other connection of that worker, such as the web
+    // client's own files, which it fetches at the same moment. As many at once as there are
+    // cores, as on the workers, so that a crowd re-registering after a restart neither holds
+    // the read lock with hundreds of answers nor queues password checks behind them.
+    let _turn = register_turns()
+        .acquire()
+        .await
+        .map_err(|_| ApiError::internal("register: no turn"))?;
     let (user_id, app) = (auth.user_id, state.clone());
     let body = web::block(move || {
         app.engine.read(|s| {
@@ -158,6 +164,12 @@ pub async fn register(
     let room = body.len().saturating_add(4096);
     REGISTER_SIZE.store(room.max(64 * 1024), std::sync::atomic::Ordering::Relaxed);
     Ok(crate::http::params::json_response(body))
+}
+
+/// Turns for writing `/register` answers: one per core.
+fn register_turns() -> &'static tokio::sync::Semaphore {
+    static TURNS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    TURNS.get_or_init(|| tokio::sync::Semaphore::new(crate::realtime::register::cores()))
 }
 
 /// Room for a `/register` answer before its buffer grows: the last answer's size and a little

@@ -363,21 +363,33 @@ fn is_version(part: &str) -> bool {
 /// A page (`app.html`, `login.html`): never cached, so a new server's client loads at once.
 /// Its files are named under the build's version.
 fn page(name: &str) -> HttpResponse {
-    match file(name) {
-        Some((bytes, _)) => {
-            let bytes = match version() {
-                Some(v) => String::from_utf8_lossy(&bytes)
-                    .replace("\"/static/web/", &format!("\"/static/web/{v}/"))
-                    .into_bytes(),
-                None => bytes,
-            };
-            with_page_headers(HttpResponse::Ok())
-                .content_type("text/html; charset=utf-8")
-                .insert_header((header::CACHE_CONTROL, "no-store"))
-                .body(bytes)
-        }
+    let bytes = match version() {
+        Some(v) => versioned_pages(v).get(name).cloned(),
+        None => file(name).map(|(bytes, _)| bytes),
+    };
+    match bytes {
+        Some(bytes) => with_page_headers(HttpResponse::Ok())
+            .content_type("text/html; charset=utf-8")
+            .insert_header((header::CACHE_CONTROL, "no-store"))
+            .body(bytes),
         None => ApiError::not_found().error_response(),
     }
+}
+
+/// The compiled-in pages with their files' addresses under `version`, written once.
+fn versioned_pages(version: &str) -> &'static HashMap<&'static str, Vec<u8>> {
+    static PAGES: OnceLock<HashMap<&'static str, Vec<u8>>> = OnceLock::new();
+    PAGES.get_or_init(|| {
+        let prefix = format!("\"/static/web/{version}/");
+        FILES
+            .iter()
+            .filter(|(name, _)| name.ends_with(".html"))
+            .map(|(name, bytes)| {
+                let text = String::from_utf8_lossy(bytes).replace("\"/static/web/", &prefix);
+                (*name, text.into_bytes())
+            })
+            .collect()
+    })
 }
 
 fn serve(req: &HttpRequest, path: &str, cache: &'static str) -> HttpResponse {

@@ -202,8 +202,8 @@ pub fn initial_state(
     // answer, mostly waiting on memory): a second thread writes them while this one writes
     // the rest, and `messages` puts its text in place.
     let raw_topics = request.capabilities.empty_topic_name;
-    let wants = |name: &str| request.fetch_event_types.is_none_or(|t| t.contains(name));
-    let unread_too = wants("message") && wants("update_message_flags");
+    let unread_too =
+        wanted(request, "message") && wanted(request, "update_message_flags") && cores() > 1;
     std::thread::scope(|scope| {
         let unread = unread_too
             .then(|| {
@@ -229,6 +229,12 @@ pub fn initial_state(
         };
         write_state(answer, &cx);
     });
+}
+
+/// The machine's cores (1 when it cannot tell), read once.
+pub fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// [`initial_state`]'s answer, part by part.
@@ -401,10 +407,15 @@ struct Cx<'a> {
 impl Cx<'_> {
     /// Whether the client asked for this fetch type.
     fn wants(&self, name: &str) -> bool {
-        self.request
-            .fetch_event_types
-            .is_none_or(|types| types.contains(name))
+        wanted(self.request, name)
     }
+}
+
+/// Whether the client asked for this fetch type (all of them, when it named none).
+fn wanted(request: &RegisterRequest<'_>, name: &str) -> bool {
+    request
+        .fetch_event_types
+        .is_none_or(|types| types.contains(name))
 }
 
 /// The initial state being written, in the order its keys are put.

@@ -511,11 +511,12 @@ async fn starting_from_a_snapshot_equals_replaying_from_the_start() {
 
     // The newest snapshot damaged (the one this stop wrote): reported, and the one before it
     // (or the log) used instead.
-    let newest = stopped_snapshots_after(&stopped.dir, snapshots.len())
-        .await
-        .last()
-        .unwrap()
-        .clone();
+    let newest_seq = *snapshot_seqs(&stopped.dir).last().unwrap();
+    assert!(newest_seq > 0 && snapshots.len() >= 2);
+    let newest = stopped
+        .dir
+        .join("snapshots")
+        .join(format!("{newest_seq:020}.snap"));
     let mut bytes = std::fs::read(&newest).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff;

@@ -429,6 +429,25 @@ async fn the_client_files_are_served_with_their_tags_and_nothing_else_is() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(other, body);
     assert_eq!(headers["cache-control"], "no-cache");
+    // The app's page names its files under the same version, the first requests' module
+    // loaded on its own.
+    server.create_member("ada@example.com", "Ada").await;
+    let mut ada = Browser::new(&server, "files");
+    ada.login("ada@example.com", "password123", &server.url)
+        .await;
+    let (status, _, app) = ada.call(Method::GET, "/", &[], None).await;
+    assert_eq!(status, StatusCode::OK);
+    let named: Vec<&str> = app.split("\"/static/web/").skip(1).collect();
+    assert!(named.len() > 20, "{app}");
+    assert!(named
+        .iter()
+        .all(|rest| rest.starts_with(&format!("{version}/"))));
+    assert!(
+        app.contains(&format!(
+            "<script type=\"module\" async src=\"/static/web/{version}/js/start.js\">"
+        )),
+        "{app}"
+    );
     for missing in [
         format!("/static/web/{version}/%2e%2e/%2e%2e/Cargo.toml"),
         format!("/static/web/{version}/"),

@@ -1,10 +1,12 @@
-// Narrows are Zulip's own: a list of {operator, operand}. This module names them, writes them
-// to and from the address (#narrow/...), decides whether a live message belongs in one, and
-// parses the search box; and fetches a narrow's messages a page at a time.
+// Narrows are Zulip's own: a list of {operator, operand}. This module names them, decides
+// whether a live message belongs in one, and parses the search box. Their addresses
+// (#narrow/...) are address.js's and fetching a page of messages is requests.js's, passed on
+// from here so that views import narrows from one place.
+
+import { state, dmKey, dmTitle, messageDmKey } from "./state.js";
 
 export { toHash, fromHash } from "./address.js";
 export { fetchPage } from "./requests.js";
-import { state, dmKey, dmTitle, messageDmKey } from "./state.js";
 
 export const find = (narrow, op) => narrow.find((term) => term.operator === op)?.operand;
 
@@ -45,8 +47,6 @@ export function title(narrow) {
   const t = find(narrow, "topic");
   return t !== undefined ? `#${name} › ${t || "(no topic)"}` : `#${name}`;
 }
-
-// ---- address -------------------------------------------------------------------------------
 
 // ---- live messages ---------------------------------------------------------------------------
 
