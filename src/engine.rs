@@ -619,10 +619,11 @@ impl Writer {
     }
 
     /// On a clean stop, after any periodic snapshot under way is finished, a snapshot of the
-    /// final state when the log has moved on by a tenth of the interval since the newest one, so that the next start decodes it instead of
-    /// folding up to a whole interval of events again (about a second for 100,000). Written on
-    /// this thread from the decision state itself: nothing else runs any more. Kept on this
-    /// node (a cluster shares only the periodic snapshots).
+    /// final state when the log has moved on by a tenth of the interval since the newest one,
+    /// so that the next start decodes it instead of folding up to a whole interval of events
+    /// again (about half a second for 100,000). Written on this thread from the decision state
+    /// itself: nothing else runs any more. Kept on this node (a cluster shares only the
+    /// periodic snapshots).
     fn snapshot_at_stop(&mut self) {
         let Some(policy) = &self.snapshots else {
             return;

@@ -130,12 +130,14 @@ pub async fn register(
     // client's own files, which it fetches at the same moment. As many at once as there are
     // cores, as on the workers, so that a crowd re-registering after a restart neither holds
     // the read lock with hundreds of answers nor queues password checks behind them.
-    let _turn = register_turns()
+    let turn = register_turns()
         .acquire()
         .await
         .map_err(|_| ApiError::internal("register: no turn"))?;
     let (user_id, app) = (auth.user_id, state.clone());
     let body = web::block(move || {
+        // Held until the answer is written, even if the client has gone meanwhile.
+        let _turn = turn;
         app.engine.read(|s| {
             let me = s
                 .users
