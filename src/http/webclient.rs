@@ -484,9 +484,11 @@ fn compiled() -> &'static HashMap<&'static str, (&'static [u8], String)> {
 
 fn tag_of(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(bytes);
-    let hex: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
-    format!("\"{hex}\"")
+    format!("\"{}\"", hex(&Sha256::digest(bytes)[..12]))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn content_type(path: &str) -> &'static str {

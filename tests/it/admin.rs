@@ -511,12 +511,8 @@ async fn starting_from_a_snapshot_equals_replaying_from_the_start() {
 
     // The newest snapshot damaged (the one this stop wrote): reported, and the one before it
     // (or the log) used instead.
-    let newest_seq = *snapshot_seqs(&stopped.dir).last().unwrap();
-    assert!(newest_seq > 0 && snapshots.len() >= 2);
-    let newest = stopped
-        .dir
-        .join("snapshots")
-        .join(format!("{newest_seq:020}.snap"));
+    assert!(snapshots.len() >= 2);
+    let (_, newest) = chronicle::snapshot::list(&stopped.dir).pop().unwrap();
     let mut bytes = std::fs::read(&newest).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 0xff;
@@ -545,25 +541,18 @@ async fn a_clean_stop_writes_a_snapshot_the_next_start_loads() {
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let send = |i: usize| {
-        let owner = &owner;
-        async move {
-            let (status, body) = owner
-                .post(
-                    "/messages",
-                    &[
-                        ("type", "stream"),
-                        ("to", "general"),
-                        ("topic", "stop"),
-                        ("content", &format!("before the stop {i}")),
-                    ],
-                )
-                .await;
-            assert_eq!(status, StatusCode::OK, "{body}");
-        }
-    };
     for i in 0..120 {
-        send(i).await;
+        let content = format!("before the stop {i}");
+        crate::messages::send(
+            &owner,
+            &[
+                ("type", "stream"),
+                ("to", "general"),
+                ("topic", "stop"),
+                ("content", &content),
+            ],
+        )
+        .await;
     }
     assert!(
         snapshot_seqs(&server.dir).is_empty(),
@@ -581,18 +570,16 @@ async fn a_clean_stop_writes_a_snapshot_the_next_start_loads() {
     let owner = server.api(Some(&server.owner()));
     let (_, now) = owner.get("/admin/projections", &[]).await;
     assert_eq!(now["projections"], full);
-    let (status, body) = owner
-        .post(
-            "/messages",
-            &[
-                ("type", "stream"),
-                ("to", "general"),
-                ("topic", "stop"),
-                ("content", "after"),
-            ],
-        )
-        .await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    crate::messages::send(
+        &owner,
+        &[
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", "stop"),
+            ("content", "after"),
+        ],
+    )
+    .await;
     let stopped = server.stop();
     assert_eq!(
         snapshot_seqs(&stopped.dir),
@@ -603,37 +590,19 @@ async fn a_clean_stop_writes_a_snapshot_the_next_start_loads() {
 
 /// The seqs of the snapshots in a data directory, oldest first.
 fn snapshot_seqs(dir: &std::path::Path) -> Vec<u64> {
-    let mut seqs: Vec<u64> = std::fs::read_dir(dir.join("snapshots"))
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .filter_map(|e| {
-                    let name = e.file_name().into_string().ok()?;
-                    name.strip_suffix(".snap")?.parse().ok()
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    seqs.sort_unstable();
-    seqs
+    chronicle::snapshot::list(dir)
+        .into_iter()
+        .map(|(seq, _)| seq.0)
+        .collect()
 }
 
 /// Waits (a few seconds at most) until at least `n` snapshots are on disk; returns them,
 /// oldest first.
 async fn stopped_snapshots_after(dir: &std::path::Path, n: usize) -> Vec<std::path::PathBuf> {
     for _ in 0..100 {
-        let mut found: Vec<std::path::PathBuf> = std::fs::read_dir(dir.join("snapshots"))
-            .map(|entries| {
-                entries
-                    .filter_map(Result::ok)
-                    .map(|e| e.path())
-                    .filter(|p| p.extension().is_some_and(|x| x == "snap"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        found.sort();
+        let found = chronicle::snapshot::list(dir);
         if found.len() >= n {
-            return found;
+            return found.into_iter().map(|(_, path)| path).collect();
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
