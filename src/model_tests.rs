@@ -229,6 +229,7 @@ fn client_options() -> QueueOptions {
 /// under (as `POST /register` does), or only the state when `queues` is `None`.
 fn register(
     state: &Projections,
+    site: &Site,
     secret: &ServerSecret,
     user_id: UserId,
     queues: Option<&Queues>,
@@ -247,7 +248,7 @@ fn register(
         presence: &presence,
     };
     let mut answer = crate::render::fields::JsonBuf::default();
-    answer.object(|o| initial_state(o, state, &site(), secret, me, &request));
+    answer.object(|o| initial_state(o, state, site, secret, me, &request));
     let initial = serde_json::from_slice(&answer.into_bytes().unwrap()).unwrap();
     let queue = queues.map(|q| q.register(user_id, options.clone(), state.seq));
     (initial, queue)
@@ -731,7 +732,10 @@ async fn keep(
 async fn run(ops: Vec<Op>) -> Session {
     let log = Arc::new(FaultyLog::new());
     let secret = ServerSecret::generate();
-    let queues = Arc::new(Queues::new(site(), secret.clone()));
+    // One site for the session, as a server has: the users `/register` wrote for the first
+    // clients are kept (`render::users::UserCards`) and must be written anew when they change.
+    let site = site();
+    let queues = Arc::new(Queues::new(site.clone(), secret.clone()));
     let publisher: crate::engine::Publisher = {
         let queues = queues.clone();
         Arc::new(
@@ -746,7 +750,7 @@ async fn run(ops: Vec<Op>) -> Session {
     let mut clients: Vec<Client> = Vec::new();
     let connect = |user_id: UserId| {
         engine.read(|s| {
-            let (initial, queue) = register(s, &secret, user_id, Some(&queues));
+            let (initial, queue) = register(s, &site, &secret, user_id, Some(&queues));
             Client {
                 user_id,
                 initial,
@@ -797,7 +801,7 @@ async fn run(ops: Vec<Op>) -> Session {
         let events = crate::realtime::poll(&client.queue, None, true, Duration::ZERO)
             .await
             .unwrap();
-        let (fresh, _) = register(&state, &secret, client.user_id, None);
+        let (fresh, _) = register(&state, &site, &secret, client.user_id, None);
         finished.push(Finished {
             user_id: client.user_id,
             initial: client.initial,

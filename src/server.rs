@@ -413,6 +413,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     let site = Site {
         realm_url: realm_url.clone(),
         uploads: config.uploads,
+        cards: Default::default(),
     };
     let queues = Arc::new(match &me {
         None => crate::realtime::Queues::new(site.clone(), secret.clone()),

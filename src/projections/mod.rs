@@ -50,6 +50,27 @@ pub use typing::Typing;
 pub use user_topics::UserTopics;
 pub use users::{email_key, User, Users};
 
+/// Marks a projection's contents: a number never handed out before in this process, taken
+/// anew whenever the projection changes, so that what was rendered from it under the same
+/// stamp is still right. A projection made empty or loaded from a snapshot gets a new one; a
+/// clone keeps its original's (and its contents).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp(u64);
+
+impl Stamp {
+    /// Marks a change.
+    pub fn renew(&mut self) {
+        *self = Stamp::default();
+    }
+}
+
+impl Default for Stamp {
+    fn default() -> Stamp {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Stamp(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
+}
+
 use crate::events::Envelope;
 use crate::ids::Seq;
 use serde_json::{json, Value};

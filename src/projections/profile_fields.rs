@@ -28,6 +28,9 @@ pub struct ProfileFields {
     values: HashMap<UserId, BTreeMap<FieldId, FieldValue>>,
     /// The highest id ever created: ids of deleted fields are never reused.
     max_id: FieldId,
+    /// Renewed whenever a field or a value changes (see [`super::Stamp`]); not kept in snapshots.
+    #[serde(skip)]
+    stamp: super::Stamp,
 }
 
 impl ProfileFields {
@@ -45,6 +48,11 @@ impl ProfileFields {
     /// The highest field id ever allocated.
     pub fn max_id(&self) -> FieldId {
         self.max_id
+    }
+
+    /// Renewed whenever a field or a value changes: what is rendered from them is still right while it is the same.
+    pub fn stamp(&self) -> super::Stamp {
+        self.stamp
     }
 
     /// A user's values, by field.
@@ -171,8 +179,9 @@ impl ProfileFields {
             | Event::ReactionAdded { .. }
             | Event::ReactionRemoved { .. }
             | Event::MessageEdited { .. }
-            | Event::MessagesDeleted { .. } => {}
+            | Event::MessagesDeleted { .. } => return,
         }
+        self.stamp.renew();
     }
 
     pub fn dump(&self) -> Value {

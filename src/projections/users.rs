@@ -51,6 +51,9 @@ pub struct Users {
     /// not look each one up. Derived from `by_id`: rebuilt after a snapshot is loaded.
     #[serde(skip)]
     inactive: BTreeSet<UserId>,
+    /// Renewed whenever a user changes (see [`super::Stamp`]); not kept in snapshots.
+    #[serde(skip)]
+    stamp: super::Stamp,
 }
 
 /// The key emails are looked up by: Zulip compares addresses case-insensitively.
@@ -61,6 +64,11 @@ pub fn email_key(email: &str) -> String {
 impl Users {
     pub fn get(&self, id: UserId) -> Option<&User> {
         self.by_id.get(&id)
+    }
+
+    /// Renewed whenever a user changes: what is rendered from them is still right while it is the same.
+    pub fn stamp(&self) -> super::Stamp {
+        self.stamp
     }
 
     /// How many of `ids` are active: all of them but the deactivated ones. `ids` must be
@@ -245,7 +253,8 @@ impl Users {
                     user.timezone = timezone.clone();
                 }
             }
-            Event::UserSettingChanged { .. } => {}
+            // Other settings are `user_settings`'s.
+            Event::UserSettingChanged { .. } => return,
             Event::AvatarSet { user_id, image } => {
                 if let Some(user) = self.by_id.get_mut(user_id) {
                     user.avatar = image.clone();
@@ -323,8 +332,9 @@ impl Users {
             | Event::ReactionAdded { .. }
             | Event::ReactionRemoved { .. }
             | Event::MessageEdited { .. }
-            | Event::MessagesDeleted { .. } => {}
+            | Event::MessagesDeleted { .. } => return,
         }
+        self.stamp.renew();
     }
 
     pub fn dump(&self) -> Value {

@@ -198,26 +198,21 @@ pub fn initial_state(
     me: &User,
     request: &RegisterRequest<'_>,
 ) {
-    // The unread messages are a walk over every one of them (a third of a large organization's
-    // answer, mostly waiting on memory): a second thread writes them while this one writes
-    // the rest, and `messages` puts its text in place.
+    // The unread messages are a walk over every one of them (the largest part of a large
+    // organization's answer once its users are written from their cards, mostly waiting on
+    // memory): on a machine with a second core, a thread of its own writes them while this one
+    // writes the rest, and `messages` puts their text in place.
     let raw_topics = request.capabilities.empty_topic_name;
-    let unread_too =
-        wanted(request, "message") && wanted(request, "update_message_flags") && cores() > 1;
+    let parallel = cores() > 1;
     std::thread::scope(|scope| {
-        let unread = unread_too
-            .then(|| {
-                std::thread::Builder::new()
-                    .name("chronicle-unread".into())
-                    .spawn_scoped(scope, move || {
-                        let mut text = JsonBuf::default();
-                        unread_msgs(&mut text, state, me, raw_topics);
-                        text
+        let unread =
+            (parallel && wanted(request, "message") && wanted(request, "update_message_flags"))
+                .then(|| {
+                    write_ahead(scope, "unread", 64 * 1024, move |b| {
+                        unread_msgs(b, state, me, raw_topics)
                     })
-                    // No thread to be had: `messages` writes them itself.
-                    .ok()
-            })
-            .flatten();
+                })
+                .flatten();
         let cx = Cx {
             state,
             site,
@@ -229,6 +224,24 @@ pub fn initial_state(
         };
         write_state(answer, &cx);
     });
+}
+
+/// Starts a thread writing one part of the answer; `None` when no thread is to be had (the part
+/// is then written in its place).
+fn write_ahead<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    name: &str,
+    capacity: usize,
+    write: impl FnOnce(&mut JsonBuf) + Send + 'scope,
+) -> Option<std::thread::ScopedJoinHandle<'scope, JsonBuf>> {
+    std::thread::Builder::new()
+        .name(format!("chronicle-{name}"))
+        .spawn_scoped(scope, move || {
+            let mut text = JsonBuf::with_capacity(capacity);
+            write(&mut text);
+            text
+        })
+        .ok()
 }
 
 /// The machine's cores (1 when it cannot tell), read once.
@@ -390,6 +403,14 @@ fn write_state(answer: &mut Obj<'_>, cx: &Cx<'_>) {
     }
 }
 
+/// A part of the answer a thread of its own is writing, until it is taken.
+type Ahead<'a> = std::cell::RefCell<Option<std::thread::ScopedJoinHandle<'a, JsonBuf>>>;
+
+/// The text of a part written ahead, if one was (and its thread did not fail).
+fn written_ahead(part: &Ahead<'_>) -> Option<JsonBuf> {
+    part.borrow_mut().take().and_then(|h| h.join().ok())
+}
+
 /// What every part of the initial state reads.
 struct Cx<'a> {
     state: &'a Projections,
@@ -401,7 +422,7 @@ struct Cx<'a> {
     /// (in `never_subscribed` and in `streams`) is written once and copied.
     channel_text: std::cell::RefCell<HashMap<crate::ids::ChannelId, std::ops::Range<usize>>>,
     /// `unread_msgs`, being written by a thread of its own (taken when it is put).
-    unread: std::cell::RefCell<Option<std::thread::ScopedJoinHandle<'a, JsonBuf>>>,
+    unread: Ahead<'a>,
 }
 
 impl Cx<'_> {
@@ -540,24 +561,15 @@ fn people(out: &mut Out, cx: &Cx<'_>) {
     let Cx {
         state, site, me, ..
     } = *cx;
-    // `is_active` is left out: the list a user is in says it.
-    let listed = UserShape {
-        profile_data: true,
-        is_active: false,
-    };
     let viewer = crate::render::users::Viewer::new(state, me);
-    let (members, non_active): (Vec<&User>, Vec<&User>) =
-        state.users.members().partition(|u| u.is_active);
-    for (key, users) in [
-        ("realm_users", members),
-        ("realm_non_active_users", non_active),
-    ] {
-        out.put_with(key, |b| {
-            b.objects(users, |o, user| {
-                user_fields(o, state, site, &viewer, user, listed);
-            });
-        });
-    }
+    out.put_with("realm_users", |b| {
+        let users = state.users.members().filter(|u| u.is_active);
+        site.cards.write(b, state, site, &viewer, users);
+    });
+    out.put_with("realm_non_active_users", |b| {
+        let users = state.users.members().filter(|u| !u.is_active);
+        site.cards.write(b, state, site, &viewer, users);
+    });
     let bot = UserShape {
         profile_data: false,
         is_active: true,
@@ -702,7 +714,7 @@ fn messages(out: &mut Out, cx: &Cx<'_>) {
         .map_or(json!(-1), |id| json!(id.0));
     out.put("max_message_id", &max);
     if cx.wants("update_message_flags") {
-        let written = cx.unread.borrow_mut().take().and_then(|h| h.join().ok());
+        let written = written_ahead(&cx.unread);
         out.put_with("unread_msgs", |b| match written {
             Some(text) => b.append(text),
             None => unread_msgs(b, state, me, request.capabilities.empty_topic_name),
@@ -931,10 +943,15 @@ fn limits_and_server_facts(out: &mut Out, state: &Projections, site: &Site) {
     );
     out.put("server_thumbnail_formats", &json!([]));
     out.put("server_can_summarize_topics", &false);
-    out.put(
-        "server_supported_permission_settings",
-        &crate::projections::realm::supported_permission_settings(),
-    );
+    // The same for every answer of this build: written once.
+    static SUPPORTED: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    let supported = SUPPORTED.get_or_init(|| {
+        serde_json::to_vec(&crate::projections::realm::supported_permission_settings())
+            .unwrap_or_else(|_| b"{}".to_vec())
+    });
+    out.put_with("server_supported_permission_settings", |b| {
+        b.text(supported)
+    });
     out.put("server_typing_started_expiry_period_milliseconds", &45_000);
     out.put("server_typing_stopped_wait_period_milliseconds", &12_000);
     out.put("server_typing_started_wait_period_milliseconds", &30_000);

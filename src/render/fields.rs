@@ -73,20 +73,39 @@ impl JsonBuf {
         self.bytes.push(b'}');
     }
 
-    /// Writes an array of objects, one per item, each written by `fill`.
-    pub fn objects<I: IntoIterator>(
+    /// Writes an array of values, one per item, each written by `write`.
+    pub fn array<I: IntoIterator>(
         &mut self,
         items: I,
-        mut fill: impl FnMut(&mut Obj<'_>, I::Item),
+        mut write: impl FnMut(&mut JsonBuf, I::Item),
     ) {
         self.bytes.push(b'[');
         for (n, item) in items.into_iter().enumerate() {
             if n > 0 {
                 self.bytes.push(b',');
             }
-            self.object(|o| fill(o, item));
+            write(self, item);
         }
         self.bytes.push(b']');
+    }
+
+    /// The text written so far.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Whether a value failed to be written (see [`JsonBuf::into_bytes`]).
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+
+    /// Writes an array of objects, one per item, each written by `fill`.
+    pub fn objects<I: IntoIterator>(
+        &mut self,
+        items: I,
+        mut fill: impl FnMut(&mut Obj<'_>, I::Item),
+    ) {
+        self.array(items, |b, item| b.object(|o| fill(o, item)));
     }
 
     /// Starts a field of an object: the comma before any but the first, the key, the colon.
@@ -104,6 +123,11 @@ impl JsonBuf {
             self.value(key);
             self.bytes.push(b':');
         }
+    }
+
+    /// Appends one complete value already written as JSON text (by `serde_json`, once).
+    pub fn text(&mut self, json: &[u8]) {
+        self.bytes.extend_from_slice(json);
     }
 
     /// Appends one complete value written in another buffer.

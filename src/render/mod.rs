@@ -22,6 +22,8 @@ pub struct Site {
     /// The organization's base URL, e.g. `http://127.0.0.1:9991` (no trailing slash).
     pub realm_url: String,
     pub uploads: UploadLimits,
+    /// Users as `/register` lists them, written once and kept while they stay the same.
+    pub cards: std::sync::Arc<users::UserCards>,
 }
 
 /// How much may be uploaded.

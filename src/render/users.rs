@@ -6,8 +6,8 @@ use crate::auth::service_token;
 use crate::auth::ServerSecret;
 use crate::events::Role;
 use crate::ids::{ChannelId, UserId};
-use crate::projections::{Projections, User};
-use crate::render::fields::{Fields, Shown};
+use crate::projections::{Projections, Stamp, User};
+use crate::render::fields::{Fields, JsonBuf, Shown};
 use crate::render::realm::profile_data_json;
 use crate::time::Iso8601;
 use serde_json::{json, Value};
@@ -198,6 +198,71 @@ pub fn user_fields(
     out.field("is_imported_stub", &false);
     if shape.profile_data && !user.is_bot() {
         out.field("profile_data", &profile_data_json(state, user.user_id));
+    }
+}
+
+/// Users as `/register`'s `realm_users` and `realm_non_active_users` list them, one text per
+/// user and per whether the viewer sees the real address: written once, and kept while the
+/// users and the profile fields keep their stamps.
+///
+/// Most of a large organization's `/register` is its users, and they change far less often
+/// than it is asked for; what an entry shows depends on nothing else but the site, which a
+/// server keeps for its life (tests run several servers in a process, each with its cards).
+#[derive(Debug, Default)]
+pub struct UserCards {
+    cards: std::sync::Mutex<Cards>,
+}
+
+#[derive(Debug, Default)]
+struct Cards {
+    /// The users' and the profile fields' stamps the texts were written under.
+    stamps: Option<(Stamp, Stamp)>,
+    texts: std::collections::HashMap<(UserId, bool), Box<[u8]>>,
+}
+
+/// How `realm_users` and `realm_non_active_users` show a user: `is_active` is left out, since
+/// the list a user is in says it.
+const LISTED: UserShape = UserShape {
+    profile_data: true,
+    is_active: false,
+};
+
+impl UserCards {
+    /// Writes `users` as an array of user objects as `viewer` sees them in `/register`.
+    pub fn write<'u>(
+        &self,
+        out: &mut JsonBuf,
+        state: &Projections,
+        site: &Site,
+        viewer: &Viewer<'_>,
+        users: impl IntoIterator<Item = &'u User>,
+    ) {
+        let write_one = |user: &User| {
+            let mut text = JsonBuf::with_capacity(512);
+            text.object(|o| user_fields(o, state, site, viewer, user, LISTED));
+            text
+        };
+        let stamps = (state.users.stamp(), state.profile_fields.stamp());
+        // A poisoned lock only means another answer failed while writing: the texts it kept
+        // are whole, since each is put in only once written.
+        let mut cards = self.cards.lock().unwrap_or_else(|e| e.into_inner());
+        if cards.stamps != Some(stamps) {
+            cards.texts.clear();
+            cards.stamps = Some(stamps);
+        }
+        out.array(users, |out, user| {
+            let key = (user.user_id, viewer.sees_email_of(user));
+            match cards.texts.get(&key) {
+                Some(text) => out.text(text),
+                None => {
+                    let written = write_one(user);
+                    out.text(written.as_bytes());
+                    if !written.failed() {
+                        cards.texts.insert(key, written.as_bytes().into());
+                    }
+                }
+            }
+        });
     }
 }
 
