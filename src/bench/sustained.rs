@@ -107,7 +107,7 @@ impl Drop for ChildServer {
 /// The command that runs the child server: this executable, or, when
 /// `$CHRONICLE_BENCH_SERVER_WRAPPER` names a program (a profiler such as `heaptrack`), that
 /// program with this executable as its argument. Resident memory is then the wrapper's.
-fn server_command() -> Result<Command, Fatal> {
+pub(super) fn server_command() -> Result<Command, Fatal> {
     let exe = std::env::current_exe()?;
     Ok(match std::env::var_os("CHRONICLE_BENCH_SERVER_WRAPPER") {
         Some(wrapper) => {
