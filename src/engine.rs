@@ -561,7 +561,7 @@ impl Writer {
                 });
             }
             chain = crate::events::Chain::after_record(Some(&record));
-            folded.push(decoder.decode(Ok((seq, record)))?);
+            folded.push(decoder.decode(Ok((seq, record.into())))?);
         }
         for env in &folded {
             self.decided.apply(env);
@@ -710,7 +710,12 @@ mod tests {
         }
         fn scan_from(&self, from: Seq) -> RecordIter<'_> {
             let records: Vec<_> = self.records.lock().unwrap().clone();
-            Box::new(records.into_iter().filter(move |(s, _)| *s >= from).map(Ok))
+            Box::new(
+                records
+                    .into_iter()
+                    .filter(move |(s, _)| *s >= from)
+                    .map(|(s, r)| Ok((s, r.into()))),
+            )
         }
         fn last_seq(&self) -> Result<Option<Seq>, StoreError> {
             Ok(self.records.lock().unwrap().last().map(|(s, _)| *s))
@@ -760,7 +765,12 @@ mod tests {
         }
         fn scan_from(&self, from: Seq) -> RecordIter<'_> {
             let records: Vec<_> = self.records.lock().unwrap().clone();
-            Box::new(records.into_iter().filter(move |(s, _)| *s >= from).map(Ok))
+            Box::new(
+                records
+                    .into_iter()
+                    .filter(move |(s, _)| *s >= from)
+                    .map(|(s, r)| Ok((s, r.into()))),
+            )
         }
         fn last_seq(&self) -> Result<Option<Seq>, StoreError> {
             Ok(self.records.lock().unwrap().last().map(|(s, _)| *s))

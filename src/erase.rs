@@ -241,7 +241,7 @@ pub fn erase_deleted(data_dir: &Path) -> Result<EraseReport, StoreError> {
         } else if records.is_empty() {
             // Before the first rewrite, records stay byte for byte.
             chain = Chain::after(crate::events::record_hash(&record));
-            record
+            record.to_vec()
         } else {
             let link = chain.link();
             relink(&record, &mut chain, link)

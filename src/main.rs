@@ -531,7 +531,8 @@ fn replay(
             eprint!("\rreplayed {} events…", seq.0);
         }
     };
-    let mut state = Projections::default();
+    // The offline replay answers no searches: no word index.
+    let mut state = Projections::unindexed();
     // With --verify, the replay passes through the newest snapshot within reach and
     // checks that it folds to the digest the snapshot recorded.
     let snapshot = verify

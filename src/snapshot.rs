@@ -60,7 +60,7 @@ fn file_name(seq: Seq) -> String {
 /// The log record a snapshot is tied to.
 fn record_at(log: &dyn EventLog, seq: Seq) -> Result<Vec<u8>, SnapshotError> {
     match log.scan_from(seq).next() {
-        Some(Ok((found, record))) if found == seq => Ok(record),
+        Some(Ok((found, record))) if found == seq => Ok(record.to_vec()),
         Some(Err(e)) => Err(SnapshotError::Log(e.to_string())),
         _ => Err(SnapshotError::MissingRecord(seq.0)),
     }

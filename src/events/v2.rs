@@ -22,6 +22,22 @@ pub use super::v1::{
     TopicsPolicy, TypingTarget, UserChange,
 };
 
+/// A stored string decoded as an `Arc<str>` in one allocation, from the record's bytes (serde's
+/// own `Arc<str>` decodes a `Box<str>` first and copies it). The stored form is unchanged.
+fn shared_str<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Arc<str>, D::Error> {
+    struct Text;
+    impl serde::de::Visitor<'_> for Text {
+        type Value = Arc<str>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a string")
+        }
+        fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Arc<str>, E> {
+            Ok(Arc::from(text))
+        }
+    }
+    deserializer.deserialize_str(Text)
+}
+
 /// A user's visibility policy for a topic. Zulip's API numbers them (`visibility_policy`);
 /// the log names them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -247,8 +263,11 @@ pub enum Event {
         recipient: Recipient,
         /// Shared (`Arc`) in memory so that the engine's two copies of the state hold one body;
         /// stored as a plain string.
+        #[serde(deserialize_with = "shared_str")]
         content: Arc<str>,
+        #[serde(deserialize_with = "shared_str")]
         rendered_content: Arc<str>,
+        #[serde(deserialize_with = "shared_str")]
         client: Arc<str>,
         is_me_message: bool,
         /// Users mentioned by name (not silently).

@@ -22,10 +22,11 @@ use super::channels::{Channel, Channels};
 use super::message::Address;
 use super::message::{flags, Message};
 use super::users::Users;
+use super::FastMap as HashMap;
 use crate::events::Role;
 use crate::ids::{ChannelId, MessageId, UserId};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// A channel or a direct conversation: where a message is, for read marks.

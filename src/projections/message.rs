@@ -51,7 +51,7 @@ pub fn flag_bit(flag: MessageFlag) -> u8 {
 
 /// The shared copy of `value` in `known`, added if new.
 pub(super) fn intern<T: ?Sized + std::hash::Hash + Eq>(
-    known: &mut std::collections::HashSet<Arc<T>>,
+    known: &mut super::FastSet<Arc<T>>,
     value: &T,
 ) -> Arc<T>
 where
@@ -70,9 +70,9 @@ where
 /// costs one allocation per name ever used.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Shared {
-    pub(super) clients: std::collections::HashSet<Arc<str>>,
-    topics: std::collections::HashSet<Arc<str>>,
-    participants: std::collections::HashSet<Arc<[UserId]>>,
+    pub(super) clients: super::FastSet<Arc<str>>,
+    topics: super::FastSet<Arc<str>>,
+    participants: super::FastSet<Arc<[UserId]>>,
 }
 
 impl Shared {

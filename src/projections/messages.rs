@@ -4,10 +4,11 @@
 use super::channels::Channels;
 use super::user_topics::topic_key;
 use super::users::Users;
+use super::FastMap as HashMap;
 use crate::events::{EditedContent, Envelope, Event, MessageFlag, Recipient};
 use crate::ids::{ChannelId, MessageId, UserId};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::copies::{Copies, Place};
 use super::id_set::IdSet;
@@ -67,10 +68,10 @@ impl Default for Messages {
     fn default() -> Messages {
         Messages {
             by_id: MessageStore::default(),
-            by_channel: HashMap::new(),
-            by_topic: HashMap::new(),
-            by_conversation: HashMap::new(),
-            group_ids: HashMap::new(),
+            by_channel: HashMap::default(),
+            by_topic: HashMap::default(),
+            by_conversation: HashMap::default(),
+            group_ids: HashMap::default(),
             copies: Copies::default(),
             highest_id: 0,
             words: Some(super::search::WordIndex::default()),
@@ -370,7 +371,7 @@ impl Messages {
 
     /// Topics of a channel with their newest message id, newest first.
     pub fn topics(&self, channel: ChannelId) -> Vec<(String, MessageId)> {
-        let mut topics: HashMap<String, (String, MessageId)> = HashMap::new();
+        let mut topics: HashMap<String, (String, MessageId)> = HashMap::default();
         for id in self.by_channel.get(&channel).into_iter().flatten() {
             if let Some(m) = self.by_id.get(id) {
                 let entry = topics

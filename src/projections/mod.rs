@@ -57,6 +57,12 @@ pub use users::{email_key, User, Users};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stamp(u64);
 
+/// A hash map of the fold's hot paths: std's, with foldhash's randomly seeded hasher.
+pub type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
+/// A hash set of the fold's hot paths (see [`FastMap`]).
+pub type FastSet<T> = std::collections::HashSet<T, foldhash::fast::RandomState>;
+
 impl Stamp {
     /// Marks a change.
     pub fn renew(&mut self) {
@@ -111,6 +117,15 @@ pub struct Projections {
 }
 
 impl Projections {
+    /// An empty state that keeps no word index, for a fold that answers no searches (the
+    /// offline tools, time travel): the index is a quarter of folding a message, and a search
+    /// in such a state still answers, by reading each message's text.
+    pub fn unindexed() -> Projections {
+        let mut state = Projections::default();
+        state.messages.without_word_index();
+        state
+    }
+
     /// Folds one envelope into every area.
     pub fn apply(&mut self, env: &Envelope) {
         self.realm.apply(env);

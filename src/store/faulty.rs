@@ -94,7 +94,11 @@ impl EventLog for FaultyLog {
     fn scan_from(&self, from: Seq) -> RecordIter<'_> {
         let mut all = lock(&self.durable).clone();
         all.extend(lock(&self.pending).iter().cloned());
-        Box::new(all.into_iter().filter(move |(s, _)| *s >= from).map(Ok))
+        Box::new(
+            all.into_iter()
+                .filter(move |(s, _)| *s >= from)
+                .map(|(s, r)| Ok((s, r.into()))),
+        )
     }
 
     fn last_seq(&self) -> Result<Option<Seq>, StoreError> {

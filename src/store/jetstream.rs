@@ -748,7 +748,10 @@ impl EventLog for JetStreamLog {
         Box::new(
             rx.into_iter()
                 .flat_map(|batch| match batch {
-                    Ok(records) => records.into_iter().map(Ok).collect::<Vec<_>>(),
+                    Ok(records) => records
+                        .into_iter()
+                        .map(|(s, r)| Ok((s, r.into())))
+                        .collect::<Vec<_>>(),
                     Err(e) => vec![Err(e)],
                 })
                 .chain(ended)

@@ -5,6 +5,7 @@
 //! (`events::Envelope::encode`/`decode`) and one recovery policy (`check_integrity`).
 
 pub mod faulty;
+pub mod frame;
 pub mod jetstream;
 mod sled_log;
 
@@ -12,6 +13,7 @@ pub use sled_log::SledLog;
 
 use crate::events::{DecodeError, Envelope};
 use crate::ids::Seq;
+use bytes::Bytes;
 
 /// A storage failure. Writes stop when one happens; it is never swallowed.
 #[derive(Debug, thiserror::Error)]
@@ -29,8 +31,10 @@ pub enum StoreError {
     Conflict(String),
 }
 
-/// Raw `(seq, record)` pairs in log order.
-pub type RecordIter<'a> = Box<dyn Iterator<Item = Result<(Seq, Vec<u8>), StoreError>> + Send + 'a>;
+/// Raw `(seq, record)` pairs in log order. A record is shared, not copied, out of what storage
+/// read (a sled frame holds several). A damaged part of the log that cannot be split into
+/// records is one `StoreError::Corrupt` at its first seq, and the scan goes on after it.
+pub type RecordIter<'a> = Box<dyn Iterator<Item = Result<(Seq, Bytes), StoreError>> + Send + 'a>;
 
 /// An append-only, ordered event log.
 pub trait EventLog: Send + Sync + 'static {
@@ -83,7 +87,7 @@ impl Decoder {
     /// The next record, decoded.
     pub fn decode(
         &mut self,
-        item: Result<(Seq, Vec<u8>), StoreError>,
+        item: Result<(Seq, Bytes), StoreError>,
     ) -> Result<Envelope, StoreError> {
         let (seq, record) = item?;
         if seq != self.expected {
@@ -139,12 +143,19 @@ pub fn check_integrity_from(log: &dyn EventLog, from: Seq) -> Result<Integrity, 
     let mut damage: Option<(Seq, String)> = None;
     let mut expected = from;
     for item in log.scan_from(from) {
-        let (seq, record) = item?;
-        let problem = if seq != expected {
-            Some(format!("gap: expected seq {expected}, found {seq}"))
-        } else {
+        let (seq, problem) = match item {
+            Ok((seq, _)) if seq != expected => (
+                seq,
+                Some(format!("gap: expected seq {expected}, found {seq}")),
+            ),
             // Checksums and framing only: the replay that follows decodes what it folds.
-            Envelope::checked_body(&record).err().map(|e| e.to_string())
+            Ok((seq, record)) => (
+                seq,
+                Envelope::checked_body(&record).err().map(|e| e.to_string()),
+            ),
+            // Storage that does not split into records there (a damaged sled frame).
+            Err(StoreError::Corrupt { seq, reason }) if seq > 0 => (Seq(seq), Some(reason)),
+            Err(e) => return Err(e),
         };
         expected = seq.next();
         match (&damage, problem) {
@@ -166,19 +177,20 @@ pub fn check_integrity_from(log: &dyn EventLog, from: Seq) -> Result<Integrity, 
         return Ok(Integrity::Clean { last });
     };
     let end = log.last_seq()?.unwrap_or(first_bad);
-    if end.0 - first_bad.0 >= MAX_TORN_TAIL {
+    if end.0.saturating_sub(first_bad.0) >= MAX_TORN_TAIL {
         return Err(StoreError::Corrupt {
             seq: first_bad.0,
             reason: format!(
                 "{reason}; the damage spans {} records, too many for a torn write. Nothing was \
                  changed. Restore the data directory from a backup.",
-                end.0 - first_bad.0 + 1
+                end.0.saturating_sub(first_bad.0) + 1
             ),
         });
     }
     let quarantined = log.quarantine_from(first_bad)?;
     Ok(Integrity::RecoveredTail {
-        last,
+        // Everything from the damage on is gone (a damaged frame may begin before `from`).
+        last: Seq(first_bad.0.saturating_sub(1)).min(last),
         first_bad,
         quarantined,
         reason,
@@ -240,7 +252,17 @@ pub fn verify_chain(log: &dyn EventLog, until: Option<Seq>) -> Result<ChainRepor
     let mut expected = Seq(1);
     let mut previous: Option<crate::events::RecordHash> = None;
     for item in log.scan_from(Seq(1)) {
-        let (seq, record) = item?;
+        let (seq, record) = match item {
+            Ok(entry) => entry,
+            // Storage that does not split into records there (a damaged sled frame).
+            Err(StoreError::Corrupt { seq, reason })
+                if seq > 0 && until.is_none_or(|u| seq <= u.0) =>
+            {
+                report.first_break = Some((seq, format!("record {seq} is damaged: {reason}")));
+                return Ok(report);
+            }
+            Err(e) => return Err(e),
+        };
         if until.is_some_and(|u| seq > u) {
             break;
         }

@@ -1,18 +1,39 @@
-//! The sled backend: one tree of `seq (big-endian u64) → record`, one quarantine tree.
+//! The sled backend: records in frames of consecutive records (`frames`: first seq → frame, see
+//! [`super::frame`] and ADR 0007), after the records of logs written before frames
+//! (`events`: seq → record, read first and never appended to again), and a quarantine tree.
 
+use super::frame::{self, FrameBuf};
 use super::{EventLog, RecordIter, StoreError};
 use crate::ids::Seq;
+use bytes::Bytes;
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
 
 /// The embedded default log.
 pub struct SledLog {
     db: sled::Db,
-    events: sled::Tree,
+    /// One record per key, as logs were written before frames.
+    singles: sled::Tree,
+    frames: sled::Tree,
     quarantine: sled::Tree,
+    /// The log's end as this process last wrote or read it.
+    tail: Mutex<Tail>,
+}
+
+/// The newest frame, which an append extends while it is small, and the last stored seq.
+#[derive(Default)]
+struct Tail {
+    frame: Option<FrameBuf>,
+    last: Option<Seq>,
 }
 
 fn io(e: sled::Error) -> StoreError {
     StoreError::Io(e.to_string())
+}
+
+fn lock(tail: &Mutex<Tail>) -> MutexGuard<'_, Tail> {
+    // A panic while the lock was held leaves at worst a stale tail; `reload_tail` renews it.
+    tail.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// sled's page cache for the log.
@@ -58,23 +79,95 @@ impl SledLog {
                 io(e)
             }
         })?;
-        let events = db.open_tree("events").map_err(io)?;
-        let quarantine = db.open_tree("quarantine").map_err(io)?;
-        Ok(SledLog {
+        let log = SledLog {
+            singles: db.open_tree("events").map_err(io)?,
+            frames: db.open_tree("frames").map_err(io)?,
+            quarantine: db.open_tree("quarantine").map_err(io)?,
             db,
-            events,
-            quarantine,
+            tail: Mutex::default(),
+        };
+        log.reload_tail()?;
+        Ok(log)
+    }
+
+    /// Reads the log's end from storage again.
+    fn reload_tail(&self) -> Result<(), StoreError> {
+        let mut tail = lock(&self.tail);
+        *tail = Tail::default();
+        match self.frames.last().map_err(io)? {
+            Some((key, value)) => {
+                let first = frame_key(&key)?;
+                tail.last = Some(frame::last_seq(first, &value).unwrap_or(first));
+                tail.frame = FrameBuf::reopen(first, &value);
+            }
+            None => {
+                if let Some((key, _)) = self.singles.last().map_err(io)? {
+                    tail.last = Seq::from_key(&key);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The frame holding `seq` or, when none does, the first one after it: where a scan from
+    /// `seq` begins.
+    fn frame_start(&self, seq: Seq) -> Result<[u8; 8], StoreError> {
+        let holding = self
+            .frames
+            .get_lt(Seq(seq.0.saturating_add(1)).to_key())
+            .map_err(io)?;
+        Ok(match holding {
+            Some((key, value)) => {
+                let first = frame_key(&key)?;
+                match frame::last_seq(first, &value) {
+                    Some(last) if last < seq => seq.to_key(),
+                    // Holding it, or damaged (then the scan reports it).
+                    _ => first.to_key(),
+                }
+            }
+            None => seq.to_key(),
         })
     }
 
-    /// Writes raw bytes under a seq, bypassing the codec. Only for tests that damage a log.
+    /// Writes raw bytes under a seq, bypassing the codec, in place of the record stored there
+    /// or as a frame of its own. Only for tests that damage a log.
     #[doc(hidden)]
     pub fn insert_raw_for_tests(&self, seq: Seq, bytes: &[u8]) -> Result<(), StoreError> {
-        self.events.insert(seq.to_key(), bytes).map_err(io)?;
-        self.flush()
+        let start = self.frame_start(seq)?;
+        let holding = match self.frames.get(start).map_err(io)? {
+            Some(value) => {
+                let first = frame_key(&start)?;
+                frame::parse(first, &value)
+                    .ok()
+                    .filter(|records| first <= seq && seq.0 - first.0 < records.len() as u64)
+                    .map(|records| (first, value, records))
+            }
+            None => None,
+        };
+        let rewritten = match holding {
+            Some((first, value, records)) => {
+                let mut rewritten: Option<FrameBuf> = None;
+                for (n, range) in records.into_iter().enumerate() {
+                    let at = Seq(first.0 + n as u64);
+                    let record = if at == seq { bytes } else { &value[range] };
+                    match &mut rewritten {
+                        Some(frame) => frame.push(record),
+                        None => rewritten = Some(FrameBuf::starting(at, record)),
+                    }
+                }
+                rewritten
+            }
+            None => Some(FrameBuf::starting(seq, bytes)),
+        };
+        if let Some(frame) = rewritten {
+            self.frames.insert(frame.key(), frame.bytes()).map_err(io)?;
+        }
+        self.flush()?;
+        self.reload_tail()
     }
 
-    /// The records kept aside by tail recovery.
+    /// The records kept aside by tail recovery (a frame that did not parse is kept whole,
+    /// under its first seq).
     pub fn quarantined(&self) -> Result<Vec<(Seq, Vec<u8>)>, StoreError> {
         self.quarantine
             .iter()
@@ -92,13 +185,111 @@ impl SledLog {
     }
 }
 
+/// The first seq a frame is stored under.
+fn frame_key(key: &[u8]) -> Result<Seq, StoreError> {
+    Seq::from_key(key).ok_or_else(|| StoreError::Corrupt {
+        seq: 0,
+        reason: format!("a frame's key of {} bytes is not a seq", key.len()),
+    })
+}
+
+/// A scan: the single records from `from` on, then the records of the frames.
+struct Scan {
+    from: Seq,
+    singles: Option<sled::Iter>,
+    frames: sled::Iter,
+    /// The frame being read, the seq of its next record and the ranges of the rest.
+    current: Option<(Bytes, Seq, std::vec::IntoIter<std::ops::Range<usize>>)>,
+}
+
+impl Iterator for Scan {
+    type Item = Result<(Seq, Bytes), StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(singles) = &mut self.singles {
+            match singles.next() {
+                Some(item) => {
+                    return Some(item.map_err(io).and_then(|(k, v)| {
+                        let seq = Seq::from_key(&k).ok_or_else(|| StoreError::Corrupt {
+                            seq: 0,
+                            reason: format!("key of {} bytes is not a seq", k.len()),
+                        })?;
+                        Ok((seq, Bytes::from_owner(v)))
+                    }))
+                }
+                None => self.singles = None,
+            }
+        }
+        loop {
+            if let Some((frame, seq, ranges)) = &mut self.current {
+                if let Some(range) = ranges.next() {
+                    let at = *seq;
+                    *seq = seq.next();
+                    if at >= self.from {
+                        return Some(Ok((at, frame.slice(range))));
+                    }
+                    continue;
+                }
+                self.current = None;
+            }
+            let (key, value) = match self.frames.next()? {
+                Ok(entry) => entry,
+                Err(e) => return Some(Err(io(e))),
+            };
+            let first = match frame_key(&key) {
+                Ok(first) => first,
+                Err(e) => return Some(Err(e)),
+            };
+            match frame::parse(first, &value) {
+                Ok(ranges) => {
+                    self.current = Some((Bytes::from_owner(value), first, ranges.into_iter()))
+                }
+                // Reported at its first seq: what it held from there on cannot be told apart.
+                Err(reason) => {
+                    return Some(Err(StoreError::Corrupt {
+                        seq: first.0,
+                        reason: format!(
+                            "the frame of the records from {first} on is damaged: {reason}"
+                        ),
+                    }))
+                }
+            }
+        }
+    }
+}
+
 impl EventLog for SledLog {
     fn append_batch(&self, records: &[(Seq, Vec<u8>)]) -> Result<(), StoreError> {
+        let Some((first, _)) = records.first() else {
+            return Ok(());
+        };
+        let mut tail = lock(&self.tail);
+        if let Some(last) = tail.last.filter(|last| first <= last) {
+            return Err(StoreError::Io(format!(
+                "refusing to append record {first}: the log already holds records up to {last}"
+            )));
+        }
+        // The newest frame grows while it is small; full frames are stored as they fill.
+        let mut open = tail.frame.clone();
         let mut batch = sled::Batch::default();
         for (seq, record) in records {
-            batch.insert(&seq.to_key(), record.as_slice());
+            match &mut open {
+                Some(frame) if frame.takes(*seq, record) => frame.push(record),
+                _ => {
+                    if let Some(full) = open.replace(FrameBuf::starting(*seq, record)) {
+                        batch.insert(&full.key(), full.bytes());
+                    }
+                }
+            }
         }
-        self.events.apply_batch(batch).map_err(io)
+        if let Some(frame) = &open {
+            batch.insert(&frame.key(), frame.bytes());
+        }
+        // All or nothing: sled applies a batch atomically, rewritten frame included.
+        self.frames.apply_batch(batch).map_err(io)?;
+        tail.last = records.last().map(|(seq, _)| *seq);
+        tail.frame = open;
+        Ok(())
     }
 
     fn flush(&self) -> Result<(), StoreError> {
@@ -106,20 +297,28 @@ impl EventLog for SledLog {
     }
 
     fn scan_from(&self, from: Seq) -> RecordIter<'_> {
-        Box::new(self.events.range(from.to_key()..).map(|item| {
-            let (k, v) = item.map_err(io)?;
-            let seq = Seq::from_key(&k).ok_or_else(|| StoreError::Corrupt {
-                seq: 0,
-                reason: format!("key of {} bytes is not a seq", k.len()),
-            })?;
-            Ok((seq, v.to_vec()))
-        }))
+        let start = match self.frame_start(from) {
+            Ok(start) => start,
+            Err(e) => return Box::new(std::iter::once(Err(e))),
+        };
+        Box::new(Scan {
+            from,
+            singles: Some(self.singles.range(from.to_key()..)),
+            frames: self.frames.range(start..),
+            current: None,
+        })
     }
 
     fn last_seq(&self) -> Result<Option<Seq>, StoreError> {
-        match self.events.last().map_err(io)? {
-            Some((k, _)) => Ok(Seq::from_key(&k)),
-            None => Ok(None),
+        match self.frames.last().map_err(io)? {
+            Some((key, value)) => {
+                let first = frame_key(&key)?;
+                Ok(Some(frame::last_seq(first, &value).unwrap_or(first)))
+            }
+            None => match self.singles.last().map_err(io)? {
+                Some((key, _)) => Ok(Seq::from_key(&key)),
+                None => Ok(None),
+            },
         }
     }
 
@@ -130,24 +329,61 @@ impl EventLog for SledLog {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as u64)
             .unwrap_or(0);
-        let moved: Vec<(sled::IVec, sled::IVec)> = self
-            .events
-            .range(from.to_key()..)
-            .collect::<Result<_, _>>()
-            .map_err(io)?;
+        let quarantine_key = |seq: Seq| {
+            let mut key = stamp.to_be_bytes().to_vec();
+            key.extend_from_slice(&seq.to_key());
+            key
+        };
         let mut keep = sled::Batch::default();
-        let mut drop = sled::Batch::default();
-        for (k, v) in &moved {
-            let mut qkey = stamp.to_be_bytes().to_vec();
-            qkey.extend_from_slice(k);
-            keep.insert(qkey, v.clone());
-            drop.remove(k.clone());
+        let mut drop_singles = sled::Batch::default();
+        let mut rewrite_frames = sled::Batch::default();
+        let mut moved = 0;
+        for item in self.singles.range(from.to_key()..) {
+            let (k, v) = item.map_err(io)?;
+            let seq = Seq::from_key(&k).unwrap_or(Seq(0));
+            keep.insert(quarantine_key(seq), v);
+            drop_singles.remove(k);
+            moved += 1;
+        }
+        for item in self.frames.range(self.frame_start(from)?..) {
+            let (k, v) = item.map_err(io)?;
+            let first = frame_key(&k)?;
+            match frame::parse(first, &v) {
+                Ok(records) => {
+                    // The records before `from` stay, in a frame of their own.
+                    let mut kept: Option<FrameBuf> = None;
+                    for (n, range) in records.into_iter().enumerate() {
+                        let seq = Seq(first.0 + n as u64);
+                        if seq < from {
+                            match &mut kept {
+                                Some(frame) => frame.push(&v[range]),
+                                None => kept = Some(FrameBuf::starting(seq, &v[range])),
+                            }
+                        } else {
+                            keep.insert(quarantine_key(seq), &v[range]);
+                            moved += 1;
+                        }
+                    }
+                    match kept {
+                        Some(frame) => rewrite_frames.insert(&frame.key(), frame.bytes()),
+                        None => rewrite_frames.remove(k),
+                    }
+                }
+                // Kept whole: which records it held cannot be told.
+                Err(_) => {
+                    keep.insert(quarantine_key(first), v);
+                    rewrite_frames.remove(k);
+                    moved += 1;
+                }
+            }
         }
         self.quarantine.apply_batch(keep).map_err(io)?;
         self.flush()?;
-        self.events.apply_batch(drop).map_err(io)?;
+        self.singles.apply_batch(drop_singles).map_err(io)?;
+        self.frames.apply_batch(rewrite_frames).map_err(io)?;
         self.flush()?;
-        Ok(moved.len())
+        self.reload_tail()?;
+        Ok(moved)
     }
 }
 
@@ -169,6 +405,175 @@ mod tests {
             },
         };
         (Seq(seq), e.encode(&crate::events::GENESIS).unwrap())
+    }
+
+    fn seqs_from(log: &SledLog, from: u64) -> Vec<u64> {
+        read_envelopes(log, Seq(from))
+            .map(|e| e.unwrap().seq.0)
+            .collect()
+    }
+
+    #[test]
+    fn appends_fill_frames_across_batches_and_a_reopened_log_goes_on_filling_its_last() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let log = SledLog::open(dir.path()).unwrap();
+            // One record a batch, as a quiet server commits them.
+            for seq in 1..=100 {
+                log.append_batch(&[env(seq)]).unwrap();
+            }
+            log.flush().unwrap();
+            let frames = log.frames.len();
+            assert!(
+                (2..=4).contains(&frames),
+                "100 records of {} bytes fill frames of {} bytes: {frames} frames",
+                env(1).1.len(),
+                frame::TARGET_BYTES
+            );
+            assert!(log.singles.is_empty());
+        }
+        let log = SledLog::open(dir.path()).unwrap();
+        let frames = log.frames.len();
+        log.append_batch(&[env(101), env(102)]).unwrap();
+        assert_eq!(log.frames.len(), frames, "the last frame had room");
+        assert_eq!(seqs_from(&log, 1), (1..=102).collect::<Vec<_>>());
+        // From inside a frame, and past the end.
+        assert_eq!(seqs_from(&log, 57), (57..=102).collect::<Vec<_>>());
+        assert!(seqs_from(&log, 103).is_empty());
+        assert_eq!(log.last_seq().unwrap(), Some(Seq(102)));
+        // Each record is stored byte for byte.
+        let (seq, record) = log.scan_from(Seq(20)).next().unwrap().unwrap();
+        assert_eq!((seq, record.to_vec()), env(20));
+    }
+
+    #[test]
+    fn appending_at_or_before_the_end_is_refused_and_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = SledLog::open(dir.path()).unwrap();
+        log.append_batch(&[env(1), env(2), env(3)]).unwrap();
+        let err = log.append_batch(&[env(3), env(4)]).unwrap_err();
+        assert!(err.to_string().contains("up to 3"), "{err}");
+        assert_eq!(seqs_from(&log, 1), vec![1, 2, 3]);
+        log.append_batch(&[env(4)]).unwrap();
+        assert_eq!(seqs_from(&log, 1), vec![1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn records_stored_one_per_key_before_frames_are_read_first() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            // A log written before frames: one record per key.
+            let log = SledLog::open(dir.path()).unwrap();
+            for seq in 1..=3 {
+                let (seq, record) = env(seq);
+                log.singles.insert(seq.to_key(), record).unwrap();
+            }
+            log.flush().unwrap();
+        }
+        let log = SledLog::open(dir.path()).unwrap();
+        assert_eq!(log.last_seq().unwrap(), Some(Seq(3)));
+        assert!(log.append_batch(&[env(3)]).is_err(), "3 is stored");
+        log.append_batch(&[env(4), env(5)]).unwrap();
+        assert_eq!(seqs_from(&log, 1), vec![1, 2, 3, 4, 5]);
+        assert_eq!(seqs_from(&log, 3), vec![3, 4, 5]);
+        assert_eq!(seqs_from(&log, 5), vec![5]);
+        assert_eq!(
+            check_integrity(&log).unwrap(),
+            Integrity::Clean { last: Seq(5) }
+        );
+        // Recovery reaches into both.
+        assert_eq!(log.quarantine_from(Seq(3)).unwrap(), 3);
+        assert_eq!(seqs_from(&log, 1), vec![1, 2]);
+        assert_eq!(log.last_seq().unwrap(), Some(Seq(2)));
+        log.append_batch(&[env(3)]).unwrap();
+        assert_eq!(seqs_from(&log, 1), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn quarantine_from_inside_a_frame_keeps_the_records_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = SledLog::open(dir.path()).unwrap();
+        log.append_batch(&(1..=6).map(env).collect::<Vec<_>>())
+            .unwrap();
+        assert_eq!(log.frames.len(), 1);
+        assert_eq!(log.quarantine_from(Seq(4)).unwrap(), 3);
+        assert_eq!(seqs_from(&log, 1), vec![1, 2, 3]);
+        let kept: Vec<(Seq, Vec<u8>)> = log.quarantined().unwrap();
+        assert_eq!(kept, vec![env(4), env(5), env(6)]);
+        // The log goes on from 3, in the same frame.
+        log.append_batch(&[env(4)]).unwrap();
+        assert_eq!(seqs_from(&log, 1), vec![1, 2, 3, 4]);
+        assert_eq!(log.frames.len(), 1);
+    }
+
+    #[test]
+    fn a_damaged_frame_at_the_end_is_quarantined_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = SledLog::open(dir.path()).unwrap();
+        log.append_batch(&[env(1), env(2)]).unwrap();
+        // A frame of its own for 3 and 4, then cut short.
+        log.frames
+            .insert(Seq(3).to_key(), {
+                let mut frame = FrameBuf::starting(Seq(3), &env(3).1);
+                frame.push(&env(4).1);
+                frame.bytes()[..frame.bytes().len() - 5].to_vec()
+            })
+            .unwrap();
+        let err = read_envelopes(&log, Seq(1)).nth(2).unwrap().unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("frame of the records from 3 on is damaged"),
+            "{err}"
+        );
+        match check_integrity(&log).unwrap() {
+            Integrity::RecoveredTail {
+                last,
+                first_bad,
+                quarantined,
+                ..
+            } => assert_eq!((last, first_bad, quarantined), (Seq(2), Seq(3), 1)),
+            other => panic!("expected recovery, got {other:?}"),
+        }
+        assert_eq!(seqs_from(&log, 1), vec![1, 2]);
+        assert_eq!(log.last_seq().unwrap(), Some(Seq(2)));
+        assert_eq!(log.quarantined().unwrap()[0].0, Seq(3));
+        log.append_batch(&[env(3)]).unwrap();
+        assert_eq!(
+            check_integrity(&log).unwrap(),
+            Integrity::Clean { last: Seq(3) }
+        );
+    }
+
+    #[test]
+    fn a_damaged_frame_before_valid_records_refuses_and_verify_names_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = SledLog::open(dir.path()).unwrap();
+        let mut chain = crate::events::Chain::after(crate::events::GENESIS);
+        let records: Vec<(Seq, Vec<u8>)> = (1..=4)
+            .map(|seq| {
+                let (seq, _) = env(seq);
+                let envelope = crate::events::Envelope::decode(seq, &env(seq.0).1).unwrap();
+                (seq, chain.seal(&envelope).unwrap())
+            })
+            .collect();
+        log.append_batch(&records[..2]).unwrap();
+        // A frame whose lengths do not add up, then good records.
+        let mut damaged = FrameBuf::starting(Seq(3), &records[2].1).bytes().to_vec();
+        damaged.push(0);
+        log.frames.insert(Seq(3).to_key(), damaged).unwrap();
+        log.frames
+            .insert(
+                Seq(4).to_key(),
+                FrameBuf::starting(Seq(4), &records[3].1).bytes(),
+            )
+            .unwrap();
+        let err = check_integrity(&log).unwrap_err();
+        assert!(err.to_string().contains("not a torn tail"), "{err}");
+        assert_eq!(log.last_seq().unwrap(), Some(Seq(4)), "nothing was changed");
+        let report = crate::store::verify_chain(&log, None).unwrap();
+        let (seq, reason) = report.first_break.unwrap();
+        assert_eq!(seq, 3);
+        assert!(reason.contains("1 bytes follow"), "{reason}");
     }
 
     #[test]

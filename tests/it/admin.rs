@@ -334,7 +334,8 @@ async fn the_hash_chain_reports_the_first_altered_record() {
     assert!(out.contains(&format!("head: {head}\n")), "{out}");
 
     // Jo's record (seq 11) rewritten as an attacker would: another address, a fresh checksum.
-    let record = |log: &SledLog, seq: u64| log.scan_from(Seq(seq)).next().unwrap().unwrap().1;
+    let record =
+        |log: &SledLog, seq: u64| log.scan_from(Seq(seq)).next().unwrap().unwrap().1.to_vec();
     {
         let log = SledLog::open(&dir.join("log")).unwrap();
         let original = record(&log, 11);

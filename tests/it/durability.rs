@@ -151,7 +151,8 @@ async fn damage_inside_the_log_refuses_to_start() {
     let stopped = server.stop();
     {
         let log = SledLog::open(&stopped.dir.join("log")).unwrap();
-        let (seq, mut record) = log.scan_from(Seq(2)).next().unwrap().unwrap();
+        let (seq, record) = log.scan_from(Seq(2)).next().unwrap().unwrap();
+        let mut record = record.to_vec();
         record[8] ^= 0x5a;
         log.insert_raw_for_tests(seq, &record).unwrap();
     }
