@@ -125,10 +125,11 @@ pub fn parse(key: Seq, stored: &[u8]) -> Result<Vec<Range<usize>>, String> {
     Ok(records)
 }
 
-/// The last seq of a stored frame, from its header alone (`None` if the header is damaged).
+/// The last seq of a stored frame (`None` if it does not parse: its header's count is not to
+/// be believed then).
 pub fn last_seq(key: Seq, stored: &[u8]) -> Option<Seq> {
-    let (count, _) = header(key, stored).ok()?;
-    Some(Seq(key.0 + u64::from(count) - 1))
+    let records = parse(key, stored).ok()?;
+    Some(Seq(key.0 + records.len() as u64 - 1))
 }
 
 /// The record count and where the records begin.
@@ -201,6 +202,11 @@ mod tests {
         assert!(parse(Seq(1), &bad).unwrap_err().contains("follow"));
         assert!(parse(Seq(1), &good[..5]).is_err());
         assert_eq!(last_seq(Seq(1), &good[..5]), None);
+        assert_eq!(
+            last_seq(Seq(1), &bad),
+            None,
+            "a damaged frame's count is not believed"
+        );
         assert!(FrameBuf::reopen(Seq(1), &bad).is_none());
     }
 }

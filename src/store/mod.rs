@@ -153,8 +153,18 @@ pub fn check_integrity_from(log: &dyn EventLog, from: Seq) -> Result<Integrity, 
                 seq,
                 Envelope::checked_body(&record).err().map(|e| e.to_string()),
             ),
-            // Storage that does not split into records there (a damaged sled frame).
-            Err(StoreError::Corrupt { seq, reason }) if seq > 0 => (Seq(seq), Some(reason)),
+            // Storage that does not split into records (a damaged sled frame): sled writes a
+            // frame whole, so this is no torn write, and the frame may hold acknowledged
+            // records. Nothing is moved aside.
+            Err(StoreError::Corrupt { seq, reason }) => {
+                return Err(StoreError::Corrupt {
+                    seq,
+                    reason: format!(
+                        "{reason}; storage writes it whole, so this is not a torn write, and \
+                         nothing was changed. Restore the data directory from a backup."
+                    ),
+                })
+            }
             Err(e) => return Err(e),
         };
         expected = seq.next();
@@ -189,8 +199,7 @@ pub fn check_integrity_from(log: &dyn EventLog, from: Seq) -> Result<Integrity, 
     }
     let quarantined = log.quarantine_from(first_bad)?;
     Ok(Integrity::RecoveredTail {
-        // Everything from the damage on is gone (a damaged frame may begin before `from`).
-        last: Seq(first_bad.0.saturating_sub(1)).min(last),
+        last,
         first_bad,
         quarantined,
         reason,
@@ -255,9 +264,8 @@ pub fn verify_chain(log: &dyn EventLog, until: Option<Seq>) -> Result<ChainRepor
         let (seq, record) = match item {
             Ok(entry) => entry,
             // Storage that does not split into records there (a damaged sled frame).
-            Err(StoreError::Corrupt { seq, reason })
-                if seq > 0 && until.is_none_or(|u| seq <= u.0) =>
-            {
+            Err(StoreError::Corrupt { seq, .. }) if until.is_some_and(|u| seq > u.0) => break,
+            Err(StoreError::Corrupt { seq, reason }) if seq > 0 => {
                 report.first_break = Some((seq, format!("record {seq} is damaged: {reason}")));
                 return Ok(report);
             }

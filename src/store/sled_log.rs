@@ -6,6 +6,7 @@ use super::frame::{self, FrameBuf};
 use super::{EventLog, RecordIter, StoreError};
 use crate::ids::Seq;
 use bytes::Bytes;
+use sled::Transactional;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
@@ -93,19 +94,14 @@ impl SledLog {
     /// Reads the log's end from storage again.
     fn reload_tail(&self) -> Result<(), StoreError> {
         let mut tail = lock(&self.tail);
-        *tail = Tail::default();
-        match self.frames.last().map_err(io)? {
-            Some((key, value)) => {
-                let first = frame_key(&key)?;
-                tail.last = Some(frame::last_seq(first, &value).unwrap_or(first));
-                tail.frame = FrameBuf::reopen(first, &value);
-            }
-            None => {
-                if let Some((key, _)) = self.singles.last().map_err(io)? {
-                    tail.last = Seq::from_key(&key);
-                }
-            }
-        }
+        let frame = match self.frames.last().map_err(io)? {
+            Some((key, value)) => FrameBuf::reopen(frame_key(&key)?, &value),
+            None => None,
+        };
+        *tail = Tail {
+            frame,
+            last: self.last_seq()?,
+        };
         Ok(())
     }
 
@@ -133,6 +129,10 @@ impl SledLog {
     /// or as a frame of its own. Only for tests that damage a log.
     #[doc(hidden)]
     pub fn insert_raw_for_tests(&self, seq: Seq, bytes: &[u8]) -> Result<(), StoreError> {
+        if self.singles.contains_key(seq.to_key()).map_err(io)? {
+            self.singles.insert(seq.to_key(), bytes).map_err(io)?;
+            return self.flush();
+        }
         let start = self.frame_start(seq)?;
         let holding = match self.frames.get(start).map_err(io)? {
             Some(value) => {
@@ -379,11 +379,18 @@ impl EventLog for SledLog {
         }
         self.quarantine.apply_batch(keep).map_err(io)?;
         self.flush()?;
-        self.singles.apply_batch(drop_singles).map_err(io)?;
-        self.frames.apply_batch(rewrite_frames).map_err(io)?;
-        self.flush()?;
+        // Both trees at once: a crash in between would leave a gap.
+        let removed = (&self.singles, &self.frames)
+            .transaction(|(singles, frames)| {
+                singles.apply_batch(&drop_singles)?;
+                frames.apply_batch(&rewrite_frames)?;
+                Ok::<(), sled::transaction::ConflictableTransactionError<()>>(())
+            })
+            .map_err(|e| StoreError::Io(format!("quarantine: {e:?}")))
+            .and_then(|()| self.flush());
+        // What the log now ends at, whether or not that worked.
         self.reload_tail()?;
-        Ok(moved)
+        removed.map(|()| moved)
     }
 }
 
@@ -507,7 +514,7 @@ mod tests {
     }
 
     #[test]
-    fn a_damaged_frame_at_the_end_is_quarantined_whole() {
+    fn a_damaged_frame_even_at_the_end_refuses_to_start_and_is_moved_aside_whole_on_request() {
         let dir = tempfile::tempdir().unwrap();
         let log = SledLog::open(dir.path()).unwrap();
         log.append_batch(&[env(1), env(2)]).unwrap();
@@ -525,15 +532,15 @@ mod tests {
                 .contains("frame of the records from 3 on is damaged"),
             "{err}"
         );
-        match check_integrity(&log).unwrap() {
-            Integrity::RecoveredTail {
-                last,
-                first_bad,
-                quarantined,
-                ..
-            } => assert_eq!((last, first_bad, quarantined), (Seq(2), Seq(3), 1)),
-            other => panic!("expected recovery, got {other:?}"),
-        }
+        // Its header says 2 records; a frame that does not parse is not believed.
+        assert_eq!(log.last_seq().unwrap(), Some(Seq(3)));
+        // A frame is written whole: its damage is no torn write, and it may hold records
+        // that were acknowledged, so start-up refuses rather than move them aside.
+        let err = check_integrity(&log).unwrap_err();
+        assert!(err.to_string().contains("not a torn write"), "{err}");
+        assert_eq!(log.frames.len(), 2, "nothing was changed");
+        // An operator's recovery moves it aside whole.
+        assert_eq!(log.quarantine_from(Seq(3)).unwrap(), 1);
         assert_eq!(seqs_from(&log, 1), vec![1, 2]);
         assert_eq!(log.last_seq().unwrap(), Some(Seq(2)));
         assert_eq!(log.quarantined().unwrap()[0].0, Seq(3));
@@ -568,12 +575,15 @@ mod tests {
             )
             .unwrap();
         let err = check_integrity(&log).unwrap_err();
-        assert!(err.to_string().contains("not a torn tail"), "{err}");
+        assert!(err.to_string().contains("not a torn write"), "{err}");
         assert_eq!(log.last_seq().unwrap(), Some(Seq(4)), "nothing was changed");
         let report = crate::store::verify_chain(&log, None).unwrap();
         let (seq, reason) = report.first_break.unwrap();
         assert_eq!(seq, 3);
         assert!(reason.contains("1 bytes follow"), "{reason}");
+        // Up to the record before it, the log verifies.
+        let report = crate::store::verify_chain(&log, Some(Seq(2))).unwrap();
+        assert_eq!((report.records, report.first_break), (2, None));
     }
 
     #[test]
