@@ -10,6 +10,17 @@ use sled::Transactional;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
+/// Where the records of `events` end: its keys are 8-byte seqs, and [`FRAMES_MARK`] sorts after
+/// every one of them.
+const LAST_SINGLE: [u8; 8] = [0xff; 8];
+
+/// Put in `events` before the first frame is written, where builds before frames would read
+/// on from their last record: its key is no seq, so they stop with an error instead of taking
+/// the log for empty (and creating a new organization on top of it).
+const FRAMES_MARK: &[u8] = b"\xff\xff\xff\xff\xff\xff\xff\xffframes";
+const FRAMES_MARK_VALUE: &[u8] =
+    b"the records after these are in the frames tree (ADR 0007): a build before frames cannot read this log";
+
 /// The embedded default log.
 pub struct SledLog {
     db: sled::Db,
@@ -19,6 +30,8 @@ pub struct SledLog {
     quarantine: sled::Tree,
     /// The log's end as this process last wrote or read it.
     tail: Mutex<Tail>,
+    /// Whether `events` holds [`FRAMES_MARK`].
+    marked: std::sync::atomic::AtomicBool,
 }
 
 /// The newest frame, which an append extends while it is small, and the last stored seq.
@@ -80,8 +93,10 @@ impl SledLog {
                 io(e)
             }
         })?;
+        let singles = db.open_tree("events").map_err(io)?;
         let log = SledLog {
-            singles: db.open_tree("events").map_err(io)?,
+            marked: singles.contains_key(FRAMES_MARK).map_err(io)?.into(),
+            singles,
             frames: db.open_tree("frames").map_err(io)?,
             quarantine: db.open_tree("quarantine").map_err(io)?,
             db,
@@ -269,6 +284,12 @@ impl EventLog for SledLog {
                 "refusing to append record {first}: the log already holds records up to {last}"
             )));
         }
+        if !self.marked.load(std::sync::atomic::Ordering::SeqCst) {
+            self.singles
+                .insert(FRAMES_MARK, FRAMES_MARK_VALUE)
+                .map_err(io)?;
+            self.marked.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         // The newest frame grows while it is small; full frames are stored as they fill.
         let mut open = tail.frame.clone();
         let mut batch = sled::Batch::default();
@@ -303,7 +324,7 @@ impl EventLog for SledLog {
         };
         Box::new(Scan {
             from,
-            singles: Some(self.singles.range(from.to_key()..)),
+            singles: Some(self.singles.range(from.to_key()..=LAST_SINGLE)),
             frames: self.frames.range(start..),
             current: None,
         })
@@ -315,7 +336,13 @@ impl EventLog for SledLog {
                 let first = frame_key(&key)?;
                 Ok(Some(frame::last_seq(first, &value).unwrap_or(first)))
             }
-            None => match self.singles.last().map_err(io)? {
+            None => match self
+                .singles
+                .range(..=LAST_SINGLE)
+                .next_back()
+                .transpose()
+                .map_err(io)?
+            {
                 Some((key, _)) => Ok(Seq::from_key(&key)),
                 None => Ok(None),
             },
@@ -338,7 +365,7 @@ impl EventLog for SledLog {
         let mut drop_singles = sled::Batch::default();
         let mut rewrite_frames = sled::Batch::default();
         let mut moved = 0;
-        for item in self.singles.range(from.to_key()..) {
+        for item in self.singles.range(from.to_key()..=LAST_SINGLE) {
             let (k, v) = item.map_err(io)?;
             let seq = Seq::from_key(&k).unwrap_or(Seq(0));
             keep.insert(quarantine_key(seq), v);
@@ -437,7 +464,14 @@ mod tests {
                 env(1).1.len(),
                 frame::TARGET_BYTES
             );
-            assert!(log.singles.is_empty());
+            // Only the mark that stops builds before frames.
+            let keys: Vec<Vec<u8>> = log
+                .singles
+                .iter()
+                .keys()
+                .map(|k| k.unwrap().to_vec())
+                .collect();
+            assert_eq!(keys, vec![FRAMES_MARK.to_vec()]);
         }
         let log = SledLog::open(dir.path()).unwrap();
         let frames = log.frames.len();
@@ -481,6 +515,17 @@ mod tests {
         assert_eq!(log.last_seq().unwrap(), Some(Seq(3)));
         assert!(log.append_batch(&[env(3)]).is_err(), "3 is stored");
         log.append_batch(&[env(4), env(5)]).unwrap();
+        // What a build before frames reads: its records, then a key that is no seq, where it
+        // stops with an error rather than take 3 for the log's end.
+        let keys: Vec<Vec<u8>> = log
+            .singles
+            .range(Seq(1).to_key()..)
+            .keys()
+            .map(|k| k.unwrap().to_vec())
+            .collect();
+        assert_eq!(keys.len(), 4);
+        assert!(Seq::from_key(&keys[3]).is_none(), "{:?}", keys[3]);
+        assert_eq!(log.singles.last().unwrap().unwrap().0, FRAMES_MARK);
         assert_eq!(seqs_from(&log, 1), vec![1, 2, 3, 4, 5]);
         assert_eq!(seqs_from(&log, 3), vec![3, 4, 5]);
         assert_eq!(seqs_from(&log, 5), vec![5]);
