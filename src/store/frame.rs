@@ -96,7 +96,8 @@ impl FrameBuf {
 /// records from `key` on and that its lengths end exactly where it does.
 pub fn parse(key: Seq, stored: &[u8]) -> Result<Vec<Range<usize>>, String> {
     let (count, mut at) = header(key, stored)?;
-    let mut records = Vec::with_capacity(count as usize);
+    // Bounded by what the bytes can hold (a length each), not by a count that may be damaged.
+    let mut records = Vec::with_capacity((count as usize).min((stored.len() - at) / 4));
     for n in 0..count {
         let len = stored
             .get(at..at + 4)
@@ -201,6 +202,10 @@ mod tests {
         bad[HEADER - 1] = 1;
         assert!(parse(Seq(1), &bad).unwrap_err().contains("follow"));
         assert!(parse(Seq(1), &good[..5]).is_err());
+        // A damaged count of four billion allocates nothing for it.
+        let mut huge = good.clone();
+        huge[HEADER - 4..HEADER].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(parse(Seq(1), &huge).unwrap_err().contains("cut off"));
         assert_eq!(last_seq(Seq(1), &good[..5]), None);
         assert_eq!(
             last_seq(Seq(1), &bad),
