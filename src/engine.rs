@@ -182,6 +182,49 @@ impl Engine {
         f(&guard)
     }
 
+    /// Builds the read state's word index on a thread of its own when it keeps none (after a
+    /// start from a snapshot or from the log alone), so that start-up does not wait for it.
+    /// Until it is installed, a `search:` narrow checks each candidate's text instead, with the
+    /// same answers; the writer goes on folding meanwhile, and what it changed is brought into
+    /// the index as it is installed (`Messages::install_word_index`). `ready` is called once
+    /// the read state has an index, with the messages it was built from and the seconds it
+    /// took (`None` when the state had one already).
+    pub fn index_words_in_background(
+        &self,
+        ready: impl FnOnce(Option<(usize, f64)>) + Send + 'static,
+    ) {
+        let Some(source) = self.read(|state| state.messages.word_index_source()) else {
+            ready(None);
+            return;
+        };
+        let read = self.read.clone();
+        let spawned = std::thread::Builder::new()
+            .name("chronicle-word-index".into())
+            .spawn(move || {
+                let started = std::time::Instant::now();
+                let messages = source.len();
+                match catch_unwind(AssertUnwindSafe(|| source.build())) {
+                    Ok(built) => {
+                        read.write()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .messages
+                            .install_word_index(built);
+                        ready(Some((messages, started.elapsed().as_secs_f64())));
+                    }
+                    Err(_) => tracing::error!(
+                        "building the search index failed (a bug): searches check every \
+                         message's text instead"
+                    ),
+                }
+            });
+        if let Err(error) = spawned {
+            tracing::error!(
+                %error,
+                "the search index was not built: searches check every message's text instead"
+            );
+        }
+    }
+
     /// The log, for the admin listing and time-travel dumps.
     pub fn log(&self) -> &Arc<dyn EventLog> {
         &self.log

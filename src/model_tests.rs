@@ -857,16 +857,29 @@ proptest! {
                 prop_assert_eq!(live.messages.unread_of(user, 1), (unread[..1].to_vec(), true));
             }
         }
-        // Searches agree too (the word index is rebuilt, kept or folded, never stale): the
-        // snapshot's rebuilt index, the live read state's, and a replay that keeps one.
+        // Searches agree too (the word index is kept, folded or built beside a state that
+        // goes on folding, never stale): the live read state's, a replay that keeps one, the
+        // restored snapshot's once built, and one built from a copy of the messages taken
+        // halfway through a replay that folds the rest before it is installed (as a server
+        // builds its index once it serves).
         let mut indexed = Projections::default();
         crate::replay::continue_while(&mut indexed, log.as_ref(), |_| true, |_| {}).unwrap();
         prop_assert!(replayed.messages.search_lists(WORDS[0]).is_none(), "an offline replay keeps no index");
+        prop_assert!(restored.messages.search_lists(WORDS[0]).is_none(), "a snapshot keeps no index");
+        let source = restored.messages.word_index_source().unwrap();
+        prop_assert!(restored.messages.install_word_index(source.build()));
+        let half = live.seq.0 / 2;
+        let mut late = crate::replay::fold_while(log.as_ref(), |env| env.seq.0 <= half, |_| {}).unwrap();
+        let source = late.messages.word_index_source().unwrap();
+        crate::replay::continue_while(&mut late, log.as_ref(), |_| true, |_| {}).unwrap();
+        prop_assert!(late.messages.install_word_index(source.build()));
+        prop_assert!(late.messages.word_index_source().is_none());
         let lists = |state: &Projections, word: &str| {
             state.messages.search_lists(word).map(|l| l.iter().map(|s| s.iter().collect::<Vec<_>>()).collect::<Vec<_>>())
         };
         for word in WORDS {
             prop_assert_eq!(lists(&restored, word), lists(&indexed, word));
+            prop_assert_eq!(lists(&late, word), lists(&indexed, word));
             prop_assert_eq!(lists(&live, word), lists(&indexed, word));
         }
     }

@@ -172,7 +172,8 @@ pub fn open_for_serving(
             tracing::info!(seq = state.seq.0, "loaded the newest snapshot");
             state
         }
-        None => Projections::default(),
+        // Folded without a word index: the server builds it once it serves.
+        None => Projections::unindexed(),
     };
     let from = state.seq;
     crate::replay::continue_while(
@@ -466,6 +467,11 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         snapshots,
     )?);
     release_free_memory();
+    engine.index_words_in_background(|built| {
+        let (messages, seconds) = built.unwrap_or_default();
+        tracing::info!(messages, seconds, "search index built");
+        println!("Search index ready ({messages} messages, {seconds:.1} s)");
+    });
     let cluster = match (&config.cluster, me) {
         (Some(spec), Some(me)) => {
             let client = reqwest::Client::builder()

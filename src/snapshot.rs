@@ -178,7 +178,7 @@ pub fn load(path: &Path, log: &dyn EventLog) -> Result<Projections, SnapshotErro
         seq = header.seq.0,
         bytes = bytes.len(),
         read_and_decode_seconds = decoded_in,
-        index_and_digest_seconds = started.elapsed().as_secs_f64() - decoded_in,
+        digest_seconds = started.elapsed().as_secs_f64() - decoded_in,
         "snapshot loaded"
     );
     if state.seq != header.seq || digest != header.digest {

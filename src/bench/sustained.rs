@@ -18,6 +18,9 @@ pub struct ChildServer {
     pub url: String,
     /// From spawning to the line saying it listens.
     pub started_in: Duration,
+    spawned: Instant,
+    /// Tells when the line saying the search index is ready came.
+    indexed: std::sync::mpsc::Receiver<Instant>,
 }
 
 impl ChildServer {
@@ -39,8 +42,12 @@ impl ChildServer {
         // The server prints one line when it listens; read it on a thread so that a server
         // that dies or hangs cannot hang the bench.
         let (tx, rx) = std::sync::mpsc::channel();
+        let (indexed_tx, indexed) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if line.starts_with("Search index ready") {
+                    let _ = indexed_tx.send(Instant::now());
+                }
                 if let Some(rest) = line.strip_prefix("Chronicle listening on ") {
                     let url = rest
                         .split_whitespace()
@@ -56,12 +63,23 @@ impl ChildServer {
                 child,
                 url,
                 started_in: started.elapsed(),
+                spawned: started,
+                indexed,
             }),
             Err(_) => {
                 let _ = child.kill();
                 let _ = child.wait();
                 Err("the server did not start within 300 s".into())
             }
+        }
+    }
+
+    /// Waits until the server's search index is built (it serves before), and returns the
+    /// time from spawning to then.
+    pub fn wait_indexed(&self) -> Result<Duration, Fatal> {
+        match self.indexed.recv_timeout(Duration::from_secs(300)) {
+            Ok(at) => Ok(at - self.spawned),
+            Err(_) => Err("the server did not build its search index within 300 s".into()),
         }
     }
 
@@ -193,6 +211,7 @@ async fn one_size(subscribers: u64, windows: usize, window: Duration) -> Result<
     })?;
     let data: PathBuf = seeded.tmp.path().join("data");
     let server = ChildServer::start(&data)?;
+    server.wait_indexed()?;
     let client = super::scenarios::client()?;
     let url = format!("{}/api/v1/messages", server.url);
     let idle = server.resident_bytes()?;
@@ -240,6 +259,7 @@ async fn one_size(subscribers: u64, windows: usize, window: Duration) -> Result<
     let disk = disk_bytes(&data);
     let restarted = ChildServer::start(&data)?;
     let restart_seconds = restarted.started_in.as_secs_f64();
+    restarted.wait_indexed()?;
     let after_restart = restarted.resident_bytes()?;
     restarted.stop()?;
     let per = |bytes: u64| bytes.saturating_sub(idle) as f64 / sent.max(1) as f64;
@@ -344,6 +364,7 @@ fn resident_after_start(spec: &SeedSpec) -> Result<(u64, u64), Fatal> {
     let seeded = seed(spec)?;
     let data = seeded.tmp.path().join("data");
     let server = ChildServer::start(&data)?;
+    server.wait_indexed()?;
     // Let start-up's last allocations settle (snapshot writing, the first timers).
     std::thread::sleep(Duration::from_millis(500));
     let resident = server.resident_bytes()?;
@@ -351,10 +372,10 @@ fn resident_after_start(spec: &SeedSpec) -> Result<(u64, u64), Fatal> {
     Ok((resident, disk_bytes(&data)))
 }
 
-/// How long `chronicle serve` takes until it serves on `messages` seeded messages: from the
-/// log alone (a replay from event 1), then with a snapshot at the log's end, written offline
-/// as a running server writes its own.
-fn start_times(messages: u64) -> Result<(f64, f64), Fatal> {
+/// How long `chronicle serve` takes until it serves on `messages` seeded messages, and until
+/// its search index is ready: from the log alone (a replay from event 1), then with a snapshot
+/// at the log's end, written offline as a running server writes its own.
+fn start_times(messages: u64) -> Result<[(f64, f64); 2], Fatal> {
     let seeded = seed(&SeedSpec {
         users: 10,
         channels: 1,
@@ -363,7 +384,10 @@ fn start_times(messages: u64) -> Result<(f64, f64), Fatal> {
     })?;
     let data = seeded.tmp.path().join("data");
     let server = ChildServer::start(&data)?;
-    let from_log = server.started_in.as_secs_f64();
+    let from_log = (
+        server.started_in.as_secs_f64(),
+        server.wait_indexed()?.as_secs_f64(),
+    );
     server.stop()?;
     {
         let layout = crate::server::Layout::new(&data);
@@ -372,9 +396,12 @@ fn start_times(messages: u64) -> Result<(f64, f64), Fatal> {
         crate::snapshot::write(&layout.dir, &log, &state, 2)?;
     }
     let server = ChildServer::start(&data)?;
-    let from_snapshot = server.started_in.as_secs_f64();
+    let from_snapshot = (
+        server.started_in.as_secs_f64(),
+        server.wait_indexed()?.as_secs_f64(),
+    );
     server.stop()?;
-    Ok((from_log, from_snapshot))
+    Ok([from_log, from_snapshot])
 }
 
 fn memory_row(case: &str, value: f64, baseline: Option<f64>, label: &str) -> Row {
@@ -415,6 +442,7 @@ pub async fn memory(quick: bool) -> Result<Vec<Row>, Fatal> {
     // Event queues: 10,000 registrations (25 a user) on a running server.
     let seeded = seed(&spec(400, 0))?;
     let server = ChildServer::start(&seeded.tmp.path().join("data"))?;
+    server.wait_indexed()?;
     let before = server.resident_bytes()?;
     let client = super::scenarios::client()?;
     let url = format!("{}/api/v1/register", server.url);
@@ -443,7 +471,7 @@ pub async fn memory(quick: bool) -> Result<Vec<Row>, Fatal> {
     .await;
     let after = server.resident_bytes()?;
     server.stop()?;
-    let (from_log, from_snapshot) = start_times(messages)?;
+    let [(from_log, log_indexed), (from_snapshot, snapshot_indexed)] = start_times(messages)?;
     let start_row = |case: String, value: f64, baseline: Option<f64>, label: &str| Row {
         unit: "s".into(),
         ..memory_row(&case, value, baseline, label)
@@ -460,6 +488,18 @@ pub async fn memory(quick: bool) -> Result<Vec<Row>, Fatal> {
             from_snapshot,
             Some(from_log),
             "from the log alone",
+        ),
+        start_row(
+            format!("start until the search index is ready, {messages} messages, from the log alone (it serves before)"),
+            log_indexed,
+            Some(from_log),
+            "until serving",
+        ),
+        start_row(
+            format!("start until the search index is ready, {messages} messages, from a snapshot (it serves before)"),
+            snapshot_indexed,
+            Some(from_snapshot),
+            "until serving",
         ),
         memory_row(
             "resident bytes per 10,000 users (the serving process)",

@@ -40,6 +40,47 @@ pub fn is_resolve_toggle(old: &str, new: &str) -> bool {
     strip(new).as_deref() == Some(old) || strip(old).as_deref() == Some(new)
 }
 
+/// A copy of the stored messages, to build a word index from away from the state
+/// (`Messages::word_index_source`).
+pub struct WordIndexSource {
+    store: MessageStore,
+}
+
+impl WordIndexSource {
+    /// Messages the index will cover.
+    pub fn len(&self) -> usize {
+        self.store.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.store.is_empty()
+    }
+
+    /// Builds the index on every core.
+    pub fn build(self) -> BuiltWordIndex {
+        BuiltWordIndex {
+            words: index_words(&self.store),
+            store: self.store,
+        }
+    }
+}
+
+/// A word index and the copy of the messages it covers (`Messages::install_word_index`).
+pub struct BuiltWordIndex {
+    words: super::search::WordIndex,
+    store: MessageStore,
+}
+
+fn index_words(store: &MessageStore) -> super::search::WordIndex {
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let messages = || {
+        store
+            .values()
+            .map(|message| (message.id, message.topic(), &*message.content))
+    };
+    super::search::WordIndex::build(messages, threads)
+}
+
 /// All messages and their indexes.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Messages {
@@ -252,25 +293,39 @@ impl Messages {
         self.words.as_ref()?.lists(query)
     }
 
-    /// Builds the word index from the messages, if this state has none (a snapshot taken from
-    /// the engine's decision state).
-    pub fn ensure_word_index(&mut self) {
-        if let Some(words) = self.build_word_index() {
-            self.words = Some(words);
-        }
+    /// What a word index can be built from on another thread while this state goes on
+    /// folding (`WordIndexSource::build`, then `install_word_index`): a copy of the stored
+    /// messages, which shares every chunk of them. `None` when this state keeps an index.
+    pub fn word_index_source(&self) -> Option<WordIndexSource> {
+        self.words.is_none().then(|| WordIndexSource {
+            store: self.by_id.clone(),
+        })
     }
 
-    /// A word index of the messages, when this state has none (else `None`): built apart from
-    /// the state so that it can be built while something else reads the state.
-    pub fn build_word_index(&self) -> Option<super::search::WordIndex> {
+    /// Installs an index built from an earlier copy of the messages, brought up to date with
+    /// every message changed since the copy (the chunks no longer shared with it): each one's
+    /// old words are removed, then its new ones added. Returns false, leaving the state as it
+    /// was, when the state already keeps an index.
+    pub fn install_word_index(&mut self, built: BuiltWordIndex) -> bool {
         if self.words.is_some() {
-            return None;
+            return false;
         }
-        let mut words = super::search::WordIndex::default();
-        for message in self.by_id.values() {
-            words.add(message.id, message.topic(), &message.content);
+        let BuiltWordIndex { mut words, store } = built;
+        for (then, now) in self.by_id.differences(&store) {
+            let unchanged = matches!((then, now), (Some(a), Some(b))
+                if a.topic() == b.topic() && a.content == b.content);
+            if unchanged {
+                continue;
+            }
+            if let Some(m) = then {
+                words.remove(m.id, m.topic(), &m.content);
+            }
+            if let Some(m) = now {
+                words.add(m.id, m.topic(), &m.content);
+            }
         }
-        Some(words)
+        self.words = Some(words);
+        true
     }
 
     /// Installs a word index built by `build_word_index`.

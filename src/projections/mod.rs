@@ -209,28 +209,15 @@ impl Projections {
         Ok(state)
     }
 
-    /// Rebuilds what snapshots leave out (compiled linkifiers, the search index when the
-    /// snapshot came from the engine's decision state, the set of deactivated users) after one
-    /// is loaded (by `decode_snapshot`, which shares names and topics as it decodes), and
-    /// returns the state's digest: the word index is built on a second thread while the digest
-    /// is computed (the digest does not cover the index), in about half the time of one after
-    /// the other on two cores.
+    /// Rebuilds what snapshots leave out (compiled linkifiers, the set of deactivated users)
+    /// after one is loaded (by `decode_snapshot`, which shares names and topics as it decodes),
+    /// and returns the state's digest. The word index is not built here: a snapshot comes from
+    /// the engine's decision state, which keeps none, and the server builds the read state's
+    /// while it already serves (`Engine::index_words_in_background`).
     pub fn restore_derived_and_digest(&mut self) -> String {
         self.linkifiers.recompile();
         self.users.restore_derived();
-        let state = &*self;
-        let (words, digest) = std::thread::scope(|scope| {
-            let words = scope.spawn(|| state.messages.build_word_index());
-            let digest = state.digest();
-            (words.join(), digest)
-        });
-        match words {
-            Ok(Some(words)) => self.messages.set_word_index(words),
-            Ok(None) => {}
-            // Building the index panicked (a bug): build it here, where a panic is reported.
-            Err(_) => self.messages.ensure_word_index(),
-        }
-        digest
+        self.digest()
     }
 
     /// Every projection as ordered JSON, with no secrets: what `GET /admin/projections` and

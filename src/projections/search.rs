@@ -193,6 +193,13 @@ impl std::hash::Hasher for KeyHasher {
     }
 }
 
+/// Which of `threads` shares of a bulk build holds a word key: taken from bits of the key that
+/// the index's table uses neither for a bucket (the low bits) nor for its tag (the top seven),
+/// so each share's table still spreads its keys over all its buckets.
+fn share_of(key: u64, threads: usize) -> usize {
+    ((key >> 32) as u16 as usize) % threads
+}
+
 /// Word → message ids.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct WordIndex {
@@ -203,11 +210,61 @@ impl WordIndex {
     /// Indexes a message's topic and content.
     pub fn add(&mut self, id: MessageId, topic: &str, content: &str) {
         for key in message_keys(topic, content) {
-            match self.postings.entry(key) {
-                std::collections::hash_map::Entry::Occupied(mut list) => list.get_mut().insert(id),
-                std::collections::hash_map::Entry::Vacant(slot) => {
-                    slot.insert(Postings::One(id));
+            self.insert(key, id);
+        }
+    }
+
+    /// The index of many messages, built on up to `threads` threads: each scans every message
+    /// and keeps the words whose key falls in its share, so the shares hold different words and
+    /// join without merging any list. Inserting is most of the work (a lookup in a table of a
+    /// million words, then the end of that word's list, each a cache miss), splitting the words
+    /// is the rest; two threads take about 0.6 of one's time.
+    pub fn build<'a, M>(messages: impl Fn() -> M + Sync, threads: usize) -> WordIndex
+    where
+        M: Iterator<Item = (MessageId, &'a str, &'a str)>,
+    {
+        let threads = threads.clamp(1, 8);
+        let share = |part: usize| {
+            let mut index = WordIndex::default();
+            for (id, topic, content) in messages() {
+                for key in message_keys(topic, content) {
+                    if share_of(key, threads) == part {
+                        index.insert(key, id);
+                    }
                 }
+            }
+            index
+        };
+        if threads == 1 {
+            return share(0);
+        }
+        let shares: Vec<WordIndex> = std::thread::scope(|scope| {
+            let others: Vec<_> = (1..threads)
+                .map(|part| scope.spawn(move || share(part)))
+                .collect();
+            let mut shares = vec![share(0)];
+            for other in others {
+                match other.join() {
+                    Ok(index) => shares.push(index),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            shares
+        });
+        let mut shares = shares.into_iter();
+        let mut index = shares.next().unwrap_or_default();
+        for other in shares {
+            index.postings.reserve(other.postings.len());
+            index.postings.extend(other.postings);
+        }
+        index
+    }
+
+    fn insert(&mut self, key: u64, id: MessageId) {
+        match self.postings.entry(key) {
+            std::collections::hash_map::Entry::Occupied(mut list) => list.get_mut().insert(id),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(Postings::One(id));
             }
         }
     }
@@ -295,6 +352,7 @@ pub const MAX_QUERY_CHARS: usize = 1000;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     #[test]
     fn intersection_walks_both_ways() {
@@ -402,6 +460,45 @@ mod tests {
         }
         assert_eq!(index.matching("common"), Some(Vec::new()));
         assert!(index.is_empty());
+    }
+
+    #[test]
+    fn a_build_on_threads_equals_one_added_message_by_message() {
+        let messages: Vec<(MessageId, String, String)> = (1..=400u64)
+            .map(|n| {
+                let topic = format!("topic {}", n % 7);
+                let content = format!("Common words, number {n}, and {} twice {}", n % 13, n / 2);
+                (MessageId(n), topic, content)
+            })
+            .collect();
+        let mut added = WordIndex::default();
+        for (id, topic, content) in &messages {
+            added.add(*id, topic, content);
+        }
+        let lists = |index: &WordIndex| -> BTreeMap<u64, Vec<MessageId>> {
+            index
+                .postings
+                .iter()
+                .map(|(key, postings)| (*key, postings.list().iter().collect()))
+                .collect()
+        };
+        let expected = lists(&added);
+        assert!(expected.len() > 400, "{} words", expected.len());
+        assert!(expected
+            .values()
+            .any(|ids| ids.len() > FEW && ids.len() < messages.len()));
+        for threads in [1, 2, 3, 8, 64] {
+            let built = WordIndex::build(
+                || {
+                    messages
+                        .iter()
+                        .map(|(id, t, c)| (*id, t.as_str(), c.as_str()))
+                },
+                threads,
+            );
+            assert_eq!(lists(&built), expected, "{threads} threads");
+            assert_eq!(built.matching("twice 3"), added.matching("twice 3"));
+        }
     }
 
     #[test]

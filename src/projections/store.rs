@@ -247,6 +247,38 @@ impl MessageStore {
     pub fn keys(&self) -> impl DoubleEndedIterator<Item = &MessageId> {
         self.values().map(|m| &m.id)
     }
+
+    /// The messages that may differ between `older`, an earlier copy of this store, and this
+    /// one, as (then, now) pairs in id order, `None` where a slot is empty. A chunk both still
+    /// share was changed by neither (changes copy a shared chunk first) and is skipped unread,
+    /// so after a copy the cost is that of what changed since.
+    pub fn differences<'a>(
+        &'a self,
+        older: &'a MessageStore,
+    ) -> Vec<(Option<&'a Message>, Option<&'a Message>)> {
+        let numbers: BTreeSet<u64> = self
+            .chunks
+            .iter()
+            .filter(|(n, chunk)| !older.chunks.get(*n).is_some_and(|o| Arc::ptr_eq(chunk, o)))
+            .map(|(n, _)| n)
+            .chain(
+                older
+                    .chunks
+                    .iter()
+                    .filter(|(n, _)| self.chunks.get(*n).is_none())
+                    .map(|(n, _)| n),
+            )
+            .collect();
+        let slots = |store: &'a MessageStore, n: u64| {
+            let chunk = store.chunks.get(n).map(|c| c.as_slice()).unwrap_or(&[]);
+            (0..CHUNK as usize).map(move |i| chunk.get(i).and_then(Option::as_ref))
+        };
+        numbers
+            .into_iter()
+            .flat_map(|n| slots(older, n).zip(slots(self, n)))
+            .filter(|(then, now)| then.is_some() || now.is_some())
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -310,6 +342,45 @@ mod tests {
         // Nothing changed since: adopting again is a no-op.
         read.adopt_changed(&mut decided);
         assert_eq!(shared(&read, &decided), 4);
+    }
+
+    #[test]
+    fn differences_are_the_changed_slots_of_unshared_chunks() {
+        let message = messages();
+        let mut store = MessageStore::default();
+        for id in 1..=300 {
+            store.insert(MessageId(id), message(id));
+        }
+        let older = store.clone();
+        assert!(store.differences(&older).is_empty());
+        if let Some(m) = store.get_mut(&MessageId(70)) {
+            m.content = "changed".into();
+        }
+        store.remove(&MessageId(5));
+        store.insert(MessageId(301), message(301));
+        for id in 256..=300 {
+            store.remove(&MessageId(id));
+        }
+        let ids = |m: Option<&Message>| m.map(|m| m.id.0);
+        let found: Vec<(Option<u64>, Option<u64>)> = store
+            .differences(&older)
+            .into_iter()
+            .map(|(then, now)| (ids(then), ids(now)))
+            .collect();
+        // Chunk 0 (ids 1 to 63), chunk 1 (64 to 127) and chunk 4 (256 to 319) were copied;
+        // chunks 2 and 3 are still shared.
+        let mut expected: Vec<(Option<u64>, Option<u64>)> = (1..128)
+            .map(|id| (Some(id), (id != 5).then_some(id)))
+            .collect();
+        expected.extend((256..=300).map(|id| (Some(id), None)));
+        expected.push((None, Some(301)));
+        assert_eq!(found, expected);
+        let changed = store.differences(&older);
+        let seventy = changed.iter().find(|(then, _)| ids(*then) == Some(70));
+        assert_eq!(
+            seventy.map(|(then, now)| (&*then.unwrap().content, &*now.unwrap().content)),
+            Some((&*message(70).content, "changed"))
+        );
     }
 
     #[test]

@@ -419,3 +419,92 @@ async fn fifty_kills_under_load_lose_no_acknowledged_change() {
         started.elapsed().as_secs_f64()
     );
 }
+
+/// A server serves before it has built its search index (a start from a snapshot or from the
+/// log alone builds it on a thread of its own); a search finds the same messages after a
+/// restart, before the index is in place and once it is.
+#[tokio::test]
+async fn searches_find_the_same_after_a_restart_and_once_the_index_is_built() {
+    let server = Server::start_with(&["--snapshot-every", "5"]);
+    let owner = server.api(Some(&server.owner()));
+    let (status, body) = owner
+        .post(
+            "/channels/create",
+            &[("name", "ops"), ("subscribers", "[]")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mut sent = Vec::new();
+    for text in ["Staging is up", "lunch at noon", "staging lunch", "prod"] {
+        let params = [
+            ("type", "stream"),
+            ("to", "ops"),
+            ("topic", "deploys"),
+            ("content", text),
+        ];
+        sent.push(crate::messages::send(&owner, &params).await);
+    }
+    let (status, body) = owner
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/messages/{}", sent[3]),
+            &[("content", "staging is down")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let narrow = serde_json::json!([["search", "STAGING"]]).to_string();
+    let expected = vec![sent[0], sent[2], sent[3]];
+    assert_eq!(search(&owner, &narrow).await, expected);
+    let mut server = server;
+    for from_log_alone in [false, true] {
+        let stopped = server.stop();
+        if from_log_alone {
+            std::fs::remove_dir_all(stopped.dir.join("snapshots")).unwrap();
+        }
+        server = stopped.restart();
+        assert_eq!(
+            server.stderr().contains("loaded the newest snapshot"),
+            !from_log_alone,
+            "{}",
+            server.stderr()
+        );
+        let owner = server.api(Some(&server.owner()));
+        assert_eq!(search(&owner, &narrow).await, expected);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !server.stderr().contains("search index built") {
+            assert!(std::time::Instant::now() < deadline, "{}", server.stderr());
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert!(
+            server.stderr().contains("messages=4"),
+            "{}",
+            server.stderr()
+        );
+        assert_eq!(search(&owner, &narrow).await, expected);
+        // The index follows changes made after it was built.
+        for (content, found) in [
+            ("staging again", vec![sent[0], sent[1], sent[2], sent[3]]),
+            ("lunch at noon", expected.clone()),
+        ] {
+            let (status, body) = owner
+                .call(
+                    reqwest::Method::PATCH,
+                    &format!("/messages/{}", sent[1]),
+                    &[("content", content)],
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            assert_eq!(search(&owner, &narrow).await, found);
+        }
+    }
+}
+
+async fn search(api: &crate::support::Api, narrow: &str) -> Vec<u64> {
+    let params = [
+        ("anchor", "newest"),
+        ("num_before", "50"),
+        ("num_after", "0"),
+        ("narrow", narrow),
+    ];
+    crate::messages::ids(&crate::messages::fetch(api, &params).await)
+}
