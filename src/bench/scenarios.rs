@@ -1,6 +1,6 @@
 //! The scenarios. Each returns rows of (Chronicle figure, same-run baseline, ratio).
 
-use super::load::{drive, Stats};
+use super::load::{client, drive, Stats};
 use super::Row;
 use crate::events::{Envelope, Event, Role, SCHEMA_VERSION};
 use crate::ids::{Seq, UserId};
@@ -44,6 +44,7 @@ impl InProcess {
             uploads: Default::default(),
             cluster: None,
             advertise_url: None,
+            check_whole_log: false,
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
@@ -92,14 +93,6 @@ impl InProcess {
         joined.map_err(|_| "server thread panicked")??;
         Ok(())
     }
-}
-
-/// The load generator's HTTP client.
-pub(super) fn client() -> Result<Client, Fatal> {
-    Ok(Client::builder()
-        .pool_max_idle_per_host(512)
-        .timeout(Duration::from_secs(30))
-        .build()?)
 }
 
 fn row(

@@ -212,7 +212,7 @@ async fn one_size(subscribers: u64, windows: usize, window: Duration) -> Result<
     let data: PathBuf = seeded.tmp.path().join("data");
     let server = ChildServer::start(&data)?;
     server.wait_indexed()?;
-    let client = super::scenarios::client()?;
+    let client = super::load::client()?;
     let url = format!("{}/api/v1/messages", server.url);
     let idle = server.resident_bytes()?;
     let mut rates = Vec::new();
@@ -444,7 +444,7 @@ pub async fn memory(quick: bool) -> Result<Vec<Row>, Fatal> {
     let server = ChildServer::start(&seeded.tmp.path().join("data"))?;
     server.wait_indexed()?;
     let before = server.resident_bytes()?;
-    let client = super::scenarios::client()?;
+    let client = super::load::client()?;
     let url = format!("{}/api/v1/register", server.url);
     let queues = 10_000u64;
     let users = seeded.users.clone();
