@@ -236,6 +236,12 @@ struct ServeArgs {
     /// log after the newest one.
     #[arg(long, default_value_t = chronicle::server::DEFAULT_SNAPSHOT_EVERY)]
     snapshot_every: u64,
+    /// Also verify every record before the newest snapshot (checksum, decoding, gapless
+    /// seqs), on a background thread once the server serves. Off by default: sled then keeps
+    /// about as much memory as the records it read (370 B a record) until the server stops;
+    /// `chronicle verify` and `GET /admin/verify` check the whole log when asked.
+    #[arg(long)]
+    check_whole_log: bool,
     /// Authenticated API requests per minute per user (Zulip's 200; 0: no limit).
     #[arg(long, default_value_t = 200)]
     rate_limit_user: usize,
@@ -425,6 +431,7 @@ fn serve_config(args: ServeArgs) -> ServeConfig {
         retention_interval_secs,
         smtp_url,
         snapshot_every,
+        check_whole_log,
         rate_limit_user,
         rate_limit_ip,
         rate_limit_logins,
@@ -461,6 +468,7 @@ fn serve_config(args: ServeArgs) -> ServeConfig {
         retention_interval: retention_interval_secs.map(std::time::Duration::from_secs),
         smtp_url,
         snapshot_every,
+        check_whole_log,
         rate_limits,
         client_timeouts: chronicle::http::ClientTimeouts {
             head: std::time::Duration::from_secs(client_head_timeout_secs),

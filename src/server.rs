@@ -49,6 +49,10 @@ pub struct ServeConfig {
     /// The URL the other nodes of a cluster reach this one at (default: `http://<bound
     /// address>`).
     pub advertise_url: Option<String>,
+    /// Also verify the records before the newest snapshot, on a thread of its own once the
+    /// state is ready (`--check-whole-log`). Off by default: sled keeps about as much memory as
+    /// the records it read until the server stops (370 B a record, measured).
+    pub check_whole_log: bool,
 }
 
 /// The default snapshot interval: at about 70,000 events/s of fold, a start replays at most
@@ -113,10 +117,12 @@ pub fn fold_data_dir(
     Ok((state, events))
 }
 
-/// Opens the log for serving: integrity check (quarantining a torn tail), then replay.
+/// Opens the log for serving: integrity check (quarantining a torn tail), then replay. With
+/// `check_whole_log`, the records before the newest snapshot are verified in the background.
 pub fn open_for_serving(
     layout: &Layout,
     cluster: Option<&ClusterSpec>,
+    check_whole_log: bool,
 ) -> Result<(Arc<dyn EventLog>, Projections), Fatal> {
     std::fs::create_dir_all(&layout.dir)?;
     #[cfg(unix)]
@@ -138,8 +144,8 @@ pub fn open_for_serving(
         }
     }
     // The tail after the newest snapshot is checked (and a torn write recovered) before
-    // serving; the records before it, which start-up does not read, are checked in the
-    // background.
+    // serving; the records before it, which start-up does not read, only when asked for
+    // (`--check-whole-log`, `chronicle verify`, `GET /admin/verify`).
     let last = log.last_seq()?.unwrap_or(Seq(0));
     let checked_from = crate::snapshot::list(&layout.dir)
         .last()
@@ -193,7 +199,7 @@ pub fn open_for_serving(
         "state ready: snapshot plus the log after it"
     );
     // Started once the state is ready, so that it does not slow the start.
-    if checked_from > Seq(1) {
+    if check_whole_log && checked_from > Seq(1) {
         check_in_background(log.clone(), checked_from);
     }
     Ok((log, state))
@@ -385,7 +391,7 @@ pub struct Running {
 /// the benchmarks).
 pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> Result<(), Fatal> {
     let layout = Layout::new(&config.data_dir);
-    let (log, state) = open_for_serving(&layout, config.cluster.as_ref())?;
+    let (log, state) = open_for_serving(&layout, config.cluster.as_ref(), config.check_whole_log)?;
     let realm_exists = state.realm.exists;
     let secret = load_secret(&layout, realm_exists)?;
     let listener = TcpListener::bind(&config.bind)

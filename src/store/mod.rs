@@ -135,8 +135,8 @@ pub fn check_integrity(log: &dyn EventLog) -> Result<Integrity, StoreError> {
 }
 
 /// `check_integrity` of the records from `from` on: what start-up checks before it serves,
-/// from the newest snapshot (a torn write can only be at the tail, after every snapshot), while
-/// the records before it are checked in the background (`check_checksums`).
+/// from the newest snapshot (a torn write can only be at the tail, after every snapshot); the
+/// records before it are checked when asked for (`check_checksums`, `verify_chain`).
 pub fn check_integrity_from(log: &dyn EventLog, from: Seq) -> Result<Integrity, StoreError> {
     let from = Seq(from.0.max(1));
     let mut last = Seq(from.0 - 1);

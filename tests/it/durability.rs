@@ -163,6 +163,53 @@ async fn damage_inside_the_log_refuses_to_start() {
     assert!(err.contains("not a torn tail"), "{err}");
 }
 
+/// Damage before the newest snapshot is not read by a start, which serves from the snapshot;
+/// `--check-whole-log` verifies those records too, once the server serves, and reports it.
+#[tokio::test]
+async fn damage_before_the_snapshot_is_found_when_the_whole_log_is_checked() {
+    let server = Server::start_with(&["--snapshot-every", "5"]);
+    for i in 0..3 {
+        let email = format!("user{i}@example.com");
+        server.create_member(&email, "U").await;
+    }
+    let stopped = server.stop();
+    let snapshots = std::fs::read_dir(stopped.dir.join("snapshots"))
+        .unwrap()
+        .count();
+    assert!(snapshots > 0, "no snapshot was written");
+    {
+        let log = SledLog::open(&stopped.dir.join("log")).unwrap();
+        let (seq, record) = log.scan_from(Seq(2)).next().unwrap().unwrap();
+        let mut record = record.to_vec();
+        record[8] ^= 0x5a;
+        log.insert_raw_for_tests(seq, &record).unwrap();
+    }
+    let server = stopped.restart();
+    let (status, _) = server
+        .api(Some(&server.owner()))
+        .get("/users/me", &[])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let stderr = server.stderr();
+    assert!(stderr.contains("loaded the newest snapshot"), "{stderr}");
+    assert!(!stderr.contains("in the background"), "{stderr}");
+    let server = server.stop().restart_with(&["--check-whole-log"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !server
+        .stderr()
+        .contains("LOG DAMAGED before the newest snapshot")
+    {
+        assert!(std::time::Instant::now() < deadline, "{}", server.stderr());
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // It keeps serving from its snapshot.
+    let (status, _) = server
+        .api(Some(&server.owner()))
+        .get("/users/me", &[])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+}
+
 #[tokio::test]
 async fn no_plaintext_secret_reaches_the_disk_log_or_listing() {
     let server = Server::start();
