@@ -328,7 +328,8 @@ impl Messages {
         true
     }
 
-    /// Installs a word index built by `build_word_index`.
+    /// Installs a word index taken from another state (`take_word_index`): the engine moves
+    /// the one its starting state kept to its read state.
     pub fn set_word_index(&mut self, words: super::search::WordIndex) {
         self.words = Some(words);
     }

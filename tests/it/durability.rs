@@ -149,13 +149,7 @@ async fn damage_inside_the_log_refuses_to_start() {
     let server = Server::start();
     server.create_member("erin@example.com", "Erin").await;
     let stopped = server.stop();
-    {
-        let log = SledLog::open(&stopped.dir.join("log")).unwrap();
-        let (seq, record) = log.scan_from(Seq(2)).next().unwrap().unwrap();
-        let mut record = record.to_vec();
-        record[8] ^= 0x5a;
-        log.insert_raw_for_tests(seq, &record).unwrap();
-    }
+    damage_record_2(&stopped.dir);
     let err = Server::start_in(&stopped.dir)
         .err()
         .expect("must refuse to start");
@@ -177,13 +171,7 @@ async fn damage_before_the_snapshot_is_found_when_the_whole_log_is_checked() {
         .unwrap()
         .count();
     assert!(snapshots > 0, "no snapshot was written");
-    {
-        let log = SledLog::open(&stopped.dir.join("log")).unwrap();
-        let (seq, record) = log.scan_from(Seq(2)).next().unwrap().unwrap();
-        let mut record = record.to_vec();
-        record[8] ^= 0x5a;
-        log.insert_raw_for_tests(seq, &record).unwrap();
-    }
+    damage_record_2(&stopped.dir);
     let server = stopped.restart();
     let (status, _) = server
         .api(Some(&server.owner()))
@@ -554,4 +542,14 @@ async fn search(api: &crate::support::Api, narrow: &str) -> Vec<u64> {
         ("narrow", narrow),
     ];
     crate::messages::ids(&crate::messages::fetch(api, &params).await)
+}
+
+/// Flips a byte inside record 2 of a stopped server's log (its checksum no longer matches).
+fn damage_record_2(dir: &std::path::Path) {
+    let log = SledLog::open(&dir.join("log")).unwrap();
+    let (seq, record) = log.scan_from(Seq(2)).next().unwrap().unwrap();
+    assert_eq!(seq, Seq(2));
+    let mut record = record.to_vec();
+    record[8] ^= 0x5a;
+    log.insert_raw_for_tests(seq, &record).unwrap();
 }
