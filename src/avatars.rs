@@ -12,14 +12,34 @@ pub const MEDIUM_SIZE: u32 = 500;
 /// Zulip's `max_avatar_file_size_mib` default.
 pub const MAX_AVATAR_FILE_SIZE_MIB: u64 = 5;
 
-/// The largest picture accepted, per side, and the memory a decode may take.
-const MAX_SIDE: u32 = 8192;
-const MAX_DECODE_BYTES: u64 = 256 * 1024 * 1024;
+/// How large a picture a decode accepts, per side, and how much memory it may take.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    pub side: u32,
+    pub alloc: u64,
+}
+
+/// Avatars: up to 8192 pixels a side and 256 MiB.
+pub const AVATAR_BOUNDS: Bounds = Bounds {
+    side: 8192,
+    alloc: 256 * 1024 * 1024,
+};
+
+/// Custom emoji, shown at 64 pixels: up to 1024 pixels a side (the first frame of an animation
+/// included) and 32 MiB, far below the avatar bounds, since their still image is made for
+/// anyone who asks, without login.
+pub const EMOJI_BOUNDS: Bounds = Bounds {
+    side: 1024,
+    alloc: 32 * 1024 * 1024,
+};
 
 /// Why an uploaded picture was refused.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AvatarError {
+    /// More bytes than the upload limit.
     TooLarge,
+    /// Wider or taller than the bounds allow, or more memory to decode than they allow.
+    TooManyPixels,
     NotAnImage,
 }
 
@@ -88,6 +108,7 @@ pub fn generated(key: &str, size: u32) -> Vec<u8> {
 /// the bounds on dimensions and memory; `None` for a format `wanted` turns down.
 fn decode_bounded(
     bytes: &[u8],
+    bounds: Bounds,
     wanted: impl Fn(ImageFormat) -> bool,
 ) -> Result<Option<image::DynamicImage>, AvatarError> {
     let mut reader = ImageReader::new(Cursor::new(bytes))
@@ -103,14 +124,15 @@ fn decode_bounded(
         return Ok(None);
     }
     let mut limits = Limits::default();
-    limits.max_image_width = Some(MAX_SIDE);
-    limits.max_image_height = Some(MAX_SIDE);
-    limits.max_alloc = Some(MAX_DECODE_BYTES);
+    limits.max_image_width = Some(bounds.side);
+    limits.max_image_height = Some(bounds.side);
+    limits.max_alloc = Some(bounds.alloc);
     reader.limits(limits);
-    reader
-        .decode()
-        .map(Some)
-        .map_err(|_| AvatarError::NotAnImage)
+    match reader.decode() {
+        Ok(image) => Ok(Some(image)),
+        Err(image::ImageError::Limits(_)) => Err(AvatarError::TooManyPixels),
+        Err(_) => Err(AvatarError::NotAnImage),
+    }
 }
 
 /// Decodes an uploaded picture (PNG, JPEG, GIF or WebP, told by its bytes; the first frame of
@@ -120,7 +142,7 @@ pub fn resize_upload(bytes: &[u8]) -> Result<(Vec<u8>, Vec<u8>), AvatarError> {
     if bytes.len() as u64 > MAX_AVATAR_FILE_SIZE_MIB * 1024 * 1024 {
         return Err(AvatarError::TooLarge);
     }
-    let image = decode_bounded(bytes, |_| true)?.ok_or(AvatarError::NotAnImage)?;
+    let image = decode_bounded(bytes, AVATAR_BOUNDS, |_| true)?.ok_or(AvatarError::NotAnImage)?;
     let side = image.width().min(image.height());
     if side == 0 {
         return Err(AvatarError::NotAnImage);
@@ -142,14 +164,15 @@ pub fn resize_upload(bytes: &[u8]) -> Result<(Vec<u8>, Vec<u8>), AvatarError> {
 /// Zulip's custom emoji size.
 pub const EMOJI_SIZE: u32 = 64;
 
-/// A still custom emoji (PNG, JPEG or WebP) larger than 64 pixels, shrunk to fit in 64 × 64
-/// (its proportions kept) as PNG, as Zulip resizes emoji; `None` when it already fits or is a
-/// GIF (kept as uploaded, animation and all). Decoded with the same bounds as avatars.
-pub fn resize_emoji(bytes: &[u8]) -> Result<Option<Vec<u8>>, AvatarError> {
-    let Some(image) = decode_bounded(bytes, |format| format != ImageFormat::Gif)? else {
-        return Ok(None);
-    };
-    if image.width() <= EMOJI_SIZE && image.height() <= EMOJI_SIZE {
+/// An uploaded custom emoji checked as Zulip would keep it: its first frame must decode within
+/// [`EMOJI_BOUNDS`] (else it is refused, and nothing undecodable is ever stored or served);
+/// then a still picture (PNG, JPEG or WebP) larger than 64 pixels is shrunk to fit in 64 × 64,
+/// its proportions kept, as PNG (`Some`), and one that fits, or a GIF (kept as uploaded,
+/// animation and all), is kept as it is (`None`).
+pub fn prepare_emoji(bytes: &[u8]) -> Result<Option<Vec<u8>>, AvatarError> {
+    let image = decode_bounded(bytes, EMOJI_BOUNDS, |_| true)?.ok_or(AvatarError::NotAnImage)?;
+    let is_gif = bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a");
+    if is_gif || (image.width() <= EMOJI_SIZE && image.height() <= EMOJI_SIZE) {
         return Ok(None);
     }
     let small = image.resize(
@@ -231,9 +254,9 @@ fn gif_frames(bytes: &[u8]) -> usize {
 }
 
 /// The first frame of an animated emoji as a PNG no larger than 64 × 64 (Zulip's `still_url`
-/// image), decoded with the same bounds as avatars.
+/// image), decoded within [`EMOJI_BOUNDS`] (an emoji stored before they applied may fail them).
 pub fn still_frame(bytes: &[u8]) -> Result<Vec<u8>, AvatarError> {
-    let image = decode_bounded(bytes, |_| true)?.ok_or(AvatarError::NotAnImage)?;
+    let image = decode_bounded(bytes, EMOJI_BOUNDS, |_| true)?.ok_or(AvatarError::NotAnImage)?;
     let image = if image.width() > EMOJI_SIZE || image.height() > EMOJI_SIZE {
         image.resize(
             EMOJI_SIZE,
@@ -268,30 +291,56 @@ mod tests {
     #[test]
     fn large_still_emoji_shrink_to_64_pixels() {
         let wide = RgbaImage::from_pixel(256, 128, Rgba([200, 20, 30, 255]));
-        let shrunk = resize_emoji(&png(&wide)).unwrap().unwrap();
+        let shrunk = prepare_emoji(&png(&wide)).unwrap().unwrap();
         assert_eq!(dimensions(&shrunk), (64, 32));
         let small = RgbaImage::from_pixel(40, 40, Rgba([1, 2, 3, 255]));
-        assert_eq!(resize_emoji(&png(&small)), Ok(None));
-        assert_eq!(resize_emoji(b"GIF89a\x01\x00\x01\x00"), Ok(None));
-        assert_eq!(resize_emoji(b"not an image"), Err(AvatarError::NotAnImage));
+        assert_eq!(prepare_emoji(&png(&small)), Ok(None));
+        assert_eq!(
+            prepare_emoji(&gif_of_side(80, 2)),
+            Ok(None),
+            "a GIF is kept"
+        );
+        // What does not decode is refused, not stored as it came.
+        assert_eq!(
+            prepare_emoji(b"GIF89a\x01\x00\x01\x00"),
+            Err(AvatarError::NotAnImage)
+        );
+        assert_eq!(prepare_emoji(b"not an image"), Err(AvatarError::NotAnImage));
+    }
+
+    /// A GIF of `frames` frames of `side` × `side` pixels.
+    pub fn gif_of_side(side: u32, frames: usize) -> Vec<u8> {
+        use image::codecs::gif::GifEncoder;
+        use image::{Delay, Frame};
+        let mut out = Vec::new();
+        {
+            let mut encoder = GifEncoder::new(&mut out);
+            let all = (0..frames).map(|i| {
+                let picture = RgbaImage::from_pixel(side, side, Rgba([i as u8 * 90, 10, 10, 255]));
+                Frame::from_parts(picture, 0, 0, Delay::from_numer_denom_ms(100, 1))
+            });
+            encoder.encode_frames(all).unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn an_emoji_whose_canvas_is_8000_pixels_is_refused_before_it_is_decoded() {
+        // Two small frames on an 8000 x 8000 canvas: a few dozen bytes that would take 256 MB.
+        let mut bomb = gif_of_side(2, 2);
+        bomb[6..10].copy_from_slice(&[0x40, 0x1f, 0x40, 0x1f]);
+        assert!(is_animated(&bomb));
+        assert_eq!(prepare_emoji(&bomb), Err(AvatarError::TooManyPixels));
+        assert_eq!(still_frame(&bomb), Err(AvatarError::TooManyPixels));
+        let at_the_bound = gif_of_side(EMOJI_BOUNDS.side, 1);
+        assert_eq!(prepare_emoji(&at_the_bound), Ok(None));
+        let past_it = gif_of_side(EMOJI_BOUNDS.side + 1, 1);
+        assert_eq!(prepare_emoji(&past_it), Err(AvatarError::TooManyPixels));
     }
 
     #[test]
     fn animated_images_are_told_apart_and_give_a_still_frame() {
-        use image::codecs::gif::GifEncoder;
-        use image::{Delay, Frame};
-        let gif = |frames: usize| {
-            let mut out = Vec::new();
-            {
-                let mut encoder = GifEncoder::new(&mut out);
-                let all = (0..frames).map(|i| {
-                    let picture = RgbaImage::from_pixel(80, 80, Rgba([i as u8 * 90, 10, 10, 255]));
-                    Frame::from_parts(picture, 0, 0, Delay::from_numer_denom_ms(100, 1))
-                });
-                encoder.encode_frames(all).unwrap();
-            }
-            out
-        };
+        let gif = |frames: usize| gif_of_side(80, frames);
         let animated = gif(3);
         assert!(is_animated(&animated));
         assert!(!is_animated(&gif(1)));
@@ -328,7 +377,7 @@ mod tests {
         huge.extend_from_slice(&[8, 6, 0, 0, 0]);
         let crc = crc32fast::hash(&huge[12..]);
         huge.extend_from_slice(&crc.to_be_bytes());
-        assert_eq!(resize_upload(&huge), Err(AvatarError::NotAnImage));
+        assert_eq!(resize_upload(&huge), Err(AvatarError::TooManyPixels));
         let big = vec![0u8; (MAX_AVATAR_FILE_SIZE_MIB * 1024 * 1024 + 1) as usize];
         assert_eq!(resize_upload(&big), Err(AvatarError::TooLarge));
     }

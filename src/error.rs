@@ -255,6 +255,7 @@ impl ResponseError for ApiError {
             tracing::error!(%detail, "request failed with an internal error");
         }
         let mut response = HttpResponse::build(self.status_code());
+        response.insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"));
         if matches!(self.code(), Some(ErrorCode::RateLimitHit)) {
             let seconds = self.body()["retry-after"]
                 .as_f64()

@@ -43,6 +43,7 @@
 //! `docs/architecture.md` tells the same story at length, with the lock rules and the
 //! durability promise.
 
+pub mod access_audit;
 pub mod audit;
 pub mod auth;
 pub mod avatars;
@@ -66,6 +67,7 @@ mod model_client;
 #[cfg(test)]
 mod model_tests;
 pub mod narrow;
+pub mod outgoing;
 pub mod projections;
 pub mod realtime;
 pub mod render;

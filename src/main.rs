@@ -264,6 +264,11 @@ struct ServeArgs {
     /// The most the organization's uploads may take together, in MiB (default: no quota).
     #[arg(long)]
     upload_quota_mib: Option<u64>,
+    /// An address or CIDR range (like 127.0.0.1 or 10.1.0.0/16) that outgoing requests, such
+    /// as outgoing webhook bots' calls, may reach although it is private or loopback; repeat
+    /// for several. Without it only public addresses are reached.
+    #[arg(long = "outgoing-allow", value_name = "CIDR")]
+    outgoing_allow: Vec<chronicle::outgoing::Net>,
 }
 
 fn run(cli: Cli) -> Result<(), Fatal> {
@@ -441,6 +446,7 @@ fn serve_config(args: ServeArgs) -> ServeConfig {
         upload_quota_mib,
         cluster,
         advertise_url,
+        outgoing_allow,
     } = args;
     use chronicle::http::rate_limit::{Limits, Rule};
     let defaults = Limits::default();
@@ -480,6 +486,7 @@ fn serve_config(args: ServeArgs) -> ServeConfig {
         },
         cluster: cluster.spec(),
         advertise_url,
+        outgoing_allow,
     }
 }
 

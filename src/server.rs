@@ -53,6 +53,9 @@ pub struct ServeConfig {
     /// state is ready (`--check-whole-log`). Off by default: sled keeps about as much memory as
     /// the records it read until the server stops (370 B a record, measured).
     pub check_whole_log: bool,
+    /// Private or loopback address ranges outgoing requests may reach all the same
+    /// (`--outgoing-allow`; `outgoing::Guard`).
+    pub outgoing_allow: Vec<crate::outgoing::Net>,
 }
 
 /// The default snapshot interval: at about 70,000 events/s of fold, a start replays at most
@@ -501,7 +504,11 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         }
         _ => None,
     };
-    let webhooks = actix_web::rt::spawn(crate::webhooks::run(webhook_rx, engine.clone()));
+    let webhooks = actix_web::rt::spawn(crate::webhooks::run(
+        webhook_rx,
+        engine.clone(),
+        Arc::new(crate::outgoing::Guard::new(config.outgoing_allow.clone())),
+    ));
     if realm_exists {
         // Organizations created before system groups existed get them now (a no-op after).
         engine
@@ -524,7 +531,16 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     ));
     // Uploads a crash cut short: no event names them.
     let _ = std::fs::remove_dir_all(layout.uploads().join("tmp"));
+    let access_audit = Arc::new(crate::access_audit::AccessAudit::open(&layout.dir).map_err(
+        |e| {
+            format!(
+                "cannot open the access audit in {}: {e}",
+                layout.dir.display()
+            )
+        },
+    )?);
     let data = web::Data::new(AppState {
+        access_audit,
         rate_limiter: rate_limiter.clone(),
         engine: engine.clone(),
         secret,
@@ -536,6 +552,8 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         client_timeouts: config.client_timeouts,
         uploads: crate::uploads::UploadStore::new(&layout.uploads()),
         cluster: cluster.clone(),
+        emoji_stills: Default::default(),
+        password_work: Default::default(),
     });
     let collector = actix_web::rt::spawn(collect_idle(queues.clone(), rate_limiter));
     let retention = actix_web::rt::spawn(retention_job(

@@ -21,6 +21,8 @@ use crate::events::OUTGOING_WEBHOOK_BOT;
 #[derive(Debug, Clone)]
 pub struct Delivery {
     pub bot: UserId,
+    /// The address of the message that set it off (for the owner's notice of a failure).
+    pub message_url: String,
     pub url: String,
     /// 1 Zulip's format, 2 Slack-compatible.
     pub interface: u8,
@@ -137,6 +139,11 @@ pub fn deliveries(
             };
             out.push(Delivery {
                 bot: bot_id,
+                message_url: format!(
+                    "{}/{}",
+                    site.realm_url,
+                    crate::commands::notices::message_url(state, message)
+                ),
                 url: service.base_url.clone(),
                 interface: service.interface,
                 payload,
@@ -160,15 +167,113 @@ fn answer(interface: u8, body: &Value) -> Option<String> {
         .filter(|t| !t.trim().is_empty())
 }
 
-/// Makes the calls as they come, and sends the answers as the bots.
+/// The most of a service's answer that is read: Zulip's answers are a short JSON object, and
+/// whatever is larger is refused unread.
+pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
+/// How long one call may take, connection and answer included.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How a call went, when it did not bring an answer to post.
+#[derive(Debug)]
+enum Failure {
+    /// The URL's address is not allowed (`outgoing::Guard`).
+    Disallowed,
+    /// The service answered with this status.
+    Status(u16),
+    /// The answer was larger than `MAX_ANSWER_BYTES`.
+    TooLarge,
+    /// No answer: the connection failed or timed out.
+    Unreachable(String),
+}
+
+/// Makes one call; `Ok(None)` when the service answered but wants nothing posted.
+async fn call(
+    client: &reqwest::Client,
+    guard: &crate::outgoing::Guard,
+    delivery: &Delivery,
+) -> Result<Option<String>, Failure> {
+    let url =
+        reqwest::Url::parse(&delivery.url).map_err(|e| Failure::Unreachable(e.to_string()))?;
+    guard.check_url(&url).map_err(|_| Failure::Disallowed)?;
+    let request = if delivery.interface == 2 {
+        // Slack's format is a form: every value as text.
+        let fields: Vec<(String, String)> = delivery
+            .payload
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| {
+                let text = match v {
+                    Value::String(s) => s.clone(),
+                    Value::Null => String::new(),
+                    other => other.to_string(),
+                };
+                (k.clone(), text)
+            })
+            .collect();
+        client.post(url).form(&fields)
+    } else {
+        client.post(url).json(&delivery.payload)
+    };
+    let failed = |error: reqwest::Error| {
+        if crate::outgoing::was_refused(&error) {
+            Failure::Disallowed
+        } else {
+            Failure::Unreachable(error.without_url().to_string())
+        }
+    };
+    let response = request.send().await.map_err(failed)?;
+    if !response.status().is_success() {
+        return Err(Failure::Status(response.status().as_u16()));
+    }
+    let body = crate::outgoing::read_capped(response, MAX_ANSWER_BYTES)
+        .await
+        .map_err(failed)?
+        .ok_or(Failure::TooLarge)?;
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    Ok(answer(delivery.interface, &body))
+}
+
+/// What the bot's owner is told of a failed call, in Zulip's words (`notify_bot_owner`).
+fn owner_notice(
+    state: &Projections,
+    delivery: &Delivery,
+    failure: &Failure,
+) -> Option<(UserId, String)> {
+    let bot = state.users.get(delivery.bot)?;
+    let owner = bot
+        .bot_owner_id
+        .filter(|o| state.users.get(*o).is_some_and(|u| u.is_active))?;
+    let mut text = format!(
+        "[A message]({}) to your bot @_**{}** triggered an outgoing webhook.",
+        delivery.message_url, bot.full_name
+    );
+    match failure {
+        Failure::Disallowed => {
+            text.push_str("\nThe URL configured for the webhook is for a private or disallowed network.")
+        }
+        Failure::Status(code) => {
+            text.push_str(&format!("\nThe webhook got a response with status code *{code}*."))
+        }
+        Failure::TooLarge => text.push_str(&format!(
+            "\nThe webhook's response was larger than {} KiB and was not read.",
+            MAX_ANSWER_BYTES / 1024
+        )),
+        Failure::Unreachable(error) => text.push_str(&format!(
+            "\nWhen trying to send a request to the webhook service, an error occurred:\n```\n{error}\n```"
+        )),
+    }
+    Some((owner, text))
+}
+
+/// Makes the calls as they come, and sends the answers as the bots. Every call goes through the
+/// outgoing-request guard; a failed one is told to the bot's owner, by the bot, as Zulip does.
 pub async fn run(
     mut deliveries: tokio::sync::mpsc::UnboundedReceiver<Delivery>,
     engine: Arc<Engine>,
+    guard: Arc<crate::outgoing::Guard>,
 ) {
-    let client = match reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .build()
-    {
+    let client = match guard.client(CALL_TIMEOUT) {
         Ok(client) => client,
         Err(error) => {
             tracing::error!(%error, "outgoing webhooks are disabled: no HTTP client");
@@ -176,43 +281,23 @@ pub async fn run(
         }
     };
     while let Some(delivery) = deliveries.recv().await {
-        let request = if delivery.interface == 2 {
-            // Slack's format is a form: every value as text.
-            let fields: Vec<(String, String)> = delivery
-                .payload
-                .as_object()
-                .into_iter()
-                .flatten()
-                .map(|(k, v)| {
-                    let text = match v {
-                        Value::String(s) => s.clone(),
-                        Value::Null => String::new(),
-                        other => other.to_string(),
-                    };
-                    (k.clone(), text)
-                })
-                .collect();
-            client.post(&delivery.url).form(&fields)
-        } else {
-            client.post(&delivery.url).json(&delivery.payload)
-        };
-        let body: Value = match request.send().await {
-            Ok(response) if response.status().is_success() => {
-                response.json().await.unwrap_or(Value::Null)
-            }
-            Ok(response) => {
-                tracing::warn!(bot = delivery.bot.0, status = %response.status(), "outgoing webhook failed");
-                continue;
-            }
-            Err(error) => {
-                tracing::warn!(bot = delivery.bot.0, %error, "outgoing webhook unreachable");
-                continue;
+        let (to, content) = match call(&client, &guard, &delivery).await {
+            Ok(None) => continue,
+            Ok(Some(content)) => (delivery.reply_to.clone(), content),
+            Err(failure) => {
+                tracing::warn!(bot = delivery.bot.0, ?failure, "outgoing webhook failed");
+                let Some((owner, text)) = engine.read(|s| owner_notice(s, &delivery, &failure))
+                else {
+                    continue;
+                };
+                (
+                    Destination::Direct {
+                        user_ids: vec![owner],
+                    },
+                    text,
+                )
             }
         };
-        let Some(content) = answer(delivery.interface, &body) else {
-            continue;
-        };
-        let to = delivery.reply_to;
         let sent = engine
             .execute(Some(delivery.bot), move |s, ctx| {
                 crate::commands::messages::send_message(

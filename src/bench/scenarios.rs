@@ -45,6 +45,7 @@ impl InProcess {
             cluster: None,
             advertise_url: None,
             check_whole_log: false,
+            outgoing_allow: Vec::new(),
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {

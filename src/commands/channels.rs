@@ -58,10 +58,9 @@ pub fn check_channel_name(name: &str) -> ApiResult<String> {
             "Channel name too long (limit: {MAX_CHANNEL_NAME_LENGTH} characters)."
         )));
     }
-    if let Some(position) = name.chars().position(|c| c.is_control() || c == '\u{0}') {
+    if let Some(position) = super::unprintable_position(name) {
         return Err(ApiError::bad_request(format!(
-            "Invalid character in channel name, at position {}.",
-            position + 1
+            "Invalid character in channel name, at position {position}."
         )));
     }
     Ok(name.to_owned())

@@ -278,6 +278,7 @@ pub fn edit_message(
                 ));
             }
             let raw = raw.trim_end();
+            super::check_content_characters(raw)?;
             // Zulip turns emptied content into a deletion marker rather than an empty message.
             let raw = if raw.trim().is_empty() {
                 "(deleted)".to_owned()
@@ -356,6 +357,9 @@ fn plan_move(
         .channels
         .get(*channel_id)
         .ok_or_else(|| ApiError::bad_request("Invalid channel ID"))?;
+    if let Some(topic) = &request.topic {
+        super::check_topic_characters(topic)?;
+    }
     let new_topic = request
         .topic
         .as_deref()

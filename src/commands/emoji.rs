@@ -59,6 +59,7 @@ pub fn add_custom_emoji(
     ctx: &Ctx,
     raw_name: &str,
     mut files: Vec<Vec<u8>>,
+    picture: Result<(), crate::avatars::AvatarError>,
 ) -> ApiResult<Decision> {
     let me = actor(state, ctx)?;
     let name = normalized_name(raw_name);
@@ -87,6 +88,8 @@ pub fn add_custom_emoji(
             "Uploaded file is larger than the allowed limit of {MAX_EMOJI_FILE_SIZE_MIB} MiB"
         )));
     }
+    // What the HTTP layer found decoding the picture (within the emoji bounds).
+    picture.map_err(bad_image)?;
     let content_type =
         image_type(&image).ok_or_else(|| ApiError::bad_request("Invalid image format"))?;
     let emoji_id = EmojiId(state.custom_emoji.max_id().0 + 1);
@@ -96,6 +99,23 @@ pub fn add_custom_emoji(
         content_type: content_type.to_owned(),
         image: ImageBytes(Arc::from(image)),
     }]))
+}
+
+/// Zulip's answer to a picture it cannot use.
+fn bad_image(refused: crate::avatars::AvatarError) -> ApiError {
+    match refused {
+        crate::avatars::AvatarError::TooManyPixels => ApiError::new(
+            ErrorCode::BadImage,
+            format!(
+                "Image size exceeds limit: custom emoji may be at most {0} x {0} pixels.",
+                crate::avatars::EMOJI_BOUNDS.side
+            ),
+        ),
+        _ => ApiError::new(
+            ErrorCode::BadImage,
+            "Could not decode image; did you upload an image file?",
+        ),
+    }
 }
 
 /// `DELETE /realm/emoji/{emoji_name}`: administrators, or the emoji's author.

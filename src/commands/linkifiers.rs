@@ -34,6 +34,26 @@ fn quoted(name: &str) -> String {
     format!("'{name}'")
 }
 
+/// The beginnings a URL template may have: a web address, a mail address, or a path on this
+/// server. A template's scheme is its own text, never a matched group's, so `javascript:`,
+/// `data:` and any other scheme a browser would run or open in place is refused.
+const SAFE_TEMPLATE_STARTS: &[&str] = &["https://", "http://", "mailto:", "/"];
+
+fn check_scheme(field: &str, template: &str) -> ApiResult<()> {
+    let lower = template.to_ascii_lowercase();
+    if SAFE_TEMPLATE_STARTS
+        .iter()
+        .any(|start| lower.starts_with(start))
+    {
+        Ok(())
+    } else {
+        Err(invalid(
+            field,
+            "URL templates must start with http://, https://, mailto: or /.",
+        ))
+    }
+}
+
 /// Zulip's checks, in Zulip's order; `except` is the linkifier being changed.
 fn check(
     state: &Projections,
@@ -49,6 +69,7 @@ fn check(
     }
     let template = UrlTemplate::parse(&url_template)
         .ok_or_else(|| invalid("url_template", "Invalid URL template."))?;
+    check_scheme("url_template", &url_template)?;
     let regex = Regex::new(&pattern).map_err(|e| {
         let reason = e
             .to_string()
@@ -127,6 +148,7 @@ fn check(
         let alternative = alternative.trim().to_owned();
         let parsed = UrlTemplate::parse(&alternative)
             .ok_or_else(|| invalid("alternative_url_templates", "Invalid URL template."))?;
+        check_scheme("alternative_url_templates", &alternative)?;
         if let Some(name) = parsed
             .variable_names()
             .into_iter()

@@ -56,6 +56,7 @@ pub fn send_message(
     if content.trim().is_empty() {
         return Err(ApiError::bad_request("Message must not be empty"));
     }
+    super::check_content_characters(content)?;
     let content = truncate(content, MAX_MESSAGE_LENGTH, "\n[message truncated]");
     let rendered = render_message(&content, &OrgResolver(state));
     let recipient = match to {
@@ -99,6 +100,7 @@ pub fn send_message(
                     "You do not have permission to post in this channel.",
                 ));
             }
+            super::check_topic_characters(&topic)?;
             let topic = truncate(topic.trim(), MAX_TOPIC_LENGTH, "...");
             if topic.is_empty()
                 && state.topics_policy(channel_state) == TopicsPolicy::DisableEmptyTopic

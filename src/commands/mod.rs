@@ -105,6 +105,36 @@ pub fn is_http_url(url: &str) -> bool {
     })
 }
 
+/// The 1-based position of the first character Zulip's `check_string_is_printable` refuses:
+/// a control character (Cc) or a noncharacter (of the unassigned ones, Cn, the code points
+/// that are never assigned). Surrogates (Cs) cannot occur in Rust text.
+pub fn unprintable_position(text: &str) -> Option<usize> {
+    text.chars()
+        .position(|c| {
+            let code = u32::from(c);
+            c.is_control() || (0xFDD0..=0xFDEF).contains(&code) || code & 0xFFFE == 0xFFFE
+        })
+        .map(|at| at + 1)
+}
+
+/// Zulip's `check_stream_topic`: a topic with an unprintable character is refused.
+pub fn check_topic_characters(topic: &str) -> ApiResult<()> {
+    match unprintable_position(topic) {
+        Some(position) => Err(ApiError::bad_request(format!(
+            "Invalid character in topic, at position {position}!"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Zulip's `normalize_body`: a message may not hold a NUL.
+pub fn check_content_characters(content: &str) -> ApiResult<()> {
+    if content.contains('\0') {
+        return Err(ApiError::bad_request("Message must not contain null bytes"));
+    }
+    Ok(())
+}
+
 /// Zulip lets a request that started inside an edit limit finish a little after it.
 const EDIT_GRACE_SECS: i64 = 20;
 

@@ -61,6 +61,11 @@ pub fn set_status(state: &Projections, ctx: &Ctx, request: StatusRequest) -> Api
         ));
     }
     if let Some(text) = &status_text {
+        if let Some(position) = super::unprintable_position(text) {
+            return Err(ApiError::bad_request(format!(
+                "Invalid character in status text, at position {position}."
+            )));
+        }
         if text.chars().count() > MAX_STATUS_TEXT_LENGTH {
             return Err(ApiError::bad_request(format!(
                 "status_text is too long (limit: {MAX_STATUS_TEXT_LENGTH} characters)"

@@ -1,6 +1,10 @@
-//! Owner/administrator inspection: `GET /admin/projections[?at_seq=N&only=AREA]` and
-//! `GET /admin/events[?after_seq=N&type=T&actor=U&since=T&until=T&limit=M]`. These two read the log (that is their job); every
-//! other read is answered from the projections.
+//! The inspector: `GET /admin/projections[?at_seq=N&only=AREA]`,
+//! `GET /admin/events[?after_seq=N&type=T&actor=U&since=T&until=T&limit=M]` and
+//! `GET /admin/diff`. These read the log (that is their job); every other read is answered from
+//! the projections. They show every conversation, so they are for the members of the
+//! organization's `can_inspect_log_group` (its owners unless the owners grant more), and every
+//! use is itself an event of the log (`LogInspected`: who, what, when) before it is answered.
+//! `GET /admin/verify` checks checksums and shows no content: administrators.
 
 use super::{AppState, Auth, Params};
 use crate::audit::{event_json, only_area, EventFilter};
@@ -12,6 +16,81 @@ use crate::time::parse_rfc3339_ms;
 use actix_web::{web, HttpResponse};
 use serde_json::json;
 
+/// Checks that `auth` may use the inspector, and records that they do in the access audit
+/// (`access_audit`): who, the endpoint and its parameters, the log's seq; on disk before
+/// anything is read.
+async fn inspect(state: &AppState, auth: &Auth, endpoint: &str, params: &Params) -> ApiResult<()> {
+    let (allowed, email, log_seq) = state.engine.read(|s| {
+        (
+            s.realm_allows(auth.user_id, "can_inspect_log_group"),
+            s.users
+                .get(auth.user_id)
+                .map(|u| u.email.clone())
+                .unwrap_or_default(),
+            s.seq.0,
+        )
+    });
+    if !allowed {
+        return Err(ApiError::new(
+            crate::error::ErrorCode::UnauthorizedPrincipal,
+            "Not allowed to inspect the log: the organization's owners decide who may (can_inspect_log_group)",
+        ));
+    }
+    let look = crate::access_audit::Look {
+        at_ms: crate::time::now_ms(),
+        user_id: auth.user_id.0,
+        email,
+        endpoint: endpoint.to_owned(),
+        query: params.audit_text(&[
+            "at_seq",
+            "only",
+            "after_seq",
+            "type",
+            "actor",
+            "since",
+            "until",
+            "limit",
+            "from_seq",
+            "to_seq",
+        ]),
+        log_seq,
+    };
+    let audit = state.access_audit.clone();
+    web::block(move || audit.record(&look))
+        .await
+        .map_err(|e| ApiError::internal(format!("access audit: {e}")))?
+        .map_err(|e| ApiError::internal(format!("access audit: {e}")))?;
+    Ok(())
+}
+
+/// Most records `GET /admin/inspections` returns.
+pub const MAX_INSPECTIONS_LIMIT: usize = 1000;
+
+/// `GET /admin/inspections[?limit=N]`: the newest looks through the inspector (the access
+/// audit), oldest first; for owners, who decide who may look.
+pub async fn get_inspections(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    if auth.role != crate::events::Role::Owner {
+        return Err(ApiError::must_be_owner());
+    }
+    let limit: usize = params.int("limit")?.unwrap_or(100);
+    if limit == 0 || limit > MAX_INSPECTIONS_LIMIT {
+        return Err(ApiError::bad_request(format!(
+            "limit must be between 1 and {MAX_INSPECTIONS_LIMIT}"
+        ))
+        .with("var_name", "limit"));
+    }
+    let audit = state.access_audit.clone();
+    let looks = web::block(move || audit.newest(limit))
+        .await
+        .map_err(|e| ApiError::internal(format!("access audit: {e}")))?
+        .map_err(|e| ApiError::internal(format!("access audit: {e}")))?;
+    Ok(params.success(json!({ "inspections": looks })))
+}
+
 /// Most events one listing returns.
 pub const MAX_EVENTS_LIMIT: usize = 1000;
 
@@ -21,7 +100,7 @@ pub async fn get_projections(
     auth: Auth,
     mut params: Params,
 ) -> ApiResult<HttpResponse> {
-    auth.require_admin()?;
+    inspect(&state, &auth, "projections", &params).await?;
     let at_seq: Option<u64> = params.int("at_seq")?;
     let current = state.engine.read(|s| s.seq);
     let dump = match at_seq {
@@ -94,7 +173,7 @@ pub async fn get_events(
     auth: Auth,
     mut params: Params,
 ) -> ApiResult<HttpResponse> {
-    auth.require_admin()?;
+    inspect(&state, &auth, "events", &params).await?;
     let filter = read_filter(&mut params, &state)?;
     let limit: usize = params.int("limit")?.unwrap_or(100);
     if limit == 0 || limit > MAX_EVENTS_LIMIT {
@@ -162,7 +241,7 @@ pub async fn get_diff(
     auth: Auth,
     mut params: Params,
 ) -> ApiResult<HttpResponse> {
-    auth.require_admin()?;
+    inspect(&state, &auth, "diff", &params).await?;
     let from: u64 = params.required_int("from_seq")?;
     let to: u64 = params.required_int("to_seq")?;
     let only = params.str("only");
@@ -196,15 +275,41 @@ pub async fn get_diff(
 }
 
 /// `GET /admin/`: the audit page (static; everything it shows comes from the admin API, with
-/// the credentials its reader types in).
+/// the credentials its reader types in). Its script and styles are files of their own, so its
+/// policy allows no inline script or style at all.
 pub async fn audit_page() -> HttpResponse {
+    audit_file(
+        "text/html; charset=utf-8",
+        include_str!("admin_page/index.html"),
+    )
+}
+
+/// `GET /admin/audit.js`.
+pub async fn audit_script() -> HttpResponse {
+    audit_file(
+        "text/javascript; charset=utf-8",
+        include_str!("admin_page/audit.js"),
+    )
+}
+
+/// `GET /admin/audit.css`.
+pub async fn audit_styles() -> HttpResponse {
+    audit_file(
+        "text/css; charset=utf-8",
+        include_str!("admin_page/audit.css"),
+    )
+}
+
+fn audit_file(content_type: &'static str, body: &'static str) -> HttpResponse {
     HttpResponse::Ok()
-        .content_type("text/html; charset=utf-8")
-        .insert_header((
-            "Content-Security-Policy",
-            "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; frame-ancestors 'none'",
-        ))
+        .content_type(content_type)
+        .insert_header(("Content-Security-Policy", AUDIT_PAGE_POLICY))
         .insert_header(("X-Content-Type-Options", "nosniff"))
         .insert_header(("Referrer-Policy", "no-referrer"))
-        .body(include_str!("admin_page/index.html"))
+        .insert_header(("Cache-Control", "no-cache"))
+        .body(body)
 }
+
+/// The audit page's content security policy: its own files only, nothing inline, no frames.
+pub const AUDIT_PAGE_POLICY: &str = "default-src 'self'; script-src 'self'; style-src 'self'; \
+     img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";

@@ -33,7 +33,7 @@ impl Auth {
     }
 }
 
-fn authenticate(req: &HttpRequest) -> ApiResult<Auth> {
+pub(crate) fn authenticate(req: &HttpRequest) -> ApiResult<Auth> {
     // The web client's mirror of the API is authenticated by its session cookie instead.
     if is_session_path(req.path()) {
         return session_auth(req);
@@ -42,10 +42,10 @@ fn authenticate(req: &HttpRequest) -> ApiResult<Auth> {
         .app_data::<web::Data<AppState>>()
         .ok_or_else(|| ApiError::internal("application state missing"))?;
     let Some(value) = req.headers().get(header::AUTHORIZATION) else {
-        // A browser opening an uploaded file (a link, or an image in a message) brings its
-        // web session instead.
+        // A browser opening an uploaded file (a link, or an image in a message) or an avatar
+        // brings its web session instead.
         let opening_upload = req.method() == actix_web::http::Method::GET
-            && req.path().starts_with("/user_uploads/");
+            && (req.path().starts_with("/user_uploads/") || req.path().starts_with("/avatar/"));
         if let Some(session) = opening_upload.then(|| session_of(req, state)).flatten() {
             return Ok(Auth {
                 user_id: session.user_id,
@@ -100,11 +100,21 @@ fn authenticate(req: &HttpRequest) -> ApiResult<Auth> {
     })
 }
 
+/// The caller of a request that was authenticated and counted against its user before it
+/// reached its handler.
+#[derive(Debug, Clone)]
+pub struct Counted(pub Auth);
+
 impl FromRequest for Auth {
     type Error = ApiError;
     type Future = Ready<Result<Auth, ApiError>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        // An API request was authenticated, and counted against its user, on its way in
+        // (`http::app`'s rate-limit layer).
+        if let Some(auth) = req.extensions().get::<Counted>() {
+            return ready(Ok(auth.0.clone()));
+        }
         ready(authenticate(req).and_then(|auth| {
             // Every authenticated request counts against its user.
             if let Some(state) = req.app_data::<web::Data<AppState>>() {
@@ -121,11 +131,13 @@ impl FromRequest for Auth {
 /// `POST /fetch_api_key`: exchanges a username (email) and password for the API key.
 pub async fn fetch_api_key(
     state: web::Data<AppState>,
+    req: HttpRequest,
     mut params: Params,
 ) -> ApiResult<HttpResponse> {
     let username = params.required_str("username")?;
     let password = params.required_str("password")?;
-    let user_id = check_password(&state, &username, password).await?;
+    let ip = client_ip(&req, &state);
+    let user_id = check_password(&state, ip, &username, password).await?;
     let (api_key, email) = state
         .engine
         .read(|s| {
@@ -143,14 +155,18 @@ pub async fn fetch_api_key(
 /// The account `username` (an email) names, if `password` is its password and it may sign in:
 /// `AUTHENTICATION_FAILED` otherwise (also for an unknown account, after the same work), or
 /// `USER_DEACTIVATED`. Five failures per username in 30 minutes, then nothing more is tried
-/// (`RATE_LIMIT_HIT`). The hash is checked off the async workers.
+/// (`RATE_LIMIT_HIT`): an attempt is counted before its hash is checked and given back when the
+/// password was right, so parallel guesses cannot all be checked before the first failure is
+/// counted. The hash is checked off the async workers, within `PasswordWork`'s bounds (`ip` is
+/// the client's address).
 pub async fn check_password(
     state: &AppState,
+    ip: Option<std::net::IpAddr>,
     username: &str,
     password: String,
 ) -> ApiResult<UserId> {
     let login_key = crate::http::rate_limit::Key::Login(username.trim().to_lowercase());
-    state.rate_limiter.peek(login_key.clone())?;
+    state.rate_limiter.hit(login_key.clone())?;
     let account = state.engine.read(|s| {
         s.users
             .by_email(username)
@@ -161,16 +177,25 @@ pub async fn check_password(
         .as_ref()
         .and_then(|(_, hash, _)| hash.clone())
         .unwrap_or_else(|| crate::auth::dummy_password_hash().to_owned());
-    let verified = web::block(move || verify_password(&hash, &password))
-        .await
-        .map_err(|e| ApiError::internal(format!("password check: {e}")))?;
+    let verified = state
+        .password_work
+        .run(ip, move || verify_password(&hash, &password))
+        .await;
+    let verified = match verified {
+        Ok(verified) => verified,
+        Err(refused) => {
+            // Not checked at all: the attempt does not count against the username.
+            state.rate_limiter.release(&login_key);
+            return Err(refused);
+        }
+    };
     let Some((user_id, Some(_), is_active)) = account.filter(|_| verified) else {
-        state.rate_limiter.record(login_key);
         return Err(ApiError::new(
             ErrorCode::AuthenticationFailed,
             "Your username or password is incorrect",
         ));
     };
+    state.rate_limiter.release(&login_key);
     if !is_active {
         return Err(ApiError::new(
             ErrorCode::UserDeactivated,
@@ -178,6 +203,19 @@ pub async fn check_password(
         ));
     }
     Ok(user_id)
+}
+
+/// The address of the client that sent `req`, for the per-address bounds: `None` for a request
+/// another node of the cluster passed on (it was bounded there).
+pub fn client_ip(req: &HttpRequest, state: &AppState) -> Option<std::net::IpAddr> {
+    if state
+        .cluster
+        .as_ref()
+        .is_some_and(|c| c.carries_token(req.headers()))
+    {
+        return None;
+    }
+    req.peer_addr().map(|a| a.ip())
 }
 
 /// `POST /users/me/api_key/regenerate`: a new key; the old one stops working at once.

@@ -44,24 +44,35 @@ async fn avatar(state: &AppState, key: &str, medium: bool) -> HttpResponse {
     png_response(generated(key, size), "public, max-age=86400")
 }
 
-/// `GET /avatar/{key}`: a user's avatar (by id), or the organization's icon (`realm`).
+/// Who may see the picture behind `key`: the organization's icon (`realm`) is shown on the
+/// login page, so anyone; a person's, only someone logged in (an API key or a web session),
+/// as Zulip does for an organization that is not web-public.
+fn may_see(req: &HttpRequest, key: &str) -> Result<(), HttpResponse> {
+    if key == "realm" {
+        return Ok(());
+    }
+    super::auth::authenticate(req)
+        .map(|_| ())
+        .map_err(|e| actix_web::ResponseError::error_response(&e))
+}
+
+/// `GET /avatar/{key}`: a user's avatar (by id, for those logged in), or the organization's
+/// icon (`realm`).
 pub async fn get_avatar(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
-    avatar(
-        &state,
-        req.match_info().get("key").unwrap_or_default(),
-        false,
-    )
-    .await
+    let key = req.match_info().get("key").unwrap_or_default();
+    if let Err(refused) = may_see(&req, key) {
+        return refused;
+    }
+    avatar(&state, key, false).await
 }
 
 /// `GET /avatar/{key}/medium`: the 500-pixel form.
 pub async fn get_avatar_medium(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
-    avatar(
-        &state,
-        req.match_info().get("key").unwrap_or_default(),
-        true,
-    )
-    .await
+    let key = req.match_info().get("key").unwrap_or_default();
+    if let Err(refused) = may_see(&req, key) {
+        return refused;
+    }
+    avatar(&state, key, true).await
 }
 
 /// Stores one PNG among the uploads; returns its hash.
@@ -111,6 +122,12 @@ pub async fn uploaded_avatar(
             return Err(ApiError::new(
                 ErrorCode::BadImage,
                 "Could not decode image; did you upload an image file?",
+            ))
+        }
+        Err(AvatarError::TooManyPixels) => {
+            return Err(ApiError::new(
+                ErrorCode::BadImage,
+                "Image size exceeds limit.",
             ))
         }
     };

@@ -383,8 +383,13 @@ pub async fn register_account(
     if password.chars().count() < MIN_PASSWORD_LENGTH {
         return retry("The password is too weak.");
     }
-    // argon2id is CPU-heavy: run it on the blocking pool, never on an async worker.
-    let hashed = match web::block(move || hash_password(&password)).await {
+    // argon2id is CPU-heavy: on the blocking pool, within the bounds on password work.
+    let ip = super::auth::client_ip(&req, &state);
+    let hashed = match state
+        .password_work
+        .run(ip, move || hash_password(&password))
+        .await
+    {
         Ok(Ok(hash)) => hash,
         _ => return retry("The account could not be created; please try again."),
     };

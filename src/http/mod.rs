@@ -69,6 +69,12 @@ pub struct AppState {
     pub uploads: crate::uploads::UploadStore,
     /// In a cluster: the writer's lease and how to pass writes on to it (`forward`).
     pub cluster: Option<Arc<forward::Cluster>>,
+    /// Who looked through the inspector (`access_audit`).
+    pub access_audit: Arc<crate::access_audit::AccessAudit>,
+    /// Bounds on the password hashing requests cause.
+    pub password_work: rate_limit::PasswordWork,
+    /// The still images of animated custom emoji, each made once.
+    pub emoji_stills: emoji::EmojiStills,
 }
 
 /// How long a client may take to send its request, so that slow or stalled clients cannot
@@ -266,6 +272,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     endpoint!(cfg, "/avatar/{key}/medium", get => avatars::get_avatar_medium);
     endpoint!(cfg, "/admin/", get => admin::audit_page);
     endpoint!(cfg, "/admin", get => admin::audit_page);
+    endpoint!(cfg, "/admin/audit.js", get => admin::audit_script);
+    endpoint!(cfg, "/admin/audit.css", get => admin::audit_styles);
     endpoint!(cfg, "/user_avatars/{realm_id}/emoji/images/still/{file}",
         get => emoji::get_emoji_still);
     endpoint!(cfg, "/user_avatars/{realm_id}/emoji/images/{file}", get => emoji::get_emoji_image);
@@ -479,6 +487,7 @@ fn api_routes(api: &mut web::ServiceConfig) {
         delete => events::delete_queue);
     endpoint!(api, "/admin/projections", get => admin::get_projections);
     endpoint!(api, "/admin/events", get => admin::get_events);
+    endpoint!(api, "/admin/inspections", get => admin::get_inspections);
     endpoint!(api, "/admin/verify", get => admin::verify_log);
     endpoint!(api, "/admin/diff", get => admin::get_diff);
 }
@@ -526,46 +535,52 @@ pub fn app(
         })
         .wrap_fn(|req, srv| {
             let path = req.path().to_owned();
-            // Unauthenticated API requests count against their address (authenticated ones
-            // against their user, in the `Auth` extractor). One that another node of the
-            // cluster passed on was counted there, against its client's address.
-            let forwarded = req
-                .app_data::<web::Data<AppState>>()
+            // API requests whose credentials are valid count against their user; all others
+            // (no credentials, or wrong ones: a header alone proves nothing) against their
+            // address. Session requests (`/json/...`) count against their user in the `Auth`
+            // extractor. One that another node of the cluster passed on was counted there.
+            let state = req.app_data::<web::Data<AppState>>().cloned();
+            let forwarded = state
+                .as_ref()
                 .and_then(|s| s.cluster.as_ref())
                 .is_some_and(|c| c.is_forwarded(&req));
-            let anonymous_api = path.starts_with("/api/v1/")
-                && !req
-                    .headers()
-                    .contains_key(actix_web::http::header::AUTHORIZATION);
             // Login forms count against their address too, like API logins.
             let login_form = req.method() == actix_web::http::Method::POST
                 && matches!(path.as_str(), "/login/" | "/login");
-            let anonymous_api = (anonymous_api || login_form) && !forwarded;
-            if anonymous_api {
-                let limiter = req
-                    .app_data::<web::Data<AppState>>()
-                    .map(|s| s.rate_limiter.clone());
-                let ip = req.peer_addr().map(|a| a.ip());
-                if let (Some(limiter), Some(ip)) = (limiter, ip) {
-                    match limiter.hit(rate_limit::Key::Ip(ip)) {
-                        Ok(Some(standing)) => {
-                            actix_web::HttpMessage::extensions_mut(&req).insert(standing);
-                        }
-                        Ok(None) => {}
-                        Err(refused) => {
-                            let response = req.into_response(refused.error_response());
-                            return Box::pin(async move { Ok(response) })
-                                as std::pin::Pin<Box<dyn std::future::Future<Output = _>>>;
-                        }
+            let counted = match state {
+                Some(state) if !forwarded && (path.starts_with("/api/v1/") || login_form) => {
+                    let caller = if login_form {
+                        None
+                    } else {
+                        auth::authenticate(req.request()).ok()
+                    };
+                    let key = match &caller {
+                        Some(auth) => Some(rate_limit::Key::User(auth.user_id.0)),
+                        None => req.peer_addr().map(|a| rate_limit::Key::Ip(a.ip())),
+                    };
+                    let hit = key.map(|key| state.rate_limiter.hit(key)).transpose();
+                    if let Some(auth) = caller {
+                        actix_web::HttpMessage::extensions_mut(&req).insert(auth::Counted(auth));
                     }
+                    hit.map(Option::flatten)
+                }
+                _ => Ok(None),
+            };
+            match counted {
+                Ok(Some(standing)) => {
+                    actix_web::HttpMessage::extensions_mut(&req).insert(standing);
+                }
+                Ok(None) => {}
+                Err(refused) => {
+                    let response = req.into_response(refused.error_response());
+                    return Box::pin(async move { Ok(response) })
+                        as std::pin::Pin<Box<dyn std::future::Future<Output = _>>>;
                 }
             }
             let response = srv.call(req);
             Box::pin(async move {
                 match AssertUnwindSafe(response).catch_unwind().await {
-                    Ok(result) => {
-                        result.map(|res| with_rate_limit_headers(res.map_into_boxed_body()))
-                    }
+                    Ok(result) => result.map(|res| with_common_headers(res.map_into_boxed_body())),
                     Err(_) => {
                         tracing::error!(%path, "a handler panicked");
                         // The dispatcher renders this error with `ApiError::error_response`.
@@ -576,9 +591,15 @@ pub fn app(
         })
 }
 
-/// Adds `X-RateLimit-Limit`, `-Remaining` and `-Reset` to a response whose request was counted.
-fn with_rate_limit_headers(mut res: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
+/// Adds `X-Content-Type-Options: nosniff` to every answer (a browser must never guess that an
+/// API answer is a page or a script), and `X-RateLimit-Limit`, `-Remaining` and `-Reset` to one
+/// whose request was counted.
+fn with_common_headers(mut res: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
     use actix_web::HttpMessage;
+    res.headers_mut().insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
     let standing = res
         .request()
         .extensions()

@@ -45,6 +45,24 @@ impl Params {
         }
     }
 
+    /// The values of the parameters `names` that the request carried, as `name=value` pairs
+    /// joined by `&` (each value cut to 200 characters), without marking them read: what an
+    /// audit record keeps of a request. Only the names given, so nothing else it carried (a
+    /// secret sent by mistake) is kept.
+    pub fn audit_text(&self, names: &[&str]) -> String {
+        names
+            .iter()
+            .filter_map(|name| {
+                let value = self.values.get(*name)?;
+                Some(format!(
+                    "{name}={}",
+                    value.chars().take(200).collect::<String>()
+                ))
+            })
+            .collect::<Vec<_>>()
+            .join("&")
+    }
+
     /// Takes the files of a `multipart/form-data` request (none for other requests).
     pub fn take_files(&mut self) -> Vec<UploadedFile> {
         std::mem::take(&mut self.files)

@@ -149,9 +149,14 @@ impl RateLimiter {
         }))
     }
 
-    /// Records a failure under `key` (failed logins count only when they fail).
-    pub fn record(&self, key: Key) {
-        let _ = self.check(key, true);
+    /// Takes back the newest request counted under `key`: a login attempt is counted before
+    /// its password is checked (so that a burst of parallel guesses is counted in full before
+    /// any of them is checked), and released when the password was right.
+    pub fn release(&self, key: &Key) {
+        let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(times) = buckets.get_mut(key) {
+            times.pop_back();
+        }
     }
 
     /// Drops keys with nothing inside their window (called every minute).
@@ -178,6 +183,90 @@ impl RateLimiter {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// Password checks that one address may have in flight at once.
+pub const PASSWORD_CHECKS_PER_ADDRESS: usize = 2;
+
+/// Bounds the password-hashing work (argon2id: 19 MiB and tens of milliseconds each) that
+/// requests can cause: at most one hash per core runs at a time (the others wait their turn,
+/// which also keeps the hashes' memory on a few threads), and one address may have at most
+/// [`PASSWORD_CHECKS_PER_ADDRESS`] checks in flight (more are refused with `RATE_LIMIT_HIT`).
+#[derive(Debug)]
+pub struct PasswordWork {
+    cores: tokio::sync::Semaphore,
+    in_flight: Mutex<HashMap<IpAddr, usize>>,
+}
+
+impl Default for PasswordWork {
+    fn default() -> PasswordWork {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        PasswordWork {
+            cores: tokio::sync::Semaphore::new(cores),
+            in_flight: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+/// One address's place among the checks in flight, given back when dropped.
+struct InFlight<'a> {
+    work: &'a PasswordWork,
+    ip: IpAddr,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut in_flight = self
+            .work
+            .in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = in_flight.get_mut(&self.ip) {
+            *count -= 1;
+            if *count == 0 {
+                in_flight.remove(&self.ip);
+            }
+        }
+    }
+}
+
+impl PasswordWork {
+    /// Runs `work` (a hash or a check) on the blocking pool within the bounds; `ip` is the
+    /// client's address when the request came from outside (`None`: no per-address bound).
+    pub async fn run<T: Send + 'static>(
+        &self,
+        ip: Option<IpAddr>,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let _slot = match ip {
+            None => None,
+            Some(ip) => {
+                let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
+                let count = in_flight.entry(ip).or_insert(0);
+                if *count >= PASSWORD_CHECKS_PER_ADDRESS {
+                    return Err(limited(Duration::from_secs(1)));
+                }
+                *count += 1;
+                Some(InFlight { work: self, ip })
+            }
+        };
+        let _core = self
+            .cores
+            .acquire()
+            .await
+            .map_err(|e| ApiError::internal(format!("password work: {e}")))?;
+        actix_web::web::block(work)
+            .await
+            .map_err(|e| ApiError::internal(format!("password work: {e}")))
+    }
+
+    /// Addresses with checks in flight.
+    pub fn addresses_in_flight(&self) -> usize {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
     }
 }
 
@@ -214,13 +303,54 @@ mod tests {
         assert_eq!(refused.code(), Some(ErrorCode::RateLimitHit));
         let wait = refused.body()["retry-after"].as_f64().unwrap();
         assert!(wait > 0.0 && wait <= 0.2, "{wait}");
-        // Other keys are untouched; peeking counts nothing.
+        // Other keys are untouched; peeking counts nothing; a release takes one back.
         assert!(l.hit(Key::User(2)).is_ok());
         assert!(l.peek(Key::Login("a@b".into())).is_ok());
+        l.release(&Key::User(1));
+        assert!(l.hit(Key::User(1)).is_ok());
+        assert!(l.hit(Key::User(1)).is_err());
         std::thread::sleep(Duration::from_millis(220));
         assert!(l.hit(Key::User(1)).is_ok());
         l.sweep();
         assert_eq!(l.len(), 1, "idle keys are swept, busy ones kept");
+    }
+
+    #[tokio::test]
+    async fn one_address_has_at_most_two_password_checks_in_flight() {
+        let work = std::sync::Arc::new(PasswordWork::default());
+        let ip: IpAddr = "192.0.2.7".parse().unwrap();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        let wait = std::sync::Arc::new(Mutex::new(wait));
+        let mut running = Vec::new();
+        let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel();
+        for _ in 0..PASSWORD_CHECKS_PER_ADDRESS {
+            let (work, wait, started_tx) = (work.clone(), wait.clone(), started_tx.clone());
+            running.push(tokio::spawn(async move {
+                work.run(Some(ip), move || {
+                    let _ = started_tx.send(());
+                    let _ = wait.lock().unwrap().recv();
+                })
+                .await
+            }));
+        }
+        // Once both are in flight (one may still wait for a core), a third is refused, and
+        // another address is not.
+        started.recv().await.unwrap();
+        let refused = work.run(Some(ip), || ()).await.unwrap_err();
+        assert_eq!(refused.code(), Some(ErrorCode::RateLimitHit));
+        let other: IpAddr = "192.0.2.8".parse().unwrap();
+        let (work2, go2) = (work.clone(), go.clone());
+        let other_done =
+            tokio::spawn(async move { work2.run(Some(other), move || drop(go2)).await });
+        for _ in 0..PASSWORD_CHECKS_PER_ADDRESS {
+            go.send(()).unwrap();
+        }
+        for r in running {
+            r.await.unwrap().unwrap();
+        }
+        other_done.await.unwrap().unwrap();
+        assert_eq!(work.addresses_in_flight(), 0);
+        assert!(work.run(Some(ip), || 1).await.is_ok());
     }
 
     #[test]

@@ -236,6 +236,29 @@ fn visible_upload(
     })
 }
 
+/// Declared types that an upload is served with, always as a download: none of them is a
+/// document, a script or a style that a browser would run. Any other type that is not an
+/// image read from the bytes is served as `application/octet-stream`.
+const SAFE_DOWNLOAD_TYPES: &[&str] = &[
+    "text/plain",
+    "text/csv",
+    "application/pdf",
+    "application/zip",
+    "application/gzip",
+    "application/x-tar",
+    "application/json",
+    "audio/mpeg",
+    "audio/ogg",
+    "audio/wav",
+    "audio/webm",
+    "audio/mp4",
+    "audio/flac",
+    "video/mp4",
+    "video/webm",
+    "video/ogg",
+    "video/quicktime",
+];
+
 /// The file's bytes with headers that keep a browser from running them: images inline (their
 /// type was read from the bytes), everything else as a download, never sniffed, sandboxed.
 async fn file_response(
@@ -276,6 +299,13 @@ async fn file_response(
         Err(e) => return Err(io_error(e)),
     };
     let inline = sniff_image(&bytes).is_some() && content_type.starts_with("image/");
+    // Only an image read from the bytes, or a type no browser runs, keeps its recorded type: a
+    // client may declare anything (`text/html`, `application/javascript`, an SVG).
+    let content_type = if inline || SAFE_DOWNLOAD_TYPES.contains(&content_type.as_str()) {
+        content_type
+    } else {
+        "application/octet-stream".to_owned()
+    };
     let disposition = format!(
         "{}; filename=\"{name}\"",
         if inline { "inline" } else { "attachment" }

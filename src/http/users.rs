@@ -163,10 +163,11 @@ pub async fn create_user(
     if password.chars().count() < MIN_PASSWORD_LENGTH {
         return Err(ApiError::bad_request("The password is too weak."));
     }
-    // argon2id is CPU-heavy: run it on the blocking pool, never on an async worker.
-    let password_hash = web::block(move || hash_password(&password))
-        .await
-        .map_err(|e| ApiError::internal(format!("hashing: {e}")))?
+    // argon2id is CPU-heavy: on the blocking pool, one per core at a time.
+    let password_hash = state
+        .password_work
+        .run(None, move || hash_password(&password))
+        .await?
         .map_err(ApiError::internal)?;
     let user = NewUser {
         email: email.trim().to_owned(),
@@ -302,12 +303,13 @@ pub async fn update_settings(
             });
             // argon2id twice (check, then hash): on the blocking pool, never on an async worker.
             let checked = current.clone();
-            let outcome = web::block(move || {
-                let matches = checked.as_deref().is_some_and(|h| verify_password(h, &old));
-                matches.then(|| hash_password(&new))
-            })
-            .await
-            .map_err(|e| ApiError::internal(format!("hashing: {e}")))?;
+            let outcome = state
+                .password_work
+                .run(None, move || {
+                    let matches = checked.as_deref().is_some_and(|h| verify_password(h, &old));
+                    matches.then(|| hash_password(&new))
+                })
+                .await?;
             match outcome {
                 None => return Err(ApiError::bad_request("Wrong password!")),
                 Some(hashed) => Some((hashed.map_err(ApiError::internal)?, current)),

@@ -135,7 +135,8 @@ pub async fn login(
     if username.trim().is_empty() || password.is_empty() {
         return redirect("/login/?error=missing");
     }
-    let user_id = match super::auth::check_password(&state, &username, password).await {
+    let ip = super::auth::client_ip(&req, &state);
+    let user_id = match super::auth::check_password(&state, ip, &username, password).await {
         Ok(user_id) => user_id,
         Err(error) => return redirect(&format!("/login/?error={}", failure_code(&error))),
     };

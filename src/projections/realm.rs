@@ -242,6 +242,17 @@ pub const SETTINGS: &[Setting] = &[
         true,
         false,
     ),
+    // Chronicle's own: who may read the log and the state as of any event through the
+    // inspector (`/api/v1/admin/events`, `/projections`, `/diff`), which shows every
+    // conversation, direct and private ones included. Owners only unless the owners decide
+    // otherwise; every use is recorded in the access audit (`access_audit`).
+    group(
+        "can_inspect_log_group",
+        SystemGroup::Owners,
+        false,
+        true,
+        true,
+    ),
     group(
         "can_add_custom_emoji_group",
         SystemGroup::Members,

@@ -82,10 +82,20 @@ class Site:
         self.auth = (config["email"], config["key"])
 
     def api(self, method, path, **data):
-        answer = requests.request(method, f"{self.url}/api/v1/{path}", auth=self.auth, timeout=15,
+        return self.api_as(self.auth, method, path, **data)
+
+    def api_as(self, auth, method, path, **data):
+        answer = requests.request(method, f"{self.url}/api/v1/{path}", auth=auth, timeout=15,
                                   **({"params": data} if method == "GET" else {"data": data})).json()
         assert answer["result"] == "success", answer
         return answer
+
+    def credentials(self, email, password):
+        """The (email, API key) pair of a person, fetched with their password."""
+        answer = requests.post(f"{self.url}/api/v1/fetch_api_key", data={"username": email, "password": password},
+                               timeout=15).json()
+        assert answer["result"] == "success", answer
+        return (email, answer["api_key"])
 
 
 @pytest.fixture(scope="module")
@@ -214,6 +224,7 @@ def test_login_page_and_login(site, browsers):
     assert len(ada.shot("login")) > 15_000
     ada.login(site.url, "ada@example.com", "ada-password-1")
     bob.login(site.url, "bob@example.com", "bob-password-1")
+    bob.credentials = site.credentials("bob@example.com", "bob-password-1")
     assert "sessionid" not in bob.js("return document.cookie")
     assert "csrftoken" in bob.js("return document.cookie")
 
@@ -401,10 +412,15 @@ def test_a_muted_topic_leaves_all_messages(site, browsers):
     Select(select).select_by_value("1")
     bob.wait(lambda: "dim" in bob.sidebar_item("greetings").get_attribute("class"), "the muted topic is not dimmed")
     bob.click(lambda: bob.sidebar_item("Starred"))
-    before = int(bob.badge("All messages"))
+    bob.wait(lambda: bob.find("#narrow-title").text == "Starred messages")
+    # A known start: what Bob read a moment ago may still be on its way to the server (and the
+    # badge is redrawn meanwhile), so the count is not read but made zero, on the server, and the
+    # badge is waited on until it says so. In the Starred view nothing new is read on sight.
+    site.api_as(bob.credentials, "POST", "mark_all_as_read")
+    bob.wait(lambda: bob.badge("All messages") == "0", "marking all as read did not clear the count")
     site.api("POST", "messages", type="stream", to="lobby", topic="greetings", content="muted chatter")
     site.api("POST", "messages", type="stream", to="lobby", topic="news", content="loud news")
-    bob.wait(lambda: int(bob.badge("All messages")) == before + 1, "All messages counted a muted topic")
+    bob.wait(lambda: bob.badge("All messages") == "1", "All messages counted a muted topic")
     bob.click(lambda: bob.sidebar_item("All messages"))
     bob.wait(lambda: bob.message("loud news"), "the other topic's message is not in All messages")
     assert not bob.message("muted chatter")

@@ -3,7 +3,7 @@
 // (#narrow/...) are address.js's and fetching a page of messages is requests.js's, passed on
 // from here so that views import narrows from one place.
 
-import { state, dmKey, dmTitle, messageDmKey } from "./state.js";
+import { state, dmKey, dmUserIds, messageDmKey, userName } from "./state.js";
 
 export { toHash, fromHash } from "./address.js";
 export { fetchPage } from "./requests.js";
@@ -33,7 +33,11 @@ export function isSearch(narrow) {
   return narrow.length > (find(narrow, "topic") !== undefined ? 2 : 1);
 }
 
-export function title(narrow) {
+// The narrow's name. With `isolate`, every part a person chose (a channel, a topic, a name) is
+// set in a bidirectional isolate (U+2068 ... U+2069), so that a right-to-left override inside
+// one cannot reorder the rest (the page title, which no style can isolate).
+export function title(narrow, isolate = false) {
+  const own = isolate ? (text) => `\u2068${text}\u2069` : (text) => text;
   if (!narrow.length) return "All messages";
   if (isSearch(narrow)) return "Search results";
   const is = find(narrow, "is");
@@ -41,11 +45,11 @@ export function title(narrow) {
   if (is === "mentioned") return "Mentions";
   if (is === "dm") return "Direct messages";
   const dmIds = find(narrow, "dm");
-  if (Array.isArray(dmIds)) return dmTitle(dmKey(dmIds));
-  if (dmIds !== undefined) return String(dmIds);
+  if (Array.isArray(dmIds)) return dmUserIds(dmKey(dmIds)).map((id) => own(userName(id))).join(", ");
+  if (dmIds !== undefined) return own(String(dmIds));
   const name = state.streams.get(streamOf(narrow))?.name || find(narrow, "channel");
   const t = find(narrow, "topic");
-  return t !== undefined ? `#${name} › ${t || "(no topic)"}` : `#${name}`;
+  return t !== undefined ? `#${own(name)} › ${t ? own(t) : "(no topic)"}` : `#${own(name)}`;
 }
 
 // ---- live messages ---------------------------------------------------------------------------

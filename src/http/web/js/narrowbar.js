@@ -12,7 +12,7 @@ const VISIBILITY = [[0, "Default"], [1, "Muted"], [2, "Unmuted"], [3, "Followed"
 export function render() {
   const narrow = ui.narrow;
   $("narrow-title").textContent = narrows.title(narrow);
-  document.title = `${narrows.title(narrow)} · Chronicle`;
+  document.title = `${narrows.title(narrow, true)} · Chronicle`;
   const nodes = actions(narrow);
   // The handlers hold the channel and topic: mark the nodes with them so that another narrow's
   // identical-looking buttons are not kept.

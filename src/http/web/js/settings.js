@@ -1,5 +1,6 @@
-// The settings dialog: name, status, two notification switches, the sessions of this account
-// (each can be ended), and the audit-log link for administrators.
+// The settings dialog: name, status, two notification switches, who can read every
+// conversation through the log inspector, the sessions of this account (each can be ended),
+// and the audit-log link for administrators.
 
 import { api } from "./api.js";
 import { $, el, clear, toast } from "./dom.js";
@@ -19,6 +20,34 @@ export function open() {
   $("admin-link").hidden = !isAdmin();
   $("settings-dialog").showModal();
   loadSessions();
+  showInspectPolicy();
+}
+
+const ROLE_GROUPS = {
+  "role:owners": "the organization's owners", "role:administrators": "its administrators and owners",
+  "role:moderators": "its moderators, administrators and owners", "role:members": "all its members",
+  "role:fullmembers": "its full members", "role:everyone": "everyone", "role:nobody": "nobody",
+};
+
+// The organization's `can_inspect_log_group`, in words: a group's name, or the people and
+// groups of an anonymous one.
+async function showInspectPolicy() {
+  const who = $("inspect-who");
+  const setting = state.inspectLog;
+  if (setting === undefined) { who.textContent = "the organization's owners"; return; }
+  try {
+    const { user_groups: groups } = await api("GET", "user_groups");
+    const name = (id) => {
+      const group = groups.find((g) => g.id === id);
+      return group ? (ROLE_GROUPS[group.name] || group.name) : `group ${id}`;
+    };
+    if (typeof setting === "number") { who.textContent = name(setting); return; }
+    const people = (setting.direct_members || []).map((id) => state.users.get(id)?.full_name || `User ${id}`);
+    const parts = [...people, ...(setting.direct_subgroups || []).map(name)];
+    who.textContent = parts.length ? parts.join(", ") : "nobody";
+  } catch (error) {
+    who.textContent = "unknown (the groups could not be loaded)";
+  }
 }
 
 async function saveName() {

@@ -26,6 +26,8 @@ export function load(reg) {
     dms: new Map(),         // key -> {user_ids, max_id}
     typing: new Map(),      // conversation key -> Map(user id -> expiry timer)
     realmEmoji: reg.realm_emoji || {},
+    // Who may read every conversation through the log inspector (a group-setting value).
+    inspectLog: reg.realm_can_inspect_log_group,
     settings: reg.user_settings || {},
     emojiDataUrl: reg.server_emoji_data_url,
     offlineAfter: reg.server_presence_offline_threshold_seconds || 140,
@@ -198,6 +200,9 @@ const handlers = {
     if (ev.op === "update") {
       for (const target of [state.streams.get(ev.stream_id), state.subs.get(ev.stream_id)]) if (target) target[ev.property] = ev.value;
     }
+  },
+  realm(ev) {
+    if (ev.op === "update_dict" && ev.data && "can_inspect_log_group" in ev.data) state.inspectLog = ev.data.can_inspect_log_group;
   },
   realm_user(ev) {
     const p = ev.person;
