@@ -1,5 +1,6 @@
 //! Uploaded avatar and emoji pictures: any bytes are decoded within the bounds on size,
-//! dimensions and memory, or refused, and read for animation frames; never a crash.
+//! dimensions and memory (the avatar bounds, and the far smaller emoji bounds), or refused,
+//! and read for animation frames; never a crash.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -8,5 +9,11 @@ fuzz_target!(|data: &[u8]| {
     let _ = chronicle::avatars::is_animated(data);
     if let Ok((small, medium)) = chronicle::avatars::resize_upload(data) {
         assert!(small.starts_with(b"\x89PNG") && medium.starts_with(b"\x89PNG"));
+    }
+    if let Ok(Some(small)) = chronicle::avatars::prepare_emoji(data) {
+        assert!(small.starts_with(b"\x89PNG"));
+    }
+    if let Ok(still) = chronicle::avatars::still_frame(data) {
+        assert!(still.starts_with(b"\x89PNG"));
     }
 });

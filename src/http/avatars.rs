@@ -47,13 +47,11 @@ async fn avatar(state: &AppState, key: &str, medium: bool) -> HttpResponse {
 /// Who may see the picture behind `key`: the organization's icon (`realm`) is shown on the
 /// login page, so anyone; a person's, only someone logged in (an API key or a web session),
 /// as Zulip does for an organization that is not web-public.
-fn may_see(req: &HttpRequest, key: &str) -> Result<(), HttpResponse> {
+fn may_see(req: &HttpRequest, key: &str) -> ApiResult<()> {
     if key == "realm" {
         return Ok(());
     }
-    super::auth::authenticate(req)
-        .map(|_| ())
-        .map_err(|e| actix_web::ResponseError::error_response(&e))
+    super::auth::authenticate(req).map(|_| ())
 }
 
 /// `GET /avatar/{key}`: a user's avatar (by id, for those logged in), or the organization's
@@ -61,7 +59,7 @@ fn may_see(req: &HttpRequest, key: &str) -> Result<(), HttpResponse> {
 pub async fn get_avatar(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
     let key = req.match_info().get("key").unwrap_or_default();
     if let Err(refused) = may_see(&req, key) {
-        return refused;
+        return actix_web::ResponseError::error_response(&refused);
     }
     avatar(&state, key, false).await
 }
@@ -70,7 +68,7 @@ pub async fn get_avatar(state: web::Data<AppState>, req: HttpRequest) -> HttpRes
 pub async fn get_avatar_medium(state: web::Data<AppState>, req: HttpRequest) -> HttpResponse {
     let key = req.match_info().get("key").unwrap_or_default();
     if let Err(refused) = may_see(&req, key) {
-        return refused;
+        return actix_web::ResponseError::error_response(&refused);
     }
     avatar(&state, key, true).await
 }

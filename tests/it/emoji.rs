@@ -5,8 +5,8 @@ use crate::support::{Api, Server};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-/// A tiny PNG (its magic bytes are what the server checks).
-const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDRchronicle-test-image";
+/// A tiny PNG, 2 x 2 orange pixels (the server decodes what it is sent).
+const PNG: &[u8] = b"\x89\x50\x4e\x47\x0d\x0a\x1a\x0a\x00\x00\x00\x0d\x49\x48\x44\x52\x00\x00\x00\x02\x00\x00\x00\x02\x08\x06\x00\x00\x00\x72\xb6\x0d\x24\x00\x00\x00\x11\x49\x44\x41\x54\x78\x9c\x63\xf8\xdf\xc0\xf0\x1f\x84\x19\x60\x0c\x00\x5a\xca\x09\xf9\xef\xae\x6a\xa1\x00\x00\x00\x00\x49\x45\x4e\x44\xae\x42\x60\x82";
 
 /// `POST /realm/emoji/{name}` with these files, as a browser or the Python client sends them.
 async fn upload(api: &Api, name: &str, files: &[&[u8]]) -> (StatusCode, Value) {

@@ -21,6 +21,7 @@ mod presence;
 mod realm;
 mod realtime;
 mod scheduled;
+mod security;
 mod settings;
 mod support;
 mod uploads;

@@ -14,7 +14,12 @@ pub(crate) struct Chat {
 }
 
 pub(crate) async fn chat() -> Chat {
-    let server = Server::start();
+    chat_with(&[]).await
+}
+
+/// `chat`, on a server started with extra `serve` arguments.
+pub(crate) async fn chat_with(args: &[&str]) -> Chat {
+    let server = Server::start_with(args);
     let (alice_id, alice) = server
         .create_member("alice@example.com", "Alice Adams")
         .await;
