@@ -1,5 +1,8 @@
 """The official `zulip` Python client (0.9.1), unchanged, against Chronicle."""
 
+import struct
+import zlib
+
 import requests
 import zulip
 
@@ -378,11 +381,20 @@ def test_live_events_for_messages_reactions_and_typing(server):
     assert seen[2]["op"] == "start" and seen[2]["sender"]["email"] == "live@example.com"
 
 
+def tiny_png():
+    """A real 2 x 2 PNG (the server decodes what it is sent)."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    rows = b"".join(b"\x00" + b"\xff\x80\x00\xff" * 2 for _ in range(2))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 2, 2, 8, 6, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
 def test_custom_emoji_and_presence_through_the_client(server, tmp_path):
     client = owner_client(server)
     assert client.add_subscriptions(streams=[{"name": "compat-emoji"}])["result"] == "success"
     image = tmp_path / "parrot.png"
-    image.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 32)
+    image.write_bytes(tiny_png())
     with open(image, "rb") as fp:
         uploaded = client.call_endpoint("realm/emoji/compat_parrot", method="POST", files=[fp])
     assert uploaded["result"] == "success", uploaded

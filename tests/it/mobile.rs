@@ -553,9 +553,8 @@ async fn avatars_are_pngs_and_can_be_uploaded_and_removed() {
     let server = &c.server;
     let (alice_id, alice) = &c.alice;
     let (_, bob) = &c.bob;
-    let owner_creds = c.server.owner();
     let fetch_png = |url: String| {
-        let creds = owner_creds.clone();
+        let owner = server.api(Some(&server.owner()));
         async move {
             // A person's avatar needs a login; without one it is refused.
             if !url.contains("/avatar/realm") {
@@ -564,12 +563,7 @@ async fn avatars_are_pngs_and_can_be_uploaded_and_removed() {
                     StatusCode::UNAUTHORIZED
                 );
             }
-            let resp = reqwest::Client::new()
-                .get(&url)
-                .basic_auth(&creds.email, Some(&creds.key))
-                .send()
-                .await
-                .unwrap();
+            let resp = owner.fetch(&url).await;
             assert_eq!(resp.status(), StatusCode::OK, "{url}");
             assert_eq!(resp.headers()["content-type"], "image/png");
             png_size(&resp.bytes().await.unwrap())

@@ -478,13 +478,7 @@ async fn scripts_uploaded_as_files_are_downloads_and_linkifiers_only_link_the_we
         .await;
         assert_eq!(status, StatusCode::OK, "{body}");
         let url = format!("{}{}", server.url, body["url"].as_str().unwrap());
-        let creds = server.owner();
-        let resp = reqwest::Client::new()
-            .get(&url)
-            .basic_auth(&creds.email, Some(&creds.key))
-            .send()
-            .await
-            .unwrap();
+        let resp = owner.fetch(&url).await;
         assert_eq!(
             resp.headers()["content-type"],
             "application/octet-stream",
@@ -542,13 +536,7 @@ async fn avatars_need_a_login_and_text_is_checked_as_zulip_checks_it() {
     };
     let anonymous = reqwest::get(&avatar).await.unwrap();
     assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
-    let logged_in = reqwest::Client::new()
-        .get(&avatar)
-        .basic_auth(&owner_creds.email, Some(&owner_creds.key))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(logged_in.status(), StatusCode::OK);
+    assert_eq!(owner.fetch(&avatar).await.status(), StatusCode::OK);
     // The organization's icon is shown on the login page: no login.
     let icon = reqwest::get(format!("{}/avatar/realm", server.url))
         .await
@@ -628,19 +616,9 @@ async fn administrators_inspect_only_when_the_owners_allow_it_and_every_look_is_
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     // Only owners change who may look.
-    let (_, groups) = owner.get("/user_groups", &[]).await;
-    let group = |name: &str| {
-        groups["user_groups"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|g| g["name"] == name)
-            .unwrap()["id"]
-            .as_u64()
-            .unwrap()
-    };
-    let admins = group("role:administrators").to_string();
-    let change = json!({"new": group("role:administrators")}).to_string();
+    let admins_id = owner.group_id("role:administrators").await;
+    let admins = admins_id.to_string();
+    let change = json!({ "new": admins_id }).to_string();
     let (status, body) = admin
         .call(
             Method::PATCH,

@@ -282,6 +282,28 @@ impl Api {
     pub async fn delete(&self, path: &str, params: &[(&str, &str)]) -> (StatusCode, Value) {
         self.call(Method::DELETE, path, params).await
     }
+
+    /// A GET of a whole URL (an avatar, an uploaded file) with these credentials.
+    pub async fn fetch(&self, url: &str) -> reqwest::Response {
+        let mut req = self.client.get(url);
+        if let Some(c) = &self.creds {
+            req = req.basic_auth(&c.email, Some(&c.key));
+        }
+        req.send().await.unwrap()
+    }
+
+    /// The id of the user group named `name` (`role:administrators`, ...).
+    pub async fn group_id(&self, name: &str) -> u64 {
+        let (_, groups) = self.get("/user_groups", &[]).await;
+        groups["user_groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == name)
+            .unwrap_or_else(|| panic!("no group {name}: {groups}"))["id"]
+            .as_u64()
+            .unwrap()
+    }
 }
 
 /// Now, as RFC 3339 (for the audit filters), a few milliseconds after the last event.
