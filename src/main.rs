@@ -463,6 +463,7 @@ fn serve_config(args: ServeArgs) -> ServeConfig {
             max: rate_limit_logins,
             ..defaults.failed_logins
         },
+        ..defaults
     };
     ServeConfig {
         data_dir,

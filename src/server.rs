@@ -553,7 +553,9 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         uploads: crate::uploads::UploadStore::new(&layout.uploads()),
         cluster: cluster.clone(),
         emoji_stills: Default::default(),
-        password_work: Default::default(),
+        password_work: crate::http::rate_limit::PasswordWork::new(
+            config.rate_limits.password_checks_per_address,
+        ),
     });
     let collector = actix_web::rt::spawn(collect_idle(queues.clone(), rate_limiter));
     let retention = actix_web::rt::spawn(retention_job(

@@ -27,6 +27,8 @@ pub struct Limits {
     pub per_user: Rule,
     pub per_ip: Rule,
     pub failed_logins: Rule,
+    /// Password checks one address may have in flight at once (0: no bound).
+    pub password_checks_per_address: usize,
 }
 
 impl Default for Limits {
@@ -45,6 +47,7 @@ impl Default for Limits {
                 window: Duration::from_secs(1800),
                 max: 5,
             },
+            password_checks_per_address: PASSWORD_CHECKS_PER_ADDRESS,
         }
     }
 }
@@ -60,6 +63,7 @@ impl Limits {
             per_user: off,
             per_ip: off,
             failed_logins: off,
+            password_checks_per_address: 0,
         }
     }
 }
@@ -186,26 +190,24 @@ impl RateLimiter {
     }
 }
 
-/// Password checks that one address may have in flight at once.
+/// Password checks that one address may have in flight at once, by default.
 pub const PASSWORD_CHECKS_PER_ADDRESS: usize = 2;
 
 /// Bounds the password-hashing work (argon2id: 19 MiB and tens of milliseconds each) that
 /// requests can cause: at most one hash per core runs at a time (the others wait their turn,
 /// which also keeps the hashes' memory on a few threads), and one address may have at most
-/// [`PASSWORD_CHECKS_PER_ADDRESS`] checks in flight (more are refused with `RATE_LIMIT_HIT`).
+/// `per_address` checks in flight ([`PASSWORD_CHECKS_PER_ADDRESS`] by default; more are
+/// refused with `RATE_LIMIT_HIT`; 0 is no bound).
 #[derive(Debug)]
 pub struct PasswordWork {
     cores: tokio::sync::Semaphore,
+    per_address: usize,
     in_flight: Mutex<HashMap<IpAddr, usize>>,
 }
 
 impl Default for PasswordWork {
     fn default() -> PasswordWork {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        PasswordWork {
-            cores: tokio::sync::Semaphore::new(cores),
-            in_flight: Mutex::new(HashMap::new()),
-        }
+        PasswordWork::new(PASSWORD_CHECKS_PER_ADDRESS)
     }
 }
 
@@ -232,6 +234,15 @@ impl Drop for InFlight<'_> {
 }
 
 impl PasswordWork {
+    pub fn new(per_address: usize) -> PasswordWork {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        PasswordWork {
+            cores: tokio::sync::Semaphore::new(cores),
+            per_address,
+            in_flight: Mutex::new(HashMap::new()),
+        }
+    }
+
     /// Runs `work` (a hash or a check) on the blocking pool within the bounds; `ip` is the
     /// client's address when the request came from outside (`None`: no per-address bound).
     pub async fn run<T: Send + 'static>(
@@ -239,12 +250,12 @@ impl PasswordWork {
         ip: Option<IpAddr>,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, ApiError> {
-        let _slot = match ip {
+        let _slot = match ip.filter(|_| self.per_address > 0) {
             None => None,
             Some(ip) => {
                 let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
                 let count = in_flight.entry(ip).or_insert(0);
-                if *count >= PASSWORD_CHECKS_PER_ADDRESS {
+                if *count >= self.per_address {
                     return Err(limited(Duration::from_secs(1)));
                 }
                 *count += 1;
@@ -290,6 +301,7 @@ mod tests {
             per_user: rule,
             per_ip: rule,
             failed_logins: rule,
+            password_checks_per_address: 2,
         })
     }
 

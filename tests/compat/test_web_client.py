@@ -286,6 +286,9 @@ def test_typing_notice_and_direct_message(site, browsers):
 
     ada.click(lambda: next(p for p in ada.finds("#people .person") if p.text.startswith("Bob")))
     ada.wait(lambda: ada.find("#narrow-title").text == "Bob")
+    # A name in the page title is set in a bidirectional isolate, so that a right-to-left
+    # override inside a name cannot reorder the rest of the title.
+    assert ada.driver.title == "\u2068Bob\u2069 · Chronicle", repr(ada.driver.title)
     ada.wait(lambda: ada.find("#dm-fields").is_displayed())
     ada.compose("A secret for Bob")
     bob.wait(lambda: bob.sidebar_item("Ada") and bob.badge("Ada") == "1", "no DM conversation in Bob's sidebar")
