@@ -49,6 +49,7 @@ pub mod auth;
 pub mod avatars;
 pub mod bench;
 pub mod commands;
+pub mod config;
 pub mod emoji;
 pub mod engine;
 pub mod erase;

@@ -29,6 +29,11 @@ enum Command {
     /// Run the server. The first start on an empty data directory creates the organization,
     /// its owner, and DIR/zuliprc.
     Serve(ServeArgs),
+    /// The server's configuration.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
     /// Print the projection dump as JSON (the server must be stopped).
     Dump {
         #[arg(long)]
@@ -203,22 +208,47 @@ enum ClusterAction {
 }
 
 /// The options of `chronicle serve`.
+#[derive(Subcommand)]
+enum ConfigAction {
+    /// Print the configuration a `serve` with the same flags would use (the file, the
+    /// environment, the flags, the defaults), each value with where it came from, secrets
+    /// redacted; an unknown key or a bad value is an error naming it.
+    Check(ServeArgs),
+}
+
 #[derive(clap::Args)]
 struct ServeArgs {
-    #[arg(long, default_value = "./data")]
-    data_dir: PathBuf,
-    #[command(flatten)]
-    cluster: ClusterArgs,
+    /// The configuration file (TOML; default: the one CHRONICLE_CONFIG names, if any). Every
+    /// setting below can be in it, and in CHRONICLE_* environment variables; a flag wins over
+    /// the environment, the environment over the file (docs/chronicle.example.toml).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Where the data is kept [default: ./data].
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Keep the log in a NATS JetStream stream on these servers (comma-separated
+    /// nats://HOST:PORT URLs) instead of DATA_DIR/log.
+    #[arg(long, value_name = "URLS")]
+    cluster: Option<String>,
+    /// The stream's name [default: chronicle].
+    #[arg(long)]
+    stream: Option<String>,
+    /// How many NATS servers keep each record (3 or 5) [default: 3].
+    #[arg(long)]
+    replicas: Option<usize>,
     /// In a cluster: the URL the other nodes reach this one at (default: http://<bound
     /// address>).
-    #[arg(long, requires = "cluster")]
+    #[arg(long)]
     advertise_url: Option<String>,
-    #[arg(long, default_value = "127.0.0.1:9991")]
-    bind: String,
-    #[arg(long, default_value = "owner@chronicle.local")]
-    owner_email: String,
-    #[arg(long, default_value = "Chronicle")]
-    realm_name: String,
+    /// The address to listen on [default: 127.0.0.1:9991].
+    #[arg(long)]
+    bind: Option<String>,
+    /// The first start's owner [default: owner@chronicle.local].
+    #[arg(long)]
+    owner_email: Option<String>,
+    /// The first start's organization name [default: Chronicle].
+    #[arg(long)]
+    realm_name: Option<String>,
     /// The URL clients use to reach this server, when it is not http://<bind address>.
     #[arg(long)]
     external_url: Option<String>,
@@ -233,9 +263,9 @@ struct ServeArgs {
     #[arg(long)]
     smtp_url: Option<String>,
     /// Write a projection snapshot every N events (0: never), so starts replay only the
-    /// log after the newest one.
-    #[arg(long, default_value_t = chronicle::server::DEFAULT_SNAPSHOT_EVERY)]
-    snapshot_every: u64,
+    /// log after the newest one [default: 100000].
+    #[arg(long)]
+    snapshot_every: Option<u64>,
     /// Also verify every record before the newest snapshot (checksum, decoding, gapless
     /// seqs), on a background thread once the server serves. Off by default: sled then keeps
     /// about as much memory as the records it read (370 B a record) until the server stops;
@@ -243,24 +273,25 @@ struct ServeArgs {
     #[arg(long)]
     check_whole_log: bool,
     /// Authenticated API requests per minute per user (Zulip's 200; 0: no limit).
-    #[arg(long, default_value_t = 200)]
-    rate_limit_user: usize,
+    #[arg(long)]
+    rate_limit_user: Option<usize>,
     /// Unauthenticated API requests per minute per IP address (Zulip's 100; 0: no limit).
-    #[arg(long, default_value_t = 100)]
-    rate_limit_ip: usize,
+    #[arg(long)]
+    rate_limit_ip: Option<usize>,
     /// Failed password logins per 30 minutes per username (Zulip's 5; 0: no limit).
-    #[arg(long, default_value_t = 5)]
-    rate_limit_logins: usize,
-    /// Seconds a client has to send a request's line and headers (then a bare 408).
-    #[arg(long, default_value_t = 5)]
-    client_head_timeout_secs: u64,
+    #[arg(long)]
+    rate_limit_logins: Option<usize>,
+    /// Seconds a client has to send a request's line and headers (then a bare 408)
+    /// [default: 5].
+    #[arg(long)]
+    client_head_timeout_secs: Option<u64>,
     /// Seconds a client has to send a request's body (then 408 REQUEST_TIMEOUT); uploads get
-    /// ten times as long.
-    #[arg(long, default_value_t = 30)]
-    client_body_timeout_secs: u64,
+    /// ten times as long [default: 30].
+    #[arg(long)]
+    client_body_timeout_secs: Option<u64>,
     /// The largest file a user may upload, in MiB (Zulip's default, 25).
-    #[arg(long, default_value_t = 25)]
-    max_file_upload_mib: u64,
+    #[arg(long)]
+    max_file_upload_mib: Option<u64>,
     /// The most the organization's uploads may take together, in MiB (default: no quota).
     #[arg(long)]
     upload_quota_mib: Option<u64>,
@@ -268,12 +299,74 @@ struct ServeArgs {
     /// as outgoing webhook bots' calls, may reach although it is private or loopback; repeat
     /// for several. Without it only public addresses are reached.
     #[arg(long = "outgoing-allow", value_name = "CIDR")]
-    outgoing_allow: Vec<chronicle::outgoing::Net>,
+    outgoing_allow: Vec<String>,
+}
+
+impl ServeArgs {
+    /// What the flags say, as settings (`config::Settings`): only what was given.
+    fn settings(&self) -> chronicle::config::Settings {
+        use chronicle::config::{Cluster, Limits, Mail, Outgoing, Settings, Uploads};
+        Settings {
+            data_dir: self.data_dir.clone(),
+            bind: self.bind.clone(),
+            external_url: self.external_url.clone(),
+            owner_email: self.owner_email.clone(),
+            realm_name: self.realm_name.clone(),
+            snapshot_every: self.snapshot_every,
+            check_whole_log: self.check_whole_log.then_some(true),
+            limits: Limits {
+                requests_per_user: self.rate_limit_user,
+                requests_per_ip: self.rate_limit_ip,
+                failed_logins: self.rate_limit_logins,
+                password_checks_per_address: None,
+                client_head_timeout_secs: self.client_head_timeout_secs,
+                client_body_timeout_secs: self.client_body_timeout_secs,
+            },
+            uploads: Uploads {
+                max_file_mib: self.max_file_upload_mib,
+                quota_mib: self.upload_quota_mib,
+            },
+            mail: Mail {
+                smtp_url: self.smtp_url.clone(),
+            },
+            cluster: Cluster {
+                nats: self.cluster.clone(),
+                stream: self.stream.clone(),
+                replicas: self.replicas,
+                advertise_url: self.advertise_url.clone(),
+            },
+            outgoing: Outgoing {
+                allow: (!self.outgoing_allow.is_empty()).then(|| self.outgoing_allow.clone()),
+            },
+        }
+    }
+
+    /// The configuration in force for this start (flags, environment, file, defaults).
+    fn effective(&self) -> Result<chronicle::config::Effective, Fatal> {
+        let env = |name: &str| std::env::var(name).ok();
+        Ok(chronicle::config::resolve(
+            &self.settings(),
+            self.config.as_deref(),
+            &env,
+        )?)
+    }
 }
 
 fn run(cli: Cli) -> Result<(), Fatal> {
     match cli.command {
-        Command::Serve(args) => actix_web::rt::System::new().block_on(serve(serve_config(args))),
+        Command::Serve(args) => {
+            let config = serve_config(args)?;
+            actix_web::rt::System::new().block_on(serve(config))
+        }
+        Command::Config {
+            action: ConfigAction::Check(args),
+        } => {
+            let report = args.effective()?.report();
+            // What serving would make of the values (addresses, ranges) is checked too.
+            serve_config(args)?;
+            print!("{}", report.trim_start());
+            Ok(())
+        }
         Command::Dump {
             data_dir,
             cluster,
@@ -425,70 +518,81 @@ fn run(cli: Cli) -> Result<(), Fatal> {
 }
 
 /// The server's configuration from its command-line options.
-fn serve_config(args: ServeArgs) -> ServeConfig {
-    let ServeArgs {
-        data_dir,
-        bind,
-        owner_email,
-        realm_name,
-        external_url,
-        heartbeat_secs,
-        retention_interval_secs,
-        smtp_url,
-        snapshot_every,
-        check_whole_log,
-        rate_limit_user,
-        rate_limit_ip,
-        rate_limit_logins,
-        client_head_timeout_secs,
-        client_body_timeout_secs,
-        max_file_upload_mib,
-        upload_quota_mib,
-        cluster,
-        advertise_url,
-        outgoing_allow,
-    } = args;
+fn serve_config(args: ServeArgs) -> Result<ServeConfig, Fatal> {
+    let effective = args.effective()?;
+    let s = effective.settings;
     use chronicle::http::rate_limit::{Limits, Rule};
     let defaults = Limits::default();
+    let want = |value: Option<u64>, key: &str| {
+        value.ok_or_else(|| format!("configuration: {key} has no value"))
+    };
+    let want_usize = |value: Option<usize>, key: &str| {
+        value.ok_or_else(|| format!("configuration: {key} has no value"))
+    };
     let rate_limits = Limits {
         per_user: Rule {
-            max: rate_limit_user,
+            max: want_usize(s.limits.requests_per_user, "limits.requests_per_user")?,
             ..defaults.per_user
         },
         per_ip: Rule {
-            max: rate_limit_ip,
+            max: want_usize(s.limits.requests_per_ip, "limits.requests_per_ip")?,
             ..defaults.per_ip
         },
         failed_logins: Rule {
-            max: rate_limit_logins,
+            max: want_usize(s.limits.failed_logins, "limits.failed_logins")?,
             ..defaults.failed_logins
         },
-        ..defaults
+        password_checks_per_address: want_usize(
+            s.limits.password_checks_per_address,
+            "limits.password_checks_per_address",
+        )?,
     };
-    ServeConfig {
-        data_dir,
-        bind,
-        owner_email,
-        realm_name,
-        external_url,
-        heartbeat: heartbeat_secs.map(std::time::Duration::from_secs),
-        retention_interval: retention_interval_secs.map(std::time::Duration::from_secs),
-        smtp_url,
-        snapshot_every,
-        check_whole_log,
+    let outgoing_allow = s
+        .outgoing
+        .allow
+        .unwrap_or_default()
+        .iter()
+        .map(|text| {
+            text.parse::<chronicle::outgoing::Net>()
+                .map_err(|e| format!("outgoing.allow: {e}"))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(ServeConfig {
+        data_dir: s.data_dir.unwrap_or_else(|| PathBuf::from("./data")),
+        bind: s.bind.unwrap_or_default(),
+        owner_email: s.owner_email.unwrap_or_default(),
+        realm_name: s.realm_name.unwrap_or_default(),
+        external_url: s.external_url,
+        heartbeat: args.heartbeat_secs.map(std::time::Duration::from_secs),
+        retention_interval: args
+            .retention_interval_secs
+            .map(std::time::Duration::from_secs),
+        smtp_url: s.mail.smtp_url,
+        snapshot_every: want(s.snapshot_every, "snapshot_every")?,
+        check_whole_log: s.check_whole_log.unwrap_or(false),
         rate_limits,
         client_timeouts: chronicle::http::ClientTimeouts {
-            head: std::time::Duration::from_secs(client_head_timeout_secs),
-            body: std::time::Duration::from_secs(client_body_timeout_secs),
+            head: std::time::Duration::from_secs(want(
+                s.limits.client_head_timeout_secs,
+                "limits.client_head_timeout_secs",
+            )?),
+            body: std::time::Duration::from_secs(want(
+                s.limits.client_body_timeout_secs,
+                "limits.client_body_timeout_secs",
+            )?),
         },
         uploads: chronicle::render::UploadLimits {
-            max_file_mib: max_file_upload_mib,
-            quota_mib: upload_quota_mib,
+            max_file_mib: want(s.uploads.max_file_mib, "uploads.max_file_mib")?,
+            quota_mib: s.uploads.quota_mib,
         },
-        cluster: cluster.spec(),
-        advertise_url,
+        cluster: s.cluster.nats.map(|url| ClusterSpec {
+            url,
+            stream: s.cluster.stream.unwrap_or_else(|| "chronicle".into()),
+            replicas: s.cluster.replicas.unwrap_or(3),
+        }),
+        advertise_url: s.cluster.advertise_url,
         outgoing_allow,
-    }
+    })
 }
 
 /// Where an export's uploaded files go: `FILE.uploads/` beside the exported log `FILE`.

@@ -66,6 +66,7 @@ pub const DEFAULT_SNAPSHOT_EVERY: u64 = 100_000;
 pub const SNAPSHOTS_KEPT: usize = 2;
 
 /// The files of a data directory.
+#[derive(Debug, Clone)]
 pub struct Layout {
     pub dir: PathBuf,
 }
@@ -394,12 +395,37 @@ pub struct Running {
 /// the benchmarks).
 pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> Result<(), Fatal> {
     let layout = Layout::new(&config.data_dir);
-    let (log, state) = open_for_serving(&layout, config.cluster.as_ref(), config.check_whole_log)?;
-    let realm_exists = state.realm.exists;
-    let secret = load_secret(&layout, realm_exists)?;
+    // The address is taken first, and answers `/health` (200) and `/ready` (503) while the state
+    // is loaded, so that a load balancer or systemd sees a server that is starting, not one
+    // that is gone.
     let listener = TcpListener::bind(&config.bind)
         .map_err(|e| format!("cannot listen on {}: {e}", config.bind))?;
     let addr: SocketAddr = listener.local_addr()?;
+    let starting = actix_web::HttpServer::new(crate::http::health::starting_app)
+        .workers(1)
+        .disable_signals()
+        .listen(listener.try_clone()?)?
+        .run();
+    let starting_handle = starting.handle();
+    let starting_task = actix_web::rt::spawn(starting);
+    println!("Chronicle starting on {addr}: /ready answers 503 until the state is loaded");
+    let opened = {
+        let (layout, cluster, check) = (
+            layout.clone(),
+            config.cluster.clone(),
+            config.check_whole_log,
+        );
+        tokio::task::spawn_blocking(move || {
+            open_for_serving(&layout, cluster.as_ref(), check).map_err(|e| e.to_string())
+        })
+        .await
+        .map_err(|e| format!("loading the state: {e}"))?
+    };
+    starting_handle.stop(false).await;
+    let _ = starting_task.await;
+    let (log, state) = opened?;
+    let realm_exists = state.realm.exists;
+    let secret = load_secret(&layout, realm_exists)?;
     let realm_url = config
         .external_url
         .clone()

@@ -8,7 +8,7 @@
 mod chart;
 mod load;
 mod scenarios;
-mod seed;
+pub mod seed;
 mod sustained;
 
 use crate::server::Fatal;

@@ -15,6 +15,7 @@ pub mod emoji;
 pub mod events;
 pub mod folders;
 pub mod forward;
+pub mod health;
 pub mod integrations;
 pub mod invitations;
 pub mod linkifiers;
@@ -270,6 +271,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     endpoint!(cfg, "/static/web/{path:.*}", get => webclient::asset);
     endpoint!(cfg, "/avatar/{key}", get => avatars::get_avatar);
     endpoint!(cfg, "/avatar/{key}/medium", get => avatars::get_avatar_medium);
+    endpoint!(cfg, "/health", get => health::health);
+    endpoint!(cfg, "/ready", get => health::ready);
     endpoint!(cfg, "/admin/", get => admin::audit_page);
     endpoint!(cfg, "/admin", get => admin::audit_page);
     endpoint!(cfg, "/admin/audit.js", get => admin::audit_script);

@@ -15,6 +15,7 @@ mod invitations;
 mod message_changes;
 mod messages;
 mod mobile;
+mod operations;
 mod permissions;
 mod personal;
 mod presence;

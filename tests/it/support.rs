@@ -51,7 +51,7 @@ impl Server {
         Server::start_in_with(dir, &[])
     }
 
-    fn start_in_with(dir: &Path, args: &[&str]) -> Result<Server, String> {
+    pub fn start_in_with(dir: &Path, args: &[&str]) -> Result<Server, String> {
         std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
         let stderr_path = dir.with_extension(format!("stderr-{}", rand_suffix()));
         let stderr = std::fs::File::create(&stderr_path).unwrap();

@@ -1,0 +1,574 @@
+//! The server's configuration: a TOML file (`serve --config FILE`, or `CHRONICLE_CONFIG`),
+//! `CHRONICLE_*` environment variables for single values, and command-line flags, in that
+//! order of strength: a flag wins over the environment, the environment over the file, the file
+//! over the default.
+//!
+//! Every setting has a dotted key (`bind`, `limits.requests_per_ip`, `cluster.nats`) listed in
+//! [`KEYS`]: the file holds it as that key in its section, the environment as
+//! `CHRONICLE_` followed by the key in capitals with `_` for the dot
+//! (`CHRONICLE_LIMITS_REQUESTS_PER_IP`); a secret may also come from a file named by
+//! `CHRONICLE_..._FILE` (its text, without the final newline). An unknown key or a value of the
+//! wrong kind in the file stops start-up with the file's line and column; in the environment,
+//! with the variable's name. Other `CHRONICLE_*` variables (the test harness's, the
+//! benchmark's) are not settings and are left alone.
+//!
+//! `chronicle config check` prints the effective configuration, each value with where it came
+//! from, secrets redacted.
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The operator's settings, every one optional: what one source (the file, the environment,
+/// the flags) says. [`Settings::defaults`] says what holds when none does.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Where the log (unless in a cluster), snapshots, uploads and secrets are kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_dir: Option<PathBuf>,
+    /// The address to listen on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bind: Option<String>,
+    /// The URL clients use to reach the server, when it is not `http://<bind address>`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub external_url: Option<String>,
+    /// The first start's owner and organization name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner_email: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub realm_name: Option<String>,
+    /// A projection snapshot every this many events (0: never).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot_every: Option<u64>,
+    /// Also verify the records before the newest snapshot once the server serves.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check_whole_log: Option<bool>,
+    #[serde(default, skip_serializing_if = "Limits::is_empty")]
+    pub limits: Limits,
+    #[serde(default, skip_serializing_if = "Uploads::is_empty")]
+    pub uploads: Uploads,
+    #[serde(default, skip_serializing_if = "Mail::is_empty")]
+    pub mail: Mail,
+    #[serde(default, skip_serializing_if = "Cluster::is_empty")]
+    pub cluster: Cluster,
+    #[serde(default, skip_serializing_if = "Outgoing::is_empty")]
+    pub outgoing: Outgoing,
+}
+
+/// `[limits]`: rate limits and client timeouts.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Authenticated API requests per minute per user (0: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests_per_user: Option<usize>,
+    /// Unauthenticated API requests per minute per address (0: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests_per_ip: Option<usize>,
+    /// Failed password logins per 30 minutes per username (0: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed_logins: Option<usize>,
+    /// Password checks one address may have in flight (0: no bound).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password_checks_per_address: Option<usize>,
+    /// Seconds a client has to send a request's line and headers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_head_timeout_secs: Option<u64>,
+    /// Seconds a client has to send a request's body.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_body_timeout_secs: Option<u64>,
+}
+
+/// `[uploads]`.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Uploads {
+    /// The largest file a user may upload, in MiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_file_mib: Option<u64>,
+    /// The most the organization's uploads may take together, in MiB (absent: no quota).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quota_mib: Option<u64>,
+}
+
+/// `[mail]`.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mail {
+    /// The SMTP relay (`smtp://HOST[:PORT]`); absent: mail goes to `DATA_DIR/outbox/`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub smtp_url: Option<String>,
+}
+
+/// `[cluster]`: the log in a NATS JetStream stream.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cluster {
+    /// Comma-separated `nats://HOST:PORT` URLs; absent: the log is `DATA_DIR/log`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nats: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<usize>,
+    /// The URL the other nodes reach this one at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub advertise_url: Option<String>,
+}
+
+/// `[outgoing]`: requests the server makes to addresses people give it.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Outgoing {
+    /// Addresses or CIDR ranges reached although private or loopback.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allow: Option<Vec<String>>,
+}
+
+macro_rules! is_empty {
+    ($($t:ty),*) => {$(
+        impl $t {
+            fn is_empty(&self) -> bool {
+                *self == <$t>::default()
+            }
+        }
+    )*};
+}
+is_empty!(Limits, Uploads, Mail, Cluster, Outgoing);
+
+/// One setting: its dotted key, and whether its value is a secret (never printed; may come
+/// from `CHRONICLE_..._FILE`).
+pub struct Key {
+    pub name: &'static str,
+    pub secret: bool,
+}
+
+const fn key(name: &'static str) -> Key {
+    Key {
+        name,
+        secret: false,
+    }
+}
+
+/// Every setting, in the order `config check` prints them.
+pub const KEYS: &[Key] = &[
+    key("data_dir"),
+    key("bind"),
+    key("external_url"),
+    key("owner_email"),
+    key("realm_name"),
+    key("snapshot_every"),
+    key("check_whole_log"),
+    key("limits.requests_per_user"),
+    key("limits.requests_per_ip"),
+    key("limits.failed_logins"),
+    key("limits.password_checks_per_address"),
+    key("limits.client_head_timeout_secs"),
+    key("limits.client_body_timeout_secs"),
+    key("uploads.max_file_mib"),
+    key("uploads.quota_mib"),
+    key("mail.smtp_url"),
+    key("cluster.nats"),
+    key("cluster.stream"),
+    key("cluster.replicas"),
+    key("cluster.advertise_url"),
+    key("outgoing.allow"),
+];
+
+/// The environment variable of a dotted key.
+pub fn env_name(key: &str) -> String {
+    format!("CHRONICLE_{}", key.replace('.', "_").to_ascii_uppercase())
+}
+
+impl Settings {
+    /// What holds when nothing says otherwise.
+    pub fn defaults() -> Settings {
+        let limits = crate::http::rate_limit::Limits::default();
+        Settings {
+            data_dir: Some(PathBuf::from("./data")),
+            bind: Some("127.0.0.1:9991".into()),
+            external_url: None,
+            owner_email: Some("owner@chronicle.local".into()),
+            realm_name: Some("Chronicle".into()),
+            snapshot_every: Some(crate::server::DEFAULT_SNAPSHOT_EVERY),
+            check_whole_log: Some(false),
+            limits: Limits {
+                requests_per_user: Some(limits.per_user.max),
+                requests_per_ip: Some(limits.per_ip.max),
+                failed_logins: Some(limits.failed_logins.max),
+                password_checks_per_address: Some(limits.password_checks_per_address),
+                client_head_timeout_secs: Some(5),
+                client_body_timeout_secs: Some(30),
+            },
+            uploads: Uploads {
+                max_file_mib: Some(25),
+                quota_mib: None,
+            },
+            mail: Mail::default(),
+            cluster: Cluster {
+                nats: None,
+                stream: Some("chronicle".into()),
+                replicas: Some(3),
+                advertise_url: None,
+            },
+            outgoing: Outgoing {
+                allow: Some(Vec::new()),
+            },
+        }
+    }
+
+    fn table(&self) -> toml::Table {
+        match toml::Value::try_from(self) {
+            Ok(toml::Value::Table(table)) => table,
+            _ => toml::Table::new(),
+        }
+    }
+}
+
+/// Where an effective value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    Default,
+    File(PathBuf),
+    Environment(String),
+    Flag,
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Default => write!(f, "default"),
+            Source::File(path) => write!(f, "file {}", path.display()),
+            Source::Environment(name) => write!(f, "environment {name}"),
+            Source::Flag => write!(f, "flag"),
+        }
+    }
+}
+
+/// The configuration in force: every setting's value and where it came from.
+#[derive(Debug, Clone)]
+pub struct Effective {
+    pub settings: Settings,
+    sources: Vec<(&'static str, Source)>,
+}
+
+/// Reads the file at `path`: its settings, or an error naming the file, the line and the key.
+pub fn read_file(path: &Path) -> Result<Settings, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the configuration file {}: {e}", path.display()))?;
+    toml::from_str::<Settings>(&text).map_err(|e| {
+        format!(
+            "configuration file {}: {}",
+            path.display(),
+            e.to_string().trim_end()
+        )
+    })
+}
+
+/// The settings the environment gives (`get` reads a variable), each checked on its own so
+/// that an error names the variable.
+pub fn read_environment(get: &dyn Fn(&str) -> Option<String>) -> Result<Settings, String> {
+    let mut merged = toml::Table::new();
+    for key in KEYS {
+        let name = env_name(key.name);
+        let text = match (get(&name), key.secret) {
+            (Some(text), _) => text,
+            (None, true) => match get(&format!("{name}_FILE")) {
+                Some(path) => std::fs::read_to_string(&path)
+                    .map_err(|e| format!("{name}_FILE: cannot read {path}: {e}"))?
+                    .trim_end_matches(['\n', '\r'])
+                    .to_owned(),
+                None => continue,
+            },
+            (None, false) => continue,
+        };
+        // A value is read as TOML (a number, a boolean, a list) when it parses as one, else as
+        // text: `CHRONICLE_BIND=0.0.0.0:80` needs no quotes.
+        let value = toml::from_str::<toml::Table>(&format!("v = {text}"))
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or(toml::Value::String(text));
+        let mut one = toml::Table::new();
+        insert(&mut one, key.name, value);
+        toml::Value::Table(one.clone())
+            .try_into::<Settings>()
+            .map_err(|e| format!("{name}: {}", e.to_string().trim_end()))?;
+        merge(&mut merged, one);
+    }
+    toml::Value::Table(merged)
+        .try_into::<Settings>()
+        .map_err(|e| format!("environment: {e}"))
+}
+
+fn insert(table: &mut toml::Table, dotted: &str, value: toml::Value) {
+    match dotted.split_once('.') {
+        None => {
+            table.insert(dotted.to_owned(), value);
+        }
+        Some((section, rest)) => {
+            let inner = table
+                .entry(section.to_owned())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            if let toml::Value::Table(inner) = inner {
+                insert(inner, rest, value);
+            }
+        }
+    }
+}
+
+fn lookup<'t>(table: &'t toml::Table, dotted: &str) -> Option<&'t toml::Value> {
+    match dotted.split_once('.') {
+        None => table.get(dotted),
+        Some((section, rest)) => lookup(table.get(section)?.as_table()?, rest),
+    }
+}
+
+/// `over`'s values replace `base`'s, section by section.
+fn merge(base: &mut toml::Table, over: toml::Table) {
+    for (name, value) in over {
+        match (base.get_mut(&name), value) {
+            (Some(toml::Value::Table(inner)), toml::Value::Table(over_inner)) => {
+                merge(inner, over_inner)
+            }
+            (_, value) => {
+                base.insert(name, value);
+            }
+        }
+    }
+}
+
+/// Names the source of a key's value in one layer.
+type SourceOf = Box<dyn Fn(&str) -> Source>;
+
+/// The configuration in force: `flags` over the environment over the file over the defaults.
+/// The file is `file` when given, else the one `CHRONICLE_CONFIG` names, else none.
+pub fn resolve(
+    flags: &Settings,
+    file: Option<&Path>,
+    get: &dyn Fn(&str) -> Option<String>,
+) -> Result<Effective, String> {
+    let file_path = file
+        .map(Path::to_path_buf)
+        .or_else(|| get("CHRONICLE_CONFIG").map(PathBuf::from));
+    let layers: Vec<(toml::Table, SourceOf)> = vec![
+        (Settings::defaults().table(), Box::new(|_| Source::Default)),
+        match &file_path {
+            Some(path) => {
+                let path = path.clone();
+                (
+                    read_file(&path)?.table(),
+                    Box::new(move |_| Source::File(path.clone())),
+                )
+            }
+            None => (toml::Table::new(), Box::new(|_| Source::Default)),
+        },
+        (
+            read_environment(get)?.table(),
+            Box::new(|key| Source::Environment(env_name(key))),
+        ),
+        (flags.table(), Box::new(|_| Source::Flag)),
+    ];
+    let mut merged = toml::Table::new();
+    let mut sources: Vec<(&'static str, Source)> =
+        KEYS.iter().map(|k| (k.name, Source::Default)).collect();
+    for (table, source) in layers {
+        for (name, from) in sources.iter_mut() {
+            if lookup(&table, name).is_some() {
+                *from = source(name);
+            }
+        }
+        merge(&mut merged, table);
+    }
+    let settings = toml::Value::Table(merged)
+        .try_into::<Settings>()
+        .map_err(|e| format!("configuration: {e}"))?;
+    Ok(Effective { settings, sources })
+}
+
+impl Effective {
+    /// Where `key`'s value came from.
+    pub fn source(&self, key: &str) -> Option<&Source> {
+        self.sources.iter().find(|(k, _)| *k == key).map(|(_, s)| s)
+    }
+
+    /// The configuration as TOML lines, `key = value  # source`, secrets redacted and unset
+    /// values commented out.
+    pub fn report(&self) -> String {
+        let table = self.settings.table();
+        let mut out = String::new();
+        let mut section = "";
+        for key in KEYS {
+            let (this_section, name) = key.name.split_once('.').unwrap_or(("", key.name));
+            if this_section != section {
+                out.push_str(&format!("\n[{this_section}]\n"));
+                section = this_section;
+            }
+            let source = self
+                .source(key.name)
+                .map_or_else(|| "default".to_owned(), ToString::to_string);
+            match lookup(&table, key.name) {
+                Some(_) if key.secret => {
+                    out.push_str(&format!("{name} = \"[redacted]\"  # {source}\n"))
+                }
+                Some(value) => out.push_str(&format!("{name} = {value}  # {source}\n")),
+                None => out.push_str(&format!("# {name} is not set\n")),
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    fn file(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chronicle.toml");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn a_flag_beats_the_environment_which_beats_the_file_which_beats_the_default() {
+        let (_dir, path) = file(
+            "bind = \"0.0.0.0:8000\"\nrealm_name = \"From file\"\n[limits]\nrequests_per_ip = 7\nrequests_per_user = 9\n",
+        );
+        let flags = Settings {
+            bind: Some("127.0.0.1:1".into()),
+            ..Settings::default()
+        };
+        let got = resolve(
+            &flags,
+            Some(&path),
+            &env(&[
+                ("CHRONICLE_LIMITS_REQUESTS_PER_IP", "11"),
+                ("CHRONICLE_BIND", "10.0.0.1:2"),
+                ("CHRONICLE_BIN", "/not/a/setting"),
+            ]),
+        )
+        .unwrap();
+        let s = &got.settings;
+        assert_eq!(s.bind.as_deref(), Some("127.0.0.1:1"));
+        assert_eq!(s.limits.requests_per_ip, Some(11));
+        assert_eq!(s.limits.requests_per_user, Some(9));
+        assert_eq!(s.realm_name.as_deref(), Some("From file"));
+        assert_eq!(s.owner_email.as_deref(), Some("owner@chronicle.local"));
+        assert_eq!(got.source("bind"), Some(&Source::Flag));
+        assert_eq!(
+            got.source("limits.requests_per_ip"),
+            Some(&Source::Environment(
+                "CHRONICLE_LIMITS_REQUESTS_PER_IP".into()
+            ))
+        );
+        assert_eq!(got.source("realm_name"), Some(&Source::File(path.clone())));
+        assert_eq!(got.source("owner_email"), Some(&Source::Default));
+        let report = got.report();
+        assert!(
+            report.contains("bind = \"127.0.0.1:1\"  # flag"),
+            "{report}"
+        );
+        assert!(
+            report.contains("[limits]\nrequests_per_user = 9  # file"),
+            "{report}"
+        );
+        assert!(report.contains("# external_url is not set"), "{report}");
+        // CHRONICLE_CONFIG names the file when no flag does.
+        let path_text = path.display().to_string();
+        let got = resolve(
+            &Settings::default(),
+            None,
+            &env(&[("CHRONICLE_CONFIG", &path_text)]),
+        )
+        .unwrap();
+        assert_eq!(got.settings.bind.as_deref(), Some("0.0.0.0:8000"));
+    }
+
+    #[test]
+    fn an_unknown_key_or_a_bad_value_is_named_with_its_line() {
+        let (_dir, path) = file("bind = \"x\"\n\n[limits]\nrequest_per_ip = 3\n");
+        let error = resolve(&Settings::default(), Some(&path), &env(&[])).unwrap_err();
+        assert!(error.contains("line 4"), "{error}");
+        assert!(error.contains("request_per_ip"), "{error}");
+        assert!(error.contains(&path.display().to_string()), "{error}");
+        let (_dir, path) = file("snapshot_every = \"often\"\n");
+        let error = resolve(&Settings::default(), Some(&path), &env(&[])).unwrap_err();
+        assert!(
+            error.contains("line 1") && error.contains("snapshot_every"),
+            "{error}"
+        );
+        let (_dir, path) = file("[nonsense]\nx = 1\n");
+        let error = resolve(&Settings::default(), Some(&path), &env(&[])).unwrap_err();
+        assert!(
+            error.contains("line 1") && error.contains("nonsense"),
+            "{error}"
+        );
+        let error = resolve(
+            &Settings::default(),
+            None,
+            &env(&[("CHRONICLE_UPLOADS_MAX_FILE_MIB", "lots")]),
+        )
+        .unwrap_err();
+        assert!(
+            error.starts_with("CHRONICLE_UPLOADS_MAX_FILE_MIB:"),
+            "{error}"
+        );
+        let error = resolve(
+            &Settings::default(),
+            Some(Path::new("/no/such/chronicle.toml")),
+            &env(&[]),
+        )
+        .unwrap_err();
+        assert!(error.contains("/no/such/chronicle.toml"), "{error}");
+    }
+
+    #[test]
+    fn every_key_is_a_setting_and_the_example_file_sets_them_all() {
+        let example = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/chronicle.example.toml"),
+        )
+        .unwrap();
+        // The example's settings are commented out; uncommented, they parse.
+        let uncommented: String = example
+            .lines()
+            .map(|l| {
+                l.strip_prefix("# ")
+                    .filter(|r| r.contains(" = "))
+                    .unwrap_or(l)
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let parsed: Settings = toml::from_str(&uncommented).unwrap();
+        let table = parsed.table();
+        for key in KEYS {
+            assert!(
+                lookup(&table, key.name).is_some(),
+                "the example lacks {}",
+                key.name
+            );
+            let mut one = toml::Table::new();
+            insert(
+                &mut one,
+                key.name,
+                lookup(&table, key.name).unwrap().clone(),
+            );
+            assert!(
+                toml::Value::Table(one).try_into::<Settings>().is_ok(),
+                "{}",
+                key.name
+            );
+        }
+        // And the file as shipped (all commented out) is the defaults.
+        let shipped: Settings = toml::from_str(&example).unwrap();
+        assert_eq!(shipped, Settings::default());
+    }
+}

@@ -1,0 +1,98 @@
+//! `GET /health` and `GET /ready`, for load balancers, orchestrators and systemd: cheap, without
+//! credentials, and outside the rate limits.
+//!
+//! - `/health` is 200 whenever the process answers at all (alive), starting or serving.
+//! - `/ready` is 200 once the server serves: its state is loaded and, in a cluster, it has
+//!   folded the stream to within [`READY_LAG`] events of its end; 503 before (with
+//!   `Retry-After`), while the address is already taken and the log is being read.
+
+use super::AppState;
+use actix_web::{web, HttpResponse};
+use serde_json::json;
+
+/// How far behind the end of a cluster's stream a node may be and still take requests.
+pub const READY_LAG: u64 = 1000;
+
+fn health_answer() -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header(("Cache-Control", "no-store"))
+        .json(json!({"status": "alive"}))
+}
+
+fn not_ready(why: &str, extra: serde_json::Value) -> HttpResponse {
+    let mut body = json!({"status": "starting", "reason": why});
+    if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
+        body.extend(extra.clone());
+    }
+    HttpResponse::ServiceUnavailable()
+        .insert_header(("Retry-After", "1"))
+        .insert_header(("Cache-Control", "no-store"))
+        .json(body)
+}
+
+/// `GET /health`.
+pub async fn health() -> HttpResponse {
+    health_answer()
+}
+
+/// `GET /ready` on a serving server.
+pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
+    let applied = state.engine.read(|s| s.seq.0);
+    if state.cluster.is_none() {
+        return HttpResponse::Ok()
+            .insert_header(("Cache-Control", "no-store"))
+            .json(json!({"status": "ready", "seq": applied}));
+    }
+    // In a cluster: how far the stream has gone (a question to NATS, bounded in time).
+    let log = state.engine.log().clone();
+    let end = tokio::time::timeout(
+        std::time::Duration::from_secs(2),
+        web::block(move || log.last_seq()),
+    )
+    .await;
+    match end {
+        Ok(Ok(Ok(end))) => {
+            let end = end.map_or(0, |s| s.0);
+            let lag = end.saturating_sub(applied);
+            if lag <= READY_LAG {
+                HttpResponse::Ok()
+                    .insert_header(("Cache-Control", "no-store"))
+                    .json(json!({"status": "ready", "seq": applied, "stream_seq": end, "lag": lag}))
+            } else {
+                not_ready(
+                    "catching up with the stream",
+                    json!({"seq": applied, "stream_seq": end, "lag": lag}),
+                )
+            }
+        }
+        _ => not_ready("the stream cannot be reached", json!({"seq": applied})),
+    }
+}
+
+/// The application that answers while the state is loaded: alive, not ready, and every other
+/// request a Zulip-shaped 503.
+pub fn starting_app() -> actix_web::App<
+    impl actix_web::dev::ServiceFactory<
+        actix_web::dev::ServiceRequest,
+        Config = (),
+        Response = actix_web::dev::ServiceResponse,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    actix_web::App::new()
+        .route("/health", web::get().to(health))
+        .route(
+            "/ready",
+            web::get().to(|| async { not_ready("loading the state", json!({})) }),
+        )
+        .default_service(web::to(|| async {
+            HttpResponse::ServiceUnavailable()
+                .insert_header(("Retry-After", "1"))
+                .json(json!({
+                    "result": "error",
+                    "msg": "The server is starting; try again in a moment",
+                    "code": "BAD_REQUEST",
+                }))
+        }))
+}

@@ -1,0 +1,153 @@
+//! Running it in production (issue 33): the configuration file, and `/health` and `/ready`.
+
+use crate::support::Server;
+use reqwest::StatusCode;
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[tokio::test]
+async fn a_configuration_file_configures_the_server_and_a_bad_one_stops_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("chronicle.toml");
+    std::fs::write(
+        &file,
+        "realm_name = \"Configured by file\"\n[limits]\nrequests_per_ip = 2\n",
+    )
+    .unwrap();
+    let file_arg = file.display().to_string();
+    let server = Server::start_with(&["--config", &file_arg]);
+    let anonymous = server.api(None);
+    let (status, body) = anonymous.get("/server_settings", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["realm_name"], "Configured by file");
+    let (status, _) = anonymous.get("/server_settings", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = anonymous.get("/server_settings", &[]).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "{body}");
+    // A flag wins over the file.
+    drop(server);
+    let server = Server::start_with(&["--config", &file_arg, "--rate-limit-ip", "0"]);
+    for _ in 0..5 {
+        let (status, _) = server.api(None).get("/server_settings", &[]).await;
+        assert_eq!(status, StatusCode::OK);
+    }
+
+    // A misspelt key stops the start, naming the file, the line and the key.
+    std::fs::write(&file, "realm_name = \"x\"\n[limits]\nrequest_per_ip = 2\n").unwrap();
+    let refused = Server::start_in_with(&tmp.path().join("other"), &["--config", &file_arg])
+        .err()
+        .expect("a bad configuration file stops the start");
+    assert!(refused.contains("line 3"), "{refused}");
+    assert!(refused.contains("request_per_ip"), "{refused}");
+    assert!(refused.contains("chronicle.toml"), "{refused}");
+
+    // `config check` prints the configuration in force and where each value came from.
+    std::fs::write(&file, "[uploads]\nmax_file_mib = 7\n").unwrap();
+    let out = Command::new(crate::support::bin())
+        .args([
+            "config",
+            "check",
+            "--config",
+            &file_arg,
+            "--bind",
+            "127.0.0.1:1234",
+        ])
+        .env("CHRONICLE_REALM_NAME", "From the environment")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("bind = \"127.0.0.1:1234\"  # flag"), "{text}");
+    assert!(
+        text.contains("realm_name = \"From the environment\"  # environment CHRONICLE_REALM_NAME"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("max_file_mib = 7  # file {file_arg}")),
+        "{text}"
+    );
+    assert!(
+        text.contains("requests_per_user = 200  # default"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn the_address_says_alive_but_not_ready_while_a_large_log_is_read() {
+    // A log of 200,000 messages and no snapshot: the start folds all of it.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    chronicle::bench::seed::seed_in(
+        &dir,
+        &chronicle::bench::seed::SeedSpec {
+            users: 20,
+            channels: 4,
+            subscribers_per_channel: 10,
+            messages: 200_000,
+        },
+    )
+    .unwrap();
+    let mut child = Command::new(crate::support::bin())
+        .args(["serve", "--data-dir"])
+        .arg(&dir)
+        .args(["--bind", "127.0.0.1:0", "--snapshot-every", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let starting = loop {
+        let line = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+        if let Some(rest) = line.strip_prefix("Chronicle starting on ") {
+            break rest.split(':').take(2).collect::<Vec<_>>().join(":");
+        }
+    };
+    let base = format!("http://{starting}");
+    let get = |path: &str| {
+        let url = format!("{base}{path}");
+        async move {
+            let resp = reqwest::get(&url).await.unwrap();
+            let status = resp.status();
+            (status, resp.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let (status, body) = get("/ready").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["status"], "starting");
+    let (status, body) = get("/health").await;
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (StatusCode::OK, Some("alive"))
+    );
+    let (status, body) = get("/api/v1/server_settings").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["result"], "error");
+    // Then ready, on the same address, with every event folded.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let body = loop {
+        let (status, body) = get("/ready").await;
+        if status == StatusCode::OK {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "never ready: {body}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(body["status"], "ready");
+    assert!(body["seq"].as_u64().unwrap() > 200_000, "{body}");
+    let (status, _) = get("/api/v1/server_settings").await;
+    assert_eq!(status, StatusCode::OK);
+    let _ = child.kill();
+    let _ = child.wait();
+}
