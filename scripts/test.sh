@@ -32,6 +32,10 @@ prepare_python_steps() {
     if ! command -v tmux >/dev/null 2>&1; then
         packages+=(tmux)
     fi
+    # The metrics test has a real Prometheus server scrape the server.
+    if ! command -v prometheus >/dev/null 2>&1; then
+        packages+=(prometheus)
+    fi
     if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1 \
         || [ ! -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ]; then
         packages+=(chromium chromium-driver fonts-noto-color-emoji)

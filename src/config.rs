@@ -53,6 +53,8 @@ pub struct Settings {
     pub cluster: Cluster,
     #[serde(default, skip_serializing_if = "Outgoing::is_empty")]
     pub outgoing: Outgoing,
+    #[serde(default, skip_serializing_if = "MetricsSettings::is_empty")]
+    pub metrics: MetricsSettings,
 }
 
 /// `[limits]`: rate limits and client timeouts.
@@ -125,6 +127,19 @@ pub struct Outgoing {
     pub allow: Option<Vec<String>>,
 }
 
+/// `[metrics]`: where `GET /metrics` is served.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSettings {
+    /// A separate address serving `/metrics` without credentials (loopback, or a management
+    /// network).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bind: Option<String>,
+    /// A bearer token that opens `/metrics` on the main address (a secret).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+}
+
 macro_rules! is_empty {
     ($($t:ty),*) => {$(
         impl $t {
@@ -134,7 +149,7 @@ macro_rules! is_empty {
         }
     )*};
 }
-is_empty!(Limits, Uploads, Mail, Cluster, Outgoing);
+is_empty!(Limits, Uploads, Mail, Cluster, Outgoing, MetricsSettings);
 
 /// One setting: its dotted key, and whether its value is a secret (never printed; may come
 /// from `CHRONICLE_..._FILE`).
@@ -173,6 +188,11 @@ pub const KEYS: &[Key] = &[
     key("cluster.replicas"),
     key("cluster.advertise_url"),
     key("outgoing.allow"),
+    key("metrics.bind"),
+    Key {
+        name: "metrics.token",
+        secret: true,
+    },
 ];
 
 /// The environment variable of a dotted key.
@@ -214,6 +234,7 @@ impl Settings {
             outgoing: Outgoing {
                 allow: Some(Vec::new()),
             },
+            metrics: MetricsSettings::default(),
         }
     }
 
@@ -482,6 +503,24 @@ mod tests {
             "{report}"
         );
         assert!(report.contains("# external_url is not set"), "{report}");
+        // A secret is never printed, and may come from a file named in the environment.
+        let secret_dir = tempfile::tempdir().unwrap();
+        let token_file = secret_dir.path().join("token");
+        std::fs::write(&token_file, "s3cret-token\n").unwrap();
+        let token_path = token_file.display().to_string();
+        let got = resolve(
+            &Settings::default(),
+            None,
+            &env(&[("CHRONICLE_METRICS_TOKEN_FILE", &token_path)]),
+        )
+        .unwrap();
+        assert_eq!(got.settings.metrics.token.as_deref(), Some("s3cret-token"));
+        let report = got.report();
+        assert!(!report.contains("s3cret"), "{report}");
+        assert!(
+            report.contains("token = \"[redacted]\"  # environment CHRONICLE_METRICS_TOKEN"),
+            "{report}"
+        );
         // CHRONICLE_CONFIG names the file when no flag does.
         let path_text = path.display().to_string();
         let got = resolve(

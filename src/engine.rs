@@ -716,8 +716,17 @@ impl Writer {
                     .map_err(|e| StoreError::Encode(e.to_string()))
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let started = std::time::Instant::now();
         self.log.append_batch(&records)?;
         self.log.flush()?;
+        let metrics = crate::metrics::get();
+        metrics
+            .commit_flush_seconds
+            .observe(started.elapsed().as_secs_f64());
+        metrics.commit_batch_events.observe(records.len() as f64);
+        metrics
+            .log_bytes_written
+            .inc_by(records.iter().map(|(_, r)| r.len() as u64).sum());
         self.chain = chain;
         Ok(())
     }

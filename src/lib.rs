@@ -63,6 +63,7 @@ pub mod ids;
 pub mod integrations;
 pub mod linkify;
 pub mod markdown;
+pub mod metrics;
 #[cfg(test)]
 mod model_client;
 #[cfg(test)]

@@ -300,6 +300,10 @@ struct ServeArgs {
     /// for several. Without it only public addresses are reached.
     #[arg(long = "outgoing-allow", value_name = "CIDR")]
     outgoing_allow: Vec<String>,
+    /// Serve GET /metrics (Prometheus' text format) on this separate address, without
+    /// credentials (for a main-address token, use metrics.token in the configuration).
+    #[arg(long, value_name = "ADDR")]
+    metrics_bind: Option<String>,
 }
 
 impl ServeArgs {
@@ -337,6 +341,10 @@ impl ServeArgs {
             },
             outgoing: Outgoing {
                 allow: (!self.outgoing_allow.is_empty()).then(|| self.outgoing_allow.clone()),
+            },
+            metrics: chronicle::config::MetricsSettings {
+                bind: self.metrics_bind.clone(),
+                token: None,
             },
         }
     }
@@ -592,6 +600,8 @@ fn serve_config(args: ServeArgs) -> Result<ServeConfig, Fatal> {
         }),
         advertise_url: s.cluster.advertise_url,
         outgoing_allow,
+        metrics_bind: s.metrics.bind,
+        metrics_token: s.metrics.token,
     })
 }
 

@@ -56,6 +56,10 @@ pub struct ServeConfig {
     /// Private or loopback address ranges outgoing requests may reach all the same
     /// (`--outgoing-allow`; `outgoing::Guard`).
     pub outgoing_allow: Vec<crate::outgoing::Net>,
+    /// A separate address serving `/metrics` without credentials (`metrics.bind`).
+    pub metrics_bind: Option<String>,
+    /// The bearer token that opens `/metrics` on the main address (`metrics.token`).
+    pub metrics_token: Option<String>,
 }
 
 /// The default snapshot interval: at about 70,000 events/s of fold, a start replays at most
@@ -409,6 +413,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     let starting_handle = starting.handle();
     let starting_task = actix_web::rt::spawn(starting);
     println!("Chronicle starting on {addr}: /ready answers 503 until the state is loaded");
+    let loading = std::time::Instant::now();
     let opened = {
         let (layout, cluster, check) = (
             layout.clone(),
@@ -424,6 +429,9 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     starting_handle.stop(false).await;
     let _ = starting_task.await;
     let (log, state) = opened?;
+    crate::metrics::get()
+        .start_seconds
+        .set(loading.elapsed().as_secs_f64());
     let realm_exists = state.realm.exists;
     let secret = load_secret(&layout, realm_exists)?;
     let realm_url = config
@@ -466,7 +474,11 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         let site = site.clone();
         let secret = secret.clone();
         Arc::new(move |state, batch, origin| {
+            let started = std::time::Instant::now();
             queues.publish(state, batch);
+            crate::metrics::get()
+                .fanout_seconds
+                .observe(started.elapsed().as_secs_f64());
             // In a cluster, the node that wrote a batch makes its webhook calls, once.
             if origin != crate::engine::Origin::Here {
                 return;
@@ -579,6 +591,8 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         uploads: crate::uploads::UploadStore::new(&layout.uploads()),
         cluster: cluster.clone(),
         emoji_stills: Default::default(),
+        metrics_token: config.metrics_token.clone(),
+        data_dir: layout.dir.clone(),
         password_work: crate::http::rate_limit::PasswordWork::new(
             config.rate_limits.password_checks_per_address,
         ),
@@ -591,6 +605,33 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
             .unwrap_or(std::time::Duration::from_secs(3600)),
     ));
     let delivery = actix_web::rt::spawn(delivery_job(engine.clone()));
+    // `/metrics` on an address of its own, without credentials, when configured.
+    let metrics_server = match &config.metrics_bind {
+        None => None,
+        Some(bind) => {
+            let listener = TcpListener::bind(bind)
+                .map_err(|e| format!("cannot listen on {bind} for metrics: {e}"))?;
+            let at = listener.local_addr()?;
+            let data = data.clone();
+            let server = actix_web::HttpServer::new(move || {
+                actix_web::App::new()
+                    .app_data(data.clone())
+                    .route("/metrics", web::get().to(crate::http::health::metrics))
+                    .default_service(web::to(|| async {
+                        actix_web::ResponseError::error_response(
+                            &crate::error::ApiError::not_found(),
+                        )
+                    }))
+            })
+            .workers(1)
+            .disable_signals()
+            .listen(listener)?
+            .run();
+            let handle = server.handle();
+            println!("Metrics on http://{at}/metrics");
+            Some((handle, actix_web::rt::spawn(server)))
+        }
+    };
     let server = actix_web::HttpServer::new(move || crate::http::app(data.clone()))
         .listen(listener)?
         .shutdown_timeout(10)
@@ -621,6 +662,10 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         cluster.lease.release();
     }
     on_signal.abort();
+    if let Some((handle, task)) = metrics_server {
+        handle.stop(true).await;
+        let _ = task.await;
+    }
     collector.abort();
     webhooks.abort();
     retention.abort();

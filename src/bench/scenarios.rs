@@ -46,6 +46,8 @@ impl InProcess {
             advertise_url: None,
             check_whole_log: false,
             outgoing_allow: Vec::new(),
+            metrics_bind: None,
+            metrics_token: None,
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {

@@ -96,3 +96,83 @@ pub fn starting_app() -> actix_web::App<
                 }))
         }))
 }
+
+/// What a scrape reads of the running server (`metrics::Sizes`).
+async fn sizes(state: &AppState) -> crate::metrics::Sizes {
+    let (log_seq, people, channels, messages) = state.engine.read(|s| {
+        (
+            s.seq.0,
+            s.users.len(),
+            s.channels.iter().count(),
+            s.messages.len(),
+        )
+    });
+    let data_dir = state.data_dir.clone();
+    let snapshot_age_seconds = web::block(move || {
+        let (_, newest) = crate::snapshot::list(&data_dir).into_iter().last()?;
+        let written = std::fs::metadata(newest).ok()?.modified().ok()?;
+        Some(written.elapsed().map_or(0.0, |d| d.as_secs_f64()))
+    })
+    .await
+    .ok()
+    .flatten();
+    let cluster = match &state.cluster {
+        None => None,
+        Some(cluster) => {
+            let log = state.engine.log().clone();
+            let end = tokio::time::timeout(
+                std::time::Duration::from_secs(2),
+                web::block(move || log.last_seq()),
+            )
+            .await;
+            let lag = match end {
+                Ok(Ok(Ok(end))) => end.map_or(0, |s| s.0).saturating_sub(log_seq),
+                _ => 0,
+            };
+            let writer = cluster.lease.holder().as_deref() == Some(cluster.lease.me());
+            Some((lag, writer))
+        }
+    };
+    crate::metrics::Sizes {
+        log_seq,
+        people,
+        channels,
+        messages,
+        event_queues: state.queues.len(),
+        snapshot_age_seconds,
+        cluster,
+    }
+}
+
+/// `GET /metrics` on the separate metrics address (`metrics.bind`): no credentials.
+pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+    let sizes = sizes(&state).await;
+    HttpResponse::Ok()
+        .content_type(crate::metrics::CONTENT_TYPE)
+        .insert_header(("Cache-Control", "no-store"))
+        .body(crate::metrics::get().render(&sizes))
+}
+
+/// `GET /metrics` on the main address: only with `Authorization: Bearer <metrics.token>`, and
+/// only when a token is configured (404 otherwise, as if there were no such page).
+pub async fn metrics_with_token(
+    state: web::Data<AppState>,
+    req: actix_web::HttpRequest,
+) -> HttpResponse {
+    use actix_web::ResponseError;
+    let Some(token) = &state.metrics_token else {
+        return crate::error::ApiError::not_found().error_response();
+    };
+    let given = req
+        .headers()
+        .get(actix_web::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or_default();
+    if !crate::auth::constant_time_eq(given.as_bytes(), token.as_bytes()) {
+        return HttpResponse::Unauthorized()
+            .insert_header(("WWW-Authenticate", "Bearer realm=\"metrics\""))
+            .json(json!({"result": "error", "msg": "A valid metrics token is required", "code": "UNAUTHORIZED"}));
+    }
+    metrics(state).await
+}

@@ -72,6 +72,10 @@ pub struct AppState {
     pub cluster: Option<Arc<forward::Cluster>>,
     /// Who looked through the inspector (`access_audit`).
     pub access_audit: Arc<crate::access_audit::AccessAudit>,
+    /// The bearer token that opens `/metrics` on this address (`None`: not served here).
+    pub metrics_token: Option<String>,
+    /// The data directory (for the snapshots' age).
+    pub data_dir: std::path::PathBuf,
     /// Bounds on the password hashing requests cause.
     pub password_work: rate_limit::PasswordWork,
     /// The still images of animated custom emoji, each made once.
@@ -271,6 +275,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     endpoint!(cfg, "/static/web/{path:.*}", get => webclient::asset);
     endpoint!(cfg, "/avatar/{key}", get => avatars::get_avatar);
     endpoint!(cfg, "/avatar/{key}/medium", get => avatars::get_avatar_medium);
+    endpoint!(cfg, "/metrics", get => health::metrics_with_token);
     endpoint!(cfg, "/health", get => health::health);
     endpoint!(cfg, "/ready", get => health::ready);
     endpoint!(cfg, "/admin/", get => admin::audit_page);
@@ -591,6 +596,33 @@ pub fn app(
                     }
                 }
             })
+        })
+        .wrap_fn(|req, srv| {
+            // Every answer is counted by its route's pattern (never the raw path: ids and names
+            // would make a series each), method and status, and timed.
+            let route = req
+                .match_pattern()
+                .unwrap_or_else(|| "unmatched".to_owned());
+            let method = req.method().as_str().to_owned();
+            let started = std::time::Instant::now();
+            let response = srv.call(req);
+            async move {
+                let result = response.await;
+                let status = match &result {
+                    Ok(res) => res.status().as_u16(),
+                    Err(error) => error.as_response_error().status_code().as_u16(),
+                };
+                let metrics = crate::metrics::get();
+                metrics
+                    .http_requests
+                    .with_label_values(&[route.as_str(), method.as_str(), &status.to_string()])
+                    .inc();
+                metrics
+                    .http_seconds
+                    .with_label_values(&[route.as_str(), method.as_str()])
+                    .observe(started.elapsed().as_secs_f64());
+                result
+            }
         })
 }
 

@@ -77,6 +77,14 @@ pub enum Key {
     Login(String),
 }
 
+/// A key's kind, for the refusal counter.
+#[derive(Clone, Copy)]
+enum KeyKind {
+    User,
+    Ip,
+    Login,
+}
+
 /// Where a key stands after a request: for the `X-RateLimit-*` headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Standing {
@@ -125,6 +133,11 @@ impl RateLimiter {
             return Ok(None);
         }
         let now = Instant::now();
+        let key_kind = match &key {
+            Key::User(_) => KeyKind::User,
+            Key::Ip(_) => KeyKind::Ip,
+            Key::Login(_) => KeyKind::Login,
+        };
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         let times = buckets.entry(key).or_default();
         while times
@@ -141,6 +154,17 @@ impl RateLimiter {
         };
         if times.len() >= rule.max {
             let wait = clears_in(times);
+            if count {
+                let limit = match key_kind {
+                    KeyKind::User => "user",
+                    KeyKind::Ip => "ip",
+                    KeyKind::Login => "login",
+                };
+                crate::metrics::get()
+                    .rate_limited
+                    .with_label_values(&[limit])
+                    .inc();
+            }
             return Err(limited(wait));
         }
         if count {
@@ -256,6 +280,10 @@ impl PasswordWork {
                 let mut in_flight = self.in_flight.lock().unwrap_or_else(|p| p.into_inner());
                 let count = in_flight.entry(ip).or_insert(0);
                 if *count >= self.per_address {
+                    crate::metrics::get()
+                        .rate_limited
+                        .with_label_values(&["password_checks_per_address"])
+                        .inc();
                     return Err(limited(Duration::from_secs(1)));
                 }
                 *count += 1;

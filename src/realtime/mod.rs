@@ -607,6 +607,7 @@ pub async fn poll(
     struct Polling<'a>(&'a Queue);
     impl Drop for Polling<'_> {
         fn drop(&mut self) {
+            crate::metrics::get().parked_polls.dec();
             let mut state = self.0.lock();
             state.polling = state.polling.saturating_sub(1);
             state.last_poll = Instant::now();
@@ -621,6 +622,7 @@ pub async fn poll(
     };
     // Wakes an older parked poll so that it sees it was superseded.
     queue.notify.notify_waiters();
+    crate::metrics::get().parked_polls.inc();
     let _polling = Polling(queue);
     let deadline = tokio::time::Instant::now() + heartbeat;
     let pending = |state: &QueueState| -> Vec<Value> {

@@ -27,10 +27,14 @@ class RunningServer:
             env={**os.environ, "RUST_LOG": "info,actix_web::middleware::logger=info"},
         )
         self.url = None
+        self.metrics_url = None
         ready = threading.Event()
 
         def read_stdout():
             for line in self.process.stdout:
+                metrics = re.match(r"Metrics on (\S+)", line)
+                if metrics:
+                    self.metrics_url = metrics.group(1)
                 match = re.match(r"Chronicle listening on (\S+)", line)
                 if match:
                     self.url = match.group(1)

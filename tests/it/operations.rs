@@ -151,3 +151,47 @@ async fn the_address_says_alive_but_not_ready_while_a_large_log_is_read() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[tokio::test]
+async fn metrics_on_the_main_address_need_the_configured_token() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("chronicle.toml");
+    std::fs::write(&file, "[metrics]\ntoken = \"a-long-metrics-token\"\n").unwrap();
+    let server = Server::start_with(&["--config", &file.display().to_string()]);
+    let (status, _) = server.api(None).get("/server_settings", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let url = format!("{}/metrics", server.url);
+    let client = reqwest::Client::new();
+    let refused = client.get(&url).send().await.unwrap();
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    let wrong = client
+        .get(&url)
+        .bearer_auth("a-long-metrics-tokem")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    let scraped = client
+        .get(&url)
+        .bearer_auth("a-long-metrics-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(scraped.status(), StatusCode::OK);
+    let text = scraped.text().await.unwrap();
+    assert!(
+        text.contains(
+            "chronicle_http_requests_total{method=\"GET\",route=\"/api/v1/server_settings\",status=\"200\"} 1"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("chronicle_people 1"), "{text}");
+    // The token is a secret: not in the server's log.
+    assert!(!server.stderr().contains("a-long-metrics-token"));
+    // Without a token configured, there is no /metrics on the main address.
+    let plain = Server::start();
+    let absent = reqwest::get(format!("{}/metrics", plain.url))
+        .await
+        .unwrap();
+    assert_eq!(absent.status(), StatusCode::NOT_FOUND);
+}
