@@ -20,6 +20,8 @@ use std::sync::OnceLock;
 /// Everything the process counts.
 pub struct Metrics {
     registry: Registry,
+    /// One scrape at a time sets the read-at-scrape gauges and gathers them.
+    rendering: std::sync::Mutex<()>,
     pub http_requests: IntCounterVec,
     pub http_seconds: HistogramVec,
     pub commit_batch_events: Histogram,
@@ -157,6 +159,7 @@ impl Metrics {
                 "In a cluster: 1 when this node holds the writer's lease",
             ),
             registry,
+            rendering: std::sync::Mutex::new(()),
         };
         let collectors: Vec<Box<dyn prometheus::core::Collector>> = vec![
             Box::new(m.http_requests.clone()),
@@ -195,6 +198,7 @@ impl Metrics {
 
     /// Every metric in Prometheus' text format, with the sizes read now.
     pub fn render(&self, sizes: &Sizes) -> Vec<u8> {
+        let _one_at_a_time = self.rendering.lock().unwrap_or_else(|p| p.into_inner());
         self.log_seq.set(sizes.log_seq as i64);
         self.people.set(sizes.people as i64);
         self.channels.set(sizes.channels as i64);
@@ -260,5 +264,49 @@ mod tests {
         }
         #[cfg(target_os = "linux")]
         assert!(text.contains("process_resident_memory_bytes"), "{text}");
+    }
+
+    /// The Grafana dashboard in docs/ asks only for series that a scrape has.
+    #[test]
+    fn every_series_the_dashboard_queries_exists() {
+        let dashboard = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/grafana/chronicle.json"),
+        )
+        .unwrap();
+        let parsed: serde_json::Value = serde_json::from_str(&dashboard).unwrap();
+        let m = get();
+        m.http_seconds
+            .with_label_values(&["/api/v1/messages", "POST"])
+            .observe(0.01);
+        m.rate_limited.with_label_values(&["ip"]).inc();
+        m.fanout_seconds.observe(0.001);
+        m.commit_flush_seconds.observe(0.001);
+        let text = String::from_utf8(m.render(&Sizes::default())).unwrap();
+        let mut checked = 0;
+        for panel in parsed["panels"].as_array().unwrap() {
+            for target in panel["targets"].as_array().unwrap() {
+                let expr = target["expr"].as_str().unwrap();
+                for (at, _) in expr.match_indices(|c: char| c.is_ascii_lowercase()) {
+                    let rest = &expr[at..];
+                    let is_start = at == 0
+                        || !expr[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_');
+                    if !is_start
+                        || !(rest.starts_with("chronicle_") || rest.starts_with("process_"))
+                    {
+                        continue;
+                    }
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    assert!(
+                        text.lines().any(|l| l.starts_with(&name)),
+                        "the dashboard asks for {name}, which /metrics does not have"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 20, "{checked}");
     }
 }

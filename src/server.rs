@@ -653,6 +653,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         })
     };
     println!("Chronicle listening on {realm_url} (bound to {addr})");
+    notify_systemd("READY=1\nSTATUS=Serving");
     on_ready(Running {
         url: realm_url.clone(),
         handle: server.handle(),
@@ -661,6 +662,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     if let Some(cluster) = &cluster {
         cluster.lease.release();
     }
+    notify_systemd("STOPPING=1\nSTATUS=Stopping: draining the writer");
     on_signal.abort();
     if let Some((handle, task)) = metrics_server {
         handle.stop(true).await;
@@ -677,6 +679,38 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         "stopped cleanly; everything acknowledged is on disk"
     );
     Ok(())
+}
+
+/// Tells systemd how the service stands (`sd_notify`: a datagram to the socket `NOTIFY_SOCKET`
+/// names, when it names one), for `Type=notify` units: `READY=1` once the server serves,
+/// `STOPPING=1` when it stops. Without systemd, nothing.
+pub fn notify_systemd(state: &str) {
+    #[cfg(unix)]
+    {
+        let Some(path) = std::env::var_os("NOTIFY_SOCKET") else {
+            return;
+        };
+        let socket = match std::os::unix::net::UnixDatagram::unbound() {
+            Ok(socket) => socket,
+            Err(error) => {
+                tracing::warn!(%error, "systemd not notified");
+                return;
+            }
+        };
+        // A name starting with @ is in the abstract namespace.
+        let sent = match path.to_str().and_then(|p| p.strip_prefix('@')) {
+            #[cfg(target_os = "linux")]
+            Some(name) => {
+                use std::os::linux::net::SocketAddrExt;
+                std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+                    .and_then(|addr| socket.send_to_addr(state.as_bytes(), &addr))
+            }
+            _ => socket.send_to(state.as_bytes(), &path),
+        };
+        if let Err(error) = sent {
+            tracing::warn!(%error, "systemd not notified");
+        }
+    }
 }
 
 /// Collects idle event queues and sweeps the rate limiter's windows every minute, as Zulip

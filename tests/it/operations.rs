@@ -195,3 +195,78 @@ async fn metrics_on_the_main_address_need_the_configured_token() {
         .unwrap();
     assert_eq!(absent.status(), StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn the_server_tells_systemd_when_it_serves_and_when_it_stops() {
+    let tmp = tempfile::tempdir().unwrap();
+    let socket_path = tmp.path().join("notify.sock");
+    let socket = std::os::unix::net::UnixDatagram::bind(&socket_path).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let notify = socket_path.display().to_string();
+    let server =
+        Server::start_in_with_env(&tmp.path().join("data"), &[], &[("NOTIFY_SOCKET", &notify)])
+            .unwrap();
+    let mut buf = [0u8; 256];
+    let n = socket.recv(&mut buf).unwrap();
+    assert_eq!(&buf[..n], b"READY=1\nSTATUS=Serving");
+    // Ready means serving: the API answers at once.
+    let (status, _) = server.api(None).get("/server_settings", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    server.stop();
+    let n = socket.recv(&mut buf).unwrap();
+    assert!(
+        buf[..n].starts_with(b"STOPPING=1"),
+        "{:?}",
+        String::from_utf8_lossy(&buf[..n])
+    );
+}
+
+#[test]
+fn the_systemd_unit_verifies() {
+    let Ok(analyze) = which("systemd-analyze") else {
+        eprintln!("systemd-analyze is not installed here: the unit was not verified");
+        return;
+    };
+    let unit = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/systemd/chronicle.service"),
+    )
+    .unwrap();
+    for needed in [
+        "Type=notify",
+        "NoNewPrivileges=yes",
+        "ProtectSystem=strict",
+        "ReadWritePaths=/var/lib/chronicle",
+        "User=chronicle",
+    ] {
+        assert!(unit.contains(needed), "the unit lacks {needed}");
+    }
+    // Verified as installed, with this build in the binary's place.
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("chronicle.service");
+    std::fs::write(
+        &path,
+        unit.replace("/usr/local/bin/chronicle", crate::support::bin()),
+    )
+    .unwrap();
+    let out = Command::new(analyze)
+        .arg("verify")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "systemd-analyze verify: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn which(name: &str) -> Result<std::path::PathBuf, ()> {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+        .ok_or(())
+}

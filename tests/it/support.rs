@@ -52,6 +52,15 @@ impl Server {
     }
 
     pub fn start_in_with(dir: &Path, args: &[&str]) -> Result<Server, String> {
+        Server::start_in_with_env(dir, args, &[])
+    }
+
+    /// Starts on `dir` with extra `serve` arguments and environment variables.
+    pub fn start_in_with_env(
+        dir: &Path,
+        args: &[&str],
+        envs: &[(&str, &str)],
+    ) -> Result<Server, String> {
         std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
         let stderr_path = dir.with_extension(format!("stderr-{}", rand_suffix()));
         let stderr = std::fs::File::create(&stderr_path).unwrap();
@@ -60,6 +69,7 @@ impl Server {
             .arg(dir)
             .args(["--bind", "127.0.0.1:0"])
             .args(args)
+            .envs(envs.iter().copied())
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())
             .stderr(stderr)
