@@ -43,6 +43,9 @@ pub struct Settings {
     /// Also verify the records before the newest snapshot once the server serves.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub check_whole_log: Option<bool>,
+    /// How log lines are written to standard error: `text` or `json` (one object a line).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_format: Option<LogFormat>,
     #[serde(default, skip_serializing_if = "Limits::is_empty")]
     pub limits: Limits,
     #[serde(default, skip_serializing_if = "Uploads::is_empty")]
@@ -55,6 +58,16 @@ pub struct Settings {
     pub outgoing: Outgoing,
     #[serde(default, skip_serializing_if = "MetricsSettings::is_empty")]
     pub metrics: MetricsSettings,
+}
+
+/// How the server writes its log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object a line, with the request's id in its span.
+    Json,
 }
 
 /// `[limits]`: rate limits and client timeouts.
@@ -174,6 +187,7 @@ pub const KEYS: &[Key] = &[
     key("realm_name"),
     key("snapshot_every"),
     key("check_whole_log"),
+    key("log_format"),
     key("limits.requests_per_user"),
     key("limits.requests_per_ip"),
     key("limits.failed_logins"),
@@ -212,6 +226,7 @@ impl Settings {
             realm_name: Some("Chronicle".into()),
             snapshot_every: Some(crate::server::DEFAULT_SNAPSHOT_EVERY),
             check_whole_log: Some(false),
+            log_format: Some(LogFormat::Text),
             limits: Limits {
                 requests_per_user: Some(limits.per_user.max),
                 requests_per_ip: Some(limits.per_ip.max),

@@ -240,6 +240,9 @@ struct ServeArgs {
     /// address>).
     #[arg(long)]
     advertise_url: Option<String>,
+    /// How log lines are written to standard error [default: text].
+    #[arg(long, value_enum)]
+    log_format: Option<chronicle::config::LogFormat>,
     /// The address to listen on [default: 127.0.0.1:9991].
     #[arg(long)]
     bind: Option<String>,
@@ -318,6 +321,7 @@ impl ServeArgs {
             realm_name: self.realm_name.clone(),
             snapshot_every: self.snapshot_every,
             check_whole_log: self.check_whole_log.then_some(true),
+            log_format: self.log_format,
             limits: Limits {
                 requests_per_user: self.rate_limit_user,
                 requests_per_ip: self.rate_limit_ip,
@@ -851,14 +855,32 @@ fn main() -> ExitCode {
         Command::Serve { .. } => "info",
         _ => "warn",
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level)),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    // The server's log format is part of its configuration (a bad one is reported by `run`).
+    let json = match &cli.command {
+        Command::Serve(args) => args
+            .effective()
+            .ok()
+            .and_then(|e| e.settings.log_format)
+            .is_some_and(|f| f == chronicle::config::LogFormat::Json),
+        _ => false,
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    if json {
+        tracing_subscriber::fmt()
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .init();
+    } else {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init();
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

@@ -598,6 +598,45 @@ pub fn app(
             })
         })
         .wrap_fn(|req, srv| {
+            // Every request has an id: the client's `X-Request-Id` when it sent a sane one, else
+            // a new one. Every log line written while it is answered carries it (the `request`
+            // span), and so does the answer's `X-Request-Id`; `chronicle::access` logs one
+            // line per answer at debug level.
+            let id = request_id(req.headers().get("x-request-id"));
+            let span = tracing::info_span!("request", request_id = %id);
+            let (method, path) = (req.method().clone(), req.path().to_owned());
+            let started = std::time::Instant::now();
+            let response = {
+                let _entered = span.enter();
+                srv.call(req)
+            };
+            tracing::Instrument::instrument(
+                async move {
+                    let mut result = response.await;
+                    let status = match &mut result {
+                        Ok(res) => {
+                            if let Ok(value) = HeaderValue::from_str(&id) {
+                                res.headers_mut()
+                                    .insert(header::HeaderName::from_static("x-request-id"), value);
+                            }
+                            res.status().as_u16()
+                        }
+                        Err(error) => error.as_response_error().status_code().as_u16(),
+                    };
+                    tracing::debug!(
+                        target: "chronicle::access",
+                        %method,
+                        %path,
+                        status,
+                        ms = started.elapsed().as_secs_f64() * 1000.0,
+                        "answered"
+                    );
+                    result
+                },
+                span,
+            )
+        })
+        .wrap_fn(|req, srv| {
             // Every answer is counted by its route's pattern (never the raw path: ids and names
             // would make a series each), method and status, and timed.
             let route = req
@@ -624,6 +663,20 @@ pub fn app(
                 result
             }
         })
+}
+
+/// A request's id: the client's (1 to 64 letters, digits, `.`, `_` or `-`), or a new random one.
+fn request_id(given: Option<&HeaderValue>) -> String {
+    let sane = given.and_then(|v| v.to_str().ok()).filter(|v| {
+        !v.is_empty()
+            && v.len() <= 64
+            && v.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    });
+    match sane {
+        Some(id) => id.to_owned(),
+        None => uuid::Uuid::new_v4().simple().to_string()[..16].to_owned(),
+    }
 }
 
 /// Adds `X-Content-Type-Options: nosniff` to every answer (a browser must never guess that an

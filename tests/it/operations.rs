@@ -270,3 +270,62 @@ fn which(name: &str) -> Result<std::path::PathBuf, ()> {
         .find(|p| p.is_file())
         .ok_or(())
 }
+
+#[tokio::test]
+async fn json_log_lines_carry_the_request_id_the_answer_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = Server::start_in_with_env(
+        &tmp.path().join("data"),
+        &["--log-format", "json"],
+        &[("RUST_LOG", "info,chronicle::access=debug")],
+    )
+    .unwrap();
+    let owner = server.owner();
+    let client = reqwest::Client::new();
+    let answer = client
+        .get(format!("{}/api/v1/users/me", server.url))
+        .basic_auth(&owner.email, Some(&owner.key))
+        .header("X-Request-Id", "probe-42.a_b")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.headers()["x-request-id"], "probe-42.a_b");
+    // An id that is not sane is replaced by one of the server's.
+    let answer = client
+        .get(format!("{}/api/v1/server_settings", server.url))
+        .header("X-Request-Id", "two words; \"quoted\"")
+        .send()
+        .await
+        .unwrap();
+    let given = answer.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(given.len(), 16, "{given}");
+    assert!(given.bytes().all(|b| b.is_ascii_hexdigit()), "{given}");
+    // Each access line is written before its answer leaves.
+    let log = server.stderr();
+    let lines: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let access: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["target"] == "chronicle::access")
+        .collect();
+    assert!(
+        access
+            .iter()
+            .any(|l| l["span"]["request_id"] == "probe-42.a_b"
+                && l["fields"]["path"] == "/api/v1/users/me"
+                && l["fields"]["status"] == 200),
+        "{log}"
+    );
+    assert!(
+        access
+            .iter()
+            .any(|l| l["span"]["request_id"] == given.as_str()),
+        "{log}"
+    );
+    assert!(!log.contains(&owner.key), "an API key in the log");
+}
