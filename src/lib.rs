@@ -47,6 +47,7 @@ pub mod access_audit;
 pub mod audit;
 pub mod auth;
 pub mod avatars;
+pub mod backup;
 pub mod bench;
 pub mod commands;
 pub mod config;

@@ -101,6 +101,16 @@ enum Command {
         #[arg(long)]
         only: Option<String>,
     },
+    /// A consistent backup, while the server runs or not: a data directory at BACKUP holding
+    /// the log up to now, the uploads, the secret and the zuliprc (serve it, or run the
+    /// offline commands on it). A running server is asked through its API with DIR/zuliprc.
+    Backup {
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// The new directory to write.
+        #[arg(long)]
+        to: PathBuf,
+    },
     /// Write the log, byte for byte, to a portable file, and uploaded files to FILE.uploads/
     /// (a backup; the server must be stopped).
     Export {
@@ -445,6 +455,7 @@ fn run(cli: Cli) -> Result<(), Fatal> {
             scenario,
             out,
         }),
+        Command::Backup { data_dir, to } => backup(&data_dir, &to),
         Command::Export {
             data_dir,
             cluster,
@@ -626,6 +637,78 @@ fn copy_uploads(from: &std::path::Path, to: &std::path::Path) -> Result<usize, F
         target.copy_from(&source, hash)?;
     }
     Ok(hashes.len())
+}
+
+/// `chronicle backup`: offline when the data directory's log can be opened; otherwise the
+/// server that holds it takes the backup (`POST /api/v1/admin/backup`, as the owner of
+/// DIR/zuliprc) into DIR/backups/, and it is moved to `to`.
+fn backup(data_dir: &std::path::Path, to: &std::path::Path) -> Result<(), Fatal> {
+    if to.exists() {
+        return Err(format!("{} already exists", to.display()).into());
+    }
+    let report = match open_log(data_dir, None) {
+        Ok(log) => {
+            let upto = log.last_seq()?.unwrap_or(Seq(0));
+            chronicle::backup::take(log.as_ref(), data_dir, upto, to)?.json()
+        }
+        Err(offline) => {
+            let layout = Layout::new(data_dir);
+            let zuliprc = std::fs::read_to_string(layout.zuliprc()).map_err(|e| {
+                format!("the log cannot be opened ({offline}) and there is no zuliprc to ask the server with: {e}")
+            })?;
+            let value = |key: &str| {
+                zuliprc
+                    .lines()
+                    .find_map(|l| l.strip_prefix(&format!("{key}=")))
+                    .map(str::trim)
+                    .map(str::to_owned)
+                    .ok_or_else(|| format!("{key} is missing from {}", layout.zuliprc().display()))
+            };
+            let (site, email, key) = (value("site")?, value("email")?, value("key")?);
+            let answer: serde_json::Value = actix_web::rt::System::new().block_on(async {
+                reqwest::Client::new()
+                    .post(format!("{}/api/v1/admin/backup", site.trim_end_matches('/')))
+                    .basic_auth(&email, Some(&key))
+                    .timeout(std::time::Duration::from_secs(3600))
+                    .send()
+                    .await?
+                    .json()
+                    .await
+            })
+            .map_err(|e| format!("the log is in use ({offline}), and the server at {site} did not answer: {e}"))?;
+            if answer["result"] != "success" {
+                return Err(format!("the server refused the backup: {}", answer["msg"]).into());
+            }
+            let taken = PathBuf::from(answer["path"].as_str().unwrap_or_default());
+            if std::fs::rename(&taken, to).is_err() {
+                copy_dir(&taken, to)?;
+                std::fs::remove_dir_all(&taken)?;
+            }
+            answer
+        }
+    };
+    println!(
+        "backup of {} events ({} uploaded files) written to {}",
+        report["seq"],
+        report["uploads"],
+        to.display()
+    );
+    Ok(())
+}
+
+/// Copies a directory tree (a backup moved to another file system).
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> Result<(), Fatal> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
 }
 
 /// `chronicle replay`: folds the log (up to a seq or a time), optionally checking the chain

@@ -496,6 +496,7 @@ fn api_routes(api: &mut web::ServiceConfig) {
     endpoint!(api, "/admin/projections", get => admin::get_projections);
     endpoint!(api, "/admin/events", get => admin::get_events);
     endpoint!(api, "/admin/inspections", get => admin::get_inspections);
+    endpoint!(api, "/admin/backup", post => admin::take_backup);
     endpoint!(api, "/admin/verify", get => admin::verify_log);
     endpoint!(api, "/admin/diff", get => admin::get_diff);
 }

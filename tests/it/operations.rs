@@ -329,3 +329,155 @@ async fn json_log_lines_carry_the_request_id_the_answer_names() {
     );
     assert!(!log.contains(&owner.key), "an API key in the log");
 }
+
+#[tokio::test]
+async fn a_backup_taken_under_load_holds_every_message_acknowledged_before_it() {
+    // The writers share the owner's account: no per-user limit, or the backup would be refused.
+    let server = Server::start_with(&["--rate-limit-user", "0"]);
+    let owner = server.api(Some(&server.owner()));
+    let (status, body) = owner
+        .post(
+            "/users/me/subscriptions",
+            &[("subscriptions", r#"[{"name": "load"}]"#)],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // Four writers send until told to stop, keeping the ids acknowledged.
+    let acked = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u64>::new()));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for w in 0..4 {
+        let (api, acked, stop) = (
+            server.api(Some(&server.owner())),
+            acked.clone(),
+            stop.clone(),
+        );
+        writers.push(tokio::spawn(async move {
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                n += 1;
+                let content = format!("writer {w} message {n}");
+                let (status, body) = api
+                    .post(
+                        "/messages",
+                        &[
+                            ("type", "stream"),
+                            ("to", "load"),
+                            ("topic", "t"),
+                            ("content", &content),
+                        ],
+                    )
+                    .await;
+                if status == StatusCode::OK {
+                    acked.lock().unwrap().push(body["id"].as_u64().unwrap());
+                }
+            }
+        }));
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while acked.lock().unwrap().len() < 40 {
+        assert!(Instant::now() < deadline, "the writers made no progress");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let before: Vec<u64> = acked.lock().unwrap().clone();
+    // The server holds the log: the command asks it, through its API, and moves the backup.
+    let tmp = tempfile::tempdir().unwrap();
+    let dest = tmp.path().join("nightly");
+    let (data, to) = (server.dir.clone(), dest.clone());
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(crate::support::bin())
+            .args(["backup", "--data-dir"])
+            .arg(&data)
+            .arg("--to")
+            .arg(&to)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let after = acked.lock().unwrap().len();
+    assert!(
+        after > before.len(),
+        "the writers stopped while the backup was taken"
+    );
+
+    // The offline tools work on the backup while the server runs.
+    let verified = Command::new(crate::support::bin())
+        .args(["verify", "--data-dir"])
+        .arg(&dest)
+        .output()
+        .unwrap();
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stderr)
+    );
+    let dumped = Command::new(crate::support::bin())
+        .args(["dump", "--only", "users", "--data-dir"])
+        .arg(&dest)
+        .output()
+        .unwrap();
+    assert!(
+        dumped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dumped.stderr)
+    );
+
+    // With the server stopped, the command takes the backup itself.
+    let stopped = server.stop();
+    let offline = tmp.path().join("offline");
+    let out = Command::new(crate::support::bin())
+        .args(["backup", "--data-dir"])
+        .arg(&stopped.dir)
+        .arg("--to")
+        .arg(&offline)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(offline.join("BACKUP.json")).unwrap())
+            .unwrap();
+    assert!(
+        manifest["records"].as_u64().unwrap() as usize > after,
+        "{manifest}"
+    );
+
+    // Restoring is serving it: every message acknowledged before the backup began is there.
+    let restored = Server::start_in(&dest).unwrap();
+    let (_, body) = restored
+        .api(Some(&restored.owner()))
+        .get(
+            "/messages",
+            &[
+                ("anchor", "oldest"),
+                ("num_before", "0"),
+                ("num_after", "5000"),
+                ("narrow", r#"[{"operator": "channel", "operand": "load"}]"#),
+            ],
+        )
+        .await;
+    let kept: std::collections::BTreeSet<u64> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_u64().unwrap())
+        .collect();
+    let missing: Vec<&u64> = before.iter().filter(|id| !kept.contains(id)).collect();
+    assert!(
+        missing.is_empty(),
+        "acknowledged before the backup, missing from it: {missing:?}"
+    );
+}
