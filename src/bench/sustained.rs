@@ -35,6 +35,7 @@ impl ChildServer {
             .args(["--bind", "127.0.0.1:0"])
             .args(["--rate-limit-user", "0", "--rate-limit-ip", "0"])
             .args(["--rate-limit-logins", "0"])
+            .env("CHRONICLE_LIMITS_PASSWORD_CHECKS_PER_ADDRESS", "0")
             .stdout(Stdio::piped())
             .stderr(server_log()?)
             .spawn()?;
