@@ -7,6 +7,7 @@
 
 mod chart;
 mod load;
+mod people;
 mod scenarios;
 pub mod seed;
 mod sustained;
@@ -83,6 +84,7 @@ pub const SCENARIOS: &[&str] = &[
     "narrow",
     "memory",
     "sustained",
+    "people",
 ];
 
 fn machine() -> String {
@@ -135,6 +137,9 @@ pub fn run(options: BenchOptions) -> Result<(), Fatal> {
     }
     if wanted("sustained") {
         rows.extend(runtime.block_on(sustained::sustained(options.quick))?);
+    }
+    if wanted("people") {
+        rows.extend(runtime.block_on(people::people(options.quick))?);
     }
     let report = Report {
         chronicle_version: env!("CARGO_PKG_VERSION"),

@@ -66,6 +66,20 @@ impl Writer {
 }
 
 /// Writes the organization to a new temporary data directory.
+/// The users subscribed to channel `c` (1: everyone), sorted.
+pub fn members(spec: &SeedSpec, c: u64) -> Vec<u64> {
+    let mut members: Vec<u64> = if c == 1 {
+        (1..=spec.users).collect()
+    } else {
+        (0..spec.subscribers_per_channel.min(spec.users))
+            .map(|k| 1 + (c * 31 + k * 7) % spec.users)
+            .collect()
+    };
+    members.sort_unstable();
+    members.dedup();
+    members
+}
+
 pub fn seed(spec: &SeedSpec) -> Result<Seeded, Fatal> {
     let tmp = tempfile::tempdir()?;
     let users = seed_in(&tmp.path().join("data"), spec)?;
@@ -165,16 +179,7 @@ pub fn seed_in(
                 }),
             },
         )?;
-        let members: Vec<u64> = if c == 1 {
-            (1..=spec.users).collect()
-        } else {
-            (0..spec.subscribers_per_channel.min(spec.users))
-                .map(|k| 1 + (c * 31 + k * 7) % spec.users)
-                .collect()
-        };
-        let mut members = members;
-        members.sort_unstable();
-        members.dedup();
+        let members = members(spec, c);
         w.push(
             Some(UserId(1)),
             Event::Subscribed {
