@@ -11,7 +11,7 @@
 //! complete, after its hash chain was verified: a backup directory that exists is whole.
 
 use crate::ids::Seq;
-use crate::server::Layout;
+use crate::layout::Layout;
 use crate::store::{EventLog, SledLog, StoreError};
 use serde_json::{json, Value};
 use std::path::Path;
@@ -126,10 +126,7 @@ fn write(log: &dyn EventLog, source: &Path, upto: Seq, tmp: &Path) -> Result<Rep
     for (from_path, to_path) in [
         (from.secret(), to.secret()),
         (from.zuliprc(), to.zuliprc()),
-        (
-            from.dir.join(crate::access_audit::FILE_NAME),
-            to.dir.join(crate::access_audit::FILE_NAME),
-        ),
+        (from.access_audit(), to.access_audit()),
     ] {
         if from_path.exists() {
             std::fs::copy(&from_path, &to_path).map_err(io("copying a file"))?;

@@ -62,6 +62,7 @@ pub mod html_diff;
 pub mod http;
 pub mod ids;
 pub mod integrations;
+pub mod layout;
 pub mod linkify;
 pub mod markdown;
 pub mod metrics;

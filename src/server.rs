@@ -69,39 +69,7 @@ pub const DEFAULT_SNAPSHOT_EVERY: u64 = 100_000;
 /// Snapshots kept in a data directory.
 pub const SNAPSHOTS_KEPT: usize = 2;
 
-/// The files of a data directory.
-#[derive(Debug, Clone)]
-pub struct Layout {
-    pub dir: PathBuf,
-}
-
-impl Layout {
-    pub fn new(dir: &Path) -> Layout {
-        Layout {
-            dir: dir.to_path_buf(),
-        }
-    }
-    /// Uploaded files' bytes (`crate::uploads`).
-    pub fn uploads(&self) -> PathBuf {
-        self.dir.join("uploads")
-    }
-    pub fn log(&self) -> PathBuf {
-        self.dir.join("log")
-    }
-    pub fn secret(&self) -> PathBuf {
-        self.dir.join("secret.key")
-    }
-    pub fn zuliprc(&self) -> PathBuf {
-        self.dir.join("zuliprc")
-    }
-    pub fn initial_password(&self) -> PathBuf {
-        self.dir.join("initial-password")
-    }
-    /// Invitation emails, one file each (Chronicle's mail delivery).
-    pub fn outbox(&self) -> PathBuf {
-        self.dir.join("outbox")
-    }
-}
+pub use crate::layout::Layout;
 
 /// Opens the log: the stream `cluster` names, or the data directory's own.
 pub fn open_log(dir: &Path, cluster: Option<&ClusterSpec>) -> Result<Arc<dyn EventLog>, Fatal> {

@@ -33,7 +33,13 @@ const MAX_ERROR_RATE: f64 = 0.00025;
 #[derive(Default)]
 struct Window {
     times_ms: Vec<f64>,
+    /// Per kind of action: total milliseconds and count.
+    by_kind: [(f64, u64); 7],
     errors: u64,
+    /// What the errors were: timed out, refused or cut, answered 4xx/5xx.
+    timeouts: u64,
+    connects: u64,
+    statuses: u64,
 }
 
 struct Shared {
@@ -41,6 +47,8 @@ struct Shared {
     stop: AtomicBool,
     polls: AtomicU64,
     poll_errors: AtomicU64,
+    /// People whose registration ended (well or not).
+    registered: AtomicU64,
 }
 
 /// One simulated person.
@@ -78,16 +86,30 @@ fn raise_open_files() {
     }
 }
 
+/// The kinds of action, for the per-kind times printed with each step.
+const KINDS: [&str; 7] = ["switch", "post", "react", "type", "search", "dm", "users"];
+
 async fn act(
     http: &reqwest::Client,
     base: &str,
     person: &mut Person,
     switches: &mut u64,
-) -> Result<(), reqwest::Error> {
+) -> Result<usize, reqwest::Error> {
     let roll = person.next();
     let pick = person.next();
     let channel =
         person.channels[(pick * person.channels.len() as f64) as usize % person.channels.len()];
+    // Channel 1 holds everyone, as an organization's all-hands channel does: it is read like the
+    // others, but people post and type in their team channels (an all-hands channel of 20,000
+    // is for announcements); a person in no other channel writes nowhere.
+    let teams: Vec<u64> = person
+        .channels
+        .iter()
+        .copied()
+        .filter(|c| *c != 1)
+        .collect();
+    let team =
+        (!teams.is_empty()).then(|| teams[(pick * teams.len() as f64) as usize % teams.len()]);
     let auth = (person.email.clone(), person.key.clone());
     let get = |path: &str| {
         http.get(format!("{base}/api/v1/{path}"))
@@ -98,7 +120,10 @@ async fn act(
             .basic_auth(&auth.0, Some(&auth.1))
     };
     let narrow = |n: Value| n.to_string();
+    let search_word = format!("{}", (person.next() * 997.0) as u64);
+    let mut kind = 0;
     if roll < 0.02 {
+        kind = 2;
         let ids = read_channel(&get, channel, &narrow).await?;
         if let Some(id) = ids.last() {
             post(&format!("messages/{id}/reactions"))
@@ -107,17 +132,21 @@ async fn act(
                 .await?;
         }
     } else if roll < 0.06 {
-        post("typing")
-            .form(&[
-                ("op", "start"),
-                ("type", "stream"),
-                ("stream_id", &channel.to_string()),
-                ("topic", "topic 1"),
-            ])
-            .send()
-            .await?
-            .error_for_status()?;
+        kind = 3;
+        if let Some(team) = team {
+            post("typing")
+                .form(&[
+                    ("op", "start"),
+                    ("type", "stream"),
+                    ("stream_id", &team.to_string()),
+                    ("topic", "topic 1"),
+                ])
+                .send()
+                .await?
+                .error_for_status()?;
+        }
     } else if roll < 0.08 {
+        kind = 4;
         get("messages")
             .query(&[
                 ("anchor", "newest"),
@@ -125,13 +154,15 @@ async fn act(
                 ("num_after", "0"),
                 (
                     "narrow",
-                    &narrow(serde_json::json!([{"operator": "search", "operand": "quick fox"}])),
+                    // A word a few hundred of the seeded messages hold (every one holds "fox").
+                    &narrow(serde_json::json!([{"operator": "search", "operand": search_word}])),
                 ),
             ])
             .send()
             .await?
             .error_for_status()?;
     } else if roll < 0.11 {
+        kind = 5;
         let pick = person.next();
         let peer = person.peers[(pick * person.peers.len() as f64) as usize % person.peers.len()];
         get("messages")
@@ -148,6 +179,7 @@ async fn act(
             .await?
             .error_for_status()?;
     } else if roll < 0.12 {
+        kind = 6;
         get("users").send().await?.error_for_status()?;
     } else {
         // Switch channel: its newest messages, marked read; every 6.5 switches, a post.
@@ -164,7 +196,9 @@ async fn act(
                 .await?
                 .error_for_status()?;
         }
-        if person.next() < 1.0 / 6.5 {
+        let posting = person.next() < 1.0 / 6.5;
+        if posting && channel != 1 {
+            kind = 1;
             post("messages")
                 .form(&[
                     ("type", "stream"),
@@ -180,7 +214,7 @@ async fn act(
                 .error_for_status()?;
         }
     }
-    Ok(())
+    Ok(kind)
 }
 
 async fn read_channel(
@@ -240,6 +274,7 @@ async fn live(
         Ok::<_, reqwest::Error>(body)
     }
     .await;
+    shared.registered.fetch_add(1, Ordering::SeqCst);
     let Ok(registered) = registered else {
         shared
             .window
@@ -310,8 +345,21 @@ async fn live(
         let ms = started.elapsed().as_secs_f64() * 1000.0;
         let mut window = shared.window.lock().unwrap_or_else(|p| p.into_inner());
         match done {
-            Ok(()) => window.times_ms.push(ms),
-            Err(_) => window.errors += 1,
+            Ok(kind) => {
+                window.times_ms.push(ms);
+                window.by_kind[kind].0 += ms;
+                window.by_kind[kind].1 += 1;
+            }
+            Err(error) => {
+                window.errors += 1;
+                if error.is_timeout() {
+                    window.timeouts += 1;
+                } else if error.is_connect() {
+                    window.connects += 1;
+                } else if error.status().is_some() {
+                    window.statuses += 1;
+                }
+            }
         }
     }
     poller.abort();
@@ -352,8 +400,8 @@ pub async fn people(quick: bool) -> Result<Vec<Row>, Fatal> {
                 subscribers_per_channel: 200,
                 messages: 200_000,
             },
-            2_000,
-            2_000,
+            100,
+            100,
             Duration::from_secs(10),
             Duration::from_secs(20),
         )
@@ -376,6 +424,7 @@ pub async fn people(quick: bool) -> Result<Vec<Row>, Fatal> {
         stop: AtomicBool::new(false),
         polls: AtomicU64::new(0),
         poll_errors: AtomicU64::new(0),
+        registered: AtomicU64::new(0),
     });
     // People 2.. (1 is the owner); each person's peers are a few others.
     let everyone: Vec<&(u64, String, String)> = seeded.users.iter().skip(1).collect();
@@ -407,6 +456,14 @@ pub async fn people(quick: bool) -> Result<Vec<Row>, Fatal> {
                 shared.clone(),
             )));
         }
+        // A step's people sign in first (their registrations are not what is measured), then
+        // the step settles, then one window is measured.
+        let deadline = Instant::now() + Duration::from_secs(600);
+        while (shared.registered.load(Ordering::SeqCst) as usize) < count
+            && Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         tokio::time::sleep(settle).await;
         *shared.window.lock().unwrap_or_else(|p| p.into_inner()) = Window::default();
         tokio::time::sleep(window).await;
@@ -421,9 +478,20 @@ pub async fn people(quick: bool) -> Result<Vec<Row>, Fatal> {
             .unwrap_or(0.0);
         let error_rate = seen.errors as f64 / (n + seen.errors as f64).max(1.0);
         println!(
-            "people: {count} people, {:.0} actions/s, mean {mean:.1} ms, p99 {p99:.1} ms, errors {error_rate:.5}",
-            n / window.as_secs_f64()
+            "people: {count} people, {:.0} actions/s, mean {mean:.1} ms, p99 {p99:.1} ms, errors {error_rate:.5} ({} timed out, {} not connected, {} refused by status); {} polls answered, {} failed",
+            n / window.as_secs_f64(),
+            seen.timeouts,
+            seen.connects,
+            seen.statuses,
+            shared.polls.load(Ordering::Relaxed),
+            shared.poll_errors.load(Ordering::Relaxed),
         );
+        let kinds: Vec<String> = KINDS
+            .iter()
+            .zip(seen.by_kind.iter())
+            .map(|(name, (ms, n))| format!("{name} {:.1} ms ×{n}", ms / (*n).max(1) as f64))
+            .collect();
+        println!("        mean by kind: {}", kinds.join(", "));
         let healthy = mean <= MAX_MEAN_MS && p99 <= MAX_P99_MS && error_rate <= MAX_ERROR_RATE;
         if healthy {
             served = count;
@@ -438,7 +506,9 @@ pub async fn people(quick: bool) -> Result<Vec<Row>, Fatal> {
         if count >= everyone.len() {
             break;
         }
-        count = (count + step).min(everyone.len());
+        // Steps grow with the crowd (half again, at least `step`), so that a large organization
+        // is reached in a dozen steps.
+        count = (count + step.max(count / 2)).min(everyone.len());
     }
     shared.stop.store(true, Ordering::SeqCst);
     for task in tasks {
