@@ -119,12 +119,11 @@ async fn act(
         http.post(format!("{base}/api/v1/{path}"))
             .basic_auth(&auth.0, Some(&auth.1))
     };
-    let narrow = |n: Value| n.to_string();
     let search_word = format!("{}", (person.next() * 997.0) as u64);
     let mut kind = 0;
     if roll < 0.02 {
         kind = 2;
-        let ids = read_channel(&get, channel, &narrow).await?;
+        let ids = read_channel(&get, channel).await?;
         if let Some(id) = ids.last() {
             post(&format!("messages/{id}/reactions"))
                 .form(&[("emoji_name", "thumbs_up")])
@@ -147,44 +146,34 @@ async fn act(
         }
     } else if roll < 0.08 {
         kind = 4;
-        get("messages")
-            .query(&[
-                ("anchor", "newest"),
-                ("num_before", "20"),
-                ("num_after", "0"),
-                (
-                    "narrow",
-                    // A word a few hundred of the seeded messages hold (every one holds "fox").
-                    &narrow(serde_json::json!([{"operator": "search", "operand": search_word}])),
-                ),
-            ])
-            .send()
-            .await?
-            .error_for_status()?;
+        // A word a few hundred of the seeded messages hold (every one holds "fox").
+        newest(
+            &get,
+            serde_json::json!([{"operator": "search", "operand": search_word}]),
+            20,
+        )
+        .send()
+        .await?
+        .error_for_status()?;
     } else if roll < 0.11 {
         kind = 5;
         let pick = person.next();
         let peer = person.peers[(pick * person.peers.len() as f64) as usize % person.peers.len()];
-        get("messages")
-            .query(&[
-                ("anchor", "newest"),
-                ("num_before", "30"),
-                ("num_after", "0"),
-                (
-                    "narrow",
-                    &narrow(serde_json::json!([{"operator": "dm", "operand": [peer]}])),
-                ),
-            ])
-            .send()
-            .await?
-            .error_for_status()?;
+        newest(
+            &get,
+            serde_json::json!([{"operator": "dm", "operand": [peer]}]),
+            30,
+        )
+        .send()
+        .await?
+        .error_for_status()?;
     } else if roll < 0.12 {
         kind = 6;
         get("users").send().await?.error_for_status()?;
     } else {
         // Switch channel: its newest messages, marked read; every 6.5 switches, a post.
         *switches += 1;
-        let ids = read_channel(&get, channel, &narrow).await?;
+        let ids = read_channel(&get, channel).await?;
         if !ids.is_empty() {
             post("messages/flags")
                 .form(&[
@@ -217,26 +206,35 @@ async fn act(
     Ok(kind)
 }
 
+/// `GET /messages`: the newest `count` messages of `narrow`.
+fn newest(
+    get: &impl Fn(&str) -> reqwest::RequestBuilder,
+    narrow: Value,
+    count: u32,
+) -> reqwest::RequestBuilder {
+    get("messages").query(&[
+        ("anchor", "newest".to_owned()),
+        ("num_before", count.to_string()),
+        ("num_after", "0".to_owned()),
+        ("narrow", narrow.to_string()),
+    ])
+}
+
+/// The ids of a channel's newest 30 messages.
 async fn read_channel(
     get: &impl Fn(&str) -> reqwest::RequestBuilder,
     channel: u64,
-    narrow: &impl Fn(Value) -> String,
 ) -> Result<Vec<u64>, reqwest::Error> {
-    let body: Value = get("messages")
-        .query(&[
-            ("anchor", "newest"),
-            ("num_before", "30"),
-            ("num_after", "0"),
-            (
-                "narrow",
-                &narrow(serde_json::json!([{"operator": "channel", "operand": channel}])),
-            ),
-        ])
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?;
+    let body: Value = newest(
+        get,
+        serde_json::json!([{"operator": "channel", "operand": channel}]),
+        30,
+    )
+    .send()
+    .await?
+    .error_for_status()?
+    .json()
+    .await?;
     Ok(body["messages"]
         .as_array()
         .map(|m| m.iter().filter_map(|m| m["id"].as_u64()).collect())
