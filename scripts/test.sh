@@ -36,6 +36,10 @@ prepare_python_steps() {
     if ! command -v prometheus >/dev/null 2>&1; then
         packages+=(prometheus)
     fi
+    # The benchmark's messages are real text: Debian's fortunes (chronicle bench, corpus.rs).
+    if [ ! -e /usr/share/games/fortunes/fortunes ]; then
+        packages+=(fortunes-min)
+    fi
     if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1 \
         || [ ! -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ]; then
         packages+=(chromium chromium-driver fonts-noto-color-emoji)

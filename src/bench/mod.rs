@@ -6,6 +6,7 @@
 //! built-in generator (reqwest on tokio). Every loop is bounded in count and time.
 
 mod chart;
+mod corpus;
 mod load;
 mod people;
 mod scenarios;
@@ -113,6 +114,7 @@ pub fn run(options: BenchOptions) -> Result<(), Fatal> {
         .worker_threads(2)
         .enable_all()
         .build()?;
+    println!("messages sent: {}", corpus::source());
     let mut rows = Vec::new();
     if wanted("http") {
         rows.extend(runtime.block_on(scenarios::http_ceiling(options.quick))?);

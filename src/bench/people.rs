@@ -195,7 +195,9 @@ async fn act(
                     ("topic", "topic 1"),
                     (
                         "content",
-                        &format!("Person {} says hello on switch {switches}", person.id),
+                        &super::corpus::text(person.id * 7919 + *switches, || {
+                            format!("Person {} says hello on switch {switches}", person.id)
+                        }),
                     ),
                 ])
                 .send()

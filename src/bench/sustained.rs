@@ -236,7 +236,11 @@ async fn one_size(subscribers: u64, windows: usize, window: Duration) -> Result<
                         ("topic", format!("topic {}", (i as u64 + n) % 50)),
                         (
                             "content",
-                            format!("Window {w}, sender {i}, line {n}: a typical short chat line."),
+                            super::corpus::text(i as u64 * 7919 + n, || {
+                                format!(
+                                    "Window {w}, sender {i}, line {n}: a typical short chat line."
+                                )
+                            }),
                         ),
                     ];
                     let ok = client
@@ -348,7 +352,10 @@ pub async fn sustained(quick: bool) -> Result<Vec<Row>, Fatal> {
     let mut rows = small.rows;
     rows.extend(large.rows);
     rows.push(figure(
-        "messages/s at 256 subscribers, all windows",
+        &format!(
+            "messages/s at 256 subscribers, all windows; {}",
+            super::corpus::source()
+        ),
         mean(&large.rates),
         "msg/s",
         Some(mean(&small.rates)),
