@@ -374,18 +374,24 @@ impl ServeArgs {
     }
 }
 
-fn run(cli: Cli) -> Result<(), Fatal> {
+/// Runs the command; `serving` is the configuration `main` already resolved for `serve`.
+fn run(cli: Cli, serving: Option<chronicle::config::Effective>) -> Result<(), Fatal> {
     match cli.command {
         Command::Serve(args) => {
-            let config = serve_config(args)?;
+            let effective = match serving {
+                Some(effective) => effective,
+                None => args.effective()?,
+            };
+            let config = serve_config(args, effective)?;
             actix_web::rt::System::new().block_on(serve(config))
         }
         Command::Config {
             action: ConfigAction::Check(args),
         } => {
-            let report = args.effective()?.report();
+            let effective = args.effective()?;
+            let report = effective.report();
             // What serving would make of the values (addresses, ranges) is checked too.
-            serve_config(args)?;
+            serve_config(args, effective)?;
             print!("{}", report.trim_start());
             Ok(())
         }
@@ -541,8 +547,11 @@ fn run(cli: Cli) -> Result<(), Fatal> {
 }
 
 /// The server's configuration from its command-line options.
-fn serve_config(args: ServeArgs) -> Result<ServeConfig, Fatal> {
-    let effective = args.effective()?;
+/// The server's configuration from the settings in force (`effective`) and the test-only flags.
+fn serve_config(
+    args: ServeArgs,
+    effective: chronicle::config::Effective,
+) -> Result<ServeConfig, Fatal> {
     let s = effective.settings;
     use chronicle::http::rate_limit::{Limits, Rule};
     let defaults = Limits::default();
@@ -938,15 +947,16 @@ fn main() -> ExitCode {
         Command::Serve { .. } => "info",
         _ => "warn",
     };
-    // The server's log format is part of its configuration (a bad one is reported by `run`).
-    let json = match &cli.command {
-        Command::Serve(args) => args
-            .effective()
-            .ok()
-            .and_then(|e| e.settings.log_format)
-            .is_some_and(|f| f == chronicle::config::LogFormat::Json),
-        _ => false,
+    // The server's log format is part of its configuration, read once here (a bad one is
+    // reported by `run`, which reads it again only then).
+    let serving = match &cli.command {
+        Command::Serve(args) => args.effective().ok(),
+        _ => None,
     };
+    let json = serving
+        .as_ref()
+        .and_then(|e| e.settings.log_format)
+        .is_some_and(|f| f == chronicle::config::LogFormat::Json);
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
     if json {
@@ -964,7 +974,7 @@ fn main() -> ExitCode {
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .init();
     }
-    match run(cli) {
+    match run(cli, serving) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("chronicle: {err}");

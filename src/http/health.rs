@@ -35,6 +35,21 @@ pub async fn health() -> HttpResponse {
     health_answer()
 }
 
+/// In a cluster, how far the stream has gone: a question to NATS, bounded in time (`None`
+/// when it does not answer in time).
+async fn stream_end(state: &AppState) -> Option<u64> {
+    let log = state.engine.log().clone();
+    let end = tokio::time::timeout(
+        std::time::Duration::from_secs(2),
+        web::block(move || log.last_seq()),
+    )
+    .await;
+    match end {
+        Ok(Ok(Ok(end))) => Some(end.map_or(0, |s| s.0)),
+        _ => None,
+    }
+}
+
 /// `GET /ready` on a serving server.
 pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
     let applied = state.engine.read(|s| s.seq.0);
@@ -43,16 +58,8 @@ pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
             .insert_header(("Cache-Control", "no-store"))
             .json(json!({"status": "ready", "seq": applied}));
     }
-    // In a cluster: how far the stream has gone (a question to NATS, bounded in time).
-    let log = state.engine.log().clone();
-    let end = tokio::time::timeout(
-        std::time::Duration::from_secs(2),
-        web::block(move || log.last_seq()),
-    )
-    .await;
-    match end {
-        Ok(Ok(Ok(end))) => {
-            let end = end.map_or(0, |s| s.0);
+    match stream_end(&state).await {
+        Some(end) => {
             let lag = end.saturating_sub(applied);
             if lag <= READY_LAG {
                 HttpResponse::Ok()
@@ -65,7 +72,7 @@ pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
                 )
             }
         }
-        _ => not_ready("the stream cannot be reached", json!({"seq": applied})),
+        None => not_ready("the stream cannot be reached", json!({"seq": applied})),
     }
 }
 
@@ -119,16 +126,9 @@ async fn sizes(state: &AppState) -> crate::metrics::Sizes {
     let cluster = match &state.cluster {
         None => None,
         Some(cluster) => {
-            let log = state.engine.log().clone();
-            let end = tokio::time::timeout(
-                std::time::Duration::from_secs(2),
-                web::block(move || log.last_seq()),
-            )
-            .await;
-            let lag = match end {
-                Ok(Ok(Ok(end))) => end.map_or(0, |s| s.0).saturating_sub(log_seq),
-                _ => 0,
-            };
+            let lag = stream_end(state)
+                .await
+                .map_or(0, |end| end.saturating_sub(log_seq));
             let writer = cluster.lease.holder().as_deref() == Some(cluster.lease.me());
             Some((lag, writer))
         }

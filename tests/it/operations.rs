@@ -1,6 +1,6 @@
 //! Running it in production (issue 33): the configuration file, and `/health` and `/ready`.
 
-use crate::support::Server;
+use crate::support::{run_ok, Server};
 use reqwest::StatusCode;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
@@ -384,22 +384,17 @@ async fn a_backup_taken_under_load_holds_every_message_acknowledged_before_it() 
     let tmp = tempfile::tempdir().unwrap();
     let dest = tmp.path().join("nightly");
     let (data, to) = (server.dir.clone(), dest.clone());
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new(crate::support::bin())
-            .args(["backup", "--data-dir"])
-            .arg(&data)
-            .arg("--to")
-            .arg(&to)
-            .output()
-            .unwrap()
+    tokio::task::spawn_blocking(move || {
+        run_ok([
+            "backup".as_ref(),
+            "--data-dir".as_ref(),
+            data.as_os_str(),
+            "--to".as_ref(),
+            to.as_os_str(),
+        ])
     })
     .await
     .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     for writer in writers {
         writer.await.unwrap();
@@ -411,42 +406,25 @@ async fn a_backup_taken_under_load_holds_every_message_acknowledged_before_it() 
     );
 
     // The offline tools work on the backup while the server runs.
-    let verified = Command::new(crate::support::bin())
-        .args(["verify", "--data-dir"])
-        .arg(&dest)
-        .output()
-        .unwrap();
-    assert!(
-        verified.status.success(),
-        "{}",
-        String::from_utf8_lossy(&verified.stderr)
-    );
-    let dumped = Command::new(crate::support::bin())
-        .args(["dump", "--only", "users", "--data-dir"])
-        .arg(&dest)
-        .output()
-        .unwrap();
-    assert!(
-        dumped.status.success(),
-        "{}",
-        String::from_utf8_lossy(&dumped.stderr)
-    );
+    run_ok(["verify".as_ref(), "--data-dir".as_ref(), dest.as_os_str()]);
+    run_ok([
+        "dump".as_ref(),
+        "--only".as_ref(),
+        "users".as_ref(),
+        "--data-dir".as_ref(),
+        dest.as_os_str(),
+    ]);
 
     // With the server stopped, the command takes the backup itself.
     let stopped = server.stop();
     let offline = tmp.path().join("offline");
-    let out = Command::new(crate::support::bin())
-        .args(["backup", "--data-dir"])
-        .arg(&stopped.dir)
-        .arg("--to")
-        .arg(&offline)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok([
+        "backup".as_ref(),
+        "--data-dir".as_ref(),
+        stopped.dir.as_os_str(),
+        "--to".as_ref(),
+        offline.as_os_str(),
+    ]);
     let manifest: Value =
         serde_json::from_str(&std::fs::read_to_string(offline.join("BACKUP.json")).unwrap())
             .unwrap();

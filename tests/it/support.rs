@@ -14,6 +14,18 @@ pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_chronicle")
 }
 
+/// Runs `chronicle ARGS` to its end; its standard output, or the test fails with its standard
+/// error.
+pub fn run_ok<'a>(args: impl IntoIterator<Item = &'a std::ffi::OsStr>) -> String {
+    let out = Command::new(bin()).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// A running `chronicle serve`.
 pub struct Server {
     pub dir: PathBuf,
