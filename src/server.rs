@@ -373,8 +373,11 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     let listener = TcpListener::bind(&config.bind)
         .map_err(|e| format!("cannot listen on {}: {e}", config.bind))?;
     let addr: SocketAddr = listener.local_addr()?;
+    // No keep-alive: every answer closes its connection, so no client holds one across the
+    // hand-over to the serving application below.
     let starting = actix_web::HttpServer::new(crate::http::health::starting_app)
         .workers(1)
+        .keep_alive(actix_web::http::KeepAlive::Disabled)
         .disable_signals()
         .listen(listener.try_clone()?)?
         .run();
@@ -394,7 +397,9 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         .await
         .map_err(|e| format!("loading the state: {e}"))?
     };
-    starting_handle.stop(false).await;
+    // Gracefully: a request it is answering finishes (a probe during the hand-over got a cut
+    // connection otherwise); new connections wait in the listener's queue for the next server.
+    starting_handle.stop(true).await;
     let _ = starting_task.await;
     let (log, state) = opened?;
     crate::metrics::get()
