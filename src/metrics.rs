@@ -31,6 +31,9 @@ pub struct Metrics {
     pub parked_polls: IntGauge,
     pub rate_limited: IntCounterVec,
     pub start_seconds: Gauge,
+    /// In a cluster: the NATS client's connection events (`connected`, `disconnected`); every
+    /// `connected` after the first is a reconnect.
+    pub nats_connections: IntCounterVec,
     // Read at scrape time.
     log_seq: IntGauge,
     people: IntGauge,
@@ -138,6 +141,11 @@ impl Metrics {
                 "chronicle_start_replay_seconds",
                 "Seconds the last start took to load the state (snapshot and log) before serving",
             ),
+            nats_connections: counter_vec(
+                "chronicle_nats_connection_events_total",
+                "In a cluster: the NATS connection's events (connected: first connection and every reconnect; disconnected: a connection lost)",
+                &["event"],
+            ),
             log_seq: int_gauge(
                 "chronicle_log_seq",
                 "The last event applied to the state",
@@ -171,6 +179,7 @@ impl Metrics {
             Box::new(m.parked_polls.clone()),
             Box::new(m.rate_limited.clone()),
             Box::new(m.start_seconds.clone()),
+            Box::new(m.nats_connections.clone()),
             Box::new(m.log_seq.clone()),
             Box::new(m.people.clone()),
             Box::new(m.channels.clone()),

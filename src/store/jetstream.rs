@@ -278,6 +278,20 @@ async fn connect(url: &str) -> Result<async_nats::Client, StoreError> {
         .name("chronicle")
         .retry_on_initial_connect()
         .connection_timeout(Duration::from_secs(5))
+        .event_callback(|event| async move {
+            let name = match event {
+                async_nats::Event::Connected => "connected",
+                async_nats::Event::Disconnected => {
+                    tracing::warn!("the connection to NATS was lost; reconnecting");
+                    "disconnected"
+                }
+                _ => return,
+            };
+            crate::metrics::get()
+                .nats_connections
+                .with_label_values(&[name])
+                .inc();
+        })
         .connect(servers)
         .await
         .map_err(|e| nats(&format!("connecting to {url}"), e))

@@ -511,3 +511,59 @@ def test_a_new_node_starts_from_a_shared_snapshot(cluster, tmp_path):
         first.stop()
         if second:
             second.stop()
+
+
+def metric(url, name):
+    """The sum of a counter's series on a node's metrics address (0 while it has none)."""
+    text = requests.get(f"{url}/metrics", timeout=10).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith(name + "{") or line.startswith(name + " "))
+
+
+def wait_for(what, check, seconds=60):
+    deadline = time.time() + seconds
+    while not check():
+        assert time.time() < deadline, what
+        time.sleep(0.2)
+
+
+def test_a_node_counts_its_reconnects_to_nats_and_keeps_writing(cluster, tmp_path):
+    # The node is given one NATS server; it learns the others from it, and when that server
+    # dies it reconnects to another, which its metrics count.
+    stream = "reconnects"
+    cluster.chronicle("cluster", "init", "--cluster", cluster.urls, "--stream", stream)
+    first_url = cluster.urls.split(",")[0]
+    metrics_url = f"http://127.0.0.1:{free_port()}"
+    node = Node(tmp_path / "node", first_url, stream, tmp_path / "node.log")
+    node.stop()
+    node.args += ["--metrics-bind", metrics_url.removeprefix("http://")]
+    node.start()
+    events = "chronicle_nats_connection_events_total"
+    try:
+        rc = dict(line.split("=", 1) for line in
+                  (tmp_path / "node" / "zuliprc").read_text().splitlines() if "=" in line)
+        auth = (rc["email"], rc["key"])
+        assert metric(metrics_url, events + '{event="connected"}') >= 1
+        assert metric(metrics_url, events + '{event="disconnected"}') == 0
+        connected = metric(metrics_url, events + '{event="connected"}')
+        cluster.kill_server("n1")
+        wait_for("the lost connection was not counted",
+                 lambda: metric(metrics_url, events + '{event="disconnected"}') >= 1)
+        wait_for("no reconnect to another NATS server was counted",
+                 lambda: metric(metrics_url, events + '{event="connected"}') > connected)
+
+        def sends():
+            try:
+                sent = requests.post(f"{node.url}/api/v1/messages", auth=auth, timeout=30, data={
+                    "type": "private", "to": json.dumps([rc["email"]]),
+                    "content": "still here"}).json()
+                return sent["result"] == "success"
+            except requests.RequestException:
+                return False
+        wait_for("the node did not write again after reconnecting", sends)
+        assert "the connection to NATS was lost" in node.log_path.read_text()
+    finally:
+        node.stop()
+        cluster.start_server("n1")
+        wait_for("n1 did not come back",
+                 lambda: not free(int(first_url.rsplit(":", 1)[1])))
