@@ -101,6 +101,28 @@ enum Command {
         #[arg(long)]
         only: Option<String>,
     },
+    /// Move an organization in from another chat server's export, into a new data directory
+    /// (absent or empty; all or nothing). DIR/zuliprc then holds the owner's API key and
+    /// DIR/import-report.json what came along and what was skipped.
+    ImportFrom {
+        /// Where the export comes from.
+        #[arg(value_enum)]
+        source: chronicle::import::Source,
+        /// The export: Slack's zip (or its unpacked directory).
+        export: PathBuf,
+        #[arg(long)]
+        data_dir: PathBuf,
+        /// The imported person who becomes the owner (default: the source's primary owner).
+        #[arg(long)]
+        owner_email: Option<String>,
+        /// The organization's name (Slack's export has none).
+        #[arg(long)]
+        realm_name: Option<String>,
+        /// Slack: the answer of its users.list API (JSON), for the email addresses an export
+        /// made without them lacks.
+        #[arg(long)]
+        slack_users: Option<PathBuf>,
+    },
     /// A consistent backup, while the server runs or not: a data directory at BACKUP holding
     /// the log up to now, the uploads, the secret and the zuliprc (serve it, or run the
     /// offline commands on it). A running server is asked through its API with DIR/zuliprc.
@@ -461,6 +483,39 @@ fn run(cli: Cli, serving: Option<chronicle::config::Effective>) -> Result<(), Fa
             scenario,
             out,
         }),
+        Command::ImportFrom {
+            source,
+            export,
+            data_dir,
+            owner_email,
+            realm_name,
+            slack_users,
+        } => {
+            let options = chronicle::import::Options {
+                owner_email,
+                realm_name,
+                slack_users,
+            };
+            let report = chronicle::import::run(source, &export, &data_dir, &options)
+                .map_err(|e| format!("import refused: {e}"))?;
+            let counts: Vec<String> = report
+                .counts
+                .iter()
+                .map(|(kind, n)| format!("{n} {kind}"))
+                .collect();
+            println!(
+                "Imported from {} into {}: {}; {} skipped (see {}). The owner is {}; their API \
+                 key is in {}.",
+                report.source,
+                data_dir.display(),
+                counts.join(", "),
+                report.skipped.len(),
+                data_dir.join("import-report.json").display(),
+                report.owner_email,
+                data_dir.join("zuliprc").display(),
+            );
+            Ok(())
+        }
         Command::Backup { data_dir, to } => backup(&data_dir, &to),
         Command::Export {
             data_dir,
