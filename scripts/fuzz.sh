@@ -41,8 +41,15 @@ for i, path in enumerate(sorted(glob.glob("tests/fixtures/webhooks/*/*.json"))):
         out.write(bytes([selector % 128]) + open(path, "rb").read())
 PY
 fi
+# The Slack import target starts from Zulip's Slack fixtures (first byte 1: the zip branch).
+if [ ! -d fuzz/corpus/import_slack ]; then
+    mkdir -p fuzz/corpus/import_slack
+    for zip in tests/fixtures/zulip/slack_fixtures/*.zip; do
+        { printf '\001'; cat "$zip"; } > "fuzz/corpus/import_slack/$(basename "$zip")"
+    done
+fi
 total=0
-for target in params narrow markdown log_record upload_names avatar_image webhooks; do
+for target in params narrow markdown log_record upload_names avatar_image webhooks import_slack; do
     log=$(mktemp)
     cargo fuzz run --sanitizer none "$profile" "$target" -- \
         -max_total_time="$seconds" -rss_limit_mb=1024 2>"$log" || {

@@ -39,10 +39,13 @@ impl EventFilter {
 
     pub fn keeps(&self, env: &Envelope) -> bool {
         env.seq.0 > self.after_seq
-            && self
-                .types
-                .as_ref()
-                .is_none_or(|t| t.contains(env.event.type_name()))
+            && self.types.as_ref().is_none_or(|t| {
+                // Imported history answers to its own type too (`--type MessageSent`
+                // lists imported messages).
+                t.contains(env.event.type_name())
+                    || matches!(&env.event, crate::events::Event::Imported { event, .. }
+                            if t.contains(event.type_name()))
+            })
             && self.actor.is_none_or(|a| env.actor.map_or(0, |u| u.0) == a)
             && self.since_ms.is_none_or(|t| env.at >= t)
             && self.until_ms.is_none_or(|t| env.at <= t)

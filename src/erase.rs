@@ -73,6 +73,8 @@ enum Blanked {
 fn blank(event: &mut Event, deleted: &BTreeSet<MessageId>, gone: &Gone) -> Option<Blanked> {
     let empty: Arc<str> = Arc::from("");
     match event {
+        // Imported history is erased like history written here.
+        Event::Imported { event, .. } => blank(event, deleted, gone),
         Event::MessageSent {
             message_id,
             content,

@@ -49,6 +49,16 @@ proptest! {
     }
 
     #[test]
+    fn slack_mrkdwn_converts_any_text(source in text()) {
+        struct Nobody;
+        impl crate::import::mrkdwn::Names for Nobody {
+            fn user(&self, _: &str) -> Option<(u64, String)> { None }
+            fn channel(&self, _: &str) -> Option<String> { None }
+        }
+        let _ = crate::import::mrkdwn::convert(&source, &Nobody);
+    }
+
+    #[test]
     fn markdown_rendering_escapes_and_answers(source in text()) {
         let rendered = crate::markdown::render_description(&source);
         // Raw HTML never passes through.

@@ -61,6 +61,7 @@ mod fuzz_tests;
 pub mod html_diff;
 pub mod http;
 pub mod ids;
+pub mod import;
 pub mod integrations;
 pub mod layout;
 pub mod linkify;

@@ -170,7 +170,7 @@ pub struct ChannelSpec {
 }
 
 /// Zulip's default permissions of a new channel.
-fn default_permissions(state: &Projections, creator: UserId) -> ChannelPermissions {
+pub(crate) fn default_permissions(state: &Projections, creator: UserId) -> ChannelPermissions {
     let system = |kind| state.groups.system_setting(kind);
     ChannelPermissions {
         can_add_subscribers_group: system(SystemGroup::Nobody),

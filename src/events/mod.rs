@@ -16,9 +16,9 @@ pub use v2::{
     AvatarImage, BotChange, BotConfig, BotService, ChannelChange, ChannelPermissions, Draft,
     EditedContent, Event, GroupChange, GroupPermissions, GroupSetting, ImageBytes, InvitationSpec,
     LinkifierSpec, MessageFlag, MessageMove, NewSubscription, ProfileChoice, ProfileFieldData,
-    ProfileFieldSpec, PropagateMode, ReactionType, RealmValue, Recipient, Role, SenderQueue,
-    StatusEmoji, SubscriptionProperty, SystemGroup, TopicPolicy, TopicsPolicy, TypingTarget,
-    UserChange,
+    ProfileFieldSpec, PropagateMode, ReactionType, ReadPlace, RealmValue, Recipient, Role,
+    SenderQueue, StatusEmoji, SubscriptionProperty, SystemGroup, TopicPolicy, TopicsPolicy,
+    TypingTarget, UserChange,
 };
 
 use crate::ids::{Seq, UserId};

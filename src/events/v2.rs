@@ -374,6 +374,42 @@ pub enum Event {
         records: Vec<u64>,
         previous_head: String,
     },
+    /// `chronicle import-from` began writing an organization from another server's export
+    /// into this (new) log. Every event up to `ImportFinished` is the import.
+    ImportStarted {
+        /// `zulip`, `slack` or `mattermost`.
+        source: String,
+        /// Hex SHA-256 of the archive (of the export file, or of a directory's files in name
+        /// order), so the import can be traced to the bytes it came from.
+        archive_sha256: String,
+        /// The Chronicle version that imported it.
+        chronicle_version: String,
+    },
+    /// The import ended; what it brought in, by kind of object (`users`, `channels`,
+    /// `messages`, ...), and how many objects it skipped (listed in `import-report.json`).
+    ImportFinished {
+        counts: std::collections::BTreeMap<String, u64>,
+        skipped: u64,
+    },
+    /// An event of the imported history, as it happened at `at` (milliseconds since the
+    /// UNIX epoch: the original time of a message, of a channel's or an account's creation, of
+    /// a reaction). The envelope's own time is when it was imported. The state folds `event`
+    /// as if it had been written at `at`; `last_edit_at` is the time of the last edit of an
+    /// imported message whose earlier texts the source did not keep (Slack's `edited`).
+    Imported {
+        at: i64,
+        event: Box<Event>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        last_edit_at: Option<i64>,
+    },
+    /// A user has read every message they hold in one channel or direct conversation up to
+    /// `message_id` (written by imports, which carry read state this way instead of listing
+    /// every message of every person).
+    MessagesReadThrough {
+        user_id: UserId,
+        place: ReadPlace,
+        message_id: MessageId,
+    },
     /// A user attached a submessage (widget data: a vote, a to-do item) to a message.
     SubmessageAdded {
         submessage_id: u64,
@@ -678,6 +714,10 @@ pub const EVENT_TYPES: &[&str] = &[
     "AvatarSet",
     "UserUnmuted",
     "LogErased",
+    "ImportStarted",
+    "ImportFinished",
+    "Imported",
+    "MessagesReadThrough",
 ];
 
 impl Event {
@@ -758,8 +798,20 @@ impl Event {
             Event::AvatarSet { .. } => "AvatarSet",
             Event::UserUnmuted { .. } => "UserUnmuted",
             Event::LogErased { .. } => "LogErased",
+            Event::ImportStarted { .. } => "ImportStarted",
+            Event::ImportFinished { .. } => "ImportFinished",
+            Event::Imported { .. } => "Imported",
+            Event::MessagesReadThrough { .. } => "MessagesReadThrough",
         }
     }
+}
+
+/// Where a read mark applies: a channel, or a direct conversation (every participant,
+/// ascending).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReadPlace {
+    Channel(ChannelId),
+    Direct(Vec<UserId>),
 }
 
 /// Version 1's event as version 2 has it (the one step of the upcast chain). Fails only for a

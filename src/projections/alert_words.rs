@@ -146,7 +146,11 @@ impl AlertWords {
             | Event::UserSettingChanged { .. }
             | Event::SubmessageAdded { .. }
             | Event::PresenceUpdated { .. }
-            | Event::LogErased { .. } => {}
+            | Event::LogErased { .. }
+            | Event::ImportStarted { .. }
+            | Event::ImportFinished { .. }
+            | Event::Imported { .. }
+            | Event::MessagesReadThrough { .. } => {}
         }
     }
 

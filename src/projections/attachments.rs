@@ -280,7 +280,11 @@ impl Attachments {
             | Event::UserSettingChanged { .. }
             | Event::SubmessageAdded { .. }
             | Event::PresenceUpdated { .. }
-            | Event::LogErased { .. } => {}
+            | Event::LogErased { .. }
+            | Event::ImportStarted { .. }
+            | Event::ImportFinished { .. }
+            | Event::Imported { .. }
+            | Event::MessagesReadThrough { .. } => {}
         }
     }
 

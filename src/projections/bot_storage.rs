@@ -121,7 +121,11 @@ impl BotStorage {
             | Event::UserSettingChanged { .. }
             | Event::SubmessageAdded { .. }
             | Event::PresenceUpdated { .. }
-            | Event::LogErased { .. } => {}
+            | Event::LogErased { .. }
+            | Event::ImportStarted { .. }
+            | Event::ImportFinished { .. }
+            | Event::Imported { .. }
+            | Event::MessagesReadThrough { .. } => {}
         }
     }
 

@@ -230,6 +230,10 @@ impl Channels {
             | Event::AvatarSet { .. }
             | Event::UserUnmuted { .. }
             | Event::LogErased { .. }
+            | Event::ImportStarted { .. }
+            | Event::ImportFinished { .. }
+            | Event::Imported { .. }
+            | Event::MessagesReadThrough { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::MessageSent { .. }

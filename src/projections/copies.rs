@@ -219,6 +219,17 @@ impl Copies {
         }
     }
 
+    /// Makes every copy `user` holds in `place` up to `upto` read: the mark moves there (never
+    /// back), and `cleared` (the user's exceptions in that place at or below it) are dropped.
+    pub fn read_through(&mut self, user: UserId, place: &Place, upto: u64, cleared: &[MessageId]) {
+        let own = self.flags.entry(user).or_default();
+        for id in cleared {
+            own.flipped.remove(id);
+        }
+        let mark = own.read_upto.entry(place.clone()).or_insert(0);
+        *mark = (*mark).max(upto);
+    }
+
     /// Sets the starred or collapsed bit of an existing copy.
     pub fn set_listed(&mut self, user: UserId, id: MessageId, bit: u8, on: bool) {
         let own = self.flags.entry(user).or_default();

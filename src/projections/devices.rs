@@ -119,7 +119,11 @@ impl Devices {
             | Event::UserUnmuted { .. }
             | Event::SessionStarted { .. }
             | Event::SessionEnded { .. }
-            | Event::LogErased { .. } => {}
+            | Event::LogErased { .. }
+            | Event::ImportStarted { .. }
+            | Event::ImportFinished { .. }
+            | Event::Imported { .. }
+            | Event::MessagesReadThrough { .. } => {}
         }
     }
 

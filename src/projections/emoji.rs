@@ -175,7 +175,11 @@ impl CustomEmojis {
             | Event::AlertWordsRemoved { .. }
             | Event::AvatarSet { .. }
             | Event::UserUnmuted { .. }
-            | Event::LogErased { .. } => {}
+            | Event::LogErased { .. }
+            | Event::ImportStarted { .. }
+            | Event::ImportFinished { .. }
+            | Event::Imported { .. }
+            | Event::MessagesReadThrough { .. } => {}
         }
     }
 

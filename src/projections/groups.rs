@@ -332,6 +332,10 @@ impl Groups {
             | Event::AvatarSet { .. }
             | Event::UserUnmuted { .. }
             | Event::LogErased { .. }
+            | Event::ImportStarted { .. }
+            | Event::ImportFinished { .. }
+            | Event::Imported { .. }
+            | Event::MessagesReadThrough { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::MessageSent { .. }

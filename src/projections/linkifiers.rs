@@ -157,6 +157,10 @@ impl Linkifiers {
             | Event::AvatarSet { .. }
             | Event::UserUnmuted { .. }
             | Event::LogErased { .. }
+            | Event::ImportStarted { .. }
+            | Event::ImportFinished { .. }
+            | Event::Imported { .. }
+            | Event::MessagesReadThrough { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::MessageSent { .. }

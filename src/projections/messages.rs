@@ -5,7 +5,7 @@ use super::channels::Channels;
 use super::user_topics::topic_key;
 use super::users::Users;
 use super::FastMap as HashMap;
-use crate::events::{EditedContent, Envelope, Event, MessageFlag, Recipient};
+use crate::events::{EditedContent, Envelope, Event, MessageFlag, ReadPlace, Recipient};
 use crate::ids::{ChannelId, MessageId, UserId};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -258,8 +258,8 @@ impl Messages {
         (found, more)
     }
 
-    /// Every message, ascending (for tests that check a rule message by message).
-    #[cfg(test)]
+    /// Every message, ascending (imports walk them to set read marks; tests check a rule
+    /// message by message).
     pub fn all(&self) -> impl DoubleEndedIterator<Item = &Message> {
         self.by_id.values()
     }
@@ -526,6 +526,26 @@ impl Messages {
                     }
                 }
             }
+            Event::MessagesReadThrough {
+                user_id,
+                place,
+                message_id,
+            } => {
+                let place = match place {
+                    ReadPlace::Channel(channel) => Place::Channel(*channel),
+                    ReadPlace::Direct(users) => Place::Direct(users.as_slice().into()),
+                };
+                let cleared: Vec<MessageId> = self
+                    .copies
+                    .flipped_of(*user_id)
+                    .filter(|id| {
+                        id.0 <= message_id.0
+                            && self.by_id.get(id).is_some_and(|m| Place::of(m) == place)
+                    })
+                    .collect();
+                self.copies
+                    .read_through(*user_id, &place, message_id.0, &cleared);
+            }
             Event::MessagesDeleted { message_ids, .. } => {
                 for id in message_ids {
                     self.remove(*id);
@@ -604,8 +624,19 @@ impl Messages {
             | Event::AvatarSet { .. }
             | Event::UserUnmuted { .. }
             | Event::LogErased { .. }
+            | Event::ImportStarted { .. }
+            | Event::ImportFinished { .. }
+            | Event::Imported { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. } => {}
+        }
+    }
+
+    /// An imported message's last edit time (seconds), from a source that kept when a message
+    /// was last edited but not its earlier texts.
+    pub fn set_last_edit_time(&mut self, id: MessageId, at: i64) {
+        if let Some(message) = self.by_id.get_mut(&id) {
+            message.extra_mut().last_edit_timestamp = Some(at);
         }
     }
 

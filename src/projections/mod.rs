@@ -77,7 +77,7 @@ impl Default for Stamp {
     }
 }
 
-use crate::events::Envelope;
+use crate::events::{Envelope, Event};
 use crate::ids::Seq;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -128,6 +128,26 @@ impl Projections {
 
     /// Folds one envelope into every area.
     pub fn apply(&mut self, env: &Envelope) {
+        if let Event::Imported {
+            at,
+            event,
+            last_edit_at,
+        } = &env.event
+        {
+            // Imported history folds as if written when it happened.
+            self.apply(&Envelope {
+                seq: env.seq,
+                at: *at,
+                actor: env.actor,
+                schema_version: env.schema_version,
+                event: (**event).clone(),
+            });
+            if let (Some(edited), Event::MessageSent { message_id, .. }) = (last_edit_at, &**event)
+            {
+                self.messages.set_last_edit_time(*message_id, edited / 1000);
+            }
+            return;
+        }
         self.realm.apply(env);
         self.users.apply(env);
         self.groups.apply(env);

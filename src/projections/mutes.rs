@@ -136,7 +136,11 @@ impl Mutes {
             | Event::UserSettingChanged { .. }
             | Event::SubmessageAdded { .. }
             | Event::PresenceUpdated { .. }
-            | Event::LogErased { .. } => {}
+            | Event::LogErased { .. }
+            | Event::ImportStarted { .. }
+            | Event::ImportFinished { .. }
+            | Event::Imported { .. }
+            | Event::MessagesReadThrough { .. } => {}
         }
     }
 

@@ -160,7 +160,11 @@ impl NavigationViews {
             | Event::AlertWordsRemoved { .. }
             | Event::AvatarSet { .. }
             | Event::UserUnmuted { .. }
-            | Event::LogErased { .. } => {}
+            | Event::LogErased { .. }
+            | Event::ImportStarted { .. }
+            | Event::ImportFinished { .. }
+            | Event::Imported { .. }
+            | Event::MessagesReadThrough { .. } => {}
         }
     }
 

@@ -136,7 +136,11 @@ impl Sessions {
             | Event::UserUnmuted { .. }
             | Event::ClientDeviceRegistered { .. }
             | Event::ClientDeviceRemoved { .. }
-            | Event::LogErased { .. } => {}
+            | Event::LogErased { .. }
+            | Event::ImportStarted { .. }
+            | Event::ImportFinished { .. }
+            | Event::Imported { .. }
+            | Event::MessagesReadThrough { .. } => {}
         }
     }
 

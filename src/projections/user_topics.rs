@@ -107,6 +107,10 @@ impl UserTopics {
             | Event::AvatarSet { .. }
             | Event::UserUnmuted { .. }
             | Event::LogErased { .. }
+            | Event::ImportStarted { .. }
+            | Event::ImportFinished { .. }
+            | Event::Imported { .. }
+            | Event::MessagesReadThrough { .. }
             | Event::RealmSettingChanged { .. }
             | Event::InvitationCreated { .. }
             | Event::InvitationResent { .. }

@@ -325,6 +325,10 @@ impl Users {
             | Event::AlertWordsRemoved { .. }
             | Event::UserUnmuted { .. }
             | Event::LogErased { .. }
+            | Event::ImportStarted { .. }
+            | Event::ImportFinished { .. }
+            | Event::Imported { .. }
+            | Event::MessagesReadThrough { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::MessageSent { .. }

@@ -39,6 +39,10 @@ pub fn client_events(
     match &env.event {
         Event::RealmCreated { .. }
         | Event::LogErased { .. }
+        | Event::ImportStarted { .. }
+        | Event::ImportFinished { .. }
+        | Event::Imported { .. }
+        | Event::MessagesReadThrough { .. }
         | Event::PasswordChanged { .. }
         | Event::InvitationResent { .. }
         // Web sessions are the server's business; Zulip sends no event for them either.

@@ -1,0 +1,525 @@
+//! `chronicle import-from SOURCE EXPORT --data-dir DIR`: an organization moved in from another
+//! chat server's export, written as ordinary events into a new data directory.
+//!
+//! The import is all or nothing: it is built in a directory beside `DIR` and moved into place
+//! only when every event is durable, so a refused or interrupted import leaves `DIR` absent or
+//! empty. The log it writes starts with `ImportStarted` (the source, the archive's SHA-256, this
+//! version) and ends with `ImportFinished` (the counts); between them, each imported object is
+//! the event the server writes for it, wrapped in `Imported` with the time it happened. The
+//! importer folds each event into a state as it writes it, so messages render against the
+//! organization as it stands (mentions, channel links), exactly as a live send would.
+//!
+//! Damage confined to one object (a message with no sender, an unparseable time) skips that
+//! object and lists it in `DIR/import-report.json`; damage to the archive or a file the import
+//! needs stops it with one line naming the file.
+
+pub mod archive;
+pub mod mrkdwn;
+pub mod slack;
+
+use crate::auth::{new_api_key_nonce, write_private_file, ServerSecret};
+use crate::commands::markup::OrgResolver;
+use crate::events::{
+    Chain, ChannelPermissions, Envelope, Event, NewSubscription, ReactionType, ReadPlace,
+    Recipient, Role, TopicsPolicy, SCHEMA_VERSION,
+};
+use crate::ids::{ChannelId, MessageId, Seq, UserId};
+use crate::layout::Layout;
+use crate::projections::message::Address;
+use crate::projections::Projections;
+use crate::store::{EventLog, SledLog};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Why an import stopped: one line, naming the file (and line or message) where it applies.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportError(String);
+
+impl ImportError {
+    pub fn new(message: impl Into<String>) -> ImportError {
+        ImportError(message.into())
+    }
+}
+
+impl std::fmt::Display for ImportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ImportError {}
+
+impl From<crate::store::StoreError> for ImportError {
+    fn from(e: crate::store::StoreError) -> ImportError {
+        ImportError(format!("writing the log: {e}"))
+    }
+}
+
+impl From<std::io::Error> for ImportError {
+    fn from(e: std::io::Error) -> ImportError {
+        ImportError(format!("writing the data directory: {e}"))
+    }
+}
+
+/// What the command line asks of an import.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The imported person who becomes the owner (made one if the source gave a lesser role).
+    pub owner_email: Option<String>,
+    /// The organization's name, where the export has none (Slack's has none).
+    pub realm_name: Option<String>,
+    /// Slack: the answer of its `users.list` API (a JSON file), for the email addresses an
+    /// export made without them lacks.
+    pub slack_users: Option<PathBuf>,
+}
+
+/// One object the import left out, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Skipped {
+    pub kind: String,
+    /// Where it was: the file inside the archive, and the object there.
+    pub at: String,
+    pub why: String,
+}
+
+/// `DIR/import-report.json`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    pub source: String,
+    pub archive_sha256: String,
+    pub owner_email: String,
+    pub counts: BTreeMap<String, u64>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// A user as a source describes them.
+#[derive(Debug, Clone)]
+pub struct NewUser {
+    pub email: String,
+    pub full_name: String,
+    pub role: Role,
+    /// Zulip's bot type for a bot (1: generic).
+    pub bot_type: Option<u8>,
+    pub timezone: String,
+    pub joined_ms: Option<i64>,
+}
+
+/// A channel as a source describes it.
+#[derive(Debug, Clone)]
+pub struct NewChannel {
+    pub name: String,
+    pub description: String,
+    pub invite_only: bool,
+    pub is_default: bool,
+    pub created_ms: Option<i64>,
+    pub creator: Option<UserId>,
+}
+
+/// The log being written and the state it folds to.
+pub struct Writer {
+    log: SledLog,
+    seq: u64,
+    batch: Vec<(Seq, Vec<u8>)>,
+    chain: Chain,
+    now_ms: i64,
+    pub state: Projections,
+    secret: ServerSecret,
+    nonces: BTreeMap<UserId, String>,
+    pub report: Report,
+}
+
+impl Writer {
+    fn open(layout: &Layout, source: &str, sha256: &str) -> Result<Writer, ImportError> {
+        let secret = ServerSecret::generate();
+        secret.store(&layout.secret())?;
+        let mut writer = Writer {
+            log: SledLog::open(&layout.log())?,
+            seq: 0,
+            batch: Vec::new(),
+            chain: Chain::after(crate::events::GENESIS),
+            now_ms: crate::time::now_ms(),
+            state: Projections::unindexed(),
+            secret,
+            nonces: BTreeMap::new(),
+            report: Report {
+                source: source.to_owned(),
+                archive_sha256: sha256.to_owned(),
+                ..Report::default()
+            },
+        };
+        writer.push(
+            None,
+            Event::ImportStarted {
+                source: source.to_owned(),
+                archive_sha256: sha256.to_owned(),
+                chronicle_version: env!("CARGO_PKG_VERSION").to_owned(),
+            },
+        )?;
+        Ok(writer)
+    }
+
+    /// Appends one event and folds it.
+    pub fn push(&mut self, actor: Option<UserId>, event: Event) -> Result<(), ImportError> {
+        self.seq += 1;
+        let env = Envelope {
+            seq: Seq(self.seq),
+            at: self.now_ms,
+            actor,
+            schema_version: SCHEMA_VERSION,
+            event,
+        };
+        let record = self
+            .chain
+            .seal(&env)
+            .map_err(|e| ImportError::new(format!("encoding an event: {e}")))?;
+        self.batch.push((env.seq, record));
+        self.state.apply(&env);
+        if self.batch.len() >= 10_000 {
+            self.log.append_batch(&self.batch)?;
+            self.batch.clear();
+        }
+        Ok(())
+    }
+
+    /// Appends an event of the imported history that happened at `at_ms`.
+    pub fn push_at(
+        &mut self,
+        actor: Option<UserId>,
+        at_ms: i64,
+        event: Event,
+        last_edit_at: Option<i64>,
+    ) -> Result<(), ImportError> {
+        self.push(
+            actor,
+            Event::Imported {
+                at: at_ms,
+                event: Box::new(event),
+                last_edit_at,
+            },
+        )
+    }
+
+    pub fn count(&mut self, kind: &str, n: u64) {
+        *self.report.counts.entry(kind.to_owned()).or_default() += n;
+    }
+
+    pub fn skip(&mut self, kind: &str, at: impl Into<String>, why: impl Into<String>) {
+        self.report.skipped.push(Skipped {
+            kind: kind.to_owned(),
+            at: at.into(),
+            why: why.into(),
+        });
+    }
+
+    /// The organization and its system groups.
+    pub fn create_realm(&mut self, name: &str, description: &str) -> Result<(), ImportError> {
+        self.push(
+            None,
+            Event::RealmCreated {
+                name: name.to_owned(),
+                description: description.to_owned(),
+            },
+        )?;
+        for event in crate::commands::groups::ensure_system_groups(&self.state) {
+            self.push(None, event)?;
+        }
+        Ok(())
+    }
+
+    /// An account (without a password: imported people get in by a reset, an invitation or
+    /// single sign-on, as in Zulip).
+    pub fn create_user(&mut self, user: NewUser) -> Result<UserId, ImportError> {
+        let user_id = UserId(self.state.users.max_id().0 + 1);
+        let nonce = new_api_key_nonce();
+        self.nonces.insert(user_id, nonce.clone());
+        let event = Event::UserCreated {
+            user_id,
+            email: user.email,
+            full_name: user.full_name,
+            role: user.role,
+            bot_type: user.bot_type,
+            bot_owner_id: None,
+            timezone: user.timezone,
+            can_create_users: false,
+            password_hash: None,
+            api_key_nonce: nonce,
+            bot: None,
+        };
+        match user.joined_ms {
+            Some(at) => self.push_at(None, at, event, None)?,
+            None => self.push(None, event)?,
+        }
+        self.count("users", 1);
+        Ok(user_id)
+    }
+
+    /// A channel, with Zulip's default permissions for its creator (the owner when unknown).
+    pub fn create_channel(
+        &mut self,
+        channel: NewChannel,
+        owner: UserId,
+    ) -> Result<ChannelId, ImportError> {
+        let channel_id = ChannelId(self.state.channels.max_id().0 + 1);
+        let creator = channel.creator.unwrap_or(owner);
+        let permissions: ChannelPermissions =
+            crate::commands::channels::default_permissions(&self.state, creator);
+        let event = Event::ChannelCreated {
+            channel_id,
+            name: channel.name,
+            description: channel.description,
+            invite_only: channel.invite_only,
+            is_web_public: false,
+            history_public_to_subscribers: !channel.invite_only,
+            message_retention_days: None,
+            folder_id: None,
+            topics_policy: TopicsPolicy::Inherit,
+            is_default: channel.is_default,
+            permissions: Box::new(permissions),
+        };
+        match channel.created_ms {
+            Some(at) => self.push_at(Some(creator), at, event, None)?,
+            None => self.push(Some(creator), event)?,
+        }
+        self.count("channels", 1);
+        Ok(channel_id)
+    }
+
+    /// Subscribes people (each gets the next color of Zulip's palette).
+    pub fn subscribe(
+        &mut self,
+        channel_id: ChannelId,
+        users: &BTreeSet<UserId>,
+    ) -> Result<(), ImportError> {
+        if users.is_empty() {
+            return Ok(());
+        }
+        let subscriptions = users
+            .iter()
+            .map(|user_id| NewSubscription {
+                user_id: *user_id,
+                color: crate::commands::channels::next_color(&self.state, *user_id, &[]),
+            })
+            .collect();
+        self.push(
+            None,
+            Event::Subscribed {
+                channel_id,
+                subscriptions,
+            },
+        )?;
+        self.count("subscriptions", users.len() as u64);
+        Ok(())
+    }
+
+    /// A message, rendered against the organization as it stands; its id is the next one.
+    pub fn send(
+        &mut self,
+        sender: UserId,
+        recipient: Recipient,
+        content: &str,
+        sent_ms: i64,
+        last_edit_ms: Option<i64>,
+    ) -> Result<MessageId, ImportError> {
+        let content = crate::commands::messages::truncate(
+            content.trim_end(),
+            crate::commands::messages::MAX_MESSAGE_LENGTH,
+            "\n[message truncated]",
+        );
+        let rendered = crate::markdown::render_message(&content, &OrgResolver(&self.state));
+        let message_id = self.state.messages.next_id();
+        let is_me_message = content.starts_with("/me ") && !content.contains('\n');
+        let event = Event::MessageSent {
+            message_id,
+            sender_id: sender,
+            recipient,
+            content: content.into(),
+            rendered_content: rendered.html.into(),
+            client: "import".into(),
+            is_me_message,
+            mentioned: rendered.mentioned.into_iter().map(UserId).collect(),
+            stream_wildcard: rendered.stream_wildcard,
+            topic_wildcard: rendered.topic_wildcard,
+            sender_queue: None,
+            alerted: Vec::new(),
+        };
+        self.push_at(Some(sender), sent_ms, event, last_edit_ms)?;
+        self.count("messages", 1);
+        Ok(message_id)
+    }
+
+    /// A reaction with a Unicode emoji named as Zulip names them; `false` when the name is
+    /// not one (the caller reports it).
+    pub fn react(
+        &mut self,
+        message_id: MessageId,
+        user_id: UserId,
+        name: &str,
+        at_ms: i64,
+    ) -> Result<bool, ImportError> {
+        let Some(code) = crate::emoji::unicode_code(name) else {
+            return Ok(false);
+        };
+        let emoji_name = crate::emoji::unicode_name(code).unwrap_or(name).to_owned();
+        let already = self.state.messages.get(message_id).is_some_and(|m| {
+            m.reactions()
+                .iter()
+                .any(|r| r.user_id == user_id && r.emoji_code == code)
+        });
+        if already {
+            return Ok(true);
+        }
+        self.push_at(
+            Some(user_id),
+            at_ms,
+            Event::ReactionAdded {
+                message_id,
+                user_id,
+                emoji_name,
+                emoji_code: code.to_owned(),
+                reaction_type: ReactionType::UnicodeEmoji,
+            },
+            None,
+        )?;
+        self.count("reactions", 1);
+        Ok(true)
+    }
+
+    /// Everyone has read everything they hold (for a source that keeps no read state): one
+    /// read mark per person and place, not a flag per message.
+    pub fn everything_read(&mut self) -> Result<(), ImportError> {
+        let mut marks: BTreeMap<(UserId, PlaceKey), MessageId> = BTreeMap::new();
+        for message in self.state.messages.all() {
+            let place = match &message.recipient {
+                Address::Channel { channel_id, .. } => PlaceKey::Channel(*channel_id),
+                Address::Direct { user_ids } => PlaceKey::Direct(user_ids.to_vec()),
+            };
+            for user in self.state.messages.holders(message.id) {
+                let mark = marks.entry((user, place.clone())).or_insert(message.id);
+                *mark = (*mark).max(message.id);
+            }
+        }
+        for ((user_id, place), message_id) in marks {
+            let place = match place {
+                PlaceKey::Channel(c) => ReadPlace::Channel(c),
+                PlaceKey::Direct(users) => ReadPlace::Direct(users),
+            };
+            self.push(
+                Some(user_id),
+                Event::MessagesReadThrough {
+                    user_id,
+                    place,
+                    message_id,
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Ends the log, and writes the owner's zuliprc and the report.
+    fn finish(mut self, layout: &Layout, owner: UserId) -> Result<Report, ImportError> {
+        let counts = self.report.counts.clone();
+        let skipped = self.report.skipped.len() as u64;
+        self.push(None, Event::ImportFinished { counts, skipped })?;
+        self.log.append_batch(&self.batch)?;
+        self.log.flush()?;
+        let owner_email = self
+            .state
+            .users
+            .get(owner)
+            .map(|u| u.email.clone())
+            .unwrap_or_default();
+        let nonce = self.nonces.get(&owner).cloned().unwrap_or_default();
+        write_private_file(
+            &layout.zuliprc(),
+            format!(
+                "[api]\nemail={owner_email}\nkey={}\nsite=http://127.0.0.1:9991\n",
+                self.secret.api_key(owner, &nonce)
+            )
+            .as_bytes(),
+        )?;
+        self.report.owner_email = owner_email;
+        let report = serde_json::to_vec_pretty(&self.report)
+            .map_err(|e| ImportError::new(format!("writing the report: {e}")))?;
+        std::fs::write(layout.dir.join("import-report.json"), report)?;
+        Ok(self.report)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum PlaceKey {
+    Channel(ChannelId),
+    Direct(Vec<UserId>),
+}
+
+/// The sources `import-from` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Source {
+    Slack,
+}
+
+impl Source {
+    fn name(self) -> &'static str {
+        match self {
+            Source::Slack => "slack",
+        }
+    }
+}
+
+/// Refuses a data directory that holds anything.
+fn check_target(data_dir: &Path) -> Result<(), ImportError> {
+    match std::fs::read_dir(data_dir) {
+        Ok(mut listing) => {
+            if listing.next().is_some() {
+                return Err(ImportError::new(format!(
+                    "{}: not empty; an import goes into a new data directory",
+                    data_dir.display()
+                )));
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(ImportError::new(format!("{}: {e}", data_dir.display()))),
+    }
+}
+
+/// Runs an import into `data_dir` (absent or empty), all or nothing.
+pub fn run(
+    source: Source,
+    input: &Path,
+    data_dir: &Path,
+    options: &Options,
+) -> Result<Report, ImportError> {
+    check_target(data_dir)?;
+    let mut archive = archive::Archive::open(input)?;
+    let parent = match data_dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent)?;
+    let name = data_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "data".into());
+    let staging = tempfile::Builder::new()
+        .prefix(&format!(".{name}.importing-"))
+        .tempdir_in(&parent)?;
+    let layout = Layout::new(staging.path());
+    let built = (|| {
+        let mut writer = Writer::open(&layout, source.name(), &archive.sha256)?;
+        let owner = match source {
+            Source::Slack => slack::import(&mut archive, &mut writer, options)?,
+        };
+        writer.finish(&layout, owner)
+    })()?;
+    // Into place: an empty target directory gives way to the finished one.
+    if data_dir.exists() {
+        std::fs::remove_dir(data_dir)?;
+    }
+    let staged = staging.keep();
+    if let Err(e) = std::fs::rename(&staged, data_dir) {
+        let _ = std::fs::remove_dir_all(&staged);
+        return Err(e.into());
+    }
+    Ok(built)
+}

@@ -1,0 +1,901 @@
+//! Slack's export (the zip an owner downloads from "Import/Export Data").
+//!
+//! What comes along: people (names, emails, roles, bots, deactivated people, time zones),
+//! public and private channels (name, description, creation time and creator, archived, the
+//! general channels as default ones) with their members, group and one-to-one direct
+//! conversations, and every message of them in time order with its sender, time, last edit
+//! time, reactions and mentions; threads become topics (see [`thread_topic`]). Slack's export
+//! holds no file bytes: a shared file is kept as a link to Slack (without the access token some
+//! exports append). Slack keeps no read state in an export: everything imported is read.
+//! Join, leave, rename and pin notices are dropped (Zulip drops them too).
+
+use super::archive::Archive;
+use super::mrkdwn::{self, Names};
+use super::{ImportError, NewChannel, NewUser, Options, Writer};
+use crate::events::{ChannelChange, Event, Recipient, Role};
+use crate::ids::{ChannelId, MessageId, UserId};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// The topic of channel messages outside threads (Zulip's converter uses the same).
+pub const MAIN_TOPIC: &str = "imported from Slack";
+
+/// Subtypes that are notices, not messages.
+const DROPPED_SUBTYPES: [&str; 9] = [
+    "channel_join",
+    "channel_leave",
+    "channel_name",
+    "channel_purpose",
+    "channel_topic",
+    "group_join",
+    "group_leave",
+    "pinned_item",
+    "unpinned_item",
+];
+
+/// A conversation of the export: where its day files are, and where its messages go.
+struct Conversation {
+    /// The directory holding its `YYYY-MM-DD.json` files.
+    dir: String,
+    place: Place,
+}
+
+#[derive(Clone)]
+enum Place {
+    Channel(ChannelId),
+    Direct(BTreeSet<UserId>),
+}
+
+/// One message read from a day file, before it is sent.
+struct Pending {
+    ts: i64,
+    conversation: usize,
+    /// Where it came from, for the report.
+    at: String,
+    sender: UserId,
+    text: String,
+    thread_ts: Option<i64>,
+    edited: Option<i64>,
+    reactions: Vec<(String, Vec<String>)>,
+}
+
+/// Slack's `ts` ("1516454482.000120", or a number) in microseconds.
+fn micros(ts: &Value) -> Option<i64> {
+    let text = match ts {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    let (secs, frac) = text.split_once('.').unwrap_or((&text, ""));
+    let secs: i64 = secs.parse().ok()?;
+    if !(0..=32_503_680_000).contains(&secs) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let mut digits: String = frac.chars().take(6).collect();
+    while digits.len() < 6 {
+        digits.push('0');
+    }
+    Some(secs * 1_000_000 + digits.parse::<i64>().ok()?)
+}
+
+/// A creation time given as a number or a string of seconds.
+fn seconds(value: &Value) -> Option<i64> {
+    match value {
+        Value::Number(n) => n.as_i64(),
+        Value::String(s) => s.parse().ok(),
+        _ => None,
+    }
+    .filter(|s| *s > 0)
+}
+
+fn text_of(value: &Value) -> &str {
+    value.as_str().unwrap_or_default()
+}
+
+/// A name Zulip accepts for a person: Slack's with the characters of Zulip's mention syntax
+/// taken out.
+fn full_name(user: &Value) -> String {
+    let candidates = [
+        &user["real_name"],
+        &user["profile"]["real_name"],
+        &user["profile"]["display_name"],
+        &user["name"],
+    ];
+    let raw = candidates
+        .iter()
+        .map(|v| text_of(v).trim())
+        .find(|s| !s.is_empty())
+        .unwrap_or("Slack user");
+    let cleaned: String = raw
+        .chars()
+        .filter(|c| !c.is_control() && !matches!(c, '*' | '`' | '\\' | '>' | '"' | '@' | '|'))
+        .take(100)
+        .collect();
+    let cleaned = cleaned.trim().to_owned();
+    if cleaned.is_empty() {
+        "Slack user".to_owned()
+    } else {
+        cleaned
+    }
+}
+
+fn role_of(user: &Value) -> Role {
+    let yes = |key: &str| user[key].as_bool() == Some(true);
+    if yes("is_primary_owner") || yes("is_owner") {
+        Role::Owner
+    } else if yes("is_admin") {
+        Role::Administrator
+    } else if yes("is_restricted") || yes("is_ultra_restricted") {
+        Role::Guest
+    } else {
+        Role::Member
+    }
+}
+
+/// A channel name Zulip accepts, unique in the organization.
+fn channel_name(raw: &str, taken: &mut BTreeSet<String>) -> String {
+    let base: String = raw
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(60)
+        .collect::<String>()
+        .trim()
+        .to_owned();
+    let base = if base.is_empty() {
+        "slack channel".to_owned()
+    } else {
+        base
+    };
+    let mut name = base.clone();
+    let mut n = 2;
+    while taken.contains(&name.to_lowercase()) {
+        let suffix = format!(" ({n})");
+        let keep: String = base.chars().take(60 - suffix.chars().count()).collect();
+        name = format!("{}{suffix}", keep.trim_end());
+        n += 1;
+    }
+    taken.insert(name.to_lowercase());
+    name
+}
+
+/// Slack ids to Chronicle's, for links and mentions.
+struct Ids {
+    users: HashMap<String, (UserId, String)>,
+    channels: HashMap<String, String>,
+}
+
+impl Names for Ids {
+    fn user(&self, slack_id: &str) -> Option<(u64, String)> {
+        self.users
+            .get(slack_id)
+            .map(|(id, name)| (id.0, name.clone()))
+    }
+    fn channel(&self, slack_id: &str) -> Option<String> {
+        self.channels.get(slack_id).cloned()
+    }
+}
+
+/// The email addresses of Slack's `users.list` answer, by user id.
+fn listed_emails(options: &Options) -> Result<HashMap<String, String>, ImportError> {
+    let Some(path) = &options.slack_users else {
+        return Ok(HashMap::new());
+    };
+    let bytes =
+        std::fs::read(path).map_err(|e| ImportError::new(format!("{}: {e}", path.display())))?;
+    let listed: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        ImportError::new(format!(
+            "{}: not valid JSON (line {}, column {}: {e})",
+            path.display(),
+            e.line(),
+            e.column()
+        ))
+    })?;
+    let members = listed["members"].as_array().or(listed.as_array());
+    Ok(members
+        .into_iter()
+        .flatten()
+        .filter_map(|m| {
+            Some((
+                m["id"].as_str()?.to_owned(),
+                m["profile"]["email"].as_str()?.to_lowercase(),
+            ))
+        })
+        .collect())
+}
+
+/// Reads a JSON list that must be there (`users.json`, `channels.json`) or may be.
+fn list(archive: &mut Archive, name: &str, required: bool) -> Result<Vec<Value>, ImportError> {
+    if !archive.contains(name) {
+        if required {
+            return Err(ImportError::new(format!(
+                "{name}: missing from the export (is this a Slack export?)"
+            )));
+        }
+        return Ok(Vec::new());
+    }
+    match archive.json(name)? {
+        Value::Array(items) => Ok(items),
+        _ => Err(ImportError::new(format!("{name}: not a JSON list"))),
+    }
+}
+
+/// Imports the export; returns the owner.
+pub fn import(
+    archive: &mut Archive,
+    w: &mut Writer,
+    options: &Options,
+) -> Result<UserId, ImportError> {
+    let users_file = if archive.contains("users.json") {
+        "users.json"
+    } else if archive.contains("org_users.json") {
+        "org_users.json"
+    } else {
+        "users.json"
+    };
+    let slack_users = list(archive, users_file, true)?;
+    let public = list(archive, "channels.json", true)?;
+    let private = list(archive, "groups.json", false)?;
+    let mpims = list(archive, "mpims.json", false)?;
+    let dms = list(archive, "dms.json", false)?;
+    let emails = listed_emails(options)?;
+
+    // People: one account per address (Slack's duplicates merged), the owner first.
+    struct Person<'a> {
+        slack_ids: Vec<String>,
+        email: String,
+        value: &'a Value,
+    }
+    let mut people: Vec<Person> = Vec::new();
+    let mut by_email: HashMap<String, usize> = HashMap::new();
+    for (i, user) in slack_users.iter().enumerate() {
+        let Some(id) = user["id"].as_str() else {
+            w.skip("user", format!("{users_file}, entry {i}"), "no id");
+            continue;
+        };
+        let email = text_of(&user["profile"]["email"])
+            .to_lowercase()
+            .trim()
+            .to_owned();
+        let email = if crate::commands::users::validate_email(&email) {
+            email
+        } else if let Some(listed) = emails
+            .get(id)
+            .filter(|e| crate::commands::users::validate_email(e))
+        {
+            listed.clone()
+        } else {
+            // No address in the export: one that cannot receive mail, until an administrator
+            // sets the real one.
+            let local: String = text_of(&user["name"])
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+                .collect();
+            let local = if local.is_empty() {
+                id.to_lowercase()
+            } else {
+                local
+            };
+            w.skip(
+                "email",
+                format!("{users_file}, user {id}"),
+                format!("the export has no email address; {local}@slack.invalid stands in"),
+            );
+            format!("{local}@slack.invalid")
+        };
+        match by_email.get(&email) {
+            Some(&known) => people[known].slack_ids.push(id.to_owned()),
+            None => {
+                by_email.insert(email.clone(), people.len());
+                people.push(Person {
+                    slack_ids: vec![id.to_owned()],
+                    email,
+                    value: user,
+                });
+            }
+        }
+    }
+    if people.is_empty() {
+        return Err(ImportError::new(format!("{users_file}: lists nobody")));
+    }
+    let owner_index = match &options.owner_email {
+        Some(wanted) => by_email
+            .get(&wanted.to_lowercase())
+            .copied()
+            .ok_or_else(|| {
+                ImportError::new(format!(
+                    "--owner-email {wanted}: nobody in the export has that address"
+                ))
+            })?,
+        None => people
+            .iter()
+            .position(|p| p.value["is_primary_owner"].as_bool() == Some(true))
+            .or_else(|| people.iter().position(|p| role_of(p.value) == Role::Owner))
+            .or_else(|| {
+                people
+                    .iter()
+                    .position(|p| role_of(p.value) == Role::Administrator)
+            })
+            .unwrap_or(0),
+    };
+    let name = options
+        .realm_name
+        .clone()
+        .unwrap_or_else(|| "Imported from Slack".to_owned());
+    w.create_realm(&name, "")?;
+    let mut ids = Ids {
+        users: HashMap::new(),
+        channels: HashMap::new(),
+    };
+    let mut order: Vec<usize> = vec![owner_index];
+    order.extend((0..people.len()).filter(|i| *i != owner_index));
+    let mut owner = UserId(1);
+    let mut deactivate = Vec::new();
+    for i in order {
+        let person = &people[i];
+        let user = person.value;
+        let is_bot = user["is_bot"].as_bool() == Some(true);
+        let role = if i == owner_index {
+            Role::Owner
+        } else if is_bot {
+            Role::Member
+        } else {
+            role_of(user)
+        };
+        let tz = text_of(&user["tz"]);
+        let timezone = if tz.contains('/') && tz.parse::<chrono_tz::Tz>().is_ok() {
+            tz.to_owned()
+        } else {
+            String::new()
+        };
+        let full_name = full_name(user);
+        let user_id = w.create_user(NewUser {
+            email: person.email.clone(),
+            full_name: full_name.clone(),
+            role,
+            bot_type: is_bot.then_some(1),
+            timezone,
+            joined_ms: None,
+        })?;
+        if i == owner_index {
+            owner = user_id;
+        }
+        if user["deleted"].as_bool() == Some(true) && i != owner_index {
+            deactivate.push(user_id);
+        }
+        for slack_id in &person.slack_ids {
+            ids.users
+                .insert(slack_id.clone(), (user_id, full_name.clone()));
+        }
+        if let Some(bot_id) = user["profile"]["bot_id"].as_str() {
+            ids.users
+                .insert(bot_id.to_owned(), (user_id, full_name.clone()));
+        }
+    }
+
+    // Channels and conversations, each with its members.
+    let mut conversations: Vec<Conversation> = Vec::new();
+    let mut taken = BTreeSet::new();
+    let mut archived = Vec::new();
+    for (file, items, invite_only) in [
+        ("channels.json", &public, false),
+        ("groups.json", &private, true),
+    ] {
+        for (i, channel) in items.iter().enumerate() {
+            let (Some(slack_id), Some(dir)) = (channel["id"].as_str(), channel["name"].as_str())
+            else {
+                w.skip("channel", format!("{file}, entry {i}"), "no id or name");
+                continue;
+            };
+            let name = channel_name(dir, &mut taken);
+            let description: String = text_of(&channel["purpose"]["value"])
+                .chars()
+                .filter(|c| !c.is_control() || *c == '\n')
+                .take(1024)
+                .collect();
+            let creator = channel["creator"]
+                .as_str()
+                .and_then(|c| ids.users.get(c))
+                .map(|(id, _)| *id);
+            let channel_id = w.create_channel(
+                NewChannel {
+                    name: name.clone(),
+                    description,
+                    invite_only,
+                    is_default: channel["is_general"].as_bool() == Some(true)
+                        || (!invite_only && dir == "random"),
+                    created_ms: seconds(&channel["created"]).map(|s| s * 1000),
+                    creator,
+                },
+                owner,
+            )?;
+            let members: BTreeSet<UserId> = channel["members"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|m| ids.users.get(m.as_str()?).map(|(id, _)| *id))
+                .collect();
+            w.subscribe(channel_id, &members)?;
+            if channel["is_archived"].as_bool() == Some(true) {
+                archived.push(channel_id);
+            }
+            ids.channels.insert(slack_id.to_owned(), name);
+            conversations.push(Conversation {
+                dir: dir.to_owned(),
+                place: Place::Channel(channel_id),
+            });
+        }
+    }
+    for (file, items, key) in [("mpims.json", &mpims, "name"), ("dms.json", &dms, "id")] {
+        for (i, conversation) in items.iter().enumerate() {
+            let Some(dir) = conversation[key].as_str() else {
+                w.skip("conversation", format!("{file}, entry {i}"), "no name");
+                continue;
+            };
+            let members: BTreeSet<UserId> = conversation["members"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|m| ids.users.get(m.as_str()?).map(|(id, _)| *id))
+                .collect();
+            conversations.push(Conversation {
+                dir: dir.to_owned(),
+                place: Place::Direct(members),
+            });
+        }
+    }
+
+    // Every message of every conversation, then all of them in time order.
+    let mut pending = read_messages(archive, w, &conversations, &ids)?;
+    pending.sort_by_key(|p| (p.ts, p.conversation));
+    let topics = thread_topics(&pending, &conversations, &ids);
+    let mut sent: HashMap<(usize, i64), MessageId> = HashMap::new();
+    for p in &pending {
+        let recipient = match &conversations[p.conversation].place {
+            Place::Channel(channel_id) => Recipient::Channel {
+                channel_id: *channel_id,
+                topic: p
+                    .thread_ts
+                    .and_then(|t| topics.get(&(p.conversation, t)).cloned())
+                    .unwrap_or_else(|| MAIN_TOPIC.to_owned()),
+            },
+            Place::Direct(members) => {
+                let mut user_ids: BTreeSet<UserId> = members.clone();
+                user_ids.insert(p.sender);
+                Recipient::Direct {
+                    user_ids: user_ids.into_iter().collect(),
+                }
+            }
+        };
+        let ms = p.ts / 1000;
+        let message_id = w.send(p.sender, recipient, &p.text, ms, p.edited.map(|e| e / 1000))?;
+        sent.insert((p.conversation, p.ts), message_id);
+        for (name, users) in &p.reactions {
+            let name = zulip_emoji_name(name);
+            for user in users {
+                let Some((user_id, _)) = ids.users.get(user) else {
+                    w.skip("reaction", &p.at, format!("by an unknown user {user}"));
+                    continue;
+                };
+                if !w.react(message_id, *user_id, &name, ms)? {
+                    w.skip(
+                        "reaction",
+                        &p.at,
+                        format!(":{name}: is not an emoji Zulip knows (Slack's custom emoji are not in its export)"),
+                    );
+                }
+            }
+        }
+    }
+
+    for user_id in deactivate {
+        w.push(None, Event::UserDeactivated { user_id })?;
+        w.count("deactivated users", 1);
+    }
+    for channel_id in archived {
+        w.push(
+            Some(owner),
+            Event::ChannelChanged {
+                channel_id,
+                change: ChannelChange::Archived(true),
+            },
+        )?;
+        w.count("archived channels", 1);
+    }
+    w.everything_read()?;
+    Ok(owner)
+}
+
+/// A Slack reaction name as Zulip names the emoji: without a skin tone, with Slack's few
+/// differing names mapped.
+fn zulip_emoji_name(name: &str) -> String {
+    let base = name.split("::").next().unwrap_or(name);
+    match base {
+        "thumbsup" => "+1",
+        "thumbsdown" => "-1",
+        "simple_smile" | "slightly_smiling_face" => "slight_smile",
+        "thinking_face" => "thinking",
+        "white_check_mark" => "check",
+        "heavy_check_mark" => "check_mark",
+        "tada" => "tada",
+        other => other,
+    }
+    .to_owned()
+}
+
+/// Reads every day file of every conversation.
+fn read_messages(
+    archive: &mut Archive,
+    w: &mut Writer,
+    conversations: &[Conversation],
+    ids: &Ids,
+) -> Result<Vec<Pending>, ImportError> {
+    let mut by_dir: HashMap<&str, usize> = HashMap::new();
+    for (i, c) in conversations.iter().enumerate() {
+        by_dir.entry(c.dir.as_str()).or_insert(i);
+    }
+    let names: Vec<String> = archive.names().map(str::to_owned).collect();
+    let mut pending = Vec::new();
+    for name in names {
+        let Some((dir, file)) = name.rsplit_once('/') else {
+            continue;
+        };
+        if !file.ends_with(".json") {
+            continue;
+        }
+        let Some(&conversation) = by_dir.get(dir) else {
+            w.skip(
+                "file",
+                &name,
+                "no channel or conversation of the export has this directory",
+            );
+            continue;
+        };
+        let day = match archive.json(&name)? {
+            Value::Array(items) => items,
+            _ => {
+                return Err(ImportError::new(format!(
+                    "{name}: not a JSON list of messages"
+                )))
+            }
+        };
+        for (i, message) in day.iter().enumerate() {
+            let at = format!("{name}, message {}", i + 1);
+            if message["type"] != "message" {
+                continue;
+            }
+            let subtype = text_of(&message["subtype"]);
+            if DROPPED_SUBTYPES.contains(&subtype) || subtype == "tombstone" {
+                w.count("notices dropped", 1);
+                continue;
+            }
+            let Some(ts) = micros(&message["ts"]) else {
+                w.skip(
+                    "message",
+                    at,
+                    format!("its ts {} is not a Slack time", message["ts"]),
+                );
+                continue;
+            };
+            let author = message["user"]
+                .as_str()
+                .or_else(|| message["bot_id"].as_str());
+            let Some((sender, _)) = author.and_then(|a| ids.users.get(a)) else {
+                w.skip(
+                    "message",
+                    at,
+                    format!(
+                        "sent by {}, who is not among the export's users",
+                        author.unwrap_or("nobody")
+                    ),
+                );
+                continue;
+            };
+            let mut text = mrkdwn::convert(text_of(&message["text"]), ids);
+            if subtype == "me_message" {
+                text = format!("/me {text}");
+            }
+            let extra = attachments_text(message, ids);
+            if !extra.is_empty() {
+                if !text.trim().is_empty() {
+                    text.push_str("\n\n");
+                }
+                text.push_str(&extra);
+            }
+            if text.trim().is_empty() {
+                w.skip(
+                    "message",
+                    at,
+                    "nothing to show: no text, file or attachment",
+                );
+                continue;
+            }
+            let reactions = message["reactions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|r| {
+                    let users = r["users"]
+                        .as_array()?
+                        .iter()
+                        .filter_map(|u| u.as_str().map(str::to_owned))
+                        .collect();
+                    Some((r["name"].as_str()?.to_owned(), users))
+                })
+                .collect();
+            pending.push(Pending {
+                ts,
+                conversation,
+                at,
+                sender: *sender,
+                text,
+                thread_ts: micros(&message["thread_ts"]),
+                edited: micros(&message["edited"]["ts"]),
+                reactions,
+            });
+        }
+    }
+    Ok(pending)
+}
+
+/// Files (as links to Slack) and attachments (their text) of a message.
+fn attachments_text(message: &Value, ids: &Ids) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let files = message["files"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .chain(message.get("file").cloned());
+    for file in files {
+        let mode = text_of(&file["mode"]);
+        if matches!(mode, "tombstone" | "hidden_by_limit") || file["file_access"].is_string() {
+            continue;
+        }
+        let title = [&file["title"], &file["name"]]
+            .iter()
+            .map(|v| text_of(v))
+            .find(|s| !s.is_empty())
+            .unwrap_or("file")
+            .replace(['[', ']'], "");
+        let url = [&file["url_private"], &file["permalink"]]
+            .iter()
+            .map(|v| text_of(v))
+            .find(|s| s.starts_with("https://") || s.starts_with("http://"));
+        if let Some(url) = url {
+            // Some exports append the exporter's access token: never kept.
+            let url = url.split(['?', '#']).next().unwrap_or(url);
+            parts.push(format!("[{title}]({url})"));
+        }
+    }
+    for attachment in message["attachments"].as_array().into_iter().flatten() {
+        let mut lines = Vec::new();
+        let pretext = text_of(&attachment["pretext"]);
+        if !pretext.is_empty() {
+            lines.push(mrkdwn::convert(pretext, ids));
+        }
+        let title = text_of(&attachment["title"]);
+        let link = text_of(&attachment["title_link"]);
+        if !title.is_empty() {
+            lines.push(if link.starts_with("http") {
+                format!("**[{title}]({link})**")
+            } else {
+                format!("**{title}**")
+            });
+        }
+        let image = text_of(&attachment["image_url"]);
+        if image.starts_with("https://") {
+            lines.push(image.to_owned());
+        }
+        let text = text_of(&attachment["text"]);
+        if !text.is_empty() {
+            lines.push(mrkdwn::convert(text, ids));
+        } else if title.is_empty() {
+            let fallback = text_of(&attachment["fallback"]);
+            if !fallback.is_empty() {
+                lines.push(mrkdwn::convert(fallback, ids));
+            }
+        }
+        for field in attachment["fields"].as_array().into_iter().flatten() {
+            lines.push(format!(
+                "**{}**: {}",
+                text_of(&field["title"]),
+                mrkdwn::convert(text_of(&field["value"]), ids)
+            ));
+        }
+        if !lines.is_empty() {
+            parts.push(lines.join("\n"));
+        }
+    }
+    if message["text"].as_str().is_none_or(str::is_empty) {
+        let blocks = blocks_text(&message["blocks"], ids);
+        if !blocks.is_empty() {
+            parts.push(blocks);
+        }
+    }
+    parts.join("\n\n")
+}
+
+/// Block Kit sections, headers and rich text as plain Markdown (for messages whose `text` is
+/// empty, as apps post them).
+fn blocks_text(blocks: &Value, ids: &Ids) -> String {
+    let mut lines = Vec::new();
+    for block in blocks.as_array().into_iter().flatten().take(100) {
+        match text_of(&block["type"]) {
+            "header" => lines.push(format!("## {}", text_of(&block["text"]["text"]))),
+            "divider" => lines.push("----".to_owned()),
+            "section" => {
+                let text = text_of(&block["text"]["text"]);
+                if !text.is_empty() {
+                    lines.push(mrkdwn::convert(text, ids));
+                }
+                for field in block["fields"].as_array().into_iter().flatten() {
+                    lines.push(mrkdwn::convert(text_of(&field["text"]), ids));
+                }
+            }
+            "rich_text" => {
+                let mut text = String::new();
+                rich_text(&block["elements"], &mut text, 0);
+                lines.push(mrkdwn::convert(&text, ids));
+            }
+            _ => {}
+        }
+    }
+    lines.join("\n")
+}
+
+/// The text of rich-text elements, depth-bounded.
+fn rich_text(elements: &Value, out: &mut String, depth: usize) {
+    if depth > 8 {
+        return;
+    }
+    for element in elements.as_array().into_iter().flatten() {
+        match text_of(&element["type"]) {
+            "text" => out.push_str(text_of(&element["text"])),
+            "link" => {
+                let url = text_of(&element["url"]);
+                match element["text"].as_str() {
+                    Some(label) => out.push_str(&format!("<{url}|{label}>")),
+                    None => out.push_str(&format!("<{url}>")),
+                }
+            }
+            "user" => out.push_str(&format!("<@{}>", text_of(&element["user_id"]))),
+            "channel" => out.push_str(&format!("<#{}>", text_of(&element["channel_id"]))),
+            "broadcast" => out.push_str(&format!("<!{}>", text_of(&element["range"]))),
+            "emoji" => out.push_str(&format!(":{}:", text_of(&element["name"]))),
+            _ => {
+                rich_text(&element["elements"], out, depth + 1);
+                if matches!(
+                    text_of(&element["type"]),
+                    "rich_text_section"
+                        | "rich_text_list"
+                        | "rich_text_quote"
+                        | "rich_text_preformatted"
+                ) && !out.ends_with('\n')
+                {
+                    out.push('\n');
+                }
+            }
+        }
+    }
+}
+
+/// The topic of each thread: `YYYY-MM-DD` of its start and the start of its first message
+/// (cut to fit Zulip's 60 characters), with ` (2)`, ` (3)` … when a channel has two alike.
+fn thread_topics(
+    pending: &[Pending],
+    conversations: &[Conversation],
+    _ids: &Ids,
+) -> HashMap<(usize, i64), String> {
+    let mut threads: BTreeMap<(usize, i64), Option<&Pending>> = BTreeMap::new();
+    let mut replies: BTreeSet<(usize, i64)> = BTreeSet::new();
+    for p in pending {
+        if let Some(t) = p.thread_ts {
+            if !matches!(conversations[p.conversation].place, Place::Channel(_)) {
+                continue;
+            }
+            let root = threads.entry((p.conversation, t)).or_insert(None);
+            if p.ts == t {
+                *root = Some(p);
+            } else {
+                replies.insert((p.conversation, t));
+            }
+        }
+    }
+    let mut taken: BTreeSet<(usize, String)> = BTreeSet::new();
+    let mut out = HashMap::new();
+    for ((conversation, t), root) in threads {
+        if !replies.contains(&(conversation, t)) {
+            continue;
+        }
+        let topic = thread_topic(t, root.map(|r| r.text.as_str()));
+        let mut name = topic.clone();
+        let mut n = 2;
+        while taken.contains(&(conversation, name.to_lowercase())) {
+            let suffix = format!(" ({n})");
+            let keep: String = topic.chars().take(60 - suffix.chars().count()).collect();
+            name = format!("{}{suffix}", keep.trim_end());
+            n += 1;
+        }
+        taken.insert((conversation, name.to_lowercase()));
+        out.insert((conversation, t), name);
+    }
+    out
+}
+
+/// A thread's topic: the date it started and the beginning of its first message's first line,
+/// markup left out.
+pub fn thread_topic(thread_ts: i64, root: Option<&str>) -> String {
+    let date = crate::time::iso8601_ms(thread_ts / 1000)
+        .get(..10)
+        .unwrap_or_default()
+        .to_owned();
+    let snippet: String = root
+        .unwrap_or_default()
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| !matches!(c, '*' | '_' | '~' | '`' | '#' | '>') && !c.is_control())
+        .collect();
+    let snippet = snippet.split_whitespace().collect::<Vec<_>>().join(" ");
+    if snippet.is_empty() {
+        return format!("{date} Slack thread");
+    }
+    let topic = format!("{date} {snippet}");
+    if topic.chars().count() <= 60 {
+        topic
+    } else {
+        let cut: String = topic.chars().take(59).collect();
+        format!("{}…", cut.trim_end())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slack_times() {
+        assert_eq!(
+            micros(&Value::from("1516454482.000120")),
+            Some(1_516_454_482_000_120)
+        );
+        assert_eq!(
+            micros(&Value::from("1516454482")),
+            Some(1_516_454_482_000_000)
+        );
+        assert_eq!(micros(&Value::from("NaN")), None);
+        assert_eq!(micros(&Value::from("-5.1")), None);
+        assert_eq!(micros(&Value::from("1.2e9")), None);
+        assert_eq!(micros(&Value::Null), None);
+    }
+
+    #[test]
+    fn thread_topics_are_dated_and_cut() {
+        assert_eq!(
+            thread_topic(
+                1_516_677_693_000_181,
+                Some("**Is** this a *thread*?\nsecond")
+            ),
+            "2018-01-23 Is this a thread?"
+        );
+        assert_eq!(
+            thread_topic(1_516_677_693_000_181, None),
+            "2018-01-23 Slack thread"
+        );
+        let long = thread_topic(1_516_677_693_000_181, Some(&"word ".repeat(40)));
+        assert_eq!(long.chars().count(), 60);
+        assert!(long.ends_with('…'));
+    }
+
+    #[test]
+    fn channel_names_are_unique_and_short() {
+        let mut taken = BTreeSet::new();
+        assert_eq!(channel_name("general", &mut taken), "general");
+        assert_eq!(channel_name("General", &mut taken), "General (2)");
+        assert_eq!(
+            channel_name(&"x".repeat(80), &mut taken).chars().count(),
+            60
+        );
+    }
+}

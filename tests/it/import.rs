@@ -1,0 +1,495 @@
+//! Moving in (issue 34): `chronicle import-from`, run on exports that others wrote (Zulip's own
+//! test fixtures, kept under tests/fixtures/zulip with their licence), checked through the API
+//! of the server that then serves the result.
+
+use crate::support::{bin, zuliprc_value, Creds, Server};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/zulip")
+        .join(name)
+}
+
+/// Runs an import; its exit status, standard output and standard error.
+fn import(args: &[&std::ffi::OsStr]) -> (bool, String, String) {
+    let out = Command::new(bin())
+        .arg("import-from")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn owner_of(dir: &Path) -> Creds {
+    Creds {
+        email: zuliprc_value(&dir.join("zuliprc"), "email"),
+        key: zuliprc_value(&dir.join("zuliprc"), "key"),
+    }
+}
+
+async fn channel_messages(server: &Server, creds: &Creds, channel: &str) -> Vec<Value> {
+    let narrow = json!([{"operator": "channel", "operand": channel}]).to_string();
+    let (status, body) = server
+        .api(Some(creds))
+        .get(
+            "/messages",
+            &[
+                ("anchor", "oldest"),
+                ("num_before", "0"),
+                ("num_after", "1000"),
+                ("narrow", &narrow),
+                ("apply_markdown", "false"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["messages"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_slack_export_comes_in_with_its_people_threads_mentions_and_reactions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let (ok, stdout, stderr) = import(&[
+        "slack".as_ref(),
+        fixture("slack_fixtures/test_slack_importer.zip").as_os_str(),
+        "--data-dir".as_ref(),
+        dir.as_os_str(),
+        "--slack-users".as_ref(),
+        fixture("slack_fixtures/user_data.json").as_os_str(),
+        "--realm-name".as_ref(),
+        "Plan 8".as_ref(),
+    ]);
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("82 messages"), "{stdout}");
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("import-report.json")).unwrap()).unwrap();
+    assert_eq!(report["source"], "slack");
+    assert_eq!(report["counts"]["messages"], 82);
+    assert_eq!(report["counts"]["users"], 4);
+    assert_eq!(report["counts"]["channels"], 2);
+    assert_eq!(report["skipped"], json!([]));
+    // The primary owner owns it.
+    let owner = owner_of(&dir);
+    assert_eq!(owner.email, "rhtbot@protonmail.com");
+
+    let server = Server::start_in(&dir).unwrap();
+    let api = server.api(Some(&owner));
+    let (_, settings) = server.api(None).get("/server_settings", &[]).await;
+    assert_eq!(settings["realm_name"], "Plan 8");
+    let (status, users) = api.get("/users", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let people: Vec<(String, String, u64, String)> = users["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| {
+            (
+                u["email"].as_str().unwrap().to_owned(),
+                u["full_name"].as_str().unwrap().to_owned(),
+                u["role"].as_u64().unwrap(),
+                u["timezone"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let find = |email: &str| people.iter().find(|p| p.0 == email).unwrap().clone();
+    assert_eq!(
+        find("rhtbot@protonmail.com"),
+        (
+            "rhtbot@protonmail.com".into(),
+            "Josef K.".into(),
+            100,
+            "Europe/Amsterdam".into()
+        )
+    );
+    assert_eq!(find("rishiweb+0@mit.edu").1, "Rishi हिन्दी 汉语");
+    assert_eq!(
+        find("rishiweb+0@mit.edu").2,
+        200,
+        "Slack's admins are administrators"
+    );
+    assert_eq!(find("showell30@yahoo.com").2, 400);
+    let id_of = |email: &str| {
+        users["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["email"] == email)
+            .unwrap()["user_id"]
+            .as_u64()
+            .unwrap()
+    };
+    let steve = id_of("showell30@yahoo.com");
+    let rhea = id_of("rheaparekh12@gmail.com");
+
+    let general = channel_messages(&server, &owner, "general").await;
+    let random = channel_messages(&server, &owner, "random").await;
+    assert_eq!(general.len() + random.len(), 82);
+    // Time order is id order, and each message keeps its Slack time and sender.
+    let mut all: Vec<&Value> = general.iter().chain(random.iter()).collect();
+    all.sort_by_key(|m| m["id"].as_u64());
+    assert!(all
+        .windows(2)
+        .all(|w| w[0]["timestamp"].as_i64() <= w[1]["timestamp"].as_i64()));
+    let hi = general
+        .iter()
+        .find(|m| m["content"] == "Hi everybody.")
+        .unwrap();
+    assert_eq!(hi["timestamp"], 1516454482);
+    assert_eq!(hi["sender_id"], steve);
+    assert_eq!(hi["subject"], "imported from Slack");
+    // Nothing imported from Slack is unread (its export keeps no read state).
+    assert!(all
+        .iter()
+        .all(|m| m["flags"].as_array().unwrap().contains(&json!("read"))));
+
+    // A Slack mention is a Zulip mention: the mentioned person's copy says so.
+    let mention = general
+        .iter()
+        .find(|m| {
+            m["content"]
+                .as_str()
+                .unwrap()
+                .ends_with("this is a test mention")
+        })
+        .unwrap();
+    assert_eq!(
+        mention["content"],
+        format!("@**Rhea Parekh|{rhea}** this is a test mention")
+    );
+    // Entities decoded, links converted, a file kept as a link without the exporter's token.
+    assert!(general.iter().any(|m| m["content"]
+        .as_str()
+        .unwrap()
+        .contains("aggressively match <chars>://<chars>")));
+    assert!(general.iter().any(|m| m["content"]
+        .as_str()
+        .unwrap()
+        .contains("There is https://api.slack.com/incoming-webhooks")));
+    let shared = general
+        .iter()
+        .find(|m| m["content"].as_str().unwrap().contains("This is Sammy."))
+        .unwrap();
+    assert!(shared["content"].as_str().unwrap().contains(
+        "[IMG_0677.JPG](https://files.slack.com/files-pri/T5YFFM2QY-F8VDNT9FB/img_0677.jpg)"
+    ));
+    // The reaction on a message (one on a join notice went with the notice).
+    let reacted = general
+        .iter()
+        .find(|m| m["content"] == "aoenaoeuta")
+        .unwrap();
+    let reactions = reacted["reactions"].as_array().unwrap();
+    assert_eq!(reactions.len(), 1);
+    assert_eq!(reactions[0]["emoji_code"], "1f636");
+    // The edited message keeps its last edit time.
+    let edited = general
+        .iter()
+        .find(|m| {
+            m["content"]
+                .as_str()
+                .unwrap()
+                .ends_with("multiple mentioning")
+        })
+        .unwrap();
+    assert_eq!(edited["last_edit_timestamp"], 1516468486);
+    // A thread is a topic named after its date and first message; its replies follow it.
+    let thread: Vec<&Value> = general
+        .iter()
+        .filter(|m| m["subject"] == "2018-01-23 rabbitduck")
+        .collect();
+    let texts: Vec<&str> = thread
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [
+            "***rabbitduck***",
+            "thread 1?",
+            "msg sent to general as well"
+        ]
+    );
+
+    // The exporter's access token is nowhere in the organization or its log.
+    server.stop();
+    let dumped = crate::support::run_ok(["dump".as_ref(), "--data-dir".as_ref(), dir.as_os_str()]);
+    assert!(!dumped.contains("xoxe"));
+    // Rhea's copy of the message that mentions her has the mention flag.
+    let dumped: Value = serde_json::from_str(&dumped).unwrap();
+    let rheas = dumped["messages"]["user_messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["user_id"] == rhea)
+        .unwrap();
+    let copy = rheas["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row[0] == mention["id"])
+        .unwrap();
+    assert_eq!(copy[1], json!(["read", "mentioned"]));
+    let log = crate::support::run_ok(["log".as_ref(), "--data-dir".as_ref(), dir.as_os_str()]);
+    assert!(!log.contains("xoxe"));
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(lines[0].contains("ImportStarted"), "{}", lines[0]);
+    assert!(lines[0].contains("source=\"slack\""), "{}", lines[0]);
+    assert!(lines.last().unwrap().contains("ImportFinished"));
+    // `--type MessageSent` lists the imported messages.
+    let sent = crate::support::run_ok([
+        "log".as_ref(),
+        "--data-dir".as_ref(),
+        dir.as_os_str(),
+        "--type".as_ref(),
+        "MessageSent".as_ref(),
+    ]);
+    assert_eq!(sent.lines().count(), 82);
+    let verified =
+        crate::support::run_ok(["verify".as_ref(), "--data-dir".as_ref(), dir.as_os_str()]);
+    assert!(verified.contains("chain: intact"), "{verified}");
+}
+
+#[tokio::test]
+async fn a_slack_export_without_addresses_and_with_unicode_names_comes_in() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let (ok, _, stderr) = import(&[
+        "slack".as_ref(),
+        fixture("slack_fixtures/test_unicode_slack_importer.zip").as_os_str(),
+        "--data-dir".as_ref(),
+        dir.as_os_str(),
+    ]);
+    assert!(ok, "{stderr}");
+    let owner = owner_of(&dir);
+    assert!(!owner.email.ends_with("@slack.invalid"), "{}", owner.email);
+    // An export without addresses (older ones have none) and no users.list beside it: each
+    // person gets a placeholder address, and the report says so.
+    let bare = tmp.path().join("bare");
+    let (ok, _, stderr) = import(&[
+        "slack".as_ref(),
+        fixture("slack_fixtures/test_slack_importer.zip").as_os_str(),
+        "--data-dir".as_ref(),
+        bare.as_os_str(),
+    ]);
+    assert!(ok, "{stderr}");
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(bare.join("import-report.json")).unwrap()).unwrap();
+    let skipped = report["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 4, "{skipped:?}");
+    assert!(skipped.iter().all(|s| s["kind"] == "email"
+        && s["why"]
+            .as_str()
+            .unwrap()
+            .contains("@slack.invalid stands in")));
+    assert_eq!(owner_of(&bare).email, "k._@slack.invalid");
+    let server = Server::start_in(&dir).unwrap();
+    let (status, channels) = server.api(Some(&owner)).get("/streams", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let names: Vec<&str> = channels["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    // The zip does not mark its names UTF-8; they are.
+    assert!(names.contains(&"チャネル"), "{names:?}");
+    let messages = channel_messages(&server, &owner, "チャネル").await;
+    assert!(!messages.is_empty());
+}
+
+/// A zip of `(name, bytes)` entries, written as Slack writes them (no UTF-8 flag needed).
+fn zip_of(path: &Path, entries: &[(&str, &[u8])]) {
+    let file = std::fs::File::create(path).unwrap();
+    let mut zip = zip::ZipWriter::new(file);
+    let options =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    for (name, bytes) in entries {
+        zip.start_file(*name, options).unwrap();
+        zip.write_all(bytes).unwrap();
+    }
+    zip.finish().unwrap();
+}
+
+const USERS: &str = r#"[{"id": "U1", "name": "ada", "real_name": "Ada", "is_primary_owner": true,
+    "profile": {"email": "ada@example.com"}},
+   {"id": "U2", "name": "bob", "real_name": "Bob", "profile": {"email": "bob@example.com"}}]"#;
+const CHANNELS: &str =
+    r#"[{"id": "C1", "name": "general", "created": 1500000000, "members": ["U1", "U2"]}]"#;
+
+#[test]
+fn damaged_or_hostile_exports_are_refused_and_leave_nothing_behind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let refused = |export: &Path, extra: &[&str]| {
+        let dir = tmp.path().join("target");
+        let mut args: Vec<&std::ffi::OsStr> = vec![
+            "slack".as_ref(),
+            export.as_os_str(),
+            "--data-dir".as_ref(),
+            dir.as_os_str(),
+        ];
+        args.extend(extra.iter().map(|a| std::ffi::OsStr::new(*a)));
+        let out = Command::new(bin())
+            .arg("import-from")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{export:?} was not refused");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(!dir.exists(), "a refused import left {dir:?}");
+        // Nothing half-built beside it either.
+        let left: Vec<String> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("importing"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        stderr
+    };
+    let path = |name: &str| tmp.path().join(name);
+
+    std::fs::write(path("page.zip"), "<html>Sign in to Slack</html>").unwrap();
+    assert!(refused(&path("page.zip"), &[]).contains("not a readable zip file"));
+
+    zip_of(
+        &path("climb.zip"),
+        &[("users.json", USERS.as_bytes()), ("../evil.json", b"[]")],
+    );
+    let error = refused(&path("climb.zip"), &[]);
+    assert!(
+        error.contains("\"../evil.json\"") && error.contains("outside"),
+        "{error}"
+    );
+
+    zip_of(
+        &path("nousers.zip"),
+        &[("channels.json", CHANNELS.as_bytes())],
+    );
+    assert!(refused(&path("nousers.zip"), &[]).contains("users.json: missing from the export"));
+
+    zip_of(
+        &path("truncated.zip"),
+        &[
+            ("users.json", USERS.as_bytes()),
+            ("channels.json", &CHANNELS.as_bytes()[..40]),
+        ],
+    );
+    let error = refused(&path("truncated.zip"), &[]);
+    assert!(
+        error.contains("channels.json: not valid JSON (line 1"),
+        "{error}"
+    );
+
+    zip_of(
+        &path("good.zip"),
+        &[
+            ("users.json", USERS.as_bytes()),
+            ("channels.json", CHANNELS.as_bytes()),
+        ],
+    );
+    let error = refused(&path("good.zip"), &["--owner-email", "eve@example.com"]);
+    assert!(
+        error.contains("nobody in the export has that address"),
+        "{error}"
+    );
+
+    // A data directory that holds something is not imported into.
+    let full = path("full");
+    std::fs::create_dir_all(&full).unwrap();
+    std::fs::write(full.join("keep.txt"), "mine").unwrap();
+    let out = Command::new(bin())
+        .args(["import-from", "slack"])
+        .arg(path("good.zip"))
+        .arg("--data-dir")
+        .arg(&full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not empty"));
+    assert_eq!(
+        std::fs::read_to_string(full.join("keep.txt")).unwrap(),
+        "mine"
+    );
+}
+
+#[tokio::test]
+async fn damage_confined_to_one_message_is_skipped_and_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let day = r#"[
+        {"type": "message", "user": "U1", "text": "first *bold*", "ts": "1500000100.000100"},
+        {"type": "message", "user": "U9", "text": "from nobody known", "ts": "1500000200.000100"},
+        {"type": "message", "user": "U2", "text": "bad time", "ts": "NaN"},
+        {"type": "message", "user": "U2", "text": "reply to <@U1>", "ts": "1500000300.000100",
+         "reactions": [{"name": "thumbsup::skin-tone-3", "users": ["U1"], "count": 1},
+                       {"name": "our_custom_parrot", "users": ["U2"], "count": 1}]}
+    ]"#;
+    let export = tmp.path().join("export.zip");
+    zip_of(
+        &export,
+        &[
+            ("users.json", USERS.as_bytes()),
+            ("channels.json", CHANNELS.as_bytes()),
+            ("general/2017-07-14.json", day.as_bytes()),
+        ],
+    );
+    // An empty target directory is fine.
+    let dir = tmp.path().join("data");
+    std::fs::create_dir(&dir).unwrap();
+    let (ok, _, stderr) = import(&[
+        "slack".as_ref(),
+        export.as_os_str(),
+        "--data-dir".as_ref(),
+        dir.as_os_str(),
+        "--owner-email".as_ref(),
+        "BOB@example.com".as_ref(),
+    ]);
+    assert!(ok, "{stderr}");
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("import-report.json")).unwrap()).unwrap();
+    assert_eq!(report["counts"]["messages"], 2);
+    let skipped: Vec<(String, String)> = report["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["at"].as_str().unwrap().to_owned(),
+                s["why"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(skipped.len(), 3, "{skipped:?}");
+    assert_eq!(skipped[0].0, "general/2017-07-14.json, message 2");
+    assert!(skipped[0].1.contains("U9"));
+    assert_eq!(skipped[1].0, "general/2017-07-14.json, message 3");
+    assert!(skipped[1].1.contains("NaN"));
+    assert!(skipped[2].1.contains(":our_custom_parrot:"));
+    // The named person owns it, promoted from member.
+    let owner = owner_of(&dir);
+    assert_eq!(owner.email, "bob@example.com");
+    let server = Server::start_in(&dir).unwrap();
+    let (_, me) = server.api(Some(&owner)).get("/users/me", &[]).await;
+    assert_eq!(me["role"], 100);
+    let messages = channel_messages(&server, &owner, "general").await;
+    let contents: Vec<&str> = messages
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(contents[0], "first **bold**");
+    assert!(
+        contents[1].starts_with("reply to @**Ada|"),
+        "{}",
+        contents[1]
+    );
+    // A skin tone is dropped, Slack's name mapped to Zulip's.
+    assert_eq!(messages[1]["reactions"][0]["emoji_code"], "1f44d");
+}
