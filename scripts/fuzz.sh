@@ -48,8 +48,17 @@ if [ ! -d fuzz/corpus/import_slack ]; then
         { printf '\001'; cat "$zip"; } > "fuzz/corpus/import_slack/$(basename "$zip")"
     done
 fi
+# The Mattermost target starts from Zulip's Mattermost fixtures (first byte 0: a bare file).
+if [ ! -d fuzz/corpus/import_mattermost ]; then
+    mkdir -p fuzz/corpus/import_mattermost
+    for jsonl in tests/fixtures/zulip/mattermost_fixtures/export.json \
+        tests/fixtures/zulip/mattermost_fixtures/guestExport.json; do
+        { printf '\000'; cat "$jsonl"; } > "fuzz/corpus/import_mattermost/$(basename "$jsonl")"
+    done
+fi
 total=0
-for target in params narrow markdown log_record upload_names avatar_image webhooks import_slack; do
+for target in params narrow markdown log_record upload_names avatar_image webhooks import_slack \
+    import_mattermost; do
     log=$(mktemp)
     cargo fuzz run --sanitizer none "$profile" "$target" -- \
         -max_total_time="$seconds" -rss_limit_mb=1024 2>"$log" || {

@@ -108,7 +108,8 @@ enum Command {
         /// Where the export comes from.
         #[arg(value_enum)]
         source: chronicle::import::Source,
-        /// The export: Slack's zip (or its unpacked directory).
+        /// The export: Slack's zip (or its unpacked directory); Mattermost's mmctl zip, its
+        /// import.jsonl, or a directory with import.jsonl (or the older export.json).
         export: PathBuf,
         #[arg(long)]
         data_dir: PathBuf,
@@ -122,6 +123,9 @@ enum Command {
         /// made without them lacks.
         #[arg(long)]
         slack_users: Option<PathBuf>,
+        /// Mattermost: the one team to import (default: every team, each a channel folder).
+        #[arg(long)]
+        team: Option<String>,
     },
     /// A consistent backup, while the server runs or not: a data directory at BACKUP holding
     /// the log up to now, the uploads, the secret and the zuliprc (serve it, or run the
@@ -490,11 +494,13 @@ fn run(cli: Cli, serving: Option<chronicle::config::Effective>) -> Result<(), Fa
             owner_email,
             realm_name,
             slack_users,
+            team,
         } => {
             let options = chronicle::import::Options {
                 owner_email,
                 realm_name,
                 slack_users,
+                team,
             };
             let report = chronicle::import::run(source, &export, &data_dir, &options)
                 .map_err(|e| format!("import refused: {e}"))?;

@@ -531,7 +531,7 @@ async fn live(
                     let path = error.url().map(|u| u.path().to_owned()).unwrap_or_default();
                     window
                         .failures
-                        .push(format!("{} {status} {path}", KINDS[kind].0));
+                        .push(format!("{} {status} {path}: {error}", KINDS[kind].0));
                 }
                 if error.is_timeout() {
                     window.timeouts += 1;
@@ -592,8 +592,11 @@ pub async fn people(quick: bool) -> Result<Vec<Row>, Fatal> {
     let server = ChildServer::start(&data)?;
     server.wait_indexed()?;
     let base = server.url.clone();
+    // Idle connections are dropped before the server's keep-alive (5 s) closes them, as a
+    // browser's are: a request sent on a connection the server is closing fails.
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(1024)
+        .pool_idle_timeout(Duration::from_secs(3))
         .timeout(Duration::from_secs(30))
         .build()?;
     let polls = reqwest::Client::builder()

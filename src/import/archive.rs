@@ -34,6 +34,8 @@ pub struct Archive {
 enum Kind {
     Zip(Box<zip::ZipArchive<File>>, BTreeMap<String, usize>),
     Dir(PathBuf),
+    /// One JSON or JSON Lines file (Mattermost's bare `import.jsonl`), its one entry.
+    File(PathBuf),
 }
 
 /// Checks one entry name; returns it without a leading `./`.
@@ -74,6 +76,24 @@ impl Archive {
         std::io::copy(&mut file, &mut hasher)
             .map_err(|e| ImportError::new(format!("{}: {e}", path.display())))?;
         let sha256 = hex(&hasher.finalize());
+        let mut magic = [0u8; 4];
+        let zip_magic = File::open(path)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .is_ok()
+            && magic == *b"PK\x03\x04";
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if !zip_magic && (name.ends_with(".jsonl") || name.ends_with(".json")) {
+            return Ok(Archive {
+                kind: Kind::File(path.to_path_buf()),
+                entries: BTreeMap::from([(name, meta.len())]),
+                sha256,
+                read: 0,
+                allowed: u64::MAX,
+            });
+        }
         let file =
             File::open(path).map_err(|e| ImportError::new(format!("{}: {e}", path.display())))?;
         let mut zip = zip::ZipArchive::new(file).map_err(|e| {
@@ -193,6 +213,11 @@ impl Archive {
                     .take(declared.saturating_add(1))
                     .read_to_end(&mut out)
                     .map_err(|e| ImportError::new(format!("{name}: damaged in the zip ({e})")))?;
+            }
+            Kind::File(path) => {
+                File::open(path)
+                    .and_then(|f| f.take(declared.saturating_add(1)).read_to_end(&mut out))
+                    .map_err(|e| ImportError::new(format!("{name}: {e}")))?;
             }
             Kind::Dir(root) => {
                 File::open(root.join(name))

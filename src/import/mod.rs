@@ -14,6 +14,7 @@
 //! needs stops it with one line naming the file.
 
 pub mod archive;
+pub mod mattermost;
 pub mod mrkdwn;
 pub mod slack;
 
@@ -72,6 +73,8 @@ pub struct Options {
     /// Slack: the answer of its `users.list` API (a JSON file), for the email addresses an
     /// export made without them lacks.
     pub slack_users: Option<PathBuf>,
+    /// Mattermost: the one team to import (default: every team, each a channel folder).
+    pub team: Option<String>,
 }
 
 /// One object the import left out, and why.
@@ -99,8 +102,9 @@ pub struct NewUser {
     pub email: String,
     pub full_name: String,
     pub role: Role,
-    /// Zulip's bot type for a bot (1: generic).
+    /// Zulip's bot type for a bot (1: generic), and its owner.
     pub bot_type: Option<u8>,
+    pub bot_owner: Option<UserId>,
     pub timezone: String,
     pub joined_ms: Option<i64>,
 }
@@ -114,6 +118,7 @@ pub struct NewChannel {
     pub is_default: bool,
     pub created_ms: Option<i64>,
     pub creator: Option<UserId>,
+    pub folder: Option<crate::ids::FolderId>,
 }
 
 /// The log being written and the state it folds to.
@@ -126,6 +131,7 @@ pub struct Writer {
     pub state: Projections,
     secret: ServerSecret,
     nonces: BTreeMap<UserId, String>,
+    uploads: crate::uploads::UploadStore,
     pub report: Report,
 }
 
@@ -142,6 +148,7 @@ impl Writer {
             state: Projections::unindexed(),
             secret,
             nonces: BTreeMap::new(),
+            uploads: crate::uploads::UploadStore::new(&layout.uploads()),
             report: Report {
                 source: source.to_owned(),
                 archive_sha256: sha256.to_owned(),
@@ -231,6 +238,7 @@ impl Writer {
     /// single sign-on, as in Zulip).
     pub fn create_user(&mut self, user: NewUser) -> Result<UserId, ImportError> {
         let user_id = UserId(self.state.users.max_id().0 + 1);
+        let is_bot = user.bot_type.is_some();
         let nonce = new_api_key_nonce();
         self.nonces.insert(user_id, nonce.clone());
         let event = Event::UserCreated {
@@ -239,7 +247,7 @@ impl Writer {
             full_name: user.full_name,
             role: user.role,
             bot_type: user.bot_type,
-            bot_owner_id: None,
+            bot_owner_id: user.bot_owner,
             timezone: user.timezone,
             can_create_users: false,
             password_hash: None,
@@ -250,7 +258,7 @@ impl Writer {
             Some(at) => self.push_at(None, at, event, None)?,
             None => self.push(None, event)?,
         }
-        self.count("users", 1);
+        self.count(if is_bot { "bots" } else { "users" }, 1);
         Ok(user_id)
     }
 
@@ -272,7 +280,7 @@ impl Writer {
             is_web_public: false,
             history_public_to_subscribers: !channel.invite_only,
             message_retention_days: None,
-            folder_id: None,
+            folder_id: channel.folder,
             topics_policy: TopicsPolicy::Inherit,
             is_default: channel.is_default,
             permissions: Box::new(permissions),
@@ -283,6 +291,42 @@ impl Writer {
         }
         self.count("channels", 1);
         Ok(channel_id)
+    }
+
+    /// A channel folder (Mattermost's teams become folders).
+    pub fn create_folder(
+        &mut self,
+        name: &str,
+        description: &str,
+    ) -> Result<crate::ids::FolderId, ImportError> {
+        let folder_id = crate::ids::FolderId(self.state.folders.max_id().0 + 1);
+        self.push(
+            None,
+            Event::ChannelFolderCreated {
+                folder_id,
+                name: name.chars().take(60).collect(),
+                description: description.chars().take(1024).collect(),
+            },
+        )?;
+        self.count("channel folders", 1);
+        Ok(folder_id)
+    }
+
+    /// A subscription setting the source had (muted, pinned).
+    pub fn subscription_property(
+        &mut self,
+        user_id: UserId,
+        channel_id: ChannelId,
+        property: crate::events::SubscriptionProperty,
+    ) -> Result<(), ImportError> {
+        self.push(
+            Some(user_id),
+            Event::SubscriptionPropertyChanged {
+                user_id,
+                channel_id,
+                property,
+            },
+        )
     }
 
     /// Subscribes people (each gets the next color of Zulip's palette).
@@ -321,6 +365,11 @@ impl Writer {
         sent_ms: i64,
         last_edit_ms: Option<i64>,
     ) -> Result<MessageId, ImportError> {
+        // Control characters a client could not send (some exports hold NULs) are dropped.
+        let content: String = content
+            .chars()
+            .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
+            .collect();
         let content = crate::commands::messages::truncate(
             content.trim_end(),
             crate::commands::messages::MAX_MESSAGE_LENGTH,
@@ -348,8 +397,8 @@ impl Writer {
         Ok(message_id)
     }
 
-    /// A reaction with a Unicode emoji named as Zulip names them; `false` when the name is
-    /// not one (the caller reports it).
+    /// A reaction with an emoji named as Zulip names them, or one of the organization's custom
+    /// emoji; `false` when the name is neither (the caller reports it).
     pub fn react(
         &mut self,
         message_id: MessageId,
@@ -357,10 +406,22 @@ impl Writer {
         name: &str,
         at_ms: i64,
     ) -> Result<bool, ImportError> {
-        let Some(code) = crate::emoji::unicode_code(name) else {
-            return Ok(false);
-        };
-        let emoji_name = crate::emoji::unicode_name(code).unwrap_or(name).to_owned();
+        let (emoji_name, code, reaction_type) =
+            if let Some(custom) = self.state.custom_emoji.active_named(name) {
+                (
+                    name.to_owned(),
+                    custom.id.0.to_string(),
+                    ReactionType::RealmEmoji,
+                )
+            } else if let Some(code) = crate::emoji::unicode_code(name) {
+                (
+                    crate::emoji::unicode_name(code).unwrap_or(name).to_owned(),
+                    code.to_owned(),
+                    ReactionType::UnicodeEmoji,
+                )
+            } else {
+                return Ok(false);
+            };
         let already = self.state.messages.get(message_id).is_some_and(|m| {
             m.reactions()
                 .iter()
@@ -376,8 +437,8 @@ impl Writer {
                 message_id,
                 user_id,
                 emoji_name,
-                emoji_code: code.to_owned(),
-                reaction_type: ReactionType::UnicodeEmoji,
+                emoji_code: code,
+                reaction_type,
             },
             None,
         )?;
@@ -385,9 +446,132 @@ impl Writer {
         Ok(true)
     }
 
+    /// A custom emoji from its image; `Err` with the reason when the image is not one Zulip
+    /// takes (the caller reports it).
+    pub fn custom_emoji(
+        &mut self,
+        author: UserId,
+        name: &str,
+        image: Vec<u8>,
+    ) -> Result<Result<(), String>, ImportError> {
+        let name = crate::commands::emoji::normalized_name(name);
+        let valid = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+            && !name.ends_with(['-', '_']);
+        if !valid {
+            return Ok(Err(format!(
+                "{name:?} is not a name Zulip takes for an emoji"
+            )));
+        }
+        if self.state.custom_emoji.active_named(&name).is_some() {
+            return Ok(Err(format!(":{name}: is there already")));
+        }
+        let Some(content_type) = crate::commands::emoji::image_type(&image) else {
+            return Ok(Err("not a PNG, GIF, JPEG or WebP image".into()));
+        };
+        let image = match crate::avatars::prepare_emoji(&image) {
+            Ok(small) => small.unwrap_or(image),
+            Err(_) => {
+                return Ok(Err(
+                    "the image does not decode within the emoji bounds".into()
+                ))
+            }
+        };
+        let emoji_id = crate::ids::EmojiId(self.state.custom_emoji.max_id().0 + 1);
+        self.push(
+            Some(author),
+            Event::CustomEmojiAdded {
+                emoji_id,
+                name,
+                content_type: content_type.to_owned(),
+                image: crate::events::ImageBytes(std::sync::Arc::from(image)),
+            },
+        )?;
+        self.count("custom emoji", 1);
+        Ok(Ok(()))
+    }
+
+    /// A file that a message will link: its bytes into `DIR/uploads`, its record into the log.
+    /// Answers the `/user_uploads/…` path to link.
+    pub fn upload(
+        &mut self,
+        owner: UserId,
+        name: &str,
+        bytes: &[u8],
+        at_ms: i64,
+    ) -> Result<String, ImportError> {
+        let sha256 = self.uploads.put(bytes)?;
+        let name = crate::uploads::sanitize_name(name);
+        let path_id = format!(
+            "{}/{}/{}",
+            crate::projections::emoji::REALM_ID,
+            &uuid::Uuid::new_v4().simple().to_string()[..24],
+            name
+        );
+        let content_type = crate::uploads::sniff_image(bytes)
+            .unwrap_or("application/octet-stream")
+            .to_owned();
+        let event = Event::AttachmentUploaded {
+            attachment_id: self.state.attachments.next_id(),
+            owner_id: owner,
+            path_id: path_id.clone(),
+            name,
+            size: bytes.len() as u64,
+            sha256,
+            content_type,
+        };
+        self.push_at(Some(owner), at_ms, event, None)?;
+        self.count("files", 1);
+        Ok(format!("/user_uploads/{path_id}"))
+    }
+
+    /// Stars messages for a person.
+    pub fn star(
+        &mut self,
+        user_id: UserId,
+        message_ids: Vec<MessageId>,
+    ) -> Result<(), ImportError> {
+        if message_ids.is_empty() {
+            return Ok(());
+        }
+        self.count("stars", message_ids.len() as u64);
+        self.push(
+            Some(user_id),
+            Event::MessageFlagsChanged {
+                user_id,
+                flag: crate::events::MessageFlag::Starred,
+                add: true,
+                message_ids,
+            },
+        )
+    }
+
+    /// A person's read mark in one place.
+    pub fn read_through(
+        &mut self,
+        user_id: UserId,
+        place: ReadPlace,
+        message_id: MessageId,
+    ) -> Result<(), ImportError> {
+        self.push(
+            Some(user_id),
+            Event::MessagesReadThrough {
+                user_id,
+                place,
+                message_id,
+            },
+        )
+    }
+
     /// Everyone has read everything they hold (for a source that keeps no read state): one
-    /// read mark per person and place, not a flag per message.
-    pub fn everything_read(&mut self) -> Result<(), ImportError> {
+    /// read mark per person and place, not a flag per message. `except` are the (person,
+    /// channel) pairs whose read state the source gave (left as they are).
+    pub fn everything_read(
+        &mut self,
+        except: &BTreeSet<(UserId, ChannelId)>,
+    ) -> Result<(), ImportError> {
         let mut marks: BTreeMap<(UserId, PlaceKey), MessageId> = BTreeMap::new();
         for message in self.state.messages.all() {
             let place = match &message.recipient {
@@ -395,6 +579,9 @@ impl Writer {
                 Address::Direct { user_ids } => PlaceKey::Direct(user_ids.to_vec()),
             };
             for user in self.state.messages.holders(message.id) {
+                if matches!(place, PlaceKey::Channel(c) if except.contains(&(user, c))) {
+                    continue;
+                }
                 let mark = marks.entry((user, place.clone())).or_insert(message.id);
                 *mark = (*mark).max(message.id);
             }
@@ -404,14 +591,7 @@ impl Writer {
                 PlaceKey::Channel(c) => ReadPlace::Channel(c),
                 PlaceKey::Direct(users) => ReadPlace::Direct(users),
             };
-            self.push(
-                Some(user_id),
-                Event::MessagesReadThrough {
-                    user_id,
-                    place,
-                    message_id,
-                },
-            )?;
+            self.read_through(user_id, place, message_id)?;
         }
         Ok(())
     }
@@ -446,6 +626,50 @@ impl Writer {
     }
 }
 
+/// A thread's topic: the date it started and the beginning of its first message's first line,
+/// markup left out, cut to Zulip's 60 characters (`fallback` when the first message is not in
+/// the export or has no words).
+pub fn thread_topic(started_ms: i64, root: Option<&str>, fallback: &str) -> String {
+    let date = crate::time::iso8601_ms(started_ms)
+        .get(..10)
+        .unwrap_or_default()
+        .to_owned();
+    let snippet: String = root
+        .unwrap_or_default()
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| !matches!(c, '*' | '_' | '~' | '`' | '#' | '>') && !c.is_control())
+        .collect();
+    let snippet = snippet.split_whitespace().collect::<Vec<_>>().join(" ");
+    if snippet.is_empty() {
+        return format!("{date} {fallback}");
+    }
+    let topic = format!("{date} {snippet}");
+    if topic.chars().count() <= 60 {
+        topic
+    } else {
+        let cut: String = topic.chars().take(59).collect();
+        format!("{}…", cut.trim_end())
+    }
+}
+
+/// `name`, or `name (2)`, `name (3)` … : the first that `taken` (lower-cased names) lacks,
+/// within `max` characters; the answer is added to `taken`.
+pub fn unique_name(name: &str, max: usize, taken: &mut BTreeSet<String>) -> String {
+    let mut candidate: String = name.chars().take(max).collect();
+    let mut n = 2;
+    while taken.contains(&candidate.to_lowercase()) {
+        let suffix = format!(" ({n})");
+        let keep: String = name.chars().take(max - suffix.chars().count()).collect();
+        candidate = format!("{}{suffix}", keep.trim_end());
+        n += 1;
+    }
+    taken.insert(candidate.to_lowercase());
+    candidate
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum PlaceKey {
     Channel(ChannelId),
@@ -456,12 +680,14 @@ enum PlaceKey {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Source {
     Slack,
+    Mattermost,
 }
 
 impl Source {
     fn name(self) -> &'static str {
         match self {
             Source::Slack => "slack",
+            Source::Mattermost => "mattermost",
         }
     }
 }
@@ -509,6 +735,7 @@ pub fn run(
         let mut writer = Writer::open(&layout, source.name(), &archive.sha256)?;
         let owner = match source {
             Source::Slack => slack::import(&mut archive, &mut writer, options)?,
+            Source::Mattermost => mattermost::import(&mut archive, &mut writer, options)?,
         };
         writer.finish(&layout, owner)
     })()?;

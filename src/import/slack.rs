@@ -4,14 +4,14 @@
 //! public and private channels (name, description, creation time and creator, archived, the
 //! general channels as default ones) with their members, group and one-to-one direct
 //! conversations, and every message of them in time order with its sender, time, last edit
-//! time, reactions and mentions; threads become topics (see [`thread_topic`]). Slack's export
+//! time, reactions and mentions; threads become topics (see [`super::thread_topic`]). Slack's export
 //! holds no file bytes: a shared file is kept as a link to Slack (without the access token some
 //! exports append). Slack keeps no read state in an export: everything imported is read.
 //! Join, leave, rename and pin notices are dropped (Zulip drops them too).
 
 use super::archive::Archive;
 use super::mrkdwn::{self, Names};
-use super::{ImportError, NewChannel, NewUser, Options, Writer};
+use super::{thread_topic, unique_name, ImportError, NewChannel, NewUser, Options, Writer};
 use crate::events::{ChannelChange, Event, Recipient, Role};
 use crate::ids::{ChannelId, MessageId, UserId};
 use serde_json::Value;
@@ -134,28 +134,17 @@ fn role_of(user: &Value) -> Role {
 
 /// A channel name Zulip accepts, unique in the organization.
 fn channel_name(raw: &str, taken: &mut BTreeSet<String>) -> String {
-    let base: String = raw
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(60)
-        .collect::<String>()
-        .trim()
-        .to_owned();
-    let base = if base.is_empty() {
-        "slack channel".to_owned()
-    } else {
-        base
-    };
-    let mut name = base.clone();
-    let mut n = 2;
-    while taken.contains(&name.to_lowercase()) {
-        let suffix = format!(" ({n})");
-        let keep: String = base.chars().take(60 - suffix.chars().count()).collect();
-        name = format!("{}{suffix}", keep.trim_end());
-        n += 1;
-    }
-    taken.insert(name.to_lowercase());
-    name
+    let base: String = raw.chars().filter(|c| !c.is_control()).collect();
+    let base = base.trim();
+    unique_name(
+        if base.is_empty() {
+            "slack channel"
+        } else {
+            base
+        },
+        60,
+        taken,
+    )
 }
 
 /// Slack ids to Chronicle's, for links and mentions.
@@ -353,6 +342,7 @@ pub fn import(
             full_name: full_name.clone(),
             role,
             bot_type: is_bot.then_some(1),
+            bot_owner: None,
             timezone,
             joined_ms: None,
         })?;
@@ -405,6 +395,7 @@ pub fn import(
                         || (!invite_only && dir == "random"),
                     created_ms: seconds(&channel["created"]).map(|s| s * 1000),
                     creator,
+                    folder: None,
                 },
                 owner,
             )?;
@@ -501,7 +492,7 @@ pub fn import(
         )?;
         w.count("archived channels", 1);
     }
-    w.everything_read()?;
+    w.everything_read(&BTreeSet::new())?;
     Ok(owner)
 }
 
@@ -801,53 +792,17 @@ fn thread_topics(
             }
         }
     }
-    let mut taken: BTreeSet<(usize, String)> = BTreeSet::new();
+    let mut taken: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
     let mut out = HashMap::new();
     for ((conversation, t), root) in threads {
         if !replies.contains(&(conversation, t)) {
             continue;
         }
-        let topic = thread_topic(t, root.map(|r| r.text.as_str()));
-        let mut name = topic.clone();
-        let mut n = 2;
-        while taken.contains(&(conversation, name.to_lowercase())) {
-            let suffix = format!(" ({n})");
-            let keep: String = topic.chars().take(60 - suffix.chars().count()).collect();
-            name = format!("{}{suffix}", keep.trim_end());
-            n += 1;
-        }
-        taken.insert((conversation, name.to_lowercase()));
+        let topic = thread_topic(t / 1000, root.map(|r| r.text.as_str()), "Slack thread");
+        let name = unique_name(&topic, 60, taken.entry(conversation).or_default());
         out.insert((conversation, t), name);
     }
     out
-}
-
-/// A thread's topic: the date it started and the beginning of its first message's first line,
-/// markup left out.
-pub fn thread_topic(thread_ts: i64, root: Option<&str>) -> String {
-    let date = crate::time::iso8601_ms(thread_ts / 1000)
-        .get(..10)
-        .unwrap_or_default()
-        .to_owned();
-    let snippet: String = root
-        .unwrap_or_default()
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or_default()
-        .chars()
-        .filter(|c| !matches!(c, '*' | '_' | '~' | '`' | '#' | '>') && !c.is_control())
-        .collect();
-    let snippet = snippet.split_whitespace().collect::<Vec<_>>().join(" ");
-    if snippet.is_empty() {
-        return format!("{date} Slack thread");
-    }
-    let topic = format!("{date} {snippet}");
-    if topic.chars().count() <= 60 {
-        topic
-    } else {
-        let cut: String = topic.chars().take(59).collect();
-        format!("{}…", cut.trim_end())
-    }
 }
 
 #[cfg(test)]
@@ -872,18 +827,14 @@ mod tests {
 
     #[test]
     fn thread_topics_are_dated_and_cut() {
+        let at = 1_516_677_693_000;
+        let topic = |root| thread_topic(at, root, "Slack thread");
         assert_eq!(
-            thread_topic(
-                1_516_677_693_000_181,
-                Some("**Is** this a *thread*?\nsecond")
-            ),
+            topic(Some("**Is** this a *thread*?\nsecond")),
             "2018-01-23 Is this a thread?"
         );
-        assert_eq!(
-            thread_topic(1_516_677_693_000_181, None),
-            "2018-01-23 Slack thread"
-        );
-        let long = thread_topic(1_516_677_693_000_181, Some(&"word ".repeat(40)));
+        assert_eq!(topic(None), "2018-01-23 Slack thread");
+        let long = topic(Some(&"word ".repeat(40)));
         assert_eq!(long.chars().count(), 60);
         assert!(long.ends_with('…'));
     }

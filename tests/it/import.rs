@@ -493,3 +493,417 @@ async fn damage_confined_to_one_message_is_skipped_and_reported() {
     // A skin tone is dropped, Slack's name mapped to Zulip's.
     assert_eq!(messages[1]["reactions"][0]["emoji_code"], "1f44d");
 }
+
+#[tokio::test]
+async fn a_mattermost_export_comes_in_with_teams_threads_emoji_and_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    // The older command line's export.json in its directory (exported_emoji/ beside it).
+    let (ok, _, stderr) = import(&[
+        "mattermost".as_ref(),
+        fixture("mattermost_fixtures").as_os_str(),
+        "--data-dir".as_ref(),
+        dir.as_os_str(),
+    ]);
+    assert!(ok, "{stderr}");
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("import-report.json")).unwrap()).unwrap();
+    assert_eq!(report["source"], "mattermost");
+    assert_eq!(report["counts"]["users"], 5);
+    assert_eq!(report["counts"]["channels"], 5);
+    assert_eq!(report["counts"]["messages"], 21);
+    assert_eq!(report["counts"]["channel folders"], 2);
+    // The fixture's two emoji images are damaged (a PNG whose "\r\n" became "\n"): they are
+    // refused and listed, and so are the reactions with them, and Mattermost's "grin", a name
+    // Zulip does not have; nothing is lost silently.
+    let skipped = report["skipped"].as_array().unwrap();
+    let why = |text: &str| {
+        skipped
+            .iter()
+            .filter(|s| s["why"].as_str().unwrap().contains(text))
+            .count()
+    };
+    assert_eq!(why("not a PNG, GIF, JPEG or WebP image"), 2, "{skipped:?}");
+    assert_eq!(why(":tick:"), 2, "{skipped:?}");
+    assert_eq!(why(":grin:"), 1, "{skipped:?}");
+    // The first system admin owns it.
+    let owner = owner_of(&dir);
+    assert_eq!(owner.email, "harry@zulip.com");
+    let server = Server::start_in(&dir).unwrap();
+    let api = server.api(Some(&owner));
+    let (_, users) = api.get("/users", &[]).await;
+    let ron = users["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["email"] == "ron@zulip.com")
+        .unwrap();
+    assert_eq!(ron["full_name"], "Ron Weasley");
+    assert_eq!(ron["role"], 400);
+    let ron_id = ron["user_id"].as_u64().unwrap();
+    // Each team is a folder of its channels, named by their display names.
+    let (_, streams) = api.get("/streams", &[]).await;
+    let (_, folders) = api.get("/channel_folders", &[]).await;
+    let folder_of = |name: &str| {
+        let channel = streams["streams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap_or_else(|| panic!("no channel {name}: {streams}"));
+        folders["channel_folders"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == channel["folder_id"])
+            .unwrap()["name"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(folder_of("Gryffindor quidditch team"), "Iago Realm");
+    assert_eq!(folder_of("Slytherin common room"), "Othello Team");
+    let quidditch = channel_messages(&server, &owner, "Gryffindor quidditch team").await;
+    let welcome = quidditch
+        .iter()
+        .find(|m| m["content"].as_str().unwrap().ends_with("Welcome mate!"))
+        .unwrap();
+    assert_eq!(
+        welcome["content"],
+        format!("@**Ron Weasley|{ron_id}** Welcome mate!")
+    );
+    assert_eq!(welcome["timestamp"], 1553166519);
+    // Built-in emoji reactions come along with their reacting people and times.
+    let hello = quidditch
+        .iter()
+        .find(|m| m["content"] == "Hello world")
+        .unwrap();
+    let names: Vec<&str> = hello["reactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["emoji_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["smile", "map"]);
+    // A post with a reply is a topic of its own, named after the post; the reply is in it.
+    let army = channel_messages(&server, &owner, "Dumbledores army").await;
+    let thread: Vec<&str> = army
+        .iter()
+        .filter(|m| m["subject"] == "2019-03-21 harry joined the channel.")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    // The reply was written before its root in the file's clock: time order is kept.
+    assert_eq!(
+        thread,
+        ["The weather is so hot!", "harry joined the channel."]
+    );
+    assert!(army
+        .iter()
+        .filter(|m| !thread.contains(&m["content"].as_str().unwrap()))
+        .all(|m| m["subject"] == "imported from Mattermost"));
+}
+
+#[tokio::test]
+async fn mattermost_direct_messages_and_their_files_come_along() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let (ok, _, stderr) = import(&[
+        "mattermost".as_ref(),
+        fixture("mattermost_fixtures/direct_channel").as_os_str(),
+        "--data-dir".as_ref(),
+        dir.as_os_str(),
+        "--owner-email".as_ref(),
+        "ron@zulip.com".as_ref(),
+    ]);
+    assert!(ok, "{stderr}");
+    let owner = owner_of(&dir);
+    assert_eq!(owner.email, "ron@zulip.com");
+    let server = Server::start_in(&dir).unwrap();
+    let api = server.api(Some(&owner));
+    let narrow = json!([{"operator": "is", "operand": "dm"}]).to_string();
+    let (_, dms) = api
+        .get(
+            "/messages",
+            &[
+                ("anchor", "oldest"),
+                ("num_before", "0"),
+                ("num_after", "100"),
+                ("narrow", &narrow),
+                ("apply_markdown", "false"),
+            ],
+        )
+        .await;
+    let dms = dms["messages"].as_array().unwrap();
+    let contents: Vec<&str> = dms.iter().map(|m| m["content"].as_str().unwrap()).collect();
+    // Ron's direct and group messages, in time order, control characters gone.
+    assert!(contents.contains(&"Hello How Are you"), "{contents:?}");
+    assert!(contents.contains(&"Who is going to Hogsmeade this weekend?"));
+    assert!(
+        !contents.iter().any(|c| c.contains("Here we go again")),
+        "not Ron's"
+    );
+    let group = dms
+        .iter()
+        .find(|m| m["content"] == "I am going as well")
+        .unwrap();
+    assert_eq!(group["display_recipient"].as_array().unwrap().len(), 3);
+    // The attached picture, with its bytes, linked from the message and downloadable.
+    let with_file = dms
+        .iter()
+        .find(|m| m["content"].as_str().unwrap().starts_with("hey harry"))
+        .unwrap();
+    let content = with_file["content"].as_str().unwrap();
+    let link = content
+        .split("](")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .unwrap();
+    assert!(link.starts_with("/user_uploads/"), "{content}");
+    let downloaded = api.fetch(&format!("{}{link}", server.url)).await;
+    assert_eq!(downloaded.status(), StatusCode::OK);
+    let expected = std::fs::read(fixture(
+        "mattermost_fixtures/direct_channel/data/20210622/teams/noteam/channels/mcrm7xee5bnpzn7u9ktsd91dwy/users/knq189b88fdxbdkeeasdynia4o/o3to4ezua3bajj31mzpkn96n5e/harry-ron.jpg",
+    ))
+    .unwrap();
+    assert_eq!(
+        downloaded.bytes().await.unwrap().as_ref(),
+        expected.as_slice()
+    );
+}
+
+#[tokio::test]
+async fn a_mattermost_team_is_chosen_by_name_and_guests_stay_guests() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    // A bare JSON Lines file; its emoji images are not beside it, so they are reported.
+    let (ok, _, stderr) = import(&[
+        "mattermost".as_ref(),
+        fixture("mattermost_fixtures/guestExport.json").as_os_str(),
+        "--data-dir".as_ref(),
+        dir.as_os_str(),
+        "--team".as_ref(),
+        "slytherin".as_ref(),
+    ]);
+    assert!(ok, "{stderr}");
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("import-report.json")).unwrap()).unwrap();
+    assert_eq!(report["counts"]["channels"], 2, "{report}");
+    assert!(report["counts"].get("channel folders").is_none());
+    let dumped: Value = serde_json::from_str(&crate::support::run_ok([
+        "dump".as_ref(),
+        "--data-dir".as_ref(),
+        dir.as_os_str(),
+        "--only".as_ref(),
+        "users".as_ref(),
+    ]))
+    .unwrap();
+    let text = dumped.to_string();
+    assert!(text.contains("sirius@zulip.com"));
+    assert!(!text.contains("ron@zulip.com"), "Ron is not in that team");
+    assert!(report["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["kind"] == "custom emoji"));
+
+    let (ok, _, stderr) = import(&[
+        "mattermost".as_ref(),
+        fixture("mattermost_fixtures/export.json").as_os_str(),
+        "--data-dir".as_ref(),
+        tmp.path().join("other").as_os_str(),
+        "--team".as_ref(),
+        "hufflepuff".as_ref(),
+    ]);
+    assert!(!ok);
+    assert!(
+        stderr.contains(
+            "--team hufflepuff: no such team in the export (it has: gryffindor, slytherin)"
+        ),
+        "{stderr}"
+    );
+    // An mmctl zip: import.jsonl with the emoji's image under data/, a reaction with it.
+    let mut png = Vec::new();
+    image::RgbaImage::from_pixel(16, 16, image::Rgba([200, 30, 30, 255]))
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .unwrap();
+    let lines = [
+        json!({"type": "version", "version": 1}),
+        json!({"type": "emoji", "emoji": {"name": "party-parrot", "image": "data/emoji/abc/image"}}),
+        json!({"type": "team", "team": {"name": "core", "display_name": "Core", "type": "O"}}),
+        json!({"type": "channel", "channel": {"team": "core", "name": "town-square", "display_name": "Town Square", "type": "O"}}),
+        json!({"type": "user", "user": {"username": "ada", "email": "ada@example.com", "roles": "system_admin system_user",
+            "teams": [{"name": "core", "channels": [{"name": "town-square", "last_viewed_at": 1700000000500_i64}]}]}}),
+        json!({"type": "user", "user": {"username": "bob", "email": "bob@example.com", "roles": "system_user",
+            "teams": [{"name": "core", "channels": [{"name": "town-square", "last_viewed_at": 1700000000000_i64}]}]}}),
+        json!({"type": "post", "post": {"team": "core", "channel": "town-square", "user": "ada", "message": "first",
+            "create_at": 1700000000000_i64, "flagged_by": ["bob"],
+            "reactions": [{"user": "bob", "emoji_name": "party-parrot", "create_at": 1700000000100_i64}]}}),
+        json!({"type": "post", "post": {"team": "core", "channel": "town-square", "user": "ada", "message": "second",
+            "create_at": 1700000000400_i64, "type": "system_join_channel"}}),
+        json!({"type": "post", "post": {"team": "core", "channel": "town-square", "user": "ada", "message": "third",
+            "create_at": 1700000000450_i64, "edit_at": 1700000000900_i64}}),
+    ];
+    let jsonl: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let zipped = tmp.path().join("mmctl.zip");
+    zip_of(
+        &zipped,
+        &[
+            ("import.jsonl", jsonl.as_bytes()),
+            ("data/emoji/abc/image", &png),
+        ],
+    );
+    let mmctl = tmp.path().join("mmctl");
+    let (ok, _, stderr) = import(&[
+        "mattermost".as_ref(),
+        zipped.as_os_str(),
+        "--data-dir".as_ref(),
+        mmctl.as_os_str(),
+    ]);
+    assert!(ok, "{stderr}");
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(mmctl.join("import-report.json")).unwrap()).unwrap();
+    assert_eq!(report["counts"]["custom emoji"], 1, "{report}");
+    assert_eq!(report["counts"]["notices dropped"], 1, "{report}");
+    assert_eq!(report["skipped"], json!([]));
+    let dumped: Value = serde_json::from_str(&crate::support::run_ok([
+        "dump".as_ref(),
+        "--data-dir".as_ref(),
+        mmctl.as_os_str(),
+    ]))
+    .unwrap();
+    let messages = dumped["messages"]["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[0]["reactions"][0][1], "party-parrot");
+    assert_eq!(messages[0]["reactions"][0][3], "realm_emoji");
+    // Bob starred the first and last looked before the third: it is unread for him; Ada had
+    // seen everything.
+    let copies = |email: &str| {
+        let id = dumped["users"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["email"] == email)
+            .unwrap()["user_id"]
+            .clone();
+        dumped["messages"]["user_messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["user_id"] == id)
+            .unwrap()["messages"]
+            .clone()
+    };
+    let (first, third) = (messages[0]["id"].clone(), messages[1]["id"].clone());
+    assert_eq!(
+        copies("bob@example.com"),
+        json!([[first, ["read", "starred"]], [third, []]])
+    );
+    assert_eq!(
+        copies("ada@example.com"),
+        json!([[first, ["read"]], [third, ["read"]]])
+    );
+    // Mattermost's edit_at is the message's last edit time.
+    let server = Server::start_in(&mmctl).unwrap();
+    let (_, third) = server
+        .api(Some(&owner_of(&mmctl)))
+        .get(&format!("/messages/{third}"), &[])
+        .await;
+    assert_eq!(
+        third["message"]["last_edit_timestamp"], 1700000000,
+        "{third}"
+    );
+
+    // A broken line stops it, naming the file and the line.
+    let broken = tmp.path().join("import.jsonl");
+    std::fs::write(
+        &broken,
+        "{\"type\":\"version\",\"version\":1}\n{\"type\":\"user\",\"user\":{\"username\":\n",
+    )
+    .unwrap();
+    let (ok, _, stderr) = import(&[
+        "mattermost".as_ref(),
+        broken.as_os_str(),
+        "--data-dir".as_ref(),
+        tmp.path().join("third").as_os_str(),
+    ]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("import.jsonl: line 2 is not valid JSON"),
+        "{stderr}"
+    );
+    assert!(!tmp.path().join("third").exists());
+}
+
+#[tokio::test]
+async fn an_mmctl_export_of_mattermost_11_comes_in() {
+    // `mmctl export` of Mattermost 11.1.0's sample data (Zulip's fixture, Apache-2.0): roles,
+    // bots, group messages of up to five people, replies out of order in the file. The files
+    // it attaches are not in our copy of it, and are reported.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let (ok, _, stderr) = import(&[
+        "mattermost".as_ref(),
+        fixture("mattermost_v11.1.0_fixtures/raw_mmctl_output/import.jsonl").as_os_str(),
+        "--data-dir".as_ref(),
+        dir.as_os_str(),
+    ]);
+    assert!(ok, "{stderr}");
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("import-report.json")).unwrap()).unwrap();
+    // 50 posts, 50 direct posts and 22 replies, less 4 system notices.
+    assert_eq!(report["counts"]["messages"], 118, "{report}");
+    assert_eq!(report["counts"]["users"], 17);
+    assert_eq!(report["counts"]["bots"], 3);
+    assert_eq!(report["counts"]["channels"], 4);
+    assert_eq!(report["counts"]["notices dropped"], 4);
+    let skipped = report["skipped"].as_array().unwrap();
+    assert_eq!(
+        skipped.iter().filter(|s| s["kind"] == "file").count(),
+        3,
+        "{skipped:?}"
+    );
+    let owner = owner_of(&dir);
+    assert_eq!(owner.email, "sysadmin@sample.mattermost.com");
+    let server = Server::start_in(&dir).unwrap();
+    let api = server.api(Some(&owner));
+    let (_, users) = api.get("/users", &[]).await;
+    let members = users["members"].as_array().unwrap();
+    let guest = members
+        .iter()
+        .find(|u| u["email"] == "guest@sample.mattermost.com")
+        .unwrap();
+    assert_eq!(guest["role"], 600);
+    assert_eq!(guest["is_active"], false, "deleted in Mattermost");
+    let owner_id = members
+        .iter()
+        .find(|u| u["email"] == owner.email)
+        .unwrap()["user_id"]
+        .clone();
+    let lori = members
+        .iter()
+        .find(|u| u["full_name"] == "Lori")
+        .unwrap();
+    assert_eq!(lori["is_bot"], true);
+    assert_eq!(lori["bot_owner_id"], owner_id);
+    // Replies follow their root in time order, in the root's topic.
+    let channel = channel_messages(&server, &owner, "nostrum").await;
+    let root = channel
+        .iter()
+        .find(|m| m["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("qui qui ipsum minus quibusdam error."))
+        .unwrap();
+    let thread: Vec<&str> = channel
+        .iter()
+        .filter(|m| m["subject"] == root["subject"])
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(thread.len(), 3, "{thread:?}");
+    assert!(thread[1].starts_with("saepe non numquam"), "{thread:?}");
+    assert!(thread[2].starts_with("natus culpa vero"), "{thread:?}");
+    assert!(root["subject"]
+        .as_str()
+        .unwrap()
+        .starts_with("2026-01-20 qui qui ipsum"));
+}
