@@ -56,9 +56,38 @@ if [ ! -d fuzz/corpus/import_mattermost ]; then
         { printf '\000'; cat "$jsonl"; } > "fuzz/corpus/import_mattermost/$(basename "$jsonl")"
     done
 fi
+# The Zulip target starts from a small export in Zulip's layout.
+if [ ! -d fuzz/corpus/import_zulip ]; then
+    mkdir -p fuzz/corpus/import_zulip
+    seed=$(mktemp -d)
+    python3 - "$seed/zulip-export-seed" <<'PY'
+import json, os, sys
+root = sys.argv[1]
+os.makedirs(root)
+user = lambda i, role: {"id": i, "email": f"u{i}@example.com", "delivery_email": f"u{i}@example.com",
+                        "full_name": f"User {i}", "role": role, "is_active": True, "is_bot": False}
+realm = {"zerver_realm": [{"id": 2, "name": "Seed"}],
+         "zerver_userprofile": [user(1, 100), user(2, 400)],
+         "zerver_stream": [{"id": 5, "name": "general", "invite_only": False}],
+         "zerver_recipient": [{"id": 9, "type": 2, "type_id": 5}, {"id": 8, "type": 1, "type_id": 2}],
+         "zerver_subscription": [{"user_profile": 1, "recipient": 9, "active": True},
+                                 {"user_profile": 2, "recipient": 9, "active": True}]}
+messages = {"zerver_message": [{"id": 1, "sender": 1, "recipient": 9, "subject": "t",
+                                "content": "hi @**User 2|2**", "date_sent": 1600000000.0},
+                               {"id": 2, "sender": 2, "recipient": 8, "subject": "",
+                                "content": "dm", "date_sent": 1600000001.0}],
+            "zerver_usermessage": [{"user_profile": 2, "message": 1, "flags_mask": 1}]}
+for name, value in [("realm.json", realm), ("messages-000001.json", messages),
+                    ("attachment.json", {"zerver_attachment": []})]:
+    with open(os.path.join(root, name), "w") as out:
+        json.dump(value, out)
+PY
+    tar -czf fuzz/corpus/import_zulip/seed.tar.gz -C "$seed" zulip-export-seed
+    rm -rf "$seed"
+fi
 total=0
 for target in params narrow markdown log_record upload_names avatar_image webhooks import_slack \
-    import_mattermost; do
+    import_mattermost import_zulip; do
     log=$(mktemp)
     cargo fuzz run --sanitizer none "$profile" "$target" -- \
         -max_total_time="$seconds" -rss_limit_mb=1024 2>"$log" || {

@@ -108,8 +108,9 @@ enum Command {
         /// Where the export comes from.
         #[arg(value_enum)]
         source: chronicle::import::Source,
-        /// The export: Slack's zip (or its unpacked directory); Mattermost's mmctl zip, its
-        /// import.jsonl, or a directory with import.jsonl (or the older export.json).
+        /// The export: Zulip's .tar.gz (or its directory); Slack's zip (or its directory);
+        /// Mattermost's mmctl zip, its import.jsonl, or a directory with import.jsonl (or the
+        /// older export.json).
         export: PathBuf,
         #[arg(long)]
         data_dir: PathBuf,
@@ -163,7 +164,7 @@ enum Command {
         #[arg(long)]
         quick: bool,
         /// Run one scenario only: http, writes, replay, fan-out, register, narrow, memory,
-        /// sustained.
+        /// sustained, people, import.
         #[arg(long)]
         scenario: Option<String>,
         /// Where bench.json and bench.svg are written.

@@ -7,6 +7,7 @@
 
 mod chart;
 mod corpus;
+mod import;
 mod load;
 mod people;
 mod scenarios;
@@ -86,6 +87,7 @@ pub const SCENARIOS: &[&str] = &[
     "memory",
     "sustained",
     "people",
+    "import",
 ];
 
 fn machine() -> String {
@@ -142,6 +144,9 @@ pub fn run(options: BenchOptions) -> Result<(), Fatal> {
     }
     if wanted("people") {
         rows.extend(runtime.block_on(people::people(options.quick))?);
+    }
+    if wanted("import") {
+        rows.extend(import::import(options.quick)?);
     }
     let report = Report {
         chronicle_version: env!("CARGO_PKG_VERSION"),

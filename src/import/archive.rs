@@ -63,6 +63,75 @@ fn checked_name(raw: &[u8], archive: &Path) -> Result<String, ImportError> {
 }
 
 impl Archive {
+    /// Opens a zip file, a gzipped tar file (unpacked into `scratch`, an empty directory the
+    /// caller removes), a JSON (Lines) file, or a directory.
+    pub fn open_in(path: &Path, scratch: &Path) -> Result<Archive, ImportError> {
+        let mut magic = [0u8; 2];
+        let gzipped = File::open(path)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .is_ok()
+            && magic == [0x1f, 0x8b];
+        if !gzipped {
+            return Archive::open(path);
+        }
+        let size = std::fs::metadata(path)
+            .map_err(|e| ImportError::new(format!("{}: {e}", path.display())))?
+            .len();
+        let allowed = MAX_EXPANDED.max(size.saturating_mul(MAX_RATIO));
+        let file =
+            File::open(path).map_err(|e| ImportError::new(format!("{}: {e}", path.display())))?;
+        let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(file));
+        let damaged = |e: std::io::Error| {
+            ImportError::new(format!("{}: a damaged tar.gz file ({e})", path.display()))
+        };
+        let mut total: u64 = 0;
+        for entry in tar.entries().map_err(damaged)? {
+            let mut entry = entry.map_err(damaged)?;
+            let name = checked_name(&entry.path_bytes(), path)?;
+            let kind = entry.header().entry_type();
+            if kind.is_dir() || name.is_empty() {
+                continue;
+            }
+            if !kind.is_file() {
+                return Err(ImportError::new(format!(
+                    "{}: the entry {name:?} is a link or a device, not a file; refused",
+                    path.display()
+                )));
+            }
+            let declared = entry.header().size().map_err(damaged)?;
+            total = total.saturating_add(declared);
+            if total > allowed {
+                return Err(ImportError::new(format!(
+                    "{}: the archive expands to more than 1 GiB and more than ten times its own \
+                     size; refused",
+                    path.display()
+                )));
+            }
+            let target = scratch.join(&name);
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| ImportError::new(format!("{}: {e}", parent.display())))?;
+            }
+            let mut out = File::create(&target)
+                .map_err(|e| ImportError::new(format!("{}: {e}", target.display())))?;
+            let copied =
+                std::io::copy(&mut (&mut entry).take(declared), &mut out).map_err(damaged)?;
+            if copied != declared {
+                return Err(ImportError::new(format!(
+                    "{name}: cut short in the archive"
+                )));
+            }
+        }
+        let mut archive = Archive::open_dir(scratch)?;
+        let mut hasher = Sha256::new();
+        let mut file =
+            File::open(path).map_err(|e| ImportError::new(format!("{}: {e}", path.display())))?;
+        std::io::copy(&mut file, &mut hasher)
+            .map_err(|e| ImportError::new(format!("{}: {e}", path.display())))?;
+        archive.sha256 = hex(&hasher.finalize());
+        Ok(archive)
+    }
+
     /// Opens a zip file or a directory.
     pub fn open(path: &Path) -> Result<Archive, ImportError> {
         let meta = std::fs::metadata(path)

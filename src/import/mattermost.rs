@@ -488,12 +488,22 @@ pub fn import(
             .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
             .collect();
         let email = format!("{local}-bot@{domain}");
-        if local.is_empty() || people.contains_key(&bot.username.to_lowercase()) || !emails.insert(email.clone()) {
+        if local.is_empty()
+            || people.contains_key(&bot.username.to_lowercase())
+            || !emails.insert(email.clone())
+        {
             w.skip("bot", at, "no usable username, or one a person has");
             continue;
         }
-        let bot_owner = people.get(&bot.owner.to_lowercase()).map(|(id, _)| *id).unwrap_or(owner);
-        let shown = if bot.display_name.trim().is_empty() { &bot.username } else { &bot.display_name };
+        let bot_owner = people
+            .get(&bot.owner.to_lowercase())
+            .map(|(id, _)| *id)
+            .unwrap_or(owner);
+        let shown = if bot.display_name.trim().is_empty() {
+            &bot.username
+        } else {
+            &bot.display_name
+        };
         let full_name: String = shown
             .chars()
             .filter(|c| !c.is_control() && !matches!(c, '*' | '`' | '\\' | '>' | '"' | '@' | '|'))
@@ -720,7 +730,10 @@ pub fn import(
                 if !content.trim().is_empty() {
                     content.push('\n');
                 }
-                content.push_str(&format!("*{}* (a file the export did not hold)", name.replace(['*', '_'], "")));
+                content.push_str(&format!(
+                    "*{}* (a file the export did not hold)",
+                    name.replace(['*', '_'], "")
+                ));
                 continue;
             }
             let bytes = archive.read(&full)?;
@@ -778,7 +791,7 @@ pub fn import(
     // Read up to where each person last looked (Mattermost's `last_viewed_at`).
     let mut given = BTreeSet::new();
     for ((user_id, channel_id), viewed_at) in &viewed {
-        given.insert((*user_id, *channel_id));
+        given.insert((*user_id, super::ReadKey::Channel(*channel_id)));
         let through = channel_messages
             .get(channel_id)
             .into_iter()

@@ -17,6 +17,7 @@ pub mod archive;
 pub mod mattermost;
 pub mod mrkdwn;
 pub mod slack;
+pub mod zulip;
 
 use crate::auth::{new_api_key_nonce, write_private_file, ServerSecret};
 use crate::commands::markup::OrgResolver;
@@ -567,31 +568,33 @@ impl Writer {
 
     /// Everyone has read everything they hold (for a source that keeps no read state): one
     /// read mark per person and place, not a flag per message. `except` are the (person,
-    /// channel) pairs whose read state the source gave (left as they are).
+    /// place) pairs whose read state the source gave (left as they are).
     pub fn everything_read(
         &mut self,
-        except: &BTreeSet<(UserId, ChannelId)>,
+        except: &BTreeSet<(UserId, ReadKey)>,
     ) -> Result<(), ImportError> {
-        let mut marks: BTreeMap<(UserId, PlaceKey), MessageId> = BTreeMap::new();
+        // Imports subscribe before they send, so a place's last message has every holder a
+        // read mark matters to (a sender's own messages are read for them anyway).
+        let mut last: BTreeMap<ReadKey, MessageId> = BTreeMap::new();
         for message in self.state.messages.all() {
             let place = match &message.recipient {
-                Address::Channel { channel_id, .. } => PlaceKey::Channel(*channel_id),
-                Address::Direct { user_ids } => PlaceKey::Direct(user_ids.to_vec()),
+                Address::Channel { channel_id, .. } => ReadKey::Channel(*channel_id),
+                Address::Direct { user_ids } => ReadKey::Direct(user_ids.to_vec()),
             };
-            for user in self.state.messages.holders(message.id) {
-                if matches!(place, PlaceKey::Channel(c) if except.contains(&(user, c))) {
+            let mark = last.entry(place).or_insert(message.id);
+            *mark = (*mark).max(message.id);
+        }
+        for (place, message_id) in last {
+            for user_id in self.state.messages.holders(message_id) {
+                if except.contains(&(user_id, place.clone())) {
                     continue;
                 }
-                let mark = marks.entry((user, place.clone())).or_insert(message.id);
-                *mark = (*mark).max(message.id);
+                let read_place = match &place {
+                    ReadKey::Channel(c) => ReadPlace::Channel(*c),
+                    ReadKey::Direct(users) => ReadPlace::Direct(users.clone()),
+                };
+                self.read_through(user_id, read_place, message_id)?;
             }
-        }
-        for ((user_id, place), message_id) in marks {
-            let place = match place {
-                PlaceKey::Channel(c) => ReadPlace::Channel(c),
-                PlaceKey::Direct(users) => ReadPlace::Direct(users),
-            };
-            self.read_through(user_id, place, message_id)?;
         }
         Ok(())
     }
@@ -670,8 +673,9 @@ pub fn unique_name(name: &str, max: usize, taken: &mut BTreeSet<String>) -> Stri
     candidate
 }
 
+/// A channel or a direct conversation (every participant, ascending): where a read mark is.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum PlaceKey {
+pub enum ReadKey {
     Channel(ChannelId),
     Direct(Vec<UserId>),
 }
@@ -679,6 +683,7 @@ enum PlaceKey {
 /// The sources `import-from` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Source {
+    Zulip,
     Slack,
     Mattermost,
 }
@@ -688,6 +693,7 @@ impl Source {
         match self {
             Source::Slack => "slack",
             Source::Mattermost => "mattermost",
+            Source::Zulip => "zulip",
         }
     }
 }
@@ -717,7 +723,6 @@ pub fn run(
     options: &Options,
 ) -> Result<Report, ImportError> {
     check_target(data_dir)?;
-    let mut archive = archive::Archive::open(input)?;
     let parent = match data_dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -730,12 +735,18 @@ pub fn run(
     let staging = tempfile::Builder::new()
         .prefix(&format!(".{name}.importing-"))
         .tempdir_in(&parent)?;
+    // A tar.gz is unpacked beside the new directory, and removed with it.
+    let scratch = tempfile::Builder::new()
+        .prefix(&format!(".{name}.unpacking-"))
+        .tempdir_in(&parent)?;
+    let mut archive = archive::Archive::open_in(input, scratch.path())?;
     let layout = Layout::new(staging.path());
     let built = (|| {
         let mut writer = Writer::open(&layout, source.name(), &archive.sha256)?;
         let owner = match source {
             Source::Slack => slack::import(&mut archive, &mut writer, options)?,
             Source::Mattermost => mattermost::import(&mut archive, &mut writer, options)?,
+            Source::Zulip => zulip::import(&mut archive, &mut writer, options)?,
         };
         writer.finish(&layout, owner)
     })()?;

@@ -350,7 +350,7 @@ fn damaged_or_hostile_exports_are_refused_and_leave_nothing_behind() {
         let left: Vec<String> = std::fs::read_dir(tmp.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.contains("importing"))
+            .filter(|n| n.contains("importing") || n.contains("unpacking"))
             .collect();
         assert!(left.is_empty(), "{left:?}");
         stderr
@@ -874,25 +874,20 @@ async fn an_mmctl_export_of_mattermost_11_comes_in() {
         .unwrap();
     assert_eq!(guest["role"], 600);
     assert_eq!(guest["is_active"], false, "deleted in Mattermost");
-    let owner_id = members
-        .iter()
-        .find(|u| u["email"] == owner.email)
-        .unwrap()["user_id"]
-        .clone();
-    let lori = members
-        .iter()
-        .find(|u| u["full_name"] == "Lori")
-        .unwrap();
+    let owner_id = members.iter().find(|u| u["email"] == owner.email).unwrap()["user_id"].clone();
+    let lori = members.iter().find(|u| u["full_name"] == "Lori").unwrap();
     assert_eq!(lori["is_bot"], true);
     assert_eq!(lori["bot_owner_id"], owner_id);
     // Replies follow their root in time order, in the root's topic.
     let channel = channel_messages(&server, &owner, "nostrum").await;
     let root = channel
         .iter()
-        .find(|m| m["content"]
-            .as_str()
-            .unwrap()
-            .starts_with("qui qui ipsum minus quibusdam error."))
+        .find(|m| {
+            m["content"]
+                .as_str()
+                .unwrap()
+                .starts_with("qui qui ipsum minus quibusdam error.")
+        })
         .unwrap();
     let thread: Vec<&str> = channel
         .iter()
@@ -906,4 +901,398 @@ async fn an_mmctl_export_of_mattermost_11_comes_in() {
         .as_str()
         .unwrap()
         .starts_with("2026-01-20 qui qui ipsum"));
+}
+
+/// A Zulip 10.2 export as `manage.py export` lays it out (table and key names from Zulip's
+/// `zerver/lib/export.py` at tag 10.2), of a small organization with one of each thing the
+/// importer reads, as `zulip-export-test.tar.gz`.
+fn zulip_export(dir: &Path) -> PathBuf {
+    let root = dir.join("zulip-export-test");
+    std::fs::create_dir_all(root.join("uploads/2/ab/Xy7_token/")).unwrap();
+    std::fs::create_dir_all(root.join("emoji/2/emoji/images")).unwrap();
+    let mut png = Vec::new();
+    image::RgbaImage::from_pixel(20, 20, image::Rgba([10, 200, 30, 255]))
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .unwrap();
+    std::fs::write(root.join("emoji/2/emoji/images/17.png"), &png).unwrap();
+    std::fs::write(
+        root.join("uploads/2/ab/Xy7_token/notes.txt"),
+        b"the minutes\n",
+    )
+    .unwrap();
+    let user = |id: u64, email: &str, name: &str, role: u64, active: bool| {
+        json!({"id": id, "email": email, "delivery_email": email, "full_name": name, "role": role,
+               "is_active": active, "is_bot": false, "bot_type": null, "bot_owner": null,
+               "is_mirror_dummy": false, "timezone": "Asia/Tokyo", "date_joined": 1600000000.5,
+               "realm": 2, "avatar_source": "G"})
+    };
+    let mut bot = user(15, "helper-bot@zulip.example", "Helper", 400, true);
+    bot["is_bot"] = json!(true);
+    bot["bot_type"] = json!(1);
+    bot["bot_owner"] = json!(12);
+    let realm = json!({
+        "zerver_realm": [{"id": 2, "name": "Zulip Org", "string_id": "zulip",
+                          "description": "Where we were", "date_created": 1590000000.0}],
+        "zerver_userprofile": [
+            user(11, "olivia@zulip.example", "Olivia", 100, true),
+            user(12, "max@zulip.example", "Max", 400, true),
+            user(13, "gus@zulip.example", "Gus", 600, true),
+            user(14, "gone@zulip.example", "Gone", 400, false),
+            bot,
+        ],
+        "zerver_userprofile_mirrordummy": [],
+        "zerver_userprofile_crossrealm": [{"id": 1, "email": "notification-bot@zulip.com", "recipient_id": 1}],
+        "zerver_stream": [
+            {"id": 21, "name": "general", "description": "Everyone", "invite_only": false,
+             "history_public_to_subscribers": true, "is_web_public": false, "deactivated": false,
+             "date_created": 1590000100.0, "creator": 11, "realm": 2, "recipient": 32},
+            {"id": 22, "name": "secret", "description": "", "invite_only": true,
+             "history_public_to_subscribers": false, "is_web_public": false, "deactivated": false,
+             "date_created": 1590000200.0, "creator": 12, "realm": 2, "recipient": 33},
+            {"id": 23, "name": "old", "description": "", "invite_only": false,
+             "history_public_to_subscribers": true, "is_web_public": false, "deactivated": true,
+             "date_created": 1590000300.0, "creator": null, "realm": 2, "recipient": 34},
+        ],
+        "zerver_defaultstream": [{"id": 1, "stream": 21, "realm": 2}],
+        "zerver_recipient": [
+            {"id": 1, "type": 1, "type_id": 1},
+            {"id": 31, "type": 1, "type_id": 11}, {"id": 35, "type": 1, "type_id": 12},
+            {"id": 36, "type": 1, "type_id": 13},
+            {"id": 32, "type": 2, "type_id": 21}, {"id": 33, "type": 2, "type_id": 22},
+            {"id": 34, "type": 2, "type_id": 23},
+            {"id": 40, "type": 3, "type_id": 5},
+        ],
+        "zerver_huddle": [{"id": 5, "huddle_hash": "x", "recipient": 40, "group_size": 3}],
+        "zerver_subscription": [
+            {"id": 1, "user_profile": 11, "recipient": 32, "active": true, "is_muted": false, "color": "#76ce90", "pin_to_top": true, "desktop_notifications": null},
+            {"id": 2, "user_profile": 12, "recipient": 32, "active": true, "is_muted": true, "color": "#e79ab5", "pin_to_top": false, "email_notifications": true},
+            {"id": 3, "user_profile": 13, "recipient": 32, "active": true, "is_muted": false, "color": "#a6c7e5", "pin_to_top": false},
+            {"id": 4, "user_profile": 11, "recipient": 33, "active": true, "is_muted": false, "color": "#bfd56f", "pin_to_top": false},
+            {"id": 5, "user_profile": 12, "recipient": 33, "active": true, "is_muted": false, "color": "#bfd56f", "pin_to_top": false},
+            {"id": 6, "user_profile": 11, "recipient": 40, "active": true},
+            {"id": 7, "user_profile": 12, "recipient": 40, "active": true},
+            {"id": 8, "user_profile": 13, "recipient": 40, "active": true},
+        ],
+        "zerver_realmemoji": [{"id": 17, "name": "zulip_party", "file_name": "17.png", "author": 11, "deactivated": false, "is_animated": false, "realm": 2}],
+        "zerver_reaction": [
+            {"id": 1, "message": 103, "user_profile": 12, "emoji_name": "+1", "emoji_code": "1f44d", "reaction_type": "unicode_emoji"},
+            {"id": 2, "message": 103, "user_profile": 13, "emoji_name": "zulip_party", "emoji_code": "17", "reaction_type": "realm_emoji"},
+        ],
+        "zerver_usertopic": [{"id": 1, "user_profile": 12, "stream": 21, "recipient": 32, "topic_name": "plans", "last_updated": 1600000500.0, "visibility_policy": 3}],
+        "zerver_muteduser": [{"id": 1, "user_profile": 13, "muted_user": 12, "date_muted": 1600000600.0}],
+        "zerver_usergroup": [{"id": 50, "realm": 2}, {"id": 51, "realm": 2}],
+        "zerver_namedusergroup": [
+            {"usergroup_ptr": 50, "name": "role:members", "description": "", "is_system_group": true, "deactivated": false},
+            {"usergroup_ptr": 51, "name": "design", "description": "The design team", "is_system_group": false, "deactivated": false},
+        ],
+        "zerver_usergroupmembership": [{"id": 1, "user_group": 51, "user_profile": 12}, {"id": 2, "user_group": 51, "user_profile": 13}],
+    });
+    let message = |id: u64, sender: u64, recipient: u64, subject: &str, content: &str, at: f64| {
+        json!({"id": id, "sender": sender, "recipient": recipient, "realm": 2, "type": 1,
+               "subject": subject, "content": content, "rendered_content": null,
+               "date_sent": at, "sending_client": 1, "last_edit_time": null, "edit_history": null,
+               "has_attachment": false, "has_image": false, "has_link": false, "is_channel_message": recipient == 32 || recipient == 33})
+    };
+    let mut edited = message(
+        102,
+        12,
+        32,
+        "plans",
+        "Meet at 10, @**Olivia|11**",
+        1600001000.0,
+    );
+    edited["last_edit_time"] = json!(1600001600.0);
+    edited["edit_history"] = json!(serde_json::to_string(&json!([
+        {"user_id": 12, "timestamp": 1600001600, "prev_content": "Meet at 9", "prev_rendered_content": "<p>Meet at 9</p>", "prev_rendered_content_version": 1},
+    ])).unwrap());
+    let mut with_file = message(
+        104,
+        11,
+        33,
+        "files",
+        "[notes.txt](/user_uploads/2/ab/Xy7_token/notes.txt)",
+        1600003000.0,
+    );
+    with_file["has_attachment"] = json!(true);
+    let messages = json!({
+        "zerver_message": [
+            message(101, 11, 32, "plans", "Hello @**Max|12**", 1600000900.0),
+            edited,
+            message(103, 13, 32, "plans", "Sounds good", 1600002000.0),
+            with_file,
+            message(105, 12, 31, "", "A word in private", 1600004000.0),
+            message(106, 13, 40, "", "All three of us", 1600005000.0),
+            message(107, 1, 32, "channel events", "Max created a new channel", 1600006000.0),
+        ],
+        "zerver_usermessage": [
+            {"id": 1, "user_profile": 11, "message": 101, "flags_mask": 1},
+            {"id": 2, "user_profile": 12, "message": 101, "flags_mask": 1 + 8},
+            {"id": 3, "user_profile": 13, "message": 101, "flags_mask": 1},
+            {"id": 4, "user_profile": 11, "message": 102, "flags_mask": 8},
+            {"id": 5, "user_profile": 12, "message": 102, "flags_mask": 1 + 2},
+            {"id": 6, "user_profile": 13, "message": 102, "flags_mask": 1},
+            {"id": 7, "user_profile": 11, "message": 103, "flags_mask": 1},
+            {"id": 8, "user_profile": 12, "message": 103, "flags_mask": 1},
+            {"id": 9, "user_profile": 13, "message": 103, "flags_mask": 1},
+            {"id": 10, "user_profile": 11, "message": 104, "flags_mask": 1},
+            {"id": 11, "user_profile": 12, "message": 104, "flags_mask": 0},
+            {"id": 12, "user_profile": 11, "message": 105, "flags_mask": 0},
+            {"id": 13, "user_profile": 12, "message": 105, "flags_mask": 1},
+            {"id": 14, "user_profile": 11, "message": 106, "flags_mask": 1},
+            {"id": 15, "user_profile": 12, "message": 106, "flags_mask": 1},
+            {"id": 16, "user_profile": 13, "message": 106, "flags_mask": 1},
+        ],
+    });
+    let write = |name: &str, value: &Value| {
+        std::fs::write(root.join(name), serde_json::to_vec_pretty(value).unwrap()).unwrap();
+    };
+    write("realm.json", &realm);
+    write("messages-000001.json", &messages);
+    write("attachment.json", &json!({"zerver_attachment": []}));
+    write(
+        "migration_status.json",
+        &json!({"migrations_by_app": {}, "zulip_version": "10.2"}),
+    );
+    write(
+        "uploads/records.json",
+        &json!([{"realm_id": 2, "user_profile_id": 11, "path": "2/ab/Xy7_token/notes.txt",
+                 "s3_path": "2/ab/Xy7_token/notes.txt", "size": 12, "content_type": "text/plain",
+                 "last_modified": 1600002900.0}]),
+    );
+    write(
+        "emoji/records.json",
+        &json!([{"realm_id": 2, "author": 11, "path": "2/emoji/images/17.png",
+                 "s3_path": "2/emoji/images/17.png", "file_name": "17.png",
+                 "name": "zulip_party", "deactivated": false}]),
+    );
+    // The tarball, as `tar -czf` writes it: one top-level directory.
+    let tarball = dir.join("zulip-export-test.tar.gz");
+    let gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(&tarball).unwrap(),
+        flate2::Compression::fast(),
+    );
+    let mut tar = tar::Builder::new(gz);
+    tar.append_dir_all("zulip-export-test", &root).unwrap();
+    tar.into_inner().unwrap().finish().unwrap();
+    tarball
+}
+
+#[tokio::test]
+async fn a_zulip_export_comes_in_with_ids_renumbered_history_flags_and_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tarball = zulip_export(tmp.path());
+    let dir = tmp.path().join("data");
+    let (ok, _, stderr) = import(&[
+        "zulip".as_ref(),
+        tarball.as_os_str(),
+        "--data-dir".as_ref(),
+        dir.as_os_str(),
+    ]);
+    assert!(ok, "{stderr}");
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("import-report.json")).unwrap()).unwrap();
+    assert_eq!(report["counts"]["messages"], 6, "{report}");
+    assert_eq!(
+        report["counts"]["messages from Zulip's system bots left out"],
+        1
+    );
+    assert_eq!(report["counts"]["users"], 4);
+    assert_eq!(report["counts"]["bots"], 1);
+    assert_eq!(report["counts"]["edits"], 1);
+    assert_eq!(report["counts"]["custom emoji"], 1);
+    assert_eq!(report["counts"]["files"], 1);
+    assert_eq!(report["skipped"], json!([]), "{report}");
+    // Nothing left unpacked beside it.
+    let left: Vec<String> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let owner = owner_of(&dir);
+    assert_eq!(owner.email, "olivia@zulip.example");
+    let server = Server::start_in(&dir).unwrap();
+    let api = server.api(Some(&owner));
+    let (_, settings) = server.api(None).get("/server_settings", &[]).await;
+    assert_eq!(settings["realm_name"], "Zulip Org");
+    let (_, users) = api.get("/users", &[]).await;
+    let member = |email: &str| {
+        users["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["email"] == email)
+            .unwrap()
+            .clone()
+    };
+    let max = member("max@zulip.example");
+    assert_eq!(member("gus@zulip.example")["role"], 600);
+    assert_eq!(member("gone@zulip.example")["is_active"], false);
+    assert_eq!(
+        member("helper-bot@zulip.example")["bot_owner_id"],
+        max["user_id"]
+    );
+    assert_eq!(member("olivia@zulip.example")["timezone"], "Asia/Tokyo");
+    let general = channel_messages(&server, &owner, "general").await;
+    assert_eq!(
+        general.len(),
+        3,
+        "the notification bot's notice is left out"
+    );
+    // The mention's id is the new one.
+    assert_eq!(
+        general[0]["content"],
+        format!("Hello @**Max|{}**", max["user_id"])
+    );
+    assert_eq!(general[0]["timestamp"], 1600000900);
+    // The edit is replayed: the history shows both texts, at Zulip's times.
+    let edited = &general[1];
+    assert!(edited["content"]
+        .as_str()
+        .unwrap()
+        .starts_with("Meet at 10, @**Olivia|"));
+    assert_eq!(edited["last_edit_timestamp"], 1600001600);
+    let (_, history) = api
+        .get(&format!("/messages/{}/history", edited["id"]), &[])
+        .await;
+    let history = history["message_history"].as_array().unwrap();
+    assert_eq!(history.len(), 2, "{history:?}");
+    assert_eq!(history[0]["content"], "Meet at 9");
+    assert_eq!(history[0]["timestamp"], 1600001000);
+    assert_eq!(history[1]["timestamp"], 1600001600);
+    // Reactions with a Unicode and the export's custom emoji.
+    let reactions: Vec<&str> = general[2]["reactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["reaction_type"].as_str().unwrap())
+        .collect();
+    assert_eq!(reactions, ["unicode_emoji", "realm_emoji"]);
+    // The upload's link is rewritten to its new place, and it downloads.
+    let secret = channel_messages(&server, &owner, "secret").await;
+    let content = secret[0]["content"].as_str().unwrap();
+    let link = content.split("](").nth(1).unwrap().trim_end_matches(')');
+    assert_ne!(link, "/user_uploads/2/ab/Xy7_token/notes.txt");
+    let file = api.fetch(&format!("{}{link}", server.url)).await;
+    assert_eq!(file.bytes().await.unwrap().as_ref(), b"the minutes\n");
+    // Channels: default, private, archived; Max's subscription keeps his settings.
+    let (_, streams) = api.get("/streams", &[("include_all", "true")]).await;
+    let names: Vec<&str> = streams["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"general") && names.contains(&"secret"),
+        "{names:?}"
+    );
+    server.stop();
+
+    // Per person: Max's flags as Zulip had them (read, starred, the one unread), Olivia's
+    // unread direct message; a later reader of the history holds it read.
+    let dumped: Value = serde_json::from_str(&crate::support::run_ok([
+        "dump".as_ref(),
+        "--data-dir".as_ref(),
+        dir.as_os_str(),
+    ]))
+    .unwrap();
+    let copies = |user: &Value| {
+        dumped["messages"]["user_messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|u| u["user_id"] == *user)
+            .unwrap()["messages"]
+            .clone()
+    };
+    let flags_of = |user: &Value, message: &Value| {
+        copies(user)
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row[0] == *message)
+            .map(|row| row[1].clone())
+    };
+    let olivia = member("olivia@zulip.example");
+    assert_eq!(
+        flags_of(&max["user_id"], &general[0]["id"]),
+        Some(json!(["read", "mentioned"]))
+    );
+    assert_eq!(
+        flags_of(&max["user_id"], &general[1]["id"]),
+        Some(json!(["read", "starred"]))
+    );
+    assert_eq!(flags_of(&max["user_id"], &secret[0]["id"]), Some(json!([])));
+    assert_eq!(
+        flags_of(&olivia["user_id"], &general[1]["id"]),
+        Some(json!(["mentioned"]))
+    );
+    let topics = dumped["user_topics"].to_string();
+    assert!(
+        topics.contains(
+            "\"topic_name\":\"plans\",\"visibility_policy\":3,\"last_updated\":1600000500"
+        ),
+        "{topics}"
+    );
+    assert!(dumped["groups"].to_string().contains("The design team"));
+    assert!(dumped["muted_users"]
+        .to_string()
+        .contains(&max["user_id"].to_string()));
+}
+
+#[test]
+fn a_tarball_that_climbs_out_or_lacks_realm_json_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let write_tar = |name: &str, entries: &[(&str, &[u8])]| {
+        let path = tmp.path().join(name);
+        let gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(&path).unwrap(),
+            flate2::Compression::fast(),
+        );
+        let mut tar = tar::Builder::new(gz);
+        for (entry, bytes) in entries {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(bytes.len() as u64);
+            header.set_mode(0o644);
+            header.set_entry_type(tar::EntryType::Regular);
+            // Written raw, so that a name tar::Builder itself would refuse gets in.
+            let raw = &mut header.as_old_mut().name;
+            raw[..entry.len()].copy_from_slice(entry.as_bytes());
+            header.set_cksum();
+            tar.append(&header, *bytes).unwrap();
+        }
+        tar.into_inner().unwrap().finish().unwrap();
+        path
+    };
+    let refused = |path: &Path| {
+        let dir = tmp.path().join("data");
+        let (ok, _, stderr) = import(&[
+            "zulip".as_ref(),
+            path.as_os_str(),
+            "--data-dir".as_ref(),
+            dir.as_os_str(),
+        ]);
+        assert!(!ok);
+        assert!(!dir.exists());
+        let left: Vec<String> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+        stderr
+    };
+    let climbing = write_tar("climb.tar.gz", &[("export/../../evil.json", b"{}")]);
+    let error = refused(&climbing);
+    assert!(error.contains("outside the export's directory"), "{error}");
+    let empty = write_tar("empty.tar.gz", &[("export/stats.json", b"{}")]);
+    let error = refused(&empty);
+    assert!(
+        error.contains("realm.json: missing from the export"),
+        "{error}"
+    );
+    std::fs::write(tmp.path().join("cut.tar.gz"), [0x1f, 0x8b, 8, 0, 0, 0]).unwrap();
+    let error = refused(&tmp.path().join("cut.tar.gz"));
+    assert!(error.contains("damaged tar.gz"), "{error}");
 }

@@ -1,0 +1,224 @@
+//! `import`: how fast `chronicle import-from slack` (the process a user runs) brings in a large
+//! Slack export, against the same run's `chronicle replay` of the log it wrote, and how much
+//! memory it takes against `chronicle serve` serving the result.
+//!
+//! The export is generated here: 500 people, 100 channels of 60 members each, messages of real
+//! text (Debian's fortunes) one second apart across the channels, in day files as Slack writes
+//! them, one in ten a reply in a thread, one in twenty with a reaction, one in fifty mentioning
+//! someone; deflated as Slack's zips are.
+
+use super::sustained::{server_command, ChildServer};
+use super::Row;
+use crate::server::Fatal;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+const PEOPLE: u64 = 500;
+const CHANNELS: u64 = 100;
+const MEMBERS: u64 = 60;
+/// 2020-01-01T00:00:00Z.
+const START: u64 = 1_577_836_800;
+
+/// Writes the export; answers its size in bytes.
+fn generate(path: &Path, messages: u64) -> Result<u64, Fatal> {
+    let users: Vec<serde_json::Value> = (1..=PEOPLE)
+        .map(|u| {
+            json!({
+                "id": format!("U{u:05}"), "name": format!("person{u}"),
+                "real_name": format!("Person {u}"), "tz": "Europe/Berlin",
+                "is_primary_owner": u == 1, "is_admin": u <= 3,
+                "profile": {"email": format!("person{u}@example.com")}
+            })
+        })
+        .collect();
+    let member = |c: u64, k: u64| 1 + (c * 37 + k * 7) % PEOPLE;
+    let channels: Vec<serde_json::Value> = (1..=CHANNELS)
+        .map(|c| {
+            let members: Vec<String> = (0..MEMBERS)
+                .map(|k| format!("U{:05}", member(c, k)))
+                .collect();
+            json!({
+                "id": format!("C{c:05}"), "name": format!("channel-{c}"),
+                "created": START - 86_400, "creator": "U00001",
+                "is_general": c == 1, "members": members,
+                "purpose": {"value": format!("Channel {c}")}
+            })
+        })
+        .collect();
+    // Day files: (channel, day) → messages.
+    let mut days: BTreeMap<(u64, u64), Vec<serde_json::Value>> = BTreeMap::new();
+    let mut last_root: BTreeMap<u64, String> = BTreeMap::new();
+    for i in 0..messages {
+        let c = 1 + i % CHANNELS;
+        let ts_secs = START + i;
+        let ts = format!("{ts_secs}.{:06}", i % 1_000_000);
+        let sender = member(c, i % MEMBERS);
+        let mut text = super::corpus::text(i, || format!("Message {i} about the plans"));
+        if i % 50 == 7 {
+            text = format!("<@U{:05}> {text}", member(c, (i + 3) % MEMBERS));
+        }
+        let mut message = json!({
+            "type": "message", "user": format!("U{sender:05}"), "text": text, "ts": ts,
+        });
+        if i % 10 == 5 {
+            if let Some(root) = last_root.get(&c) {
+                message["thread_ts"] = json!(root);
+            }
+        } else if i % 10 == 0 {
+            message["thread_ts"] = json!(ts);
+            last_root.insert(c, ts.clone());
+        }
+        if i % 20 == 3 {
+            message["reactions"] = json!([{
+                "name": "+1", "count": 1,
+                "users": [format!("U{:05}", member(c, (i + 1) % MEMBERS))]
+            }]);
+        }
+        days.entry((c, (ts_secs - START) / 86_400))
+            .or_default()
+            .push(message);
+    }
+    let file = std::fs::File::create(path)?;
+    let mut zip = zip::ZipWriter::new(file);
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated)
+        .compression_level(Some(1));
+    let mut put = |name: &str, value: &serde_json::Value| -> Result<(), Fatal> {
+        zip.start_file(name, options)
+            .map_err(|e| format!("writing the export: {e}"))?;
+        zip.write_all(&serde_json::to_vec(value)?)?;
+        Ok(())
+    };
+    put("users.json", &json!(users))?;
+    put("channels.json", &json!(channels))?;
+    for ((c, day), messages) in &days {
+        let date = crate::time::iso8601_ms(((START + day * 86_400) * 1000) as i64);
+        put(
+            &format!("channel-{c}/{}.json", &date[..10]),
+            &json!(messages),
+        )?;
+    }
+    zip.finish()
+        .map_err(|e| format!("writing the export: {e}"))?;
+    Ok(std::fs::metadata(path)?.len())
+}
+
+/// Runs a child to its end; its exit status and peak resident memory (bytes).
+fn run_measured(command: &mut std::process::Command) -> Result<(bool, u64), Fatal> {
+    let child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()?;
+    let pid = child.id() as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    // SAFETY: an all-zero rusage is a valid value to be overwritten.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child with valid pointers; it is reaped here (the `Child` is
+    // not waited on again).
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    if waited != pid {
+        return Err(format!(
+            "waiting for the importer failed: {}",
+            std::io::Error::last_os_error()
+        )
+        .into());
+    }
+    let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    Ok((ok, usage.ru_maxrss as u64 * 1024))
+}
+
+/// `chronicle replay` of a data directory: (events, events per second).
+fn replay_rate(dir: &Path) -> Result<(f64, f64), Fatal> {
+    let output = server_command()?
+        .arg("replay")
+        .arg("--data-dir")
+        .arg(dir)
+        .stdin(std::process::Stdio::null())
+        .output()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(": "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    };
+    match (output.status.success(), field("events"), field("seconds")) {
+        (true, Some(events), Some(seconds)) => Ok((events, events / seconds.max(1e-9))),
+        _ => Err(format!("chronicle replay failed ({}): {text}", output.status).into()),
+    }
+}
+
+pub fn import(quick: bool) -> Result<Vec<Row>, Fatal> {
+    let messages: u64 = if quick { 20_000 } else { 1_000_000 };
+    let tmp = tempfile::tempdir()?;
+    let export = tmp.path().join("slack-export.zip");
+    let bytes = generate(&export, messages)?;
+    let data = tmp.path().join("data");
+    let started = Instant::now();
+    let (ok, importer_peak) = run_measured(
+        server_command()?
+            .args(["import-from", "slack"])
+            .arg(&export)
+            .arg("--data-dir")
+            .arg(&data),
+    )?;
+    let seconds = started.elapsed().as_secs_f64();
+    if !ok {
+        return Err("chronicle import-from slack failed on the generated export".into());
+    }
+    let (events, replay_per_second) = replay_rate(&data)?;
+    let import_per_second = events / seconds.max(1e-9);
+    let server = ChildServer::start(&data)?;
+    server.wait_indexed()?;
+    let serving = server.resident_bytes()?;
+    server.stop()?;
+    let row =
+        |case: String, value: f64, unit: &str, baseline: f64, label: &str, higher: bool| Row {
+            scenario: "import".into(),
+            case,
+            value,
+            unit: unit.into(),
+            p50_ms: None,
+            p99_ms: None,
+            baseline: Some(baseline),
+            baseline_label: label.into(),
+            ratio: Some(value / baseline.max(1e-9)),
+            higher_is_better: higher,
+            samples: messages,
+            errors: 0,
+        };
+    let mb = |b: u64| b as f64 / 1e6;
+    Ok(vec![
+        row(
+            format!(
+                "{messages} messages of a generated Slack export ({:.0} MB zip, {}): chronicle import-from slack, wall time",
+                mb(bytes),
+                super::corpus::source()
+            ),
+            seconds,
+            "s",
+            if quick { 60.0 * messages as f64 / 1e6 } else { 60.0 },
+            "the goal: 1M messages in 60 s",
+            false,
+        ),
+        row(
+            format!("import rate, {events:.0} events written"),
+            import_per_second,
+            "events/s",
+            replay_per_second / 2.0,
+            "half of chronicle replay of the result, same run",
+            true,
+        ),
+        row(
+            "importer's peak resident memory".into(),
+            mb(importer_peak),
+            "MB",
+            mb(serving) * 1.5,
+            "1.5 x chronicle serve serving the result",
+            false,
+        ),
+    ])
+}

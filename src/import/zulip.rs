@@ -1,0 +1,868 @@
+//! Zulip's own export (`manage.py export`: a `.tar.gz` holding one directory, or that directory
+//! unpacked), formats of Zulip 9.x to 11.x.
+//!
+//! `realm.json` holds every table but the messages (`zerver_userprofile`, `zerver_stream`,
+//! `zerver_recipient`, `zerver_subscription`, `zerver_huddle`, `zerver_reaction`,
+//! `zerver_realmemoji`, `zerver_usertopic`, `zerver_muteduser`, `zerver_defaultstream`, ...);
+//! `messages-000001.json`, `-000002`, ... hold `zerver_message` and `zerver_usermessage`;
+//! `uploads/records.json` and `emoji/records.json` list the files beside them. Rows name their
+//! foreign keys without `_id` (`"sender": 12`), times are float UNIX seconds, and a user's copy
+//! of a message keeps its flags in `flags_mask` (bit 0 read, 1 starred, 2 collapsed).
+//!
+//! Every id is renumbered (message ids stay in Zulip's order, its send order) and the ids inside
+//! content are rewritten: `@**Name|12**` mentions and `/user_uploads/…` links. Content is
+//! rendered again by Chronicle from its Markdown. A message's content edits are replayed as
+//! edits at their times, so its history is what Zulip showed; its read and starred flags are
+//! kept per person. Messages from Zulip's own system bots (welcome, notification) are left out
+//! and counted.
+
+use super::archive::Archive;
+use super::{unique_name, ImportError, NewChannel, NewUser, Options, ReadKey, Writer};
+use crate::events::{
+    ChannelChange, EditedContent, Event, GroupPermissions, ReadPlace, Recipient, Role,
+    SubscriptionProperty, SystemGroup, TopicPolicy,
+};
+use crate::ids::{ChannelId, GroupId, MessageId, UserId};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+fn text(value: &Value) -> &str {
+    value.as_str().unwrap_or_default()
+}
+
+fn id(value: &Value) -> Option<u64> {
+    value.as_u64()
+}
+
+fn ms(value: &Value) -> Option<i64> {
+    value
+        .as_f64()
+        .map(|s| (s * 1000.0) as i64)
+        .filter(|t| *t > 0)
+}
+
+fn table<'a>(realm: &'a Value, name: &str) -> &'a [Value] {
+    realm[name].as_array().map_or(&[], Vec::as_slice)
+}
+
+/// Where a Zulip recipient points.
+#[derive(Clone)]
+enum Target {
+    Channel(ChannelId),
+    /// A user's personal recipient (a one-to-one conversation is addressed to the receiver).
+    Personal(UserId),
+    Huddle(u64),
+}
+
+/// One message as read, before it is sent.
+struct Pending {
+    old_id: u64,
+    sender: UserId,
+    target: Target,
+    topic: String,
+    content: String,
+    sent_ms: i64,
+    last_edit_ms: Option<i64>,
+    /// Earlier contents, oldest first, each with the edit that replaced it: (editor, time).
+    history: Vec<(String, Option<UserId>, i64)>,
+}
+
+/// The `@**Name|12**` mentions (silent ones too) with the new ids; other ids are left alone.
+fn rewrite_mentions(content: &str, users: &HashMap<u64, UserId>) -> String {
+    let mut out = String::with_capacity(content.len());
+    let mut rest = content;
+    while let Some(at) = rest.find("**") {
+        let (before, after) = rest.split_at(at + 2);
+        out.push_str(before);
+        rest = after;
+        let opens_mention = before.ends_with("@**") || before.ends_with("@_**");
+        if !opens_mention {
+            continue;
+        }
+        let Some(close) = rest.find("**") else {
+            continue;
+        };
+        let inner = &rest[..close];
+        if let Some((name, old)) = inner.rsplit_once('|') {
+            if let Some(new) = old.parse::<u64>().ok().and_then(|o| users.get(&o)) {
+                out.push_str(&format!("{name}|{}**", new.0));
+                rest = &rest[close + 2..];
+                continue;
+            }
+        }
+        out.push_str(inner);
+        out.push_str("**");
+        rest = &rest[close + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The export's directory inside the archive (`zulip-export-…/`, or none).
+fn base_of(archive: &Archive) -> Result<String, ImportError> {
+    archive
+        .names()
+        .filter(|n| *n == "realm.json" || n.ends_with("/realm.json"))
+        .min_by_key(|n| n.len())
+        .map(|n| n.strip_suffix("realm.json").unwrap_or_default().to_owned())
+        .ok_or_else(|| {
+            ImportError::new("realm.json: missing from the export (is this a Zulip export?)")
+        })
+}
+
+/// Imports the export; returns the owner.
+pub fn import(
+    archive: &mut Archive,
+    w: &mut Writer,
+    options: &Options,
+) -> Result<UserId, ImportError> {
+    let base = base_of(archive)?;
+    let realm = archive.json(&format!("{base}realm.json"))?;
+    let attachments_file = format!("{base}attachment.json");
+    if !archive.contains(&attachments_file) {
+        return Err(ImportError::new(format!(
+            "{attachments_file}: missing from the export (every Zulip export has it)"
+        )));
+    }
+    let realm_row = realm["zerver_realm"]
+        .as_array()
+        .and_then(|r| r.first())
+        .ok_or_else(|| ImportError::new(format!("{base}realm.json: no zerver_realm row")))?;
+    let name = options.realm_name.clone().unwrap_or_else(|| {
+        let name = text(&realm_row["name"]).trim();
+        if name.is_empty() {
+            "Imported from Zulip"
+        } else {
+            name
+        }
+        .to_owned()
+    });
+    let crossrealm: BTreeSet<u64> = table(&realm, "zerver_userprofile_crossrealm")
+        .iter()
+        .filter_map(|u| id(&u["id"]))
+        .collect();
+
+    // People: humans first (bots need their owners), by id.
+    let mut rows: Vec<&Value> = table(&realm, "zerver_userprofile")
+        .iter()
+        .chain(table(&realm, "zerver_userprofile_mirrordummy"))
+        .collect();
+    rows.sort_by_key(|u| (u["is_bot"].as_bool() == Some(true), id(&u["id"])));
+    let email_of = |u: &Value| {
+        let delivery = text(&u["delivery_email"]).trim().to_lowercase();
+        if crate::commands::users::validate_email(&delivery) {
+            delivery
+        } else {
+            text(&u["email"]).trim().to_lowercase()
+        }
+    };
+    let owner_old = match &options.owner_email {
+        Some(wanted) => rows
+            .iter()
+            .find(|u| email_of(u) == wanted.to_lowercase())
+            .and_then(|u| id(&u["id"]))
+            .ok_or_else(|| {
+                ImportError::new(format!(
+                    "--owner-email {wanted}: nobody in the export has that address"
+                ))
+            })?,
+        None => rows
+            .iter()
+            .filter(|u| {
+                u["is_bot"].as_bool() != Some(true) && u["is_active"].as_bool() != Some(false)
+            })
+            .find(|u| u["role"].as_u64() == Some(100))
+            .or_else(|| rows.iter().find(|u| u["is_bot"].as_bool() != Some(true)))
+            .and_then(|u| id(&u["id"]))
+            .ok_or_else(|| {
+                ImportError::new(format!("{base}realm.json: no person in zerver_userprofile"))
+            })?,
+    };
+    w.create_realm(&name, text(&realm_row["description"]))?;
+    let mut users: HashMap<u64, UserId> = HashMap::new();
+    let mut emails = BTreeSet::new();
+    let mut deactivate = Vec::new();
+    let mut owner = UserId(1);
+    // The owner first: the organization's first account.
+    let owner_first = rows
+        .iter()
+        .position(|u| id(&u["id"]) == Some(owner_old))
+        .unwrap_or(0);
+    let owner_row = rows.remove(owner_first);
+    rows.insert(0, owner_row);
+    for (i, u) in rows.iter().enumerate() {
+        let Some(old) = id(&u["id"]) else {
+            w.skip(
+                "user",
+                format!("{base}realm.json: zerver_userprofile {i}"),
+                "no id",
+            );
+            continue;
+        };
+        let at = format!("{base}realm.json: user {old}");
+        let email = email_of(u);
+        if !crate::commands::users::validate_email(&email) || !emails.insert(email.clone()) {
+            w.skip(
+                "user",
+                at,
+                format!("{email:?} is not a valid, unique address"),
+            );
+            continue;
+        }
+        let is_bot = u["is_bot"].as_bool() == Some(true);
+        let role = if old == owner_old {
+            Role::Owner
+        } else {
+            u["role"]
+                .as_u64()
+                .and_then(|r| Role::from_code(r as u16))
+                .unwrap_or(Role::Member)
+        };
+        let full_name: String = text(&u["full_name"])
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(100)
+            .collect();
+        let tz = text(&u["timezone"]);
+        let user_id = w.create_user(NewUser {
+            email,
+            full_name: if full_name.trim().is_empty() {
+                "Zulip user".into()
+            } else {
+                full_name.trim().to_owned()
+            },
+            role,
+            bot_type: is_bot.then(|| u["bot_type"].as_u64().unwrap_or(1).clamp(1, 4) as u8),
+            bot_owner: u["bot_owner"].as_u64().and_then(|o| users.get(&o).copied()),
+            timezone: if tz.parse::<chrono_tz::Tz>().is_ok() {
+                tz.to_owned()
+            } else {
+                String::new()
+            },
+            joined_ms: ms(&u["date_joined"]),
+        })?;
+        if old == owner_old {
+            owner = user_id;
+        } else if u["is_active"].as_bool() == Some(false)
+            || u["is_mirror_dummy"].as_bool() == Some(true)
+        {
+            deactivate.push(user_id);
+        }
+        users.insert(old, user_id);
+    }
+
+    // Custom emoji, with their images (emoji/records.json).
+    let emoji_records = format!("{base}emoji/records.json");
+    let mut emoji_names: HashMap<u64, String> = HashMap::new();
+    for e in table(&realm, "zerver_realmemoji") {
+        if let Some(old) = id(&e["id"]) {
+            emoji_names.insert(old, text(&e["name"]).to_owned());
+        }
+    }
+    if archive.contains(&emoji_records) {
+        let records = archive.json(&emoji_records)?;
+        for record in records.as_array().into_iter().flatten() {
+            let emoji_name = text(&record["name"]).to_owned();
+            let at = format!("{emoji_records}: {emoji_name}");
+            if record["deactivated"].as_bool() == Some(true) {
+                continue;
+            }
+            let path = format!("{base}emoji/{}", text(&record["path"]));
+            let original = format!("{path}.original");
+            let file = if archive.contains(&original) {
+                original
+            } else {
+                path
+            };
+            if !archive.contains(&file) {
+                w.skip(
+                    "custom emoji",
+                    at,
+                    format!("its image {file} is not in the export"),
+                );
+                continue;
+            }
+            let bytes = archive.read(&file)?;
+            let author = record["author"]
+                .as_u64()
+                .and_then(|a| users.get(&a).copied())
+                .unwrap_or(owner);
+            if let Err(why) = w.custom_emoji(author, &emoji_name, bytes)? {
+                w.skip("custom emoji", at, why);
+            }
+        }
+    }
+
+    // Channels.
+    let defaults: BTreeSet<u64> = table(&realm, "zerver_defaultstream")
+        .iter()
+        .filter_map(|d| id(&d["stream"]))
+        .collect();
+    let mut streams: Vec<&Value> = table(&realm, "zerver_stream").iter().collect();
+    streams.sort_by_key(|s| id(&s["id"]));
+    let mut channels: HashMap<u64, ChannelId> = HashMap::new();
+    let mut taken = BTreeSet::new();
+    let mut archived = Vec::new();
+    for s in streams {
+        let Some(old) = id(&s["id"]) else { continue };
+        let name: String = text(&s["name"])
+            .chars()
+            .filter(|c| !c.is_control())
+            .collect();
+        let name = unique_name(
+            if name.trim().is_empty() {
+                "channel"
+            } else {
+                name.trim()
+            },
+            60,
+            &mut taken,
+        );
+        let invite_only = s["invite_only"].as_bool() == Some(true);
+        let channel_id = w.create_channel(
+            NewChannel {
+                name,
+                description: text(&s["description"]).chars().take(1024).collect(),
+                invite_only,
+                is_default: defaults.contains(&old),
+                created_ms: ms(&s["date_created"]),
+                creator: s["creator"].as_u64().and_then(|c| users.get(&c).copied()),
+                folder: None,
+            },
+            owner,
+        )?;
+        if s["deactivated"].as_bool() == Some(true) {
+            archived.push(channel_id);
+        }
+        channels.insert(old, channel_id);
+    }
+    let mut targets: HashMap<u64, Target> = HashMap::new();
+    for r in table(&realm, "zerver_recipient") {
+        let (Some(rid), Some(kind), Some(type_id)) =
+            (id(&r["id"]), r["type"].as_u64(), id(&r["type_id"]))
+        else {
+            continue;
+        };
+        let target = match kind {
+            1 => users.get(&type_id).map(|u| Target::Personal(*u)),
+            2 => channels.get(&type_id).map(|c| Target::Channel(*c)),
+            3 => Some(Target::Huddle(rid)),
+            _ => None,
+        };
+        if let Some(target) = target {
+            targets.insert(rid, target);
+        }
+    }
+    // Subscriptions: channel members (with their settings) and group conversations' members.
+    let mut members: BTreeMap<ChannelId, BTreeSet<UserId>> = BTreeMap::new();
+    let mut huddles: HashMap<u64, BTreeSet<UserId>> = HashMap::new();
+    let mut settings = Vec::new();
+    for sub in table(&realm, "zerver_subscription") {
+        let (Some(user), Some(target)) = (
+            sub["user_profile"]
+                .as_u64()
+                .and_then(|u| users.get(&u).copied()),
+            sub["recipient"].as_u64().and_then(|r| targets.get(&r)),
+        ) else {
+            continue;
+        };
+        match target {
+            Target::Channel(channel_id) if sub["active"].as_bool() != Some(false) => {
+                members.entry(*channel_id).or_default().insert(user);
+                if sub["is_muted"].as_bool() == Some(true) {
+                    settings.push((user, *channel_id, SubscriptionProperty::IsMuted(true)));
+                }
+                if sub["pin_to_top"].as_bool() == Some(true) {
+                    settings.push((user, *channel_id, SubscriptionProperty::PinToTop(true)));
+                }
+                let color = text(&sub["color"]);
+                if color.starts_with('#') && color.len() <= 10 {
+                    settings.push((
+                        user,
+                        *channel_id,
+                        SubscriptionProperty::Color(color.to_owned()),
+                    ));
+                }
+                for (key, make) in [
+                    (
+                        "desktop_notifications",
+                        SubscriptionProperty::DesktopNotifications
+                            as fn(Option<bool>) -> SubscriptionProperty,
+                    ),
+                    (
+                        "audible_notifications",
+                        SubscriptionProperty::AudibleNotifications,
+                    ),
+                    (
+                        "push_notifications",
+                        SubscriptionProperty::PushNotifications,
+                    ),
+                    (
+                        "email_notifications",
+                        SubscriptionProperty::EmailNotifications,
+                    ),
+                    (
+                        "wildcard_mentions_notify",
+                        SubscriptionProperty::WildcardMentionsNotify,
+                    ),
+                ] {
+                    if let Some(on) = sub[key].as_bool() {
+                        settings.push((user, *channel_id, make(Some(on))));
+                    }
+                }
+            }
+            Target::Huddle(rid) => {
+                huddles.entry(*rid).or_default().insert(user);
+            }
+            _ => {}
+        }
+    }
+    for (channel_id, users) in &members {
+        w.subscribe(*channel_id, users)?;
+    }
+    for (user, channel_id, property) in settings {
+        w.subscription_property(user, channel_id, property)?;
+    }
+
+    // Uploads: their bytes, and the new path of each old one.
+    let uploads_records = format!("{base}uploads/records.json");
+    let mut upload_paths: Vec<(String, String)> = Vec::new();
+    if archive.contains(&uploads_records) {
+        let records = archive.json(&uploads_records)?;
+        for record in records.as_array().into_iter().flatten() {
+            let path = text(&record["path"]).to_owned();
+            let file = format!("{base}uploads/{path}");
+            let at = format!("{uploads_records}: {path}");
+            if !archive.contains(&file) {
+                w.skip("file", at, format!("{file} is not in the export"));
+                continue;
+            }
+            let bytes = archive.read(&file)?;
+            let uploader = record["user_profile_id"]
+                .as_u64()
+                .and_then(|u| users.get(&u).copied())
+                .unwrap_or(owner);
+            let name = path.rsplit('/').next().unwrap_or(&path).to_owned();
+            let when = record["last_modified"]
+                .as_f64()
+                .map(|s| (s * 1000.0) as i64)
+                .unwrap_or(0);
+            let link = w.upload(uploader, &name, &bytes, when.max(0))?;
+            upload_paths.push((format!("/user_uploads/{path}"), link));
+        }
+    }
+
+    // Messages, in Zulip's id order (its send order), with each copy's flags.
+    let mut pending = Vec::new();
+    let mut flags: HashMap<u64, Vec<(UserId, u64)>> = HashMap::new();
+    let mut skipped_bots = 0;
+    for n in 1.. {
+        let file = format!("{base}messages-{n:06}.json");
+        if !archive.contains(&file) {
+            break;
+        }
+        let chunk = archive.json(&file)?;
+        for um in chunk["zerver_usermessage"].as_array().into_iter().flatten() {
+            if let (Some(user), Some(message), Some(mask)) = (
+                um["user_profile"]
+                    .as_u64()
+                    .and_then(|u| users.get(&u).copied()),
+                um["message"].as_u64(),
+                um["flags_mask"].as_u64(),
+            ) {
+                flags.entry(message).or_default().push((user, mask));
+            }
+        }
+        for m in chunk["zerver_message"].as_array().into_iter().flatten() {
+            let Some(old_id) = id(&m["id"]) else { continue };
+            let at = format!("{file}: message {old_id}");
+            let sender_old = m["sender"].as_u64().unwrap_or_default();
+            if crossrealm.contains(&sender_old) {
+                skipped_bots += 1;
+                continue;
+            }
+            let Some(sender) = users.get(&sender_old).copied() else {
+                w.skip(
+                    "message",
+                    at,
+                    format!("sent by user {sender_old}, who is not in the export"),
+                );
+                continue;
+            };
+            let Some(target) = m["recipient"]
+                .as_u64()
+                .and_then(|r| targets.get(&r))
+                .cloned()
+            else {
+                w.skip("message", at, "to a recipient the export does not describe");
+                continue;
+            };
+            let Some(sent_ms) = ms(&m["date_sent"]).or_else(|| ms(&m["pub_date"])) else {
+                w.skip("message", at, "no date_sent");
+                continue;
+            };
+            let history = edit_history(&m["edit_history"], text(&m["content"]), &users);
+            pending.push(Pending {
+                old_id,
+                sender,
+                target,
+                topic: text(&m["subject"]).to_owned(),
+                content: text(&m["content"]).to_owned(),
+                sent_ms,
+                last_edit_ms: ms(&m["last_edit_time"]),
+                history,
+            });
+        }
+    }
+    if skipped_bots > 0 {
+        w.count("messages from Zulip's system bots left out", skipped_bots);
+    }
+    pending.sort_by_key(|p| p.old_id);
+    let rewrite = |content: &str| {
+        let mut content = rewrite_mentions(content, &users);
+        if content.contains("/user_uploads/") {
+            for (old, new) in &upload_paths {
+                content = content.replace(old.as_str(), new);
+            }
+        }
+        content
+    };
+    let mut messages: HashMap<u64, MessageId> = HashMap::new();
+    for p in &pending {
+        let recipient = match &p.target {
+            Target::Channel(channel_id) => Recipient::Channel {
+                channel_id: *channel_id,
+                topic: p.topic.chars().take(60).collect(),
+            },
+            Target::Personal(receiver) => {
+                let mut ids = BTreeSet::from([p.sender, *receiver]);
+                ids.insert(p.sender);
+                Recipient::Direct {
+                    user_ids: ids.into_iter().collect(),
+                }
+            }
+            Target::Huddle(rid) => {
+                let mut ids = huddles.get(rid).cloned().unwrap_or_default();
+                ids.insert(p.sender);
+                Recipient::Direct {
+                    user_ids: ids.into_iter().collect(),
+                }
+            }
+        };
+        let first = p
+            .history
+            .first()
+            .map_or(p.content.as_str(), |(c, _, _)| c.as_str());
+        let replayed = !p.history.is_empty();
+        let message_id = w.send(
+            p.sender,
+            recipient,
+            &rewrite(first),
+            p.sent_ms,
+            if replayed { None } else { p.last_edit_ms },
+        )?;
+        messages.insert(p.old_id, message_id);
+        // Each content edit, at its time, by its editor.
+        for (i, (_, editor, at)) in p.history.iter().enumerate() {
+            let next = p
+                .history
+                .get(i + 1)
+                .map_or(p.content.as_str(), |(c, _, _)| c.as_str());
+            let content = rewrite(next);
+            let rendered = crate::markdown::render_message(
+                &content,
+                &crate::commands::markup::OrgResolver(&w.state),
+            );
+            let user_id = editor.unwrap_or(p.sender);
+            w.push_at(
+                Some(user_id),
+                *at,
+                Event::MessageEdited {
+                    message_id,
+                    user_id,
+                    content: Some(Box::new(EditedContent {
+                        is_me_message: content.starts_with("/me ") && !content.contains('\n'),
+                        content: content.into(),
+                        rendered_content: rendered.html.into(),
+                        mentioned: rendered.mentioned.into_iter().map(UserId).collect(),
+                        stream_wildcard: rendered.stream_wildcard,
+                        topic_wildcard: rendered.topic_wildcard,
+                    })),
+                    moved: None,
+                    alerted: None,
+                },
+                None,
+            )?;
+            w.count("edits", 1);
+        }
+    }
+
+    // Reactions.
+    for r in table(&realm, "zerver_reaction") {
+        let (Some(message_id), Some(user_id)) = (
+            r["message"]
+                .as_u64()
+                .and_then(|m| messages.get(&m).copied()),
+            r["user_profile"]
+                .as_u64()
+                .and_then(|u| users.get(&u).copied()),
+        ) else {
+            continue;
+        };
+        let emoji = match text(&r["reaction_type"]) {
+            "realm_emoji" => text(&r["emoji_code"])
+                .parse::<u64>()
+                .ok()
+                .and_then(|c| emoji_names.get(&c).cloned())
+                .unwrap_or_else(|| text(&r["emoji_name"]).to_owned()),
+            _ => text(&r["emoji_name"]).to_owned(),
+        };
+        let when = w
+            .state
+            .messages
+            .get(message_id)
+            .map_or(0, |m| m.timestamp * 1000);
+        if !w.react(message_id, user_id, &emoji, when)? {
+            w.skip(
+                "reaction",
+                format!("{base}realm.json: reaction {}", r["id"]),
+                format!(":{emoji}: is not an emoji here"),
+            );
+        }
+    }
+
+    // Read and starred flags, per person: a read mark per place, the exceptions listed.
+    let mut by_user: BTreeMap<UserId, Vec<(MessageId, u64)>> = BTreeMap::new();
+    for (old, copies) in &flags {
+        if let Some(message_id) = messages.get(old) {
+            for (user, mask) in copies {
+                by_user.entry(*user).or_default().push((*message_id, *mask));
+            }
+        }
+    }
+    let mut given = BTreeSet::new();
+    for (user_id, mut copies) in by_user {
+        copies.sort();
+        let starred: Vec<MessageId> = copies
+            .iter()
+            .filter(|(_, m)| m & 2 != 0)
+            .map(|(id, _)| *id)
+            .collect();
+        w.star(user_id, starred)?;
+        let mut places: BTreeMap<ReadKey, Vec<(MessageId, bool)>> = BTreeMap::new();
+        for (message_id, mask) in &copies {
+            let Some(message) = w.state.messages.get(*message_id) else {
+                continue;
+            };
+            let key = match message.channel() {
+                Some(c) => ReadKey::Channel(c),
+                None => ReadKey::Direct(match &message.recipient {
+                    crate::projections::message::Address::Direct { user_ids } => user_ids.to_vec(),
+                    _ => Vec::new(),
+                }),
+            };
+            places
+                .entry(key)
+                .or_default()
+                .push((*message_id, mask & 1 != 0));
+        }
+        let mut unread_below = Vec::new();
+        for (key, list) in places {
+            given.insert((user_id, key.clone()));
+            let Some(mark) = list
+                .iter()
+                .filter(|(_, read)| *read)
+                .map(|(id, _)| *id)
+                .max()
+            else {
+                continue;
+            };
+            unread_below.extend(
+                list.iter()
+                    .filter(|(id, read)| !read && *id < mark)
+                    .map(|(id, _)| *id),
+            );
+            let place = match key {
+                ReadKey::Channel(c) => ReadPlace::Channel(c),
+                ReadKey::Direct(users) => ReadPlace::Direct(users),
+            };
+            w.read_through(user_id, place, mark)?;
+        }
+        if !unread_below.is_empty() {
+            w.push(
+                Some(user_id),
+                Event::MessageFlagsChanged {
+                    user_id,
+                    flag: crate::events::MessageFlag::Read,
+                    add: false,
+                    message_ids: unread_below,
+                },
+            )?;
+        }
+    }
+
+    // Topics people muted or follow, and people they muted.
+    for t in table(&realm, "zerver_usertopic") {
+        let (Some(user_id), Some(channel_id)) = (
+            t["user_profile"]
+                .as_u64()
+                .and_then(|u| users.get(&u).copied()),
+            t["stream"].as_u64().and_then(|s| channels.get(&s).copied()),
+        ) else {
+            continue;
+        };
+        let policy = match t["visibility_policy"].as_u64() {
+            Some(1) => TopicPolicy::Muted,
+            Some(2) => TopicPolicy::Unmuted,
+            Some(3) => TopicPolicy::Followed,
+            _ => continue,
+        };
+        let event = Event::TopicVisibilitySet {
+            user_id,
+            channel_id,
+            topic: text(&t["topic_name"]).to_owned(),
+            policy,
+        };
+        match ms(&t["last_updated"]) {
+            Some(at) => w.push_at(Some(user_id), at, event, None)?,
+            None => w.push(Some(user_id), event)?,
+        }
+        w.count("topic settings", 1);
+    }
+    for m in table(&realm, "zerver_muteduser") {
+        if let (Some(user_id), Some(muted_user_id)) = (
+            m["user_profile"]
+                .as_u64()
+                .and_then(|u| users.get(&u).copied()),
+            m["muted_user"]
+                .as_u64()
+                .and_then(|u| users.get(&u).copied()),
+        ) {
+            let event = Event::UserMuted {
+                user_id,
+                muted_user_id,
+            };
+            match ms(&m["date_muted"]) {
+                Some(at) => w.push_at(Some(user_id), at, event, None)?,
+                None => w.push(Some(user_id), event)?,
+            }
+            w.count("muted people", 1);
+        }
+    }
+    // User groups (not the system ones, which follow roles) with their members.
+    let mut group_members: HashMap<u64, Vec<UserId>> = HashMap::new();
+    for m in table(&realm, "zerver_usergroupmembership") {
+        if let (Some(group), Some(user)) = (
+            m["user_group"].as_u64(),
+            m["user_profile"]
+                .as_u64()
+                .and_then(|u| users.get(&u).copied()),
+        ) {
+            group_members.entry(group).or_default().push(user);
+        }
+    }
+    let mut group_names = BTreeSet::new();
+    for g in table(&realm, "zerver_namedusergroup") {
+        if g["is_system_group"].as_bool() == Some(true) || g["deactivated"].as_bool() == Some(true)
+        {
+            continue;
+        }
+        let old = g["usergroup_ptr"]
+            .as_u64()
+            .or_else(|| g["id"].as_u64())
+            .unwrap_or_default();
+        let name = text(&g["name"]).trim().to_owned();
+        if name.is_empty() || name.starts_with("role:") || !group_names.insert(name.to_lowercase())
+        {
+            continue;
+        }
+        let mut members = group_members.remove(&old).unwrap_or_default();
+        members.sort();
+        members.dedup();
+        let system = |kind| w.state.groups.system_setting(kind);
+        let permissions = GroupPermissions {
+            can_add_members_group: system(SystemGroup::Administrators),
+            can_join_group: system(SystemGroup::Nobody),
+            can_leave_group: system(SystemGroup::Everyone),
+            can_manage_group: system(SystemGroup::Administrators),
+            can_mention_group: system(SystemGroup::Everyone),
+            can_remove_members_group: system(SystemGroup::Nobody),
+        };
+        let group_id = GroupId(w.state.groups.max_id().0 + 1);
+        w.push(
+            Some(owner),
+            Event::UserGroupCreated {
+                group_id,
+                name,
+                description: text(&g["description"]).chars().take(1024).collect(),
+                system: None,
+                members,
+                subgroups: Vec::new(),
+                permissions: Box::new(permissions),
+            },
+        )?;
+        w.count("user groups", 1);
+    }
+
+    for user_id in deactivate {
+        w.push(None, Event::UserDeactivated { user_id })?;
+        w.count("deactivated users", 1);
+    }
+    for channel_id in archived {
+        w.push(
+            Some(owner),
+            Event::ChannelChanged {
+                channel_id,
+                change: ChannelChange::Archived(true),
+            },
+        )?;
+        w.count("archived channels", 1);
+    }
+    // Copies the export holds no row for (the history a later subscriber reads) are read.
+    w.everything_read(&given)?;
+    Ok(owner)
+}
+
+/// A message's earlier contents, oldest first, each with who replaced it and when, from
+/// `edit_history` (a JSON string, newest first; entries without `prev_content` changed only
+/// the topic or channel and are not replayed).
+fn edit_history(
+    raw: &Value,
+    _current: &str,
+    users: &HashMap<u64, UserId>,
+) -> Vec<(String, Option<UserId>, i64)> {
+    let Some(text) = raw.as_str() else {
+        return Vec::new();
+    };
+    let Ok(Value::Array(entries)) = serde_json::from_str::<Value>(text) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, Option<UserId>, i64)> = entries
+        .iter()
+        .filter_map(|e| {
+            let prev = e["prev_content"].as_str()?;
+            let at = e["timestamp"].as_i64()? * 1000;
+            let editor = e["user_id"].as_u64().and_then(|u| users.get(&u).copied());
+            Some((prev.to_owned(), editor, at))
+        })
+        .collect();
+    out.reverse();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mentions_get_the_new_ids() {
+        let users = HashMap::from([(12, UserId(3)), (7, UserId(9))]);
+        assert_eq!(
+            rewrite_mentions(
+                "hi @**Ada|12** and @_**Bob|7**, **bold** @**all** @**Eve|99**",
+                &users
+            ),
+            "hi @**Ada|3** and @_**Bob|9**, **bold** @**all** @**Eve|99**"
+        );
+    }
+}
