@@ -13,7 +13,7 @@ use super::archive::Archive;
 use super::mrkdwn::{self, Names};
 use super::{thread_topic, unique_name, ImportError, NewChannel, NewUser, Options, Writer};
 use crate::events::{ChannelChange, Event, Recipient, Role};
-use crate::ids::{ChannelId, MessageId, UserId};
+use crate::ids::{ChannelId, UserId};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -439,8 +439,8 @@ pub fn import(
     let mut pending = read_messages(archive, w, &conversations, &ids)?;
     pending.sort_by_key(|p| (p.ts, p.conversation));
     let topics = thread_topics(&pending, &conversations, &ids);
-    let mut sent: HashMap<(usize, i64), MessageId> = HashMap::new();
-    for p in &pending {
+    // Each message is dropped once sent: the state grows as the read messages shrink.
+    for p in pending {
         let recipient = match &conversations[p.conversation].place {
             Place::Channel(channel_id) => Recipient::Channel {
                 channel_id: *channel_id,
@@ -459,7 +459,6 @@ pub fn import(
         };
         let ms = p.ts / 1000;
         let message_id = w.send(p.sender, recipient, &p.text, ms, p.edited.map(|e| e / 1000))?;
-        sent.insert((p.conversation, p.ts), message_id);
         for (name, users) in &p.reactions {
             let name = zulip_emoji_name(name);
             for user in users {
