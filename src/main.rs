@@ -24,6 +24,12 @@ struct Cli {
     command: Command,
 }
 
+/// The formats `export-to` writes.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ExportFormat {
+    Zulip,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run the server. The first start on an empty data directory creates the organization,
@@ -100,6 +106,20 @@ enum Command {
         /// One area only.
         #[arg(long)]
         only: Option<String>,
+    },
+    /// Write the organization out in Zulip's export format (a .tar.gz as `manage.py export`
+    /// writes it; the server must be stopped): see docs/migration.md.
+    ExportTo {
+        /// The format: zulip.
+        #[arg(value_enum)]
+        format: ExportFormat,
+        #[arg(long)]
+        data_dir: PathBuf,
+        #[command(flatten)]
+        cluster: ClusterArgs,
+        /// The tarball to write.
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Move an organization in from another chat server's export, into a new data directory
     /// (absent or empty; all or nothing). DIR/zuliprc then holds the owner's API key and
@@ -488,6 +508,27 @@ fn run(cli: Cli, serving: Option<chronicle::config::Effective>) -> Result<(), Fa
             scenario,
             out,
         }),
+        Command::ExportTo {
+            format: ExportFormat::Zulip,
+            data_dir,
+            cluster,
+            out,
+        } => {
+            if out.exists() {
+                return Err(format!("{} already exists", out.display()).into());
+            }
+            let (state, _) = fold_data_dir(&data_dir, cluster.spec().as_ref(), None)?;
+            let uploads = chronicle::uploads::UploadStore::new(&Layout::new(&data_dir).uploads());
+            let counts = chronicle::import::export_zulip::export(&state, &uploads, &out)
+                .map_err(|e| format!("export refused: {e}"))?;
+            let counts: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
+            println!(
+                "Exported in Zulip's format to {}: {}",
+                out.display(),
+                counts.join(", ")
+            );
+            Ok(())
+        }
         Command::ImportFrom {
             source,
             export,

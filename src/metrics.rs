@@ -288,7 +288,9 @@ mod tests {
             .with_label_values(&["/api/v1/messages", "POST"])
             .observe(0.01);
         m.rate_limited.with_label_values(&["ip"]).inc();
-        m.nats_connections.with_label_values(&["disconnected"]).inc();
+        m.nats_connections
+            .with_label_values(&["disconnected"])
+            .inc();
         m.fanout_seconds.observe(0.001);
         m.commit_flush_seconds.observe(0.001);
         let text = String::from_utf8(m.render(&Sizes::default())).unwrap();

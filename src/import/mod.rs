@@ -14,6 +14,7 @@
 //! needs stops it with one line naming the file.
 
 pub mod archive;
+pub mod export_zulip;
 pub mod mattermost;
 pub mod mrkdwn;
 pub mod slack;

@@ -1296,3 +1296,256 @@ fn a_tarball_that_climbs_out_or_lacks_realm_json_is_refused() {
     let error = refused(&tmp.path().join("cut.tar.gz"));
     assert!(error.contains("damaged tar.gz"), "{error}");
 }
+
+/// The facts of a dump that must survive a round trip, with ids replaced by what they name
+/// (emails, channel names, message positions).
+fn comparable(dir: &Path) -> Value {
+    let d: Value = serde_json::from_str(&crate::support::run_ok([
+        "dump".as_ref(),
+        "--data-dir".as_ref(),
+        dir.as_os_str(),
+    ]))
+    .unwrap();
+    let email: std::collections::HashMap<u64, String> = d["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| {
+            (
+                u["user_id"].as_u64().unwrap(),
+                u["email"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let of = |v: &Value| v.as_u64().map(|id| email[&id].clone());
+    let channel: std::collections::HashMap<u64, String> = d["channels"]["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["stream_id"].as_u64().unwrap(),
+                c["name"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let mut users: Vec<Value> = d["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| {
+            json!([
+                u["email"],
+                u["full_name"],
+                u["role"],
+                u["is_active"],
+                u["bot_type"],
+                u["timezone"],
+                of(&u["bot_owner_id"])
+            ])
+        })
+        .collect();
+    users.sort_by_key(|v| v.to_string());
+    let mut channels: Vec<Value> = d["channels"]["channels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            json!([
+                c["name"],
+                c["description"],
+                c["invite_only"],
+                c["is_default"],
+                c["is_archived"],
+                c["date_created_ms"]
+            ])
+        })
+        .collect();
+    channels.sort_by_key(|v| v.to_string());
+    let mut subscriptions: Vec<Value> = d["channels"]["subscriptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            json!([
+                of(&s["user_id"]),
+                channel[&s["stream_id"].as_u64().unwrap()],
+                s["color"],
+                s["is_muted"],
+                s["pin_to_top"]
+            ])
+        })
+        .collect();
+    subscriptions.sort_by_key(|v| v.to_string());
+    let messages = d["messages"]["messages"].as_array().unwrap();
+    let position: std::collections::HashMap<u64, usize> = messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m["id"].as_u64().unwrap(), i))
+        .collect();
+    // An upload's path is new in every import (as in Zulip's); its bytes are what count.
+    let uploads: Vec<(String, String)> = d["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                format!("/user_uploads/{}", a["path_id"].as_str().unwrap()),
+                format!("/user_uploads/sha256:{}", a["sha256"].as_str().unwrap()),
+            )
+        })
+        .collect();
+    let messages: Vec<Value> = messages
+        .iter()
+        .map(|m| {
+            let mut content = m["content"].as_str().unwrap().to_owned();
+            for (path, bytes) in &uploads {
+                content = content.replace(path.as_str(), bytes);
+            }
+            let recipient = &m["recipient"];
+            let place = match recipient.get("Channel") {
+                Some(c) => json!([channel[&c["channel_id"].as_u64().unwrap()], c["topic"]]),
+                None => {
+                    let mut who: Vec<String> = recipient["Direct"]["user_ids"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|u| email[&u.as_u64().unwrap()].clone())
+                        .collect();
+                    who.sort();
+                    json!(who)
+                }
+            };
+            let reactions: Vec<Value> = m["reactions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|r| json!([of(&r[0]), r[1], r[3]]))
+                .collect();
+            let edits: Vec<Value> = m["edits"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|e| json!([of(&e["user_id"]), e["timestamp"], e["prev_content"]]))
+                .collect();
+            json!([
+                of(&m["sender_id"]),
+                place,
+                content,
+                m["timestamp"],
+                reactions,
+                edits
+            ])
+        })
+        .collect();
+    let mut flags: Vec<Value> = d["messages"]["user_messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|u| {
+            let who = of(&u["user_id"]);
+            let position = &position;
+            u["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |row| json!([who, position[&row[0].as_u64().unwrap()], row[1]]))
+        })
+        .collect();
+    flags.sort_by_key(|v| v.to_string());
+    let emoji: Vec<Value> = d["custom_emoji"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| json!([e["name"], e["sha256"], e["deactivated"]]))
+        .collect();
+    let files: Vec<Value> = d["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| json!([of(&a["owner_id"]), a["name"], a["sha256"], a["size"]]))
+        .collect();
+    let groups: Vec<Value> = d["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|g| g["system"].is_null())
+        .map(|g| {
+            let members: Vec<Option<String>> =
+                g["members"].as_array().unwrap().iter().map(of).collect();
+            json!([g["name"], g["description"], members])
+        })
+        .collect();
+    let topics: Vec<Value> = d["user_topics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            json!([
+                of(&t["user_id"]),
+                channel[&t["stream_id"].as_u64().unwrap()],
+                t["topic_name"],
+                t["visibility_policy"],
+                t["last_updated"]
+            ])
+        })
+        .collect();
+    json!({"realm": [d["realm"]["name"], d["realm"]["description"]], "users": users,
+           "channels": channels, "subscriptions": subscriptions, "messages": messages,
+           "flags": flags, "emoji": emoji, "files": files, "groups": groups, "topics": topics,
+           "muted": d["muted_users"].as_object().unwrap().len()})
+}
+
+#[test]
+fn an_organization_exported_in_zulips_format_comes_back_the_same() {
+    let tmp = tempfile::tempdir().unwrap();
+    // An organization with one of everything the format carries: a Zulip export's import.
+    let first = tmp.path().join("first");
+    let (ok, _, stderr) = import(&[
+        "zulip".as_ref(),
+        zulip_export(tmp.path()).as_os_str(),
+        "--data-dir".as_ref(),
+        first.as_os_str(),
+    ]);
+    assert!(ok, "{stderr}");
+    // Out in Zulip's format (the server stopped), and into a fresh data directory.
+    let tarball = tmp.path().join("out.tar.gz");
+    let out = crate::support::run_ok([
+        "export-to".as_ref(),
+        "zulip".as_ref(),
+        "--data-dir".as_ref(),
+        first.as_os_str(),
+        "--out".as_ref(),
+        tarball.as_os_str(),
+    ]);
+    assert!(out.contains("6 messages"), "{out}");
+    let second = tmp.path().join("second");
+    let (ok, _, stderr) = import(&[
+        "zulip".as_ref(),
+        tarball.as_os_str(),
+        "--data-dir".as_ref(),
+        second.as_os_str(),
+    ]);
+    assert!(ok, "{stderr}");
+    let (a, b) = (comparable(&first), comparable(&second));
+    for key in a.as_object().unwrap().keys() {
+        assert_eq!(a[key], b[key], "{key} differs after the round trip");
+    }
+    // The tarball holds one directory, laid out as Zulip's.
+    let listing = Command::new("tar")
+        .arg("-tzf")
+        .arg(&tarball)
+        .output()
+        .unwrap();
+    let names = String::from_utf8_lossy(&listing.stdout);
+    for name in [
+        "zulip-export-chronicle/realm.json",
+        "zulip-export-chronicle/messages-000001.json",
+        "zulip-export-chronicle/attachment.json",
+        "zulip-export-chronicle/migration_status.json",
+        "zulip-export-chronicle/uploads/records.json",
+        "zulip-export-chronicle/emoji/records.json",
+    ] {
+        assert!(names.lines().any(|l| l == name), "{name} missing: {names}");
+    }
+}
