@@ -131,26 +131,6 @@ fn run_measured(command: &mut std::process::Command) -> Result<(bool, u64), Fata
     Ok((ok, usage.ru_maxrss as u64 * 1024))
 }
 
-/// `chronicle replay` of a data directory: (events, events per second).
-fn replay_rate(dir: &Path) -> Result<(f64, f64), Fatal> {
-    let output = server_command()?
-        .arg("replay")
-        .arg("--data-dir")
-        .arg(dir)
-        .stdin(std::process::Stdio::null())
-        .output()?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    let field = |name: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(": "))
-            .and_then(|v| v.trim().parse::<f64>().ok())
-    };
-    match (output.status.success(), field("events"), field("seconds")) {
-        (true, Some(events), Some(seconds)) => Ok((events, events / seconds.max(1e-9))),
-        _ => Err(format!("chronicle replay failed ({}): {text}", output.status).into()),
-    }
-}
-
 pub fn import(quick: bool) -> Result<Vec<Row>, Fatal> {
     let messages: u64 = if quick { 20_000 } else { 1_000_000 };
     let tmp = tempfile::tempdir()?;
@@ -169,7 +149,8 @@ pub fn import(quick: bool) -> Result<Vec<Row>, Fatal> {
     if !ok {
         return Err("chronicle import-from slack failed on the generated export".into());
     }
-    let (events, replay_per_second) = replay_rate(&data)?;
+    let (events, replay_seconds) = super::scenarios::replay_of(&data)?;
+    let replay_per_second = events / replay_seconds.max(1e-9);
     let import_per_second = events / seconds.max(1e-9);
     let server = ChildServer::start(&data)?;
     server.wait_indexed()?;

@@ -611,6 +611,14 @@ pub fn replay(quick: bool) -> Result<Vec<Row>, Fatal> {
 /// is set, to profile it) and returns the rate it reports, after checking that it folded
 /// `total` events.
 fn replay_in_a_process(dir: &std::path::Path, total: u64) -> Result<f64, Fatal> {
+    match replay_of(dir)? {
+        (events, seconds) if events as u64 == total => Ok(events / seconds.max(1e-9)),
+        (events, _) => Err(format!("chronicle replay folded {events} events, not {total}").into()),
+    }
+}
+
+/// `chronicle replay` of a data directory in a process of its own: (events, seconds).
+pub(super) fn replay_of(dir: &std::path::Path) -> Result<(f64, f64), Fatal> {
     let output = super::sustained::server_command()?
         .arg("replay")
         .arg("--data-dir")
@@ -625,14 +633,8 @@ fn replay_in_a_process(dir: &std::path::Path, total: u64) -> Result<f64, Fatal> 
             .and_then(|v| v.trim().parse::<f64>().ok())
     };
     match (output.status.success(), field("events"), field("seconds")) {
-        (true, Some(events), Some(seconds)) if events as u64 == total => {
-            Ok(events / seconds.max(1e-9))
-        }
-        _ => Err(format!(
-            "chronicle replay did not fold the {total} events ({}): {text}",
-            output.status
-        )
-        .into()),
+        (true, Some(events), Some(seconds)) => Ok((events, seconds)),
+        _ => Err(format!("chronicle replay failed ({}): {text}", output.status).into()),
     }
 }
 

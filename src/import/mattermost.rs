@@ -14,7 +14,7 @@
 
 use super::archive::Archive;
 use super::{thread_topic, unique_name, ImportError, NewChannel, NewUser, Options, Writer};
-use crate::events::{Event, ReadPlace, Recipient, Role, SubscriptionProperty};
+use crate::events::{ReadPlace, Recipient, Role, SubscriptionProperty};
 use crate::ids::{ChannelId, MessageId, UserId};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -803,10 +803,7 @@ pub fn import(
             w.read_through(*user_id, ReadPlace::Channel(*channel_id), message_id)?;
         }
     }
-    for user_id in deactivate {
-        w.push(None, Event::UserDeactivated { user_id })?;
-        w.count("deactivated users", 1);
-    }
+    w.deactivate_and_archive(owner, deactivate, Vec::new())?;
     w.everything_read(&given)?;
     Ok(owner)
 }

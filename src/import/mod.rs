@@ -567,6 +567,31 @@ impl Writer {
         )
     }
 
+    /// The end of an import's history: people the source had deactivated, and its archived
+    /// channels (after their messages, which they received).
+    pub fn deactivate_and_archive(
+        &mut self,
+        owner: UserId,
+        deactivate: Vec<UserId>,
+        archived: Vec<ChannelId>,
+    ) -> Result<(), ImportError> {
+        for user_id in deactivate {
+            self.push(None, Event::UserDeactivated { user_id })?;
+            self.count("deactivated users", 1);
+        }
+        for channel_id in archived {
+            self.push(
+                Some(owner),
+                Event::ChannelChanged {
+                    channel_id,
+                    change: crate::events::ChannelChange::Archived(true),
+                },
+            )?;
+            self.count("archived channels", 1);
+        }
+        Ok(())
+    }
+
     /// Everyone has read everything they hold (for a source that keeps no read state): one
     /// read mark per person and place, not a flag per message. `except` are the (person,
     /// place) pairs whose read state the source gave (left as they are).

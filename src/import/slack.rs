@@ -12,7 +12,7 @@
 use super::archive::Archive;
 use super::mrkdwn::{self, Names};
 use super::{thread_topic, unique_name, ImportError, NewChannel, NewUser, Options, Writer};
-use crate::events::{ChannelChange, Event, Recipient, Role};
+use crate::events::{Recipient, Role};
 use crate::ids::{ChannelId, UserId};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -477,20 +477,7 @@ pub fn import(
         }
     }
 
-    for user_id in deactivate {
-        w.push(None, Event::UserDeactivated { user_id })?;
-        w.count("deactivated users", 1);
-    }
-    for channel_id in archived {
-        w.push(
-            Some(owner),
-            Event::ChannelChanged {
-                channel_id,
-                change: ChannelChange::Archived(true),
-            },
-        )?;
-        w.count("archived channels", 1);
-    }
+    w.deactivate_and_archive(owner, deactivate, archived)?;
     w.everything_read(&BTreeSet::new())?;
     Ok(owner)
 }

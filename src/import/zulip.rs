@@ -19,8 +19,8 @@
 use super::archive::Archive;
 use super::{unique_name, ImportError, NewChannel, NewUser, Options, ReadKey, Writer};
 use crate::events::{
-    ChannelChange, EditedContent, Event, GroupPermissions, ReadPlace, Recipient, Role,
-    SubscriptionProperty, SystemGroup, TopicPolicy,
+    EditedContent, Event, GroupPermissions, ReadPlace, Recipient, Role, SubscriptionProperty,
+    SystemGroup, TopicPolicy,
 };
 use crate::ids::{ChannelId, GroupId, MessageId, UserId};
 use serde_json::Value;
@@ -804,20 +804,7 @@ pub fn import(
         w.count("user groups", 1);
     }
 
-    for user_id in deactivate {
-        w.push(None, Event::UserDeactivated { user_id })?;
-        w.count("deactivated users", 1);
-    }
-    for channel_id in archived {
-        w.push(
-            Some(owner),
-            Event::ChannelChanged {
-                channel_id,
-                change: ChannelChange::Archived(true),
-            },
-        )?;
-        w.count("archived channels", 1);
-    }
+    w.deactivate_and_archive(owner, deactivate, archived)?;
     // Copies the export holds no row for (the history a later subscriber reads) are read.
     w.everything_read(&given)?;
     Ok(owner)

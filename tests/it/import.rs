@@ -29,6 +29,10 @@ fn import(args: &[&std::ffi::OsStr]) -> (bool, String, String) {
     )
 }
 
+fn report_of(dir: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join("import-report.json")).unwrap()).unwrap()
+}
+
 fn owner_of(dir: &Path) -> Creds {
     Creds {
         email: zuliprc_value(&dir.join("zuliprc"), "email"),
@@ -71,8 +75,7 @@ async fn a_slack_export_comes_in_with_its_people_threads_mentions_and_reactions(
     ]);
     assert!(ok, "{stderr}");
     assert!(stdout.contains("82 messages"), "{stdout}");
-    let report: Value =
-        serde_json::from_slice(&std::fs::read(dir.join("import-report.json")).unwrap()).unwrap();
+    let report: Value = report_of(&dir);
     assert_eq!(report["source"], "slack");
     assert_eq!(report["counts"]["messages"], 82);
     assert_eq!(report["counts"]["users"], 4);
@@ -281,8 +284,7 @@ async fn a_slack_export_without_addresses_and_with_unicode_names_comes_in() {
         bare.as_os_str(),
     ]);
     assert!(ok, "{stderr}");
-    let report: Value =
-        serde_json::from_slice(&std::fs::read(bare.join("import-report.json")).unwrap()).unwrap();
+    let report: Value = report_of(&bare);
     let skipped = report["skipped"].as_array().unwrap();
     assert_eq!(skipped.len(), 4, "{skipped:?}");
     assert!(skipped.iter().all(|s| s["kind"] == "email"
@@ -453,8 +455,7 @@ async fn damage_confined_to_one_message_is_skipped_and_reported() {
         "BOB@example.com".as_ref(),
     ]);
     assert!(ok, "{stderr}");
-    let report: Value =
-        serde_json::from_slice(&std::fs::read(dir.join("import-report.json")).unwrap()).unwrap();
+    let report: Value = report_of(&dir);
     assert_eq!(report["counts"]["messages"], 2);
     let skipped: Vec<(String, String)> = report["skipped"]
         .as_array()
@@ -506,8 +507,7 @@ async fn a_mattermost_export_comes_in_with_teams_threads_emoji_and_files() {
         dir.as_os_str(),
     ]);
     assert!(ok, "{stderr}");
-    let report: Value =
-        serde_json::from_slice(&std::fs::read(dir.join("import-report.json")).unwrap()).unwrap();
+    let report: Value = report_of(&dir);
     assert_eq!(report["source"], "mattermost");
     assert_eq!(report["counts"]["users"], 5);
     assert_eq!(report["counts"]["channels"], 5);
@@ -685,8 +685,7 @@ async fn a_mattermost_team_is_chosen_by_name_and_guests_stay_guests() {
         "slytherin".as_ref(),
     ]);
     assert!(ok, "{stderr}");
-    let report: Value =
-        serde_json::from_slice(&std::fs::read(dir.join("import-report.json")).unwrap()).unwrap();
+    let report: Value = report_of(&dir);
     assert_eq!(report["counts"]["channels"], 2, "{report}");
     assert!(report["counts"].get("channel folders").is_none());
     let dumped: Value = serde_json::from_str(&crate::support::run_ok([
@@ -760,8 +759,7 @@ async fn a_mattermost_team_is_chosen_by_name_and_guests_stay_guests() {
         mmctl.as_os_str(),
     ]);
     assert!(ok, "{stderr}");
-    let report: Value =
-        serde_json::from_slice(&std::fs::read(mmctl.join("import-report.json")).unwrap()).unwrap();
+    let report: Value = report_of(&mmctl);
     assert_eq!(report["counts"]["custom emoji"], 1, "{report}");
     assert_eq!(report["counts"]["notices dropped"], 1, "{report}");
     assert_eq!(report["skipped"], json!([]));
@@ -848,8 +846,7 @@ async fn an_mmctl_export_of_mattermost_11_comes_in() {
         dir.as_os_str(),
     ]);
     assert!(ok, "{stderr}");
-    let report: Value =
-        serde_json::from_slice(&std::fs::read(dir.join("import-report.json")).unwrap()).unwrap();
+    let report: Value = report_of(&dir);
     // 50 posts, 50 direct posts and 22 replies, less 4 system notices.
     assert_eq!(report["counts"]["messages"], 118, "{report}");
     assert_eq!(report["counts"]["users"], 17);
@@ -1089,8 +1086,7 @@ async fn a_zulip_export_comes_in_with_ids_renumbered_history_flags_and_files() {
         dir.as_os_str(),
     ]);
     assert!(ok, "{stderr}");
-    let report: Value =
-        serde_json::from_slice(&std::fs::read(dir.join("import-report.json")).unwrap()).unwrap();
+    let report: Value = report_of(&dir);
     assert_eq!(report["counts"]["messages"], 6, "{report}");
     assert_eq!(
         report["counts"]["messages from Zulip's system bots left out"],
