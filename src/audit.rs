@@ -42,9 +42,7 @@ impl EventFilter {
             && self.types.as_ref().is_none_or(|t| {
                 // Imported history answers to its own type too (`--type MessageSent`
                 // lists imported messages).
-                t.contains(env.event.type_name())
-                    || matches!(&env.event, crate::events::Event::Imported { event, .. }
-                            if t.contains(event.type_name()))
+                t.contains(env.event.type_name()) || t.contains(env.event.inner().type_name())
             })
             && self.actor.is_none_or(|a| env.actor.map_or(0, |u| u.0) == a)
             && self.since_ms.is_none_or(|t| env.at >= t)

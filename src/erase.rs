@@ -163,7 +163,8 @@ pub fn erase_deleted(data_dir: &Path) -> Result<EraseReport, StoreError> {
     // Scheduled messages by the message they became, until the deletions are known.
     let mut scheduled_messages: Vec<(ScheduledMessageId, MessageId)> = Vec::new();
     for env in read_envelopes(&old, Seq(1)) {
-        match env?.event {
+        // Imported history counts as history written here (its uploads are live).
+        match env?.event.into_inner() {
             Event::MessagesDeleted { message_ids, .. } => deleted.extend(message_ids),
             Event::ScheduledMessageRemoved {
                 scheduled_message_id,

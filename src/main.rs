@@ -995,7 +995,7 @@ fn print_log(
             // An address: the account it was created for, found in the log itself.
             Err(_) => read_envelopes(log, Seq(1))
                 .filter_map(Result::ok)
-                .find_map(|env| match &env.event {
+                .find_map(|env| match env.event.inner() {
                     chronicle::events::Event::UserCreated { user_id, email, .. }
                         if email.eq_ignore_ascii_case(&a) =>
                     {

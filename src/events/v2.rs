@@ -721,6 +721,23 @@ pub const EVENT_TYPES: &[&str] = &[
 ];
 
 impl Event {
+    /// The event itself, or for imported history (`Imported`) the event it carries: what a
+    /// reader of the log that looks for one kind of event must look at.
+    pub fn inner(&self) -> &Event {
+        match self {
+            Event::Imported { event, .. } => event.inner(),
+            other => other,
+        }
+    }
+
+    /// [`Event::inner`], by value.
+    pub fn into_inner(self) -> Event {
+        match self {
+            Event::Imported { event, .. } => event.into_inner(),
+            other => other,
+        }
+    }
+
     /// The variant name, as listed by `GET /admin/events` and in `schema/` (keep `EVENT_TYPES`
     /// in step).
     pub fn type_name(&self) -> &'static str {

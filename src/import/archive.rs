@@ -18,6 +18,32 @@ use std::path::{Path, PathBuf};
 /// refused (Zulip's rule for uploaded exports).
 pub const MAX_EXPANDED: u64 = 1 << 30;
 pub const MAX_RATIO: u64 = 10;
+/// At most this many entries in a tar.gz (each is a file in the scratch directory).
+pub const MAX_ENTRIES: usize = 2_000_000;
+
+/// A reader that fails once more than `left` bytes came through: the inflated stream of a
+/// tar.gz is bounded before the tar reader sees it (its long-name and PAX headers are read
+/// whole, at the size they claim).
+struct Bounded<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            return Err(std::io::Error::other(
+                "it expands to more than 1 GiB and more than ten times its own size",
+            ));
+        }
+        let want = buf
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut buf[..want])?;
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
 
 /// An opened export.
 pub struct Archive {
@@ -80,12 +106,22 @@ impl Archive {
         let allowed = MAX_EXPANDED.max(size.saturating_mul(MAX_RATIO));
         let file =
             File::open(path).map_err(|e| ImportError::new(format!("{}: {e}", path.display())))?;
-        let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(file));
+        let mut tar = tar::Archive::new(Bounded {
+            inner: flate2::read::GzDecoder::new(file),
+            // The files, and their headers (a 512-byte block each, and some padding).
+            left: allowed.saturating_add(allowed / 16).saturating_add(1 << 20),
+        });
         let damaged = |e: std::io::Error| {
             ImportError::new(format!("{}: a damaged tar.gz file ({e})", path.display()))
         };
         let mut total: u64 = 0;
-        for entry in tar.entries().map_err(damaged)? {
+        for (count, entry) in tar.entries().map_err(damaged)?.enumerate() {
+            if count >= MAX_ENTRIES {
+                return Err(ImportError::new(format!(
+                    "{}: more than {MAX_ENTRIES} entries; refused",
+                    path.display()
+                )));
+            }
             let mut entry = entry.map_err(damaged)?;
             let name = checked_name(&entry.path_bytes(), path)?;
             let kind = entry.header().entry_type();

@@ -417,7 +417,12 @@ pub fn export(
         json!({"migrations_by_app": {}, "zulip_version": "10.2"}).to_string(),
     )?;
     // The tarball, as Zulip writes it: one top-level directory.
-    let file = std::fs::File::create(out)?;
+    // Every private message and address is in it: readable by its owner only.
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let file = options.open(out)?;
     let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
     let mut tar = tar::Builder::new(gz);
     tar.append_dir_all(dir_name, &root)?;

@@ -89,6 +89,11 @@ enum PostPlace {
     Direct(Vec<String>),
 }
 
+/// Milliseconds within years 1970 to 3000.
+fn valid_ms(t: &i64) -> bool {
+    (1..32_503_680_000_000).contains(t)
+}
+
 fn text(value: &Value) -> &str {
     value.as_str().unwrap_or_default()
 }
@@ -141,7 +146,7 @@ fn post_of(value: &Value, line: usize, place: PostPlace) -> Post {
             Some((
                 r["user"].as_str()?.to_owned(),
                 r["emoji_name"].as_str()?.to_owned(),
-                r["create_at"].as_i64().unwrap_or(0),
+                r["create_at"].as_i64().filter(valid_ms).unwrap_or(0),
             ))
         })
         .collect();
@@ -156,8 +161,8 @@ fn post_of(value: &Value, line: usize, place: PostPlace) -> Post {
         place,
         user: text(&value["user"]).to_owned(),
         message: text(&value["message"]).to_owned(),
-        create_at: value["create_at"].as_i64().unwrap_or(-1),
-        edit_at: value["edit_at"].as_i64().filter(|t| *t > 0),
+        create_at: value["create_at"].as_i64().filter(valid_ms).unwrap_or(-1),
+        edit_at: value["edit_at"].as_i64().filter(valid_ms),
         kind: text(&value["type"]).to_owned(),
         flagged_by: strings(&value["flagged_by"]),
         reactions,
@@ -241,7 +246,7 @@ fn read(archive: &mut Archive, w: &mut Writer, file: &str) -> Result<Export, Imp
                         memberships.push(Membership {
                             team: team_name.clone(),
                             channel: text(&channel["name"]).to_owned(),
-                            last_viewed_at: channel["last_viewed_at"].as_i64(),
+                            last_viewed_at: channel["last_viewed_at"].as_i64().filter(valid_ms),
                             muted: channel["notify_props"]["mark_unread"] == "mention",
                             favorite: channel["favorite"].as_bool() == Some(true),
                         });
@@ -753,7 +758,15 @@ pub fn import(
             Recipient::Direct { .. } => None,
         };
         let last_edit = post.edit_at.filter(|t| *t > post.create_at);
-        let message_id = w.send(sender, recipient, &content, post.create_at, last_edit)?;
+        let Some(message_id) = w.send(sender, recipient, &content, post.create_at, last_edit)?
+        else {
+            w.skip(
+                "message",
+                at,
+                "nothing to show once control characters are left out",
+            );
+            continue;
+        };
         sent.insert(i, message_id);
         if let Some(channel_id) = channel {
             channel_messages

@@ -366,17 +366,11 @@ impl Writer {
         content: &str,
         sent_ms: i64,
         last_edit_ms: Option<i64>,
-    ) -> Result<MessageId, ImportError> {
-        // Control characters a client could not send (some exports hold NULs) are dropped.
-        let content: String = content
-            .chars()
-            .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
-            .collect();
-        let content = crate::commands::messages::truncate(
-            content.trim_end(),
-            crate::commands::messages::MAX_MESSAGE_LENGTH,
-            "\n[message truncated]",
-        );
+    ) -> Result<Option<MessageId>, ImportError> {
+        let content = clean_content(content);
+        if content.trim().is_empty() {
+            return Ok(None);
+        }
         let rendered = crate::markdown::render_message(&content, &OrgResolver(&self.state));
         let message_id = self.state.messages.next_id();
         let is_me_message = content.starts_with("/me ") && !content.contains('\n');
@@ -396,7 +390,7 @@ impl Writer {
         };
         self.push_at(Some(sender), sent_ms, event, last_edit_ms)?;
         self.count("messages", 1);
-        Ok(message_id)
+        Ok(Some(message_id))
     }
 
     /// A reaction with an emoji named as Zulip names them, or one of the organization's custom
@@ -653,6 +647,26 @@ impl Writer {
         std::fs::write(layout.dir.join("import-report.json"), report)?;
         Ok(self.report)
     }
+}
+
+/// A message's content as a client could send it: without control characters (some exports
+/// hold NULs), cut to Zulip's length.
+pub fn clean_content(content: &str) -> String {
+    let content: String = content
+        .chars()
+        .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
+        .collect();
+    crate::commands::messages::truncate(
+        content.trim_end(),
+        crate::commands::messages::MAX_MESSAGE_LENGTH,
+        "\n[message truncated]",
+    )
+}
+
+/// A name or topic without control characters, cut to `max` characters.
+pub fn clean_line(text: &str, max: usize) -> String {
+    let cleaned: String = text.chars().filter(|c| !c.is_control()).take(max).collect();
+    cleaned.trim().to_owned()
 }
 
 /// A thread's topic: the date it started and the beginning of its first message's first line,

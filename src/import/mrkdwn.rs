@@ -20,6 +20,36 @@ pub trait Names {
     fn channel(&self, slack_id: &str) -> Option<String>;
 }
 
+/// A URL without the Slack access token some exports append to links into Slack
+/// (`?t=xoxe-…`, any `xox…` value): an exporter's secret is never stored.
+pub fn without_token(url: &str) -> String {
+    let Some((base, query)) = url.split_once('?') else {
+        return url.to_owned();
+    };
+    let (query, fragment) = match query.split_once('#') {
+        Some((q, f)) => (q, Some(f)),
+        None => (query, None),
+    };
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| {
+            !pair
+                .split_once('=')
+                .is_some_and(|(_, value)| value.starts_with("xox"))
+        })
+        .collect();
+    let mut out = base.to_owned();
+    if kept.iter().any(|p| !p.is_empty()) {
+        out.push('?');
+        out.push_str(&kept.join("&"));
+    }
+    if let Some(fragment) = fragment {
+        out.push('#');
+        out.push_str(fragment);
+    }
+    out
+}
+
 /// Converts one message text.
 pub fn convert(text: &str, names: &dyn Names) -> String {
     let linked = angle_brackets(text, names);
@@ -75,9 +105,10 @@ fn angle_brackets(text: &str, names: &dyn Names) -> String {
         } else if target.starts_with("mailto:") {
             target.to_owned()
         } else if target.contains("://") {
+            let url = without_token(target);
             match label {
-                Some(label) if label != target => format!("[{label}]({target})"),
-                _ => target.to_owned(),
+                Some(label) if label != target => format!("[{label}]({url})"),
+                _ => url,
             }
         } else {
             // Not one of Slack's constructs: the text as it stood.
@@ -248,6 +279,15 @@ mod tests {
             "`*not bold*` but **bold** ```_x_```"
         );
         assert_eq!(convert("2 < 3 and 4 > 1", &Fixture), "2 < 3 and 4 > 1");
+        // An exporter's token never comes along.
+        assert_eq!(
+            convert("<https://files.slack.com/a.png?t=xoxe-1-2|a.png>", &Fixture),
+            "[a.png](https://files.slack.com/a.png)"
+        );
+        assert_eq!(
+            without_token("https://x.example/p?a=1&t=xoxp-9&b=2#top"),
+            "https://x.example/p?a=1&b=2#top"
+        );
         assert_eq!(convert("*a\nb*", &Fixture), "*a\nb*");
     }
 }

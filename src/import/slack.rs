@@ -85,7 +85,7 @@ fn seconds(value: &Value) -> Option<i64> {
         Value::String(s) => s.parse().ok(),
         _ => None,
     }
-    .filter(|s| *s > 0)
+    .filter(|s| *s > 0 && *s < 32_503_680_000)
 }
 
 fn text_of(value: &Value) -> &str {
@@ -259,10 +259,17 @@ pub fn import(
                 .chars()
                 .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
                 .collect();
+            // The Slack id keeps two people whose names look alike apart.
+            let id_part: String = id
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric())
+                .collect::<String>()
+                .to_lowercase();
+            let local = local.trim_matches('.').to_owned();
             let local = if local.is_empty() {
-                id.to_lowercase()
+                id_part
             } else {
-                local
+                format!("{local}.{id_part}")
             };
             w.skip(
                 "email",
@@ -458,7 +465,16 @@ pub fn import(
             }
         };
         let ms = p.ts / 1000;
-        let message_id = w.send(p.sender, recipient, &p.text, ms, p.edited.map(|e| e / 1000))?;
+        let Some(message_id) =
+            w.send(p.sender, recipient, &p.text, ms, p.edited.map(|e| e / 1000))?
+        else {
+            w.skip(
+                "message",
+                &p.at,
+                "nothing to show once control characters are left out",
+            );
+            continue;
+        };
         for (name, users) in &p.reactions {
             let name = zulip_emoji_name(name);
             for user in users {
@@ -640,7 +656,7 @@ fn attachments_text(message: &Value, ids: &Ids) -> String {
             .find(|s| s.starts_with("https://") || s.starts_with("http://"));
         if let Some(url) = url {
             // Some exports append the exporter's access token: never kept.
-            let url = url.split(['?', '#']).next().unwrap_or(url);
+            let url = mrkdwn::without_token(url);
             parts.push(format!("[{title}]({url})"));
         }
     }
@@ -654,14 +670,14 @@ fn attachments_text(message: &Value, ids: &Ids) -> String {
         let link = text_of(&attachment["title_link"]);
         if !title.is_empty() {
             lines.push(if link.starts_with("http") {
-                format!("**[{title}]({link})**")
+                format!("**[{title}]({})**", mrkdwn::without_token(link))
             } else {
                 format!("**{title}**")
             });
         }
         let image = text_of(&attachment["image_url"]);
         if image.starts_with("https://") {
-            lines.push(image.to_owned());
+            lines.push(mrkdwn::without_token(image));
         }
         let text = text_of(&attachment["text"]);
         if !text.is_empty() {
@@ -729,7 +745,7 @@ fn rich_text(elements: &Value, out: &mut String, depth: usize) {
         match text_of(&element["type"]) {
             "text" => out.push_str(text_of(&element["text"])),
             "link" => {
-                let url = text_of(&element["url"]);
+                let url = mrkdwn::without_token(text_of(&element["url"]));
                 match element["text"].as_str() {
                     Some(label) => out.push_str(&format!("<{url}|{label}>")),
                     None => out.push_str(&format!("<{url}>")),

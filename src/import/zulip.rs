@@ -34,11 +34,12 @@ fn id(value: &Value) -> Option<u64> {
     value.as_u64()
 }
 
+/// Float seconds as milliseconds, within years 1970 to 3000.
 fn ms(value: &Value) -> Option<i64> {
     value
         .as_f64()
+        .filter(|s| *s > 0.0 && *s < 32_503_680_000.0)
         .map(|s| (s * 1000.0) as i64)
-        .filter(|t| *t > 0)
 }
 
 fn table<'a>(realm: &'a Value, name: &str) -> &'a [Value] {
@@ -249,6 +250,13 @@ pub fn import(
             deactivate.push(user_id);
         }
         users.insert(old, user_id);
+    }
+
+    if !users.contains_key(&owner_old) {
+        return Err(ImportError::new(format!(
+            "{base}realm.json: the owner (user {owner_old}) has no valid, unique address; name \
+             another with --owner-email"
+        )));
     }
 
     // Custom emoji, with their images (emoji/records.json).
@@ -532,7 +540,7 @@ pub fn import(
         let recipient = match &p.target {
             Target::Channel(channel_id) => Recipient::Channel {
                 channel_id: *channel_id,
-                topic: p.topic.chars().take(60).collect(),
+                topic: super::clean_line(&p.topic, 60),
             },
             Target::Personal(receiver) => {
                 let mut ids = BTreeSet::from([p.sender, *receiver]);
@@ -554,13 +562,21 @@ pub fn import(
             .first()
             .map_or(p.content.as_str(), |(c, _, _)| c.as_str());
         let replayed = !p.history.is_empty();
-        let message_id = w.send(
+        let Some(message_id) = w.send(
             p.sender,
             recipient,
             &rewrite(first),
             p.sent_ms,
             if replayed { None } else { p.last_edit_ms },
-        )?;
+        )?
+        else {
+            w.skip(
+                "message",
+                format!("message {}", p.old_id),
+                "nothing to show once control characters are left out",
+            );
+            continue;
+        };
         messages.insert(p.old_id, message_id);
         // Each content edit, at its time, by its editor.
         for (i, (_, editor, at)) in p.history.iter().enumerate() {
@@ -568,7 +584,11 @@ pub fn import(
                 .history
                 .get(i + 1)
                 .map_or(p.content.as_str(), |(c, _, _)| c.as_str());
-            let content = rewrite(next);
+            // Checked as a live edit is: no control characters, Zulip's length, not empty.
+            let content = super::clean_content(&rewrite(next));
+            if content.trim().is_empty() {
+                continue;
+            }
             let rendered = crate::markdown::render_message(
                 &content,
                 &crate::commands::markup::OrgResolver(&w.state),
@@ -669,19 +689,12 @@ pub fn import(
         let mut unread_below = Vec::new();
         for (key, list) in places {
             given.insert((user_id, key.clone()));
-            let Some(mark) = list
-                .iter()
-                .filter(|(_, read)| *read)
-                .map(|(id, _)| *id)
-                .max()
-            else {
+            // The mark at the last message they hold; their unread copies are the exceptions
+            // (history they hold no row for, read before they came, is read).
+            let Some(mark) = list.iter().map(|(id, _)| *id).max() else {
                 continue;
             };
-            unread_below.extend(
-                list.iter()
-                    .filter(|(id, read)| !read && *id < mark)
-                    .map(|(id, _)| *id),
-            );
+            unread_below.extend(list.iter().filter(|(_, read)| !read).map(|(id, _)| *id));
             let place = match key {
                 ReadKey::Channel(c) => ReadPlace::Channel(c),
                 ReadKey::Direct(users) => ReadPlace::Direct(users),
@@ -720,7 +733,7 @@ pub fn import(
         let event = Event::TopicVisibilitySet {
             user_id,
             channel_id,
-            topic: text(&t["topic_name"]).to_owned(),
+            topic: super::clean_line(text(&t["topic_name"]), 60),
             policy,
         };
         match ms(&t["last_updated"]) {
@@ -828,7 +841,7 @@ fn edit_history(
         .iter()
         .filter_map(|e| {
             let prev = e["prev_content"].as_str()?;
-            let at = e["timestamp"].as_i64()? * 1000;
+            let at = e["timestamp"].as_i64()?.checked_mul(1000)?;
             let editor = e["user_id"].as_u64().and_then(|u| users.get(&u).copied());
             Some((prev.to_owned(), editor, at))
         })
