@@ -13,7 +13,7 @@
 //! header changes) are dropped.
 
 use super::archive::Archive;
-use super::{thread_topic, unique_name, ImportError, NewChannel, NewUser, Options, Writer};
+use super::{thread_topic, unique_name, ImportError, NewChannel, NewUser, Options, Taken, Writer};
 use crate::events::{ReadPlace, Recipient, Role, SubscriptionProperty};
 use crate::ids::{ChannelId, MessageId, UserId};
 use serde_json::Value;
@@ -560,7 +560,7 @@ pub fn import(
             folders.insert(team.name.clone(), w.create_folder(name, &team.description)?);
         }
     }
-    let mut taken = BTreeSet::new();
+    let mut taken = Taken::default();
     let mut channel_ids: HashMap<(String, String), ChannelId> = HashMap::new();
     let mut channel_names: HashMap<String, String> = HashMap::new();
     for (i, channel) in export.channels.iter().enumerate() {
@@ -633,7 +633,7 @@ pub fn import(
     let mut order: Vec<usize> = (0..export.posts.len()).collect();
     order.sort_by_key(|i| (export.posts[*i].create_at, *i));
     let mut topics: HashMap<usize, String> = HashMap::new();
-    let mut taken_topics: HashMap<ChannelId, BTreeSet<String>> = HashMap::new();
+    let mut taken_topics: HashMap<ChannelId, Taken> = HashMap::new();
     let mut sent: HashMap<usize, MessageId> = HashMap::new();
     let mut stars: BTreeMap<UserId, Vec<MessageId>> = BTreeMap::new();
     let mut channel_messages: BTreeMap<ChannelId, Vec<(i64, MessageId)>> = BTreeMap::new();

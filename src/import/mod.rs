@@ -698,18 +698,31 @@ pub fn thread_topic(started_ms: i64, root: Option<&str>, fallback: &str) -> Stri
     }
 }
 
-/// `name`, or `name (2)`, `name (3)` … : the first that `taken` (lower-cased names) lacks,
-/// within `max` characters; the answer is added to `taken`.
-pub fn unique_name(name: &str, max: usize, taken: &mut BTreeSet<String>) -> String {
-    let mut candidate: String = name.chars().take(max).collect();
-    let mut n = 2;
-    while taken.contains(&candidate.to_lowercase()) {
+/// The names taken in one place (channels in the organization, topics in a channel).
+#[derive(Debug, Default)]
+pub struct Taken {
+    /// Lower-cased.
+    names: BTreeSet<String>,
+    /// For each lower-cased base name, the next suffix number to try.
+    next: BTreeMap<String, u64>,
+}
+
+/// `name`, or `name (2)`, `name (3)` … : the first that `taken` lacks (case aside), within
+/// `max` characters; the answer is added to `taken`. Each base name remembers where its
+/// numbering stopped, so many alike names cost no more than a few.
+pub fn unique_name(name: &str, max: usize, taken: &mut Taken) -> String {
+    let base: String = name.chars().take(max).collect();
+    let key = base.to_lowercase();
+    let mut candidate = base.clone();
+    let mut n = taken.next.get(&key).copied().unwrap_or(2);
+    while taken.names.contains(&candidate.to_lowercase()) {
         let suffix = format!(" ({n})");
         let keep: String = name.chars().take(max - suffix.chars().count()).collect();
         candidate = format!("{}{suffix}", keep.trim_end());
         n += 1;
     }
-    taken.insert(candidate.to_lowercase());
+    taken.next.insert(key, n);
+    taken.names.insert(candidate.to_lowercase());
     candidate
 }
 

@@ -11,7 +11,7 @@
 
 use super::archive::Archive;
 use super::mrkdwn::{self, Names};
-use super::{thread_topic, unique_name, ImportError, NewChannel, NewUser, Options, Writer};
+use super::{thread_topic, unique_name, ImportError, NewChannel, NewUser, Options, Taken, Writer};
 use crate::events::{Recipient, Role};
 use crate::ids::{ChannelId, UserId};
 use serde_json::Value;
@@ -133,7 +133,7 @@ fn role_of(user: &Value) -> Role {
 }
 
 /// A channel name Zulip accepts, unique in the organization.
-fn channel_name(raw: &str, taken: &mut BTreeSet<String>) -> String {
+fn channel_name(raw: &str, taken: &mut Taken) -> String {
     let base: String = raw.chars().filter(|c| !c.is_control()).collect();
     let base = base.trim();
     unique_name(
@@ -371,7 +371,7 @@ pub fn import(
 
     // Channels and conversations, each with its members.
     let mut conversations: Vec<Conversation> = Vec::new();
-    let mut taken = BTreeSet::new();
+    let mut taken = Taken::default();
     let mut archived = Vec::new();
     for (file, items, invite_only) in [
         ("channels.json", &public, false),
@@ -794,7 +794,7 @@ fn thread_topics(
             }
         }
     }
-    let mut taken: BTreeMap<usize, BTreeSet<String>> = BTreeMap::new();
+    let mut taken: BTreeMap<usize, Taken> = BTreeMap::new();
     let mut out = HashMap::new();
     for ((conversation, t), root) in threads {
         if !replies.contains(&(conversation, t)) {
@@ -843,7 +843,7 @@ mod tests {
 
     #[test]
     fn channel_names_are_unique_and_short() {
-        let mut taken = BTreeSet::new();
+        let mut taken = Taken::default();
         assert_eq!(channel_name("general", &mut taken), "general");
         assert_eq!(channel_name("General", &mut taken), "General (2)");
         assert_eq!(

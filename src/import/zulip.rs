@@ -99,6 +99,28 @@ fn rewrite_mentions(content: &str, users: &HashMap<u64, UserId>) -> String {
     out
 }
 
+/// `/user_uploads/…` links to the files' new paths, each looked up once.
+fn rewrite_uploads(content: &str, new_paths: &HashMap<String, String>) -> String {
+    const PREFIX: &str = "/user_uploads/";
+    if new_paths.is_empty() || !content.contains(PREFIX) {
+        return content.to_owned();
+    }
+    let mut out = String::with_capacity(content.len());
+    let mut rest = content;
+    while let Some(at) = rest.find(PREFIX) {
+        out.push_str(&rest[..at]);
+        let link = &rest[at..];
+        let end = link
+            .find(|c: char| c.is_whitespace() || matches!(c, ')' | ']' | '"' | '\'' | '<' | '>'))
+            .unwrap_or(link.len());
+        let old = &link[..end];
+        out.push_str(new_paths.get(old).map_or(old, String::as_str));
+        rest = &link[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The export's directory inside the archive (`zulip-export-…/`, or none).
 fn base_of(archive: &Archive) -> Result<String, ImportError> {
     archive
@@ -309,7 +331,7 @@ pub fn import(
     let mut streams: Vec<&Value> = table(&realm, "zerver_stream").iter().collect();
     streams.sort_by_key(|s| id(&s["id"]));
     let mut channels: HashMap<u64, ChannelId> = HashMap::new();
-    let mut taken = BTreeSet::new();
+    let mut taken = super::Taken::default();
     let mut archived = Vec::new();
     for s in streams {
         let Some(old) = id(&s["id"]) else { continue };
@@ -526,14 +548,10 @@ pub fn import(
         w.count("messages from Zulip's system bots left out", skipped_bots);
     }
     pending.sort_by_key(|p| p.old_id);
+    let upload_paths: HashMap<String, String> = upload_paths.into_iter().collect();
     let rewrite = |content: &str| {
-        let mut content = rewrite_mentions(content, &users);
-        if content.contains("/user_uploads/") {
-            for (old, new) in &upload_paths {
-                content = content.replace(old.as_str(), new);
-            }
-        }
-        content
+        let content = rewrite_mentions(content, &users);
+        rewrite_uploads(&content, &upload_paths)
     };
     let mut messages: HashMap<u64, MessageId> = HashMap::new();
     for p in &pending {
@@ -853,6 +871,21 @@ fn edit_history(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn upload_links_get_their_new_paths() {
+        let paths = HashMap::from([(
+            "/user_uploads/2/ab/x/a.png".to_owned(),
+            "/user_uploads/1/new/a.png".to_owned(),
+        )]);
+        assert_eq!(
+            rewrite_uploads(
+                "[a](/user_uploads/2/ab/x/a.png) and /user_uploads/2/zz/b.txt",
+                &paths
+            ),
+            "[a](/user_uploads/1/new/a.png) and /user_uploads/2/zz/b.txt"
+        );
+    }
 
     #[test]
     fn mentions_get_the_new_ids() {
