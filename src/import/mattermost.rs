@@ -432,6 +432,14 @@ pub fn import(
             .position(|p| p.roles.split_whitespace().any(|r| r == "system_admin"))
             .unwrap_or(0),
     };
+    // The export says when nobody joined and no channel was made: both date from the first
+    // post, so that nobody joins after their own messages.
+    let since_ms = export
+        .posts
+        .iter()
+        .map(|p| p.create_at)
+        .filter(|t| *t > 0)
+        .min();
     w.create_realm(&realm_name, "")?;
     let mut order = vec![owner_index];
     order.extend((0..chosen.len()).filter(|i| *i != owner_index));
@@ -468,7 +476,7 @@ pub fn import(
             bot_type: None,
             bot_owner: None,
             timezone: String::new(),
-            joined_ms: None,
+            joined_ms: since_ms,
         })?;
         if i == owner_index {
             owner = user_id;
@@ -521,7 +529,7 @@ pub fn import(
             bot_type: Some(1),
             bot_owner: Some(bot_owner),
             timezone: String::new(),
-            joined_ms: None,
+            joined_ms: since_ms,
         })?;
         if bot.deleted {
             deactivate.push(user_id);
@@ -589,7 +597,7 @@ pub fn import(
                     .collect(),
                 invite_only: channel.private,
                 is_default: DEFAULT_CHANNELS.contains(&channel.name.as_str()),
-                created_ms: None,
+                created_ms: since_ms,
                 creator: None,
                 folder: folders.get(&channel.team).copied(),
             },

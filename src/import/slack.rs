@@ -317,6 +317,14 @@ pub fn import(
         .realm_name
         .clone()
         .unwrap_or_else(|| "Imported from Slack".to_owned());
+    // Slack's export says when channels were made, not when people joined: everyone joins when
+    // the first channel was made (before their first message, never after it).
+    let since_ms = public
+        .iter()
+        .chain(private.iter())
+        .filter_map(|c| seconds(&c["created"]))
+        .min()
+        .map(|s| s * 1000);
     w.create_realm(&name, "")?;
     let mut ids = Ids {
         users: HashMap::new(),
@@ -351,7 +359,7 @@ pub fn import(
             bot_type: is_bot.then_some(1),
             bot_owner: None,
             timezone,
-            joined_ms: None,
+            joined_ms: since_ms,
         })?;
         if i == owner_index {
             owner = user_id;
