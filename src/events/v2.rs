@@ -402,6 +402,18 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         last_edit_at: Option<i64>,
     },
+    /// An administrator exported the organization in Zulip's format (`POST /export/realm`);
+    /// the tarball is among the uploads, named by its SHA-256 (`export_type`: Zulip's, 1 public
+    /// data, 2 with members' consent).
+    RealmExported {
+        export_id: u64,
+        export_type: u8,
+        path_id: String,
+        size: u64,
+        sha256: String,
+    },
+    /// An administrator deleted a data export (`DELETE /export/realm/{id}`).
+    RealmExportDeleted { export_id: u64 },
     /// A user has read every message they hold in one channel or direct conversation up to
     /// `message_id` (written by imports, which carry read state this way instead of listing
     /// every message of every person).
@@ -718,6 +730,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "ImportFinished",
     "Imported",
     "MessagesReadThrough",
+    "RealmExported",
+    "RealmExportDeleted",
 ];
 
 impl Event {
@@ -819,6 +833,8 @@ impl Event {
             Event::ImportFinished { .. } => "ImportFinished",
             Event::Imported { .. } => "Imported",
             Event::MessagesReadThrough { .. } => "MessagesReadThrough",
+            Event::RealmExported { .. } => "RealmExported",
+            Event::RealmExportDeleted { .. } => "RealmExportDeleted",
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod devices;
 pub mod drafts;
 pub mod emoji;
 pub mod events;
+pub mod exports;
 pub mod folders;
 pub mod forward;
 pub mod health;
@@ -497,6 +498,8 @@ fn api_routes(api: &mut web::ServiceConfig) {
     endpoint!(api, "/admin/events", get => admin::get_events);
     endpoint!(api, "/admin/inspections", get => admin::get_inspections);
     endpoint!(api, "/admin/backup", post => admin::take_backup);
+    endpoint!(api, "/export/realm", get => exports::list, post => exports::start);
+    endpoint!(api, "/export/realm/{export_id}", delete => exports::delete);
     endpoint!(api, "/admin/verify", get => admin::verify_log);
     endpoint!(api, "/admin/diff", get => admin::get_diff);
 }

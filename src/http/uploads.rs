@@ -326,6 +326,16 @@ pub async fn download(
     auth: Auth,
     req: HttpRequest,
 ) -> ApiResult<HttpResponse> {
+    // A data export (`/user_uploads/exports/…`), for administrators.
+    if req.match_info().get("realm_id") == Some("exports") {
+        let path = format!(
+            "exports/{}",
+            req.match_info().get("path").unwrap_or_default()
+        );
+        if let Some((sha256, name)) = super::exports::find(&state, &auth, &path)? {
+            return file_response(&state, sha256, "application/gzip".into(), name).await;
+        }
+    }
     let (_, sha256, content_type, name) = visible_upload(&state, &auth, &req)?;
     file_response(&state, sha256, content_type, name).await
 }

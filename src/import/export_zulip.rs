@@ -52,6 +52,26 @@ pub fn export(
     uploads: &crate::uploads::UploadStore,
     out: &Path,
 ) -> Result<BTreeMap<String, u64>, ImportError> {
+    write(state, uploads, out, false)
+}
+
+/// The public data only (Zulip's public export): people, public channels with their
+/// subscriptions and messages, the files those link, custom emoji, groups; no private channel,
+/// no direct message, nobody's muted people.
+pub fn export_public(
+    state: &Projections,
+    uploads: &crate::uploads::UploadStore,
+    out: &Path,
+) -> Result<BTreeMap<String, u64>, ImportError> {
+    write(state, uploads, out, true)
+}
+
+fn write(
+    state: &Projections,
+    uploads: &crate::uploads::UploadStore,
+    out: &Path,
+    public_only: bool,
+) -> Result<BTreeMap<String, u64>, ImportError> {
     let dump = state.dump();
     let realm_id = crate::projections::emoji::REALM_ID;
     let scratch = tempfile::tempdir()?;
@@ -73,10 +93,13 @@ pub fn export(
         recipients.push(json!({"id": rid, "type": 1, "type_id": id}));
         personal.insert(id, rid);
     }
-    let channels = dump["channels"]["channels"]
+    let channels: Vec<Value> = dump["channels"]["channels"]
         .as_array()
         .cloned()
-        .unwrap_or_default();
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|c| !public_only || c["invite_only"] != true)
+        .collect();
     for c in &channels {
         let id = c["stream_id"].as_u64().unwrap_or_default();
         let rid = recipients.len() as u64 + 1;
@@ -84,7 +107,7 @@ pub fn export(
         channel_recipient.insert(id, rid);
     }
     let mut huddles = Vec::new();
-    for m in state.messages.all() {
+    for m in state.messages.all().filter(|_| !public_only) {
         if let Address::Direct { user_ids } = &m.recipient {
             if user_ids.len() > 2 && !huddle_recipient.contains_key(&user_ids.to_vec()) {
                 let rid = recipients.len() as u64 + 1;
@@ -203,7 +226,16 @@ pub fn export(
         Ok(())
     };
     let mut message_count = 0;
+    let mut exported = std::collections::BTreeSet::new();
     for m in state.messages.all() {
+        let kept = match &m.recipient {
+            Address::Channel { channel_id, .. } => channel_recipient.contains_key(&channel_id.0),
+            Address::Direct { .. } => !public_only,
+        };
+        if !kept {
+            continue;
+        }
+        exported.insert(m.id.0);
         let (recipient, subject, direct) = match &m.recipient {
             Address::Channel { channel_id, topic } => (
                 channel_recipient.get(&channel_id.0).copied(),
@@ -312,7 +344,19 @@ pub fn export(
     std::fs::create_dir_all(root.join("uploads"))?;
     let mut upload_records = Vec::new();
     let mut attachment_rows = Vec::new();
-    for a in dump["attachments"].as_array().into_iter().flatten() {
+    for a in dump["attachments"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|a| {
+            !public_only
+                || a["messages"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .any(|m| m.as_u64().is_some_and(|m| exported.contains(&m)))
+        })
+    {
         let path = a["path_id"].as_str().unwrap_or_default();
         let bytes = uploads.read(a["sha256"].as_str().unwrap_or_default())?;
         let target = root.join("uploads").join(path);
@@ -370,6 +414,11 @@ pub fn export(
         .as_array()
         .into_iter()
         .flatten()
+        .filter(|t| {
+            t["stream_id"]
+                .as_u64()
+                .is_some_and(|c| channel_recipient.contains_key(&c))
+        })
         .enumerate()
         .map(|(i, t)| {
             json!({"id": i + 1, "user_profile": t["user_id"], "stream": t["stream_id"],
@@ -379,7 +428,12 @@ pub fn export(
         })
         .collect();
     let mut muted = Vec::new();
-    for (user, list) in dump["muted_users"].as_object().into_iter().flatten() {
+    for (user, list) in dump["muted_users"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|_| !public_only)
+    {
         for entry in list.as_array().into_iter().flatten() {
             muted.push(json!({"id": muted.len() + 1, "user_profile": user.parse::<u64>().ok(),
                               "muted_user": entry["id"], "date_muted": entry["timestamp"].as_f64()}));

@@ -149,6 +149,8 @@ impl AlertWords {
             | Event::LogErased { .. }
             | Event::ImportStarted { .. }
             | Event::ImportFinished { .. }
+            | Event::RealmExported { .. }
+            | Event::RealmExportDeleted { .. }
             | Event::Imported { .. }
             | Event::MessagesReadThrough { .. } => {}
         }

@@ -232,6 +232,8 @@ impl Channels {
             | Event::LogErased { .. }
             | Event::ImportStarted { .. }
             | Event::ImportFinished { .. }
+            | Event::RealmExported { .. }
+            | Event::RealmExportDeleted { .. }
             | Event::Imported { .. }
             | Event::MessagesReadThrough { .. }
             | Event::TypingStarted { .. }

@@ -176,6 +176,8 @@ impl Folders {
             | Event::LogErased { .. }
             | Event::ImportStarted { .. }
             | Event::ImportFinished { .. }
+            | Event::RealmExported { .. }
+            | Event::RealmExportDeleted { .. }
             | Event::Imported { .. }
             | Event::MessagesReadThrough { .. }
             | Event::TypingStarted { .. }

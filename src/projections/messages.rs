@@ -626,6 +626,8 @@ impl Messages {
             | Event::LogErased { .. }
             | Event::ImportStarted { .. }
             | Event::ImportFinished { .. }
+            | Event::RealmExported { .. }
+            | Event::RealmExportDeleted { .. }
             | Event::Imported { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. } => {}

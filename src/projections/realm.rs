@@ -383,6 +383,25 @@ pub struct Realm {
     pub date_created_ms: i64,
     /// Settings changed since creation (the rest have their table default).
     changed: BTreeMap<String, RealmValue>,
+    /// Data exports (`POST /export/realm`), by id. Absent from snapshots written before they
+    /// existed.
+    #[serde(default)]
+    pub exports: BTreeMap<u64, RealmExport>,
+}
+
+/// One data export, as `GET /export/realm` lists it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RealmExport {
+    pub id: u64,
+    pub acting_user_id: Option<crate::ids::UserId>,
+    /// Milliseconds.
+    pub export_time_ms: i64,
+    pub export_type: u8,
+    pub path_id: String,
+    pub size: u64,
+    pub sha256: String,
+    /// Milliseconds, once deleted.
+    pub deleted_ms: Option<i64>,
 }
 
 impl Realm {
@@ -455,6 +474,32 @@ impl Realm {
                     self.changed.insert(name.clone(), value.clone());
                 }
             },
+            Event::RealmExported {
+                export_id,
+                export_type,
+                path_id,
+                size,
+                sha256,
+            } => {
+                self.exports.insert(
+                    *export_id,
+                    RealmExport {
+                        id: *export_id,
+                        acting_user_id: env.actor,
+                        export_time_ms: env.at,
+                        export_type: *export_type,
+                        path_id: path_id.clone(),
+                        size: *size,
+                        sha256: sha256.clone(),
+                        deleted_ms: None,
+                    },
+                );
+            }
+            Event::RealmExportDeleted { export_id } => {
+                if let Some(export) = self.exports.get_mut(export_id) {
+                    export.deleted_ms = Some(env.at);
+                }
+            }
             Event::InvitationCreated { .. }
             | Event::InvitationResent { .. }
             | Event::InvitationRevoked { .. }
@@ -543,6 +588,9 @@ impl Realm {
         // Only when something changed, so dumps of older logs keep their shape.
         if !self.changed.is_empty() {
             dump["changed_settings"] = json!(self.changed);
+        }
+        if !self.exports.is_empty() {
+            dump["exports"] = json!(self.exports.values().collect::<Vec<_>>());
         }
         dump
     }

@@ -114,6 +114,8 @@ impl Typing {
             | Event::LogErased { .. }
             | Event::ImportStarted { .. }
             | Event::ImportFinished { .. }
+            | Event::RealmExported { .. }
+            | Event::RealmExportDeleted { .. }
             | Event::Imported { .. }
             | Event::MessagesReadThrough { .. } => {}
         }

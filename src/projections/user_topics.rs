@@ -109,6 +109,8 @@ impl UserTopics {
             | Event::LogErased { .. }
             | Event::ImportStarted { .. }
             | Event::ImportFinished { .. }
+            | Event::RealmExported { .. }
+            | Event::RealmExportDeleted { .. }
             | Event::Imported { .. }
             | Event::MessagesReadThrough { .. }
             | Event::RealmSettingChanged { .. }

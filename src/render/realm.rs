@@ -143,3 +143,27 @@ pub fn realm_setting_json(state: &Projections, name: &str) -> Value {
         RealmValue::Group(setting) => render_group_setting(&setting),
     }
 }
+
+/// The data exports, as `GET /export/realm` and the `realm_export` event list them.
+pub fn exports_json(state: &Projections, site: &super::Site) -> serde_json::Value {
+    serde_json::Value::Array(
+        state
+            .realm
+            .exports
+            .values()
+            .map(|e| {
+                serde_json::json!({
+                    "id": e.id,
+                    "export_time": e.export_time_ms as f64 / 1000.0,
+                    "acting_user_id": e.acting_user_id.map(|u| u.0),
+                    "export_url": e.deleted_ms.is_none()
+                        .then(|| format!("{}/user_uploads/{}", site.realm_url, e.path_id)),
+                    "deleted_timestamp": e.deleted_ms.map(|t| t as f64 / 1000.0),
+                    "failed_timestamp": null,
+                    "pending": false,
+                    "export_type": e.export_type,
+                })
+            })
+            .collect(),
+    )
+}

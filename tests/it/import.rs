@@ -1552,3 +1552,129 @@ fn an_organization_exported_in_zulips_format_comes_back_the_same() {
         assert!(names.lines().any(|l| l == name), "{name} missing: {names}");
     }
 }
+
+#[tokio::test]
+async fn administrators_export_the_public_data_through_the_api() {
+    let server = Server::start();
+    let owner = server.owner();
+    let api = server.api(Some(&owner));
+    let (_, member) = server.create_member("mia@example.com", "Mia").await;
+    let subscribe = |name: &str, private: bool| {
+        let subscriptions = json!([{"name": name}]).to_string();
+        let invite_only = private.to_string();
+        let api = server.api(Some(&owner));
+        async move {
+            let (status, body) = api
+                .post(
+                    "/users/me/subscriptions",
+                    &[
+                        ("subscriptions", &subscriptions),
+                        ("invite_only", &invite_only),
+                    ],
+                )
+                .await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+    };
+    subscribe("lobby", false).await;
+    subscribe("board", true).await;
+    for (to, content) in [("lobby", "public words"), ("board", "board secrets")] {
+        let (status, body) = api
+            .post(
+                "/messages",
+                &[
+                    ("type", "stream"),
+                    ("to", to),
+                    ("topic", "t"),
+                    ("content", content),
+                ],
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let (status, body) = api
+        .post(
+            "/messages",
+            &[("type", "direct"), ("to", "[2]"), ("content", "between us")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, queue) = api
+        .post("/register", &[("event_types", r#"["realm_export"]"#)])
+        .await;
+    let queue_id = queue["queue_id"].as_str().unwrap().to_owned();
+
+    // Members may not.
+    let (status, body) = server.api(Some(&member)).post("/export/realm", &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["msg"], "Must be an organization administrator");
+    let (status, body) = api.post("/export/realm", &[("export_type", "7")]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, body) = api.post("/export/realm", &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let id = body["id"].as_u64().unwrap();
+    let (_, listed) = api.get("/export/realm", &[]).await;
+    let export = listed["exports"][0].clone();
+    assert_eq!(export["id"], id);
+    assert_eq!(export["pending"], false);
+    assert_eq!(export["export_type"], 1);
+    assert!(export["deleted_timestamp"].is_null());
+    // The administrators hear of it.
+    let (_, events) = api
+        .get(
+            "/events",
+            &[
+                ("queue_id", &queue_id),
+                ("last_event_id", "-1"),
+                ("dont_block", "true"),
+            ],
+        )
+        .await;
+    let told = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "realm_export")
+        .unwrap_or_else(|| panic!("{events}"));
+    assert_eq!(told["exports"][0]["id"], id);
+    // The tarball, for administrators only.
+    let url = export["export_url"].as_str().unwrap();
+    assert!(
+        url.starts_with(&format!("{}/user_uploads/exports/", server.url)),
+        "{url}"
+    );
+    let refused = server.api(Some(&member)).fetch(url).await;
+    assert_ne!(refused.status(), StatusCode::OK);
+    let tarball = api.fetch(url).await;
+    assert_eq!(tarball.status(), StatusCode::OK);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("export.tar.gz");
+    std::fs::write(&file, tarball.bytes().await.unwrap()).unwrap();
+    // What it holds: the public channel's message, not the private one's nor the direct one.
+    let dir = tmp.path().join("data");
+    let (ok, _, stderr) = import(&[
+        "zulip".as_ref(),
+        file.as_os_str(),
+        "--data-dir".as_ref(),
+        dir.as_os_str(),
+    ]);
+    assert!(ok, "{stderr}");
+    let dumped = crate::support::run_ok(["dump".as_ref(), "--data-dir".as_ref(), dir.as_os_str()]);
+    assert!(dumped.contains("public words"));
+    assert!(!dumped.contains("board secrets") && !dumped.contains("between us"));
+    // Deleted: listed as such, no longer downloadable, not deleted twice.
+    let (status, body) = api.delete(&format!("/export/realm/{id}"), &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, listed) = api.get("/export/realm", &[]).await;
+    assert!(
+        listed["exports"][0]["deleted_timestamp"].is_number(),
+        "{listed}"
+    );
+    assert!(listed["exports"][0]["export_url"].is_null());
+    assert_ne!(api.fetch(url).await.status(), StatusCode::OK);
+    let (status, body) = api.delete(&format!("/export/realm/{id}"), &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["msg"], "Export already deleted");
+    let (_, body) = api.delete("/export/realm/99", &[]).await;
+    assert_eq!(body["msg"], "Invalid data export ID");
+}

@@ -63,6 +63,9 @@ pub fn client_events(
         | Event::CustomProfileFieldChanged { .. }
         | Event::CustomProfileFieldDeleted { .. }
         | Event::CustomProfileFieldsReordered { .. } => realm::profile_fields_changed(state),
+        Event::RealmExported { .. } | Event::RealmExportDeleted { .. } => {
+            realm::exports_changed(state, site)
+        }
         Event::InvitationCreated { invite_id, .. }
         | Event::InvitationRevoked { invite_id }
         | Event::InvitationAccepted { invite_id, .. } => {

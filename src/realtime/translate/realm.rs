@@ -53,3 +53,17 @@ pub fn invitations_changed(state: &Projections, invite_id: InviteId) -> Deliveri
         .map(|u| (u.user_id, json!({"type": "invites_changed"})))
         .collect()
 }
+
+/// `realm_export`: every export, to the administrators (who alone may export).
+pub fn exports_changed(state: &Projections, site: &crate::render::Site) -> Deliveries {
+    let exports = crate::render::realm::exports_json(state, site);
+    active(state)
+        .filter(|u| u.role.is_admin())
+        .map(|u| {
+            (
+                u.user_id,
+                json!({"type": "realm_export", "exports": exports}),
+            )
+        })
+        .collect()
+}
