@@ -600,6 +600,7 @@ pub fn import(
                 created_ms: since_ms,
                 creator: None,
                 folder: folders.get(&channel.team).copied(),
+                history_public: None,
             },
             owner,
         )?;

@@ -121,6 +121,9 @@ pub struct NewChannel {
     pub created_ms: Option<i64>,
     pub creator: Option<UserId>,
     pub folder: Option<crate::ids::FolderId>,
+    /// Whether subscribers see the history from before they joined (default: public channels
+    /// yes, private ones no).
+    pub history_public: Option<bool>,
 }
 
 /// The log being written and the state it folds to.
@@ -280,7 +283,7 @@ impl Writer {
             description: channel.description,
             invite_only: channel.invite_only,
             is_web_public: false,
-            history_public_to_subscribers: !channel.invite_only,
+            history_public_to_subscribers: channel.history_public.unwrap_or(!channel.invite_only),
             message_retention_days: None,
             folder_id: channel.folder,
             topics_policy: TopicsPolicy::Inherit,

@@ -411,6 +411,7 @@ pub fn import(
                     created_ms: seconds(&channel["created"]).map(|s| s * 1000),
                     creator,
                     folder: None,
+                    history_public: None,
                 },
                 owner,
             )?;

@@ -349,6 +349,7 @@ pub fn import(
             &mut taken,
         );
         let invite_only = s["invite_only"].as_bool() == Some(true);
+        let history_public = s["history_public_to_subscribers"].as_bool();
         let channel_id = w.create_channel(
             NewChannel {
                 name,
@@ -358,6 +359,7 @@ pub fn import(
                 created_ms: ms(&s["date_created"]),
                 creator: s["creator"].as_u64().and_then(|c| users.get(&c).copied()),
                 folder: None,
+                history_public,
             },
             owner,
         )?;
@@ -386,6 +388,9 @@ pub fn import(
     // Subscriptions: channel members (with their settings) and group conversations' members.
     let mut members: BTreeMap<ChannelId, BTreeSet<UserId>> = BTreeMap::new();
     let mut huddles: HashMap<u64, BTreeSet<UserId>> = HashMap::new();
+    // People who left a channel (their subscription is inactive): they held its messages
+    // while they were in it.
+    let mut former: BTreeMap<ChannelId, BTreeSet<UserId>> = BTreeMap::new();
     let mut settings = Vec::new();
     for sub in table(&realm, "zerver_subscription") {
         let (Some(user), Some(target)) = (
@@ -441,17 +446,14 @@ pub fn import(
                     }
                 }
             }
+            Target::Channel(channel_id) => {
+                former.entry(*channel_id).or_default().insert(user);
+            }
             Target::Huddle(rid) => {
                 huddles.entry(*rid).or_default().insert(user);
             }
             _ => {}
         }
-    }
-    for (channel_id, users) in &members {
-        w.subscribe(*channel_id, users)?;
-    }
-    for (user, channel_id, property) in settings {
-        w.subscription_property(user, channel_id, property)?;
     }
 
     // Uploads: their bytes, and the new path of each old one.
@@ -553,8 +555,58 @@ pub fn import(
         let content = rewrite_mentions(content, &users);
         rewrite_uploads(&content, &upload_paths)
     };
+    // Who held which channel's messages (Zulip keeps a copy for each subscriber of the moment):
+    // each person joins a channel just before the first message they hold there, so a later
+    // subscriber of a channel with protected history holds (and reads) only what Zulip gave
+    // them; people who left leave after the last one they hold.
+    let mut held: BTreeMap<(UserId, ChannelId), (u64, u64)> = BTreeMap::new();
+    for p in &pending {
+        if let Target::Channel(channel_id) = p.target {
+            for (user, _) in flags.get(&p.old_id).into_iter().flatten() {
+                let span = held
+                    .entry((*user, channel_id))
+                    .or_insert((p.old_id, p.old_id));
+                span.0 = span.0.min(p.old_id);
+                span.1 = span.1.max(p.old_id);
+            }
+        }
+    }
+    let mut joins: BTreeMap<(u64, ChannelId), BTreeSet<UserId>> = BTreeMap::new();
+    let mut leaves: BTreeMap<(u64, ChannelId), Vec<UserId>> = BTreeMap::new();
+    let mut late: BTreeMap<ChannelId, BTreeSet<UserId>> = BTreeMap::new();
+    for (channel_id, users) in &members {
+        for user in users {
+            match held.get(&(*user, *channel_id)) {
+                Some((first, _)) => {
+                    joins
+                        .entry((*first, *channel_id))
+                        .or_default()
+                        .insert(*user);
+                }
+                None => {
+                    late.entry(*channel_id).or_default().insert(*user);
+                }
+            }
+        }
+    }
+    for (channel_id, users) in &former {
+        for user in users {
+            if let Some((first, last)) = held.get(&(*user, *channel_id)) {
+                joins
+                    .entry((*first, *channel_id))
+                    .or_default()
+                    .insert(*user);
+                leaves.entry((*last, *channel_id)).or_default().push(*user);
+            }
+        }
+    }
     let mut messages: HashMap<u64, MessageId> = HashMap::new();
     for p in &pending {
+        if let Target::Channel(channel_id) = p.target {
+            if let Some(joining) = joins.remove(&(p.old_id, channel_id)) {
+                w.subscribe(channel_id, &joining)?;
+            }
+        }
         let recipient = match &p.target {
             Target::Channel(channel_id) => Recipient::Channel {
                 channel_id: *channel_id,
@@ -633,6 +685,24 @@ pub fn import(
             )?;
             w.count("edits", 1);
         }
+        if let Target::Channel(channel_id) = p.target {
+            if let Some(leaving) = leaves.remove(&(p.old_id, channel_id)) {
+                w.push(
+                    None,
+                    Event::Unsubscribed {
+                        channel_id,
+                        user_ids: leaving,
+                    },
+                )?;
+            }
+        }
+    }
+    // Those who joined after the last message, then everyone's subscription settings.
+    for (channel_id, users) in &late {
+        w.subscribe(*channel_id, users)?;
+    }
+    for (user, channel_id, property) in settings {
+        w.subscription_property(user, channel_id, property)?;
     }
 
     // Reactions.

@@ -976,6 +976,9 @@ fn zulip_export(dir: &Path) -> PathBuf {
             {"id": 6, "user_profile": 11, "recipient": 40, "active": true},
             {"id": 7, "user_profile": 12, "recipient": 40, "active": true},
             {"id": 8, "user_profile": 13, "recipient": 40, "active": true},
+            // Gus joined the private channel after its message; Gone left general.
+            {"id": 9, "user_profile": 13, "recipient": 33, "active": true, "is_muted": false, "color": "#bfd56f", "pin_to_top": false},
+            {"id": 10, "user_profile": 14, "recipient": 32, "active": false, "is_muted": false, "color": "#76ce90", "pin_to_top": false},
         ],
         "zerver_realmemoji": [{"id": 17, "name": "zulip_party", "file_name": "17.png", "author": 11, "deactivated": false, "is_animated": false, "realm": 2}],
         "zerver_reaction": [
@@ -1045,6 +1048,7 @@ fn zulip_export(dir: &Path) -> PathBuf {
             {"id": 14, "user_profile": 11, "message": 106, "flags_mask": 1},
             {"id": 15, "user_profile": 12, "message": 106, "flags_mask": 1},
             {"id": 16, "user_profile": 13, "message": 106, "flags_mask": 1},
+            {"id": 17, "user_profile": 14, "message": 101, "flags_mask": 1},
         ],
     });
     let write = |name: &str, value: &Value| {
@@ -1231,6 +1235,16 @@ async fn a_zulip_export_comes_in_with_ids_renumbered_history_flags_and_files() {
         flags_of(&olivia["user_id"], &general[1]["id"]),
         Some(json!(["mentioned"]))
     );
+    // A later subscriber of a channel with protected history holds nothing from before; one
+    // who left holds what came while they were in.
+    let gus = member("gus@zulip.example");
+    let gone = member("gone@zulip.example");
+    assert_eq!(flags_of(&gus["user_id"], &secret[0]["id"]), None);
+    assert_eq!(
+        flags_of(&gone["user_id"], &general[0]["id"]),
+        Some(json!(["read"]))
+    );
+    assert_eq!(flags_of(&gone["user_id"], &general[2]["id"]), None);
     let topics = dumped["user_topics"].to_string();
     assert!(
         topics.contains(
