@@ -10,6 +10,10 @@ use std::sync::OnceLock;
 
 const UNICODE_TABLE: &str = include_str!("unicode_emoji.tsv");
 
+/// The short names Slack and Mattermost give emoji (iamcal/emoji-data, MIT licence), with
+/// their code points: how imports find the Zulip emoji a reaction named there is.
+const IAMCAL_TABLE: &str = include_str!("iamcal_names.tsv");
+
 /// Zulip's one `zulip_extra_emoji`: the Zulip logo, named and coded `zulip`.
 pub const ZULIP_EXTRA_EMOJI: &str = "zulip";
 
@@ -45,6 +49,22 @@ fn table() -> &'static Table {
 /// The code point of a Unicode emoji name or alias.
 pub fn unicode_code(name: &str) -> Option<&'static str> {
     table().code_of.get(name).copied()
+}
+
+/// The code point Slack's and Mattermost's short name for an emoji stands for (`grin` →
+/// `1f601`, which Zulip calls `grinning_face_with_smiling_eyes`).
+pub fn iamcal_code(name: &str) -> Option<&'static str> {
+    static TABLE: OnceLock<HashMap<&'static str, &'static str>> = OnceLock::new();
+    TABLE
+        .get_or_init(|| {
+            IAMCAL_TABLE
+                .lines()
+                .filter(|l| !l.starts_with('#'))
+                .filter_map(|l| l.split_once('\t'))
+                .collect()
+        })
+        .get(name)
+        .copied()
 }
 
 /// The canonical name of a Unicode emoji code point.

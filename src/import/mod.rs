@@ -412,7 +412,10 @@ impl Writer {
                     custom.id.0.to_string(),
                     ReactionType::RealmEmoji,
                 )
-            } else if let Some(code) = crate::emoji::unicode_code(name) {
+            } else if let Some(code) = crate::emoji::unicode_code(name).or_else(|| {
+                // Slack's and Mattermost's own names, where Zulip names the emoji otherwise.
+                crate::emoji::iamcal_code(name).filter(|c| crate::emoji::unicode_name(c).is_some())
+            }) {
                 (
                     crate::emoji::unicode_name(code).unwrap_or(name).to_owned(),
                     code.to_owned(),

@@ -514,8 +514,7 @@ async fn a_mattermost_export_comes_in_with_teams_threads_emoji_and_files() {
     assert_eq!(report["counts"]["messages"], 21);
     assert_eq!(report["counts"]["channel folders"], 2);
     // The fixture's two emoji images are damaged (a PNG whose "\r\n" became "\n"): they are
-    // refused and listed, and so are the reactions with them, and Mattermost's "grin", a name
-    // Zulip does not have; nothing is lost silently.
+    // refused and listed, and so are the reactions with them; nothing is lost silently.
     let skipped = report["skipped"].as_array().unwrap();
     let why = |text: &str| {
         skipped
@@ -525,7 +524,8 @@ async fn a_mattermost_export_comes_in_with_teams_threads_emoji_and_files() {
     };
     assert_eq!(why("not a PNG, GIF, JPEG or WebP image"), 2, "{skipped:?}");
     assert_eq!(why(":tick:"), 2, "{skipped:?}");
-    assert_eq!(why(":grin:"), 1, "{skipped:?}");
+    // Mattermost's `grin` is Zulip's `grinning_face_with_smiling_eyes` (iamcal's names).
+    assert_eq!(why(":grin:"), 0, "{skipped:?}");
     // The first system admin owns it.
     let owner = owner_of(&dir);
     assert_eq!(owner.email, "harry@zulip.com");
@@ -585,6 +585,15 @@ async fn a_mattermost_export_comes_in_with_teams_threads_emoji_and_files() {
         .map(|r| r["emoji_name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["smile", "map"]);
+    let army = channel_messages(&server, &owner, "Dumbledores army").await;
+    let everyone = army
+        .iter()
+        .find(|m| m["content"] == "hey everyone")
+        .unwrap();
+    assert_eq!(
+        everyone["reactions"][0]["emoji_name"],
+        "grinning_face_with_smiling_eyes"
+    );
     // A post with a reply is a topic of its own, named after the post; the reply is in it.
     let army = channel_messages(&server, &owner, "Dumbledores army").await;
     let thread: Vec<&str> = army
