@@ -137,6 +137,8 @@ pub struct Writer {
     secret: ServerSecret,
     nonces: BTreeMap<UserId, String>,
     uploads: crate::uploads::UploadStore,
+    /// Reactions name emoji as Slack and Mattermost do (iamcal's names), not as Zulip does.
+    pub iamcal_names: bool,
     pub report: Report,
 }
 
@@ -154,6 +156,7 @@ impl Writer {
             secret,
             nonces: BTreeMap::new(),
             uploads: crate::uploads::UploadStore::new(&layout.uploads()),
+            iamcal_names: false,
             report: Report {
                 source: source.to_owned(),
                 archive_sha256: sha256.to_owned(),
@@ -405,6 +408,15 @@ impl Writer {
         name: &str,
         at_ms: i64,
     ) -> Result<bool, ImportError> {
+        // Slack's and Mattermost's names are iamcal's, some of which Zulip gives another emoji
+        // (their `smile` is 😄, Zulip's is 🙂): for them the code point decides first.
+        let iamcal =
+            || crate::emoji::iamcal_code(name).filter(|c| crate::emoji::unicode_name(c).is_some());
+        let unicode = if self.iamcal_names {
+            iamcal().or_else(|| crate::emoji::unicode_code(name))
+        } else {
+            crate::emoji::unicode_code(name)
+        };
         let (emoji_name, code, reaction_type) =
             if let Some(custom) = self.state.custom_emoji.active_named(name) {
                 (
@@ -412,10 +424,7 @@ impl Writer {
                     custom.id.0.to_string(),
                     ReactionType::RealmEmoji,
                 )
-            } else if let Some(code) = crate::emoji::unicode_code(name).or_else(|| {
-                // Slack's and Mattermost's own names, where Zulip names the emoji otherwise.
-                crate::emoji::iamcal_code(name).filter(|c| crate::emoji::unicode_name(c).is_some())
-            }) {
+            } else if let Some(code) = unicode {
                 (
                     crate::emoji::unicode_name(code).unwrap_or(name).to_owned(),
                     code.to_owned(),
@@ -802,6 +811,7 @@ pub fn run(
     let layout = Layout::new(staging.path());
     let built = (|| {
         let mut writer = Writer::open(&layout, source.name(), &archive.sha256)?;
+        writer.iamcal_names = source != Source::Zulip;
         let owner = match source {
             Source::Slack => slack::import(&mut archive, &mut writer, options)?,
             Source::Mattermost => mattermost::import(&mut archive, &mut writer, options)?,

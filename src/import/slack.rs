@@ -454,7 +454,7 @@ pub fn import(
     // Every message of every conversation, then all of them in time order.
     let mut pending = read_messages(archive, w, &conversations, &ids)?;
     pending.sort_by_key(|p| (p.ts, p.conversation));
-    let topics = thread_topics(&pending, &conversations, &ids);
+    let topics = thread_topics(&pending, &conversations);
     // Each message is dropped once sent: the state grows as the read messages shrink.
     for p in pending {
         let recipient = match &conversations[p.conversation].place {
@@ -485,13 +485,13 @@ pub fn import(
             continue;
         };
         for (name, users) in &p.reactions {
-            let name = zulip_emoji_name(name);
+            let name = without_skin_tone(name);
             for user in users {
                 let Some((user_id, _)) = ids.users.get(user) else {
                     w.skip("reaction", &p.at, format!("by an unknown user {user}"));
                     continue;
                 };
-                if !w.react(message_id, *user_id, &name, ms)? {
+                if !w.react(message_id, *user_id, name, ms)? {
                     w.skip(
                         "reaction",
                         &p.at,
@@ -507,21 +507,9 @@ pub fn import(
     Ok(owner)
 }
 
-/// A Slack reaction name as Zulip names the emoji: without a skin tone, with Slack's few
-/// differing names mapped.
-fn zulip_emoji_name(name: &str) -> String {
-    let base = name.split("::").next().unwrap_or(name);
-    match base {
-        "thumbsup" => "+1",
-        "thumbsdown" => "-1",
-        "simple_smile" | "slightly_smiling_face" => "slight_smile",
-        "thinking_face" => "thinking",
-        "white_check_mark" => "check",
-        "heavy_check_mark" => "check_mark",
-        "tada" => "tada",
-        other => other,
-    }
-    .to_owned()
+/// A Slack reaction's emoji name without its skin tone (`clap::skin-tone-2`).
+fn without_skin_tone(name: &str) -> &str {
+    name.split("::").next().unwrap_or(name)
 }
 
 /// Reads every day file of every conversation.
@@ -786,7 +774,6 @@ fn rich_text(elements: &Value, out: &mut String, depth: usize) {
 fn thread_topics(
     pending: &[Pending],
     conversations: &[Conversation],
-    _ids: &Ids,
 ) -> HashMap<(usize, i64), String> {
     let mut threads: BTreeMap<(usize, i64), Option<&Pending>> = BTreeMap::new();
     let mut replies: BTreeSet<(usize, i64)> = BTreeSet::new();

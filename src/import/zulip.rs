@@ -533,7 +533,7 @@ pub fn import(
                 w.skip("message", at, "no date_sent");
                 continue;
             };
-            let history = edit_history(&m["edit_history"], text(&m["content"]), &users);
+            let history = edit_history(&m["edit_history"], &users);
             pending.push(Pending {
                 old_id,
                 sender,
@@ -613,8 +613,7 @@ pub fn import(
                 topic: super::clean_line(&p.topic, 60),
             },
             Target::Personal(receiver) => {
-                let mut ids = BTreeSet::from([p.sender, *receiver]);
-                ids.insert(p.sender);
+                let ids = BTreeSet::from([p.sender, *receiver]);
                 Recipient::Direct {
                     user_ids: ids.into_iter().collect(),
                 }
@@ -914,11 +913,7 @@ pub fn import(
 /// A message's earlier contents, oldest first, each with who replaced it and when, from
 /// `edit_history` (a JSON string, newest first; entries without `prev_content` changed only
 /// the topic or channel and are not replayed).
-fn edit_history(
-    raw: &Value,
-    _current: &str,
-    users: &HashMap<u64, UserId>,
-) -> Vec<(String, Option<UserId>, i64)> {
+fn edit_history(raw: &Value, users: &HashMap<u64, UserId>) -> Vec<(String, Option<UserId>, i64)> {
     let Some(text) = raw.as_str() else {
         return Vec::new();
     };
