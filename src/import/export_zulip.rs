@@ -9,8 +9,8 @@
 //! recipients are numbered as Zulip numbers them per kind. What Chronicle does not keep
 //! (avatars it generates, Zulip's per-version settings) is left out, and Zulip's importer takes
 //! its defaults. The export is read back by `chronicle import-from zulip`; whether a Zulip
-//! server's `manage.py import` accepts it also depends on `migration_status.json` naming the
-//! migrations of the Zulip version it is imported into (see docs/migration.md).
+//! server's `manage.py import` accepts it also depends on `migration_status.json`, which names
+//! Zulip 10.2's migrations: a 10.2 server compares it with its own (see docs/migration.md).
 
 use super::ImportError;
 use crate::ids::UserId;
@@ -19,6 +19,13 @@ use crate::projections::Projections;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
+
+/// `migration_status.json` as a stock Zulip 10.2 server (the release tarball, its `uv.lock`'s
+/// packages, migrated) writes it. Zulip 10.x's `manage.py import` compares each app's list of
+/// lines, as a set, with its own and refuses a difference (an app missing on one side only
+/// warns); the lists were rebuilt from the 10.2 tree and the pinned packages' migrations, see
+/// docs/migration.md.
+const ZULIP_10_2_MIGRATIONS: &str = include_str!("zulip_10_2_migration_status.json");
 
 /// Zulip's `flags_mask` bits for Chronicle's flag bits.
 fn zulip_mask(bits: u8, direct: bool) -> u64 {
@@ -466,10 +473,7 @@ fn write(
         root.join("realm.json"),
         serde_json::to_vec_pretty(&realm).map_err(|e| ImportError::new(e.to_string()))?,
     )?;
-    std::fs::write(
-        root.join("migration_status.json"),
-        json!({"migrations_by_app": {}, "zulip_version": "10.2"}).to_string(),
-    )?;
+    std::fs::write(root.join("migration_status.json"), ZULIP_10_2_MIGRATIONS)?;
     // The tarball, as Zulip writes it: one top-level directory.
     // Every private message and address is in it: readable by its owner only.
     let mut options = std::fs::OpenOptions::new();

@@ -1575,6 +1575,29 @@ fn an_organization_exported_in_zulips_format_comes_back_the_same() {
     ] {
         assert!(names.lines().any(|l| l == name), "{name} missing: {names}");
     }
+    // Zulip 10.2's migrations, app by app, as its `manage.py import` compares them.
+    let status = Command::new("tar")
+        .arg("-xzOf")
+        .arg(&tarball)
+        .arg("zulip-export-chronicle/migration_status.json")
+        .output()
+        .unwrap();
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["zulip_version"], "10.2");
+    let zerver = status["migrations_by_app"]["zerver"].as_array().unwrap();
+    assert_eq!(zerver.len(), 129);
+    assert_eq!(
+        zerver[0],
+        "[X] 0001_squashed_0569 (545 squashed migrations)"
+    );
+    assert_eq!(
+        zerver.last().unwrap(),
+        "[X] 0697_empty_topic_name_for_dms_from_third_party_imports"
+    );
+    assert_eq!(
+        status["migrations_by_app"]["two_factor"],
+        json!(["(no migrations)"])
+    );
 }
 
 #[tokio::test]
