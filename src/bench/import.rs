@@ -107,28 +107,46 @@ fn generate(path: &Path, messages: u64) -> Result<u64, Fatal> {
 }
 
 /// Runs a child to its end; its exit status and peak resident memory (bytes).
+///
+/// The peak is the child's own `VmHWM`, sampled from `/proc/PID/status` while it runs: the
+/// high-water mark only grows, so the last sample before exit is the peak up to that moment.
+/// (`getrusage`'s `ru_maxrss` cannot be used: it survives `exec`, so a child forked from this
+/// large bench process would report the bench's own size.)
 fn run_measured(command: &mut std::process::Command) -> Result<(bool, u64), Fatal> {
-    let child = command
+    let mut child = command
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::inherit())
         .spawn()?;
-    let pid = child.id() as libc::pid_t;
-    let mut status: libc::c_int = 0;
-    // SAFETY: an all-zero rusage is a valid value to be overwritten.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waits for our own child with valid pointers; it is reaped here (the `Child` is
-    // not waited on again).
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    if waited != pid {
-        return Err(format!(
-            "waiting for the importer failed: {}",
-            std::io::Error::last_os_error()
-        )
-        .into());
-    }
-    let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-    Ok((ok, usage.ru_maxrss as u64 * 1024))
+    let status_path = format!("/proc/{}/status", child.id());
+    let mut peak = 0u64;
+    let status = loop {
+        if let Some(hwm) = std::fs::read_to_string(&status_path)
+            .ok()
+            .as_deref()
+            .and_then(vm_hwm)
+        {
+            peak = peak.max(hwm);
+        }
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    Ok((status.success(), peak))
+}
+
+/// The `VmHWM` line of a `/proc/PID/status` text, in bytes.
+fn vm_hwm(status: &str) -> Option<u64> {
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse::<u64>()
+        .ok()?;
+    Some(kib * 1024)
 }
 
 pub fn import(quick: bool) -> Result<Vec<Row>, Fatal> {

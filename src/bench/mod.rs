@@ -6,7 +6,7 @@
 //! built-in generator (reqwest on tokio). Every loop is bounded in count and time.
 
 mod chart;
-mod corpus;
+pub(crate) mod corpus;
 mod import;
 mod load;
 mod people;

@@ -341,10 +341,24 @@ impl Archive {
 
     /// One entry parsed as JSON (serde_json bounds nesting at 128 levels).
     pub fn json(&mut self, name: &str) -> Result<serde_json::Value, ImportError> {
+        self.json_as(name, "JSON")
+    }
+
+    /// An entry read as `T`; an error names the entry, the line and what was expected.
+    pub fn json_as<T: serde::de::DeserializeOwned>(
+        &mut self,
+        name: &str,
+        expected: &str,
+    ) -> Result<T, ImportError> {
         let bytes = self.read(name)?;
         serde_json::from_slice(&bytes).map_err(|e| {
+            let what = if e.is_data() {
+                format!("not {expected}")
+            } else {
+                "not valid JSON".to_owned()
+            };
             ImportError::new(format!(
-                "{name}: not valid JSON (line {}, column {}: {e})",
+                "{name}: {what} (line {}, column {}: {e})",
                 e.line(),
                 e.column()
             ))

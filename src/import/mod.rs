@@ -126,9 +126,79 @@ pub struct NewChannel {
     pub history_public: Option<bool>,
 }
 
+type Batch = Vec<(Seq, Vec<u8>)>;
+
+/// The log, stored on a thread of its own: while sled stores one batch, the import reads,
+/// renders, seals and folds the next (the importer's two cores).
+struct LogThread {
+    batches: Option<std::sync::mpsc::SyncSender<Batch>>,
+    thread: Option<std::thread::JoinHandle<Result<(), ImportError>>>,
+}
+
+impl LogThread {
+    fn start(log: SledLog) -> LogThread {
+        let (batches, incoming) = std::sync::mpsc::sync_channel::<Batch>(1);
+        let thread = std::thread::Builder::new()
+            .name("import-log".into())
+            .spawn(move || {
+                for batch in incoming {
+                    log.append_batch(&batch)?;
+                }
+                log.flush()?;
+                Ok(())
+            });
+        match thread {
+            Ok(thread) => LogThread {
+                batches: Some(batches),
+                thread: Some(thread),
+            },
+            // No thread to be had: the sender is dropped, and the first append says so.
+            Err(_) => LogThread {
+                batches: None,
+                thread: None,
+            },
+        }
+    }
+
+    fn append(&mut self, batch: Batch) -> Result<(), ImportError> {
+        let sent = match &self.batches {
+            Some(batches) => batches.send(batch).is_ok(),
+            None => false,
+        };
+        if sent {
+            Ok(())
+        } else {
+            // The thread stopped: its error is the reason.
+            self.finish()
+                .and(Err(ImportError::new("writing the log: it has stopped")))
+        }
+    }
+
+    /// Stores what was sent, flushes, and stops the thread.
+    fn finish(&mut self) -> Result<(), ImportError> {
+        self.batches = None;
+        match self.thread.take() {
+            Some(thread) => thread
+                .join()
+                .unwrap_or_else(|_| Err(ImportError::new("writing the log: its thread failed"))),
+            None => Err(ImportError::new("writing the log: it has stopped")),
+        }
+    }
+}
+
+impl Drop for LogThread {
+    /// An import given up: the thread ends before its directory is removed.
+    fn drop(&mut self) {
+        self.batches = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 /// The log being written and the state it folds to.
 pub struct Writer {
-    log: SledLog,
+    log: LogThread,
     seq: u64,
     batch: Vec<(Seq, Vec<u8>)>,
     chain: Chain,
@@ -147,7 +217,7 @@ impl Writer {
         let secret = ServerSecret::generate();
         secret.store(&layout.secret())?;
         let mut writer = Writer {
-            log: SledLog::open(&layout.log())?,
+            log: LogThread::start(SledLog::open(&layout.log())?),
             seq: 0,
             batch: Vec::new(),
             chain: Chain::after(crate::events::GENESIS),
@@ -191,8 +261,7 @@ impl Writer {
         self.batch.push((env.seq, record));
         self.state.apply(&env);
         if self.batch.len() >= 10_000 {
-            self.log.append_batch(&self.batch)?;
-            self.batch.clear();
+            self.log.append(std::mem::take(&mut self.batch))?;
         }
         Ok(())
     }
@@ -639,8 +708,8 @@ impl Writer {
         let counts = self.report.counts.clone();
         let skipped = self.report.skipped.len() as u64;
         self.push(None, Event::ImportFinished { counts, skipped })?;
-        self.log.append_batch(&self.batch)?;
-        self.log.flush()?;
+        self.log.append(std::mem::take(&mut self.batch))?;
+        self.log.finish()?;
         let owner_email = self
             .state
             .users
@@ -667,10 +736,16 @@ impl Writer {
 /// A message's content as a client could send it: without control characters (some exports
 /// hold NULs), cut to Zulip's length.
 pub fn clean_content(content: &str) -> String {
-    let content: String = content
-        .chars()
-        .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
-        .collect();
+    let control = |c: char| c.is_control() && !matches!(c, '\n' | '\t');
+    let content: std::borrow::Cow<str> = if content.contains(control) {
+        content
+            .chars()
+            .filter(|c| !control(*c))
+            .collect::<String>()
+            .into()
+    } else {
+        content.into()
+    };
     crate::commands::messages::truncate(
         content.trim_end(),
         crate::commands::messages::MAX_MESSAGE_LENGTH,

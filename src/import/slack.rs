@@ -46,6 +46,74 @@ enum Place {
     Direct(BTreeSet<UserId>),
 }
 
+/// A message of a day file: the fields the import reads, each as whatever JSON it holds (a
+/// field of the wrong type is that message's damage, not the file's); the rest is skipped
+/// unread. Reading into this instead of a whole `Value` keeps the import off the allocator.
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct DayMessage {
+    r#type: Value,
+    subtype: Value,
+    ts: Value,
+    user: Value,
+    bot_id: Value,
+    text: Value,
+    thread_ts: Value,
+    edited: Value,
+    reactions: Value,
+    files: Value,
+    file: Value,
+    attachments: Value,
+    blocks: Value,
+}
+
+/// An entry of a day file: a message, or `None` for anything that is not a JSON object.
+struct DayEntry(Option<DayMessage>);
+
+impl<'de> serde::Deserialize<'de> for DayEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Entry;
+        impl<'de> serde::de::Visitor<'de> for Entry {
+            type Value = DayEntry;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a message")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<DayEntry, A::Error> {
+                let message = serde::Deserialize::deserialize(
+                    serde::de::value::MapAccessDeserializer::new(map),
+                )?;
+                Ok(DayEntry(Some(message)))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<DayEntry, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(DayEntry(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<DayEntry, E> {
+                Ok(DayEntry(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<DayEntry, E> {
+                Ok(DayEntry(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<DayEntry, E> {
+                Ok(DayEntry(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<DayEntry, E> {
+                Ok(DayEntry(None))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<DayEntry, E> {
+                Ok(DayEntry(None))
+            }
+            fn visit_unit<E>(self) -> Result<DayEntry, E> {
+                Ok(DayEntry(None))
+            }
+        }
+        deserializer.deserialize_any(Entry)
+    }
+}
+
 /// One message read from a day file, before it is sent.
 struct Pending {
     ts: i64,
@@ -540,35 +608,29 @@ fn read_messages(
             );
             continue;
         };
-        let day = match archive.json(&name)? {
-            Value::Array(items) => items,
-            _ => {
-                return Err(ImportError::new(format!(
-                    "{name}: not a JSON list of messages"
-                )))
-            }
-        };
-        for (i, message) in day.iter().enumerate() {
+        let day: Vec<DayEntry> = archive.json_as(&name, "a JSON list of messages")?;
+        for (i, entry) in day.iter().enumerate() {
             let at = format!("{name}, message {}", i + 1);
-            if message["type"] != "message" {
+            let Some(message) = &entry.0 else {
+                continue;
+            };
+            if message.r#type != "message" {
                 continue;
             }
-            let subtype = text_of(&message["subtype"]);
+            let subtype = text_of(&message.subtype);
             if DROPPED_SUBTYPES.contains(&subtype) || subtype == "tombstone" {
                 w.count("notices dropped", 1);
                 continue;
             }
-            let Some(ts) = micros(&message["ts"]) else {
+            let Some(ts) = micros(&message.ts) else {
                 w.skip(
                     "message",
                     at,
-                    format!("its ts {} is not a Slack time", message["ts"]),
+                    format!("its ts {} is not a Slack time", message.ts),
                 );
                 continue;
             };
-            let author = message["user"]
-                .as_str()
-                .or_else(|| message["bot_id"].as_str());
+            let author = message.user.as_str().or_else(|| message.bot_id.as_str());
             let Some((sender, _)) = author.and_then(|a| ids.users.get(a)) else {
                 w.skip(
                     "message",
@@ -580,7 +642,7 @@ fn read_messages(
                 );
                 continue;
             };
-            let mut text = mrkdwn::convert(text_of(&message["text"]), ids);
+            let mut text = mrkdwn::convert(text_of(&message.text), ids);
             if subtype == "me_message" {
                 text = format!("/me {text}");
             }
@@ -599,7 +661,8 @@ fn read_messages(
                 );
                 continue;
             }
-            let reactions = message["reactions"]
+            let reactions = message
+                .reactions
                 .as_array()
                 .into_iter()
                 .flatten()
@@ -618,8 +681,8 @@ fn read_messages(
                 at,
                 sender: *sender,
                 text,
-                thread_ts: micros(&message["thread_ts"]),
-                edited: micros(&message["edited"]["ts"]),
+                thread_ts: micros(&message.thread_ts),
+                edited: micros(&message.edited["ts"]),
                 reactions,
             });
         }
@@ -628,14 +691,15 @@ fn read_messages(
 }
 
 /// Files (as links to Slack) and attachments (their text) of a message.
-fn attachments_text(message: &Value, ids: &Ids) -> String {
+fn attachments_text(message: &DayMessage, ids: &Ids) -> String {
     let mut parts: Vec<String> = Vec::new();
-    let files = message["files"]
+    let files = message
+        .files
         .as_array()
         .cloned()
         .unwrap_or_default()
         .into_iter()
-        .chain(message.get("file").cloned());
+        .chain((!message.file.is_null()).then(|| message.file.clone()));
     for file in files {
         let mode = text_of(&file["mode"]);
         if matches!(mode, "tombstone" | "hidden_by_limit") || file["file_access"].is_string() {
@@ -657,7 +721,7 @@ fn attachments_text(message: &Value, ids: &Ids) -> String {
             parts.push(format!("[{title}]({url})"));
         }
     }
-    for attachment in message["attachments"].as_array().into_iter().flatten() {
+    for attachment in message.attachments.as_array().into_iter().flatten() {
         let mut lines = Vec::new();
         let pretext = text_of(&attachment["pretext"]);
         if !pretext.is_empty() {
@@ -696,8 +760,8 @@ fn attachments_text(message: &Value, ids: &Ids) -> String {
             parts.push(lines.join("\n"));
         }
     }
-    if message["text"].as_str().is_none_or(str::is_empty) {
-        let blocks = blocks_text(&message["blocks"], ids);
+    if message.text.as_str().is_none_or(str::is_empty) {
+        let blocks = blocks_text(&message.blocks, ids);
         if !blocks.is_empty() {
             parts.push(blocks);
         }
