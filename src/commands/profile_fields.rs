@@ -5,13 +5,13 @@ use super::Decision;
 use super::{actor, admin, is_http_url};
 use crate::commands::Ctx;
 use crate::error::{ApiError, ApiResult};
-use crate::events::{Event, ProfileFieldData, ProfileFieldSpec};
+use crate::events::{Event, ProfileChoice, ProfileFieldData, ProfileFieldSpec};
 use crate::ids::{FieldId, UserId};
 use crate::markdown::render_message;
 use crate::projections::profile_fields::Field;
 use crate::projections::{Projections, User};
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Zulip's `CustomProfileField.NAME_MAX_LENGTH`, `HINT_MAX_LENGTH`, and the summary limit.
 pub const MAX_NAME_LENGTH: usize = 40;
@@ -76,6 +76,91 @@ pub struct FieldChange {
 pub struct ValueChange {
     pub field_id: FieldId,
     pub value: Value,
+}
+
+/// `field_data` as a request sends it (a JSON object), checked for its shape; the rules that
+/// depend on the type are the command's. (Zulip's exports hold the same object as JSON text.)
+pub fn parse_field_data(
+    value: Option<Value>,
+    field_type: u8,
+) -> ApiResult<Option<ProfileFieldData>> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let Value::Object(map) = value else {
+        return Err(ApiError::bad_request("field_data is not a dict"));
+    };
+    Ok(Some(match field_type {
+        3 => {
+            let mut choices = BTreeMap::new();
+            for (key, choice) in map {
+                let Value::Object(choice) = choice else {
+                    return Err(ApiError::bad_request(format!(
+                        "field_data[\"{key}\"] is not a dict"
+                    )));
+                };
+                let text = |name: &str| -> ApiResult<String> {
+                    match choice.get(name) {
+                        None => Err(ApiError::bad_request(format!(
+                            "{name} key is missing from field_data"
+                        ))),
+                        Some(Value::String(s)) => Ok(s.clone()),
+                        Some(_) => Err(ApiError::bad_request(format!(
+                            "field_data[\"{name}\"] is not a string"
+                        ))),
+                    }
+                };
+                let unexpected: Vec<&str> = choice
+                    .keys()
+                    .map(String::as_str)
+                    .filter(|k| *k != "text" && *k != "order")
+                    .collect();
+                if !unexpected.is_empty() {
+                    return Err(ApiError::bad_request(format!(
+                        "Unexpected arguments: {}",
+                        unexpected.join(", ")
+                    )));
+                }
+                choices.insert(
+                    key,
+                    ProfileChoice {
+                        text: text("text")?,
+                        order: text("order")?,
+                    },
+                );
+            }
+            ProfileFieldData::Choices(choices)
+        }
+        7 => {
+            let subtype = match map.get("subtype") {
+                None => {
+                    return Err(ApiError::bad_request(
+                        "subtype key is missing from field_data",
+                    ))
+                }
+                Some(Value::String(s)) => s.clone(),
+                Some(_) => {
+                    return Err(ApiError::bad_request(
+                        "field_data[\"subtype\"] is not a string",
+                    ))
+                }
+            };
+            let url_pattern = match map.get("url_pattern") {
+                None | Some(Value::Null) => None,
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(_) => {
+                    return Err(ApiError::bad_request(
+                        "field_data[\"url_pattern\"] is not a string",
+                    ))
+                }
+            };
+            ProfileFieldData::ExternalAccount {
+                subtype,
+                url_pattern,
+            }
+        }
+        _ => ProfileFieldData::None,
+    }))
 }
 
 fn not_found(id: FieldId) -> ApiError {

@@ -4,10 +4,11 @@
 //! (`/user_uploads/exports/…`) for administrators only. Each export and deletion is an event
 //! (`RealmExported`, `RealmExportDeleted`), told to the administrators as `realm_export`.
 //!
-//! Chronicle keeps no member's consent to export their private data, so both of Zulip's kinds
-//! (`export_type` 1, public data; 2, with members' consent) hold the public data only: public
-//! channels and their messages, the people, custom emoji and the files those messages link;
-//! no private channel and no direct message. The whole organization is exported by
+//! Zulip's two kinds are served: `export_type` 1 holds the public data (public channels and
+//! their messages, the people, custom emoji, linkifiers, profile fields, the files those
+//! messages link); `export_type` 2 adds the private data of the members who consented
+//! (`allow_private_data_export`, listed by `GET /export/realm/consents`), and, as in Zulip,
+//! brings those who did not as deactivated accounts. The whole organization is exported by
 //! `chronicle export-to zulip`, on the server's machine.
 
 use super::{AppState, Auth, Params};
@@ -31,6 +32,11 @@ pub async fn start(
     }
     // The organization as of now, written beside the uploads, then kept among them.
     let snapshot = state.engine.read(|s| s.clone_without_word_index());
+    let scope = if export_type == 2 {
+        crate::import::export_zulip::Scope::consented(&snapshot)
+    } else {
+        crate::import::export_zulip::Scope::Public
+    };
     let uploads = state.uploads.clone();
     let scratch_dir = state.data_dir.clone();
     let (sha256, size) = web::block(move || -> Result<(String, u64), String> {
@@ -39,7 +45,7 @@ pub async fn start(
             .tempdir_in(&scratch_dir)
             .map_err(|e| e.to_string())?;
         let out = scratch.path().join("export.tar.gz");
-        crate::import::export_zulip::export_public(&snapshot, &uploads, &out)
+        crate::import::export_zulip::write(&snapshot, &uploads, &out, &scope)
             .map_err(|e| e.to_string())?;
         let bytes = std::fs::read(&out).map_err(|e| e.to_string())?;
         let sha256 = uploads.put(&bytes).map_err(|e| e.to_string())?;
@@ -91,6 +97,30 @@ pub async fn list(
         .engine
         .read(|s| crate::render::realm::exports_json(s, &state.site));
     Ok(params.success(json!({ "exports": exports })))
+}
+
+/// `GET /export/realm/consents`: whether each member consents to an export of their private
+/// data (`allow_private_data_export`); the active people who are not bots, as Zulip lists them.
+pub async fn consents(
+    state: web::Data<AppState>,
+    auth: Auth,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    if !auth.role.is_admin() {
+        return Err(ApiError::must_be_admin());
+    }
+    let consents = state.engine.read(|s| {
+        s.users
+            .iter()
+            .filter(|u| u.is_active && u.bot_type.is_none())
+            .map(|u| {
+                let consented = s.user_settings.get(u.user_id, "allow_private_data_export")
+                    == crate::events::RealmValue::Bool(true);
+                json!({"user_id": u.user_id.0, "consented": consented})
+            })
+            .collect::<Vec<_>>()
+    });
+    Ok(params.success(json!({ "export_consents": consents })))
 }
 
 /// `DELETE /export/realm/{export_id}`.

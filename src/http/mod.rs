@@ -499,6 +499,7 @@ fn api_routes(api: &mut web::ServiceConfig) {
     endpoint!(api, "/admin/inspections", get => admin::get_inspections);
     endpoint!(api, "/admin/backup", post => admin::take_backup);
     endpoint!(api, "/export/realm", get => exports::list, post => exports::start);
+    endpoint!(api, "/export/realm/consents", get => exports::consents);
     endpoint!(api, "/export/realm/{export_id}", delete => exports::delete);
     endpoint!(api, "/admin/verify", get => admin::verify_log);
     endpoint!(api, "/admin/diff", get => admin::get_diff);

@@ -3,96 +3,12 @@
 //! their wire shapes.
 
 use super::{path_id, AppState, Auth, Params};
-use crate::commands::profile_fields::{FieldChange, ValueChange};
+use crate::commands::profile_fields::{parse_field_data, FieldChange, ValueChange};
 use crate::error::{ApiError, ApiResult};
-use crate::events::{ProfileChoice, ProfileFieldData};
 use crate::ids::FieldId;
 use crate::render::realm::fields_json;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
-
-/// `field_data` as a request sends it (a JSON object), checked for its shape; the rules that
-/// depend on the type are the command's.
-fn parse_field_data(value: Option<Value>, field_type: u8) -> ApiResult<Option<ProfileFieldData>> {
-    let Some(value) = value else {
-        return Ok(None);
-    };
-    let Value::Object(map) = value else {
-        return Err(ApiError::bad_request("field_data is not a dict"));
-    };
-    Ok(Some(match field_type {
-        3 => {
-            let mut choices = BTreeMap::new();
-            for (key, choice) in map {
-                let Value::Object(choice) = choice else {
-                    return Err(ApiError::bad_request(format!(
-                        "field_data[\"{key}\"] is not a dict"
-                    )));
-                };
-                let text = |name: &str| -> ApiResult<String> {
-                    match choice.get(name) {
-                        None => Err(ApiError::bad_request(format!(
-                            "{name} key is missing from field_data"
-                        ))),
-                        Some(Value::String(s)) => Ok(s.clone()),
-                        Some(_) => Err(ApiError::bad_request(format!(
-                            "field_data[\"{name}\"] is not a string"
-                        ))),
-                    }
-                };
-                let unexpected: Vec<&str> = choice
-                    .keys()
-                    .map(String::as_str)
-                    .filter(|k| *k != "text" && *k != "order")
-                    .collect();
-                if !unexpected.is_empty() {
-                    return Err(ApiError::bad_request(format!(
-                        "Unexpected arguments: {}",
-                        unexpected.join(", ")
-                    )));
-                }
-                choices.insert(
-                    key,
-                    ProfileChoice {
-                        text: text("text")?,
-                        order: text("order")?,
-                    },
-                );
-            }
-            ProfileFieldData::Choices(choices)
-        }
-        7 => {
-            let subtype = match map.get("subtype") {
-                None => {
-                    return Err(ApiError::bad_request(
-                        "subtype key is missing from field_data",
-                    ))
-                }
-                Some(Value::String(s)) => s.clone(),
-                Some(_) => {
-                    return Err(ApiError::bad_request(
-                        "field_data[\"subtype\"] is not a string",
-                    ))
-                }
-            };
-            let url_pattern = match map.get("url_pattern") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(s)) => Some(s.clone()),
-                Some(_) => {
-                    return Err(ApiError::bad_request(
-                        "field_data[\"url_pattern\"] is not a string",
-                    ))
-                }
-            };
-            ProfileFieldData::ExternalAccount {
-                subtype,
-                url_pattern,
-            }
-        }
-        _ => ProfileFieldData::None,
-    }))
-}
 
 /// `GET /realm/profile_fields`.
 pub async fn get_profile_fields(

@@ -27,6 +27,99 @@ use std::path::Path;
 /// docs/migration.md.
 const ZULIP_10_2_MIGRATIONS: &str = include_str!("zulip_10_2_migration_status.json");
 
+/// Linkifiers, custom profile fields with everyone's values, statuses and (in a full export)
+/// alert words, as Zulip's tables.
+fn settings_tables(state: &Projections, realm_id: u64, scope: &Scope) -> Value {
+    use crate::events::ProfileFieldData;
+    let linkifiers: Vec<Value> = state
+        .linkifiers
+        .ordered()
+        .iter()
+        .enumerate()
+        .map(|(order, l)| {
+            json!({"id": l.id.0, "realm": realm_id, "pattern": l.spec.pattern,
+                   "url_template": l.spec.url_template, "order": order})
+        })
+        .collect();
+    let fields: Vec<Value> = state
+        .profile_fields
+        .ordered()
+        .iter()
+        .enumerate()
+        .map(|(order, f)| {
+            // Zulip keeps `field_data` as JSON text, "" for the types without data.
+            let data = match &f.spec.field_data {
+                ProfileFieldData::None => String::new(),
+                ProfileFieldData::Choices(choices) => json!(choices
+                    .iter()
+                    .map(|(k, c)| (k.clone(), json!({"text": c.text, "order": c.order})))
+                    .collect::<serde_json::Map<_, _>>())
+                .to_string(),
+                ProfileFieldData::ExternalAccount {
+                    subtype,
+                    url_pattern,
+                } => {
+                    let mut data = json!({"subtype": subtype});
+                    if let Some(pattern) = url_pattern {
+                        data["url_pattern"] = json!(pattern);
+                    }
+                    data.to_string()
+                }
+            };
+            json!({"id": f.id.0, "realm": realm_id, "name": f.spec.name, "hint": f.spec.hint,
+                   "order": order, "field_type": f.spec.field_type, "field_data": data,
+                   "display_in_profile_summary": f.spec.display_in_profile_summary,
+                   "required": f.spec.required, "editable_by_user": f.spec.editable_by_user})
+        })
+        .collect();
+    let mut values = Vec::new();
+    let mut statuses = Vec::new();
+    let mut alert_words = Vec::new();
+    for user in state.users.iter() {
+        for (field_id, v) in state
+            .profile_fields
+            .values_of(user.user_id)
+            .into_iter()
+            .flatten()
+        {
+            values.push(
+                json!({"id": values.len() + 1, "user_profile": user.user_id.0,
+                               "field": field_id.0, "value": v.value,
+                               "rendered_value": v.rendered_value}),
+            );
+        }
+        if let Some(status) = state.user_status.get(user.user_id) {
+            let (name, code, kind) = match &status.emoji {
+                Some(e) => (
+                    e.emoji_name.as_str(),
+                    e.emoji_code.as_str(),
+                    e.reaction_type.as_str(),
+                ),
+                None => ("", "", "unicode_emoji"),
+            };
+            statuses.push(
+                json!({"id": statuses.len() + 1, "user_profile": user.user_id.0,
+                                 "timestamp": seconds(crate::time::now_ms()), "client": 1,
+                                 "status_text": status.status_text, "emoji_name": name,
+                                 "emoji_code": code, "reaction_type": kind}),
+            );
+        }
+        if scope.private_of(user.user_id.0) {
+            for word in state.alert_words.of(user.user_id) {
+                alert_words.push(json!({"id": alert_words.len() + 1, "realm": realm_id,
+                                        "user_profile": user.user_id.0, "word": word}));
+            }
+        }
+    }
+    json!({
+        "zerver_realmfilter": linkifiers,
+        "zerver_customprofilefield": fields,
+        "zerver_customprofilefieldvalue": values,
+        "zerver_userstatus": statuses,
+        "zerver_alertword": alert_words,
+    })
+}
+
 /// Zulip's `flags_mask` bits for Chronicle's flag bits.
 fn zulip_mask(bits: u8, direct: bool) -> u64 {
     let mut mask = 0;
@@ -59,27 +152,75 @@ pub fn export(
     uploads: &crate::uploads::UploadStore,
     out: &Path,
 ) -> Result<BTreeMap<String, u64>, ImportError> {
-    write(state, uploads, out, false)
+    write(state, uploads, out, &Scope::Everything)
 }
 
-/// The public data only (Zulip's public export): people, public channels with their
-/// subscriptions and messages, the files those link, custom emoji, groups; no private channel,
-/// no direct message, nobody's muted people.
-pub fn export_public(
+/// What an export holds.
+#[derive(Debug, Clone)]
+pub enum Scope {
+    /// The whole organization (`chronicle export-to zulip`; Zulip's full export).
+    Everything,
+    /// The public data only (Zulip's `export_type` 1): people, public channels with their
+    /// subscriptions and messages, the files those link, custom emoji, groups, linkifiers,
+    /// profile fields; no private channel, no direct message, nobody's muted people or alert
+    /// words.
+    Public,
+    /// The public data and the private data of the members who consented
+    /// (`allow_private_data_export`; Zulip's `export_type` 2): the private channels and direct
+    /// messages one of them holds, with their own copies, subscriptions, muted people, topic
+    /// settings and alert words. As in Zulip, the active people who did not consent come as
+    /// deactivated accounts (`is_mirror_dummy`), holding only public data.
+    Consented(std::collections::BTreeSet<UserId>),
+}
+
+impl Scope {
+    /// Whether `user`'s private data goes in.
+    fn private_of(&self, user: u64) -> bool {
+        match self {
+            Scope::Everything => true,
+            Scope::Public => false,
+            Scope::Consented(ids) => ids.contains(&UserId(user)),
+        }
+    }
+
+    /// The members who consented to an export of their private data.
+    pub fn consented(state: &Projections) -> Scope {
+        Scope::Consented(
+            state
+                .users
+                .iter()
+                .filter(|u| u.is_active && u.bot_type.is_none())
+                .filter(|u| {
+                    state
+                        .user_settings
+                        .get(u.user_id, "allow_private_data_export")
+                        == crate::events::RealmValue::Bool(true)
+                })
+                .map(|u| u.user_id)
+                .collect(),
+        )
+    }
+}
+
+/// Writes the export of `scope` to `out`.
+pub fn write(
     state: &Projections,
     uploads: &crate::uploads::UploadStore,
     out: &Path,
+    scope: &Scope,
 ) -> Result<BTreeMap<String, u64>, ImportError> {
-    write(state, uploads, out, true)
-}
-
-fn write(
-    state: &Projections,
-    uploads: &crate::uploads::UploadStore,
-    out: &Path,
-    public_only: bool,
-) -> Result<BTreeMap<String, u64>, ImportError> {
+    let public_only = matches!(scope, Scope::Public);
     let dump = state.dump();
+    // Private channels a consenting member is in.
+    let consenting_member: std::collections::BTreeSet<u64> = dump["channels"]["subscriptions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|s| {
+            s["active"] == true && s["user_id"].as_u64().is_some_and(|u| scope.private_of(u))
+        })
+        .filter_map(|s| s["stream_id"].as_u64())
+        .collect();
     let realm_id = crate::projections::emoji::REALM_ID;
     let scratch = tempfile::tempdir()?;
     let dir_name = "zulip-export-chronicle";
@@ -105,7 +246,17 @@ fn write(
         .cloned()
         .unwrap_or_default()
         .into_iter()
-        .filter(|c| !public_only || c["invite_only"] != true)
+        .filter(|c| {
+            c["invite_only"] != true
+                || c["stream_id"]
+                    .as_u64()
+                    .is_some_and(|id| consenting_member.contains(&id))
+        })
+        .collect();
+    let public_channel: std::collections::BTreeSet<u64> = channels
+        .iter()
+        .filter(|c| c["invite_only"] != true)
+        .filter_map(|c| c["stream_id"].as_u64())
         .collect();
     for c in &channels {
         let id = c["stream_id"].as_u64().unwrap_or_default();
@@ -114,8 +265,13 @@ fn write(
         channel_recipient.insert(id, rid);
     }
     let mut huddles = Vec::new();
-    for m in state.messages.all().filter(|_| !public_only) {
+    // A direct message goes in when one of its people's private data does.
+    let direct_kept = |user_ids: &[UserId]| user_ids.iter().any(|u| scope.private_of(u.0));
+    for m in state.messages.all() {
         if let Address::Direct { user_ids } = &m.recipient {
+            if !direct_kept(user_ids) {
+                continue;
+            }
             if user_ids.len() > 2 && !huddle_recipient.contains_key(&user_ids.to_vec()) {
                 let rid = recipients.len() as u64 + 1;
                 let huddle_id = huddles.len() as u64 + 1;
@@ -136,7 +292,7 @@ fn write(
     let user_rows: Vec<Value> = users
         .iter()
         .map(|u| {
-            json!({
+            let mut row = json!({
                 "id": u["user_id"], "email": u["email"], "delivery_email": u["email"],
                 "full_name": u["full_name"], "role": u["role"], "is_active": u["is_active"],
                 "is_bot": !u["bot_type"].is_null(), "bot_type": u["bot_type"],
@@ -144,7 +300,19 @@ fn write(
                 "date_joined": seconds(u["date_joined_ms"].as_i64().unwrap_or_default()),
                 "realm": realm_id, "is_mirror_dummy": false, "avatar_source": "G",
                 "recipient": personal.get(&u["user_id"].as_u64().unwrap_or_default()),
-            })
+            });
+            // In an export with consent, those who did not consent come as deactivated
+            // accounts (Zulip's mirror dummies).
+            let id = u["user_id"].as_u64().unwrap_or_default();
+            if matches!(scope, Scope::Consented(_))
+                && u["is_active"] == true
+                && u["bot_type"].is_null()
+                && !scope.private_of(id)
+            {
+                row["is_active"] = json!(false);
+                row["is_mirror_dummy"] = json!(true);
+            }
+            row
         })
         .collect();
     counts.insert("users".into(), user_rows.len() as u64);
@@ -194,6 +362,13 @@ fn write(
         else {
             continue;
         };
+        // Who is in a private channel is its members' private data.
+        let private = s["stream_id"]
+            .as_u64()
+            .is_some_and(|c| !public_channel.contains(&c));
+        if private && !s["user_id"].as_u64().is_some_and(|u| scope.private_of(u)) {
+            continue;
+        }
         sub(json!({
             "user_profile": s["user_id"], "recipient": rid, "active": s["active"],
             "is_user_active": true, "is_muted": s["is_muted"], "color": s["color"],
@@ -235,9 +410,23 @@ fn write(
     let mut message_count = 0;
     let mut exported = std::collections::BTreeSet::new();
     for m in state.messages.all() {
+        // Private messages (in a private channel, or direct) go in when one who holds them
+        // has their private data exported; then only such people's copies go with them.
+        let private = match &m.recipient {
+            Address::Channel { channel_id, .. } => !public_channel.contains(&channel_id.0),
+            Address::Direct { .. } => true,
+        };
         let kept = match &m.recipient {
-            Address::Channel { channel_id, .. } => channel_recipient.contains_key(&channel_id.0),
-            Address::Direct { .. } => !public_only,
+            Address::Channel { channel_id, .. } => {
+                channel_recipient.contains_key(&channel_id.0)
+                    && (!private
+                        || state
+                            .messages
+                            .holders(m.id)
+                            .into_iter()
+                            .any(|h| scope.private_of(h.0)))
+            }
+            Address::Direct { user_ids } => direct_kept(user_ids),
         };
         if !kept {
             continue;
@@ -293,6 +482,9 @@ fn write(
             "is_channel_message": !direct,
         }));
         for holder in state.messages.holders(m.id) {
+            if private && !scope.private_of(holder.0) {
+                continue;
+            }
             if let Some(bits) = state.messages.flags(holder, m.id) {
                 usermessage_id += 1;
                 copies.push(
@@ -425,6 +617,10 @@ fn write(
             t["stream_id"]
                 .as_u64()
                 .is_some_and(|c| channel_recipient.contains_key(&c))
+                && (t["stream_id"]
+                    .as_u64()
+                    .is_some_and(|c| public_channel.contains(&c))
+                    || t["user_id"].as_u64().is_some_and(|u| scope.private_of(u)))
         })
         .enumerate()
         .map(|(i, t)| {
@@ -439,13 +635,14 @@ fn write(
         .as_object()
         .into_iter()
         .flatten()
-        .filter(|_| !public_only)
+        .filter(|(user, _)| user.parse::<u64>().is_ok_and(|u| scope.private_of(u)))
     {
         for entry in list.as_array().into_iter().flatten() {
             muted.push(json!({"id": muted.len() + 1, "user_profile": user.parse::<u64>().ok(),
                               "muted_user": entry["id"], "date_muted": entry["timestamp"].as_f64()}));
         }
     }
+    let settings = settings_tables(state, realm_id, scope);
     let realm_row = json!({
         "id": realm_id, "name": dump["realm"]["name"], "description": dump["realm"]["description"],
         "string_id": "", "date_created": seconds(dump["realm"]["date_created_ms"].as_i64().unwrap_or_default()),
@@ -468,7 +665,13 @@ fn write(
         "zerver_groupgroupmembership": subgroups,
         "zerver_usertopic": topics,
         "zerver_muteduser": muted,
+        // Every message names its client: one, Chronicle's import/export.
+        "zerver_client": [{"id": 1, "name": "Chronicle"}],
     });
+    let mut realm = realm;
+    if let (Value::Object(realm), Value::Object(settings)) = (&mut realm, settings) {
+        realm.extend(settings);
+    }
     std::fs::write(
         root.join("realm.json"),
         serde_json::to_vec_pretty(&realm).map_err(|e| ImportError::new(e.to_string()))?,

@@ -284,6 +284,35 @@ impl Writer {
         )
     }
 
+    /// A command of the server, decided as `actor` by its own rules: its events are appended
+    /// (as history of `at_ms` when given). A refusal comes back in Zulip's words, for the
+    /// report.
+    pub fn command<R>(
+        &mut self,
+        actor: UserId,
+        at_ms: Option<i64>,
+        decide: impl FnOnce(
+            &Projections,
+            &crate::commands::Ctx,
+        ) -> crate::error::ApiResult<crate::commands::Decision<R>>,
+    ) -> Result<Result<R, String>, ImportError> {
+        let ctx = crate::commands::Ctx {
+            now_ms: at_ms.unwrap_or(self.now_ms),
+            actor: Some(actor),
+        };
+        let decision = match decide(&self.state, &ctx) {
+            Ok(decision) => decision,
+            Err(refused) => return Ok(Err(refused.to_string())),
+        };
+        for event in decision.events {
+            match at_ms {
+                Some(at) => self.push_at(Some(actor), at, event, None)?,
+                None => self.push(Some(actor), event)?,
+            }
+        }
+        Ok(Ok(decision.reply))
+    }
+
     pub fn count(&mut self, kind: &str, n: u64) {
         *self.report.counts.entry(kind.to_owned()).or_default() += n;
     }

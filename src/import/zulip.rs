@@ -323,6 +323,8 @@ pub fn import(
         }
     }
 
+    settings(&realm, &base, w, &users, owner)?;
+
     // Channels.
     let defaults: BTreeSet<u64> = table(&realm, "zerver_defaultstream")
         .iter()
@@ -913,6 +915,175 @@ pub fn import(
 /// A message's earlier contents, oldest first, each with who replaced it and when, from
 /// `edit_history` (a JSON string, newest first; entries without `prev_content` changed only
 /// the topic or channel and are not replayed).
+/// The organization's linkifiers (before the messages, whose rendering they are part of),
+/// custom profile fields with everyone's values, alert words and statuses: each through the
+/// server's own command, as the person it belongs to (the owner for the organization's), so
+/// what the server would refuse is skipped and reported.
+fn settings(
+    realm: &Value,
+    base: &str,
+    w: &mut Writer,
+    users: &HashMap<u64, UserId>,
+    owner: UserId,
+) -> Result<(), ImportError> {
+    use crate::commands::{linkifiers, mutes, presence, profile_fields, reactions, Decision};
+    let by_order = |name: &str| {
+        let mut rows: Vec<&Value> = table(realm, name).iter().collect();
+        rows.sort_by_key(|r| (r["order"].as_i64(), id(&r["id"])));
+        rows
+    };
+    for f in by_order("zerver_realmfilter") {
+        let request = linkifiers::LinkifierRequest {
+            pattern: text(&f["pattern"]).to_owned(),
+            url_template: text(&f["url_template"]).to_owned(),
+            example_input: None,
+            reverse_template: None,
+            alternative_url_templates: Vec::new(),
+        };
+        match w.command(owner, None, |s, c| linkifiers::add_linkifier(s, c, request))? {
+            Ok(_) => w.count("linkifiers", 1),
+            Err(why) => w.skip(
+                "linkifier",
+                format!("{base}realm.json: linkifier {}", f["id"]),
+                why,
+            ),
+        }
+    }
+
+    let mut fields: HashMap<u64, (crate::ids::FieldId, u8)> = HashMap::new();
+    for f in by_order("zerver_customprofilefield") {
+        let Some(old) = id(&f["id"]) else { continue };
+        let at = format!("{base}realm.json: profile field {old}");
+        let field_type = f["field_type"].as_u64().unwrap_or(1).min(u8::MAX.into()) as u8;
+        // Zulip keeps `field_data` as JSON text ("" for types without data).
+        let raw = text(&f["field_data"]);
+        let field_data = match serde_json::from_str::<Value>(raw) {
+            _ if raw.trim().is_empty() => Ok(None),
+            Ok(data) => {
+                profile_fields::parse_field_data(Some(data), field_type).map_err(|e| e.to_string())
+            }
+            Err(e) => Err(format!("its field_data is not JSON: {e}")),
+        };
+        let field_data = match field_data {
+            Ok(data) => data,
+            Err(why) => {
+                w.skip("profile field", at, why);
+                continue;
+            }
+        };
+        let change = profile_fields::FieldChange {
+            name: Some(text(&f["name"]).to_owned()),
+            hint: Some(text(&f["hint"]).to_owned()),
+            field_data,
+            display_in_profile_summary: f["display_in_profile_summary"].as_bool(),
+            required: f["required"].as_bool(),
+            editable_by_user: f["editable_by_user"].as_bool(),
+            use_for_user_matching: f["use_for_user_matching"].as_bool(),
+        };
+        match w.command(owner, None, |s, c| {
+            profile_fields::create_field(s, c, field_type, change)
+        })? {
+            Ok(field_id) => {
+                fields.insert(old, (field_id, field_type));
+                w.count("profile fields", 1);
+            }
+            Err(why) => w.skip("profile field", at, why),
+        }
+    }
+    for v in table(realm, "zerver_customprofilefieldvalue") {
+        let (Some(user_id), Some(&(field_id, field_type))) = (
+            id(&v["user_profile"]).and_then(|u| users.get(&u).copied()),
+            id(&v["field"]).and_then(|f| fields.get(&f)),
+        ) else {
+            continue;
+        };
+        let raw = text(&v["value"]);
+        let value = if field_type == profile_fields::USER {
+            // The people of a users field are ids as JSON text ("[11, 12]"): renumbered.
+            let old: Vec<u64> = serde_json::from_str(raw).unwrap_or_default();
+            Value::Array(
+                old.iter()
+                    .filter_map(|o| users.get(o))
+                    .map(|u| Value::from(u.0))
+                    .collect(),
+            )
+        } else {
+            Value::String(raw.to_owned())
+        };
+        let change = profile_fields::ValueChange { field_id, value };
+        let set = w.command(owner, None, |s, _| {
+            let me = s
+                .users
+                .get(owner)
+                .ok_or_else(|| crate::error::ApiError::bad_request("no owner"))?;
+            profile_fields::value_events(s, me, user_id, vec![change], true).map(Decision::events)
+        })?;
+        match set {
+            Ok(()) => w.count("profile values", 1),
+            Err(why) => w.skip(
+                "profile value",
+                format!("{base}realm.json: profile value {}", v["id"]),
+                why,
+            ),
+        }
+    }
+
+    let mut words: BTreeMap<UserId, Vec<String>> = BTreeMap::new();
+    for a in table(realm, "zerver_alertword") {
+        if let Some(user_id) = id(&a["user_profile"]).and_then(|u| users.get(&u).copied()) {
+            words
+                .entry(user_id)
+                .or_default()
+                .push(text(&a["word"]).to_owned());
+        }
+    }
+    for (user_id, words) in words {
+        let n = words.len() as u64;
+        match w.command(user_id, None, |s, c| mutes::add_alert_words(s, c, words))? {
+            Ok(()) => w.count("alert words", n),
+            Err(why) => w.skip(
+                "alert words",
+                format!("{base}realm.json: user {user_id}'s alert words"),
+                why,
+            ),
+        }
+    }
+
+    for st in table(realm, "zerver_userstatus") {
+        let Some(user_id) = id(&st["user_profile"]).and_then(|u| users.get(&u).copied()) else {
+            continue;
+        };
+        let status_text = text(&st["status_text"]).trim();
+        let emoji_name = text(&st["emoji_name"]);
+        if status_text.is_empty() && emoji_name.is_empty() {
+            continue;
+        }
+        // A custom emoji's code in the export is its old id: looked up by name instead.
+        let reaction_type = text(&st["reaction_type"]);
+        let exact = !emoji_name.is_empty() && reaction_type != "realm_emoji";
+        let request = presence::StatusRequest {
+            away: None,
+            status_text: (!status_text.is_empty()).then(|| status_text.to_owned()),
+            emoji: reactions::EmojiRequest {
+                emoji_name: (!emoji_name.is_empty()).then(|| emoji_name.to_owned()),
+                emoji_code: exact.then(|| text(&st["emoji_code"]).to_owned()),
+                reaction_type: exact.then(|| reaction_type.to_owned()),
+            },
+        };
+        match w.command(user_id, ms(&st["timestamp"]), |s, c| {
+            presence::set_status(s, c, request)
+        })? {
+            Ok(()) => w.count("statuses", 1),
+            Err(why) => w.skip(
+                "status",
+                format!("{base}realm.json: status of user {}", st["user_profile"]),
+                why,
+            ),
+        }
+    }
+    Ok(())
+}
+
 fn edit_history(raw: &Value, users: &HashMap<u64, UserId>) -> Vec<(String, Option<UserId>, i64)> {
     let Some(text) = raw.as_str() else {
         return Vec::new();

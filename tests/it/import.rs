@@ -1003,6 +1003,30 @@ fn zulip_export(dir: &Path) -> PathBuf {
             {"usergroup_ptr": 51, "name": "design", "description": "The design team", "is_system_group": false, "deactivated": false},
         ],
         "zerver_usergroupmembership": [{"id": 1, "user_group": 51, "user_profile": 12}, {"id": 2, "user_group": 51, "user_profile": 13}],
+        "zerver_realmfilter": [{"id": 3, "realm": 2, "pattern": "#(?P<id>[0-9]+)", "url_template": "https://github.com/zulip/zulip/issues/{id}", "order": 0}],
+        "zerver_customprofilefield": [
+            {"id": 7, "realm": 2, "name": "Team", "hint": "", "order": 1, "field_type": 3,
+             "field_data": "{\"0\": {\"text\": \"Design\", \"order\": \"1\"}, \"1\": {\"text\": \"Ops\", \"order\": \"2\"}}",
+             "display_in_profile_summary": true, "required": false, "editable_by_user": true},
+            {"id": 8, "realm": 2, "name": "Mentor", "hint": "Who helps", "order": 2, "field_type": 6, "field_data": "",
+             "display_in_profile_summary": false, "required": false, "editable_by_user": false},
+            {"id": 9, "realm": 2, "name": "GitHub username", "hint": "", "order": 3, "field_type": 7, "field_data": "{\"subtype\": \"github\"}",
+             "display_in_profile_summary": false, "required": false, "editable_by_user": true},
+            // Damaged: its choices are not JSON.
+            {"id": 10, "realm": 2, "name": "Floor", "hint": "", "order": 4, "field_type": 3, "field_data": "{", "required": false},
+        ],
+        "zerver_customprofilefieldvalue": [
+            {"id": 1, "user_profile": 12, "field": 7, "value": "1", "rendered_value": null},
+            {"id": 2, "user_profile": 13, "field": 8, "value": "[12]", "rendered_value": null},
+            {"id": 3, "user_profile": 12, "field": 9, "value": "octocat", "rendered_value": null},
+        ],
+        "zerver_alertword": [{"id": 1, "realm": 2, "user_profile": 13, "word": "deploy"}],
+        "zerver_userstatus": [
+            {"id": 1, "user_profile": 12, "timestamp": 1600000700.0, "client": 1, "status_text": "On vacation",
+             "emoji_name": "palm_tree", "emoji_code": "1f334", "reaction_type": "unicode_emoji"},
+            {"id": 2, "user_profile": 13, "timestamp": 1600000800.0, "client": 1, "status_text": "",
+             "emoji_name": "zulip_party", "emoji_code": "17", "reaction_type": "realm_emoji"},
+        ],
     });
     let message = |id: u64, sender: u64, recipient: u64, subject: &str, content: &str, at: f64| {
         json!({"id": id, "sender": sender, "recipient": recipient, "realm": 2, "type": 1,
@@ -1118,7 +1142,16 @@ async fn a_zulip_export_comes_in_with_ids_renumbered_history_flags_and_files() {
     assert_eq!(report["counts"]["edits"], 1);
     assert_eq!(report["counts"]["custom emoji"], 1);
     assert_eq!(report["counts"]["files"], 1);
-    assert_eq!(report["skipped"], json!([]), "{report}");
+    assert_eq!(report["counts"]["linkifiers"], 1);
+    assert_eq!(report["counts"]["profile values"], 3);
+    assert_eq!(report["counts"]["statuses"], 2);
+    // The one damaged object: a dropdown field whose choices are not JSON.
+    let skipped = report["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{report}");
+    assert_eq!(
+        skipped[0]["at"],
+        "zulip-export-test/realm.json: profile field 10"
+    );
     // Nothing left unpacked beside it.
     let left: Vec<String> = std::fs::read_dir(tmp.path())
         .unwrap()
@@ -1517,7 +1550,57 @@ fn comparable(dir: &Path) -> Value {
             ])
         })
         .collect();
+    let linkifiers: Vec<Value> = d["linkifiers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["spec"].clone())
+        .collect();
+    let fields = &d["custom_profile_fields"]["fields"];
+    let field_name: std::collections::HashMap<String, Value> = fields
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["id"].to_string(), f["spec"]["name"].clone()))
+        .collect();
+    let mut values: Vec<Value> = d["custom_profile_fields"]["values"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .flat_map(|(user, v)| {
+            let who = email[&user.parse::<u64>().unwrap()].clone();
+            let field_name = &field_name;
+            let email = &email;
+            v.as_object().unwrap().iter().map(move |(field, value)| {
+                // A users field names people by id.
+                let value = match serde_json::from_str::<Vec<u64>>(value.as_str().unwrap()) {
+                    Ok(ids) => json!(ids.iter().map(|i| email[i].clone()).collect::<Vec<_>>()),
+                    Err(_) => value.clone(),
+                };
+                json!([who, field_name[field], value])
+            })
+        })
+        .collect();
+    values.sort_by_key(|v| v.to_string());
+    let keyed_by_email = |v: &Value| -> Value {
+        v.as_object()
+            .unwrap()
+            .iter()
+            .map(|(user, x)| (email[&user.parse::<u64>().unwrap()].clone(), x.clone()))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    };
+    let mut statuses = keyed_by_email(&d["user_status"]);
+    // A custom emoji's code is its id: compared by name.
+    for status in statuses.as_object_mut().unwrap().values_mut() {
+        if status["reaction_type"] == "realm_emoji" {
+            status["emoji_code"] = json!("(custom)");
+        }
+    }
     json!({"realm": [d["realm"]["name"], d["realm"]["description"]], "users": users,
+           "linkifiers": linkifiers, "profile_fields": fields.as_array().unwrap().iter().map(|f| f["spec"].clone()).collect::<Vec<_>>(),
+           "profile_values": values, "statuses": statuses,
+           "alert_words": keyed_by_email(&d["alert_words"]),
            "channels": channels, "subscriptions": subscriptions, "messages": messages,
            "flags": flags, "emoji": emoji, "files": files, "groups": groups, "topics": topics,
            "muted": d["muted_users"].as_object().unwrap().len()})
@@ -1555,6 +1638,44 @@ fn an_organization_exported_in_zulips_format_comes_back_the_same() {
     ]);
     assert!(ok, "{stderr}");
     let (a, b) = (comparable(&first), comparable(&second));
+    // The organization's settings came in from Zulip's tables, through the server's rules.
+    assert_eq!(
+        a["linkifiers"],
+        json!([{"pattern": "#(?P<id>[0-9]+)", "url_template": "https://github.com/zulip/zulip/issues/{id}",
+                "example_input": null, "reverse_template": null, "alternative_url_templates": []}])
+    );
+    let names: Vec<&Value> = a["profile_fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| &f["name"])
+        .collect();
+    assert_eq!(names, ["Team", "Mentor", "GitHub username"]);
+    assert_eq!(
+        a["profile_values"],
+        json!([
+            ["gus@zulip.example", "Mentor", ["max@zulip.example"]],
+            ["max@zulip.example", "GitHub username", "octocat"],
+            ["max@zulip.example", "Team", "1"]
+        ])
+    );
+    assert_eq!(a["alert_words"], json!({"gus@zulip.example": ["deploy"]}));
+    assert_eq!(
+        a["statuses"]["max@zulip.example"]["status_text"],
+        "On vacation"
+    );
+    assert_eq!(a["statuses"]["max@zulip.example"]["emoji_code"], "1f334");
+    assert_eq!(
+        a["statuses"]["gus@zulip.example"]["emoji_name"],
+        "zulip_party"
+    );
+    let report = report_of(&first);
+    assert!(
+        report["skipped"].as_array().unwrap().iter().any(
+            |s| s["kind"] == "profile field" && s["why"].as_str().unwrap().contains("not JSON")
+        ),
+        "{report}"
+    );
     for key in a.as_object().unwrap().keys() {
         assert_eq!(a[key], b[key], "{key} differs after the round trip");
     }
@@ -1724,4 +1845,174 @@ async fn administrators_export_the_public_data_through_the_api() {
     assert_eq!(body["msg"], "Export already deleted");
     let (_, body) = api.delete("/export/realm/99", &[]).await;
     assert_eq!(body["msg"], "Invalid data export ID");
+}
+
+#[tokio::test]
+async fn an_export_with_consent_holds_the_private_data_of_those_who_consented() {
+    let server = Server::start();
+    let owner = server.owner();
+    let api = server.api(Some(&owner));
+    let (mia_id, mia) = server.create_member("mia@example.com", "Mia").await;
+    let (ned_id, _) = server.create_member("ned@example.com", "Ned").await;
+    let (_, me) = api.get("/users/me", &[]).await;
+    let owner_id = me["user_id"].as_u64().unwrap();
+    let (_, queue) = api
+        .post(
+            "/register",
+            &[("event_types", r#"["realm_export_consent"]"#)],
+        )
+        .await;
+    let queue_id = queue["queue_id"].as_str().unwrap().to_owned();
+    // The owner consents; Mia and Ned do not.
+    let (status, body) = api
+        .call(
+            reqwest::Method::PATCH,
+            "/settings",
+            &[("allow_private_data_export", "true")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, events) = api
+        .get(
+            "/events",
+            &[
+                ("queue_id", &queue_id),
+                ("last_event_id", "-1"),
+                ("dont_block", "true"),
+            ],
+        )
+        .await;
+    let told: Vec<&Value> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "realm_export_consent")
+        .collect();
+    assert_eq!(told.len(), 1, "{events}");
+    assert_eq!(told[0]["user_id"], owner_id);
+    assert_eq!(told[0]["consented"], true);
+    let (status, body) = server
+        .api(Some(&mia))
+        .get("/export/realm/consents", &[])
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["msg"], "Must be an organization administrator");
+    let (status, body) = api.get("/export/realm/consents", &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mut consents = body["export_consents"].as_array().unwrap().clone();
+    consents.sort_by_key(|c| c["user_id"].as_u64());
+    assert_eq!(
+        consents,
+        vec![
+            json!({"user_id": owner_id, "consented": true}),
+            json!({"user_id": mia_id, "consented": false}),
+            json!({"user_id": ned_id, "consented": false}),
+        ]
+    );
+
+    // A private channel of the owner's, one of Mia's, and direct messages.
+    let mia_api = server.api(Some(&mia));
+    for (who, name, content) in [
+        (&api, "board", "board secrets"),
+        (&mia_api, "hideout", "hideout words"),
+        (&api, "lobby", "public words"),
+    ] {
+        let subscriptions = json!([{"name": name}]).to_string();
+        let private = (name != "lobby").to_string();
+        let (status, body) = who
+            .post(
+                "/users/me/subscriptions",
+                &[("subscriptions", &subscriptions), ("invite_only", &private)],
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let (status, body) = who
+            .post(
+                "/messages",
+                &[
+                    ("type", "stream"),
+                    ("to", name),
+                    ("topic", "t"),
+                    ("content", content),
+                ],
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    for (who, to, content) in [
+        (&api, mia_id, "between us"),
+        (&mia_api, ned_id, "mia and ned"),
+    ] {
+        let to = format!("[{to}]");
+        let (status, body) = who
+            .post(
+                "/messages",
+                &[("type", "direct"), ("to", &to), ("content", content)],
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+
+    let (status, body) = api.post("/export/realm", &[("export_type", "2")]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, listed) = api.get("/export/realm", &[]).await;
+    assert_eq!(listed["exports"][0]["export_type"], 2);
+    let url = listed["exports"][0]["export_url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let tarball = api.fetch(&url).await;
+    assert_eq!(tarball.status(), StatusCode::OK);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("export.tar.gz");
+    std::fs::write(&file, tarball.bytes().await.unwrap()).unwrap();
+    let dir = tmp.path().join("data");
+    let (ok, _, stderr) = import(&[
+        "zulip".as_ref(),
+        file.as_os_str(),
+        "--data-dir".as_ref(),
+        dir.as_os_str(),
+        "--owner-email".as_ref(),
+        crate::support::OWNER.as_ref(),
+    ]);
+    assert!(ok, "{stderr}");
+    let dumped: Value = serde_json::from_str(&crate::support::run_ok([
+        "dump".as_ref(),
+        "--data-dir".as_ref(),
+        dir.as_os_str(),
+    ]))
+    .unwrap();
+    let text = dumped.to_string();
+    // The owner's private data came; the others' did not.
+    for kept in ["public words", "board secrets", "between us"] {
+        assert!(text.contains(kept), "{kept} is missing");
+    }
+    for left in ["hideout words", "mia and ned", "hideout"] {
+        assert!(!text.contains(left), "{left} was exported");
+    }
+    // Those who did not consent come as deactivated accounts, as in Zulip.
+    let active: Vec<(String, bool)> = dumped["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["bot_type"].is_null())
+        .map(|u| {
+            (
+                u["email"].as_str().unwrap().to_owned(),
+                u["is_active"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert!(
+        active.contains(&(crate::support::OWNER.to_owned(), true)),
+        "{active:?}"
+    );
+    assert!(
+        active.contains(&("mia@example.com".to_owned(), false)),
+        "{active:?}"
+    );
+    assert!(
+        active.contains(&("ned@example.com".to_owned(), false)),
+        "{active:?}"
+    );
 }

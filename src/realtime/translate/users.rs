@@ -158,6 +158,22 @@ pub fn setting_changed(
             json!({"timezone": shown}),
         ));
     }
+    // Administrators follow who consents to an export of their private data.
+    if name == "allow_private_data_export" {
+        let consented = *value == RealmValue::Bool(true);
+        out.extend(
+            active(state)
+                .filter(|u| u.role.is_admin())
+                .map(|u| {
+                    (
+                        u.user_id,
+                        json!({"type": "realm_export_consent", "user_id": user_id.0,
+                               "consented": consented}),
+                    )
+                })
+                .collect::<Vec<_>>(),
+        );
+    }
     out
 }
 
