@@ -209,16 +209,13 @@ pub fn write(
     out: &Path,
     scope: &Scope,
 ) -> Result<BTreeMap<String, u64>, ImportError> {
-    let public_only = matches!(scope, Scope::Public);
     let dump = state.dump();
-    // Private channels a consenting member is in.
+    // Private channels a member whose private data goes in is or was in.
     let consenting_member: std::collections::BTreeSet<u64> = dump["channels"]["subscriptions"]
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|s| {
-            s["active"] == true && s["user_id"].as_u64().is_some_and(|u| scope.private_of(u))
-        })
+        .filter(|s| s["user_id"].as_u64().is_some_and(|u| scope.private_of(u)))
         .filter_map(|s| s["stream_id"].as_u64())
         .collect();
     let realm_id = crate::projections::emoji::REALM_ID;
@@ -247,7 +244,8 @@ pub fn write(
         .unwrap_or_default()
         .into_iter()
         .filter(|c| {
-            c["invite_only"] != true
+            matches!(scope, Scope::Everything)
+                || c["invite_only"] != true
                 || c["stream_id"]
                     .as_u64()
                     .is_some_and(|id| consenting_member.contains(&id))
@@ -420,6 +418,7 @@ pub fn write(
             Address::Channel { channel_id, .. } => {
                 channel_recipient.contains_key(&channel_id.0)
                     && (!private
+                        || matches!(scope, Scope::Everything)
                         || state
                             .messages
                             .holders(m.id)
@@ -494,6 +493,10 @@ pub fn write(
             }
         }
         for r in m.reactions() {
+            // Who reacted to a private message is their private data too.
+            if private && !scope.private_of(r.user_id.0) {
+                continue;
+            }
             reactions.push(json!({
                 "id": reactions.len() + 1, "message": m.id.0, "user_profile": r.user_id.0,
                 "emoji_name": r.emoji_name, "emoji_code": r.emoji_code,
@@ -548,7 +551,7 @@ pub fn write(
         .into_iter()
         .flatten()
         .filter(|a| {
-            !public_only
+            matches!(scope, Scope::Everything)
                 || a["messages"]
                     .as_array()
                     .into_iter()
@@ -556,6 +559,14 @@ pub fn write(
                     .any(|m| m.as_u64().is_some_and(|m| exported.contains(&m)))
         })
     {
+        // The messages it is linked from, of those exported.
+        let linked: Vec<u64> = a["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_u64)
+            .filter(|m| exported.contains(m))
+            .collect();
         let path = a["path_id"].as_str().unwrap_or_default();
         let bytes = uploads.read(a["sha256"].as_str().unwrap_or_default())?;
         let target = root.join("uploads").join(path);
@@ -574,7 +585,7 @@ pub fn write(
                                     "owner": a["owner_id"], "realm": realm_id,
                                     "create_time": created, "size": a["size"],
                                     "content_type": a["content_type"], "is_realm_public": false,
-                                    "is_web_public": false, "messages": a["messages"],
+                                    "is_web_public": false, "messages": linked,
                                     "scheduled_messages": []}),
         );
     }

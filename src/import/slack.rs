@@ -49,8 +49,7 @@ enum Place {
 /// A message of a day file: the fields the import reads, each as whatever JSON it holds (a
 /// field of the wrong type is that message's damage, not the file's); the rest is skipped
 /// unread. Reading into this instead of a whole `Value` keeps the import off the allocator.
-#[derive(serde::Deserialize, Default)]
-#[serde(default)]
+#[derive(Default)]
 struct DayMessage {
     r#type: Value,
     subtype: Value,
@@ -67,6 +66,57 @@ struct DayMessage {
     blocks: Value,
 }
 
+/// The keys of a message that the import reads; the others are skipped unread.
+#[derive(serde::Deserialize)]
+#[serde(field_identifier, rename_all = "snake_case")]
+enum DayKey {
+    Type,
+    Subtype,
+    Ts,
+    User,
+    BotId,
+    Text,
+    ThreadTs,
+    Edited,
+    Reactions,
+    Files,
+    File,
+    Attachments,
+    Blocks,
+    #[serde(other)]
+    Other,
+}
+
+impl DayMessage {
+    /// Read from a JSON object; a key given twice keeps its last value, as a `Value` would.
+    fn read<'de, A: serde::de::MapAccess<'de>>(mut map: A) -> Result<DayMessage, A::Error> {
+        let mut m = DayMessage::default();
+        while let Some(key) = map.next_key::<DayKey>()? {
+            let slot = match key {
+                DayKey::Type => &mut m.r#type,
+                DayKey::Subtype => &mut m.subtype,
+                DayKey::Ts => &mut m.ts,
+                DayKey::User => &mut m.user,
+                DayKey::BotId => &mut m.bot_id,
+                DayKey::Text => &mut m.text,
+                DayKey::ThreadTs => &mut m.thread_ts,
+                DayKey::Edited => &mut m.edited,
+                DayKey::Reactions => &mut m.reactions,
+                DayKey::Files => &mut m.files,
+                DayKey::File => &mut m.file,
+                DayKey::Attachments => &mut m.attachments,
+                DayKey::Blocks => &mut m.blocks,
+                DayKey::Other => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+            };
+            *slot = map.next_value()?;
+        }
+        Ok(m)
+    }
+}
+
 /// An entry of a day file: a message, or `None` for anything that is not a JSON object.
 struct DayEntry(Option<DayMessage>);
 
@@ -79,10 +129,7 @@ impl<'de> serde::Deserialize<'de> for DayEntry {
                 f.write_str("a message")
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<DayEntry, A::Error> {
-                let message = serde::Deserialize::deserialize(
-                    serde::de::value::MapAccessDeserializer::new(map),
-                )?;
-                Ok(DayEntry(Some(message)))
+                DayMessage::read(map).map(|m| DayEntry(Some(m)))
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(
                 self,
@@ -870,6 +917,22 @@ fn thread_topics(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn day_files_keep_the_last_of_a_repeated_key_and_skip_what_is_not_a_message() {
+        let day: Vec<DayEntry> = serde_json::from_str(
+            r#"[{"type": "message", "ts": "1.1", "ts": "2.2", "user_profile": {"a": [1, {"b": null}]},
+                 "text": "hi", "text": null},
+                5, "text", null, [1, [2]], true, -1.5]"#,
+        )
+        .unwrap();
+        assert_eq!(day.len(), 7);
+        let first = day[0].0.as_ref().unwrap();
+        assert_eq!(first.ts, "2.2");
+        assert_eq!(first.r#type, "message");
+        assert!(first.text.is_null());
+        assert!(day[1..].iter().all(|e| e.0.is_none()));
+    }
 
     #[test]
     fn slack_times() {

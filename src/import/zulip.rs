@@ -323,8 +323,6 @@ pub fn import(
         }
     }
 
-    settings(&realm, &base, w, &users, owner)?;
-
     // Channels.
     let defaults: BTreeSet<u64> = table(&realm, "zerver_defaultstream")
         .iter()
@@ -457,6 +455,10 @@ pub fn import(
             _ => {}
         }
     }
+
+    // Linkifiers, profile fields, alert words, statuses: before the messages, with the
+    // channels their Markdown may link.
+    organization_settings(&realm, &base, w, &users, owner)?;
 
     // Uploads: their bytes, and the new path of each old one.
     let uploads_records = format!("{base}uploads/records.json");
@@ -912,14 +914,11 @@ pub fn import(
     Ok(owner)
 }
 
-/// A message's earlier contents, oldest first, each with who replaced it and when, from
-/// `edit_history` (a JSON string, newest first; entries without `prev_content` changed only
-/// the topic or channel and are not replayed).
 /// The organization's linkifiers (before the messages, whose rendering they are part of),
 /// custom profile fields with everyone's values, alert words and statuses: each through the
 /// server's own command, as the person it belongs to (the owner for the organization's), so
 /// what the server would refuse is skipped and reported.
-fn settings(
+fn organization_settings(
     realm: &Value,
     base: &str,
     w: &mut Writer,
@@ -997,16 +996,25 @@ fn settings(
         ) else {
             continue;
         };
+        let at = format!("{base}realm.json: profile value {}", v["id"]);
         let raw = text(&v["value"]);
         let value = if field_type == profile_fields::USER {
             // The people of a users field are ids as JSON text ("[11, 12]"): renumbered.
-            let old: Vec<u64> = serde_json::from_str(raw).unwrap_or_default();
-            Value::Array(
-                old.iter()
-                    .filter_map(|o| users.get(o))
-                    .map(|u| Value::from(u.0))
-                    .collect(),
-            )
+            let people: Vec<Value> = serde_json::from_str::<Vec<u64>>(raw)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|o| users.get(o))
+                .map(|u| Value::from(u.0))
+                .collect();
+            if people.is_empty() {
+                w.skip(
+                    "profile value",
+                    at,
+                    format!("{raw:?} names nobody of the export"),
+                );
+                continue;
+            }
+            Value::Array(people)
         } else {
             Value::String(raw.to_owned())
         };
@@ -1016,15 +1024,14 @@ fn settings(
                 .users
                 .get(owner)
                 .ok_or_else(|| crate::error::ApiError::bad_request("no owner"))?;
-            profile_fields::value_events(s, me, user_id, vec![change], true).map(Decision::events)
+            let events = profile_fields::value_events(s, me, user_id, vec![change], true)?;
+            let set = !events.is_empty();
+            Ok(Decision::new(events, set))
         })?;
         match set {
-            Ok(()) => w.count("profile values", 1),
-            Err(why) => w.skip(
-                "profile value",
-                format!("{base}realm.json: profile value {}", v["id"]),
-                why,
-            ),
+            Ok(true) => w.count("profile values", 1),
+            Ok(false) => w.skip("profile value", at, "an empty value"),
+            Err(why) => w.skip("profile value", at, why),
         }
     }
 
@@ -1084,6 +1091,9 @@ fn settings(
     Ok(())
 }
 
+/// A message's earlier contents, oldest first, each with who replaced it and when, from
+/// `edit_history` (a JSON string, newest first; entries without `prev_content` changed only
+/// the topic or channel and are not replayed).
 fn edit_history(raw: &Value, users: &HashMap<u64, UserId>) -> Vec<(String, Option<UserId>, i64)> {
     let Some(text) = raw.as_str() else {
         return Vec::new();

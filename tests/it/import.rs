@@ -1721,6 +1721,22 @@ fn an_organization_exported_in_zulips_format_comes_back_the_same() {
     );
 }
 
+/// What a queue holds so far, without waiting.
+async fn queued_events(api: &crate::support::Api, queue_id: &str) -> Vec<Value> {
+    let (status, body) = api
+        .get(
+            "/events",
+            &[
+                ("queue_id", queue_id),
+                ("last_event_id", "-1"),
+                ("dont_block", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["events"].as_array().unwrap().clone()
+}
+
 #[tokio::test]
 async fn administrators_export_the_public_data_through_the_api() {
     let server = Server::start();
@@ -1788,22 +1804,11 @@ async fn administrators_export_the_public_data_through_the_api() {
     assert_eq!(export["export_type"], 1);
     assert!(export["deleted_timestamp"].is_null());
     // The administrators hear of it.
-    let (_, events) = api
-        .get(
-            "/events",
-            &[
-                ("queue_id", &queue_id),
-                ("last_event_id", "-1"),
-                ("dont_block", "true"),
-            ],
-        )
-        .await;
-    let told = events["events"]
-        .as_array()
-        .unwrap()
+    let events = queued_events(&api, &queue_id).await;
+    let told = events
         .iter()
         .find(|e| e["type"] == "realm_export")
-        .unwrap_or_else(|| panic!("{events}"));
+        .unwrap_or_else(|| panic!("{events:?}"));
     assert_eq!(told["exports"][0]["id"], id);
     // The tarball, for administrators only.
     let url = export["export_url"].as_str().unwrap();
@@ -1872,23 +1877,12 @@ async fn an_export_with_consent_holds_the_private_data_of_those_who_consented() 
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    let (_, events) = api
-        .get(
-            "/events",
-            &[
-                ("queue_id", &queue_id),
-                ("last_event_id", "-1"),
-                ("dont_block", "true"),
-            ],
-        )
-        .await;
-    let told: Vec<&Value> = events["events"]
-        .as_array()
-        .unwrap()
+    let events = queued_events(&api, &queue_id).await;
+    let told: Vec<&Value> = events
         .iter()
         .filter(|e| e["type"] == "realm_export_consent")
         .collect();
-    assert_eq!(told.len(), 1, "{events}");
+    assert_eq!(told.len(), 1, "{events:?}");
     assert_eq!(told[0]["user_id"], owner_id);
     assert_eq!(told[0]["consented"], true);
     let (status, body) = server
@@ -1910,11 +1904,28 @@ async fn an_export_with_consent_holds_the_private_data_of_those_who_consented() 
         ]
     );
 
-    // A private channel of the owner's, one of Mia's, and direct messages.
+    // A private channel of the owner's, one of Mia's (with a file linked from it alone), and
+    // direct messages.
     let mia_api = server.api(Some(&mia));
+    let (status, uploaded) = crate::uploads::post_files(
+        &mia_api,
+        "/user_uploads",
+        &[(
+            "file",
+            "hideout-plan.txt",
+            "text/plain",
+            b"the hideout plan",
+        )],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{uploaded}");
+    let hideout_words = format!(
+        "hideout words [plan]({})",
+        uploaded["url"].as_str().unwrap()
+    );
     for (who, name, content) in [
         (&api, "board", "board secrets"),
-        (&mia_api, "hideout", "hideout words"),
+        (&mia_api, "hideout", hideout_words.as_str()),
         (&api, "lobby", "public words"),
     ] {
         let subscriptions = json!([{"name": name}]).to_string();
@@ -1990,6 +2001,16 @@ async fn an_export_with_consent_holds_the_private_data_of_those_who_consented() 
     for left in ["hideout words", "mia and ned", "hideout"] {
         assert!(!text.contains(left), "{left} was exported");
     }
+    // Nor the file linked only from Mia's private channel.
+    assert_eq!(
+        dumped["attachments"],
+        json!([]),
+        "{}",
+        dumped["attachments"]
+    );
+    let listing = Command::new("tar").arg("-tzf").arg(&file).output().unwrap();
+    let names = String::from_utf8_lossy(&listing.stdout);
+    assert!(!names.contains("hideout-plan"), "{names}");
     // Those who did not consent come as deactivated accounts, as in Zulip.
     let active: Vec<(String, bool)> = dumped["users"]
         .as_array()
