@@ -296,7 +296,9 @@ pub fn write(
                 "is_bot": !u["bot_type"].is_null(), "bot_type": u["bot_type"],
                 "bot_owner": u["bot_owner_id"], "timezone": u["timezone"],
                 "date_joined": seconds(u["date_joined_ms"].as_i64().unwrap_or_default()),
-                "realm": realm_id, "is_mirror_dummy": false, "avatar_source": "G",
+                "realm": realm_id, "is_mirror_dummy": false,
+                "avatar_source": if u["avatar"].is_object() { "U" } else { "G" },
+                "avatar_version": u["avatar_version"],
                 "recipient": personal.get(&u["user_id"].as_u64().unwrap_or_default()),
             });
             // In an export with consent, those who did not consent come as deactivated
@@ -513,6 +515,39 @@ pub fn write(
     }
     counts.insert("messages".into(), message_count);
     counts.insert("reactions".into(), reactions.len() as u64);
+
+    // Uploaded avatars (Zulip's importer needs the directory and its records.json, even
+    // empty): the 500-pixel image as the original, the 100-pixel one beside it.
+    std::fs::create_dir_all(root.join("avatars").join(realm_id.to_string()))?;
+    let mut avatar_records = Vec::new();
+    for u in &users {
+        let (Some(id), Some(small), Some(medium)) = (
+            u["user_id"].as_u64(),
+            u["avatar"]["sha256"].as_str(),
+            u["avatar"]["medium_sha256"].as_str(),
+        ) else {
+            continue;
+        };
+        let version = u["avatar_version"].as_u64().unwrap_or(1);
+        let stem = format!("{realm_id}/{id}-{version}");
+        for (path, sha256) in [
+            (format!("{stem}.original"), medium),
+            (format!("{stem}.png"), small),
+        ] {
+            let bytes = uploads.read(sha256)?;
+            std::fs::write(root.join("avatars").join(&path), &bytes)?;
+            avatar_records.push(json!({
+                "realm_id": realm_id, "user_profile_id": id, "user_profile_email": u["email"],
+                "avatar_version": version, "s3_path": path, "path": path, "size": bytes.len(),
+                "last_modified": seconds(crate::time::now_ms()), "content_type": "image/png",
+            }));
+        }
+    }
+    counts.insert("avatars".into(), (avatar_records.len() / 2) as u64);
+    std::fs::write(
+        root.join("avatars/records.json"),
+        Value::Array(avatar_records).to_string(),
+    )?;
 
     // Custom emoji, with their images.
     std::fs::create_dir_all(root.join("emoji"))?;

@@ -61,6 +61,8 @@ struct Person {
     full_name: String,
     roles: String,
     deleted: bool,
+    /// The profile picture's path under `data/`, when the export has one.
+    profile_image: String,
     teams: BTreeSet<String>,
     memberships: Vec<Membership>,
 }
@@ -259,6 +261,7 @@ fn read(archive: &mut Archive, w: &mut Writer, file: &str) -> Result<Export, Imp
                     full_name,
                     roles: text(&body["roles"]).to_owned(),
                     deleted: body["delete_at"].as_i64().is_some_and(|t| t > 0),
+                    profile_image: text(&body["profile_image"]).to_owned(),
                     teams,
                     memberships,
                 });
@@ -482,6 +485,15 @@ pub fn import(
             owner = user_id;
         } else if person.deleted {
             deactivate.push(user_id);
+        }
+        // The profile picture, when the zip holds it (`data/users/<id>/profile.png`).
+        if !person.profile_image.is_empty() {
+            let file = format!("{base}data/{}", person.profile_image);
+            if !archive.contains(&file) {
+                w.skip("avatar", &file, "not in the export");
+            } else if let Err(why) = w.avatar(user_id, &archive.read(&file)?)? {
+                w.skip("avatar", file, why);
+            }
         }
         people.insert(person.username.to_lowercase(), (user_id, full_name));
     }

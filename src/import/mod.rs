@@ -636,6 +636,42 @@ impl Writer {
         Ok(format!("/user_uploads/{path_id}"))
     }
 
+    /// A person's uploaded avatar: decoded within the server's bounds, cropped and resized to
+    /// Zulip's two sizes as an upload through the API is; the reason when it is refused.
+    pub fn avatar(
+        &mut self,
+        user_id: UserId,
+        bytes: &[u8],
+    ) -> Result<Result<(), String>, ImportError> {
+        let (small, medium) = match crate::avatars::resize_upload(bytes) {
+            Ok(sizes) => sizes,
+            Err(crate::avatars::AvatarError::TooLarge) => {
+                return Ok(Err(format!(
+                    "larger than the avatar limit of {} MiB",
+                    crate::avatars::MAX_AVATAR_FILE_SIZE_MIB
+                )))
+            }
+            Err(_) => {
+                return Ok(Err(
+                    "not an image that decodes within the avatar bounds".into()
+                ))
+            }
+        };
+        let image = crate::events::AvatarImage {
+            sha256: self.uploads.put(&small)?,
+            medium_sha256: self.uploads.put(&medium)?,
+        };
+        self.push(
+            Some(user_id),
+            Event::AvatarSet {
+                user_id,
+                image: Some(image),
+            },
+        )?;
+        self.count("avatars", 1);
+        Ok(Ok(()))
+    }
+
     /// Stars messages for a person.
     pub fn star(
         &mut self,

@@ -281,6 +281,39 @@ pub fn import(
         )));
     }
 
+    // Uploaded avatars (avatars/records.json): the original of each person's latest one.
+    let avatar_records = format!("{base}avatars/records.json");
+    if archive.contains(&avatar_records) {
+        let records = archive.json(&avatar_records)?;
+        let mut latest: BTreeMap<UserId, (bool, u64, String)> = BTreeMap::new();
+        for record in records.as_array().into_iter().flatten() {
+            let Some(user_id) = id(&record["user_profile_id"]).and_then(|u| users.get(&u).copied())
+            else {
+                continue;
+            };
+            let path = text(&record["path"]);
+            let candidate = (
+                path.ends_with(".original"),
+                record["avatar_version"].as_u64().unwrap_or_default(),
+                format!("{base}avatars/{path}"),
+            );
+            let best = latest.entry(user_id).or_insert_with(|| candidate.clone());
+            if (candidate.0, candidate.1) > (best.0, best.1) {
+                *best = candidate;
+            }
+        }
+        for (user_id, (_, _, file)) in latest {
+            if !archive.contains(&file) {
+                w.skip("avatar", &file, "not in the export");
+                continue;
+            }
+            let bytes = archive.read(&file)?;
+            if let Err(why) = w.avatar(user_id, &bytes)? {
+                w.skip("avatar", file, why);
+            }
+        }
+    }
+
     // Custom emoji, with their images (emoji/records.json).
     let emoji_records = format!("{base}emoji/records.json");
     let mut emoji_names: HashMap<u64, String> = HashMap::new();

@@ -929,6 +929,17 @@ fn zulip_export(dir: &Path) -> PathBuf {
         .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
         .unwrap();
     std::fs::write(root.join("emoji/2/emoji/images/17.png"), &png).unwrap();
+    // Max's uploaded avatar: the original, and Zulip's thumbnail beside it.
+    std::fs::create_dir_all(root.join("avatars/2")).unwrap();
+    let mut face = Vec::new();
+    image::RgbImage::from_pixel(300, 200, image::Rgb([200, 20, 30]))
+        .write_to(
+            &mut std::io::Cursor::new(&mut face),
+            image::ImageFormat::Jpeg,
+        )
+        .unwrap();
+    std::fs::write(root.join("avatars/2/5f2b.original"), &face).unwrap();
+    std::fs::write(root.join("avatars/2/5f2b.png"), &png).unwrap();
     std::fs::write(
         root.join("uploads/2/ab/Xy7_token/notes.txt"),
         b"the minutes\n",
@@ -1102,6 +1113,17 @@ fn zulip_export(dir: &Path) -> PathBuf {
                  "last_modified": 1600002900.0}]),
     );
     write(
+        "avatars/records.json",
+        &json!([
+            {"realm_id": 2, "user_profile_id": 12, "user_profile_email": "max@zulip.example",
+             "avatar_version": 2, "s3_path": "2/5f2b.original", "path": "2/5f2b.original",
+             "size": face.len(), "last_modified": 1600000000.0, "content_type": "image/jpeg"},
+            {"realm_id": 2, "user_profile_id": 12, "user_profile_email": "max@zulip.example",
+             "avatar_version": 2, "s3_path": "2/5f2b.png", "path": "2/5f2b.png",
+             "size": png.len(), "last_modified": 1600000000.0, "content_type": "image/png"},
+        ]),
+    );
+    write(
         "emoji/records.json",
         &json!([{"realm_id": 2, "author": 11, "path": "2/emoji/images/17.png",
                  "s3_path": "2/emoji/images/17.png", "file_name": "17.png",
@@ -1142,6 +1164,7 @@ async fn a_zulip_export_comes_in_with_ids_renumbered_history_flags_and_files() {
     assert_eq!(report["counts"]["edits"], 1);
     assert_eq!(report["counts"]["custom emoji"], 1);
     assert_eq!(report["counts"]["files"], 1);
+    assert_eq!(report["counts"]["avatars"], 1);
     assert_eq!(report["counts"]["linkifiers"], 1);
     assert_eq!(report["counts"]["profile values"], 3);
     assert_eq!(report["counts"]["statuses"], 2);
@@ -1183,6 +1206,15 @@ async fn a_zulip_export_comes_in_with_ids_renumbered_history_flags_and_files() {
         max["user_id"]
     );
     assert_eq!(member("olivia@zulip.example")["timezone"], "Asia/Tokyo");
+    // Max's uploaded avatar: the original, cropped to its centre and resized as an upload is.
+    let avatar = api.fetch(max["avatar_url"].as_str().unwrap()).await;
+    assert_eq!(avatar.status(), StatusCode::OK);
+    let avatar = image::load_from_memory(&avatar.bytes().await.unwrap())
+        .unwrap()
+        .to_rgb8();
+    assert_eq!(avatar.dimensions(), (100, 100));
+    let red = avatar.get_pixel(50, 50);
+    assert!(red[0] > 150 && red[1] < 80, "{red:?}");
     let general = channel_messages(&server, &owner, "general").await;
     assert_eq!(
         general.len(),
@@ -1401,7 +1433,8 @@ fn comparable(dir: &Path) -> Value {
                 u["is_active"],
                 u["bot_type"],
                 u["timezone"],
-                of(&u["bot_owner_id"])
+                of(&u["bot_owner_id"]),
+                u["avatar"]
             ])
         })
         .collect();
@@ -2036,4 +2069,79 @@ async fn an_export_with_consent_holds_the_private_data_of_those_who_consented() 
         active.contains(&("ned@example.com".to_owned(), false)),
         "{active:?}"
     );
+}
+
+#[tokio::test]
+async fn profile_pictures_of_a_mattermost_export_become_avatars() {
+    // The mmctl export as its zip unpacks: import.jsonl, and data/ with two people's pictures,
+    // one of them an HTML page where the picture should be.
+    let tmp = tempfile::tempdir().unwrap();
+    let export = tmp.path().join("export");
+    std::fs::create_dir_all(export.join("data/users/nemz7fnh97gmifym1bd1yx4mzr")).unwrap();
+    std::fs::create_dir_all(export.join("data/users/ouiyzynxmtfcmgret6by3freqc")).unwrap();
+    std::fs::copy(
+        fixture("mattermost_v11.1.0_fixtures/raw_mmctl_output/import.jsonl"),
+        export.join("import.jsonl"),
+    )
+    .unwrap();
+    let mut picture = Vec::new();
+    image::RgbImage::from_pixel(640, 480, image::Rgb([20, 40, 220]))
+        .write_to(
+            &mut std::io::Cursor::new(&mut picture),
+            image::ImageFormat::Png,
+        )
+        .unwrap();
+    std::fs::write(
+        export.join("data/users/nemz7fnh97gmifym1bd1yx4mzr/profile.png"),
+        &picture,
+    )
+    .unwrap();
+    std::fs::write(
+        export.join("data/users/ouiyzynxmtfcmgret6by3freqc/profile.png"),
+        b"<!DOCTYPE html><html>Sign in</html>",
+    )
+    .unwrap();
+    let dir = tmp.path().join("data");
+    let (ok, _, stderr) = import(&[
+        "mattermost".as_ref(),
+        export.as_os_str(),
+        "--data-dir".as_ref(),
+        dir.as_os_str(),
+    ]);
+    assert!(ok, "{stderr}");
+    let report = report_of(&dir);
+    assert_eq!(report["counts"]["avatars"], 1, "{report}");
+    let avatars: Vec<&Value> = report["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["kind"] == "avatar")
+        .collect();
+    // 17 people: one picture came, one is damaged, the other 15 are not in the export.
+    assert_eq!(avatars.len(), 16, "{avatars:?}");
+    assert!(avatars.iter().any(|s| s["at"]
+        .as_str()
+        .unwrap()
+        .ends_with("ouiyzynxmtfcmgret6by3freqc/profile.png")
+        && s["why"].as_str().unwrap().contains("not an image")));
+    let owner = owner_of(&dir);
+    let server = Server::start_in(&dir).unwrap();
+    let api = server.api(Some(&owner));
+    let (_, users) = api.get("/users", &[]).await;
+    let lois = users["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| {
+            u["email"] == "lois.harper@sample.mattermost.com" || u["full_name"] == "Lois Harper"
+        })
+        .unwrap_or_else(|| panic!("{users}"))
+        .clone();
+    let avatar = api.fetch(lois["avatar_url"].as_str().unwrap()).await;
+    assert_eq!(avatar.status(), StatusCode::OK);
+    let avatar = image::load_from_memory(&avatar.bytes().await.unwrap())
+        .unwrap()
+        .to_rgb8();
+    assert_eq!(avatar.dimensions(), (100, 100));
+    assert!(avatar.get_pixel(50, 50)[2] > 180);
 }
