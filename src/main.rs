@@ -147,6 +147,10 @@ enum Command {
         /// Mattermost: the one team to import (default: every team, each a channel folder).
         #[arg(long)]
         team: Option<String>,
+        /// Into a cluster's stream (which must be empty) instead of DATA_DIR/log; DATA_DIR
+        /// keeps the uploads, the secret and the zuliprc for the first node.
+        #[command(flatten)]
+        cluster: ClusterArgs,
     },
     /// A consistent backup, while the server runs or not: a data directory at BACKUP holding
     /// the log up to now, the uploads, the secret and the zuliprc (serve it, or run the
@@ -537,6 +541,7 @@ fn run(cli: Cli, serving: Option<chronicle::config::Effective>) -> Result<(), Fa
             realm_name,
             slack_users,
             team,
+            cluster,
         } => {
             let options = chronicle::import::Options {
                 owner_email,
@@ -544,8 +549,44 @@ fn run(cli: Cli, serving: Option<chronicle::config::Effective>) -> Result<(), Fa
                 slack_users,
                 team,
             };
+            // A stream takes an organization only from its first event: checked before
+            // anything is written.
+            let stream = match cluster.spec() {
+                Some(spec) => {
+                    let stream = open_log(&data_dir, Some(&spec))?;
+                    if stream.last_seq()?.is_some() {
+                        return Err(format!(
+                            "import refused: the stream {} already holds events; an import \
+                             starts an organization (create another with chronicle cluster \
+                             init --stream NAME)",
+                            spec.stream
+                        )
+                        .into());
+                    }
+                    Some(stream)
+                }
+                None => None,
+            };
             let report = chronicle::import::run(source, &export, &data_dir, &options)
                 .map_err(|e| format!("import refused: {e}"))?;
+            if let Some(stream) = stream {
+                // Built and checked on disk, then moved into the stream whole; the local log
+                // goes once the stream holds every record durably.
+                let local_path = Layout::new(&data_dir).log();
+                let local = open_log(&data_dir, None)?;
+                let moved = chronicle::store::copy_records(local.as_ref(), stream.as_ref())
+                    .map_err(|e| {
+                        format!(
+                        "moving the import into the stream failed: {e}. {} holds the whole import \
+                         in its own log; the stream holds part of it and cannot take another \
+                         organization",
+                        data_dir.display()
+                    )
+                    })?;
+                drop(local);
+                std::fs::remove_dir_all(&local_path)?;
+                println!("Moved {moved} events into the stream.");
+            }
             let counts: Vec<String> = report
                 .counts
                 .iter()

@@ -358,6 +358,32 @@ pub fn parse_export(bytes: &[u8]) -> Result<Vec<(Seq, Vec<u8>)>, StoreError> {
     Ok(records)
 }
 
+/// Copies every record of `from`, byte for byte and in order, into the empty log `to`, in
+/// batches, and makes them durable (an import built on disk, moved into a cluster's stream).
+pub fn copy_records(from: &dyn EventLog, to: &dyn EventLog) -> Result<u64, StoreError> {
+    if to.last_seq()?.is_some() {
+        return Err(StoreError::Io(
+            "refusing to copy into a log that is not empty".into(),
+        ));
+    }
+    let mut batch = Vec::with_capacity(1_000);
+    let mut count = 0;
+    for item in from.scan_from(Seq(1)) {
+        let (seq, record) = item?;
+        batch.push((seq, record.to_vec()));
+        count += 1;
+        if batch.len() == 1_000 {
+            to.append_batch(&batch)?;
+            batch.clear();
+        }
+    }
+    if !batch.is_empty() {
+        to.append_batch(&batch)?;
+    }
+    to.flush()?;
+    Ok(count)
+}
+
 /// Loads an export into an empty log (byte for byte) and makes it durable.
 pub fn import_records(log: &dyn EventLog, bytes: &[u8]) -> Result<u64, StoreError> {
     if log.last_seq()?.is_some() {

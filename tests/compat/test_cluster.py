@@ -567,3 +567,47 @@ def test_a_node_counts_its_reconnects_to_nats_and_keeps_writing(cluster, tmp_pat
         cluster.start_server("n1")
         wait_for("n1 did not come back",
                  lambda: not free(int(first_url.rsplit(":", 1)[1])))
+
+
+def test_an_import_goes_into_an_empty_stream_and_a_node_serves_it(cluster, tmp_path):
+    stream = "imported"
+    cluster.chronicle("cluster", "init", "--cluster", cluster.urls, "--stream", stream)
+    fixtures = ROOT / "tests" / "fixtures" / "zulip" / "slack_fixtures"
+    args = ["import-from", "slack", str(fixtures / "test_slack_importer.zip"),
+            "--slack-users", str(fixtures / "user_data.json")]
+    data = tmp_path / "node"
+    done = cluster.chronicle(*args, "--data-dir", str(data), "--cluster", cluster.urls,
+                             "--stream", stream)
+    assert "Moved " in done.stdout and "events into the stream" in done.stdout, done.stdout
+    # The node's directory keeps the uploads, the secret and the zuliprc; the log is the stream.
+    assert not (data / "log").exists()
+    assert (data / "secret.key").exists() and (data / "zuliprc").exists()
+    # The same export imported on disk: the stream holds the same number of events.
+    local = tmp_path / "local"
+    cluster.chronicle(*args, "--data-dir", str(local))
+    events = [dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)["events"]
+              for out in (cluster.chronicle("replay", "--data-dir", str(data), "--cluster",
+                                            cluster.urls, "--stream", stream).stdout,
+                          cluster.chronicle("replay", "--data-dir", str(local)).stdout)]
+    assert events[0] == events[1], events
+    # A stream that holds events takes no second organization, and nothing is written.
+    again = cluster.chronicle(*args, "--data-dir", str(tmp_path / "again"), "--cluster",
+                              cluster.urls, "--stream", stream, check=False)
+    assert again.returncode == 1 and "already holds events" in again.stderr, again.stderr
+    assert not (tmp_path / "again").exists()
+    # A node on the stream serves the imported organization.
+    node = Node(data, cluster.urls, stream, tmp_path / "node.log")
+    try:
+        rc = dict(line.split("=", 1) for line in (data / "zuliprc").read_text().splitlines()
+                  if "=" in line)
+        auth = (rc["email"], rc["key"])
+        got = requests.get(f"{node.url}/api/v1/messages", auth=auth, timeout=30, params={
+            "anchor": "oldest", "num_before": 0, "num_after": 1000,
+            "narrow": json.dumps([{"operator": "channel", "operand": "general"}])}).json()
+        assert got["result"] == "success", got
+        report = json.loads((data / "import-report.json").read_text())
+        assert report["counts"]["messages"] == 82, report["counts"]
+        assert len(got["messages"]) > 0
+        assert all(m["display_recipient"] == "general" for m in got["messages"])
+    finally:
+        node.stop()
