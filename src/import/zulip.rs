@@ -64,8 +64,20 @@ struct Pending {
     content: String,
     sent_ms: i64,
     last_edit_ms: Option<i64>,
-    /// Earlier contents, oldest first, each with the edit that replaced it: (editor, time).
-    history: Vec<(String, Option<UserId>, i64)>,
+    /// Its edits, oldest first.
+    history: Vec<Edit>,
+}
+
+/// One entry of a message's edit history: what it replaced (the content, the topic, or both),
+/// by whom and when.
+#[derive(Debug, Clone, PartialEq)]
+struct Edit {
+    prev_content: Option<String>,
+    prev_topic: Option<String>,
+    /// The topic it set (Zulip writes it since 2022; older entries have only `prev_topic`).
+    topic: Option<String>,
+    editor: Option<UserId>,
+    at: i64,
 }
 
 /// The `@**Name|12**` mentions (silent ones too) with the new ids; other ids are left alone.
@@ -645,9 +657,16 @@ pub fn import(
             }
         }
         let recipient = match &p.target {
+            // In the topic it was first sent to, when moves are replayed below.
             Target::Channel(channel_id) => Recipient::Channel {
                 channel_id: *channel_id,
-                topic: super::clean_line(&p.topic, 60),
+                topic: super::clean_line(
+                    p.history
+                        .iter()
+                        .find_map(|e| e.prev_topic.as_deref())
+                        .unwrap_or(&p.topic),
+                    60,
+                ),
             },
             Target::Personal(receiver) => {
                 let ids = BTreeSet::from([p.sender, *receiver]);
@@ -665,8 +684,9 @@ pub fn import(
         };
         let first = p
             .history
-            .first()
-            .map_or(p.content.as_str(), |(c, _, _)| c.as_str());
+            .iter()
+            .find_map(|e| e.prev_content.as_deref())
+            .unwrap_or(p.content.as_str());
         let replayed = !p.history.is_empty();
         let Some(message_id) = w.send(
             p.sender,
@@ -684,42 +704,86 @@ pub fn import(
             continue;
         };
         messages.insert(p.old_id, message_id);
-        // Each content edit, at its time, by its editor.
-        for (i, (_, editor, at)) in p.history.iter().enumerate() {
-            let next = p
+        // Each edit, at its time, by its editor: the content it set, and the topic it moved the
+        // message to (that message alone: Zulip records a move in each moved message).
+        let mut topic_now = match &p.target {
+            Target::Channel(_) => p
                 .history
-                .get(i + 1)
-                .map_or(p.content.as_str(), |(c, _, _)| c.as_str());
-            // Checked as a live edit is: no control characters, Zulip's length, not empty.
-            let content = super::clean_content(&rewrite(next));
-            if content.trim().is_empty() {
+                .iter()
+                .find_map(|e| e.prev_topic.as_deref())
+                .map(|t| super::clean_line(t, 60)),
+            _ => None,
+        };
+        for (i, edit) in p.history.iter().enumerate() {
+            let later = &p.history[i + 1..];
+            let content = match edit.prev_content {
+                Some(_) => {
+                    let next = later
+                        .iter()
+                        .find_map(|e| e.prev_content.as_deref())
+                        .unwrap_or(p.content.as_str());
+                    // Checked as a live edit is: no control characters, Zulip's length, not
+                    // empty.
+                    let content = super::clean_content(&rewrite(next));
+                    (!content.trim().is_empty()).then_some(content)
+                }
+                None => None,
+            };
+            let new_topic = match (&edit.prev_topic, &topic_now) {
+                (Some(_), Some(current)) => {
+                    let next = edit
+                        .topic
+                        .as_deref()
+                        .or_else(|| later.iter().find_map(|e| e.prev_topic.as_deref()))
+                        .unwrap_or(p.topic.as_str());
+                    let next = super::clean_line(next, 60);
+                    (next != *current).then_some(next)
+                }
+                _ => None,
+            };
+            if content.is_none() && new_topic.is_none() {
                 continue;
             }
-            let rendered = crate::markdown::render_message(
-                &content,
-                &crate::commands::markup::OrgResolver(&w.state),
-            );
-            let user_id = editor.unwrap_or(p.sender);
+            let content = content.map(|content| {
+                let rendered = crate::markdown::render_message(
+                    &content,
+                    &crate::commands::markup::OrgResolver(&w.state),
+                );
+                Box::new(EditedContent {
+                    is_me_message: content.starts_with("/me ") && !content.contains('\n'),
+                    content: content.into(),
+                    rendered_content: rendered.html.into(),
+                    mentioned: rendered.mentioned.into_iter().map(UserId).collect(),
+                    stream_wildcard: rendered.stream_wildcard,
+                    topic_wildcard: rendered.topic_wildcard,
+                })
+            });
+            if content.is_some() {
+                w.count("edits", 1);
+            }
+            let moved = new_topic.map(|topic| {
+                w.count("topic moves", 1);
+                topic_now = Some(topic.clone());
+                Box::new(crate::events::MessageMove {
+                    message_ids: vec![message_id],
+                    propagate_mode: crate::events::PropagateMode::ChangeOne,
+                    new_topic: Some(topic),
+                    new_channel_id: None,
+                })
+            });
+            let user_id = edit.editor.unwrap_or(p.sender);
             w.push_at(
                 Some(user_id),
-                *at,
+                edit.at,
                 Event::MessageEdited {
                     message_id,
                     user_id,
-                    content: Some(Box::new(EditedContent {
-                        is_me_message: content.starts_with("/me ") && !content.contains('\n'),
-                        content: content.into(),
-                        rendered_content: rendered.html.into(),
-                        mentioned: rendered.mentioned.into_iter().map(UserId).collect(),
-                        stream_wildcard: rendered.stream_wildcard,
-                        topic_wildcard: rendered.topic_wildcard,
-                    })),
-                    moved: None,
+                    content,
+                    moved,
                     alerted: None,
                 },
                 None,
             )?;
-            w.count("edits", 1);
         }
         if let Target::Channel(channel_id) = p.target {
             if let Some(leaving) = leaves.remove(&(p.old_id, channel_id)) {
@@ -1124,23 +1188,39 @@ fn organization_settings(
     Ok(())
 }
 
-/// A message's earlier contents, oldest first, each with who replaced it and when, from
-/// `edit_history` (a JSON string, newest first; entries without `prev_content` changed only
-/// the topic or channel and are not replayed).
-fn edit_history(raw: &Value, users: &HashMap<u64, UserId>) -> Vec<(String, Option<UserId>, i64)> {
+/// A message's edits, oldest first, from `edit_history` (a JSON string, newest first): content
+/// edits (`prev_content`) and topic moves (`prev_topic`, or the legacy `prev_subject`, and
+/// `topic`). A message that was moved between channels keeps its last place: its topic moves
+/// are not replayed (its content edits are).
+fn edit_history(raw: &Value, users: &HashMap<u64, UserId>) -> Vec<Edit> {
     let Some(text) = raw.as_str() else {
         return Vec::new();
     };
     let Ok(Value::Array(entries)) = serde_json::from_str::<Value>(text) else {
         return Vec::new();
     };
-    let mut out: Vec<(String, Option<UserId>, i64)> = entries
+    // A message moved between channels keeps its last channel and topic for its whole life
+    // here: a topic of another channel has no meaning in this one.
+    let moved_channel = entries.iter().any(|e| !e["prev_stream"].is_null());
+    let mut out: Vec<Edit> = entries
         .iter()
         .filter_map(|e| {
-            let prev = e["prev_content"].as_str()?;
             let at = e["timestamp"].as_i64()?.checked_mul(1000)?;
-            let editor = e["user_id"].as_u64().and_then(|u| users.get(&u).copied());
-            Some((prev.to_owned(), editor, at))
+            let prev_topic = e["prev_topic"]
+                .as_str()
+                .or_else(|| e["prev_subject"].as_str())
+                .filter(|_| !moved_channel);
+            let edit = Edit {
+                prev_content: e["prev_content"].as_str().map(str::to_owned),
+                prev_topic: prev_topic.map(str::to_owned),
+                topic: e["topic"]
+                    .as_str()
+                    .filter(|_| prev_topic.is_some())
+                    .map(str::to_owned),
+                editor: e["user_id"].as_u64().and_then(|u| users.get(&u).copied()),
+                at,
+            };
+            (edit.prev_content.is_some() || edit.prev_topic.is_some()).then_some(edit)
         })
         .collect();
     out.reverse();

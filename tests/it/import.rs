@@ -1057,6 +1057,15 @@ fn zulip_export(dir: &Path) -> PathBuf {
     edited["edit_history"] = json!(serde_json::to_string(&json!([
         {"user_id": 12, "timestamp": 1600001600, "prev_content": "Meet at 9", "prev_rendered_content": "<p>Meet at 9</p>", "prev_rendered_content_version": 1},
     ])).unwrap());
+    // Sent to "planning" with a typo; fixed and moved to "schedule" by Max, then moved to
+    // "plans" by Olivia (Zulip's history: newest first, the older entry without `topic`).
+    let mut moved = message(103, 13, 32, "plans", "Sounds good", 1600002000.0);
+    moved["last_edit_time"] = json!(1600002600.0);
+    moved["edit_history"] = json!(serde_json::to_string(&json!([
+        {"user_id": 11, "timestamp": 1600002600, "prev_topic": "schedule", "topic": "plans"},
+        {"user_id": 12, "timestamp": 1600002500, "prev_subject": "planning", "prev_content": "Sounds god",
+         "prev_rendered_content": "<p>Sounds god</p>", "prev_rendered_content_version": 1},
+    ])).unwrap());
     let mut with_file = message(
         104,
         11,
@@ -1070,7 +1079,7 @@ fn zulip_export(dir: &Path) -> PathBuf {
         "zerver_message": [
             message(101, 11, 32, "plans", "Hello @**Max|12**", 1600000900.0),
             edited,
-            message(103, 13, 32, "plans", "Sounds good", 1600002000.0),
+            moved,
             with_file,
             message(105, 12, 31, "", "A word in private", 1600004000.0),
             message(106, 13, 40, "", "All three of us", 1600005000.0),
@@ -1161,7 +1170,8 @@ async fn a_zulip_export_comes_in_with_ids_renumbered_history_flags_and_files() {
     );
     assert_eq!(report["counts"]["users"], 4);
     assert_eq!(report["counts"]["bots"], 1);
-    assert_eq!(report["counts"]["edits"], 1);
+    assert_eq!(report["counts"]["edits"], 2);
+    assert_eq!(report["counts"]["topic moves"], 2);
     assert_eq!(report["counts"]["custom emoji"], 1);
     assert_eq!(report["counts"]["files"], 1);
     assert_eq!(report["counts"]["avatars"], 1);
@@ -1242,6 +1252,21 @@ async fn a_zulip_export_comes_in_with_ids_renumbered_history_flags_and_files() {
     assert_eq!(history[0]["content"], "Meet at 9");
     assert_eq!(history[0]["timestamp"], 1600001000);
     assert_eq!(history[1]["timestamp"], 1600001600);
+    // A message moved twice: sent to "planning", then its content fixed and moved to
+    // "schedule", then moved to "plans"; the history shows each topic at its time.
+    let moved = &general[2];
+    assert_eq!(moved["subject"], "plans");
+    assert_eq!(moved["content"], "Sounds good");
+    let (_, history) = api
+        .get(&format!("/messages/{}/history", moved["id"]), &[])
+        .await;
+    let history = history["message_history"].as_array().unwrap();
+    let topics: Vec<&Value> = history.iter().map(|h| &h["topic"]).collect();
+    assert_eq!(topics, ["planning", "schedule", "plans"], "{history:?}");
+    assert_eq!(history[0]["content"], "Sounds god");
+    assert_eq!(history[1]["prev_topic"], "planning");
+    assert_eq!(history[1]["timestamp"], 1600002500);
+    assert_eq!(history[2]["timestamp"], 1600002600);
     // Reactions with a Unicode and the export's custom emoji.
     let reactions: Vec<&str> = general[2]["reactions"]
         .as_array()
@@ -1519,7 +1544,14 @@ fn comparable(dir: &Path) -> Value {
                 .as_array()
                 .into_iter()
                 .flatten()
-                .map(|e| json!([of(&e["user_id"]), e["timestamp"], e["prev_content"]]))
+                .map(|e| {
+                    json!([
+                        of(&e["user_id"]),
+                        e["timestamp"],
+                        e["prev_content"],
+                        e["prev_topic"]
+                    ])
+                })
                 .collect();
             json!([
                 of(&m["sender_id"]),
