@@ -1942,14 +1942,20 @@ async fn an_export_with_consent_holds_the_private_data_of_those_who_consented() 
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
+    // A new account is announced with its consent too (not given by default).
+    let (ole_id, _) = server.create_member("ole@example.com", "Ole").await;
     let events = queued_events(&api, &queue_id).await;
-    let told: Vec<&Value> = events
+    let told: Vec<(u64, bool)> = events
         .iter()
         .filter(|e| e["type"] == "realm_export_consent")
+        .map(|e| {
+            (
+                e["user_id"].as_u64().unwrap(),
+                e["consented"].as_bool().unwrap(),
+            )
+        })
         .collect();
-    assert_eq!(told.len(), 1, "{events:?}");
-    assert_eq!(told[0]["user_id"], owner_id);
-    assert_eq!(told[0]["consented"], true);
+    assert_eq!(told, [(owner_id, true), (ole_id, false)], "{events:?}");
     let (status, body) = server
         .api(Some(&mia))
         .get("/export/realm/consents", &[])
@@ -1966,6 +1972,7 @@ async fn an_export_with_consent_holds_the_private_data_of_those_who_consented() 
             json!({"user_id": owner_id, "consented": true}),
             json!({"user_id": mia_id, "consented": false}),
             json!({"user_id": ned_id, "consented": false}),
+            json!({"user_id": ole_id, "consented": false}),
         ]
     );
 

@@ -35,6 +35,9 @@ pub fn user_created(
         .collect();
     // Zulip puts a new account in its role's system groups and says so.
     out.extend(role_group_events(state, user, false));
+    if !user.is_bot() {
+        out.extend(export_consent(state, user_id));
+    }
     if user.is_bot() {
         let event =
             json!({"type": "realm_bot", "op": "add", "bot": bot_json(state, site, secret, user)});
@@ -55,6 +58,9 @@ pub fn activity_changed(state: &Projections, user_id: UserId, is_active: bool) -
     // Zulip's do); a reactivated one is given back to them.
     if is_active {
         out.extend(reactivation_events(state, user_id));
+        if state.users.get(user_id).is_some_and(|u| !u.is_bot()) {
+            out.extend(export_consent(state, user_id));
+        }
     }
     if let Some(bot) = state.users.get(user_id).filter(|u| u.is_bot()) {
         let event = json!({"type": "realm_bot", "op": "update", "bot": {"user_id": user_id.0, "is_active": is_active}});
@@ -158,23 +164,26 @@ pub fn setting_changed(
             json!({"timezone": shown}),
         ));
     }
-    // Administrators follow who consents to an export of their private data.
     if name == "allow_private_data_export" {
-        let consented = *value == RealmValue::Bool(true);
-        out.extend(
-            active(state)
-                .filter(|u| u.role.is_admin())
-                .map(|u| {
-                    (
-                        u.user_id,
-                        json!({"type": "realm_export_consent", "user_id": user_id.0,
-                               "consented": consented}),
-                    )
-                })
-                .collect::<Vec<_>>(),
-        );
+        out.extend(export_consent(state, user_id));
     }
     out
+}
+
+/// `realm_export_consent`: administrators follow who consents to an export of their private
+/// data, when it changes and (as the other events do not say it) when an account is created or
+/// reactivated.
+fn export_consent(state: &Projections, user_id: UserId) -> Deliveries {
+    let consented = state
+        .user_settings
+        .get(user_id, "allow_private_data_export")
+        == RealmValue::Bool(true);
+    let event =
+        json!({"type": "realm_export_consent", "user_id": user_id.0, "consented": consented});
+    active(state)
+        .filter(|u| u.role.is_admin())
+        .map(|u| (u.user_id, event.clone()))
+        .collect()
 }
 
 /// `presence`: Zulip tells everyone only when someone comes (back) online; clients learn the
