@@ -291,14 +291,7 @@ pub fn edit_message(
                     super::messages::check_wildcard_mentions(state, me, channel, topic, &rendered)?;
                 }
             }
-            Some(Box::new(EditedContent {
-                is_me_message: raw.starts_with("/me ") && !raw.contains('\n'),
-                content: raw.into(),
-                rendered_content: rendered.html.into(),
-                mentioned: rendered.mentioned.into_iter().map(UserId).collect(),
-                stream_wildcard: rendered.stream_wildcard,
-                topic_wildcard: rendered.topic_wildcard,
-            }))
+            Some(Box::new(edited_content(raw, rendered)))
         }
     };
     let moved = if request.topic.is_some() || request.channel_id.is_some() {
@@ -489,6 +482,18 @@ fn plan_move(
         new_topic,
         new_channel_id: new_channel.map(|c| c.id),
     })
+}
+
+/// A message's new content as `MessageEdited` carries it: the text and its rendering.
+pub fn edited_content(raw: String, rendered: crate::markdown::Rendered) -> EditedContent {
+    EditedContent {
+        is_me_message: raw.starts_with("/me ") && !raw.contains('\n'),
+        content: raw.into(),
+        rendered_content: rendered.html.into(),
+        mentioned: rendered.mentioned.into_iter().map(UserId).collect(),
+        stream_wildcard: rendered.stream_wildcard,
+        topic_wildcard: rendered.topic_wildcard,
+    }
 }
 
 #[cfg(test)]

@@ -19,8 +19,8 @@
 use super::archive::Archive;
 use super::{unique_name, ImportError, NewChannel, NewUser, Options, ReadKey, Writer};
 use crate::events::{
-    EditedContent, Event, GroupPermissions, ReadPlace, Recipient, Role, SubscriptionProperty,
-    SystemGroup, TopicPolicy,
+    Event, GroupPermissions, ReadPlace, Recipient, Role, SubscriptionProperty, SystemGroup,
+    TopicPolicy,
 };
 use crate::ids::{ChannelId, GroupId, MessageId, UserId};
 use serde_json::Value;
@@ -749,14 +749,7 @@ pub fn import(
                     &content,
                     &crate::commands::markup::OrgResolver(&w.state),
                 );
-                Box::new(EditedContent {
-                    is_me_message: content.starts_with("/me ") && !content.contains('\n'),
-                    content: content.into(),
-                    rendered_content: rendered.html.into(),
-                    mentioned: rendered.mentioned.into_iter().map(UserId).collect(),
-                    stream_wildcard: rendered.stream_wildcard,
-                    topic_wildcard: rendered.topic_wildcard,
-                })
+                Box::new(crate::commands::edit::edited_content(content, rendered))
             });
             if content.is_some() {
                 w.count("edits", 1);
