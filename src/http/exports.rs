@@ -110,14 +110,8 @@ pub async fn consents(
         return Err(ApiError::must_be_admin());
     }
     let consents = state.engine.read(|s| {
-        s.users
-            .iter()
-            .filter(|u| u.is_active && u.bot_type.is_none())
-            .map(|u| {
-                let consented = s.user_settings.get(u.user_id, "allow_private_data_export")
-                    == crate::events::RealmValue::Bool(true);
-                json!({"user_id": u.user_id.0, "consented": consented})
-            })
+        s.export_consents()
+            .map(|(user_id, consented)| json!({"user_id": user_id.0, "consented": consented}))
             .collect::<Vec<_>>()
     });
     Ok(params.success(json!({ "export_consents": consents })))

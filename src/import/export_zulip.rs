@@ -187,16 +187,8 @@ impl Scope {
     pub fn consented(state: &Projections) -> Scope {
         Scope::Consented(
             state
-                .users
-                .iter()
-                .filter(|u| u.is_active && u.bot_type.is_none())
-                .filter(|u| {
-                    state
-                        .user_settings
-                        .get(u.user_id, "allow_private_data_export")
-                        == crate::events::RealmValue::Bool(true)
-                })
-                .map(|u| u.user_id)
+                .export_consents()
+                .filter_map(|(user_id, consented)| consented.then_some(user_id))
                 .collect(),
         )
     }

@@ -117,6 +117,15 @@ pub struct Projections {
 }
 
 impl Projections {
+    /// Each member asked to consent to an export of their private data, with their answer: the
+    /// active people who are not bots, as Zulip lists them.
+    pub fn export_consents(&self) -> impl Iterator<Item = (crate::ids::UserId, bool)> + '_ {
+        self.users
+            .iter()
+            .filter(|u| u.is_active && u.bot_type.is_none())
+            .map(|u| (u.user_id, self.user_settings.consents_to_export(u.user_id)))
+    }
+
     /// An empty state that keeps no word index, for a fold that answers no searches (the
     /// offline tools, time travel): the index is a quarter of folding a message, and a search
     /// in such a state still answers, by reading each message's text.

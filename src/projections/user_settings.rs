@@ -269,6 +269,12 @@ impl UserSettings {
         setting(name).map_or(RealmValue::Null, |s| s.default.value())
     }
 
+    /// Whether a user consents to an export of their private data (`allow_private_data_export`,
+    /// what Zulip's consent export, `export_type` 2, asks).
+    pub fn consents_to_export(&self, user: UserId) -> bool {
+        self.get(user, "allow_private_data_export") == RealmValue::Bool(true)
+    }
+
     /// Every setting of a user, in the table's order.
     pub fn all(&self, user: UserId) -> Map<String, Value> {
         SETTINGS

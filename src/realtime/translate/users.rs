@@ -174,10 +174,7 @@ pub fn setting_changed(
 /// data, when it changes and (as the other events do not say it) when an account is created or
 /// reactivated.
 fn export_consent(state: &Projections, user_id: UserId) -> Deliveries {
-    let consented = state
-        .user_settings
-        .get(user_id, "allow_private_data_export")
-        == RealmValue::Bool(true);
+    let consented = state.user_settings.consents_to_export(user_id);
     let event =
         json!({"type": "realm_export_consent", "user_id": user_id.0, "consented": consented});
     active(state)
