@@ -36,6 +36,13 @@ prepare_python_steps() {
     if ! command -v prometheus >/dev/null 2>&1; then
         packages+=(prometheus)
     fi
+    # The LDAP test signs in through a real OpenLDAP directory (slapd, and ldapmodify to change it).
+    if ! command -v slapd >/dev/null 2>&1 && [ ! -x /usr/sbin/slapd ]; then
+        packages+=(slapd)
+    fi
+    if ! command -v ldapmodify >/dev/null 2>&1; then
+        packages+=(ldap-utils)
+    fi
     # The benchmark's messages are real text: Debian's fortunes (chronicle bench, corpus.rs).
     if [ ! -e /usr/share/games/fortunes/fortunes ]; then
         packages+=(fortunes-min)
@@ -46,7 +53,7 @@ prepare_python_steps() {
     fi
     if [ ${#packages[@]} -gt 0 ]; then
         if [ "$(id -u)" = 0 ]; then
-            (apt-get update -qq && apt-get install -y -qq "${packages[@]}") >/dev/null
+            (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}") >/dev/null
         else
             echo "missing and this user cannot install them: ${packages[*]}; the tests that need them will be skipped"
         fi

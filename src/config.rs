@@ -58,6 +58,10 @@ pub struct Settings {
     pub outgoing: Outgoing,
     #[serde(default, skip_serializing_if = "MetricsSettings::is_empty")]
     pub metrics: MetricsSettings,
+    #[serde(default, skip_serializing_if = "AuthSettings::is_empty")]
+    pub auth: AuthSettings,
+    #[serde(default, skip_serializing_if = "LdapSettings::is_empty")]
+    pub ldap: LdapSettings,
 }
 
 /// How the server writes its log.
@@ -153,6 +157,82 @@ pub struct MetricsSettings {
     pub token: Option<String>,
 }
 
+/// `[auth]`: which ways of signing in the organization offers besides the directories and
+/// providers configured in their own sections.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSettings {
+    /// Sign-in with an email address and a password kept by Chronicle (Zulip's
+    /// `EmailAuthBackend`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password: Option<bool>,
+}
+
+/// `[ldap]`: sign-in by a bind to an LDAP directory (OpenLDAP, Active Directory, FreeIPA) and
+/// the directory sync. Off unless `url` is set.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LdapSettings {
+    /// `ldap://HOST[:PORT]` or `ldaps://HOST[:PORT]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Upgrade an `ldap://` connection with StartTLS before anything is sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub starttls: Option<bool>,
+    /// The account Chronicle searches the directory as (absent: an anonymous search).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bind_dn: Option<String>,
+    /// Its password (a secret).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bind_password: Option<String>,
+    /// Where people are searched for (the whole subtree).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_base: Option<String>,
+    /// The filter that finds the person who signs in; `{login}` stands for what they typed
+    /// (escaped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_filter: Option<String>,
+    /// The filter that lists everyone the sync considers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub everyone_filter: Option<String>,
+    /// The attribute holding a person's email address, and their full name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email_attr: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name_attr: Option<String>,
+    /// The attribute holding a person's photo (JPEG bytes), made their avatar.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub avatar_attr: Option<String>,
+    /// Create the account of a person the directory knows when they first sign in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub create_users: Option<bool>,
+    /// Where groups are searched for (a person's groups: those naming their DN as `member` or
+    /// `uniqueMember`, or their `uid` as `memberUid`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_base: Option<String>,
+    /// The DNs of the groups whose members are owners, administrators, moderators, guests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner_group: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admin_group: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moderator_group: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guest_group: Option<String>,
+    /// Directory groups (by `cn`) kept in step with the user groups of the same name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub synced_groups: Option<Vec<String>>,
+    /// Seconds between syncs in the server (0: only `chronicle ldap-sync`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sync_every_secs: Option<u64>,
+    /// Deactivate people the directory no longer has (default: when password sign-in is off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deactivate_missing: Option<bool>,
+    /// Seconds to wait for the directory's answer to each step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+}
+
 macro_rules! is_empty {
     ($($t:ty),*) => {$(
         impl $t {
@@ -162,7 +242,16 @@ macro_rules! is_empty {
         }
     )*};
 }
-is_empty!(Limits, Uploads, Mail, Cluster, Outgoing, MetricsSettings);
+is_empty!(
+    Limits,
+    Uploads,
+    Mail,
+    Cluster,
+    Outgoing,
+    MetricsSettings,
+    AuthSettings,
+    LdapSettings
+);
 
 /// One setting: its dotted key, and whether its value is a secret (never printed; may come
 /// from `CHRONICLE_..._FILE`).
@@ -207,6 +296,30 @@ pub const KEYS: &[Key] = &[
         name: "metrics.token",
         secret: true,
     },
+    key("auth.password"),
+    key("ldap.url"),
+    key("ldap.starttls"),
+    key("ldap.bind_dn"),
+    Key {
+        name: "ldap.bind_password",
+        secret: true,
+    },
+    key("ldap.user_base"),
+    key("ldap.user_filter"),
+    key("ldap.everyone_filter"),
+    key("ldap.email_attr"),
+    key("ldap.name_attr"),
+    key("ldap.avatar_attr"),
+    key("ldap.create_users"),
+    key("ldap.group_base"),
+    key("ldap.owner_group"),
+    key("ldap.admin_group"),
+    key("ldap.moderator_group"),
+    key("ldap.guest_group"),
+    key("ldap.synced_groups"),
+    key("ldap.sync_every_secs"),
+    key("ldap.deactivate_missing"),
+    key("ldap.timeout_secs"),
 ];
 
 /// The environment variable of a dotted key.
@@ -250,6 +363,22 @@ impl Settings {
                 allow: Some(Vec::new()),
             },
             metrics: MetricsSettings::default(),
+            auth: AuthSettings {
+                password: Some(true),
+            },
+            ldap: LdapSettings {
+                starttls: Some(false),
+                user_filter: Some("(|(uid={login})(mail={login}))".into()),
+                everyone_filter: Some("(|(objectClass=inetOrgPerson)(objectClass=user))".into()),
+                email_attr: Some("mail".into()),
+                name_attr: Some("cn".into()),
+                avatar_attr: Some("jpegPhoto".into()),
+                create_users: Some(true),
+                synced_groups: Some(Vec::new()),
+                sync_every_secs: Some(3600),
+                timeout_secs: Some(5),
+                ..LdapSettings::default()
+            },
         }
     }
 

@@ -60,6 +60,7 @@ pub mod events;
 mod fuzz_tests;
 pub mod html_diff;
 pub mod http;
+pub mod identity;
 pub mod ids;
 pub mod import;
 pub mod integrations;

@@ -162,6 +162,13 @@ enum Command {
         #[arg(long)]
         to: PathBuf,
     },
+    /// Sync with the LDAP directory now (names, roles, synced groups, deactivation and
+    /// reactivation), as the running server does on its timer; asked through its API with
+    /// DIR/zuliprc (an administrator's).
+    LdapSync {
+        #[arg(long)]
+        data_dir: PathBuf,
+    },
     /// Write the log, byte for byte, to a portable file, and uploaded files to FILE.uploads/
     /// (a backup; the server must be stopped).
     Export {
@@ -411,6 +418,9 @@ impl ServeArgs {
                 bind: self.metrics_bind.clone(),
                 token: None,
             },
+            // Sign-in backends have nested settings and secrets: the file and environment only.
+            auth: Default::default(),
+            ldap: Default::default(),
         }
     }
 
@@ -606,6 +616,7 @@ fn run(cli: Cli, serving: Option<chronicle::config::Effective>) -> Result<(), Fa
             Ok(())
         }
         Command::Backup { data_dir, to } => backup(&data_dir, &to),
+        Command::LdapSync { data_dir } => ldap_sync(&data_dir),
         Command::Export {
             data_dir,
             cluster,
@@ -697,6 +708,7 @@ fn serve_config(
     effective: chronicle::config::Effective,
 ) -> Result<ServeConfig, Fatal> {
     let s = effective.settings;
+    let identity = chronicle::identity::Identity::from_settings(&s)?;
     use chronicle::http::rate_limit::{Limits, Rule};
     let defaults = Limits::default();
     let want = |value: Option<u64>, key: &str| {
@@ -770,6 +782,7 @@ fn serve_config(
         outgoing_allow,
         metrics_bind: s.metrics.bind,
         metrics_token: s.metrics.token,
+        identity,
     })
 }
 
@@ -805,30 +818,12 @@ fn backup(data_dir: &std::path::Path, to: &std::path::Path) -> Result<(), Fatal>
             chronicle::backup::take(log.as_ref(), data_dir, upto, to)?.json()
         }
         Err(offline) => {
-            let layout = Layout::new(data_dir);
-            let zuliprc = std::fs::read_to_string(layout.zuliprc()).map_err(|e| {
-                format!("the log cannot be opened ({offline}) and there is no zuliprc to ask the server with: {e}")
-            })?;
-            let value = |key: &str| {
-                zuliprc
-                    .lines()
-                    .find_map(|l| l.strip_prefix(&format!("{key}=")))
-                    .map(str::trim)
-                    .map(str::to_owned)
-                    .ok_or_else(|| format!("{key} is missing from {}", layout.zuliprc().display()))
-            };
-            let (site, email, key) = (value("site")?, value("email")?, value("key")?);
-            let answer: serde_json::Value = actix_web::rt::System::new().block_on(async {
-                reqwest::Client::new()
-                    .post(format!("{}/api/v1/admin/backup", site.trim_end_matches('/')))
-                    .basic_auth(&email, Some(&key))
-                    .timeout(std::time::Duration::from_secs(3600))
-                    .send()
-                    .await?
-                    .json()
-                    .await
-            })
-            .map_err(|e| format!("the log is in use ({offline}), and the server at {site} did not answer: {e}"))?;
+            let answer = ask_server(
+                data_dir,
+                "admin/backup",
+                std::time::Duration::from_secs(3600),
+            )
+            .map_err(|e| format!("the log is in use ({offline}): {e}"))?;
             if answer["result"] != "success" {
                 return Err(format!("the server refused the backup: {}", answer["msg"]).into());
             }
@@ -845,6 +840,68 @@ fn backup(data_dir: &std::path::Path, to: &std::path::Path) -> Result<(), Fatal>
         report["seq"],
         report["uploads"],
         to.display()
+    );
+    Ok(())
+}
+
+/// Asks the server serving `data_dir` (POST `/api/v1/{path}`, as the owner of DIR/zuliprc):
+/// its answer.
+fn ask_server(
+    data_dir: &std::path::Path,
+    path: &str,
+    timeout: std::time::Duration,
+) -> Result<serde_json::Value, Fatal> {
+    let layout = Layout::new(data_dir);
+    let zuliprc = std::fs::read_to_string(layout.zuliprc()).map_err(|e| {
+        format!(
+            "there is no zuliprc to ask the server with ({}): {e}",
+            layout.zuliprc().display()
+        )
+    })?;
+    let value = |key: &str| {
+        zuliprc
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}=")))
+            .map(str::trim)
+            .map(str::to_owned)
+            .ok_or_else(|| format!("{key} is missing from {}", layout.zuliprc().display()))
+    };
+    let (site, email, key) = (value("site")?, value("email")?, value("key")?);
+    let answer: serde_json::Value = actix_web::rt::System::new()
+        .block_on(async {
+            reqwest::Client::new()
+                .post(format!("{}/api/v1/{path}", site.trim_end_matches('/')))
+                .basic_auth(&email, Some(&key))
+                .timeout(timeout)
+                .send()
+                .await?
+                .json()
+                .await
+        })
+        .map_err(|e| format!("the server at {site} did not answer: {e}"))?;
+    Ok(answer)
+}
+
+/// `chronicle ldap-sync`: the server serving `data_dir` syncs with its directory now.
+fn ldap_sync(data_dir: &std::path::Path) -> Result<(), Fatal> {
+    let answer = ask_server(
+        data_dir,
+        "admin/ldap-sync",
+        std::time::Duration::from_secs(600),
+    )?;
+    if answer["result"] != "success" {
+        return Err(format!("the directory sync was refused: {}", answer["msg"]).into());
+    }
+    let count = |key: &str| answer[key].as_array().map_or(0, Vec::len);
+    println!(
+        "directory sync: {} deactivated, {} reactivated, {} renamed, {} with a new role, {} new avatars, {} groups changed, {} kept active (the last owner)",
+        count("deactivated"),
+        count("reactivated"),
+        count("renamed"),
+        count("role_changed"),
+        count("new_avatar"),
+        answer["groups"].as_object().map_or(0, |g| g.len()),
+        count("kept"),
     );
     Ok(())
 }

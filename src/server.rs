@@ -60,6 +60,8 @@ pub struct ServeConfig {
     pub metrics_bind: Option<String>,
     /// The bearer token that opens `/metrics` on the main address (`metrics.token`).
     pub metrics_token: Option<String>,
+    /// The ways of signing in besides passwords (`[auth]`, `[ldap]`).
+    pub identity: crate::identity::Identity,
 }
 
 /// The default snapshot interval: at about 70,000 events/s of fold, a start replays at most
@@ -431,6 +433,10 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         realm_url: realm_url.clone(),
         uploads: config.uploads,
         cards: Default::default(),
+        sign_in: crate::render::SignInMethods {
+            email: config.identity.password,
+            ldap: config.identity.ldap.is_some(),
+        },
     };
     let queues = Arc::new(match &me {
         None => crate::realtime::Queues::new(site.clone(), secret.clone()),
@@ -569,6 +575,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         password_work: crate::http::rate_limit::PasswordWork::new(
             config.rate_limits.password_checks_per_address,
         ),
+        identity: config.identity.clone(),
     });
     let collector = actix_web::rt::spawn(collect_idle(queues.clone(), rate_limiter));
     let retention = actix_web::rt::spawn(retention_job(
@@ -578,6 +585,14 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
             .unwrap_or(std::time::Duration::from_secs(3600)),
     ));
     let delivery = actix_web::rt::spawn(delivery_job(engine.clone()));
+    let directory_sync = config.identity.sync_every.map(|every| {
+        actix_web::rt::spawn(crate::identity::directory_sync_job(
+            engine.clone(),
+            config.identity.clone(),
+            data.uploads.clone(),
+            every,
+        ))
+    });
     // `/metrics` on an address of its own, without credentials, when configured.
     let metrics_server = match &config.metrics_bind {
         None => None,
@@ -645,6 +660,9 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     webhooks.abort();
     retention.abort();
     delivery.abort();
+    if let Some(job) = directory_sync {
+        job.abort();
+    }
     engine.shutdown().await;
     let seq = engine.read(|s| s.seq);
     tracing::info!(

@@ -48,6 +48,7 @@ impl InProcess {
             outgoing_allow: Vec::new(),
             metrics_bind: None,
             metrics_token: None,
+            identity: Default::default(),
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {

@@ -7,6 +7,7 @@ pub mod attachments;
 pub mod channels;
 pub mod delete;
 pub mod devices;
+pub mod directory;
 pub mod drafts;
 pub mod edit;
 pub mod emoji;

@@ -157,6 +157,12 @@ pub fn create_user(state: &Projections, ctx: &Ctx, user: NewUser) -> ApiResult<D
     };
     check_unique_name(state, &user.full_name, None)?;
     let user_id = UserId(state.users.max_id().0 + 1);
+    Ok(Decision::new(new_account(state, user_id, user), user_id))
+}
+
+/// The events of a new human account `user_id` (its name checked): created, subscribed to
+/// the default channels, announced where the organization announces sign-ups.
+pub fn new_account(state: &Projections, user_id: UserId, user: NewUser) -> Vec<Event> {
     let full_name = user.full_name.clone();
     let mention = format!("@_**{full_name}|{user_id}**");
     let mut events = vec![user_created(user_id, user, false)];
@@ -164,7 +170,7 @@ pub fn create_user(state: &Projections, ctx: &Ctx, user: NewUser) -> ApiResult<D
     let mut notices = super::notices::Notices::reserving(state, 1).knowing(user_id, &full_name);
     signup_notices(state, &mention, &mut notices);
     events.extend(notices.into_events());
-    Ok(Decision::new(events, user_id))
+    events
 }
 
 /// The sign-up announcement of a new account (`mention` names it), where the organization has
@@ -435,6 +441,16 @@ pub fn deactivate_user(
             ));
         }
     }
+    Ok(Decision::events(deactivation_events(state, target, actions)))
+}
+
+/// Deactivating `target`: their bots first, what `actions` removes, the account, and the
+/// invitations they made that are still pending.
+pub fn deactivation_events(
+    state: &Projections,
+    target: UserId,
+    actions: DeactivationActions,
+) -> Vec<Event> {
     let mut events = Vec::new();
     for bot in state
         .users
@@ -459,7 +475,7 @@ pub fn deactivate_user(
             })
             .map(|i| Event::InvitationRevoked { invite_id: i.id }),
     );
-    Ok(Decision::events(events))
+    events
 }
 
 /// `PATCH /users/{user_id}`: an administrator changes a name, a role or profile data. Only

@@ -350,3 +350,20 @@ pub async fn take_backup(
     body["path"] = json!(dest.display().to_string());
     Ok(params.success(body))
 }
+
+/// `POST /admin/ldap-sync`: one sync with the LDAP directory now (names, roles, groups, who is
+/// deactivated or back), as the server does on its timer; for administrators. Answers what
+/// changed, by user id.
+pub async fn ldap_sync(
+    state: web::Data<AppState>,
+    auth: Auth,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    if !auth.role.is_admin() {
+        return Err(ApiError::must_be_admin());
+    }
+    let report = crate::identity::sync_directory(&state.engine, &state.identity, &state.uploads).await?;
+    let body = serde_json::to_value(&report)
+        .map_err(|e| ApiError::internal(format!("sync report: {e}")))?;
+    Ok(params.success(body))
+}

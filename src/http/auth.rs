@@ -152,13 +152,14 @@ pub async fn fetch_api_key(
     Ok(params.success(json!({"api_key": api_key, "email": email, "user_id": user_id.0})))
 }
 
-/// The account `username` (an email) names, if `password` is its password and it may sign in:
-/// `AUTHENTICATION_FAILED` otherwise (also for an unknown account, after the same work), or
-/// `USER_DEACTIVATED`. Five failures per username in 30 minutes, then nothing more is tried
-/// (`RATE_LIMIT_HIT`): an attempt is counted before its hash is checked and given back when the
-/// password was right, so parallel guesses cannot all be checked before the first failure is
-/// counted. The hash is checked off the async workers, within `PasswordWork`'s bounds (`ip` is
-/// the client's address).
+/// The account `username` names, if `password` is its password and it may sign in: a
+/// password Chronicle keeps (when `[auth] password` is on), else the directory's (an LDAP bind;
+/// `username` may then be the directory's username too). `AUTHENTICATION_FAILED` otherwise
+/// (also for an unknown account, after the same work), or `USER_DEACTIVATED`. Five failures per
+/// username in 30 minutes, then nothing more is tried (`RATE_LIMIT_HIT`): an attempt is counted
+/// before its hash is checked and given back when the password was right, so parallel guesses
+/// cannot all be checked before the first failure is counted. The hash is checked off the async
+/// workers, within `PasswordWork`'s bounds (`ip` is the client's address).
 pub async fn check_password(
     state: &AppState,
     ip: Option<std::net::IpAddr>,
@@ -167,12 +168,57 @@ pub async fn check_password(
 ) -> ApiResult<UserId> {
     let login_key = crate::http::rate_limit::Key::Login(username.trim().to_lowercase());
     state.rate_limiter.hit(login_key.clone())?;
+    if state.identity.password {
+        match check_kept_password(state, ip, username, password.clone()).await {
+            Ok(Some(account)) => {
+                state.rate_limiter.release(&login_key);
+                return account;
+            }
+            Ok(None) => {}
+            Err(refused) => {
+                // Not checked at all: the attempt does not count against the username.
+                state.rate_limiter.release(&login_key);
+                return Err(refused);
+            }
+        }
+    }
+    if let Some(directory) = &state.identity.ldap {
+        match directory.authenticate(username, &password).await {
+            Ok(Some(person)) => {
+                state.rate_limiter.release(&login_key);
+                return directory_sign_in(state, person).await;
+            }
+            Ok(None) => {}
+            Err(error) => {
+                state.rate_limiter.release(&login_key);
+                tracing::warn!("sign-in through the LDAP directory failed: {error}");
+                return Err(ApiError::new(
+                    ErrorCode::Busy,
+                    "The organization's directory cannot be reached; try again in a moment.",
+                ));
+            }
+        }
+    }
+    Err(ApiError::new(
+        ErrorCode::AuthenticationFailed,
+        "Your username or password is incorrect",
+    ))
+}
+
+/// The account whose kept password `password` is: `Ok(None)` when it is not (or there is no
+/// such account, checked against a dummy hash so that it costs the same time), else the
+/// account, or `USER_DEACTIVATED`. `Err` when the check was refused before it ran.
+async fn check_kept_password(
+    state: &AppState,
+    ip: Option<std::net::IpAddr>,
+    username: &str,
+    password: String,
+) -> ApiResult<Option<ApiResult<UserId>>> {
     let account = state.engine.read(|s| {
         s.users
             .by_email(username)
             .map(|u| (u.user_id, u.password_hash.clone(), u.is_active))
     });
-    // An unknown account is checked against a dummy hash so it costs the same time.
     let hash = account
         .as_ref()
         .and_then(|(_, hash, _)| hash.clone())
@@ -180,29 +226,67 @@ pub async fn check_password(
     let verified = state
         .password_work
         .run(ip, move || verify_password(&hash, &password))
-        .await;
-    let verified = match verified {
-        Ok(verified) => verified,
-        Err(refused) => {
-            // Not checked at all: the attempt does not count against the username.
-            state.rate_limiter.release(&login_key);
-            return Err(refused);
+        .await?;
+    Ok(match account.filter(|_| verified) {
+        Some((user_id, Some(_), true)) => Some(Ok(user_id)),
+        Some((_, Some(_), false)) => Some(Err(deactivated())),
+        _ => None,
+    })
+}
+
+fn deactivated() -> ApiError {
+    ApiError::new(ErrorCode::UserDeactivated, "Account is deactivated")
+}
+
+/// The account of a person the directory just vouched for: brought in step with what the
+/// directory says of them (name, role, groups), or created at their first sign-in when the
+/// configuration allows. Locked in the directory or deactivated here: `USER_DEACTIVATED`.
+async fn directory_sign_in(
+    state: &AppState,
+    person: crate::identity::ldap::Person,
+) -> ApiResult<UserId> {
+    if person.entry.disabled {
+        return Err(deactivated());
+    }
+    let email = person.entry.email.clone();
+    let existing = state.engine.read(|s| {
+        s.users
+            .by_email(&email)
+            .map(|u| (u.user_id, u.is_active && !u.is_bot()))
+    });
+    let rules = state.identity.rules.clone();
+    let entry = state.identity.entry_of(&state.uploads, person).await;
+    match existing {
+        Some((_, false)) => Err(deactivated()),
+        Some((user_id, true)) => {
+            // Only this person is listed, so nobody else is touched.
+            let rules = crate::commands::directory::SyncRules {
+                deactivate_missing: false,
+                ..rules
+            };
+            state
+                .engine
+                .execute(None, move |s, ctx| {
+                    crate::commands::directory::sync(s, ctx, std::slice::from_ref(&entry), &rules)
+                })
+                .await?;
+            Ok(user_id)
         }
-    };
-    let Some((user_id, Some(_), is_active)) = account.filter(|_| verified) else {
-        return Err(ApiError::new(
+        None if state.identity.create_users => {
+            let nonce = crate::auth::new_api_key_nonce();
+            let created = state
+                .engine
+                .execute(None, move |s, ctx| {
+                    crate::commands::directory::sign_up(s, ctx, &entry, &rules, nonce.clone())
+                })
+                .await?;
+            Ok(created.value)
+        }
+        None => Err(ApiError::new(
             ErrorCode::AuthenticationFailed,
             "Your username or password is incorrect",
-        ));
-    };
-    state.rate_limiter.release(&login_key);
-    if !is_active {
-        return Err(ApiError::new(
-            ErrorCode::UserDeactivated,
-            "Account is deactivated",
-        ));
+        )),
     }
-    Ok(user_id)
 }
 
 /// The address of the client that sent `req`, for the per-address bounds: `None` for a request

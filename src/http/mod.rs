@@ -81,6 +81,8 @@ pub struct AppState {
     pub password_work: rate_limit::PasswordWork,
     /// The still images of animated custom emoji, each made once.
     pub emoji_stills: emoji::EmojiStills,
+    /// The ways of signing in besides passwords.
+    pub identity: crate::identity::Identity,
 }
 
 /// How long a client may take to send its request, so that slow or stalled clients cannot
@@ -498,6 +500,7 @@ fn api_routes(api: &mut web::ServiceConfig) {
     endpoint!(api, "/admin/events", get => admin::get_events);
     endpoint!(api, "/admin/inspections", get => admin::get_inspections);
     endpoint!(api, "/admin/backup", post => admin::take_backup);
+    endpoint!(api, "/admin/ldap-sync", post => admin::ldap_sync);
     endpoint!(api, "/export/realm", get => exports::list, post => exports::start);
     endpoint!(api, "/export/realm/consents", get => exports::consents);
     endpoint!(api, "/export/realm/{export_id}", delete => exports::delete);

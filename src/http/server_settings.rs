@@ -16,9 +16,11 @@ pub async fn get_server_settings(
         .engine
         .read(|s| (s.realm.name.clone(), s.realm.description.clone()));
     let url = &state.site.realm_url;
+    let methods = state.site.sign_in;
     Ok(params.success(json!({
         "authentication_methods": {
-            "password": true, "dev": false, "email": true, "ldap": false,
+            "password": methods.password(), "dev": false, "email": methods.email,
+            "ldap": methods.ldap,
             "remoteuser": false, "github": false, "azuread": false, "gitlab": false,
             "apple": false, "google": false, "saml": false, "openid connect": false,
         },
@@ -28,8 +30,8 @@ pub async fn get_server_settings(
         "zulip_feature_level": ZULIP_FEATURE_LEVEL,
         "push_notifications_enabled": false,
         "is_incompatible": false,
-        "email_auth_enabled": true,
-        "require_email_format_usernames": true,
+        "email_auth_enabled": methods.email,
+        "require_email_format_usernames": methods.email_usernames(),
         "realm_url": url,
         "realm_uri": url,
         "realm_name": name,

@@ -514,11 +514,11 @@ fn realm_data(out: &mut Out, cx: &Cx<'_>) {
         "realm_push_notifications_enabled_end_timestamp",
         &Value::Null,
     );
-    out.put("realm_password_auth_enabled", &true);
-    out.put("realm_email_auth_enabled", &true);
+    out.put("realm_password_auth_enabled", &site.sign_in.password());
+    out.put("realm_email_auth_enabled", &site.sign_in.email);
     out.put(
         "realm_authentication_methods",
-        &json!({"Email": {"enabled": true, "available": true}}),
+        &site.sign_in.realm_methods(),
     );
     out.put("realm_inline_image_preview", &true);
     out.put("realm_inline_url_embed_preview", &false);

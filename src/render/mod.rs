@@ -24,6 +24,48 @@ pub struct Site {
     pub uploads: UploadLimits,
     /// Users as `/register` lists them, written once and kept while they stay the same.
     pub cards: std::sync::Arc<users::UserCards>,
+    /// The ways of signing in the server offers.
+    pub sign_in: SignInMethods,
+}
+
+/// The ways of signing in, as `server_settings` and `/register` tell clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SignInMethods {
+    /// An email address and a password Chronicle keeps (Zulip's `Email` backend).
+    pub email: bool,
+    /// A password checked by the LDAP directory (Zulip's `LDAP` backend).
+    pub ldap: bool,
+}
+
+impl Default for SignInMethods {
+    fn default() -> Self {
+        SignInMethods {
+            email: true,
+            ldap: false,
+        }
+    }
+}
+
+impl SignInMethods {
+    /// Zulip's `password_auth_enabled`: some password is asked for.
+    pub fn password(&self) -> bool {
+        self.email || self.ldap
+    }
+
+    /// Zulip's `require_email_format_usernames`: false when the directory takes usernames.
+    pub fn email_usernames(&self) -> bool {
+        !self.ldap
+    }
+
+    /// `realm_authentication_methods`, by Zulip's backend names.
+    pub fn realm_methods(&self) -> serde_json::Value {
+        let method = |on: bool| serde_json::json!({"enabled": on, "available": on});
+        let mut methods = serde_json::json!({"Email": method(self.email)});
+        if self.ldap {
+            methods["LDAP"] = method(true);
+        }
+        methods
+    }
 }
 
 /// How much may be uploaded.

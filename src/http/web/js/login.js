@@ -7,6 +7,7 @@ const MESSAGES = {
   rate_limited: "Too many attempts. Please wait a minute and try again.",
   origin: "That login request came from another site and was refused. Please log in here.",
   missing: "Please enter both your email and your password.",
+  unavailable: "Signing in is not possible right now (the directory may be unreachable). Please try again in a moment.",
 };
 
 const code = new URLSearchParams(location.search).get("error");
@@ -17,3 +18,14 @@ if (code) {
 }
 const target = code === "invalid" ? "password" : "username";
 document.getElementById(target).focus();
+
+// With a directory (LDAP), people may sign in with their directory username as well.
+fetch("/api/v1/server_settings")
+  .then((answer) => answer.json())
+  .then((settings) => {
+    if (settings.require_email_format_usernames === false) {
+      document.querySelector('label[for="username"]').textContent = "Email or username";
+      document.getElementById("username").type = "text";
+    }
+  })
+  .catch(() => {});

@@ -1,0 +1,170 @@
+//! How people prove who they are, besides the passwords Chronicle keeps: the organization's
+//! directory today. Every way ends where a password sign-in ends, a person identified, and
+//! whatever the directory says about them is decided through commands
+//! (`commands::directory`) like any other change.
+
+pub mod ldap;
+
+use crate::commands::directory::SyncRules;
+use crate::events::AvatarImage;
+use crate::config::Settings;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The ways of signing in the server offers.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    /// Passwords Chronicle keeps (Zulip's email backend).
+    pub password: bool,
+    /// An LDAP directory.
+    pub ldap: Option<Arc<ldap::Directory>>,
+    /// Create the account of a person the directory knows at their first sign-in.
+    pub create_users: bool,
+    /// How the sync treats what the directory does not say.
+    pub rules: SyncRules,
+    /// How often the server syncs with the directory on its own.
+    pub sync_every: Option<Duration>,
+    /// Directory photos already made avatars, by the SHA-256 of their bytes, so that a sync
+    /// resizes each photo once.
+    photos: Arc<std::sync::Mutex<std::collections::HashMap<[u8; 32], AvatarImage>>>,
+}
+
+impl Default for Identity {
+    /// Passwords only.
+    fn default() -> Identity {
+        Identity {
+            password: true,
+            ldap: None,
+            create_users: false,
+            rules: SyncRules::default(),
+            sync_every: None,
+            photos: Default::default(),
+        }
+    }
+}
+
+impl Identity {
+    /// What the configuration switches on; an error names the setting at fault.
+    pub fn from_settings(s: &Settings) -> Result<Identity, String> {
+        let password = s.auth.password.unwrap_or(true);
+        let ldap = ldap::Directory::from_settings(&s.ldap)?.map(Arc::new);
+        let rules = SyncRules {
+            // As Zulip: people the directory lost are deactivated when it is the only way in.
+            deactivate_missing: s.ldap.deactivate_missing.unwrap_or(!password),
+            synced_groups: ldap
+                .as_ref()
+                .map(|d| d.synced_groups().to_vec())
+                .unwrap_or_default(),
+        };
+        Ok(Identity {
+            password,
+            create_users: s.ldap.create_users.unwrap_or(true),
+            sync_every: ldap
+                .as_ref()
+                .and(s.ldap.sync_every_secs)
+                .filter(|secs| *secs > 0)
+                .map(Duration::from_secs),
+            ldap,
+            rules,
+            photos: Default::default(),
+        })
+    }
+
+    /// What the directory says of `person`, their photo (if any) stored as an avatar at
+    /// Zulip's two sizes. A photo that is not an image within the avatar bounds is left out.
+    pub async fn entry_of(
+        &self,
+        uploads: &crate::uploads::UploadStore,
+        person: ldap::Person,
+    ) -> crate::commands::directory::Entry {
+        let mut entry = person.entry;
+        if let Some(photo) = person.photo {
+            entry.avatar = self.avatar_of(uploads, photo).await;
+        }
+        entry
+    }
+
+    async fn avatar_of(
+        &self,
+        uploads: &crate::uploads::UploadStore,
+        photo: Vec<u8>,
+    ) -> Option<AvatarImage> {
+        use sha2::Digest;
+        let digest: [u8; 32] = sha2::Sha256::digest(&photo).into();
+        if let Some(image) = self.photos.lock().ok()?.get(&digest) {
+            return Some(image.clone());
+        }
+        let store = uploads.clone();
+        let made = tokio::time::timeout(
+            Duration::from_secs(10),
+            tokio::task::spawn_blocking(move || -> Option<AvatarImage> {
+                let (small, medium) = crate::avatars::resize_upload(&photo).ok()?;
+                Some(AvatarImage {
+                    sha256: store.put(&small).ok()?,
+                    medium_sha256: store.put(&medium).ok()?,
+                })
+            }),
+        )
+        .await
+        .ok()?
+        .ok()??;
+        self.photos.lock().ok()?.insert(digest, made.clone());
+        Some(made)
+    }
+}
+
+/// One sync with the directory: everyone it lists, brought in by
+/// `commands::directory::sync` as the server's own change. Refused (nothing changed) when the
+/// directory cannot be asked or the sync would deactivate most of the organization.
+pub async fn sync_directory(
+    engine: &crate::engine::Engine,
+    identity: &Identity,
+    uploads: &crate::uploads::UploadStore,
+) -> crate::error::ApiResult<crate::commands::directory::SyncReport> {
+    use crate::error::{ApiError, ErrorCode};
+    let Some(directory) = &identity.ldap else {
+        return Err(ApiError::bad_request("No LDAP directory is configured"));
+    };
+    let people = directory.everyone().await.map_err(|error| {
+        tracing::warn!("directory sync: {error}");
+        ApiError::new(
+            ErrorCode::Busy,
+            format!("The directory sync could not run: {error}"),
+        )
+    })?;
+    let mut entries = Vec::with_capacity(people.len());
+    for person in people {
+        entries.push(identity.entry_of(uploads, person).await);
+    }
+    let rules = identity.rules.clone();
+    let done = engine
+        .execute(None, move |s, ctx| {
+            crate::commands::directory::sync(s, ctx, &entries, &rules)
+        })
+        .await?;
+    Ok(done.value)
+}
+
+/// Syncs with the directory every `every`, for as long as the server runs (the first one
+/// `every` after start).
+pub async fn directory_sync_job(
+    engine: Arc<crate::engine::Engine>,
+    identity: Identity,
+    uploads: crate::uploads::UploadStore,
+    every: Duration,
+) {
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    loop {
+        tick.tick().await;
+        match sync_directory(&engine, &identity, &uploads).await {
+            Ok(report) => tracing::info!(
+                deactivated = report.deactivated.len(),
+                reactivated = report.reactivated.len(),
+                renamed = report.renamed.len(),
+                role_changed = report.role_changed.len(),
+                "directory sync"
+            ),
+            Err(error) => tracing::warn!(%error, "directory sync refused"),
+        }
+    }
+}
