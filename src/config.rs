@@ -179,6 +179,10 @@ pub struct LdapSettings {
     /// Upgrade an `ldap://` connection with StartTLS before anything is sent.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub starttls: Option<bool>,
+    /// PEM certificates of the CAs the directory's certificate is checked against (absent:
+    /// the system's trusted CAs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
     /// The account Chronicle searches the directory as (absent: an anonymous search).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bind_dn: Option<String>,
@@ -299,6 +303,7 @@ pub const KEYS: &[Key] = &[
     key("auth.password"),
     key("ldap.url"),
     key("ldap.starttls"),
+    key("ldap.ca_file"),
     key("ldap.bind_dn"),
     Key {
         name: "ldap.bind_password",

@@ -35,6 +35,8 @@
 //!   commit.
 //! - [`realtime`]: event queues, `/register` initial state, durable events → typed client
 //!   events ([`realtime::translate`]).
+//! - [`identity`]: ways of signing in besides Chronicle's passwords (the LDAP directory) and
+//!   the directory sync; what they learn is decided by `commands::directory`.
 //! - [`http`]: the route table, extractors (`Auth`, `Params`) and thin handlers, one file per
 //!   resource.
 //! - [`server`], [`webhooks`], [`bench`](mod@bench): opening a data directory and serving until a signal

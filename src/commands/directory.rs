@@ -134,11 +134,7 @@ pub fn sync(
                         owners -= 1;
                     }
                     report.deactivated.push(user.user_id);
-                    events.extend(deactivation_events(
-                        state,
-                        user.user_id,
-                        Default::default(),
-                    ));
+                    events.extend(deactivation_events(state, user.user_id, Default::default()));
                 }
             }
             continue;
@@ -211,8 +207,7 @@ fn group_events(
             .filter(|(_, e)| e.groups.iter().any(|g| g.eq_ignore_ascii_case(name)))
             .map(|(id, _)| *id)
             .collect();
-        let (group_id, current) = match state.groups.by_name(name).filter(|g| g.system.is_none())
-        {
+        let (group_id, current) = match state.groups.by_name(name).filter(|g| g.system.is_none()) {
             Some(group) => (group.id, group.members.clone()),
             None => {
                 if wanted.is_empty() {

@@ -441,7 +441,9 @@ pub fn deactivate_user(
             ));
         }
     }
-    Ok(Decision::events(deactivation_events(state, target, actions)))
+    Ok(Decision::events(deactivation_events(
+        state, target, actions,
+    )))
 }
 
 /// Deactivating `target`: their bots first, what `actions` removes, the account, and the

@@ -362,7 +362,8 @@ pub async fn ldap_sync(
     if !auth.role.is_admin() {
         return Err(ApiError::must_be_admin());
     }
-    let report = crate::identity::sync_directory(&state.engine, &state.identity, &state.uploads).await?;
+    let report =
+        crate::identity::sync_directory(&state.engine, &state.identity, &state.uploads).await?;
     let body = serde_json::to_value(&report)
         .map_err(|e| ApiError::internal(format!("sync report: {e}")))?;
     Ok(params.success(body))

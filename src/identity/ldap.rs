@@ -12,6 +12,7 @@ use crate::config::LdapSettings;
 use crate::events::Role;
 use ldap3::{Ldap, LdapConnAsync, LdapConnSettings, ResultEntry, Scope, SearchEntry};
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// LDAP's `invalidCredentials` result code (also Active Directory's answer for a disabled or
@@ -19,10 +20,12 @@ use std::time::Duration;
 const INVALID_CREDENTIALS: u32 = 49;
 
 /// A configured directory.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Directory {
     url: String,
     starttls: bool,
+    /// The TLS configuration with the CAs of `ldap.ca_file` (`None`: the system's CAs).
+    tls: Option<Arc<rustls::ClientConfig>>,
     service: Option<(String, String)>,
     user_base: String,
     user_filter: String,
@@ -70,9 +73,7 @@ impl Directory {
             return Ok(None);
         };
         if !(url.starts_with("ldap://") || url.starts_with("ldaps://")) {
-            return Err(format!(
-                "ldap.url: {url} is not an ldap:// or ldaps:// URL"
-            ));
+            return Err(format!("ldap.url: {url} is not an ldap:// or ldaps:// URL"));
         }
         let need = |value: &Option<String>, key: &str| {
             value
@@ -86,7 +87,9 @@ impl Directory {
         }
         let service = match (&s.bind_dn, &s.bind_password) {
             (Some(dn), Some(password)) => Some((dn.clone(), password.clone())),
-            (Some(_), None) => return Err("ldap.bind_password must be set with ldap.bind_dn".into()),
+            (Some(_), None) => {
+                return Err("ldap.bind_password must be set with ldap.bind_dn".into())
+            }
             _ => None,
         };
         let role_groups = [
@@ -102,9 +105,11 @@ impl Directory {
         if (!role_groups.is_empty() || !synced_groups.is_empty()) && s.group_base.is_none() {
             return Err("ldap.group_base must be set to map groups to roles or user groups".into());
         }
+        let tls = s.ca_file.as_deref().map(tls_config).transpose()?;
         Ok(Some(Directory {
             url,
             starttls: s.starttls.unwrap_or(false),
+            tls,
             service,
             user_base: need(&s.user_base, "user_base")?,
             user_filter,
@@ -174,9 +179,12 @@ impl Directory {
 
     /// A connection, bound as the service account when there is one.
     async fn connect(&self) -> Result<Ldap, DirectoryError> {
-        let settings = LdapConnSettings::new()
+        let mut settings = LdapConnSettings::new()
             .set_conn_timeout(self.timeout)
             .set_starttls(self.starttls);
+        if let Some(tls) = &self.tls {
+            settings = settings.set_config(tls.clone());
+        }
         let (conn, mut ldap) = tokio::time::timeout(
             self.timeout,
             LdapConnAsync::with_settings(settings, &self.url),
@@ -231,7 +239,11 @@ impl Directory {
             .non_error()
             .map_err(|e| DirectoryError::Refused(e.to_string()))?;
         if result.rc != 0 {
-            tracing::warn!("ldap search of people answered {} {}", result.rc, result.text);
+            tracing::warn!(
+                "ldap search of people answered {} {}",
+                result.rc,
+                result.text
+            );
         }
         Ok(entries
             .into_iter()
@@ -324,6 +336,46 @@ impl Directory {
             photo,
         }
     }
+}
+
+impl std::fmt::Debug for Directory {
+    /// Everything but the service account's password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Directory")
+            .field("url", &self.url)
+            .field("starttls", &self.starttls)
+            .field("service", &self.service.as_ref().map(|(dn, _)| dn))
+            .field("user_base", &self.user_base)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A TLS client configuration that trusts the CAs in the PEM file `path` (and only those).
+fn tls_config(path: &std::path::Path) -> Result<Arc<rustls::ClientConfig>, String> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
+    let mut roots = rustls::RootCertStore::empty();
+    let certificates = CertificateDer::pem_file_iter(path)
+        .map_err(|e| format!("ldap.ca_file: cannot read {}: {e}", path.display()))?;
+    for certificate in certificates {
+        let certificate =
+            certificate.map_err(|e| format!("ldap.ca_file: {} is not PEM: {e}", path.display()))?;
+        roots
+            .add(certificate)
+            .map_err(|e| format!("ldap.ca_file: a certificate in {}: {e}", path.display()))?;
+    }
+    if roots.is_empty() {
+        return Err(format!(
+            "ldap.ca_file: {} holds no certificate",
+            path.display()
+        ));
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("ldap.ca_file: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Arc::new(config))
 }
 
 fn unreachable(error: ldap3::LdapError) -> DirectoryError {
@@ -436,7 +488,10 @@ mod tests {
         assert!(disabled(&with(&[("userAccountControl", "514")])));
         assert!(disabled(&with(&[("nsaccountlock", "TRUE")])));
         assert!(!disabled(&with(&[("nsAccountLock", "false")])));
-        assert!(disabled(&with(&[("pwdAccountLockedTime", "000001010000Z")])));
+        assert!(disabled(&with(&[(
+            "pwdAccountLockedTime",
+            "000001010000Z"
+        )])));
         assert!(!disabled(&with(&[("mail", "x@example.com")])));
     }
 
@@ -452,7 +507,10 @@ mod tests {
             tag(4, PL::P(b"not constructed".to_vec())),
             tag(4, PL::C(vec![])),
             tag(4, PL::C(vec![tag(4, PL::P(vec![0xff, 0xfe]))])),
-            tag(4, PL::C(vec![tag(4, PL::P(b"dn".to_vec())), tag(16, PL::P(vec![]))])),
+            tag(
+                4,
+                PL::C(vec![tag(4, PL::P(b"dn".to_vec())), tag(16, PL::P(vec![]))]),
+            ),
             tag(5, PL::C(vec![])),
         ] {
             assert!(entry_of(shape).is_none());
@@ -461,8 +519,8 @@ mod tests {
 
     #[test]
     fn a_login_cannot_widen_the_filter() {
-        let filter = "(|(uid={login})(mail={login}))"
-            .replace("{login}", &ldap3::ldap_escape("*)(uid=*"));
+        let filter =
+            "(|(uid={login})(mail={login}))".replace("{login}", &ldap3::ldap_escape("*)(uid=*"));
         assert_eq!(filter, r"(|(uid=\2a\29\28uid=\2a)(mail=\2a\29\28uid=\2a))");
     }
 }

@@ -6,8 +6,8 @@
 pub mod ldap;
 
 use crate::commands::directory::SyncRules;
-use crate::events::AvatarImage;
 use crate::config::Settings;
+use crate::events::AvatarImage;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -124,11 +124,35 @@ def wait_for(condition, what, seconds=30):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def make_certificates(tmp: pathlib.Path):
+    """A CA of the test's own and a certificate it signed for 127.0.0.1 (openssl's CLI)."""
+    def openssl(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=tmp)
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem",
+            "-days", "2", "-subj", "/CN=Chronicle test CA",
+            "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr",
+            "-subj", "/CN=127.0.0.1")
+    (tmp / "ext.cnf").write_text(
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "server.pem", "-days", "2", "-extfile", "ext.cnf")
+    os.chmod(tmp / "server.key", 0o644)
+    return tmp / "ca.pem"
+
+
 class Slapd:
-    def __init__(self, tmp: pathlib.Path):
+    def __init__(self, tmp: pathlib.Path, tls=False):
         self.tmp = tmp
         (tmp / "db").mkdir(parents=True)
         (tmp / "lock.schema").write_text(LOCK_SCHEMA)
+        self.ca = make_certificates(tmp) if tls else None
+        tls_lines = [
+            f"TLSCACertificateFile {tmp / 'ca.pem'}",
+            f"TLSCertificateFile {tmp / 'server.pem'}",
+            f"TLSCertificateKeyFile {tmp / 'server.key'}",
+        ] if tls else []
         self.conf = tmp / "slapd.conf"
         self.conf.write_text(
             "\n".join(
@@ -137,6 +161,7 @@ class Slapd:
                     "include /etc/ldap/schema/cosine.schema",
                     "include /etc/ldap/schema/inetorgperson.schema",
                     f"include {tmp / 'lock.schema'}",
+                    *tls_lines,
                     "modulepath /usr/lib/ldap",
                     "moduleload back_mdb",
                     f"pidfile {tmp / 'slapd.pid'}",
@@ -160,26 +185,30 @@ class Slapd:
         )
         self.port = free_port()
         self.url = f"ldap://127.0.0.1:{self.port}"
+        self.tls_port = free_port() if tls else None
+        self.ldaps_url = f"ldaps://127.0.0.1:{self.tls_port}" if tls else None
         self.process = None
         self.start()
 
     def start(self):
         self.log = open(self.tmp / "slapd.log", "a")
+        listen = self.url + "/" + (f" {self.ldaps_url}/" if self.ldaps_url else "")
         # -d keeps slapd in the foreground, so the test owns the process.
         self.process = subprocess.Popen(
-            [SLAPD, "-f", str(self.conf), "-h", self.url + "/", "-d", "0"],
+            [SLAPD, "-f", str(self.conf), "-h", listen, "-d", "0"],
             stdout=self.log,
             stderr=self.log,
         )
 
-        def answers():
+        def answers(port):
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
                     return True
             except OSError:
                 return False
 
-        wait_for(answers, "slapd to listen")
+        for port in filter(None, [self.port, self.tls_port]):
+            wait_for(lambda: answers(port), "slapd to listen")
 
     def stop(self):
         if self.process and self.process.poll() is None:
@@ -368,3 +397,46 @@ timeout_secs = 3
     log = (tmp_path / "server.log").read_text()
     for secret in secrets:
         assert secret not in log
+
+
+@pytest.mark.skipif(
+    SLAPD is None or shutil.which("openssl") is None,
+    reason="slapd and openssl are not installed (scripts/test.sh installs slapd)",
+)
+@pytest.mark.parametrize("mode", ["ldaps", "starttls"])
+def test_the_directory_is_reached_over_tls_and_its_certificate_checked(tmp_path, mode):
+    slapd = Slapd(tmp_path / "ldap", tls=True)
+    url = slapd.ldaps_url if mode == "ldaps" else slapd.url
+    def serve(name, ca_line):
+        config = tmp_path / f"{name}.toml"
+        config.write_text(
+            f"""
+[ldap]
+url = "{url}"
+starttls = {"true" if mode == "starttls" else "false"}
+{ca_line}
+user_base = "ou=people,{BASE}"
+timeout_secs = 3
+"""
+        )
+        return RunningServer(tmp_path / name, extra_args=["--config", str(config)])
+
+    try:
+        # Checked against the organization's CA: signing in works.
+        server = serve("trusting", f'ca_file = "{slapd.ca}"')
+        try:
+            answer = fetch_api_key(server, "bob", PASSWORDS["bob"])
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["email"] == "bob@example.com"
+        finally:
+            server.stop()
+        # Against the system's CAs, which never signed it: no password is sent, sign-in fails.
+        server = serve("untrusting", "")
+        try:
+            answer = fetch_api_key(server, "bob", PASSWORDS["bob"])
+            assert answer.status_code == 503, answer.text
+        finally:
+            server.stop()
+        assert "certificate" in (tmp_path / "server.log").read_text().lower()
+    finally:
+        slapd.stop()
