@@ -96,6 +96,24 @@ impl ServerSecret {
         self.derive(b"web-csrf\0", user_id.0, session_id)
     }
 
+    /// The token of a password-reset link issued at `issued` (UNIX seconds) for an account
+    /// whose password hash and address are `password_hash` and `email` now:
+    /// `{issued}-{mac}`. Nothing of it is kept anywhere; it stops working once the password
+    /// changes (so it is used once) or the address does.
+    pub fn password_reset_token(
+        &self,
+        user_id: UserId,
+        issued: i64,
+        password_hash: Option<&str>,
+        email: &str,
+    ) -> String {
+        let basis = format!("{issued}\0{}\0{email}", password_hash.unwrap_or(""));
+        format!(
+            "{issued}-{}",
+            self.derive(b"password-reset\0", user_id.0, &basis)
+        )
+    }
+
     /// What the nodes of a cluster (which share this secret) mark requests they pass to each
     /// other with (`http::forward`).
     pub fn cluster_token(&self) -> String {
@@ -205,8 +223,42 @@ pub fn service_token(secret: &ServerSecret, bot: &User) -> String {
     secret.api_key(bot.user_id, &format!("service:{}", bot.api_key_nonce))
 }
 
+/// Whether `otp` is a one-time pad as Zulip's apps make one: 64 hexadecimal digits (twice the
+/// API key's length).
+pub fn is_valid_otp(otp: &str) -> bool {
+    otp.len() == 2 * API_KEY_LENGTH && otp.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Zulip's `otp_encrypt_api_key`: the key's ASCII as hex, each digit XORed with the pad's,
+/// written in lowercase hex. `None` for a pad of the wrong shape.
+pub fn otp_encrypt_api_key(api_key: &str, otp: &str) -> Option<String> {
+    let hex: String = api_key.bytes().map(|b| format!("{b:02x}")).collect();
+    if !is_valid_otp(otp) || hex.len() != otp.len() {
+        return None;
+    }
+    hex.chars()
+        .zip(otp.chars())
+        .map(|(k, p)| char::from_digit(k.to_digit(16)? ^ p.to_digit(16)?, 16))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_one_time_pad_is_zulips() {
+        // Zulip's own example: otp_encrypt_api_key("a" * 32, "0" * 63 + "1") flips one bit.
+        let key = "a".repeat(32);
+        let pad = format!("{}1", "0".repeat(63));
+        let hex = "61".repeat(32);
+        assert_eq!(
+            super::otp_encrypt_api_key(&key, &pad).unwrap(),
+            format!("{}0", &hex[..63])
+        );
+        assert!(super::otp_encrypt_api_key(&key, "00").is_none());
+        assert!(!super::is_valid_otp(&"g".repeat(64)));
+        assert!(super::is_valid_otp(&"Ab".repeat(32)));
+    }
+
     use super::*;
 
     #[test]

@@ -446,6 +446,73 @@ pub fn deactivate_user(
     )))
 }
 
+/// A password chosen through a reset link: the account's hash becomes `new_hash` if it is
+/// still `expected` (the one the link was made for, so that a link is used once), and every
+/// web session of the account ends, as a changed password should.
+pub fn reset_password(
+    state: &Projections,
+    ctx: &Ctx,
+    expected: Option<String>,
+    new_hash: String,
+) -> ApiResult<Decision> {
+    let me = actor(state, ctx)?;
+    if me.is_bot() || me.password_hash != expected {
+        return Err(ApiError::bad_request(
+            "The password reset link has expired or has been used.",
+        ));
+    }
+    let mut events = vec![Event::PasswordChanged {
+        user_id: me.user_id,
+        password_hash: new_hash,
+    }];
+    events.extend(
+        state
+            .sessions
+            .of_user(me.user_id)
+            .map(|(session_id, _)| Event::SessionEnded {
+                user_id: me.user_id,
+                session_id: session_id.to_owned(),
+            }),
+    );
+    Ok(Decision::events(events))
+}
+
+/// `DELETE /users/me`: a person deactivates their own account (their bots with it), as
+/// Zulip's `deactivate_user_own_backend`: not the organization's only active account, nor its
+/// only owner.
+pub fn deactivate_own_account(state: &Projections, ctx: &Ctx) -> ApiResult<Decision> {
+    let me = actor(state, ctx)?;
+    if me.is_bot() {
+        return Err(ApiError::bad_request(
+            "This endpoint does not accept bot requests.",
+        ));
+    }
+    let last = |is_last_owner: bool| {
+        let entity = if is_last_owner {
+            "organization owner"
+        } else {
+            "user"
+        };
+        ApiError::new(
+            crate::error::ErrorCode::CannotDeactivateLastUser,
+            format!("Cannot deactivate the only {entity}."),
+        )
+        .with("is_last_owner", is_last_owner)
+        .with("entity", entity)
+    };
+    if state.users.members().filter(|u| u.is_active).count() <= 1 {
+        return Err(last(false));
+    }
+    if me.role == Role::Owner && state.users.active_owner_count() <= 1 {
+        return Err(last(true));
+    }
+    Ok(Decision::events(deactivation_events(
+        state,
+        me.user_id,
+        DeactivationActions::default(),
+    )))
+}
+
 /// Deactivating `target`: their bots first, what `actions` removes, the account, and the
 /// invitations they made that are still pending.
 pub fn deactivation_events(

@@ -22,6 +22,7 @@ pub mod invitations;
 pub mod linkifiers;
 pub mod messages;
 pub mod params;
+pub mod password_reset;
 pub mod presence;
 pub mod profile_fields;
 pub mod rate_limit;
@@ -276,6 +277,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     endpoint!(cfg, "/login/", get => webclient::login_page, post => webclient::login);
     endpoint!(cfg, "/login", get => webclient::login_page, post => webclient::login);
     endpoint!(cfg, "/static/web/{path:.*}", get => webclient::asset);
+    endpoint!(cfg, "/accounts/password/reset/",
+        get => password_reset::reset_page, post => password_reset::request_reset);
+    endpoint!(cfg, "/accounts/password/reset/done/", get => password_reset::reset_done_page);
+    endpoint!(cfg, "/accounts/password/reset/{user_id}/{token}/",
+        get => password_reset::confirm_page, post => password_reset::set_password);
     endpoint!(cfg, "/avatar/{key}", get => avatars::get_avatar);
     endpoint!(cfg, "/avatar/{key}/medium", get => avatars::get_avatar_medium);
     endpoint!(cfg, "/metrics", get => health::metrics_with_token);
@@ -305,7 +311,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 fn api_routes(api: &mut web::ServiceConfig) {
     endpoint!(api, "/server_settings", get => server_settings::get_server_settings);
     endpoint!(api, "/fetch_api_key", post => auth::fetch_api_key);
-    endpoint!(api, "/users/me", get => users::get_own_user);
+    endpoint!(api, "/users/me", get => users::get_own_user, delete => users::deactivate_own_user);
     endpoint!(api, "/users/me/api_key/regenerate", post => auth::regenerate_api_key);
     endpoint!(api, "/settings", patch => users::update_settings);
     // The legacy form the Python client's update_notification_settings uses.
@@ -562,7 +568,8 @@ pub fn app(
                 .is_some_and(|c| c.is_forwarded(&req));
             // Login forms count against their address too, like API logins.
             let login_form = req.method() == actix_web::http::Method::POST
-                && matches!(path.as_str(), "/login/" | "/login");
+                && (matches!(path.as_str(), "/login/" | "/login")
+                    || path.starts_with("/accounts/password/reset/"));
             let counted = match state {
                 Some(state) if !forwarded && (path.starts_with("/api/v1/") || login_form) => {
                     let caller = if login_form {

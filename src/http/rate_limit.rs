@@ -31,6 +31,12 @@ pub struct Limits {
     pub password_checks_per_address: usize,
 }
 
+/// Password-reset emails per address: Zulip's `password_reset_form_by_email` (two an hour).
+const PASSWORD_RESETS: Rule = Rule {
+    window: Duration::from_secs(3600),
+    max: 2,
+};
+
 impl Default for Limits {
     /// Zulip's `DEFAULT_RATE_LIMITING_RULES`.
     fn default() -> Limits {
@@ -75,6 +81,8 @@ pub enum Key {
     Ip(IpAddr),
     /// A username's failed logins (lowercased).
     Login(String),
+    /// Password-reset emails to an address (lowercased).
+    PasswordReset(String),
 }
 
 /// A key's kind, for the refusal counter.
@@ -83,6 +91,7 @@ enum KeyKind {
     User,
     Ip,
     Login,
+    PasswordReset,
 }
 
 /// Where a key stands after a request: for the `X-RateLimit-*` headers.
@@ -110,10 +119,15 @@ impl RateLimiter {
     }
 
     fn rule(&self, key: &Key) -> Rule {
+        Self::rule_of(&self.limits, key)
+    }
+
+    fn rule_of(limits: &Limits, key: &Key) -> Rule {
         match key {
-            Key::User(_) => self.limits.per_user,
-            Key::Ip(_) => self.limits.per_ip,
-            Key::Login(_) => self.limits.failed_logins,
+            Key::User(_) => limits.per_user,
+            Key::Ip(_) => limits.per_ip,
+            Key::Login(_) => limits.failed_logins,
+            Key::PasswordReset(_) => PASSWORD_RESETS,
         }
     }
 
@@ -137,6 +151,7 @@ impl RateLimiter {
             Key::User(_) => KeyKind::User,
             Key::Ip(_) => KeyKind::Ip,
             Key::Login(_) => KeyKind::Login,
+            Key::PasswordReset(_) => KeyKind::PasswordReset,
         };
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         let times = buckets.entry(key).or_default();
@@ -159,6 +174,7 @@ impl RateLimiter {
                     KeyKind::User => "user",
                     KeyKind::Ip => "ip",
                     KeyKind::Login => "login",
+                    KeyKind::PasswordReset => "password_reset",
                 };
                 crate::metrics::get()
                     .rate_limited
@@ -193,11 +209,7 @@ impl RateLimiter {
         let limits = self.limits;
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         buckets.retain(|key, times| {
-            let window = match key {
-                Key::User(_) => limits.per_user.window,
-                Key::Ip(_) => limits.per_ip.window,
-                Key::Login(_) => limits.failed_logins.window,
-            };
+            let window = Self::rule_of(&limits, key).window;
             times
                 .back()
                 .is_some_and(|t| now.duration_since(*t) < window)

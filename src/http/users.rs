@@ -185,6 +185,22 @@ pub async fn create_user(
     Ok(params.success(json!({"user_id": committed.value.0})))
 }
 
+/// `DELETE /users/me`: the caller deactivates their own account; their keys and sessions stop
+/// working with it.
+pub async fn deactivate_own_user(
+    state: web::Data<AppState>,
+    auth: Auth,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    state
+        .engine
+        .execute(Some(auth.user_id), |s, ctx| {
+            crate::commands::users::deactivate_own_account(s, ctx)
+        })
+        .await?;
+    Ok(params.success(json!({})))
+}
+
 /// `DELETE /users/{user_id}`.
 pub async fn deactivate_user(
     state: web::Data<AppState>,

@@ -35,9 +35,11 @@ pub const CSRF_HEADER: &str = "x-csrftoken";
 
 /// What the pages may load and do: only this origin's scripts, styles, images and connections,
 /// no inline code, no framing, and Trusted Types, so that HTML reaches the document only
-/// through the client's one sanitizing policy (for the server's rendered messages).
+/// through the client's one sanitizing policy (for the server's rendered messages). Forms post
+/// here only, and the login form may end at `zulip:` (the mobile app's sign-in,
+/// `mobile_flow_otp`), which browsers check against `form-action` too.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
-    style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; \
+    style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self' zulip:; \
     frame-ancestors 'none'; base-uri 'none'; require-trusted-types-for 'script'; \
     trusted-types chronicle-message-html";
 
@@ -109,12 +111,65 @@ pub async fn app_page(req: HttpRequest, state: web::Data<AppState>) -> HttpRespo
     }
 }
 
-/// `GET /login/`: the login form, or the app for a browser that is signed in already.
+/// `GET /login/`: the login form, or the app for a browser that is signed in already. With
+/// `mobile_flow_otp` (the mobile app's sign-in through the browser) a signed-in browser goes
+/// straight back to the app with its key, as Zulip's does; a malformed pad is refused.
 pub async fn login_page(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
-    match session_of(&req, &state) {
-        Some(_) => redirect("/"),
-        None => page("login.html"),
+    let otp = match mobile_flow_otp(req.query_string()) {
+        Ok(otp) => otp,
+        Err(error) => return error.error_response(),
+    };
+    match (session_of(&req, &state), otp) {
+        (Some(session), Some(otp)) => mobile_flow_redirect(&state, session.user_id, &otp),
+        (Some(_), None) => redirect("/"),
+        (None, _) => page("login.html"),
     }
+}
+
+/// The mobile app's one-time pad in a query or form (`mobile_flow_otp`): `None` when absent,
+/// Zulip's "Invalid OTP" when it is not 64 hexadecimal digits.
+fn mobile_flow_otp(query: &str) -> ApiResult<Option<String>> {
+    let otp = serde_urlencoded::from_str::<Vec<(String, String)>>(query)
+        .unwrap_or_default()
+        .into_iter()
+        .find(|(name, _)| name == "mobile_flow_otp")
+        .map(|(_, value)| value);
+    match otp {
+        Some(otp) if !crate::auth::is_valid_otp(&otp) => Err(ApiError::bad_request("Invalid OTP")),
+        otp => Ok(otp),
+    }
+}
+
+/// The end of the mobile app's sign-in through the browser, as Zulip's
+/// `create_response_for_otp_flow`: a 302 to
+/// `zulip://login?otp_encrypted_api_key=…&email=…&user_id=…&realm=…`, the API key's ASCII in
+/// hex XORed with the pad the app chose, so the key never crosses the browser in the clear.
+fn mobile_flow_redirect(state: &AppState, user_id: UserId, otp: &str) -> HttpResponse {
+    let account = state.engine.read(|s| {
+        s.users.get(user_id).map(|u| {
+            (
+                state.secret.api_key(user_id, &u.api_key_nonce),
+                u.email.clone(),
+            )
+        })
+    });
+    let Some((key, email)) = account else {
+        return redirect("/login/?error=unavailable");
+    };
+    let Some(encrypted) = crate::auth::otp_encrypt_api_key(&key, otp) else {
+        return ApiError::bad_request("Invalid OTP").error_response();
+    };
+    let query = serde_urlencoded::to_string([
+        ("otp_encrypted_api_key", encrypted),
+        ("email", email),
+        ("user_id", user_id.0.to_string()),
+        ("realm", state.site.realm_url.clone()),
+    ])
+    .unwrap_or_default();
+    HttpResponse::Found()
+        .insert_header((header::LOCATION, format!("zulip://login?{query}")))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .finish()
 }
 
 /// `POST /login/` (the login form, `username` and `password`): checks the password, starts a
@@ -127,19 +182,37 @@ pub async fn login(
     state: web::Data<AppState>,
     mut params: Params,
 ) -> HttpResponse {
+    let otp = params.str("mobile_flow_otp");
+    if otp
+        .as_deref()
+        .is_some_and(|otp| !crate::auth::is_valid_otp(otp))
+    {
+        return ApiError::bad_request("Invalid OTP").error_response();
+    }
+    // A failure goes back to the form, keeping the mobile app's pad for the next try.
+    let failed = |code: &str| {
+        let keep = otp
+            .as_deref()
+            .map(|otp| format!("&mobile_flow_otp={otp}"))
+            .unwrap_or_default();
+        redirect(&format!("/login/?error={code}{keep}"))
+    };
     if !same_origin_post(&req, &state) {
-        return redirect("/login/?error=origin");
+        return failed("origin");
     }
     let username = params.str("username").unwrap_or_default();
     let password = params.str("password").unwrap_or_default();
     if username.trim().is_empty() || password.is_empty() {
-        return redirect("/login/?error=missing");
+        return failed("missing");
     }
     let ip = super::auth::client_ip(&req, &state);
     let user_id = match super::auth::check_password(&state, ip, &username, password).await {
         Ok(user_id) => user_id,
-        Err(error) => return redirect(&format!("/login/?error={}", failure_code(&error))),
+        Err(error) => return failed(failure_code(&error)),
     };
+    if let Some(otp) = otp {
+        return mobile_flow_redirect(&state, user_id, &otp);
+    }
     let session_id = new_api_key_nonce();
     let client = req
         .headers()
@@ -175,7 +248,7 @@ fn failure_code(error: &ApiError) -> &'static str {
 /// Whether a form post came from a page of this server. Browsers say where a request comes
 /// from (`Sec-Fetch-Site`, else `Origin`); a request that says neither is not a browser's, so
 /// no browser's cookies are at stake.
-fn same_origin_post(req: &HttpRequest, state: &AppState) -> bool {
+pub(super) fn same_origin_post(req: &HttpRequest, state: &AppState) -> bool {
     let headers = req.headers();
     if let Some(site) = headers.get("sec-fetch-site") {
         return matches!(site.as_bytes(), b"same-origin" | b"none");
@@ -363,7 +436,7 @@ fn is_version(part: &str) -> bool {
 
 /// A page (`app.html`, `login.html`): never cached, so a new server's client loads at once.
 /// Its files are named under the build's version.
-fn page(name: &str) -> HttpResponse {
+pub(super) fn page(name: &str) -> HttpResponse {
     let bytes = match version() {
         Some(v) => versioned_pages(v).get(name).cloned(),
         None => file(name).map(|(bytes, _)| bytes),
@@ -430,7 +503,7 @@ fn with_page_headers(
     response
 }
 
-fn redirect(to: &str) -> HttpResponse {
+pub(super) fn redirect(to: &str) -> HttpResponse {
     with_page_headers(HttpResponse::build(StatusCode::SEE_OTHER))
         .insert_header((header::LOCATION, to))
         .insert_header((header::CACHE_CONTROL, "no-store"))

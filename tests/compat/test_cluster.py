@@ -58,6 +58,17 @@ class Cluster:
         out = self.chronicle("cluster", "status", "--cluster", self.urls).stdout
         return dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)
 
+    def ready(self, stream="chronicle"):
+        """Whether JetStream answers for `stream`: a leader, and every replica current."""
+        done = self.chronicle("cluster", "status", "--cluster", self.urls, "--stream", stream,
+                              check=False)
+        if done.returncode != 0:
+            return False
+        lines = done.stdout.splitlines()
+        replicas = [line for line in lines if line.startswith("replica: ")]
+        return ("leader: -" not in lines and len(replicas) == 2
+                and all(" current " in line for line in replicas))
+
     def kill_server(self, name):
         os.kill(self.pids[name], signal.SIGKILL)
 
@@ -567,10 +578,15 @@ def test_a_node_counts_its_reconnects_to_nats_and_keeps_writing(cluster, tmp_pat
         cluster.start_server("n1")
         wait_for("n1 did not come back",
                  lambda: not free(int(first_url.rsplit(":", 1)[1])))
+        # Listening is not serving: JetStream answers again once n1 has caught up.
+        wait_for("JetStream did not answer again after n1 came back",
+                 lambda: cluster.ready(stream), seconds=120)
 
 
 def test_an_import_goes_into_an_empty_stream_and_a_node_serves_it(cluster, tmp_path):
     stream = "imported"
+    # Whatever an earlier test did to the servers, JetStream answers before the test begins.
+    wait_for("JetStream does not answer", lambda: cluster.ready(), seconds=120)
     cluster.chronicle("cluster", "init", "--cluster", cluster.urls, "--stream", stream)
     fixtures = ROOT / "tests" / "fixtures" / "zulip" / "slack_fixtures"
     args = ["import-from", "slack", str(fixtures / "test_slack_importer.zip"),

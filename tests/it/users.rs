@@ -1118,3 +1118,46 @@ async fn outgoing_webhook_bots_are_called_and_answer() {
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     assert_eq!(seen.lock().unwrap().len(), 1);
 }
+
+/// `DELETE /users/me`: a person leaves on their own; their key stops working and everyone
+/// hears of it. The only owner, and the only active account, may not, with Zulip's error.
+#[tokio::test]
+async fn people_deactivate_their_own_accounts_but_the_last_owner_cannot() {
+    let server = Server::start();
+    let owner = server.api(Some(&server.owner()));
+    let (alice_id, alice) = server.create_member("alice@example.com", "Alice").await;
+    let as_alice = server.api(Some(&alice));
+    let (queue, _) = register(&owner, &[("event_types", r#"["realm_user"]"#)]).await;
+
+    let (status, body) = owner.delete("/users/me", &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        body,
+        json!({"result": "error", "code": "CANNOT_DEACTIVATE_LAST_USER",
+               "msg": "Cannot deactivate the only organization owner.",
+               "is_last_owner": true, "entity": "organization owner"})
+    );
+
+    let (status, body) = as_alice.delete("/users/me", &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body, json!({"result": "success", "msg": ""}));
+    let (status, body) = as_alice.get("/users/me", &[]).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(body["msg"], "Account is deactivated");
+    let events = drain(&owner, &queue).await;
+    assert!(
+        events.iter().any(|e| e["type"] == "realm_user"
+            && e["person"]["user_id"] == alice_id
+            && e["person"]["is_active"] == false),
+        "{events:?}"
+    );
+    let (_, body) = owner.get(&format!("/users/{alice_id}"), &[]).await;
+    assert_eq!(body["user"]["is_active"], false);
+
+    // Alone in the organization, the owner is the only active account.
+    let (status, body) = owner.delete("/users/me", &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(body["code"], "CANNOT_DEACTIVATE_LAST_USER");
+    assert_eq!(body["is_last_owner"], false);
+    assert_eq!(body["msg"], "Cannot deactivate the only user.");
+}

@@ -490,3 +490,285 @@ async fn a_browser_opens_uploaded_files_with_its_session() {
         .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 }
+
+/// The mobile app's sign-in through the browser (`mobile_flow_otp`), as the app decodes it: the
+/// key's ASCII in hex, XORed digit by digit with the pad the app chose.
+fn otp_decrypt(encrypted: &str, otp: &str) -> String {
+    let hex: String = encrypted
+        .chars()
+        .zip(otp.chars())
+        .map(|(e, p)| {
+            char::from_digit(e.to_digit(16).unwrap() ^ p.to_digit(16).unwrap(), 16).unwrap()
+        })
+        .collect();
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap() as char)
+        .collect()
+}
+
+#[tokio::test]
+async fn the_login_form_gives_the_mobile_app_its_key_through_the_one_time_pad() {
+    let server = Server::start();
+    let (alice_id, alice) = server.create_member("alice@example.com", "Alice").await;
+    let client = Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let otp: String = (0..64)
+        .map(|i| char::from_digit((i * 7 + 3) % 16, 16).unwrap())
+        .collect();
+    let post = |password: &'static str, otp: String| {
+        client
+            .post(format!("{}/login/", server.url))
+            .header("Origin", &server.url)
+            .form(&[
+                ("username", "alice@example.com".to_owned()),
+                ("password", password.to_owned()),
+                ("mobile_flow_otp", otp),
+            ])
+            .send()
+    };
+
+    // A wrong password goes back to the form, the pad kept for the next try.
+    let resp = post("wrong", otp.clone()).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        resp.headers()["location"],
+        format!("/login/?error=invalid&mobile_flow_otp={otp}").as_str()
+    );
+
+    // The right one ends at the app, with no browser session made.
+    let resp = post("password123", otp.clone()).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::FOUND);
+    assert!(resp.headers().get("set-cookie").is_none());
+    let location = resp.headers()["location"].to_str().unwrap().to_owned();
+    let (target, query) = location.split_once('?').unwrap();
+    assert_eq!(target, "zulip://login");
+    let params: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap();
+    let names: Vec<&str> = params.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["otp_encrypted_api_key", "email", "user_id", "realm"]
+    );
+    assert_eq!(params[1].1, "alice@example.com");
+    assert_eq!(params[2].1, alice_id.to_string());
+    assert_eq!(params[3].1, server.url);
+    let encrypted = &params[0].1;
+    assert_eq!(encrypted.len(), 64);
+    assert_ne!(encrypted, &otp);
+    let key = otp_decrypt(encrypted, &otp);
+    assert_eq!(key, alice.key);
+    let me = server
+        .api(Some(&Creds {
+            email: "alice@example.com".into(),
+            key,
+        }))
+        .get("/users/me", &[])
+        .await;
+    assert_eq!(me.0, StatusCode::OK);
+    assert_eq!(me.1["user_id"], alice_id);
+
+    // A browser signed in already goes straight back to the app.
+    let mut browser = Browser::new(&server, "TestBrowser/1.0 (mobile)");
+    browser
+        .login("alice@example.com", "password123", &server.url)
+        .await;
+    let (status, headers, _) = browser
+        .call(Method::GET, "/login/", &[("mobile_flow_otp", &otp)], None)
+        .await;
+    assert_eq!(status, StatusCode::FOUND);
+    assert!(headers["location"]
+        .to_str()
+        .unwrap()
+        .starts_with("zulip://login?otp_encrypted_api_key="));
+
+    // A pad that is not 64 hexadecimal digits is refused, as Zulip refuses it.
+    for bad in ["1234", &"g".repeat(64)] {
+        let resp = post("password123", bad.to_owned()).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+        let body: Value = resp.json().await.unwrap();
+        assert_eq!(
+            body,
+            json!({"result": "error", "msg": "Invalid OTP", "code": "BAD_REQUEST"})
+        );
+        let (status, _, _) = Browser::new(&server, "x")
+            .call(Method::GET, "/login/", &[("mobile_flow_otp", bad)], None)
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+    }
+}
+
+/// The links in the outbox's password-reset emails, oldest first.
+fn reset_links(server: &Server) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(server.dir.join("outbox")) else {
+        return Vec::new();
+    };
+    let mut mails: Vec<(String, String)> = entries
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().contains("password-reset"))
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read_to_string(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    mails.sort();
+    mails
+        .iter()
+        .filter_map(|(_, mail)| {
+            mail.lines()
+                .find(|l| l.contains("/accounts/password/reset/"))
+                .map(|l| l.trim().to_owned())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_forgotten_password_is_reset_once_through_an_emailed_link() {
+    let server = Server::start();
+    let (_, _) = server.create_member("alice@example.com", "Alice").await;
+    let client = Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let post = |path: String, form: Vec<(&'static str, String)>| {
+        client
+            .post(format!("{}{path}", server.url))
+            .header("Origin", &server.url)
+            .form(&form)
+            .send()
+    };
+    let location = |resp: &reqwest::Response| {
+        assert_eq!(resp.status(), StatusCode::SEE_OTHER);
+        resp.headers()["location"].to_str().unwrap().to_owned()
+    };
+    // A browser signed in before the reset.
+    let mut browser = Browser::new(&server, "TestBrowser/1.0 (before the reset)");
+    browser
+        .login("alice@example.com", "password123", &server.url)
+        .await;
+    assert_eq!(
+        browser.json(Method::GET, "/json/users/me", &[]).await.0,
+        StatusCode::OK
+    );
+
+    // The page, then the same answer for an address with an account and one without.
+    let page = client
+        .get(format!("{}/accounts/password/reset/", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    assert!(page.text().await.unwrap().contains("name=\"email\""));
+    for email in ["nobody@example.com", "Alice@Example.com"] {
+        let resp = post(
+            "/accounts/password/reset/".into(),
+            vec![("email", email.into())],
+        )
+        .await
+        .unwrap();
+        assert_eq!(location(&resp), "/accounts/password/reset/done/");
+    }
+    let links = reset_links(&server);
+    assert_eq!(links.len(), 1, "one email, to Alice only");
+    let link = links[0].clone();
+    let path = link.strip_prefix(&server.url).unwrap().to_owned();
+    assert!(path.starts_with("/accounts/password/reset/2/"), "{path}");
+
+    // The link opens the form (no Referer leaves it); the two passwords must agree and be
+    // long enough.
+    let form = client.get(&link).send().await.unwrap();
+    assert_eq!(form.status(), StatusCode::OK);
+    assert_eq!(form.headers()["referrer-policy"], "no-referrer");
+    let set = |a: &str, b: &str| {
+        post(
+            path.clone(),
+            vec![("new_password1", a.into()), ("new_password2", b.into())],
+        )
+    };
+    let resp = set("new-secret-1", "new-secret-2").await.unwrap();
+    assert_eq!(location(&resp), format!("{path}?error=mismatch"));
+    let resp = set("tiny", "tiny").await.unwrap();
+    assert_eq!(location(&resp), format!("{path}?error=short"));
+    let resp = set("new-secret-1", "new-secret-1").await.unwrap();
+    assert_eq!(location(&resp), "/login/?reset=done");
+
+    // The new password works, the old one does not, the old session has ended.
+    let fetch = |password: &'static str| {
+        let api = server.api(None);
+        async move {
+            api.post(
+                "/fetch_api_key",
+                &[("username", "alice@example.com"), ("password", password)],
+            )
+            .await
+        }
+    };
+    assert_eq!(fetch("new-secret-1").await.0, StatusCode::OK);
+    assert_eq!(fetch("password123").await.0, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        browser.json(Method::GET, "/json/users/me", &[]).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+
+    // Used once: the link now leads back to asking for a new one, and sets nothing.
+    let again = client.get(&link).send().await.unwrap();
+    assert_eq!(location(&again), "/accounts/password/reset/?error=expired");
+    let resp = set("third-secret", "third-secret").await.unwrap();
+    assert_eq!(location(&resp), "/accounts/password/reset/?error=expired");
+    assert_eq!(fetch("new-secret-1").await.0, StatusCode::OK);
+    // A forged token opens nothing either.
+    let forged = client
+        .get(format!(
+            "{}/accounts/password/reset/2/{}-{}/",
+            server.url,
+            chronicle::time::now_ms() / 1000,
+            "A".repeat(32)
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(location(&forged), "/accounts/password/reset/?error=expired");
+
+    // Two emails an hour per address: the third request answers the same and sends nothing.
+    for _ in 0..2 {
+        let resp = post(
+            "/accounts/password/reset/".into(),
+            vec![("email", "alice@example.com".into())],
+        )
+        .await
+        .unwrap();
+        assert_eq!(location(&resp), "/accounts/password/reset/done/");
+    }
+    assert_eq!(reset_links(&server).len(), 2);
+
+    // No token is in the log: the outbox aside, the data directory never saw one.
+    let token = path.trim_end_matches('/').rsplit('/').next().unwrap();
+    let mac = token.split_once('-').unwrap().1.to_owned();
+    for entry in walk(&server.dir) {
+        if entry.components().any(|c| c.as_os_str() == "outbox") {
+            continue;
+        }
+        let bytes = std::fs::read(&entry).unwrap();
+        assert!(
+            !bytes.windows(mac.len()).any(|w| w == mac.as_bytes()),
+            "the reset token is in {}",
+            entry.display()
+        );
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}

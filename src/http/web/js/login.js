@@ -10,10 +10,24 @@ const MESSAGES = {
   unavailable: "Signing in is not possible right now (the directory may be unreachable). Please try again in a moment.",
 };
 
-const code = new URLSearchParams(location.search).get("error");
+const query = new URLSearchParams(location.search);
+const code = query.get("error");
+// The mobile app's sign-in through the browser: the pad goes back with the form.
+const otp = query.get("mobile_flow_otp");
+if (otp && /^[0-9a-fA-F]{64}$/.test(otp)) {
+  const input = document.createElement("input");
+  input.type = "hidden";
+  input.name = "mobile_flow_otp";
+  input.value = otp;
+  document.querySelector("form.login-form").append(input);
+}
 const box = document.getElementById("login-error");
 if (code) {
   box.textContent = MESSAGES[code] || "Login failed. Please try again.";
+  box.hidden = false;
+} else if (query.get("reset") === "done") {
+  box.textContent = "Your password has been changed. Log in with the new one.";
+  box.classList.add("login-notice");
   box.hidden = false;
 }
 const target = code === "invalid" ? "password" : "username";
