@@ -87,7 +87,7 @@ PY
 fi
 total=0
 for target in params narrow markdown log_record upload_names avatar_image webhooks import_slack \
-    import_mattermost import_zulip; do
+    import_mattermost import_zulip jwt; do
     log=$(mktemp)
     cargo fuzz run --sanitizer none "$profile" "$target" -- \
         -max_total_time="$seconds" -rss_limit_mb=1024 2>"$log" || {

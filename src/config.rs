@@ -62,6 +62,8 @@ pub struct Settings {
     pub auth: AuthSettings,
     #[serde(default, skip_serializing_if = "LdapSettings::is_empty")]
     pub ldap: LdapSettings,
+    #[serde(default, skip_serializing_if = "JwtSettings::is_empty")]
+    pub jwt: JwtSettings,
 }
 
 /// How the server writes its log.
@@ -237,6 +239,19 @@ pub struct LdapSettings {
     pub timeout_secs: Option<u64>,
 }
 
+/// `[jwt]`: sign-in by a JSON Web Token that the organization's own service signs with a shared
+/// key (`POST /jwt/fetch_api_key`, `/accounts/login/jwt/`). Off unless `key` is set.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JwtSettings {
+    /// The shared key (a secret).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// The algorithms tokens may be signed with: HS256, HS384, HS512.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub algorithms: Option<Vec<String>>,
+}
+
 macro_rules! is_empty {
     ($($t:ty),*) => {$(
         impl $t {
@@ -254,7 +269,8 @@ is_empty!(
     Outgoing,
     MetricsSettings,
     AuthSettings,
-    LdapSettings
+    LdapSettings,
+    JwtSettings
 );
 
 /// One setting: its dotted key, and whether its value is a secret (never printed; may come
@@ -325,6 +341,11 @@ pub const KEYS: &[Key] = &[
     key("ldap.sync_every_secs"),
     key("ldap.deactivate_missing"),
     key("ldap.timeout_secs"),
+    Key {
+        name: "jwt.key",
+        secret: true,
+    },
+    key("jwt.algorithms"),
 ];
 
 /// The environment variable of a dotted key.
@@ -383,6 +404,10 @@ impl Settings {
                 sync_every_secs: Some(3600),
                 timeout_secs: Some(5),
                 ..LdapSettings::default()
+            },
+            jwt: JwtSettings {
+                key: None,
+                algorithms: Some(vec!["HS256".into()]),
             },
         }
     }

@@ -421,6 +421,7 @@ impl ServeArgs {
             // Sign-in backends have nested settings and secrets: the file and environment only.
             auth: Default::default(),
             ldap: Default::default(),
+            jwt: Default::default(),
         }
     }
 

@@ -152,6 +152,72 @@ pub async fn fetch_api_key(
     Ok(params.success(json!({"api_key": api_key, "email": email, "user_id": user_id.0})))
 }
 
+/// `POST /jwt/fetch_api_key` (`token`, `include_profile`): the API key of the person a JSON Web
+/// Token signed with the organization's key names (its `email` claim), as Zulip's JWT backend;
+/// with `include_profile`, their user object too.
+pub async fn jwt_fetch_api_key(
+    state: web::Data<AppState>,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let token = params.str("token").unwrap_or_default();
+    let include_profile = params.bool("include_profile")?.unwrap_or(false);
+    let user_id = jwt_person(&state, &token)?;
+    let body = state
+        .engine
+        .read(|s| {
+            s.users.get(user_id).map(|u| {
+                let mut body = json!({
+                    "api_key": state.secret.api_key(user_id, &u.api_key_nonce),
+                    "email": u.email,
+                });
+                if include_profile {
+                    body["user"] = crate::render::users::user_json(s, &state.site, u, u, true);
+                }
+                body
+            })
+        })
+        .ok_or_else(|| ApiError::internal("account vanished"))?;
+    Ok(params.success(body))
+}
+
+/// The active person a JSON Web Token names, with Zulip's refusals: JWT not configured, no
+/// token, a token that is not signed with the key (or expired, or of another algorithm), no
+/// `email` claim, an unknown address (`AUTHENTICATION_FAILED`), a deactivated account. Why a
+/// token was refused goes to the server's log, never the token.
+pub fn jwt_person(state: &AppState, token: &str) -> ApiResult<UserId> {
+    let Some(key) = &state.identity.jwt else {
+        return Err(ApiError::bad_request(
+            "JWT authentication is not enabled for this organization",
+        ));
+    };
+    if token.is_empty() {
+        return Err(ApiError::bad_request("No JSON web token passed in request"));
+    }
+    let now = crate::time::now_ms() / 1000;
+    let claims = crate::identity::jwt::verify(token, key, now).map_err(|reason| {
+        tracing::info!(?reason, "a JSON web token was refused");
+        ApiError::bad_request("Bad JSON web token")
+    })?;
+    let email = claims
+        .get("email")
+        .and_then(serde_json::Value::as_str)
+        .ok_or_else(|| ApiError::bad_request("No email specified in JSON web token claims"))?;
+    let account = state.engine.read(|s| {
+        s.users
+            .by_email(email)
+            .filter(|u| !u.is_bot())
+            .map(|u| (u.user_id, u.is_active))
+    });
+    match account {
+        Some((user_id, true)) => Ok(user_id),
+        Some((_, false)) => Err(deactivated()),
+        None => Err(ApiError::new(
+            ErrorCode::AuthenticationFailed,
+            "Your username or password is incorrect",
+        )),
+    }
+}
+
 /// The account `username` names, if `password` is its password and it may sign in: a
 /// password Chronicle keeps (when `[auth] password` is on), else the directory's (an LDAP bind;
 /// `username` may then be the directory's username too). `AUTHENTICATION_FAILED` otherwise

@@ -280,6 +280,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     endpoint!(cfg, "/accounts/password/reset/",
         get => password_reset::reset_page, post => password_reset::request_reset);
     endpoint!(cfg, "/accounts/password/reset/done/", get => password_reset::reset_done_page);
+    endpoint!(cfg, "/accounts/login/jwt/", post => webclient::jwt_login);
     endpoint!(cfg, "/accounts/password/reset/{user_id}/{token}/",
         get => password_reset::confirm_page, post => password_reset::set_password);
     endpoint!(cfg, "/avatar/{key}", get => avatars::get_avatar);
@@ -311,6 +312,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 fn api_routes(api: &mut web::ServiceConfig) {
     endpoint!(api, "/server_settings", get => server_settings::get_server_settings);
     endpoint!(api, "/fetch_api_key", post => auth::fetch_api_key);
+    endpoint!(api, "/jwt/fetch_api_key", post => auth::jwt_fetch_api_key);
     endpoint!(api, "/users/me", get => users::get_own_user, delete => users::deactivate_own_user);
     endpoint!(api, "/users/me/api_key/regenerate", post => auth::regenerate_api_key);
     endpoint!(api, "/settings", patch => users::update_settings);
@@ -568,7 +570,7 @@ pub fn app(
                 .is_some_and(|c| c.is_forwarded(&req));
             // Login forms count against their address too, like API logins.
             let login_form = req.method() == actix_web::http::Method::POST
-                && (matches!(path.as_str(), "/login/" | "/login")
+                && (matches!(path.as_str(), "/login/" | "/login" | "/accounts/login/jwt/")
                     || path.starts_with("/accounts/password/reset/"));
             let counted = match state {
                 Some(state) if !forwarded && (path.starts_with("/api/v1/") || login_form) => {

@@ -213,6 +213,40 @@ pub async fn login(
     if let Some(otp) = otp {
         return mobile_flow_redirect(&state, user_id, &otp);
     }
+    start_browser_session(&req, &state, user_id).await
+}
+
+/// `POST /accounts/login/jwt/` (`token`): the web login of the person a JSON Web Token signed
+/// with the organization's key names, as Zulip's `remote_user_jwt`: a session and the app, or
+/// the login page with the reason's code.
+pub async fn jwt_login(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    mut params: Params,
+) -> HttpResponse {
+    if !same_origin_post(&req, &state) {
+        return redirect("/login/?error=origin");
+    }
+    let token = params.str("token").unwrap_or_default();
+    match super::auth::jwt_person(&state, &token) {
+        Ok(user_id) => start_browser_session(&req, &state, user_id).await,
+        // A token refused for what it is reads as a wrong password would.
+        Err(error) => {
+            let code = match error.code() {
+                Some(ErrorCode::UserDeactivated) => "deactivated",
+                _ => "invalid",
+            };
+            redirect(&format!("/login/?error={code}"))
+        }
+    }
+}
+
+/// A new web session for `user_id`: its cookies, and the way to the app.
+async fn start_browser_session(
+    req: &HttpRequest,
+    state: &AppState,
+    user_id: UserId,
+) -> HttpResponse {
     let session_id = new_api_key_nonce();
     let client = req
         .headers()
@@ -230,7 +264,7 @@ pub async fn login(
             .await
     };
     match started {
-        Ok(_) => signed_in(&state, user_id, &session_id),
+        Ok(_) => signed_in(state, user_id, &session_id),
         Err(error) => redirect(&format!("/login/?error={}", failure_code(&error))),
     }
 }

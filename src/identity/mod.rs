@@ -3,6 +3,7 @@
 //! whatever the directory says about them is decided through commands
 //! (`commands::directory`) like any other change.
 
+pub mod jwt;
 pub mod ldap;
 
 use crate::commands::directory::SyncRules;
@@ -18,6 +19,8 @@ pub struct Identity {
     pub password: bool,
     /// An LDAP directory.
     pub ldap: Option<Arc<ldap::Directory>>,
+    /// The key of JSON Web Tokens the organization's own service signs.
+    pub jwt: Option<jwt::JwtKey>,
     /// Create the account of a person the directory knows at their first sign-in.
     pub create_users: bool,
     /// How the sync treats what the directory does not say.
@@ -35,6 +38,7 @@ impl Default for Identity {
         Identity {
             password: true,
             ldap: None,
+            jwt: None,
             create_users: false,
             rules: SyncRules::default(),
             sync_every: None,
@@ -65,6 +69,7 @@ impl Identity {
                 .filter(|secs| *secs > 0)
                 .map(Duration::from_secs),
             ldap,
+            jwt: jwt_key(&s.jwt)?,
             rules,
             photos: Default::default(),
         })
@@ -111,6 +116,32 @@ impl Identity {
         self.photos.lock().ok()?.insert(digest, made.clone());
         Some(made)
     }
+}
+
+/// The JWT key `[jwt]` configures, if any.
+fn jwt_key(s: &crate::config::JwtSettings) -> Result<Option<jwt::JwtKey>, String> {
+    let Some(key) = s.key.as_deref() else {
+        return Ok(None);
+    };
+    if key.len() < 32 {
+        return Err(
+            "jwt.key must be at least 32 characters (RFC 7518: the key as long as the hash)".into(),
+        );
+    }
+    let algorithms = s
+        .algorithms
+        .clone()
+        .unwrap_or_else(|| vec!["HS256".into()])
+        .iter()
+        .map(|name| {
+            jwt::Algorithm::from_name(name)
+                .ok_or_else(|| format!("jwt.algorithms: {name} is not one of HS256, HS384, HS512"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if algorithms.is_empty() {
+        return Err("jwt.algorithms must name at least one algorithm".into());
+    }
+    Ok(Some(jwt::JwtKey::new(key.as_bytes(), algorithms)))
 }
 
 /// One sync with the directory: everyone it lists, brought in by

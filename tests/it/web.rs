@@ -772,3 +772,135 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     files
 }
+
+/// Sign-in by a JSON Web Token the organization's own service signs with the shared key in
+/// `[jwt]`, as Zulip's JWT backend: the API (`POST /jwt/fetch_api_key`) and the web login.
+#[tokio::test]
+async fn a_json_web_token_signed_with_the_organizations_key_signs_its_person_in() {
+    use chronicle::identity::jwt::{sign, Algorithm};
+    let plain = Server::start();
+    let (status, body) = plain
+        .api(None)
+        .post("/jwt/fetch_api_key", &[("token", "x.y.z")])
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        body["msg"],
+        "JWT authentication is not enabled for this organization"
+    );
+
+    let key = "a shared key of at least thirty-two characters";
+    let config_dir = tempfile::tempdir().unwrap();
+    let config = config_dir.path().join("chronicle.toml");
+    std::fs::write(
+        &config,
+        format!("[jwt]\nkey = \"{key}\"\nalgorithms = [\"HS256\", \"HS384\"]\n"),
+    )
+    .unwrap();
+    let server = Server::start_with(&["--config", config.to_str().unwrap()]);
+    let (alice_id, alice) = server.create_member("alice@example.com", "Alice").await;
+    let (bob_id, _) = server.create_member("bob@example.com", "Bob").await;
+    let api = server.api(None);
+    let token = |claims: Value, algorithm| sign(&claims, key.as_bytes(), algorithm);
+    let fetch = |token: String, profile: &'static str| {
+        let api = server.api(None);
+        async move {
+            api.post(
+                "/jwt/fetch_api_key",
+                &[("token", &token), ("include_profile", profile)],
+            )
+            .await
+        }
+    };
+
+    let (status, body) = fetch(
+        token(json!({"email": "alice@example.com"}), Algorithm::HS256),
+        "false",
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body,
+        json!({"result": "success", "msg": "", "api_key": alice.key, "email": "alice@example.com"})
+    );
+    let (_, body) = fetch(
+        token(
+            json!({"email": "alice@example.com", "exp": chronicle::time::now_ms() / 1000 + 300}),
+            Algorithm::HS384,
+        ),
+        "true",
+    )
+    .await;
+    assert_eq!(body["user"]["user_id"], alice_id);
+    assert_eq!(body["user"]["full_name"], "Alice");
+
+    // Zulip's refusals.
+    let refused = |body: &Value, msg: &str| assert_eq!(body["msg"], msg, "{body}");
+    let (status, body) = api.post("/jwt/fetch_api_key", &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    refused(&body, "No JSON web token passed in request");
+    let forged = sign(
+        &json!({"email": "alice@example.com"}),
+        b"a key that is not the organization's key",
+        Algorithm::HS256,
+    );
+    let expired = token(
+        json!({"email": "alice@example.com", "exp": 1_000_000}),
+        Algorithm::HS256,
+    );
+    let other_algorithm = token(json!({"email": "alice@example.com"}), Algorithm::HS512);
+    for bad in [forged, expired, other_algorithm, "not a token".into()] {
+        let (status, body) = fetch(bad, "false").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        refused(&body, "Bad JSON web token");
+    }
+    let (_, body) = fetch(token(json!({"sub": "alice"}), Algorithm::HS256), "false").await;
+    refused(&body, "No email specified in JSON web token claims");
+    let (status, body) = fetch(
+        token(json!({"email": "nobody@example.com"}), Algorithm::HS256),
+        "false",
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert_eq!(body["code"], "AUTHENTICATION_FAILED");
+    let owner = server.api(Some(&server.owner()));
+    assert_eq!(
+        owner.delete(&format!("/users/{bob_id}"), &[]).await.0,
+        StatusCode::OK
+    );
+    let (_, body) = fetch(
+        token(json!({"email": "bob@example.com"}), Algorithm::HS256),
+        "false",
+    )
+    .await;
+    assert_eq!(body["code"], "USER_DEACTIVATED");
+
+    // The web login: a session for a good token, the login page for a bad one.
+    let client = Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let login = |token: String| {
+        client
+            .post(format!("{}/accounts/login/jwt/", server.url))
+            .header("Origin", &server.url)
+            .form(&[("token", token)])
+            .send()
+    };
+    let resp = login(token(
+        json!({"email": "alice@example.com"}),
+        Algorithm::HS256,
+    ))
+    .await
+    .unwrap();
+    assert_eq!(resp.status(), StatusCode::SEE_OTHER);
+    assert_eq!(resp.headers()["location"], "/");
+    assert!(resp
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .any(|c| c.to_str().unwrap().starts_with("sessionid=")));
+    let resp = login("x.y.z".into()).await.unwrap();
+    assert_eq!(resp.headers()["location"], "/login/?error=invalid");
+    assert!(resp.headers().get("set-cookie").is_none());
+}
