@@ -19,6 +19,37 @@ use std::sync::Mutex;
 
 /// The file's name in a data directory.
 pub const FILE_NAME: &str = "access-audit.jsonl";
+/// The sign-in audit's file: every sign-in attempt, accepted or refused ([`SignIn`]).
+pub const SIGN_IN_FILE_NAME: &str = "sign-in-audit.jsonl";
+
+/// One attempt to sign in (a password, the directory's, a JSON Web Token, a reset link), as
+/// the sign-in audit keeps it: never the secret that was presented.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SignIn {
+    pub at_ms: i64,
+    /// `password`, `ldap`, `jwt` or `password_reset`.
+    pub method: &'static str,
+    /// What the person typed as their login (cut to 100 characters), if anything.
+    pub login: String,
+    /// The account signed in, when it was.
+    pub user_id: Option<u64>,
+    /// `ok`, or the refusal's code (`AUTHENTICATION_FAILED`, `USER_DEACTIVATED`, ...).
+    pub outcome: String,
+    pub ip: Option<std::net::IpAddr>,
+}
+
+impl SignIn {
+    fn json(&self) -> Value {
+        json!({
+            "at": crate::time::iso8601_ms(self.at_ms),
+            "method": self.method,
+            "login": self.login.chars().take(100).collect::<String>(),
+            "user_id": self.user_id,
+            "outcome": self.outcome,
+            "ip": self.ip.map(|ip| ip.to_string()),
+        })
+    }
+}
 
 /// One look through the inspector.
 #[derive(Debug, Clone, PartialEq)]
@@ -57,7 +88,12 @@ pub struct AccessAudit {
 impl AccessAudit {
     /// Opens (or creates, readable by the owner only) the file in `dir`.
     pub fn open(dir: &Path) -> std::io::Result<AccessAudit> {
-        let path = dir.join(FILE_NAME);
+        AccessAudit::open_file(dir, FILE_NAME)
+    }
+
+    /// Opens (or creates, readable by the owner only) the audit file `name` in `dir`.
+    pub fn open_file(dir: &Path, name: &str) -> std::io::Result<AccessAudit> {
+        let path = dir.join(name);
         let mut options = OpenOptions::new();
         options.create(true).append(true);
         #[cfg(unix)]
@@ -74,11 +110,24 @@ impl AccessAudit {
 
     /// Appends `look` and waits until it is on disk.
     pub fn record(&self, look: &Look) -> std::io::Result<()> {
-        let mut line = look.json().to_string();
+        self.append(&look.json(), true)
+    }
+
+    /// Appends a sign-in attempt. Not waited for on disk: a sign-in does not wait on the
+    /// audit, and the attempts are bounded by the limits on guessing.
+    pub fn record_sign_in(&self, attempt: &SignIn) -> std::io::Result<()> {
+        self.append(&attempt.json(), false)
+    }
+
+    fn append(&self, record: &Value, durable: bool) -> std::io::Result<()> {
+        let mut line = record.to_string();
         line.push('\n');
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         file.write_all(line.as_bytes())?;
-        file.sync_data()
+        if durable {
+            file.sync_data()?;
+        }
+        Ok(())
     }
 
     /// The newest `limit` records, oldest first. A line that does not parse (a write cut short

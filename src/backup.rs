@@ -3,8 +3,9 @@
 //! A backup is itself a data directory: the log's records up to the last event applied when the
 //! backup began (every change acknowledged before it, since nothing is acknowledged before it
 //! is applied), byte for byte (checksums and hash chain included), in a log of its own, with the
-//! uploaded files, the server secret, the owner's `zuliprc` and the access audit. So the offline
-//! tools (`dump`, `log`, `replay`, `verify`, `export`) work on it while the server runs, and
+//! uploaded files, the server secret, the owner's `zuliprc` and the access and sign-in audits.
+//! So the offline tools (`dump`, `log`, `replay`, `verify`, `export`) work on it while the
+//! server runs, and
 //! restoring is putting it where a data directory goes and serving it.
 //!
 //! It is written beside its destination under a temporary name and renamed into place when
@@ -122,11 +123,13 @@ fn write(log: &dyn EventLog, source: &Path, upto: Seq, tmp: &Path) -> Result<Rep
             .copy_from(&files_from, hash)
             .map_err(io("copying an upload"))?;
     }
-    // The secret (without it every API key changes), the owner's zuliprc, the access audit.
+    // The secret (without it every API key changes), the owner's zuliprc, the access and
+    // sign-in audits.
     for (from_path, to_path) in [
         (from.secret(), to.secret()),
         (from.zuliprc(), to.zuliprc()),
         (from.access_audit(), to.access_audit()),
+        (from.sign_in_audit(), to.sign_in_audit()),
     ] {
         if from_path.exists() {
             std::fs::copy(&from_path, &to_path).map_err(io("copying a file"))?;

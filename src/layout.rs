@@ -39,4 +39,9 @@ impl Layout {
     pub fn access_audit(&self) -> PathBuf {
         self.dir.join(crate::access_audit::FILE_NAME)
     }
+
+    /// Every sign-in attempt (`access_audit::SignIn`).
+    pub fn sign_in_audit(&self) -> PathBuf {
+        self.dir.join(crate::access_audit::SIGN_IN_FILE_NAME)
+    }
 }

@@ -556,8 +556,21 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
             )
         },
     )?);
+    let sign_in_audit = Arc::new(
+        crate::access_audit::AccessAudit::open_file(
+            &layout.dir,
+            crate::access_audit::SIGN_IN_FILE_NAME,
+        )
+        .map_err(|e| {
+            format!(
+                "cannot open the sign-in audit in {}: {e}",
+                layout.dir.display()
+            )
+        })?,
+    );
     let data = web::Data::new(AppState {
         access_audit,
+        sign_in_audit,
         rate_limiter: rate_limiter.clone(),
         engine: engine.clone(),
         secret,

@@ -76,6 +76,30 @@ pub async fn get_inspections(
     if auth.role != crate::events::Role::Owner {
         return Err(ApiError::must_be_owner());
     }
+    let looks = newest_records(&state.access_audit, &mut params).await?;
+    Ok(params.success(json!({ "inspections": looks })))
+}
+
+/// `GET /admin/sign-ins` (`limit`, 100 by default): the newest sign-in attempts, accepted or
+/// refused (method, what was typed as the login, account, outcome, address, time); for
+/// administrators.
+pub async fn get_sign_ins(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    if !auth.role.is_admin() {
+        return Err(ApiError::must_be_admin());
+    }
+    let attempts = newest_records(&state.sign_in_audit, &mut params).await?;
+    Ok(params.success(json!({ "sign_ins": attempts })))
+}
+
+/// The newest `limit` records of an audit file, oldest first.
+async fn newest_records(
+    audit: &std::sync::Arc<crate::access_audit::AccessAudit>,
+    params: &mut Params,
+) -> ApiResult<Vec<serde_json::Value>> {
     let limit: usize = params.int("limit")?.unwrap_or(100);
     if limit == 0 || limit > MAX_INSPECTIONS_LIMIT {
         return Err(ApiError::bad_request(format!(
@@ -83,12 +107,11 @@ pub async fn get_inspections(
         ))
         .with("var_name", "limit"));
     }
-    let audit = state.access_audit.clone();
-    let looks = web::block(move || audit.newest(limit))
+    let audit = audit.clone();
+    web::block(move || audit.newest(limit))
         .await
-        .map_err(|e| ApiError::internal(format!("access audit: {e}")))?
-        .map_err(|e| ApiError::internal(format!("access audit: {e}")))?;
-    Ok(params.success(json!({ "inspections": looks })))
+        .map_err(|e| ApiError::internal(format!("audit: {e}")))?
+        .map_err(|e| ApiError::internal(format!("audit: {e}")))
 }
 
 /// Most events one listing returns.

@@ -157,11 +157,12 @@ pub async fn fetch_api_key(
 /// with `include_profile`, their user object too.
 pub async fn jwt_fetch_api_key(
     state: web::Data<AppState>,
+    req: HttpRequest,
     mut params: Params,
 ) -> ApiResult<HttpResponse> {
     let token = params.str("token").unwrap_or_default();
     let include_profile = params.bool("include_profile")?.unwrap_or(false);
-    let user_id = jwt_person(&state, &token)?;
+    let user_id = jwt_person(&state, client_ip(&req, &state), &token)?;
     let body = state
         .engine
         .read(|s| {
@@ -184,7 +185,29 @@ pub async fn jwt_fetch_api_key(
 /// token, a token that is not signed with the key (or expired, or of another algorithm), no
 /// `email` claim, an unknown address (`AUTHENTICATION_FAILED`), a deactivated account. Why a
 /// token was refused goes to the server's log, never the token.
-pub fn jwt_person(state: &AppState, token: &str) -> ApiResult<UserId> {
+pub fn jwt_person(
+    state: &AppState,
+    ip: Option<std::net::IpAddr>,
+    token: &str,
+) -> ApiResult<UserId> {
+    let (login, result) = jwt_account(state, token);
+    audit_sign_in(state, "jwt", &login, ip, &result);
+    result
+}
+
+/// [`jwt_person`]'s work, with the address the token named (if it was read).
+fn jwt_account(state: &AppState, token: &str) -> (String, ApiResult<UserId>) {
+    let mut login = String::new();
+    let result = (|| {
+        let person = jwt_claimed_email(state, token)?;
+        login.clone_from(&person);
+        jwt_active_account(state, &person)
+    })();
+    (login, result)
+}
+
+/// The `email` claim of a token signed with the organization's key.
+fn jwt_claimed_email(state: &AppState, token: &str) -> ApiResult<String> {
     let Some(key) = &state.identity.jwt else {
         return Err(ApiError::bad_request(
             "JWT authentication is not enabled for this organization",
@@ -198,10 +221,15 @@ pub fn jwt_person(state: &AppState, token: &str) -> ApiResult<UserId> {
         tracing::info!(?reason, "a JSON web token was refused");
         ApiError::bad_request("Bad JSON web token")
     })?;
-    let email = claims
+    claims
         .get("email")
         .and_then(serde_json::Value::as_str)
-        .ok_or_else(|| ApiError::bad_request("No email specified in JSON web token claims"))?;
+        .map(str::to_owned)
+        .ok_or_else(|| ApiError::bad_request("No email specified in JSON web token claims"))
+}
+
+/// The active human account of `email`, with Zulip's refusals.
+fn jwt_active_account(state: &AppState, email: &str) -> ApiResult<UserId> {
     let account = state.engine.read(|s| {
         s.users
             .by_email(email)
@@ -232,43 +260,93 @@ pub async fn check_password(
     username: &str,
     password: String,
 ) -> ApiResult<UserId> {
+    let (method, result) = sign_in_with_password(state, ip, username, password).await;
+    audit_sign_in(state, method, username, ip, &result);
+    result
+}
+
+/// Writes a sign-in attempt to the sign-in audit (`DATA_DIR/sign-in-audit.jsonl`); a failure
+/// to write it is logged, and does not change the answer.
+pub fn audit_sign_in(
+    state: &AppState,
+    method: &'static str,
+    login: &str,
+    ip: Option<std::net::IpAddr>,
+    result: &ApiResult<UserId>,
+) {
+    let attempt = crate::access_audit::SignIn {
+        at_ms: crate::time::now_ms(),
+        method,
+        login: login.trim().to_owned(),
+        user_id: result.as_ref().ok().map(|u| u.0),
+        outcome: match result {
+            Ok(_) => "ok".to_owned(),
+            Err(error) => error
+                .code()
+                .map_or("INTERNAL", |code| code.as_str())
+                .to_owned(),
+        },
+        ip,
+    };
+    if let Err(error) = state.sign_in_audit.record_sign_in(&attempt) {
+        tracing::warn!(%error, "the sign-in audit could not be written");
+    }
+}
+
+/// [`check_password`]'s work, with the way it was decided (`password` or `ldap`).
+async fn sign_in_with_password(
+    state: &AppState,
+    ip: Option<std::net::IpAddr>,
+    username: &str,
+    password: String,
+) -> (&'static str, ApiResult<UserId>) {
     let login_key = crate::http::rate_limit::Key::Login(username.trim().to_lowercase());
-    state.rate_limiter.hit(login_key.clone())?;
+    if let Err(limited) = state.rate_limiter.hit(login_key.clone()) {
+        return ("password", Err(limited));
+    }
     if state.identity.password {
         match check_kept_password(state, ip, username, password.clone()).await {
             Ok(Some(account)) => {
                 state.rate_limiter.release(&login_key);
-                return account;
+                return ("password", account);
             }
             Ok(None) => {}
             Err(refused) => {
                 // Not checked at all: the attempt does not count against the username.
                 state.rate_limiter.release(&login_key);
-                return Err(refused);
+                return ("password", Err(refused));
             }
         }
     }
+    let mut method = "password";
     if let Some(directory) = &state.identity.ldap {
+        method = "ldap";
         match directory.authenticate(username, &password).await {
             Ok(Some(person)) => {
                 state.rate_limiter.release(&login_key);
-                return directory_sign_in(state, person).await;
+                return (method, directory_sign_in(state, person).await);
             }
             Ok(None) => {}
             Err(error) => {
                 state.rate_limiter.release(&login_key);
                 tracing::warn!("sign-in through the LDAP directory failed: {error}");
-                return Err(ApiError::new(
-                    ErrorCode::Busy,
-                    "The organization's directory cannot be reached; try again in a moment.",
-                ));
+                return (
+                    method,
+                    Err(ApiError::new(
+                        ErrorCode::Busy,
+                        "The organization's directory cannot be reached; try again in a moment.",
+                    )),
+                );
             }
         }
     }
-    Err(ApiError::new(
-        ErrorCode::AuthenticationFailed,
-        "Your username or password is incorrect",
-    ))
+    (
+        method,
+        Err(ApiError::new(
+            ErrorCode::AuthenticationFailed,
+            "Your username or password is incorrect",
+        )),
+    )
 }
 
 /// The account whose kept password `password` is: `Ok(None)` when it is not (or there is no

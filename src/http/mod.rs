@@ -74,6 +74,8 @@ pub struct AppState {
     pub cluster: Option<Arc<forward::Cluster>>,
     /// Who looked through the inspector (`access_audit`).
     pub access_audit: Arc<crate::access_audit::AccessAudit>,
+    /// Every sign-in attempt, accepted or refused (`access_audit::SignIn`).
+    pub sign_in_audit: Arc<crate::access_audit::AccessAudit>,
     /// The bearer token that opens `/metrics` on this address (`None`: not served here).
     pub metrics_token: Option<String>,
     /// The data directory (for the snapshots' age).
@@ -509,6 +511,7 @@ fn api_routes(api: &mut web::ServiceConfig) {
     endpoint!(api, "/admin/inspections", get => admin::get_inspections);
     endpoint!(api, "/admin/backup", post => admin::take_backup);
     endpoint!(api, "/admin/ldap-sync", post => admin::ldap_sync);
+    endpoint!(api, "/admin/sign-ins", get => admin::get_sign_ins);
     endpoint!(api, "/export/realm", get => exports::list, post => exports::start);
     endpoint!(api, "/export/realm/consents", get => exports::consents);
     endpoint!(api, "/export/realm/{export_id}", delete => exports::delete);

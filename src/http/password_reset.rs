@@ -141,7 +141,10 @@ pub async fn set_password(
     if !same_origin_post(&req, &state) {
         return redirect(&format!("{here}?error=origin"));
     }
+    let ip = super::auth::client_ip(&req, &state);
     let Some((user_id, expected)) = account_of_link(&state, user_id, &token) else {
+        let refused = Err(crate::error::ApiError::bad_request("Invalid reset link"));
+        super::auth::audit_sign_in(&state, "password_reset", &user_id.to_string(), ip, &refused);
         return redirect("/accounts/password/reset/?error=expired");
     };
     let password = params.str("new_password1").unwrap_or_default();
@@ -151,7 +154,6 @@ pub async fn set_password(
     if password.chars().count() < crate::commands::users::MIN_PASSWORD_LENGTH {
         return redirect(&format!("{here}?error=short"));
     }
-    let ip = super::auth::client_ip(&req, &state);
     let hashed = state
         .password_work
         .run(ip, move || crate::auth::hash_password(&password))
@@ -166,7 +168,9 @@ pub async fn set_password(
             crate::commands::users::reset_password(s, ctx, expected.clone(), new_hash.clone())
         })
         .await;
-    match changed {
+    let result = changed.map(|_| user_id);
+    super::auth::audit_sign_in(&state, "password_reset", "", ip, &result);
+    match result {
         Ok(_) => redirect("/login/?reset=done"),
         Err(_) => redirect("/accounts/password/reset/?error=expired"),
     }

@@ -228,7 +228,8 @@ pub async fn jwt_login(
         return redirect("/login/?error=origin");
     }
     let token = params.str("token").unwrap_or_default();
-    match super::auth::jwt_person(&state, &token) {
+    let ip = super::auth::client_ip(&req, &state);
+    match super::auth::jwt_person(&state, ip, &token) {
         Ok(user_id) => start_browser_session(&req, &state, user_id).await,
         // A token refused for what it is reads as a wrong password would.
         Err(error) => {

@@ -903,4 +903,31 @@ async fn a_json_web_token_signed_with_the_organizations_key_signs_its_person_in(
     let resp = login("x.y.z".into()).await.unwrap();
     assert_eq!(resp.headers()["location"], "/login/?error=invalid");
     assert!(resp.headers().get("set-cookie").is_none());
+
+    // Every attempt is in the sign-in audit, for administrators: never a token.
+    let (status, _) = server.api(Some(&alice)).get("/admin/sign-ins", &[]).await;
+    assert_ne!(status, StatusCode::OK);
+    let (status, body) = owner.get("/admin/sign-ins", &[("limit", "1000")]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let attempts = body["sign_ins"].as_array().unwrap();
+    let jwt: Vec<&Value> = attempts.iter().filter(|a| a["method"] == "jwt").collect();
+    let seen = |outcome: &str, login: &str| {
+        jwt.iter()
+            .any(|a| a["outcome"] == outcome && a["login"] == login)
+    };
+    assert!(seen("ok", "alice@example.com"), "{attempts:?}");
+    assert!(seen("BAD_REQUEST", ""), "{attempts:?}");
+    assert!(seen("AUTHENTICATION_FAILED", "nobody@example.com"));
+    assert!(seen("USER_DEACTIVATED", "bob@example.com"));
+    assert!(jwt
+        .iter()
+        .any(|a| a["outcome"] == "ok" && a["user_id"] == alice_id && a["ip"] == "127.0.0.1"));
+    assert!(attempts
+        .iter()
+        .any(|a| a["method"] == "password" && a["outcome"] == "ok"));
+    let audit = std::fs::read_to_string(server.dir.join("sign-in-audit.jsonl")).unwrap();
+    let signature = |t: &str| t.rsplit('.').next().unwrap().to_owned();
+    let good = token(json!({"email": "alice@example.com"}), Algorithm::HS256);
+    assert!(!audit.contains(&signature(&good)));
+    assert!(!audit.contains(key));
 }
