@@ -5,8 +5,7 @@
 //! is applied), byte for byte (checksums and hash chain included), in a log of its own, with the
 //! uploaded files, the server secret, the owner's `zuliprc` and the access and sign-in audits.
 //! So the offline tools (`dump`, `log`, `replay`, `verify`, `export`) work on it while the
-//! server runs, and
-//! restoring is putting it where a data directory goes and serving it.
+//! server runs, and restoring is putting it where a data directory goes and serving it.
 //!
 //! It is written beside its destination under a temporary name and renamed into place when
 //! complete, after its hash chain was verified: a backup directory that exists is whole.
