@@ -353,24 +353,35 @@ pub fn env_name(key: &str) -> String {
     format!("CHRONICLE_{}", key.replace('.', "_").to_ascii_uppercase())
 }
 
+/// The default snapshot interval: at about 70,000 events/s of fold, a start replays at most
+/// a second or two of log after its snapshot.
+pub const DEFAULT_SNAPSHOT_EVERY: u64 = 100_000;
+
+/// Zulip's `DEFAULT_RATE_LIMITING_RULES`: authenticated API requests a minute per user,
+/// unauthenticated ones a minute per address, failed logins per 30 minutes per username.
+pub const DEFAULT_REQUESTS_PER_USER: usize = 200;
+pub const DEFAULT_REQUESTS_PER_IP: usize = 100;
+pub const DEFAULT_FAILED_LOGINS: usize = 5;
+/// Password checks that one address may have in flight at once, by default.
+pub const DEFAULT_PASSWORD_CHECKS_PER_ADDRESS: usize = 2;
+
 impl Settings {
     /// What holds when nothing says otherwise.
     pub fn defaults() -> Settings {
-        let limits = crate::http::rate_limit::Limits::default();
         Settings {
             data_dir: Some(PathBuf::from("./data")),
             bind: Some("127.0.0.1:9991".into()),
             external_url: None,
             owner_email: Some("owner@chronicle.local".into()),
             realm_name: Some("Chronicle".into()),
-            snapshot_every: Some(crate::server::DEFAULT_SNAPSHOT_EVERY),
+            snapshot_every: Some(DEFAULT_SNAPSHOT_EVERY),
             check_whole_log: Some(false),
             log_format: Some(LogFormat::Text),
             limits: Limits {
-                requests_per_user: Some(limits.per_user.max),
-                requests_per_ip: Some(limits.per_ip.max),
-                failed_logins: Some(limits.failed_logins.max),
-                password_checks_per_address: Some(limits.password_checks_per_address),
+                requests_per_user: Some(DEFAULT_REQUESTS_PER_USER),
+                requests_per_ip: Some(DEFAULT_REQUESTS_PER_IP),
+                failed_logins: Some(DEFAULT_FAILED_LOGINS),
+                password_checks_per_address: Some(DEFAULT_PASSWORD_CHECKS_PER_ADDRESS),
                 client_head_timeout_secs: Some(5),
                 client_body_timeout_secs: Some(30),
             },

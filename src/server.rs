@@ -64,9 +64,7 @@ pub struct ServeConfig {
     pub identity: crate::identity::Identity,
 }
 
-/// The default snapshot interval: at about 70,000 events/s of fold, a start replays at most
-/// a second or two of log after its snapshot.
-pub const DEFAULT_SNAPSHOT_EVERY: u64 = 100_000;
+pub use crate::config::DEFAULT_SNAPSHOT_EVERY;
 
 /// Snapshots kept in a data directory.
 pub const SNAPSHOTS_KEPT: usize = 2;

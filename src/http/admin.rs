@@ -88,9 +88,7 @@ pub async fn get_sign_ins(
     auth: Auth,
     mut params: Params,
 ) -> ApiResult<HttpResponse> {
-    if !auth.role.is_admin() {
-        return Err(ApiError::must_be_admin());
-    }
+    auth.require_admin()?;
     let attempts = newest_records(&state.sign_in_audit, &mut params).await?;
     Ok(params.success(json!({ "sign_ins": attempts })))
 }

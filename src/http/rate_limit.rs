@@ -43,15 +43,15 @@ impl Default for Limits {
         Limits {
             per_user: Rule {
                 window: Duration::from_secs(60),
-                max: 200,
+                max: crate::config::DEFAULT_REQUESTS_PER_USER,
             },
             per_ip: Rule {
                 window: Duration::from_secs(60),
-                max: 100,
+                max: crate::config::DEFAULT_REQUESTS_PER_IP,
             },
             failed_logins: Rule {
                 window: Duration::from_secs(1800),
-                max: 5,
+                max: crate::config::DEFAULT_FAILED_LOGINS,
             },
             password_checks_per_address: PASSWORD_CHECKS_PER_ADDRESS,
         }
@@ -227,7 +227,7 @@ impl RateLimiter {
 }
 
 /// Password checks that one address may have in flight at once, by default.
-pub const PASSWORD_CHECKS_PER_ADDRESS: usize = 2;
+pub const PASSWORD_CHECKS_PER_ADDRESS: usize = crate::config::DEFAULT_PASSWORD_CHECKS_PER_ADDRESS;
 
 /// Bounds the password-hashing work (argon2id: 19 MiB and tens of milliseconds each) that
 /// requests can cause: at most one hash per core runs at a time (the others wait their turn,
