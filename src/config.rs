@@ -209,6 +209,9 @@ pub struct LdapSettings {
     /// The attribute holding a person's photo (JPEG bytes), made their avatar.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub avatar_attr: Option<String>,
+    /// Custom profile fields (by name) and the attributes their values come from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile_fields: Option<std::collections::BTreeMap<String, String>>,
     /// Create the account of a person the directory knows when they first sign in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub create_users: Option<bool>,
@@ -331,6 +334,7 @@ pub const KEYS: &[Key] = &[
     key("ldap.email_attr"),
     key("ldap.name_attr"),
     key("ldap.avatar_attr"),
+    key("ldap.profile_fields"),
     key("ldap.create_users"),
     key("ldap.group_base"),
     key("ldap.owner_group"),

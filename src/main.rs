@@ -895,12 +895,13 @@ fn ldap_sync(data_dir: &std::path::Path) -> Result<(), Fatal> {
     }
     let count = |key: &str| answer[key].as_array().map_or(0, Vec::len);
     println!(
-        "directory sync: {} deactivated, {} reactivated, {} renamed, {} with a new role, {} new avatars, {} groups changed, {} kept active (the last owner)",
+        "directory sync: {} deactivated, {} reactivated, {} renamed, {} with a new role, {} new avatars, {} with new profile values, {} groups changed, {} kept active (the last owner)",
         count("deactivated"),
         count("reactivated"),
         count("renamed"),
         count("role_changed"),
         count("new_avatar"),
+        count("profile_changed"),
         answer["groups"].as_object().map_or(0, |g| g.len()),
         count("kept"),
     );

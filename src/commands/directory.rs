@@ -25,6 +25,8 @@ pub struct Entry {
     pub groups: BTreeSet<String>,
     /// Their photo, already stored as an avatar.
     pub avatar: Option<AvatarImage>,
+    /// Values of custom profile fields, by the field's name.
+    pub profile: BTreeMap<String, String>,
 }
 
 /// How a sync treats what the directory does not say.
@@ -44,6 +46,7 @@ pub struct SyncReport {
     pub renamed: Vec<UserId>,
     pub role_changed: Vec<UserId>,
     pub new_avatar: Vec<UserId>,
+    pub profile_changed: Vec<UserId>,
     /// Group name → people added and removed.
     pub groups: BTreeMap<String, GroupChanges>,
     /// People kept active although the directory would have them deactivated: the last owner.
@@ -163,6 +166,11 @@ pub fn sync(
                 image: entry.avatar.clone(),
             });
         }
+        let profile = profile_events(state, user, entry);
+        if !profile.is_empty() {
+            report.profile_changed.push(user.user_id);
+            events.extend(profile);
+        }
         if let Some(role) = entry.role.filter(|r| *r != user.role) {
             let last_owner = user.role == Role::Owner && user.is_active && owners <= 1;
             if last_owner {
@@ -188,6 +196,35 @@ pub fn sync(
     }
     events.extend(group_events(state, rules, &listed, &mut report));
     Ok(Decision::new(events, report))
+}
+
+/// The custom profile values the directory gives `user` that differ from theirs, each checked
+/// as the field's type wants it; a value the field does not take is left out (and logged).
+fn profile_events(state: &Projections, user: &User, entry: &Entry) -> Vec<Event> {
+    let fields = state.profile_fields.ordered();
+    let mut events = Vec::new();
+    for (name, value) in &entry.profile {
+        let Some(field) = fields
+            .iter()
+            .find(|f| f.spec.name.eq_ignore_ascii_case(name))
+        else {
+            continue;
+        };
+        let change = super::profile_fields::ValueChange {
+            field_id: field.id,
+            value: serde_json::Value::String(value.clone()),
+        };
+        match super::profile_fields::value_events(state, user, user.user_id, vec![change], true) {
+            Ok(more) => events.extend(more),
+            Err(error) => tracing::warn!(
+                field = %name,
+                user = user.user_id.0,
+                %error,
+                "the directory's value does not fit the profile field"
+            ),
+        }
+    }
+    events
 }
 
 /// Membership of the synced groups for the people `listed` (with their directory entries):

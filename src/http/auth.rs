@@ -418,10 +418,22 @@ async fn directory_sign_in(
         }
         None if state.identity.create_users => {
             let nonce = crate::auth::new_api_key_nonce();
+            let (first, rules_then) = (entry.clone(), rules.clone());
             let created = state
                 .engine
                 .execute(None, move |s, ctx| {
-                    crate::commands::directory::sign_up(s, ctx, &entry, &rules, nonce.clone())
+                    crate::commands::directory::sign_up(s, ctx, &first, &rules_then, nonce.clone())
+                })
+                .await?;
+            // What only an existing account can hold (its profile fields) follows at once.
+            let rules = crate::commands::directory::SyncRules {
+                deactivate_missing: false,
+                ..rules
+            };
+            state
+                .engine
+                .execute(None, move |s, ctx| {
+                    crate::commands::directory::sync(s, ctx, std::slice::from_ref(&entry), &rules)
                 })
                 .await?;
             Ok(created.value)

@@ -33,6 +33,8 @@ pub struct Directory {
     email_attr: String,
     name_attr: String,
     avatar_attr: Option<String>,
+    /// Custom profile fields (by name) and their attributes.
+    profile_fields: Vec<(String, String)>,
     group_base: Option<String>,
     /// Role groups' normalized DNs, strongest role first.
     role_groups: Vec<(Role, String)>,
@@ -117,6 +119,12 @@ impl Directory {
             email_attr: need(&s.email_attr, "email_attr")?,
             name_attr: need(&s.name_attr, "name_attr")?,
             avatar_attr: s.avatar_attr.clone().filter(|a| !a.is_empty()),
+            profile_fields: s
+                .profile_fields
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .collect(),
             group_base: s.group_base.clone(),
             role_groups,
             synced_groups,
@@ -231,6 +239,7 @@ impl Directory {
         if let Some(avatar) = &self.avatar_attr {
             attrs.push(avatar);
         }
+        attrs.extend(self.profile_fields.iter().map(|(_, attr)| attr.as_str()));
         let (entries, result) = ldap
             .with_timeout(self.timeout)
             .search(&self.user_base, Scope::Subtree, filter, attrs)
@@ -332,6 +341,13 @@ impl Directory {
                     .map(|g| g.cn.clone())
                     .collect(),
                 avatar: None,
+                profile: self
+                    .profile_fields
+                    .iter()
+                    .filter_map(|(field, attr)| {
+                        first(&e, attr).map(|value| (field.clone(), value.to_owned()))
+                    })
+                    .collect(),
             },
             photo,
         }

@@ -54,7 +54,7 @@ def png(side, rgb):
             + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 
 
-def person(uid, name, mail, photo=None):
+def person(uid, name, mail, photo=None, phone=None):
     lines = f"""dn: uid={uid},ou=people,{BASE}
 objectClass: inetOrgPerson
 objectClass: chronicleTestLockable
@@ -66,6 +66,8 @@ userPassword: {PASSWORDS[uid]}
 """
     if photo:
         lines += f"jpegPhoto:: {base64.b64encode(photo).decode()}\n"
+    if phone:
+        lines += f"telephoneNumber: {phone}\n"
     return lines
 
 
@@ -93,7 +95,7 @@ objectClass: simpleSecurityObject
 cn: chronicle
 userPassword: {SERVICE_PW}
 
-{person("alice", "Alice Anderson", "alice@example.com", png(120, (200, 40, 90)))}
+{person("alice", "Alice Anderson", "alice@example.com", png(120, (200, 40, 90)), "+1 555 0100")}
 {person("bob", "Bob Brown", "bob@example.com")}
 {person("carol", "Carol Clark", "carol@example.com")}
 dn: cn=admins,ou=groups,{BASE}
@@ -277,6 +279,7 @@ user_base = "ou=people,{BASE}"
 group_base = "ou=groups,{BASE}"
 admin_group = "cn=admins,ou=groups,{BASE}"
 synced_groups = ["engineering"]
+profile_fields = {{ "Phone" = "telephoneNumber" }}
 sync_every_secs = 0
 deactivate_missing = true
 timeout_secs = 3
@@ -289,6 +292,16 @@ timeout_secs = 3
         assert settings["authentication_methods"]["password"] is True
         assert settings["email_auth_enabled"] is True
         assert settings["require_email_format_usernames"] is False
+        # The organization has a "Phone" field, which the directory fills.
+        made = api(server, "POST", "/realm/profile_fields", auth=owner_auth(server),
+                   data={"name": "Phone", "field_type": "1"})
+        assert made.status_code == 200, made.text
+        phone_field = str(made.json()["id"])
+
+        def phone_of(email):
+            user = api(server, "GET", f"/users/{email}", auth=owner_auth(server),
+                       params={"include_custom_profile_fields": "true"}).json()["user"]
+            return user.get("profile_data", {}).get(phone_field, {}).get("value")
 
         # Alice signs in by her directory username; her account is made with the role her
         # group gives and the synced group she is in.
@@ -299,8 +312,10 @@ timeout_secs = 3
         me = api(server, "GET", "/users/me", auth=(alice["email"], alice["api_key"])).json()
         assert me["full_name"] == "Alice Anderson"
         assert me["role"] == 200
-        # Her directory photo is her avatar (the generated one is version 1).
+        # Her directory photo is her avatar (the generated one is version 1), her phone number
+        # her "Phone".
         assert me["avatar_url"].endswith("?version=2"), me["avatar_url"]
+        assert phone_of("alice@example.com") == "+1 555 0100"
         register = api(
             server, "POST", "/register", auth=(alice["email"], alice["api_key"]),
             data={"fetch_event_types": '["realm_user_groups","realm"]'},
@@ -327,7 +342,8 @@ timeout_secs = 3
 
         # The directory changes: Alice is renamed, Bob locked the FreeIPA way. A sync follows.
         slapd.modify(
-            f"dn: uid=alice,ou=people,{BASE}\nchangetype: modify\nreplace: cn\ncn: Alice Smith\n\n"
+            f"dn: uid=alice,ou=people,{BASE}\nchangetype: modify\nreplace: cn\ncn: Alice Smith\n"
+            f"-\nreplace: telephoneNumber\ntelephoneNumber: +1 555 0199\n\n"
             f"dn: uid=bob,ou=people,{BASE}\nchangetype: modify\nadd: nsAccountLock\nnsAccountLock: TRUE\n"
         )
         synced = ldap_sync(server)
@@ -338,6 +354,8 @@ timeout_secs = 3
         # The owner made at the first start is not in the directory: kept, being the last owner.
         assert "1 kept active" in synced.stdout, synced.stdout
         assert user_by_email(server, "alice@example.com")["full_name"] == "Alice Smith"
+        assert "1 with new profile values" in synced.stdout, synced.stdout
+        assert phone_of("alice@example.com") == "+1 555 0199"
         assert user_by_email(server, "bob@example.com")["is_active"] is False
         locked = fetch_api_key(server, "bob", PASSWORDS["bob"])
         assert locked.json()["code"] == "USER_DEACTIVATED", locked.text
