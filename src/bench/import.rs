@@ -6,6 +6,10 @@
 //! text (Debian's fortunes) one second apart across the channels, in day files as Slack writes
 //! them, one in ten a reply in a thread, one in twenty with a reaction, one in fifty mentioning
 //! someone; deflated as Slack's zips are.
+//!
+//! The same organization then leaves as a Zulip export (`chronicle export-to zulip` of the
+//! imported data directory, the tarball a Zulip server's `manage.py export` writes) and comes
+//! back in through `chronicle import-from zulip`, measured the same way.
 
 use super::sustained::{server_command, ChildServer};
 use super::Row;
@@ -150,7 +154,7 @@ fn vm_hwm(status: &str) -> Option<u64> {
 }
 
 pub fn import(quick: bool) -> Result<Vec<Row>, Fatal> {
-    let messages: u64 = if quick { 20_000 } else { 1_000_000 };
+    let messages: u64 = if quick { 10_000 } else { 1_000_000 };
     let tmp = tempfile::tempdir()?;
     let export = tmp.path().join("slack-export.zip");
     let bytes = generate(&export, messages)?;
@@ -174,6 +178,7 @@ pub fn import(quick: bool) -> Result<Vec<Row>, Fatal> {
     server.wait_indexed()?;
     let serving = server.resident_bytes()?;
     server.stop()?;
+    let zulip = zulip_round(tmp.path(), &data)?;
     let row =
         |case: String, value: f64, unit: &str, baseline: f64, label: &str, higher: bool| Row {
             scenario: "import".into(),
@@ -219,5 +224,81 @@ pub fn import(quick: bool) -> Result<Vec<Row>, Fatal> {
             "1.5 x chronicle serve serving the result",
             false,
         ),
+        row(
+            format!(
+                "the same organization as a Zulip export ({:.0} MB tar.gz, written by chronicle export-to zulip): chronicle import-from zulip, wall time",
+                mb(zulip.bytes)
+            ),
+            zulip.seconds,
+            "s",
+            if quick { 60.0 * messages as f64 / 1e6 } else { 60.0 },
+            "the goal: 1M messages in 60 s",
+            false,
+        ),
+        row(
+            format!("Zulip import rate, {:.0} events written", zulip.events),
+            zulip.events / zulip.seconds.max(1e-9),
+            "events/s",
+            zulip.replay_per_second / 2.0,
+            "half of chronicle replay of the result, same run",
+            true,
+        ),
+        row(
+            "Zulip importer's peak resident memory".into(),
+            mb(zulip.peak),
+            "MB",
+            mb(serving) * 1.5,
+            "1.5 x chronicle serve serving the Slack import's result",
+            false,
+        ),
     ])
+}
+
+/// What the Zulip round measured.
+struct ZulipRound {
+    bytes: u64,
+    seconds: f64,
+    events: f64,
+    replay_per_second: f64,
+    peak: u64,
+}
+
+/// Exports the organization in `data` to a Zulip tarball and imports it into a new directory,
+/// timing the import.
+fn zulip_round(tmp: &Path, data: &Path) -> Result<ZulipRound, Fatal> {
+    let tarball = tmp.join("zulip-export.tar.gz");
+    let exported = server_command()?
+        .args(["export-to", "zulip", "--data-dir"])
+        .arg(data)
+        .arg("--out")
+        .arg(&tarball)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .status()?;
+    if !exported.success() {
+        return Err("chronicle export-to zulip failed on the imported organization".into());
+    }
+    let bytes = std::fs::metadata(&tarball)?.len();
+    let again = tmp.join("data-from-zulip");
+    let started = Instant::now();
+    let (ok, peak) = run_measured(
+        server_command()?
+            .args(["import-from", "zulip"])
+            .arg(&tarball)
+            .arg("--data-dir")
+            .arg(&again),
+    )?;
+    let seconds = started.elapsed().as_secs_f64();
+    if !ok {
+        return Err("chronicle import-from zulip failed on the exported organization".into());
+    }
+    let (events, replay_seconds) = super::scenarios::replay_of(&again)?;
+    Ok(ZulipRound {
+        bytes,
+        seconds,
+        events,
+        replay_per_second: events / replay_seconds.max(1e-9),
+        peak,
+    })
 }
