@@ -380,9 +380,7 @@ pub async fn ldap_sync(
     auth: Auth,
     params: Params,
 ) -> ApiResult<HttpResponse> {
-    if !auth.role.is_admin() {
-        return Err(ApiError::must_be_admin());
-    }
+    auth.require_admin()?;
     let report =
         crate::identity::sync_directory(&state.engine, &state.identity, &state.uploads).await?;
     let body = serde_json::to_value(&report)

@@ -152,6 +152,26 @@ pub async fn fetch_api_key(
     Ok(params.success(json!({"api_key": api_key, "email": email, "user_id": user_id.0})))
 }
 
+/// Brings one person's account in step with their directory entry: only they are listed, and
+/// nobody missing is deactivated, so nobody else is touched.
+async fn sync_one(
+    state: &AppState,
+    entry: crate::commands::directory::Entry,
+    rules: crate::commands::directory::SyncRules,
+) -> ApiResult<()> {
+    let rules = crate::commands::directory::SyncRules {
+        deactivate_missing: false,
+        ..rules
+    };
+    state
+        .engine
+        .execute(None, move |s, ctx| {
+            crate::commands::directory::sync(s, ctx, std::slice::from_ref(&entry), &rules)
+        })
+        .await?;
+    Ok(())
+}
+
 /// `POST /jwt/fetch_api_key` (`token`, `include_profile`): the API key of the person a JSON Web
 /// Token signed with the organization's key names (its `email` claim), as Zulip's JWT backend;
 /// with `include_profile`, their user object too.
@@ -403,17 +423,7 @@ async fn directory_sign_in(
     match existing {
         Some((_, false)) => Err(deactivated()),
         Some((user_id, true)) => {
-            // Only this person is listed, so nobody else is touched.
-            let rules = crate::commands::directory::SyncRules {
-                deactivate_missing: false,
-                ..rules
-            };
-            state
-                .engine
-                .execute(None, move |s, ctx| {
-                    crate::commands::directory::sync(s, ctx, std::slice::from_ref(&entry), &rules)
-                })
-                .await?;
+            sync_one(state, entry, rules).await?;
             Ok(user_id)
         }
         None if state.identity.create_users => {
@@ -426,16 +436,7 @@ async fn directory_sign_in(
                 })
                 .await?;
             // What only an existing account can hold (its profile fields) follows at once.
-            let rules = crate::commands::directory::SyncRules {
-                deactivate_missing: false,
-                ..rules
-            };
-            state
-                .engine
-                .execute(None, move |s, ctx| {
-                    crate::commands::directory::sync(s, ctx, std::slice::from_ref(&entry), &rules)
-                })
-                .await?;
+            sync_one(state, entry, rules).await?;
             Ok(created.value)
         }
         None => Err(ApiError::new(
