@@ -147,6 +147,11 @@ enum Command {
         /// Mattermost: the one team to import (default: every team, each a channel folder).
         #[arg(long)]
         team: Option<String>,
+        /// An archive that expands to more than 1 GiB and more than ten times its size is
+        /// refused (Zulip's rule against archive bombs); a large organization's export may
+        /// compress better than that: allow up to this many GiB for an export you trust.
+        #[arg(long, value_name = "GIB")]
+        max_expanded_gib: Option<u64>,
         /// Into a cluster's stream (which must be empty) instead of DATA_DIR/log; DATA_DIR
         /// keeps the uploads, the secret and the zuliprc for the first node.
         #[command(flatten)]
@@ -552,6 +557,7 @@ fn run(cli: Cli, serving: Option<chronicle::config::Effective>) -> Result<(), Fa
             realm_name,
             slack_users,
             team,
+            max_expanded_gib,
             cluster,
         } => {
             let options = chronicle::import::Options {
@@ -559,6 +565,10 @@ fn run(cli: Cli, serving: Option<chronicle::config::Effective>) -> Result<(), Fa
                 realm_name,
                 slack_users,
                 team,
+                max_expanded: max_expanded_gib
+                    .map_or(chronicle::import::archive::MAX_EXPANDED, |g| {
+                        g.saturating_mul(1 << 30)
+                    }),
             };
             // A stream takes an organization only from its first event: checked before
             // anything is written.

@@ -238,6 +238,8 @@ fn group_events(
 ) -> Vec<Event> {
     let mut events = Vec::new();
     let mut next_id = state.groups.max_id().0;
+    // Only people the directory answered for leave a group; others stay as they are.
+    let answered: BTreeSet<UserId> = listed.iter().map(|(id, _)| *id).collect();
     for name in &rules.synced_groups {
         let wanted: BTreeSet<UserId> = listed
             .iter()
@@ -255,8 +257,6 @@ fn group_events(
                 (GroupId(next_id), BTreeSet::new())
             }
         };
-        // Only people the directory answered for leave a group; others stay as they are.
-        let answered: BTreeSet<UserId> = listed.iter().map(|(id, _)| *id).collect();
         let added: Vec<UserId> = wanted.difference(&current).copied().collect();
         let removed: Vec<UserId> = current
             .iter()

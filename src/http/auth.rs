@@ -217,13 +217,13 @@ pub fn jwt_person(
 
 /// [`jwt_person`]'s work, with the address the token named (if it was read).
 fn jwt_account(state: &AppState, token: &str) -> (String, ApiResult<UserId>) {
-    let mut login = String::new();
-    let result = (|| {
-        let person = jwt_claimed_email(state, token)?;
-        login.clone_from(&person);
-        jwt_active_account(state, &person)
-    })();
-    (login, result)
+    match jwt_claimed_email(state, token) {
+        Ok(person) => {
+            let result = jwt_active_account(state, &person);
+            (person, result)
+        }
+        Err(e) => (String::new(), Err(e)),
+    }
 }
 
 /// The `email` claim of a token signed with the organization's key.

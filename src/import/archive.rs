@@ -4,8 +4,9 @@
 //! are UTF-8 whether or not the zip marks them so (Slack does not), and a name that is absolute,
 //! holds a `..` component, a backslash or a NUL, refuses the whole archive, since an export
 //! that tries to climb out of its directory is not an export. What an archive may expand to is
-//! bounded as Zulip bounds it (more than 1 GiB *and* more than ten times the archive is refused),
-//! by the sizes it declares and again by the bytes actually read.
+//! bounded as Zulip bounds it (more than 1 GiB *and* more than ten times the archive is refused;
+//! the operator may raise the 1 GiB for an export they trust), by the sizes it declares and
+//! again by the bytes actually read.
 
 use super::ImportError;
 use sha2::{Digest, Sha256};
@@ -15,8 +16,19 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// More than this much expanded data *and* more than [`MAX_RATIO`] times the archive is
-/// refused (Zulip's rule for uploaded exports).
+/// refused (Zulip's rule for uploaded exports), unless the operator allows more
+/// (`--max-expanded-gib`: a large organization's export compresses better than ten to one).
 pub const MAX_EXPANDED: u64 = 1 << 30;
+
+/// The refusal of an archive that expands beyond what is allowed.
+fn too_large(path: &Path, floor: u64) -> ImportError {
+    ImportError::new(format!(
+        "{}: the archive expands to more than {} GiB and more than ten times its own size; \
+         refused (an export you trust may be allowed more with --max-expanded-gib)",
+        path.display(),
+        floor >> 30
+    ))
+}
 pub const MAX_RATIO: u64 = 10;
 /// At most this many entries in a tar.gz (each is a file in the scratch directory).
 pub const MAX_ENTRIES: usize = 2_000_000;
@@ -32,9 +44,7 @@ struct Bounded<R> {
 impl<R: Read> Read for Bounded<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         if self.left == 0 {
-            return Err(std::io::Error::other(
-                "it expands to more than 1 GiB and more than ten times its own size",
-            ));
+            return Err(std::io::Error::other("it expands to more than is allowed"));
         }
         let want = buf
             .len()
@@ -91,19 +101,20 @@ fn checked_name(raw: &[u8], archive: &Path) -> Result<String, ImportError> {
 impl Archive {
     /// Opens a zip file, a gzipped tar file (unpacked into `scratch`, an empty directory the
     /// caller removes), a JSON (Lines) file, or a directory.
-    pub fn open_in(path: &Path, scratch: &Path) -> Result<Archive, ImportError> {
+    /// More than `floor` bytes expanded *and* more than ten times the archive is refused.
+    pub fn open_in(path: &Path, scratch: &Path, floor: u64) -> Result<Archive, ImportError> {
         let mut magic = [0u8; 2];
         let gzipped = File::open(path)
             .and_then(|mut f| f.read_exact(&mut magic))
             .is_ok()
             && magic == [0x1f, 0x8b];
         if !gzipped {
-            return Archive::open(path);
+            return Archive::open(path, floor);
         }
         let size = std::fs::metadata(path)
             .map_err(|e| ImportError::new(format!("{}: {e}", path.display())))?
             .len();
-        let allowed = MAX_EXPANDED.max(size.saturating_mul(MAX_RATIO));
+        let allowed = floor.max(size.saturating_mul(MAX_RATIO));
         let file =
             File::open(path).map_err(|e| ImportError::new(format!("{}: {e}", path.display())))?;
         let mut tar = tar::Archive::new(Bounded {
@@ -137,11 +148,7 @@ impl Archive {
             let declared = entry.header().size().map_err(damaged)?;
             total = total.saturating_add(declared);
             if total > allowed {
-                return Err(ImportError::new(format!(
-                    "{}: the archive expands to more than 1 GiB and more than ten times its own \
-                     size; refused",
-                    path.display()
-                )));
+                return Err(too_large(path, floor));
             }
             let target = scratch.join(&name);
             if let Some(parent) = target.parent() {
@@ -169,7 +176,7 @@ impl Archive {
     }
 
     /// Opens a zip file or a directory.
-    pub fn open(path: &Path) -> Result<Archive, ImportError> {
+    pub fn open(path: &Path, floor: u64) -> Result<Archive, ImportError> {
         let meta = std::fs::metadata(path)
             .map_err(|e| ImportError::new(format!("{}: {e}", path.display())))?;
         if meta.is_dir() {
@@ -219,13 +226,9 @@ impl Archive {
             entries.insert(name.clone(), entry.size());
             index.insert(name, i);
         }
-        let allowed = MAX_EXPANDED.max(meta.len().saturating_mul(MAX_RATIO));
+        let allowed = floor.max(meta.len().saturating_mul(MAX_RATIO));
         if declared > allowed {
-            return Err(ImportError::new(format!(
-                "{}: the archive expands to {declared} bytes, more than 1 GiB and more than ten \
-                 times its own size; refused",
-                path.display()
-            )));
+            return Err(too_large(path, floor));
         }
         Ok(Archive {
             kind: Kind::Zip(Box::new(zip), index),
@@ -303,8 +306,8 @@ impl Archive {
             .ok_or_else(|| ImportError::new(format!("{name}: missing from the export")))?;
         if self.read.saturating_add(declared) > self.allowed {
             return Err(ImportError::new(format!(
-                "{name}: the archive expands to more than 1 GiB and more than ten times its own \
-                 size; refused"
+                "{name}: the archive expands to more than is allowed; refused (an export you \
+                 trust may be allowed more with --max-expanded-gib)"
             )));
         }
         let mut out = Vec::with_capacity(declared.min(1 << 24) as usize);

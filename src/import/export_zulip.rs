@@ -120,6 +120,23 @@ fn settings_tables(state: &Projections, realm_id: u64, scope: &Scope) -> Value {
     })
 }
 
+/// A `messages-NNNNNN.json` file.
+#[derive(serde::Serialize)]
+struct MessageFile {
+    zerver_message: Vec<Value>,
+    zerver_usermessage: Vec<CopyRow>,
+}
+
+/// One person's copy of a message, as a `zerver_usermessage` row (tens of millions of them in
+/// a large organization: written from a struct, not built as JSON values).
+#[derive(serde::Serialize)]
+struct CopyRow {
+    id: u64,
+    user_profile: u64,
+    message: u64,
+    flags_mask: u64,
+}
+
 /// Zulip's `flags_mask` bits for Chronicle's flag bits.
 fn zulip_mask(bits: u8, direct: bool) -> u64 {
     let mut mask = 0;
@@ -201,7 +218,8 @@ pub fn write(
     out: &Path,
     scope: &Scope,
 ) -> Result<BTreeMap<String, u64>, ImportError> {
-    let dump = state.dump();
+    // Everything but the messages, which are walked one at a time below.
+    let dump = state.dump_without_messages();
     // Private channels a member whose private data goes in is or was in.
     let consenting_member: std::collections::BTreeSet<u64> = dump["channels"]["subscriptions"]
         .as_array()
@@ -384,19 +402,22 @@ pub fn write(
     // Messages and each holder's copy, 1,000 to a file.
     let mut reactions = Vec::new();
     let mut chunk: Vec<Value> = Vec::new();
-    let mut copies: Vec<Value> = Vec::new();
+    let mut copies: Vec<CopyRow> = Vec::new();
     let mut file_number = 0;
     let mut usermessage_id = 0u64;
     let write_chunk = |chunk: &mut Vec<Value>,
-                       copies: &mut Vec<Value>,
+                       copies: &mut Vec<CopyRow>,
                        n: &mut u32|
      -> Result<(), ImportError> {
         *n += 1;
-        let body = json!({"zerver_message": std::mem::take(chunk), "zerver_usermessage": std::mem::take(copies)});
-        std::fs::write(
-            root.join(format!("messages-{n:06}.json")),
-            serde_json::to_vec(&body).map_err(|e| ImportError::new(e.to_string()))?,
-        )?;
+        let body = MessageFile {
+            zerver_message: std::mem::take(chunk),
+            zerver_usermessage: std::mem::take(copies),
+        };
+        let file = std::fs::File::create(root.join(format!("messages-{n:06}.json")))?;
+        let mut out = std::io::BufWriter::new(file);
+        serde_json::to_writer(&mut out, &body).map_err(|e| ImportError::new(e.to_string()))?;
+        std::io::Write::flush(&mut out)?;
         Ok(())
     };
     let mut message_count = 0;
@@ -480,10 +501,12 @@ pub fn write(
             }
             if let Some(bits) = state.messages.flags(holder, m.id) {
                 usermessage_id += 1;
-                copies.push(
-                    json!({"id": usermessage_id, "user_profile": holder.0, "message": m.id.0,
-                                   "flags_mask": zulip_mask(bits, direct)}),
-                );
+                copies.push(CopyRow {
+                    id: usermessage_id,
+                    user_profile: holder.0,
+                    message: m.id.0,
+                    flags_mask: zulip_mask(bits, direct),
+                });
             }
         }
         for r in m.reactions() {

@@ -77,6 +77,9 @@ pub struct Options {
     pub slack_users: Option<PathBuf>,
     /// Mattermost: the one team to import (default: every team, each a channel folder).
     pub team: Option<String>,
+    /// What the archive may expand to, in bytes, when that is more than ten times its size
+    /// ([`archive::MAX_EXPANDED`] unless the operator allows more).
+    pub max_expanded: u64,
 }
 
 /// One object the import left out, and why.
@@ -947,7 +950,7 @@ pub fn run(
     let scratch = tempfile::Builder::new()
         .prefix(&format!(".{name}.unpacking-"))
         .tempdir_in(&parent)?;
-    let mut archive = archive::Archive::open_in(input, scratch.path())?;
+    let mut archive = archive::Archive::open_in(input, scratch.path(), options.max_expanded)?;
     let layout = Layout::new(staging.path());
     let built = (|| {
         let mut writer = Writer::open(&layout, source.name(), &archive.sha256)?;

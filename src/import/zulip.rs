@@ -24,7 +24,7 @@ use crate::events::{
 };
 use crate::ids::{ChannelId, GroupId, MessageId, UserId};
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 fn text(value: &Value) -> &str {
     value.as_str().unwrap_or_default()
@@ -533,28 +533,38 @@ pub fn import(
         }
     }
 
-    // Messages, in Zulip's id order (its send order), with each copy's flags.
-    let mut pending = Vec::new();
-    let mut flags: HashMap<u64, Vec<(UserId, u64)>> = HashMap::new();
+    // Messages, file by file (Zulip writes them in id order, its send order; each file's
+    // messages are sorted again), with each copy's flags: one file is in memory at a time.
+    let upload_paths: HashMap<String, String> = upload_paths.into_iter().collect();
+    let rewrite = |content: &str| {
+        let content = rewrite_mentions(content, &users);
+        rewrite_uploads(&content, &upload_paths)
+    };
+    let mut messages: HashMap<u64, MessageId> = HashMap::new();
+    let mut copies_read = Flags::default();
+    let mut presence = Presence::new(members, former);
+    // Copies a file holds for a message of a later file (Zulip's exporter keeps them together;
+    // this is for exports that do not).
+    let mut ahead: HashMap<u64, Vec<(UserId, u64)>> = HashMap::new();
     let mut skipped_bots = 0;
     for n in 1.. {
         let file = format!("{base}messages-{n:06}.json");
         if !archive.contains(&file) {
             break;
         }
-        let chunk = archive.json(&file)?;
-        for um in chunk["zerver_usermessage"].as_array().into_iter().flatten() {
+        let chunk: MessageFile = archive.json_as(&file, "a Zulip message file")?;
+        let mut copies: HashMap<u64, Vec<(UserId, u64)>> = HashMap::new();
+        for row in chunk.zerver_usermessage {
             if let (Some(user), Some(message), Some(mask)) = (
-                um["user_profile"]
-                    .as_u64()
-                    .and_then(|u| users.get(&u).copied()),
-                um["message"].as_u64(),
-                um["flags_mask"].as_u64(),
+                row.user_profile.and_then(|u| users.get(&u).copied()),
+                row.message,
+                row.flags_mask,
             ) {
-                flags.entry(message).or_default().push((user, mask));
+                copies.entry(message).or_default().push((user, mask));
             }
         }
-        for m in chunk["zerver_message"].as_array().into_iter().flatten() {
+        let mut pending = Vec::new();
+        for m in &chunk.zerver_message {
             let Some(old_id) = id(&m["id"]) else { continue };
             let at = format!("{file}: message {old_id}");
             let sender_old = m["sender"].as_u64().unwrap_or_default();
@@ -582,7 +592,6 @@ pub fn import(
                 w.skip("message", at, "no date_sent");
                 continue;
             };
-            let history = edit_history(&m["edit_history"], &users);
             pending.push(Pending {
                 old_id,
                 sender,
@@ -591,209 +600,39 @@ pub fn import(
                 content: text(&m["content"]).to_owned(),
                 sent_ms,
                 last_edit_ms: ms(&m["last_edit_time"]),
-                history,
+                history: edit_history(&m["edit_history"], &users),
             });
+        }
+        drop(chunk.zerver_message);
+        pending.sort_by_key(|p| p.old_id);
+        for p in pending {
+            let mut held = copies.remove(&p.old_id).unwrap_or_default();
+            if let Some(early) = ahead.remove(&p.old_id) {
+                held.extend(early);
+            }
+            if let Target::Channel(channel_id) = p.target {
+                presence.before(w, channel_id, &held)?;
+            }
+            let Some(message_id) = send_with_history(w, &p, &huddles, &rewrite)? else {
+                continue;
+            };
+            messages.insert(p.old_id, message_id);
+            copies_read.add(w, message_id, &held);
+        }
+        // Copies of messages of other files: earlier ones now, later ones when they come.
+        for (old, held) in copies {
+            match messages.get(&old) {
+                Some(message_id) => copies_read.add(w, *message_id, &held),
+                None => ahead.entry(old).or_default().extend(held),
+            }
         }
     }
     if skipped_bots > 0 {
         w.count("messages from Zulip's system bots left out", skipped_bots);
     }
-    pending.sort_by_key(|p| p.old_id);
-    let upload_paths: HashMap<String, String> = upload_paths.into_iter().collect();
-    let rewrite = |content: &str| {
-        let content = rewrite_mentions(content, &users);
-        rewrite_uploads(&content, &upload_paths)
-    };
-    // Who held which channel's messages (Zulip keeps a copy for each subscriber of the moment):
-    // each person joins a channel just before the first message they hold there, so a later
-    // subscriber of a channel with protected history holds (and reads) only what Zulip gave
-    // them; people who left leave after the last one they hold.
-    let mut held: BTreeMap<(UserId, ChannelId), (u64, u64)> = BTreeMap::new();
-    for p in &pending {
-        if let Target::Channel(channel_id) = p.target {
-            for (user, _) in flags.get(&p.old_id).into_iter().flatten() {
-                let span = held
-                    .entry((*user, channel_id))
-                    .or_insert((p.old_id, p.old_id));
-                span.0 = span.0.min(p.old_id);
-                span.1 = span.1.max(p.old_id);
-            }
-        }
-    }
-    let mut joins: BTreeMap<(u64, ChannelId), BTreeSet<UserId>> = BTreeMap::new();
-    let mut leaves: BTreeMap<(u64, ChannelId), Vec<UserId>> = BTreeMap::new();
-    let mut late: BTreeMap<ChannelId, BTreeSet<UserId>> = BTreeMap::new();
-    for (channel_id, users) in &members {
-        for user in users {
-            match held.get(&(*user, *channel_id)) {
-                Some((first, _)) => {
-                    joins
-                        .entry((*first, *channel_id))
-                        .or_default()
-                        .insert(*user);
-                }
-                None => {
-                    late.entry(*channel_id).or_default().insert(*user);
-                }
-            }
-        }
-    }
-    for (channel_id, users) in &former {
-        for user in users {
-            if let Some((first, last)) = held.get(&(*user, *channel_id)) {
-                joins
-                    .entry((*first, *channel_id))
-                    .or_default()
-                    .insert(*user);
-                leaves.entry((*last, *channel_id)).or_default().push(*user);
-            }
-        }
-    }
-    let mut messages: HashMap<u64, MessageId> = HashMap::new();
-    for p in &pending {
-        if let Target::Channel(channel_id) = p.target {
-            if let Some(joining) = joins.remove(&(p.old_id, channel_id)) {
-                w.subscribe(channel_id, &joining)?;
-            }
-        }
-        let recipient = match &p.target {
-            // In the topic it was first sent to, when moves are replayed below.
-            Target::Channel(channel_id) => Recipient::Channel {
-                channel_id: *channel_id,
-                topic: super::clean_line(
-                    p.history
-                        .iter()
-                        .find_map(|e| e.prev_topic.as_deref())
-                        .unwrap_or(&p.topic),
-                    60,
-                ),
-            },
-            Target::Personal(receiver) => {
-                let ids = BTreeSet::from([p.sender, *receiver]);
-                Recipient::Direct {
-                    user_ids: ids.into_iter().collect(),
-                }
-            }
-            Target::Huddle(rid) => {
-                let mut ids = huddles.get(rid).cloned().unwrap_or_default();
-                ids.insert(p.sender);
-                Recipient::Direct {
-                    user_ids: ids.into_iter().collect(),
-                }
-            }
-        };
-        let first = p
-            .history
-            .iter()
-            .find_map(|e| e.prev_content.as_deref())
-            .unwrap_or(p.content.as_str());
-        let replayed = !p.history.is_empty();
-        let Some(message_id) = w.send(
-            p.sender,
-            recipient,
-            &rewrite(first),
-            p.sent_ms,
-            if replayed { None } else { p.last_edit_ms },
-        )?
-        else {
-            w.skip(
-                "message",
-                format!("message {}", p.old_id),
-                "nothing to show once control characters are left out",
-            );
-            continue;
-        };
-        messages.insert(p.old_id, message_id);
-        // Each edit, at its time, by its editor: the content it set, and the topic it moved the
-        // message to (that message alone: Zulip records a move in each moved message).
-        let mut topic_now = match &p.target {
-            Target::Channel(_) => p
-                .history
-                .iter()
-                .find_map(|e| e.prev_topic.as_deref())
-                .map(|t| super::clean_line(t, 60)),
-            _ => None,
-        };
-        for (i, edit) in p.history.iter().enumerate() {
-            let later = &p.history[i + 1..];
-            let content = match edit.prev_content {
-                Some(_) => {
-                    let next = later
-                        .iter()
-                        .find_map(|e| e.prev_content.as_deref())
-                        .unwrap_or(p.content.as_str());
-                    // Checked as a live edit is: no control characters, Zulip's length, not
-                    // empty.
-                    let content = super::clean_content(&rewrite(next));
-                    (!content.trim().is_empty()).then_some(content)
-                }
-                None => None,
-            };
-            let new_topic = match (&edit.prev_topic, &topic_now) {
-                (Some(_), Some(current)) => {
-                    let next = edit
-                        .topic
-                        .as_deref()
-                        .or_else(|| later.iter().find_map(|e| e.prev_topic.as_deref()))
-                        .unwrap_or(p.topic.as_str());
-                    let next = super::clean_line(next, 60);
-                    (next != *current).then_some(next)
-                }
-                _ => None,
-            };
-            if content.is_none() && new_topic.is_none() {
-                continue;
-            }
-            let content = content.map(|content| {
-                let rendered = crate::markdown::render_message(
-                    &content,
-                    &crate::commands::markup::OrgResolver(&w.state),
-                );
-                Box::new(crate::commands::edit::edited_content(content, rendered))
-            });
-            if content.is_some() {
-                w.count("edits", 1);
-            }
-            let moved = new_topic.map(|topic| {
-                w.count("topic moves", 1);
-                topic_now = Some(topic.clone());
-                Box::new(crate::events::MessageMove {
-                    message_ids: vec![message_id],
-                    propagate_mode: crate::events::PropagateMode::ChangeOne,
-                    new_topic: Some(topic),
-                    new_channel_id: None,
-                })
-            });
-            let user_id = edit.editor.unwrap_or(p.sender);
-            w.push_at(
-                Some(user_id),
-                edit.at,
-                Event::MessageEdited {
-                    message_id,
-                    user_id,
-                    content,
-                    moved,
-                    alerted: None,
-                },
-                None,
-            )?;
-        }
-        if let Target::Channel(channel_id) = p.target {
-            if let Some(leaving) = leaves.remove(&(p.old_id, channel_id)) {
-                w.push(
-                    None,
-                    Event::Unsubscribed {
-                        channel_id,
-                        user_ids: leaving,
-                    },
-                )?;
-            }
-        }
-    }
-    // Those who joined after the last message, then everyone's subscription settings.
-    for (channel_id, users) in &late {
-        w.subscribe(*channel_id, users)?;
-    }
+    // Those who left after the last message they held, those who joined after the last
+    // message, then everyone's subscription settings.
+    presence.finish(w)?;
     for (user, channel_id, property) in settings {
         w.subscription_property(user, channel_id, property)?;
     }
@@ -833,67 +672,7 @@ pub fn import(
     }
 
     // Read and starred flags, per person: a read mark per place, the exceptions listed.
-    let mut by_user: BTreeMap<UserId, Vec<(MessageId, u64)>> = BTreeMap::new();
-    for (old, copies) in &flags {
-        if let Some(message_id) = messages.get(old) {
-            for (user, mask) in copies {
-                by_user.entry(*user).or_default().push((*message_id, *mask));
-            }
-        }
-    }
-    let mut given = BTreeSet::new();
-    for (user_id, mut copies) in by_user {
-        copies.sort();
-        let starred: Vec<MessageId> = copies
-            .iter()
-            .filter(|(_, m)| m & 2 != 0)
-            .map(|(id, _)| *id)
-            .collect();
-        w.star(user_id, starred)?;
-        let mut places: BTreeMap<ReadKey, Vec<(MessageId, bool)>> = BTreeMap::new();
-        for (message_id, mask) in &copies {
-            let Some(message) = w.state.messages.get(*message_id) else {
-                continue;
-            };
-            let key = match message.channel() {
-                Some(c) => ReadKey::Channel(c),
-                None => ReadKey::Direct(match &message.recipient {
-                    crate::projections::message::Address::Direct { user_ids } => user_ids.to_vec(),
-                    _ => Vec::new(),
-                }),
-            };
-            places
-                .entry(key)
-                .or_default()
-                .push((*message_id, mask & 1 != 0));
-        }
-        let mut unread_below = Vec::new();
-        for (key, list) in places {
-            given.insert((user_id, key.clone()));
-            // The mark at the last message they hold; their unread copies are the exceptions
-            // (history they hold no row for, read before they came, is read).
-            let Some(mark) = list.iter().map(|(id, _)| *id).max() else {
-                continue;
-            };
-            unread_below.extend(list.iter().filter(|(_, read)| !read).map(|(id, _)| *id));
-            let place = match key {
-                ReadKey::Channel(c) => ReadPlace::Channel(c),
-                ReadKey::Direct(users) => ReadPlace::Direct(users),
-            };
-            w.read_through(user_id, place, mark)?;
-        }
-        if !unread_below.is_empty() {
-            w.push(
-                Some(user_id),
-                Event::MessageFlagsChanged {
-                    user_id,
-                    flag: crate::events::MessageFlag::Read,
-                    add: false,
-                    message_ids: unread_below,
-                },
-            )?;
-        }
-    }
+    let given = copies_read.write(w)?;
 
     // Topics people muted or follow, and people they muted.
     for t in table(&realm, "zerver_usertopic") {
@@ -1002,6 +781,340 @@ pub fn import(
     // Copies the export holds no row for (the history a later subscriber reads) are read.
     w.everything_read(&given)?;
     Ok(owner)
+}
+
+/// A `messages-NNNNNN.json` file: its messages, and every copy of them with its flags.
+#[derive(serde::Deserialize)]
+struct MessageFile {
+    #[serde(default)]
+    zerver_message: Vec<Value>,
+    #[serde(default)]
+    zerver_usermessage: Vec<CopyRow>,
+}
+
+/// One person's copy of a message (`zerver_usermessage`); a field of the wrong type is as if
+/// missing, and the row is left out.
+#[derive(serde::Deserialize)]
+struct CopyRow {
+    #[serde(default, deserialize_with = "number")]
+    user_profile: Option<u64>,
+    #[serde(default, deserialize_with = "number")]
+    message: Option<u64>,
+    #[serde(default, deserialize_with = "number")]
+    flags_mask: Option<u64>,
+}
+
+fn number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    use serde::Deserialize;
+    Ok(Value::deserialize(d)?.as_u64())
+}
+
+/// Who is in which channel while the messages go in. Zulip keeps a copy of a channel message
+/// for each subscriber of the moment, so each member joins just before the first message they
+/// hold there (a later subscriber of a channel with protected history holds, and reads, only
+/// what Zulip gave them), and someone who left (an inactive subscription) leaves before the
+/// first message they no longer hold, and joins again if they hold a later one.
+struct Presence {
+    members: BTreeMap<ChannelId, BTreeSet<UserId>>,
+    former: BTreeMap<ChannelId, BTreeSet<UserId>>,
+    joined: HashSet<(UserId, ChannelId)>,
+    /// Former members in their channel at the moment.
+    present_former: BTreeMap<ChannelId, BTreeSet<UserId>>,
+}
+
+impl Presence {
+    fn new(
+        members: BTreeMap<ChannelId, BTreeSet<UserId>>,
+        former: BTreeMap<ChannelId, BTreeSet<UserId>>,
+    ) -> Presence {
+        Presence {
+            members,
+            former,
+            joined: HashSet::new(),
+            present_former: BTreeMap::new(),
+        }
+    }
+
+    /// Joins and leaves before a message in `channel_id` whose copies are `held`.
+    fn before(
+        &mut self,
+        w: &mut Writer,
+        channel_id: ChannelId,
+        held: &[(UserId, u64)],
+    ) -> Result<(), ImportError> {
+        let holds = |user: &UserId| held.iter().any(|(u, _)| u == user);
+        if let Some(present) = self.present_former.get_mut(&channel_id) {
+            let leaving: Vec<UserId> = present.iter().filter(|u| !holds(u)).copied().collect();
+            if !leaving.is_empty() {
+                for user in &leaving {
+                    present.remove(user);
+                    self.joined.remove(&(*user, channel_id));
+                }
+                w.push(
+                    None,
+                    Event::Unsubscribed {
+                        channel_id,
+                        user_ids: leaving,
+                    },
+                )?;
+            }
+        }
+        let in_set = |sets: &BTreeMap<ChannelId, BTreeSet<UserId>>, user: &UserId| {
+            sets.get(&channel_id).is_some_and(|s| s.contains(user))
+        };
+        let mut joining = BTreeSet::new();
+        for (user, _) in held {
+            if self.joined.contains(&(*user, channel_id)) {
+                continue;
+            }
+            if in_set(&self.members, user) {
+                joining.insert(*user);
+            } else if in_set(&self.former, user) {
+                joining.insert(*user);
+                self.present_former
+                    .entry(channel_id)
+                    .or_default()
+                    .insert(*user);
+            }
+        }
+        for user in &joining {
+            self.joined.insert((*user, channel_id));
+        }
+        w.subscribe(channel_id, &joining)
+    }
+
+    /// After the last message: former members still in leave; members who held nothing join.
+    fn finish(self, w: &mut Writer) -> Result<(), ImportError> {
+        for (channel_id, leaving) in self.present_former {
+            if !leaving.is_empty() {
+                w.push(
+                    None,
+                    Event::Unsubscribed {
+                        channel_id,
+                        user_ids: leaving.into_iter().collect(),
+                    },
+                )?;
+            }
+        }
+        for (channel_id, users) in self.members {
+            let late: BTreeSet<UserId> = users
+                .into_iter()
+                .filter(|u| !self.joined.contains(&(*u, channel_id)))
+                .collect();
+            w.subscribe(channel_id, &late)?;
+        }
+        Ok(())
+    }
+}
+
+/// The read and starred flags of the copies, gathered as the messages go in and written at
+/// the end: per person, their starred messages, the last message they hold in each place,
+/// and their unread copies.
+#[derive(Default)]
+struct Flags {
+    starred: BTreeMap<UserId, Vec<MessageId>>,
+    last_held: BTreeMap<(UserId, ReadKey), MessageId>,
+    unread: BTreeMap<UserId, Vec<MessageId>>,
+}
+
+impl Flags {
+    /// The copies `held` of `message_id` (Zulip's `flags_mask`: bit 0 read, bit 1 starred).
+    fn add(&mut self, w: &Writer, message_id: MessageId, held: &[(UserId, u64)]) {
+        let Some(message) = w.state.messages.get(message_id) else {
+            return;
+        };
+        let key = match &message.recipient {
+            crate::projections::message::Address::Channel { channel_id, .. } => {
+                ReadKey::Channel(*channel_id)
+            }
+            crate::projections::message::Address::Direct { user_ids } => {
+                ReadKey::Direct(user_ids.to_vec())
+            }
+        };
+        for (user, mask) in held {
+            if mask & 2 != 0 {
+                self.starred.entry(*user).or_default().push(message_id);
+            }
+            if mask & 1 == 0 {
+                self.unread.entry(*user).or_default().push(message_id);
+            }
+            let last = self
+                .last_held
+                .entry((*user, key.clone()))
+                .or_insert(message_id);
+            *last = (*last).max(message_id);
+        }
+    }
+
+    /// Each person's stars, a read mark at the last message they hold in each place, and
+    /// their unread copies as the exceptions (history they hold no copy of, read before they
+    /// came, is read). Answers the places given a mark.
+    fn write(mut self, w: &mut Writer) -> Result<BTreeSet<(UserId, ReadKey)>, ImportError> {
+        let mut given = BTreeSet::new();
+        let mut marks = std::mem::take(&mut self.last_held).into_iter().peekable();
+        while let Some(((user_id, _), _)) = marks.peek() {
+            let user_id = *user_id;
+            let mut starred = self.starred.remove(&user_id).unwrap_or_default();
+            starred.sort();
+            starred.dedup();
+            w.star(user_id, starred)?;
+            while let Some(((_, key), mark)) = marks.next_if(|((u, _), _)| *u == user_id) {
+                let place = match &key {
+                    ReadKey::Channel(c) => ReadPlace::Channel(*c),
+                    ReadKey::Direct(users) => ReadPlace::Direct(users.clone()),
+                };
+                w.read_through(user_id, place, mark)?;
+                given.insert((user_id, key));
+            }
+            let mut unread = self.unread.remove(&user_id).unwrap_or_default();
+            if !unread.is_empty() {
+                unread.sort();
+                unread.dedup();
+                w.push(
+                    Some(user_id),
+                    Event::MessageFlagsChanged {
+                        user_id,
+                        flag: crate::events::MessageFlag::Read,
+                        add: false,
+                        message_ids: unread,
+                    },
+                )?;
+            }
+        }
+        Ok(given)
+    }
+}
+
+/// Sends one message as first written, then replays its edits at their times (content, and
+/// moves between topics); answers its new id, or `None` when nothing of it could be shown.
+fn send_with_history(
+    w: &mut Writer,
+    p: &Pending,
+    huddles: &HashMap<u64, BTreeSet<UserId>>,
+    rewrite: &impl Fn(&str) -> String,
+) -> Result<Option<MessageId>, ImportError> {
+    let recipient = match &p.target {
+        // In the topic it was first sent to, when moves are replayed below.
+        Target::Channel(channel_id) => Recipient::Channel {
+            channel_id: *channel_id,
+            topic: super::clean_line(
+                p.history
+                    .iter()
+                    .find_map(|e| e.prev_topic.as_deref())
+                    .unwrap_or(&p.topic),
+                60,
+            ),
+        },
+        Target::Personal(receiver) => {
+            let ids = BTreeSet::from([p.sender, *receiver]);
+            Recipient::Direct {
+                user_ids: ids.into_iter().collect(),
+            }
+        }
+        Target::Huddle(rid) => {
+            let mut ids = huddles.get(rid).cloned().unwrap_or_default();
+            ids.insert(p.sender);
+            Recipient::Direct {
+                user_ids: ids.into_iter().collect(),
+            }
+        }
+    };
+    let first = p
+        .history
+        .iter()
+        .find_map(|e| e.prev_content.as_deref())
+        .unwrap_or(p.content.as_str());
+    let replayed = !p.history.is_empty();
+    let Some(message_id) = w.send(
+        p.sender,
+        recipient,
+        &rewrite(first),
+        p.sent_ms,
+        if replayed { None } else { p.last_edit_ms },
+    )?
+    else {
+        w.skip(
+            "message",
+            format!("message {}", p.old_id),
+            "nothing to show once control characters are left out",
+        );
+        return Ok(None);
+    };
+    // Each edit, at its time, by its editor: the content it set, and the topic it moved the
+    // message to (that message alone: Zulip records a move in each moved message).
+    let mut topic_now = match &p.target {
+        Target::Channel(_) => p
+            .history
+            .iter()
+            .find_map(|e| e.prev_topic.as_deref())
+            .map(|t| super::clean_line(t, 60)),
+        _ => None,
+    };
+    for (i, edit) in p.history.iter().enumerate() {
+        let later = &p.history[i + 1..];
+        let content = match edit.prev_content {
+            Some(_) => {
+                let next = later
+                    .iter()
+                    .find_map(|e| e.prev_content.as_deref())
+                    .unwrap_or(p.content.as_str());
+                // Checked as a live edit is: no control characters, Zulip's length, not
+                // empty.
+                let content = super::clean_content(&rewrite(next));
+                (!content.trim().is_empty()).then_some(content)
+            }
+            None => None,
+        };
+        let new_topic = match (&edit.prev_topic, &topic_now) {
+            (Some(_), Some(current)) => {
+                let next = edit
+                    .topic
+                    .as_deref()
+                    .or_else(|| later.iter().find_map(|e| e.prev_topic.as_deref()))
+                    .unwrap_or(p.topic.as_str());
+                let next = super::clean_line(next, 60);
+                (next != *current).then_some(next)
+            }
+            _ => None,
+        };
+        if content.is_none() && new_topic.is_none() {
+            continue;
+        }
+        let content = content.map(|content| {
+            let rendered = crate::markdown::render_message(
+                &content,
+                &crate::commands::markup::OrgResolver(&w.state),
+            );
+            Box::new(crate::commands::edit::edited_content(content, rendered))
+        });
+        if content.is_some() {
+            w.count("edits", 1);
+        }
+        let moved = new_topic.map(|topic| {
+            w.count("topic moves", 1);
+            topic_now = Some(topic.clone());
+            Box::new(crate::events::MessageMove {
+                message_ids: vec![message_id],
+                propagate_mode: crate::events::PropagateMode::ChangeOne,
+                new_topic: Some(topic),
+                new_channel_id: None,
+            })
+        });
+        let user_id = edit.editor.unwrap_or(p.sender);
+        w.push_at(
+            Some(user_id),
+            edit.at,
+            Event::MessageEdited {
+                message_id,
+                user_id,
+                content,
+                moved,
+                alerted: None,
+            },
+            None,
+        )?;
+    }
+    Ok(Some(message_id))
 }
 
 /// The organization's linkifiers (before the messages, whose rendering they are part of),

@@ -255,6 +255,12 @@ impl Projections {
         self.dump_with(self.messages.dump())
     }
 
+    /// The dump without its messages area (`null`): what is the size of the organization, not
+    /// of its history (an export walks the messages one at a time instead).
+    pub fn dump_without_messages(&self) -> Value {
+        self.dump_with(Value::Null)
+    }
+
     /// The dump, with `messages` as the messages area.
     fn dump_with(&self, messages: Value) -> Value {
         let (drafts, snippets) = self.drafts.dump();
@@ -355,7 +361,7 @@ impl Projections {
     pub fn digest(&self) -> String {
         // Every area but messages as its dump; messages streamed one at a time, straight into
         // the hash (no copy of the state is built).
-        let areas = self.dump_with(Value::Null);
+        let areas = self.dump_without_messages();
         let mut hashing = HashingWriter::new(std::io::sink());
         let written = match &areas {
             Value::Object(map) => {

@@ -404,6 +404,34 @@ fn damaged_or_hostile_exports_are_refused_and_leave_nothing_behind() {
         "{error}"
     );
 
+    // A tarball that claims to expand to 2 GiB (Zulip's rule: more than 1 GiB and more than
+    // ten times its size) is refused before anything is unpacked; the operator may allow more
+    // for an export they trust, and then it is read (and found cut short).
+    let bomb = path("bomb.tar.gz");
+    {
+        let gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(&bomb).unwrap(),
+            flate2::Compression::default(),
+        );
+        let mut header = tar::Header::new_gnu();
+        header.set_path("export/realm.json").unwrap();
+        header.set_size(2 << 30);
+        header.set_mode(0o644);
+        header.set_cksum();
+        let mut gz = gz;
+        gz.write_all(header.as_bytes()).unwrap();
+        gz.write_all(&[b' '; 4096]).unwrap();
+        gz.finish().unwrap();
+    }
+    let error = refused(&bomb, &[]);
+    assert!(
+        error.contains("more than 1 GiB and more than ten times its own size")
+            && error.contains("--max-expanded-gib"),
+        "{error}"
+    );
+    let error = refused(&bomb, &["--max-expanded-gib", "3"]);
+    assert!(error.contains("cut short"), "{error}");
+
     // A data directory that holds something is not imported into.
     let full = path("full");
     std::fs::create_dir_all(&full).unwrap();
@@ -1075,20 +1103,20 @@ fn zulip_export(dir: &Path) -> PathBuf {
         1600003000.0,
     );
     with_file["has_attachment"] = json!(true);
-    let messages = json!({
+    // Two message files, as Zulip writes them (1,000 messages a file there); the copy of
+    // message 105 Olivia holds is in the first, before its message.
+    let first = json!({
         "zerver_message": [
             message(101, 11, 32, "plans", "Hello @**Max|12**", 1600000900.0),
             edited,
             moved,
             with_file,
-            message(105, 12, 31, "", "A word in private", 1600004000.0),
-            message(106, 13, 40, "", "All three of us", 1600005000.0),
-            message(107, 1, 32, "channel events", "Max created a new channel", 1600006000.0),
         ],
         "zerver_usermessage": [
             {"id": 1, "user_profile": 11, "message": 101, "flags_mask": 1},
             {"id": 2, "user_profile": 12, "message": 101, "flags_mask": 1 + 8},
             {"id": 3, "user_profile": 13, "message": 101, "flags_mask": 1},
+            {"id": 17, "user_profile": 14, "message": 101, "flags_mask": 1},
             {"id": 4, "user_profile": 11, "message": 102, "flags_mask": 8},
             {"id": 5, "user_profile": 12, "message": 102, "flags_mask": 1 + 2},
             {"id": 6, "user_profile": 13, "message": 102, "flags_mask": 1},
@@ -1098,18 +1126,33 @@ fn zulip_export(dir: &Path) -> PathBuf {
             {"id": 10, "user_profile": 11, "message": 104, "flags_mask": 1},
             {"id": 11, "user_profile": 12, "message": 104, "flags_mask": 0},
             {"id": 12, "user_profile": 11, "message": 105, "flags_mask": 0},
+        ],
+    });
+    // Gone, who left general after 101, was back in it for 108 and left again.
+    let second = json!({
+        "zerver_message": [
+            message(108, 11, 32, "plans", "Welcome back for a day", 1600007000.0),
+            message(105, 12, 31, "", "A word in private", 1600004000.0),
+            message(106, 13, 40, "", "All three of us", 1600005000.0),
+            message(107, 1, 32, "channel events", "Max created a new channel", 1600006000.0),
+        ],
+        "zerver_usermessage": [
             {"id": 13, "user_profile": 12, "message": 105, "flags_mask": 1},
             {"id": 14, "user_profile": 11, "message": 106, "flags_mask": 1},
             {"id": 15, "user_profile": 12, "message": 106, "flags_mask": 1},
             {"id": 16, "user_profile": 13, "message": 106, "flags_mask": 1},
-            {"id": 17, "user_profile": 14, "message": 101, "flags_mask": 1},
+            {"id": 18, "user_profile": 11, "message": 108, "flags_mask": 1},
+            {"id": 19, "user_profile": 12, "message": 108, "flags_mask": 1},
+            {"id": 20, "user_profile": 13, "message": 108, "flags_mask": 1},
+            {"id": 21, "user_profile": 14, "message": 108, "flags_mask": 1},
         ],
     });
     let write = |name: &str, value: &Value| {
         std::fs::write(root.join(name), serde_json::to_vec_pretty(value).unwrap()).unwrap();
     };
     write("realm.json", &realm);
-    write("messages-000001.json", &messages);
+    write("messages-000001.json", &first);
+    write("messages-000002.json", &second);
     write("attachment.json", &json!({"zerver_attachment": []}));
     write(
         "migration_status.json",
@@ -1163,7 +1206,7 @@ async fn a_zulip_export_comes_in_with_ids_renumbered_history_flags_and_files() {
     ]);
     assert!(ok, "{stderr}");
     let report: Value = report_of(&dir);
-    assert_eq!(report["counts"]["messages"], 6, "{report}");
+    assert_eq!(report["counts"]["messages"], 7, "{report}");
     assert_eq!(
         report["counts"]["messages from Zulip's system bots left out"],
         1
@@ -1228,7 +1271,7 @@ async fn a_zulip_export_comes_in_with_ids_renumbered_history_flags_and_files() {
     let general = channel_messages(&server, &owner, "general").await;
     assert_eq!(
         general.len(),
-        3,
+        4,
         "the notification bot's notice is left out"
     );
     // The mention's id is the new one.
@@ -1345,6 +1388,23 @@ async fn a_zulip_export_comes_in_with_ids_renumbered_history_flags_and_files() {
         Some(json!(["read"]))
     );
     assert_eq!(flags_of(&gone["user_id"], &general[2]["id"]), None);
+    // ...and what came while they were back, and nothing after.
+    assert_eq!(general[3]["content"], "Welcome back for a day");
+    assert_eq!(
+        flags_of(&gone["user_id"], &general[3]["id"]),
+        Some(json!(["read"]))
+    );
+    let general_id = general[0]["stream_id"].clone();
+    let still_in: Vec<&Value> = dumped["channels"]["subscriptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["user_id"] == gone["user_id"] && s["stream_id"] == general_id)
+        .collect();
+    assert!(
+        still_in.iter().all(|s| s["active"] == false),
+        "{still_in:?}"
+    );
     let topics = dumped["user_topics"].to_string();
     assert!(
         topics.contains(
@@ -1693,7 +1753,7 @@ fn an_organization_exported_in_zulips_format_comes_back_the_same() {
         "--out".as_ref(),
         tarball.as_os_str(),
     ]);
-    assert!(out.contains("6 messages"), "{out}");
+    assert!(out.contains("7 messages"), "{out}");
     let second = tmp.path().join("second");
     let (ok, _, stderr) = import(&[
         "zulip".as_ref(),
