@@ -43,6 +43,13 @@ prepare_python_steps() {
     if ! command -v ldapmodify >/dev/null 2>&1; then
         packages+=(ldap-utils)
     fi
+    # The OpenID Connect test signs in through a real provider: oidc-provider from npm, run by
+    # node (the machine's), pinned by its lock file.
+    if command -v npm >/dev/null 2>&1; then
+        (cd tests/compat/oidc && npm ci --silent --no-audit --no-fund)
+    else
+        echo "npm is missing: the OpenID Connect test will be skipped"
+    fi
     # The benchmark's messages are real text: Debian's fortunes (chronicle bench, corpus.rs).
     if [ ! -e /usr/share/games/fortunes/fortunes ]; then
         packages+=(fortunes-min)

@@ -27,7 +27,7 @@ pub const SIGN_IN_FILE_NAME: &str = "sign-in-audit.jsonl";
 #[derive(Debug, Clone, PartialEq)]
 pub struct SignIn {
     pub at_ms: i64,
-    /// `password`, `ldap`, `jwt` or `password_reset`.
+    /// `password`, `ldap`, `jwt`, `oidc` or `password_reset`.
     pub method: &'static str,
     /// What the person typed as their login (cut to 100 characters), if anything.
     pub login: String,

@@ -114,6 +114,12 @@ impl ServerSecret {
         )
     }
 
+    /// The MAC of a single sign-on in progress (the cookie that carries its `state`, `nonce`
+    /// and PKCE verifier between leaving for the provider and coming back).
+    pub fn sign_in_flow_mac(&self, payload: &str) -> String {
+        self.derive(b"sign-in-flow\0", 0, payload)
+    }
+
     /// What the nodes of a cluster (which share this secret) mark requests they pass to each
     /// other with (`http::forward`).
     pub fn cluster_token(&self) -> String {

@@ -64,6 +64,9 @@ pub struct Settings {
     pub ldap: LdapSettings,
     #[serde(default, skip_serializing_if = "JwtSettings::is_empty")]
     pub jwt: JwtSettings,
+    /// `[oidc.NAME]`: OpenID Connect providers, by the name their sign-in URLs carry.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub oidc: std::collections::BTreeMap<String, OidcSettings>,
 }
 
 /// How the server writes its log.
@@ -255,6 +258,55 @@ pub struct JwtSettings {
     pub algorithms: Option<Vec<String>>,
 }
 
+/// `[oidc.NAME]`: one OpenID Connect provider (Keycloak, Authentik, Okta, Entra ID, Google):
+/// sign-in by the authorization code flow with PKCE.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OidcSettings {
+    /// The provider's issuer URL (its discovery document is at
+    /// `ISSUER/.well-known/openid-configuration`).
+    pub issuer: String,
+    /// The client registered for Chronicle there (its redirect URI:
+    /// `EXTERNAL_URL/complete/oidc/`).
+    pub client_id: String,
+    /// Its secret (a secret), or a file holding it; neither for a public client.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_secret_file: Option<PathBuf>,
+    /// The button's words (default: the provider's name) and icon URL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_icon: Option<String>,
+    /// Scopes asked for besides `openid` (default: `email`, `profile`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
+    /// Create the account of a person the provider vouches for at their first sign-in
+    /// (Zulip's `auto_signup`; default: off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub create_users: Option<bool>,
+    /// The ID token claim listing a person's groups (e.g. `groups`), for the roles and the
+    /// synced groups below.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups_claim: Option<String>,
+    /// The groups whose members are owners, administrators, moderators, guests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner_group: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admin_group: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moderator_group: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guest_group: Option<String>,
+    /// Provider groups kept in step with the user groups of the same name at each sign-in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub synced_groups: Option<Vec<String>>,
+    /// Seconds to wait for each answer of the provider (default: 10).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+}
+
 macro_rules! is_empty {
     ($($t:ty),*) => {$(
         impl $t {
@@ -424,6 +476,7 @@ impl Settings {
                 key: None,
                 algorithms: Some(vec!["HS256".into()]),
             },
+            oidc: Default::default(),
         }
     }
 
@@ -624,6 +677,23 @@ impl Effective {
                 None => out.push_str(&format!("# {name} is not set\n")),
             }
         }
+        // OpenID Connect providers, each its own section, the client secret redacted.
+        for (name, provider) in &self.settings.oidc {
+            let mut shown = provider.clone();
+            if shown.client_secret.is_some() {
+                shown.client_secret = Some("[redacted]".into());
+            }
+            let mut section = toml::Table::new();
+            section.insert(
+                "oidc".into(),
+                toml::Value::Table(toml::Table::from_iter([(
+                    name.clone(),
+                    toml::Value::try_from(&shown).unwrap_or(toml::Value::Table(Default::default())),
+                )])),
+            );
+            out.push('\n');
+            out.push_str(&toml::to_string(&section).unwrap_or_default());
+        }
         out
     }
 }
@@ -760,6 +830,31 @@ mod tests {
     }
 
     #[test]
+    fn an_identity_providers_secret_is_redacted_and_a_bad_key_named() {
+        let (_dir, path) = file(
+            "[oidc.corp]\nissuer = \"https://sso.example.com\"\nclient_id = \"chat\"\nclient_secret = \"oidc-s3cret\"\n",
+        );
+        let got = resolve(&Settings::default(), Some(&path), &env(&[])).unwrap();
+        assert_eq!(
+            got.settings.oidc["corp"].client_secret.as_deref(),
+            Some("oidc-s3cret")
+        );
+        let report = got.report();
+        assert!(report.contains("[oidc.corp]"), "{report}");
+        assert!(
+            report.contains("client_secret = \"[redacted]\""),
+            "{report}"
+        );
+        assert!(!report.contains("oidc-s3cret"), "{report}");
+        let (_dir, path) = file("[oidc.corp]\nissuer = \"https://sso.example.com\"\nclient_id = \"chat\"\nclient_sercet = \"x\"\n");
+        let error = read_file(&path).unwrap_err();
+        assert!(
+            error.contains("client_sercet") && error.contains("line 4"),
+            "{error}"
+        );
+    }
+
+    #[test]
     fn every_key_is_a_setting_and_the_example_file_sets_them_all() {
         let example = std::fs::read_to_string(
             Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/chronicle.example.toml"),
@@ -770,7 +865,7 @@ mod tests {
             .lines()
             .map(|l| {
                 l.strip_prefix("# ")
-                    .filter(|r| r.contains(" = "))
+                    .filter(|r| r.contains(" = ") || (r.starts_with('[') && r.ends_with(']')))
                     .unwrap_or(l)
             })
             .map(|l| format!("{l}\n"))
@@ -795,6 +890,8 @@ mod tests {
                 key.name
             );
         }
+        // The provider example is a whole provider.
+        assert_eq!(parsed.oidc["keycloak"].client_id, "chronicle");
         // And the file as shipped (all commented out) is the defaults.
         let shipped: Settings = toml::from_str(&example).unwrap();
         assert_eq!(shipped, Settings::default());

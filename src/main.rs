@@ -427,6 +427,7 @@ impl ServeArgs {
             auth: Default::default(),
             ldap: Default::default(),
             jwt: Default::default(),
+            oidc: Default::default(),
         }
     }
 
@@ -719,7 +720,6 @@ fn serve_config(
     effective: chronicle::config::Effective,
 ) -> Result<ServeConfig, Fatal> {
     let s = effective.settings;
-    let identity = chronicle::identity::Identity::from_settings(&s)?;
     use chronicle::http::rate_limit::{Limits, Rule};
     let defaults = Limits::default();
     let want = |value: Option<u64>, key: &str| {
@@ -749,6 +749,7 @@ fn serve_config(
     let outgoing_allow = s
         .outgoing
         .allow
+        .clone()
         .unwrap_or_default()
         .iter()
         .map(|text| {
@@ -756,6 +757,10 @@ fn serve_config(
                 .map_err(|e| format!("outgoing.allow: {e}"))
         })
         .collect::<Result<Vec<_>, String>>()?;
+    let identity = chronicle::identity::Identity::from_settings(
+        &s,
+        std::sync::Arc::new(chronicle::outgoing::Guard::new(outgoing_allow.clone())),
+    )?;
     Ok(ServeConfig {
         data_dir: s.data_dir.unwrap_or_else(|| PathBuf::from("./data")),
         bind: s.bind.unwrap_or_default(),

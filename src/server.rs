@@ -434,6 +434,27 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         sign_in: crate::render::SignInMethods {
             email: config.identity.password,
             ldap: config.identity.ldap.is_some(),
+            external: config
+                .identity
+                .oidc
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    // The first provider at Zulip's addresses (`oidc:oidc` there); others by name.
+                    let path = if i == 0 {
+                        "oidc".to_owned()
+                    } else {
+                        format!("oidc/{}", p.name)
+                    };
+                    crate::render::ExternalMethod {
+                        name: format!("oidc:{}", p.name),
+                        display_name: p.display_name.clone(),
+                        display_icon: p.display_icon.clone(),
+                        login_url: format!("/accounts/login/social/{path}"),
+                        signup_url: format!("/accounts/register/social/{path}"),
+                    }
+                })
+                .collect(),
         },
     };
     let queues = Arc::new(match &me {

@@ -29,6 +29,37 @@ pub struct Entry {
     pub profile: BTreeMap<String, String>,
 }
 
+/// The groups that decide roles, strongest first (owner, administrator, moderator, guest), from
+/// the four configured names, each as `normalize` writes it.
+pub fn role_groups(
+    [owner, admin, moderator, guest]: [&Option<String>; 4],
+    normalize: impl Fn(&str) -> String,
+) -> Vec<(Role, String)> {
+    [
+        (Role::Owner, owner),
+        (Role::Administrator, admin),
+        (Role::Moderator, moderator),
+        (Role::Guest, guest),
+    ]
+    .into_iter()
+    .filter_map(|(role, group)| group.as_deref().map(|g| (role, normalize(g))))
+    .collect()
+}
+
+/// The role of the strongest of `role_groups` a person is in (`member_of`), else member;
+/// `None` when no group decides roles.
+pub fn role_from_groups(
+    role_groups: &[(Role, String)],
+    member_of: impl Fn(&str) -> bool,
+) -> Option<Role> {
+    (!role_groups.is_empty()).then(|| {
+        role_groups
+            .iter()
+            .find(|(_, group)| member_of(group))
+            .map_or(Role::Member, |(role, _)| *role)
+    })
+}
+
 /// How a sync treats what the directory does not say.
 #[derive(Debug, Clone, Default)]
 pub struct SyncRules {
@@ -77,6 +108,9 @@ pub fn sign_up(
     }
     if email_taken(state, &entry.email) {
         return Err(ApiError::bad_request("Email is already in use."));
+    }
+    if super::realm_domains::email_refusal(state, &entry.email).is_some() {
+        return Err(super::realm_domains::not_allowed(&entry.email));
     }
     let full_name = check_full_name(&entry.full_name)?;
     super::users::check_unique_name(state, &full_name, None)?;

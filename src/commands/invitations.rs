@@ -184,6 +184,9 @@ pub fn invite_users(
         let problem = if !validate_email(email) {
             invalid = true;
             Some(("Invalid address.", false))
+        } else if let Some(refusal) = super::realm_domains::email_refusal(state, email) {
+            invalid = true;
+            Some((refusal, false))
         } else if email_taken(state, email) && state.users.by_email(email).is_none() {
             Some(("Reserved for system bots.", false))
         } else {
@@ -386,6 +389,9 @@ pub fn accept_invitation(
     }
     if email_taken(state, &user.email) {
         return Err(ApiError::bad_request("Email is already in use."));
+    }
+    if super::realm_domains::email_refusal(state, &user.email).is_some() {
+        return Err(super::realm_domains::not_allowed(&user.email));
     }
     let full_name = check_full_name(&user.full_name)?;
     check_unique_name(state, &full_name, None)?;

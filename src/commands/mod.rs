@@ -23,6 +23,7 @@ pub mod presence;
 pub mod profile_fields;
 pub mod reactions;
 pub mod realm;
+pub mod realm_domains;
 pub mod reports;
 pub mod scheduled;
 pub mod sessions;
@@ -92,6 +93,16 @@ pub fn admin<'a>(state: &'a Projections, ctx: &Ctx) -> ApiResult<&'a User> {
         Ok(user)
     } else {
         Err(ApiError::must_be_admin())
+    }
+}
+
+/// The acting user, who must be an owner.
+pub fn owner<'a>(state: &'a Projections, ctx: &Ctx) -> ApiResult<&'a User> {
+    let user = actor(state, ctx)?;
+    if user.role == crate::events::Role::Owner {
+        Ok(user)
+    } else {
+        Err(ApiError::must_be_owner())
     }
 }
 

@@ -121,6 +121,19 @@ pub enum Event {
         invite_id: InviteId,
         user_id: UserId,
     },
+    /// An owner allowed an email domain (trimmed, lowercased; `/realm/domains`), with or without
+    /// its subdomains. It restricts who may join only while `emails_restricted_to_domains`.
+    RealmDomainAdded {
+        domain: String,
+        allow_subdomains: bool,
+    },
+    /// An allowed domain now allows its subdomains, or no longer does.
+    RealmDomainChanged {
+        domain: String,
+        allow_subdomains: bool,
+    },
+    /// An allowed domain was removed.
+    RealmDomainRemoved { domain: String },
     /// An administrator added a linkifier (`order` after the others).
     LinkifierAdded {
         linkifier_id: LinkifierId,
@@ -664,6 +677,9 @@ pub const EVENT_TYPES: &[&str] = &[
     "InvitationResent",
     "InvitationRevoked",
     "InvitationAccepted",
+    "RealmDomainAdded",
+    "RealmDomainChanged",
+    "RealmDomainRemoved",
     "LinkifierAdded",
     "LinkifierChanged",
     "LinkifierRemoved",
@@ -758,6 +774,9 @@ impl Event {
         match self {
             Event::RealmCreated { .. } => "RealmCreated",
             Event::RealmSettingChanged { .. } => "RealmSettingChanged",
+            Event::RealmDomainAdded { .. } => "RealmDomainAdded",
+            Event::RealmDomainChanged { .. } => "RealmDomainChanged",
+            Event::RealmDomainRemoved { .. } => "RealmDomainRemoved",
             Event::CustomProfileFieldCreated { .. } => "CustomProfileFieldCreated",
             Event::CustomProfileFieldChanged { .. } => "CustomProfileFieldChanged",
             Event::CustomProfileFieldDeleted { .. } => "CustomProfileFieldDeleted",

@@ -402,9 +402,8 @@ fn deactivated() -> ApiError {
     ApiError::new(ErrorCode::UserDeactivated, "Account is deactivated")
 }
 
-/// The account of a person the directory just vouched for: brought in step with what the
-/// directory says of them (name, role, groups), or created at their first sign-in when the
-/// configuration allows. Locked in the directory or deactivated here: `USER_DEACTIVATED`.
+/// The account of a person the directory just vouched for (see [`vouched_sign_in`]). Locked in
+/// the directory: `USER_DEACTIVATED`.
 async fn directory_sign_in(
     state: &AppState,
     person: crate::identity::ldap::Person,
@@ -412,21 +411,34 @@ async fn directory_sign_in(
     if person.entry.disabled {
         return Err(deactivated());
     }
-    let email = person.entry.email.clone();
+    let entry = state.identity.entry_of(&state.uploads, person).await;
+    let rules = state.identity.rules.clone();
+    vouched_sign_in(state, entry, state.identity.create_users, rules).await
+}
+
+/// The account of a person a directory or an identity provider vouches for: brought in step
+/// with what it says of them (name, role, groups), or created at their first sign-in when
+/// `create` allows. Deactivated here: `USER_DEACTIVATED`; unknown and not created:
+/// `AUTHENTICATION_FAILED`.
+pub async fn vouched_sign_in(
+    state: &AppState,
+    entry: crate::commands::directory::Entry,
+    create: bool,
+    rules: crate::commands::directory::SyncRules,
+) -> ApiResult<UserId> {
+    let email = entry.email.clone();
     let existing = state.engine.read(|s| {
         s.users
             .by_email(&email)
             .map(|u| (u.user_id, u.is_active && !u.is_bot()))
     });
-    let rules = state.identity.rules.clone();
-    let entry = state.identity.entry_of(&state.uploads, person).await;
     match existing {
         Some((_, false)) => Err(deactivated()),
         Some((user_id, true)) => {
             sync_one(state, entry, rules).await?;
             Ok(user_id)
         }
-        None if state.identity.create_users => {
+        None if create => {
             let nonce = crate::auth::new_api_key_nonce();
             let (first, rules_then) = (entry.clone(), rules.clone());
             let created = state
@@ -496,7 +508,7 @@ pub fn is_session_path(path: &str) -> bool {
 }
 
 /// The value of cookie `name` in the request's `Cookie` headers.
-fn cookie<'r>(req: &'r HttpRequest, name: &str) -> Option<&'r str> {
+pub(super) fn cookie<'r>(req: &'r HttpRequest, name: &str) -> Option<&'r str> {
     req.headers()
         .get_all(header::COOKIE)
         .filter_map(|value| value.to_str().ok())

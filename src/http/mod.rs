@@ -27,8 +27,10 @@ pub mod presence;
 pub mod profile_fields;
 pub mod rate_limit;
 pub mod realm;
+pub mod realm_domains;
 pub mod scheduled;
 pub mod server_settings;
+pub mod sso;
 pub mod subscriptions;
 pub mod uploads;
 pub mod user_groups;
@@ -283,6 +285,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         get => password_reset::reset_page, post => password_reset::request_reset);
     endpoint!(cfg, "/accounts/password/reset/done/", get => password_reset::reset_done_page);
     endpoint!(cfg, "/accounts/login/jwt/", post => webclient::jwt_login);
+    endpoint!(cfg, "/accounts/login/social/oidc", get => sso::start_first);
+    endpoint!(cfg, "/accounts/register/social/oidc", get => sso::start_first);
+    endpoint!(cfg, "/accounts/login/social/oidc/{name}", get => sso::start_named);
+    endpoint!(cfg, "/accounts/register/social/oidc/{name}", get => sso::start_named);
+    endpoint!(cfg, "/complete/oidc/", get => sso::complete);
     endpoint!(cfg, "/accounts/password/reset/{user_id}/{token}/",
         get => password_reset::confirm_page, post => password_reset::set_password);
     endpoint!(cfg, "/avatar/{key}", get => avatars::get_avatar);
@@ -369,6 +376,10 @@ fn api_routes(api: &mut web::ServiceConfig) {
         get => linkifiers::get_linkifiers,
         patch => linkifiers::reorder_linkifiers);
     endpoint!(api, "/realm/filters", post => linkifiers::add_linkifier);
+    endpoint!(api, "/realm/domains",
+        get => realm_domains::list_domains, post => realm_domains::add_domain);
+    endpoint!(api, "/realm/domains/{domain}",
+        patch => realm_domains::change_domain, delete => realm_domains::remove_domain);
     endpoint!(api, "/realm/filters/{filter_id}",
         patch => linkifiers::update_linkifier,
         delete => linkifiers::remove_linkifier);
@@ -571,10 +582,14 @@ pub fn app(
                 .as_ref()
                 .and_then(|s| s.cluster.as_ref())
                 .is_some_and(|c| c.is_forwarded(&req));
-            // Login forms count against their address too, like API logins.
-            let login_form = req.method() == actix_web::http::Method::POST
+            // Login forms count against their address too, like API logins, and so do the
+            // single sign-on addresses (each may make the server call the provider).
+            let login_form = (req.method() == actix_web::http::Method::POST
                 && (matches!(path.as_str(), "/login/" | "/login" | "/accounts/login/jwt/")
-                    || path.starts_with("/accounts/password/reset/"));
+                    || path.starts_with("/accounts/password/reset/")))
+                || path.starts_with("/accounts/login/social/")
+                || path.starts_with("/accounts/register/social/")
+                || path.starts_with("/complete/");
             let counted = match state {
                 Some(state) if !forwarded && (path.starts_with("/api/v1/") || login_form) => {
                     let caller = if login_form {

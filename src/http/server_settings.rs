@@ -16,15 +16,15 @@ pub async fn get_server_settings(
         .engine
         .read(|s| (s.realm.name.clone(), s.realm.description.clone()));
     let url = &state.site.realm_url;
-    let methods = state.site.sign_in;
+    let methods = &state.site.sign_in;
     Ok(params.success(json!({
         "authentication_methods": {
             "password": methods.password(), "dev": false, "email": methods.email,
             "ldap": methods.ldap,
             "remoteuser": false, "github": false, "azuread": false, "gitlab": false,
-            "apple": false, "google": false, "saml": false, "openid connect": false,
+            "apple": false, "google": false, "saml": false, "openid connect": methods.oidc(),
         },
-        "external_authentication_methods": [],
+        "external_authentication_methods": methods.external,
         "zulip_version": ZULIP_VERSION,
         "zulip_merge_base": ZULIP_MERGE_BASE,
         "zulip_feature_level": ZULIP_FEATURE_LEVEL,

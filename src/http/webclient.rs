@@ -144,7 +144,7 @@ fn mobile_flow_otp(query: &str) -> ApiResult<Option<String>> {
 /// `create_response_for_otp_flow`: a 302 to
 /// `zulip://login?otp_encrypted_api_key=…&email=…&user_id=…&realm=…`, the API key's ASCII in
 /// hex XORed with the pad the app chose, so the key never crosses the browser in the clear.
-fn mobile_flow_redirect(state: &AppState, user_id: UserId, otp: &str) -> HttpResponse {
+pub(super) fn mobile_flow_redirect(state: &AppState, user_id: UserId, otp: &str) -> HttpResponse {
     let account = state.engine.read(|s| {
         s.users.get(user_id).map(|u| {
             (
@@ -243,7 +243,7 @@ pub async fn jwt_login(
 }
 
 /// A new web session for `user_id`: its cookies, and the way to the app.
-async fn start_browser_session(
+pub(super) async fn start_browser_session(
     req: &HttpRequest,
     state: &AppState,
     user_id: UserId,
@@ -318,7 +318,7 @@ fn signed_in(state: &AppState, user_id: UserId, session_id: &str) -> HttpRespons
 }
 
 /// `; Secure` when the organization's URL is https (cookies then never travel in the clear).
-fn secure_suffix(state: &AppState) -> &'static str {
+pub(super) fn secure_suffix(state: &AppState) -> &'static str {
     if state.site.realm_url.starts_with("https://") {
         "; Secure"
     } else {

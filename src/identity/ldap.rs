@@ -94,15 +94,15 @@ impl Directory {
             }
             _ => None,
         };
-        let role_groups = [
-            (Role::Owner, &s.owner_group),
-            (Role::Administrator, &s.admin_group),
-            (Role::Moderator, &s.moderator_group),
-            (Role::Guest, &s.guest_group),
-        ]
-        .into_iter()
-        .filter_map(|(role, dn)| dn.as_deref().map(|dn| (role, normalize_dn(dn))))
-        .collect::<Vec<_>>();
+        let role_groups = crate::commands::directory::role_groups(
+            [
+                &s.owner_group,
+                &s.admin_group,
+                &s.moderator_group,
+                &s.guest_group,
+            ],
+            normalize_dn,
+        );
         let synced_groups = s.synced_groups.clone().unwrap_or_default();
         if (!role_groups.is_empty() || !synced_groups.is_empty()) && s.group_base.is_none() {
             return Err("ldap.group_base must be set to map groups to roles or user groups".into());
@@ -305,16 +305,9 @@ impl Directory {
                 g.members.contains(&dn) || uid.as_ref().is_some_and(|u| g.member_uids.contains(u))
             })
             .collect();
-        let role = if self.role_groups.is_empty() {
-            None
-        } else {
-            Some(
-                self.role_groups
-                    .iter()
-                    .find(|(_, group)| theirs.iter().any(|g| &g.dn == group))
-                    .map_or(Role::Member, |(role, _)| *role),
-            )
-        };
+        let role = crate::commands::directory::role_from_groups(&self.role_groups, |group| {
+            theirs.iter().any(|g| g.dn == group)
+        });
         let email = first(&e, &self.email_attr).unwrap_or_default().to_owned();
         let full_name = first(&e, &self.name_attr)
             .map(str::to_owned)

@@ -1,10 +1,11 @@
 //! How people prove who they are, besides the passwords Chronicle keeps: the organization's
-//! directory today. Every way ends where a password sign-in ends, a person identified, and
+//! directory, a JSON Web Token its own service signs, or an OpenID Connect provider. Every way ends where a password sign-in ends, a person identified, and
 //! whatever the directory says about them is decided through commands
 //! (`commands::directory`) like any other change.
 
 pub mod jwt;
 pub mod ldap;
+pub mod oidc;
 
 use crate::commands::directory::SyncRules;
 use crate::config::Settings;
@@ -21,6 +22,8 @@ pub struct Identity {
     pub ldap: Option<Arc<ldap::Directory>>,
     /// The key of JSON Web Tokens the organization's own service signs.
     pub jwt: Option<jwt::JwtKey>,
+    /// OpenID Connect providers, in the order of their buttons (by name).
+    pub oidc: Vec<Arc<oidc::Provider>>,
     /// Create the account of a person the directory knows at their first sign-in.
     pub create_users: bool,
     /// How the sync treats what the directory does not say.
@@ -39,6 +42,7 @@ impl Default for Identity {
             password: true,
             ldap: None,
             jwt: None,
+            oidc: Vec::new(),
             create_users: false,
             rules: SyncRules::default(),
             sync_every: None,
@@ -49,7 +53,11 @@ impl Default for Identity {
 
 impl Identity {
     /// What the configuration switches on; an error names the setting at fault.
-    pub fn from_settings(s: &Settings) -> Result<Identity, String> {
+    /// Requests to identity providers go through `guard`.
+    pub fn from_settings(
+        s: &Settings,
+        guard: Arc<crate::outgoing::Guard>,
+    ) -> Result<Identity, String> {
         let password = s.auth.password.unwrap_or(true);
         let ldap = ldap::Directory::from_settings(&s.ldap)?.map(Arc::new);
         let rules = SyncRules {
@@ -70,6 +78,13 @@ impl Identity {
                 .map(Duration::from_secs),
             ldap,
             jwt: jwt_key(&s.jwt)?,
+            oidc: s
+                .oidc
+                .iter()
+                .map(|(name, p)| {
+                    oidc::Provider::from_settings(name, p, guard.clone()).map(Arc::new)
+                })
+                .collect::<Result<_, _>>()?,
             rules,
             photos: Default::default(),
         })

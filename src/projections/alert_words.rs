@@ -113,6 +113,9 @@ impl AlertWords {
             | Event::LinkifierAdded { .. }
             | Event::LinkifierChanged { .. }
             | Event::LinkifierRemoved { .. }
+            | Event::RealmDomainAdded { .. }
+            | Event::RealmDomainChanged { .. }
+            | Event::RealmDomainRemoved { .. }
             | Event::LinkifiersReordered { .. }
             | Event::UserCreated { .. }
             | Event::ApiKeyRegenerated { .. }

@@ -170,6 +170,9 @@ impl Folders {
             | Event::SavedSnippetRemoved { .. }
             | Event::UserMuted { .. }
             | Event::AlertWordsAdded { .. }
+            | Event::RealmDomainAdded { .. }
+            | Event::RealmDomainChanged { .. }
+            | Event::RealmDomainRemoved { .. }
             | Event::AlertWordsRemoved { .. }
             | Event::AvatarSet { .. }
             | Event::UserUnmuted { .. }

@@ -328,6 +328,9 @@ impl Groups {
             | Event::SavedSnippetRemoved { .. }
             | Event::UserMuted { .. }
             | Event::AlertWordsAdded { .. }
+            | Event::RealmDomainAdded { .. }
+            | Event::RealmDomainChanged { .. }
+            | Event::RealmDomainRemoved { .. }
             | Event::AlertWordsRemoved { .. }
             | Event::AvatarSet { .. }
             | Event::UserUnmuted { .. }

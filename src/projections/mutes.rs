@@ -68,6 +68,9 @@ impl Mutes {
             }
             Event::RealmCreated { .. }
             | Event::AlertWordsAdded { .. }
+            | Event::RealmDomainAdded { .. }
+            | Event::RealmDomainChanged { .. }
+            | Event::RealmDomainRemoved { .. }
             | Event::AlertWordsRemoved { .. }
             | Event::AvatarSet { .. }
             | Event::BotStorageSet { .. }

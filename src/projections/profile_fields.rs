@@ -168,6 +168,9 @@ impl ProfileFields {
             | Event::SavedSnippetRemoved { .. }
             | Event::UserMuted { .. }
             | Event::AlertWordsAdded { .. }
+            | Event::RealmDomainAdded { .. }
+            | Event::RealmDomainChanged { .. }
+            | Event::RealmDomainRemoved { .. }
             | Event::AlertWordsRemoved { .. }
             | Event::AvatarSet { .. }
             | Event::UserUnmuted { .. }

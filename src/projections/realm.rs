@@ -161,6 +161,15 @@ pub const SETTINGS: &[Setting] = &[
         Initial::Text("allow_empty_topic"),
     ),
     plain("require_unique_names", Kind::Bool, Initial::Bool(false)),
+    // Accounts only for addresses in the allowed domains (`/realm/domains`); owners decide.
+    Setting {
+        owner_only: true,
+        ..plain(
+            "emails_restricted_to_domains",
+            Kind::Bool,
+            Initial::Bool(false),
+        )
+    },
     // Zulip turns read receipts on for a new organization that requires invitations, as
     // Chronicle's always does.
     plain("enable_read_receipts", Kind::Bool, Initial::Bool(true)),
@@ -387,6 +396,10 @@ pub struct Realm {
     /// existed.
     #[serde(default)]
     pub exports: BTreeMap<u64, RealmExport>,
+    /// Allowed email domains and whether each allows its subdomains. Absent from snapshots
+    /// written before they existed.
+    #[serde(default)]
+    pub domains: BTreeMap<String, bool>,
 }
 
 /// One data export, as `GET /export/realm` lists it.
@@ -500,6 +513,19 @@ impl Realm {
                     export.deleted_ms = Some(env.at);
                 }
             }
+            Event::RealmDomainAdded {
+                domain,
+                allow_subdomains,
+            }
+            | Event::RealmDomainChanged {
+                domain,
+                allow_subdomains,
+            } => {
+                self.domains.insert(domain.clone(), *allow_subdomains);
+            }
+            Event::RealmDomainRemoved { domain } => {
+                self.domains.remove(domain);
+            }
             Event::InvitationCreated { .. }
             | Event::InvitationResent { .. }
             | Event::InvitationRevoked { .. }
@@ -591,6 +617,9 @@ impl Realm {
         }
         if !self.exports.is_empty() {
             dump["exports"] = json!(self.exports.values().collect::<Vec<_>>());
+        }
+        if !self.domains.is_empty() {
+            dump["domains"] = json!(self.domains);
         }
         dump
     }

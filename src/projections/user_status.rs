@@ -138,6 +138,9 @@ impl UserStatuses {
             | Event::SavedSnippetRemoved { .. }
             | Event::UserMuted { .. }
             | Event::AlertWordsAdded { .. }
+            | Event::RealmDomainAdded { .. }
+            | Event::RealmDomainChanged { .. }
+            | Event::RealmDomainRemoved { .. }
             | Event::AlertWordsRemoved { .. }
             | Event::AvatarSet { .. }
             | Event::UserUnmuted { .. }

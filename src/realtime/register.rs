@@ -326,13 +326,18 @@ fn write_state(answer: &mut Obj<'_>, cx: &Cx<'_>) {
     if cx.wants("recent_private_conversations") {
         recent_conversations(&mut out, cx);
     }
+    if cx.wants("realm_domains") {
+        out.put(
+            "realm_domains",
+            &crate::render::realm::domains_json(cx.state),
+        );
+    }
     if cx.wants("default_stream_groups") {
         default_channel_groups(&mut out);
     }
     for (fetch, key, empty) in [
         ("onboarding_steps", "onboarding_steps", json!([])),
         ("realm_playgrounds", "realm_playgrounds", json!([])),
-        ("realm_domains", "realm_domains", json!([])),
     ] {
         if cx.wants(fetch) {
             out.put(key, &empty);
@@ -506,7 +511,6 @@ fn realm_data(out: &mut Out, cx: &Cx<'_>) {
     out.put("realm_waiting_period_threshold", &0);
     out.put("realm_enable_spectator_access", &false);
     out.put("realm_invite_required", &true);
-    out.put("realm_emails_restricted_to_domains", &false);
     out.put("realm_default_language", &"en");
     out.put("realm_plan_type", &1);
     out.put("realm_push_notifications_enabled", &false);

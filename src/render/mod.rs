@@ -29,12 +29,25 @@ pub struct Site {
 }
 
 /// The ways of signing in, as `server_settings` and `/register` tell clients.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SignInMethods {
     /// An email address and a password Chronicle keeps (Zulip's `Email` backend).
     pub email: bool,
     /// A password checked by the LDAP directory (Zulip's `LDAP` backend).
     pub ldap: bool,
+    /// Identity providers the browser is sent to, in the order of their buttons.
+    pub external: Vec<ExternalMethod>,
+}
+
+/// One entry of `external_authentication_methods`, as Zulip's `ExternalAuthMethodDictT`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ExternalMethod {
+    /// `oidc:NAME` for an OpenID Connect provider (Zulip's one provider is `oidc:oidc`).
+    pub name: String,
+    pub display_name: String,
+    pub display_icon: Option<String>,
+    pub login_url: String,
+    pub signup_url: String,
 }
 
 impl Default for SignInMethods {
@@ -42,6 +55,7 @@ impl Default for SignInMethods {
         SignInMethods {
             email: true,
             ldap: false,
+            external: Vec::new(),
         }
     }
 }
@@ -50,6 +64,11 @@ impl SignInMethods {
     /// Zulip's `password_auth_enabled`: some password is asked for.
     pub fn password(&self) -> bool {
         self.email || self.ldap
+    }
+
+    /// Whether an OpenID Connect provider is offered.
+    pub fn oidc(&self) -> bool {
+        self.external.iter().any(|m| m.name.starts_with("oidc:"))
     }
 
     /// Zulip's `require_email_format_usernames`: false when the directory takes usernames.
@@ -63,6 +82,9 @@ impl SignInMethods {
         let mut methods = serde_json::json!({"Email": method(self.email)});
         if self.ldap {
             methods["LDAP"] = method(true);
+        }
+        if self.oidc() {
+            methods["OpenID Connect"] = method(true);
         }
         methods
     }

@@ -34,6 +34,18 @@ pub fn realm_emoji_json(state: &Projections) -> Value {
     Value::Object(all)
 }
 
+/// The allowed email domains: `GET /realm/domains` and `/register`'s `realm_domains`.
+pub fn domains_json(state: &Projections) -> Value {
+    Value::Array(
+        state
+            .realm
+            .domains
+            .iter()
+            .map(|(domain, allow)| json!({"domain": domain, "allow_subdomains": allow}))
+            .collect(),
+    )
+}
+
 /// `field_data` as Zulip sends it: JSON text (`""` for types without data).
 fn field_data_text(data: &ProfileFieldData) -> String {
     match data {

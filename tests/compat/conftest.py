@@ -3,13 +3,32 @@
 import os
 import pathlib
 import re
+import socket
 import subprocess
 import tempfile
 import threading
+import time
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def free_port():
+    """A loopback port nothing listens on now (for a process the test starts)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def wait_for(condition, what, seconds=30):
+    """Waits until `condition()` holds, checking every 50 ms; fails naming `what`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 class RunningServer:

@@ -17,7 +17,7 @@ import time
 import pytest
 import requests
 
-from conftest import ROOT
+from conftest import ROOT, free_port
 
 BIN = os.environ.get("CHRONICLE_BIN", str(ROOT / "target" / "debug" / "chronicle"))
 SCRIPT = ROOT / "scripts" / "cluster.sh"
@@ -111,12 +111,6 @@ def test_cluster_init_refuses_what_cannot_keep_a_log(cluster):
     missing = cluster.chronicle("replay", "--data-dir", "/nonexistent", "--cluster",
                                 cluster.urls, "--stream", "missing", check=False)
     assert missing.returncode != 0 and "chronicle cluster init" in missing.stderr
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_acknowledged_writes_survive_killing_the_node_and_the_stream_leader(cluster, tmp_path):

@@ -16,13 +16,12 @@ import shutil
 import socket
 import struct
 import subprocess
-import time
 import zlib
 
 import pytest
 import requests
 
-from conftest import ROOT, RunningServer
+from conftest import ROOT, RunningServer, free_port, wait_for
 
 SLAPD = shutil.which("slapd") or ("/usr/sbin/slapd" if pathlib.Path("/usr/sbin/slapd").exists() else None)
 SLAPADD = shutil.which("slapadd") or "/usr/sbin/slapadd"
@@ -109,21 +108,6 @@ cn: engineering
 member: uid=alice,ou=people,{BASE}
 member: uid=bob,ou=people,{BASE}
 """
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def wait_for(condition, what, seconds=30):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def make_certificates(tmp: pathlib.Path):

@@ -3,22 +3,15 @@ loopback: a PromQL query over Prometheus' HTTP API returns the request count the
 
 import pathlib
 import shutil
-import socket
 import subprocess
 import time
 
 import pytest
 import requests
 
-from conftest import RunningServer
+from conftest import RunningServer, free_port
 
 PROMETHEUS = shutil.which("prometheus")
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (scripts/test.sh installs it)")

@@ -573,3 +573,223 @@ async fn linkifiers_are_validated_applied_and_announced() {
         json!([{"url": "https://bugs.example/99", "text": "#99"}])
     );
 }
+
+#[tokio::test]
+async fn allowed_email_domains_are_kept_announced_and_enforced() {
+    let chat = chat().await;
+    let server = &chat.server;
+    let owner = server.api(Some(&server.owner()));
+    let (alice_id, alice) = &chat.alice;
+    let (_, bob) = &chat.bob;
+    let (queue, _) = register(bob, &[]).await;
+
+    // Owners only, as Zulip; an administrator is refused.
+    let (status, _) = owner
+        .call(
+            Method::PATCH,
+            &format!("/users/{alice_id}"),
+            &[("role", "200")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, body) = alice
+        .post(
+            "/realm/domains",
+            &[("domain", "example.org"), ("allow_subdomains", "false")],
+        )
+        .await;
+    assert_eq!(body["msg"], "Must be an organization owner");
+    drain(bob, &queue).await;
+
+    // Zulip's validation, in its words.
+    for (domain, msg) in [
+        ("", "Invalid domain: Domain can't be empty."),
+        (
+            "localhost",
+            "Invalid domain: Domain must have at least one dot (.)",
+        ),
+        (
+            ".example.org",
+            "Invalid domain: Domain cannot start or end with a dot (.)",
+        ),
+        ("a..org", "Invalid domain: Consecutive '.' are not allowed."),
+        (
+            "-a.org",
+            "Invalid domain: Subdomains cannot start or end with a '-'.",
+        ),
+        (
+            "a_b.org",
+            "Invalid domain: Domain can only have letters, numbers, '.' and '-'s.",
+        ),
+    ] {
+        let (status, body) = owner
+            .post(
+                "/realm/domains",
+                &[("domain", domain), ("allow_subdomains", "false")],
+            )
+            .await;
+        assert_eq!(
+            (status, body),
+            (
+                StatusCode::BAD_REQUEST,
+                json!({"result": "error", "msg": msg, "code": "BAD_REQUEST"})
+            ),
+            "{domain:?}"
+        );
+    }
+    let (_, body) = owner.post("/realm/domains", &[("domain", "x.org")]).await;
+    assert_eq!(body["msg"], "Missing 'allow_subdomains' argument");
+
+    // Added (trimmed, lowercased), listed, announced.
+    let (status, body) = owner
+        .post(
+            "/realm/domains",
+            &[("domain", " Example.ORG "), ("allow_subdomains", "false")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["new_domain"], json!([1, "example.org"]));
+    let (_, body) = owner
+        .post(
+            "/realm/domains",
+            &[("domain", "example.org"), ("allow_subdomains", "true")],
+        )
+        .await;
+    assert_eq!(
+        body["msg"],
+        "The domain example.org is already a part of your organization."
+    );
+    let (status, _) = owner
+        .call(
+            Method::PATCH,
+            "/realm/domains/example.org",
+            &[("allow_subdomains", "true")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, body) = owner
+        .call(
+            Method::PATCH,
+            "/realm/domains/nowhere.org",
+            &[("allow_subdomains", "true")],
+        )
+        .await;
+    assert_eq!(body["msg"], "No entry found for domain nowhere.org.");
+    let (_, body) = bob.get("/realm/domains", &[]).await;
+    assert_eq!(
+        body["domains"],
+        json!([{"domain": "example.org", "allow_subdomains": true}])
+    );
+    let events = drain(bob, &queue).await;
+    let kinds: Vec<(Value, Value)> = events
+        .iter()
+        .filter(|e| e["type"] == "realm_domains")
+        .map(|e| (e["op"].clone(), e["realm_domain"].clone()))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (
+                json!("add"),
+                json!({"domain": "example.org", "allow_subdomains": false})
+            ),
+            (
+                json!("change"),
+                json!({"domain": "example.org", "allow_subdomains": true})
+            ),
+        ]
+    );
+    let (_, body) = bob
+        .post(
+            "/register",
+            &[("fetch_event_types", r#"["realm_domains", "realm"]"#)],
+        )
+        .await;
+    assert_eq!(
+        body["realm_domains"],
+        json!([{"domain": "example.org", "allow_subdomains": true}])
+    );
+    assert_eq!(body["realm_emails_restricted_to_domains"], false);
+
+    // While the organization is not restricted, any address may be invited.
+    let invite = |emails: &'static str| {
+        let owner = &owner;
+        async move {
+            owner
+                .post(
+                    "/invites",
+                    &[("invitee_emails", emails), ("stream_ids", "[]")],
+                )
+                .await
+        }
+    };
+    let (status, body) = invite("carol@elsewhere.com").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    // Restricted (owners only): the domain and its subdomains, and no `+`.
+    let (_, body) = alice
+        .call(
+            Method::PATCH,
+            "/realm",
+            &[("emails_restricted_to_domains", "true")],
+        )
+        .await;
+    assert_eq!(body["msg"], "Must be an organization owner");
+    let (status, body) = owner
+        .call(
+            Method::PATCH,
+            "/realm",
+            &[("emails_restricted_to_domains", "true")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = invite("dan@elsewhere.com, erin+chat@example.org").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        body["msg"],
+        "Some emails did not validate, so we didn't send any invitations."
+    );
+    assert_eq!(
+        body["errors"],
+        json!([
+            ["dan@elsewhere.com", "Outside your domain.", false],
+            [
+                "erin+chat@example.org",
+                "Email addresses containing + are not allowed.",
+                false
+            ]
+        ])
+    );
+    let (status, body) = invite("frank@example.org, gina@eu.example.org").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, _) = owner
+        .call(
+            Method::PATCH,
+            "/realm/domains/example.org",
+            &[("allow_subdomains", "false")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, body) = invite("hank@eu.example.org").await;
+    assert_eq!(body["errors"][0][1], "Outside your domain.");
+
+    // Removing the last domain lifts the restriction, as Zulip does.
+    drain(bob, &queue).await;
+    let (status, _) = owner
+        .call(Method::DELETE, "/realm/domains/example.org", &[])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let events = drain(bob, &queue).await;
+    assert!(events.iter().any(|e| e["type"] == "realm_domains"
+        && e["op"] == "remove"
+        && e["domain"] == "example.org"));
+    assert!(events.iter().any(|e| e["type"] == "realm"
+        && e["property"] == "emails_restricted_to_domains"
+        && e["value"] == false));
+    let (_, body) = owner
+        .call(Method::DELETE, "/realm/domains/example.org", &[])
+        .await;
+    assert_eq!(body["msg"], "No entry found for domain example.org.");
+    let (_, body) = bob.get("/realm/domains", &[]).await;
+    assert_eq!(body["domains"], json!([]));
+}

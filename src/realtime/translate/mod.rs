@@ -52,6 +52,15 @@ pub fn client_events(
         | Event::BotStorageSet { .. }
         | Event::BotStorageRemoved { .. } => Deliveries::new(),
         Event::RealmSettingChanged { name, .. } => realm::setting_changed(state, name),
+        Event::RealmDomainAdded {
+            domain,
+            allow_subdomains,
+        } => realm::domain_changed(state, "add", domain, *allow_subdomains),
+        Event::RealmDomainChanged {
+            domain,
+            allow_subdomains,
+        } => realm::domain_changed(state, "change", domain, *allow_subdomains),
+        Event::RealmDomainRemoved { domain } => realm::domain_removed(state, domain),
         Event::CustomEmojiAdded { .. } | Event::CustomEmojiDeactivated { .. } => {
             realm::emoji_changed(state)
         }

@@ -25,6 +25,23 @@ pub fn linkifiers_changed(state: &Projections) -> Deliveries {
     )
 }
 
+/// `realm_domains` `add` or `change`: the domain as it is now.
+pub fn domain_changed(state: &Projections, op: &str, domain: &str, allow: bool) -> Deliveries {
+    to_all(
+        state,
+        json!({"type": "realm_domains", "op": op,
+               "realm_domain": {"domain": domain, "allow_subdomains": allow}}),
+    )
+}
+
+/// `realm_domains` `remove`.
+pub fn domain_removed(state: &Projections, domain: &str) -> Deliveries {
+    to_all(
+        state,
+        json!({"type": "realm_domains", "op": "remove", "domain": domain}),
+    )
+}
+
 /// `custom_profile_fields`: every definition.
 pub fn profile_fields_changed(state: &Projections) -> Deliveries {
     to_all(

@@ -8,6 +8,12 @@ const MESSAGES = {
   origin: "That login request came from another site and was refused. Please log in here.",
   missing: "Please enter both your email and your password.",
   unavailable: "Signing in is not possible right now (the directory may be unreachable). Please try again in a moment.",
+  sso_unavailable: "The sign-in service cannot be reached right now. Please try again in a moment.",
+  sso_refused: "The sign-in service's answer could not be accepted. Please try again.",
+  sso_expired: "That sign-in took too long or was started in another browser. Please start again.",
+  sso_no_address: "The sign-in service did not give a verified email address.",
+  sso_no_account: "There is no account here for that address. Ask an administrator for an invitation.",
+  sso_domain: "Your email address is not in one of the domains allowed to join this organization.",
 };
 
 const query = new URLSearchParams(location.search);
@@ -33,13 +39,33 @@ if (code) {
 const target = code === "invalid" ? "password" : "username";
 document.getElementById(target).focus();
 
-// With a directory (LDAP), people may sign in with their directory username as well.
+// With a directory (LDAP), people may sign in with their directory username as well; each
+// identity provider gets a button (with the mobile app's pad, when the app started this).
 fetch("/api/v1/server_settings")
   .then((answer) => answer.json())
   .then((settings) => {
     if (settings.require_email_format_usernames === false) {
       document.querySelector('label[for="username"]').textContent = "Email or username";
       document.getElementById("username").type = "text";
+    }
+    const external = settings.external_authentication_methods || [];
+    if (external.length > 0) {
+      const list = document.createElement("div");
+      list.className = "login-external";
+      for (const method of external) {
+        if (typeof method.login_url !== "string" || !method.login_url.startsWith("/")) continue;
+        const link = document.createElement("a");
+        link.className = "button wide";
+        link.href = otp && /^[0-9a-fA-F]{64}$/.test(otp)
+          ? `${method.login_url}?mobile_flow_otp=${otp}`
+          : method.login_url;
+        link.textContent = `Log in with ${method.display_name}`;
+        list.append(link);
+      }
+      document.querySelector("form.login-form").after(list);
+    }
+    if (settings.authentication_methods && settings.authentication_methods.password === false) {
+      document.querySelector("form.login-form").hidden = true;
     }
   })
   .catch(() => {});

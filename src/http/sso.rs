@@ -1,0 +1,268 @@
+//! Single sign-on in the browser through an OpenID Connect provider, at Zulip's addresses:
+//! `GET /accounts/login/social/oidc` (the first provider) or `.../oidc/NAME` starts it (also
+//! under `/accounts/register/social/`), the provider sends the browser back to
+//! `GET /complete/oidc/`, and the sign-in ends as the password form's does: a web session, or,
+//! when the mobile app started it (`mobile_flow_otp`), Zulip's `zulip://login?...` redirect
+//! with the API key encrypted by the app's pad.
+//!
+//! Between the start and the end, what must be checked (`state`, `nonce`, the PKCE verifier,
+//! the pad) travels in a cookie signed with the server's secret, readable by this server only
+//! (`HttpOnly`, sent to `/complete/` only, ten minutes), so any node of a cluster can finish a
+//! sign-in another started. A failure goes back to the login page with a code naming what went
+//! wrong; why goes to the server's log and the sign-in audit, never the code or the tokens.
+
+use super::webclient::{mobile_flow_redirect, redirect, start_browser_session};
+use super::AppState;
+use crate::error::{ApiError, ErrorCode};
+use crate::identity::oidc::{Flow, OidcError, Provider, FLOW_LIFETIME_SECS};
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
+use std::sync::Arc;
+
+/// The cookie holding a sign-in in progress.
+const FLOW_COOKIE: &str = "chronicle_sso";
+
+/// Where providers send the browser back (register this as the client's redirect URI).
+pub fn redirect_uri(state: &AppState) -> String {
+    format!("{}/complete/oidc/", state.site.realm_url)
+}
+
+/// `GET /accounts/login/social/oidc` and `/accounts/register/social/oidc`: the first provider.
+pub async fn start_first(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    let first = state.identity.oidc.first().cloned();
+    start(&req, &state, first).await
+}
+
+/// `GET /accounts/login/social/oidc/{name}` (and `register`): the provider named.
+pub async fn start_named(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    name: web::Path<String>,
+) -> HttpResponse {
+    let provider = state
+        .identity
+        .oidc
+        .iter()
+        .find(|p| p.name == *name)
+        .cloned();
+    start(&req, &state, provider).await
+}
+
+async fn start(
+    req: &HttpRequest,
+    state: &AppState,
+    provider: Option<Arc<Provider>>,
+) -> HttpResponse {
+    let Some(provider) = provider else {
+        return ApiError::new(
+            ErrorCode::BadRequest,
+            "OpenID Connect authentication is not enabled for this organization",
+        )
+        .error_response();
+    };
+    let query = Query::of(req);
+    let otp = query.get("mobile_flow_otp").map(str::to_owned);
+    if otp
+        .as_deref()
+        .is_some_and(|o| !crate::auth::is_valid_otp(o))
+    {
+        return ApiError::bad_request("Invalid OTP").error_response();
+    }
+    if query.get("desktop_flow_otp").is_some() {
+        return ApiError::bad_request(
+            "The desktop app's sign-in through the browser (desktop_flow_otp) is not supported \
+             here yet; sign in within the app",
+        )
+        .error_response();
+    }
+    let now = crate::time::now_ms() / 1000;
+    match provider.start(&redirect_uri(state), otp, now).await {
+        Ok((url, flow)) => {
+            let mut response = HttpResponse::Found()
+                .insert_header((header::LOCATION, url))
+                .insert_header((header::CACHE_CONTROL, "no-store"))
+                .finish();
+            if let Ok(value) = HeaderValue::from_str(&flow_cookie(state, &flow)) {
+                response.headers_mut().append(header::SET_COOKIE, value);
+            }
+            response
+        }
+        Err(error) => {
+            tracing::warn!(provider = %provider.name, "OpenID Connect sign-in could not start: {error}");
+            redirect("/login/?error=sso_unavailable")
+        }
+    }
+}
+
+/// `GET /complete/oidc/` (`code`, `state`, or the provider's `error`): the end of the sign-in.
+pub async fn complete(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+    let query = Query::of(&req);
+    let ip = super::auth::client_ip(&req, &state);
+    let now = crate::time::now_ms() / 1000;
+    let flow = super::auth::cookie(&req, FLOW_COOKIE).and_then(|value| read_flow(&state, value));
+    let outcome = match flow {
+        None => Err((
+            "sso_expired",
+            "no sign-in in progress in this browser (or it expired)".to_owned(),
+        )),
+        Some(flow) if now - flow.started > FLOW_LIFETIME_SECS || now < flow.started - 60 => Err((
+            "sso_expired",
+            "the sign-in took longer than ten minutes".to_owned(),
+        )),
+        Some(flow)
+            if !crate::auth::constant_time_eq(
+                query.get("state").unwrap_or_default().as_bytes(),
+                flow.state.as_bytes(),
+            ) =>
+        {
+            Err((
+                "sso_expired",
+                "the answer's state is not this browser's sign-in".to_owned(),
+            ))
+        }
+        Some(flow) => finish(&state, ip, &flow, query.get("code"), query.get("error"))
+            .await
+            .map(|u| (u, flow)),
+    };
+    let response = match outcome {
+        Ok((user_id, flow)) => match flow.mobile_flow_otp {
+            Some(otp) => mobile_flow_redirect(&state, user_id, &otp),
+            None => start_browser_session(&req, &state, user_id).await,
+        },
+        Err((code, why)) => {
+            tracing::info!("OpenID Connect sign-in failed: {why}");
+            redirect(&format!("/login/?error={code}"))
+        }
+    };
+    clear_flow_cookie(&state, response)
+}
+
+/// The account of the person the flow's provider vouches for; the attempt goes to the sign-in
+/// audit (as `EMAIL (PROVIDER)`, or `(PROVIDER)` when the provider's answer was refused).
+async fn finish(
+    state: &AppState,
+    ip: Option<std::net::IpAddr>,
+    flow: &Flow,
+    code: Option<&str>,
+    provider_error: Option<&str>,
+) -> Result<crate::ids::UserId, (&'static str, String)> {
+    let provider = state
+        .identity
+        .oidc
+        .iter()
+        .find(|p| p.name == flow.provider)
+        .cloned()
+        .ok_or((
+            "sso_unavailable",
+            format!("no provider {} any more", flow.provider),
+        ))?;
+    if let Some(error) = provider_error {
+        return Err(("sso_refused", format!("the provider answered {error:?}")));
+    }
+    let code = code
+        .filter(|c| !c.is_empty())
+        .ok_or(("sso_refused", "the provider sent no code".to_owned()))?;
+    let entry = match provider.finish(&redirect_uri(state), code, flow).await {
+        Ok(entry) => entry,
+        Err(error) => {
+            let code = match &error {
+                OidcError::Unreachable(_) => "sso_unavailable",
+                OidcError::Refused(_) => "sso_refused",
+                OidcError::NoAddress(_) => "sso_no_address",
+            };
+            let refused = Err(ApiError::new(
+                ErrorCode::AuthenticationFailed,
+                error.to_string(),
+            ));
+            let login = format!("({})", flow.provider);
+            super::auth::audit_sign_in(state, "oidc", &login, ip, &refused);
+            return Err((code, error.to_string()));
+        }
+    };
+    let rules = crate::commands::directory::SyncRules {
+        deactivate_missing: false,
+        synced_groups: provider.synced_groups.clone(),
+    };
+    let login = format!("{} ({})", entry.email, flow.provider);
+    // A first sign-in with an address outside the allowed domains makes no account.
+    let outside = state.engine.read(|s| {
+        s.users.by_email(&entry.email).is_none()
+            && crate::commands::realm_domains::email_refusal(s, &entry.email).is_some()
+    });
+    if outside {
+        let refused = Err(crate::commands::realm_domains::not_allowed(&entry.email));
+        super::auth::audit_sign_in(state, "oidc", &login, ip, &refused);
+        return Err((
+            "sso_domain",
+            format!("{} is outside the allowed domains", entry.email),
+        ));
+    }
+    let result = super::auth::vouched_sign_in(state, entry, provider.create_users, rules).await;
+    super::auth::audit_sign_in(state, "oidc", &login, ip, &result);
+    result.map_err(|error| {
+        let code = match error.code() {
+            Some(ErrorCode::UserDeactivated) => "deactivated",
+            Some(ErrorCode::AuthenticationFailed) => "sso_no_account",
+            _ => "sso_unavailable",
+        };
+        (code, error.to_string())
+    })
+}
+
+/// A request's query parameters.
+struct Query(Vec<(String, String)>);
+
+impl Query {
+    fn of(req: &HttpRequest) -> Query {
+        Query(serde_urlencoded::from_str(req.query_string()).unwrap_or_default())
+    }
+
+    /// The first value of `name`.
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The cookie of a sign-in in progress: the flow as base64url JSON, and its MAC.
+fn flow_cookie(state: &AppState, flow: &Flow) -> String {
+    use base64::Engine;
+    let json = serde_json::to_vec(flow).unwrap_or_default();
+    let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json);
+    let mac = state.secret.sign_in_flow_mac(&payload);
+    format!(
+        "{FLOW_COOKIE}={payload}.{mac}; Path=/complete/; Max-Age={FLOW_LIFETIME_SECS}; HttpOnly; SameSite=Lax{}",
+        super::webclient::secure_suffix(state)
+    )
+}
+
+/// The flow in a cookie's value, when this server signed it.
+fn read_flow(state: &AppState, value: &str) -> Option<Flow> {
+    use base64::Engine;
+    let (payload, mac) = value.rsplit_once('.')?;
+    if payload.len() > 4096
+        || !crate::auth::constant_time_eq(
+            state.secret.sign_in_flow_mac(payload).as_bytes(),
+            mac.as_bytes(),
+        )
+    {
+        return None;
+    }
+    let json = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .ok()?;
+    serde_json::from_slice(&json).ok()
+}
+
+fn clear_flow_cookie(state: &AppState, mut response: HttpResponse) -> HttpResponse {
+    let cookie = format!(
+        "{FLOW_COOKIE}=; Path=/complete/; Max-Age=0; HttpOnly; SameSite=Lax{}",
+        super::webclient::secure_suffix(state)
+    );
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().append(header::SET_COOKIE, value);
+    }
+    response
+}

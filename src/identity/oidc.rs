@@ -1,0 +1,503 @@
+//! Sign-in through OpenID Connect providers (`[oidc.NAME]`): the authorization code flow with
+//! PKCE, as Zulip's `GenericOpenIdConnectBackend` runs it, for several providers at once.
+//!
+//! [`Provider::start`] sends the browser to the provider with a fresh `state`, `nonce` and PKCE
+//! challenge; what the end must check travels in a signed cookie ([`Flow`]), so any node of a
+//! cluster can finish it. [`Provider::finish`] exchanges the code at the token endpoint (with
+//! the PKCE verifier and the client's secret) and checks the ID token: its signature against
+//! the provider's published keys (fetched again once when the signature does not check, so a
+//! rotated key works at once), issuer, audience, expiry and nonce; the `openidconnect` crate does
+//! the checking. The person is then their `email` claim (refused when the provider says it is
+//! not verified), with their name and, when configured, their groups (roles and synced groups).
+//!
+//! Every request to the provider goes through the server's outgoing guard (`outgoing::Guard`):
+//! a provider on a private or loopback address must be allowed in `outgoing.allow`. The code,
+//! the tokens and the client secret are never logged, stored or put in an event.
+
+use crate::commands::directory::Entry;
+use crate::config::OidcSettings;
+use crate::events::Role;
+use crate::outgoing::Guard;
+use openidconnect::core::{CoreClient, CoreProviderMetadata, CoreResponseType};
+use openidconnect::{
+    AuthenticationFlow, AuthorizationCode, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce,
+    PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope, TokenResponse,
+};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long a provider's discovery document and keys are used before they are fetched again.
+const METADATA_LIFETIME: Duration = Duration::from_secs(3600);
+/// How long a sign-in may take between leaving for the provider and coming back.
+pub const FLOW_LIFETIME_SECS: i64 = 600;
+
+/// One provider, as configured.
+pub struct Provider {
+    /// The name in its URLs (`/accounts/login/social/oidc/NAME`).
+    pub name: String,
+    pub display_name: String,
+    pub display_icon: Option<String>,
+    issuer: IssuerUrl,
+    client_id: ClientId,
+    client_secret: Option<ClientSecret>,
+    scopes: Vec<String>,
+    /// Create the account of a person it vouches for at their first sign-in.
+    pub create_users: bool,
+    groups_claim: Option<String>,
+    /// The groups giving roles, strongest first.
+    role_groups: Vec<(Role, String)>,
+    /// Its groups kept in step with the user groups of the same name.
+    pub synced_groups: Vec<String>,
+    guard: Arc<Guard>,
+    http: reqwest::Client,
+    discovered: tokio::sync::Mutex<Option<Discovered>>,
+}
+
+impl std::fmt::Debug for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Provider")
+            .field("name", &self.name)
+            .field("issuer", &self.issuer.as_str())
+            .field("client_id", &self.client_id.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A discovery document (with the provider's keys) and when it was fetched.
+struct Discovered {
+    metadata: CoreProviderMetadata,
+    at: Instant,
+}
+
+/// What the end of a sign-in must check, carried in a signed cookie between the start and the
+/// provider's answer: the `state` the answer must carry, the `nonce` the ID token must carry,
+/// the PKCE verifier, and what to do once the person is known.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Flow {
+    pub provider: String,
+    pub state: String,
+    pub nonce: String,
+    pub verifier: String,
+    /// The mobile app's one-time pad, when the app started the sign-in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mobile_flow_otp: Option<String>,
+    /// When it started (UNIX seconds).
+    pub started: i64,
+}
+
+/// Why a sign-in through a provider failed. The words are for the server's log; the person sees
+/// a fixed message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OidcError {
+    /// The provider could not be reached, or answered what is not OpenID Connect.
+    Unreachable(String),
+    /// The provider refused the code, or the ID token did not pass the checks.
+    Refused(String),
+    /// The token is good but names nobody usable (no address, an unverified one).
+    NoAddress(String),
+}
+
+impl std::fmt::Display for OidcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OidcError::Unreachable(why) => write!(f, "the provider cannot be reached: {why}"),
+            OidcError::Refused(why) => write!(f, "refused: {why}"),
+            OidcError::NoAddress(why) => write!(f, "no usable email address: {why}"),
+        }
+    }
+}
+
+impl Provider {
+    /// The provider `[oidc.NAME]` configures; an error names the setting at fault.
+    pub fn from_settings(
+        name: &str,
+        s: &OidcSettings,
+        guard: Arc<Guard>,
+    ) -> Result<Provider, String> {
+        let at = |key: &str| format!("oidc.{name}.{key}");
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(format!(
+                "oidc.{name}: a provider's name goes in URLs: letters, digits, - and _ only"
+            ));
+        }
+        let issuer = IssuerUrl::new(s.issuer.trim().to_owned())
+            .map_err(|e| format!("{}: not a URL ({e})", at("issuer")))?;
+        let issuer_url = reqwest::Url::parse(issuer.as_str())
+            .map_err(|e| format!("{}: not a URL ({e})", at("issuer")))?;
+        guard
+            .check_url(&issuer_url)
+            .map_err(|refused| format!("{}: {refused}", at("issuer")))?;
+        if s.client_id.trim().is_empty() {
+            return Err(format!("{} is empty", at("client_id")));
+        }
+        let secret = match (&s.client_secret, &s.client_secret_file) {
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "{} and {} are both set; set one",
+                    at("client_secret"),
+                    at("client_secret_file")
+                ))
+            }
+            (Some(secret), None) => Some(secret.clone()),
+            (None, Some(path)) => Some(
+                std::fs::read_to_string(path)
+                    .map_err(|e| {
+                        format!(
+                            "{}: cannot read {}: {e}",
+                            at("client_secret_file"),
+                            path.display()
+                        )
+                    })?
+                    .trim_end_matches(['\n', '\r'])
+                    .to_owned(),
+            ),
+            (None, None) => None,
+        };
+        let timeout = Duration::from_secs(s.timeout_secs.unwrap_or(10).clamp(1, 120));
+        let http = guard
+            .client(timeout)
+            .map_err(|e| format!("oidc.{name}: no HTTP client ({e})"))?;
+        let role_groups = crate::commands::directory::role_groups(
+            [
+                &s.owner_group,
+                &s.admin_group,
+                &s.moderator_group,
+                &s.guest_group,
+            ],
+            str::to_owned,
+        );
+        let groups_claim = s.groups_claim.clone().filter(|c| !c.trim().is_empty());
+        let synced_groups = s.synced_groups.clone().unwrap_or_default();
+        if groups_claim.is_none() && (!role_groups.is_empty() || !synced_groups.is_empty()) {
+            return Err(format!(
+                "oidc.{name}: roles and synced groups come from the groups claim: set {}",
+                at("groups_claim")
+            ));
+        }
+        Ok(Provider {
+            name: name.to_owned(),
+            display_name: s.display_name.clone().unwrap_or_else(|| name.to_owned()),
+            display_icon: s.display_icon.clone(),
+            issuer,
+            client_id: ClientId::new(s.client_id.trim().to_owned()),
+            client_secret: secret.filter(|s| !s.is_empty()).map(ClientSecret::new),
+            scopes: s
+                .scopes
+                .clone()
+                .unwrap_or_else(|| vec!["email".into(), "profile".into()]),
+            create_users: s.create_users.unwrap_or(false),
+            groups_claim,
+            role_groups,
+            synced_groups,
+            guard,
+            http,
+            discovered: tokio::sync::Mutex::new(None),
+        })
+    }
+
+    /// The discovery document: the cached one while it is fresh, else (or with `refresh`)
+    /// fetched again. Its server-side endpoints must pass the outgoing guard too. (Only the
+    /// provider's own token endpoint hands over the tokens whose check may ask for a refresh,
+    /// so nobody else can make the server fetch it again and again.)
+    async fn metadata(&self, refresh: bool) -> Result<CoreProviderMetadata, OidcError> {
+        let mut cached = self.discovered.lock().await;
+        if let Some(d) = cached.as_ref().filter(|_| !refresh) {
+            if d.at.elapsed() < METADATA_LIFETIME {
+                return Ok(d.metadata.clone());
+            }
+        }
+        let metadata = CoreProviderMetadata::discover_async(self.issuer.clone(), &self.http)
+            .await
+            .map_err(|e| OidcError::Unreachable(error_chain(&e)))?;
+        for url in [
+            metadata.token_endpoint().map(|u| u.url().clone()),
+            Some(metadata.jwks_uri().url().clone()),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            self.guard
+                .check_url(&url)
+                .map_err(|refused| OidcError::Unreachable(refused.to_string()))?;
+        }
+        *cached = Some(Discovered {
+            metadata: metadata.clone(),
+            at: Instant::now(),
+        });
+        Ok(metadata)
+    }
+
+    fn client(
+        &self,
+        metadata: CoreProviderMetadata,
+        redirect_uri: &str,
+    ) -> Result<
+        CoreClient<
+            openidconnect::EndpointSet,
+            openidconnect::EndpointNotSet,
+            openidconnect::EndpointNotSet,
+            openidconnect::EndpointNotSet,
+            openidconnect::EndpointMaybeSet,
+            openidconnect::EndpointMaybeSet,
+        >,
+        OidcError,
+    > {
+        let redirect = RedirectUrl::new(redirect_uri.to_owned())
+            .map_err(|e| OidcError::Unreachable(format!("redirect URI: {e}")))?;
+        Ok(CoreClient::from_provider_metadata(
+            metadata,
+            self.client_id.clone(),
+            self.client_secret.clone(),
+        )
+        .set_redirect_uri(redirect))
+    }
+
+    /// Where to send the browser to sign in, and the flow to keep until it comes back at
+    /// `redirect_uri`.
+    pub async fn start(
+        &self,
+        redirect_uri: &str,
+        mobile_flow_otp: Option<String>,
+        now: i64,
+    ) -> Result<(String, Flow), OidcError> {
+        let client = self.client(self.metadata(false).await?, redirect_uri)?;
+        let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
+        let mut request = client
+            .authorize_url(
+                AuthenticationFlow::<CoreResponseType>::AuthorizationCode,
+                CsrfToken::new_random,
+                Nonce::new_random,
+            )
+            .set_pkce_challenge(challenge);
+        for scope in &self.scopes {
+            request = request.add_scope(Scope::new(scope.clone()));
+        }
+        let (url, state, nonce) = request.url();
+        Ok((
+            url.to_string(),
+            Flow {
+                provider: self.name.clone(),
+                state: state.secret().clone(),
+                nonce: nonce.secret().clone(),
+                verifier: verifier.secret().clone(),
+                mobile_flow_otp,
+                started: now,
+            },
+        ))
+    }
+
+    /// The person the provider vouches for, from the `code` it gave the browser for `flow`
+    /// (whose `state` the caller has matched).
+    pub async fn finish(
+        &self,
+        redirect_uri: &str,
+        code: &str,
+        flow: &Flow,
+    ) -> Result<Entry, OidcError> {
+        let client = self.client(self.metadata(false).await?, redirect_uri)?;
+        let response = client
+            .exchange_code(AuthorizationCode::new(code.to_owned()))
+            .map_err(|e| OidcError::Unreachable(error_chain(&e)))?
+            .set_pkce_verifier(PkceCodeVerifier::new(flow.verifier.clone()))
+            .request_async(&self.http)
+            .await
+            .map_err(|e| match e {
+                openidconnect::RequestTokenError::Request(e) => {
+                    OidcError::Unreachable(format!("token endpoint: {}", error_chain(&e)))
+                }
+                e => OidcError::Refused(format!("token endpoint: {}", error_chain(&e))),
+            })?;
+        let token = response
+            .id_token()
+            .ok_or_else(|| OidcError::Refused("the token endpoint sent no ID token".into()))?;
+        let nonce = Nonce::new(flow.nonce.clone());
+        let claims = match token.claims(&client.id_token_verifier(), &nonce) {
+            Ok(claims) => claims.clone(),
+            // A key the cached set lacks (the provider rotated its keys): once more with
+            // the keys fetched again.
+            Err(openidconnect::ClaimsVerificationError::SignatureVerification(_)) => {
+                let client = self.client(self.metadata(true).await?, redirect_uri)?;
+                let verifier = client.id_token_verifier();
+                let claims = token
+                    .claims(&verifier, &nonce)
+                    .map_err(|e| OidcError::Refused(format!("ID token: {}", error_chain(&e))))?
+                    .clone();
+                claims
+            }
+            Err(e) => return Err(OidcError::Refused(format!("ID token: {}", error_chain(&e)))),
+        };
+        // The claims beyond the standard ones (the groups), from the token just verified.
+        let extra = payload_of(&token.to_string()).unwrap_or_default();
+        let email = claims
+            .email()
+            .map(|e| e.as_str().trim().to_lowercase())
+            .filter(|e| !e.is_empty())
+            .ok_or_else(|| OidcError::NoAddress("the ID token has no email claim".into()))?;
+        if claims.email_verified() == Some(false) {
+            return Err(OidcError::NoAddress(
+                "the provider says the address is not verified".into(),
+            ));
+        }
+        let localized = |c: Option<&openidconnect::LocalizedClaim<openidconnect::EndUserName>>| {
+            c.and_then(|names| names.get(None))
+                .map(|n| n.as_str().trim().to_owned())
+                .filter(|n| !n.is_empty())
+        };
+        let full_name = localized(claims.name())
+            .or_else(|| {
+                let given = claims
+                    .given_name()
+                    .and_then(|n| n.get(None))
+                    .map(|n| n.as_str().trim().to_owned());
+                let family = claims
+                    .family_name()
+                    .and_then(|n| n.get(None))
+                    .map(|n| n.as_str().trim().to_owned());
+                let joined = [given, family]
+                    .into_iter()
+                    .flatten()
+                    .filter(|n| !n.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                (!joined.is_empty()).then_some(joined)
+            })
+            .or_else(|| {
+                claims
+                    .preferred_username()
+                    .map(|n| n.as_str().trim().to_owned())
+                    .filter(|n| !n.is_empty())
+            })
+            .unwrap_or_else(|| email.split('@').next().unwrap_or_default().to_owned());
+        Ok(self.entry(email, full_name, &extra))
+    }
+
+    /// The entry of a person with these claims: the role of their strongest role group and
+    /// their synced groups, when a groups claim is configured.
+    fn entry(&self, email: String, full_name: String, extra: &serde_json::Value) -> Entry {
+        let groups: BTreeSet<String> = match &self.groups_claim {
+            Some(claim) => match &extra[claim.as_str()] {
+                serde_json::Value::Array(items) => items
+                    .iter()
+                    .filter_map(|g| g.as_str())
+                    .map(|g| g.trim_start_matches('/').to_owned())
+                    .collect(),
+                serde_json::Value::String(one) => {
+                    BTreeSet::from([one.trim_start_matches('/').to_owned()])
+                }
+                _ => BTreeSet::new(),
+            },
+            None => BTreeSet::new(),
+        };
+        let member_of = |name: &str| groups.iter().any(|g| g.eq_ignore_ascii_case(name));
+        let role = crate::commands::directory::role_from_groups(&self.role_groups, member_of);
+        Entry {
+            email,
+            full_name: full_name.chars().take(100).collect(),
+            disabled: false,
+            role,
+            groups: groups
+                .into_iter()
+                .filter(|g| self.synced_groups.iter().any(|s| s.eq_ignore_ascii_case(g)))
+                .collect(),
+            avatar: None,
+            profile: Default::default(),
+        }
+    }
+}
+
+/// The JSON payload of a compact JWT (not checked here: only for a token already verified).
+fn payload_of(token: &str) -> Option<serde_json::Value> {
+    use base64::Engine;
+    let payload = token.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// An error and its causes on one line.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn provider(s: OidcSettings) -> Result<Provider, String> {
+        Provider::from_settings("corp", &s, Arc::new(Guard::new(Vec::new())))
+    }
+
+    fn settings() -> OidcSettings {
+        OidcSettings {
+            issuer: "https://sso.example.com/realms/corp".into(),
+            client_id: "chronicle".into(),
+            ..OidcSettings::default()
+        }
+    }
+
+    #[test]
+    fn a_provider_on_a_private_address_needs_allowing() {
+        let error = provider(OidcSettings {
+            issuer: "http://127.0.0.1:9000/".into(),
+            ..settings()
+        })
+        .unwrap_err();
+        assert!(error.starts_with("oidc.corp.issuer: 127.0.0.1"), "{error}");
+        let allowed = Provider::from_settings(
+            "corp",
+            &OidcSettings {
+                issuer: "http://127.0.0.1:9000/".into(),
+                ..settings()
+            },
+            Arc::new(Guard::new(vec!["127.0.0.1".parse().unwrap()])),
+        );
+        assert!(allowed.is_ok());
+        let error = provider(OidcSettings {
+            owner_group: Some("admins".into()),
+            ..settings()
+        })
+        .unwrap_err();
+        assert!(error.contains("groups_claim"), "{error}");
+    }
+
+    #[test]
+    fn roles_and_synced_groups_come_from_the_groups_claim() {
+        let p = provider(OidcSettings {
+            groups_claim: Some("groups".into()),
+            admin_group: Some("chat-admins".into()),
+            guest_group: Some("contractors".into()),
+            synced_groups: Some(vec!["Design".into()]),
+            ..settings()
+        })
+        .unwrap();
+        let e = p.entry(
+            "a@example.com".into(),
+            "A".into(),
+            &serde_json::json!({"groups": ["/design", "/chat-admins", "/contractors"]}),
+        );
+        assert_eq!(e.role, Some(Role::Administrator));
+        assert_eq!(e.groups, BTreeSet::from(["design".to_owned()]));
+        let e = p.entry(
+            "b@example.com".into(),
+            "B".into(),
+            &serde_json::json!({"groups": "contractors"}),
+        );
+        assert_eq!(e.role, Some(Role::Guest));
+        let e = p.entry("c@example.com".into(), "C".into(), &serde_json::json!({}));
+        assert_eq!(e.role, Some(Role::Member));
+        assert!(e.groups.is_empty());
+    }
+}
