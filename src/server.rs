@@ -618,11 +618,17 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     ));
     let delivery = actix_web::rt::spawn(delivery_job(engine.clone()));
     let directory_sync = config.identity.sync_every.map(|every| {
+        let cluster = cluster.clone();
+        let leads: Box<dyn Fn() -> bool + Send> = Box::new(move || match &cluster {
+            None => true,
+            Some(c) => c.lease.holder().as_deref() == Some(c.lease.me()),
+        });
         actix_web::rt::spawn(crate::identity::directory_sync_job(
             engine.clone(),
             config.identity.clone(),
             data.uploads.clone(),
             every,
+            leads,
         ))
     });
     // `/metrics` on an address of its own, without credentials, when configured.

@@ -192,16 +192,24 @@ pub async fn sync_directory(
 }
 
 /// Syncs with the directory every `every`, for as long as the server runs (the first one
-/// `every` after start).
+/// `every` after start). In a cluster only the node that `leads` (the writer's lease holder at
+/// that moment) asks the directory, so the directory hears one sync per interval, not one per
+/// node; two that overlapped during a change of writer would still agree, since each decision
+/// is made again on the log's latest state.
 pub async fn directory_sync_job(
     engine: Arc<crate::engine::Engine>,
     identity: Identity,
     uploads: crate::uploads::UploadStore,
     every: Duration,
+    leads: Box<dyn Fn() -> bool + Send>,
 ) {
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     loop {
         tick.tick().await;
+        if !leads() {
+            tracing::debug!("directory sync left to the node holding the writer's lease");
+            continue;
+        }
         match sync_directory(&engine, &identity, &uploads).await {
             Ok(report) => tracing::info!(
                 deactivated = report.deactivated.len(),

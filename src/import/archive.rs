@@ -354,19 +354,29 @@ impl Archive {
         expected: &str,
     ) -> Result<T, ImportError> {
         let bytes = self.read(name)?;
-        serde_json::from_slice(&bytes).map_err(|e| {
-            let what = if e.is_data() {
-                format!("not {expected}")
-            } else {
-                "not valid JSON".to_owned()
-            };
-            ImportError::new(format!(
-                "{name}: {what} (line {}, column {}: {e})",
-                e.line(),
-                e.column()
-            ))
-        })
+        parse_json(name, &bytes, expected)
     }
+}
+
+/// The bytes of entry `name` read as `T`; an error names the entry, the line and what was
+/// expected (serde_json bounds nesting at 128 levels).
+pub fn parse_json<T: serde::de::DeserializeOwned>(
+    name: &str,
+    bytes: &[u8],
+    expected: &str,
+) -> Result<T, ImportError> {
+    serde_json::from_slice(bytes).map_err(|e| {
+        let what = if e.is_data() {
+            format!("not {expected}")
+        } else {
+            "not valid JSON".to_owned()
+        };
+        ImportError::new(format!(
+            "{name}: {what} (line {}, column {}: {e})",
+            e.line(),
+            e.column()
+        ))
+    })
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -547,86 +547,123 @@ pub fn import(
     // this is for exports that do not).
     let mut ahead: HashMap<u64, Vec<(UserId, u64)>> = HashMap::new();
     let mut skipped_bots = 0;
-    for n in 1.. {
-        let file = format!("{base}messages-{n:06}.json");
-        if !archive.contains(&file) {
-            break;
+    // The files are parsed on a thread of their own, a file ahead of the one being written:
+    // JSON parsing (mostly the copies' rows) and converting and writing take turns on two
+    // cores instead of one.
+    let files: Vec<String> = (1..)
+        .map(|n| format!("{base}messages-{n:06}.json"))
+        .take_while(|file| archive.contains(file))
+        .collect();
+    std::thread::scope(|scope| -> Result<(), ImportError> {
+        let (to_parse, parse_in) = std::sync::mpsc::sync_channel::<(String, Vec<u8>)>(1);
+        type Parsed = (String, Result<MessageFile, ImportError>);
+        let (parsed_out, parsed) = std::sync::mpsc::sync_channel::<Parsed>(1);
+        scope.spawn(move || {
+            for (file, bytes) in parse_in {
+                let chunk = super::archive::parse_json(&file, &bytes, "a Zulip message file");
+                drop(bytes);
+                if parsed_out.send((file, chunk)).is_err() {
+                    break;
+                }
+            }
+        });
+        let gone = |_| ImportError::new("the message files' parser stopped");
+        let mut next = files.iter();
+        let mut in_flight = 0;
+        for file in next.by_ref().take(2) {
+            to_parse
+                .send((file.clone(), archive.read(file)?))
+                .map_err(gone)?;
+            in_flight += 1;
         }
-        let chunk: MessageFile = archive.json_as(&file, "a Zulip message file")?;
-        let mut copies: HashMap<u64, Vec<(UserId, u64)>> = HashMap::new();
-        for row in chunk.zerver_usermessage {
-            if let (Some(user), Some(message), Some(mask)) = (
-                row.user_profile.and_then(|u| users.get(&u).copied()),
-                row.message,
-                row.flags_mask,
-            ) {
-                copies.entry(message).or_default().push((user, mask));
+        while in_flight > 0 {
+            let (file, chunk) = parsed
+                .recv()
+                .map_err(|_| ImportError::new("the message files' parser stopped"))?;
+            in_flight -= 1;
+            if let Some(following) = next.next() {
+                to_parse
+                    .send((following.clone(), archive.read(following)?))
+                    .map_err(gone)?;
+                in_flight += 1;
+            }
+            let chunk: MessageFile = chunk?;
+            let mut copies: HashMap<u64, Vec<(UserId, u64)>> = HashMap::new();
+            for row in chunk.zerver_usermessage {
+                if let (Some(user), Some(message), Some(mask)) = (
+                    row.user_profile.and_then(|u| users.get(&u).copied()),
+                    row.message,
+                    row.flags_mask,
+                ) {
+                    copies.entry(message).or_default().push((user, mask));
+                }
+            }
+            let mut pending = Vec::new();
+            for m in &chunk.zerver_message {
+                let Some(old_id) = id(&m["id"]) else { continue };
+                let at = format!("{file}: message {old_id}");
+                let sender_old = m["sender"].as_u64().unwrap_or_default();
+                if crossrealm.contains(&sender_old) {
+                    skipped_bots += 1;
+                    continue;
+                }
+                let Some(sender) = users.get(&sender_old).copied() else {
+                    w.skip(
+                        "message",
+                        at,
+                        format!("sent by user {sender_old}, who is not in the export"),
+                    );
+                    continue;
+                };
+                let Some(target) = m["recipient"]
+                    .as_u64()
+                    .and_then(|r| targets.get(&r))
+                    .cloned()
+                else {
+                    w.skip("message", at, "to a recipient the export does not describe");
+                    continue;
+                };
+                let Some(sent_ms) = ms(&m["date_sent"]).or_else(|| ms(&m["pub_date"])) else {
+                    w.skip("message", at, "no date_sent");
+                    continue;
+                };
+                pending.push(Pending {
+                    old_id,
+                    sender,
+                    target,
+                    topic: text(&m["subject"]).to_owned(),
+                    content: text(&m["content"]).to_owned(),
+                    sent_ms,
+                    last_edit_ms: ms(&m["last_edit_time"]),
+                    history: edit_history(&m["edit_history"], &users),
+                });
+            }
+            drop(chunk.zerver_message);
+            pending.sort_by_key(|p| p.old_id);
+            for p in pending {
+                let mut held = copies.remove(&p.old_id).unwrap_or_default();
+                if let Some(early) = ahead.remove(&p.old_id) {
+                    held.extend(early);
+                }
+                if let Target::Channel(channel_id) = p.target {
+                    presence.before(w, channel_id, &held)?;
+                }
+                let Some(message_id) = send_with_history(w, &p, &huddles, &rewrite)? else {
+                    continue;
+                };
+                messages.insert(p.old_id, message_id);
+                copies_read.add(w, message_id, &held);
+            }
+            // Copies of messages of other files: earlier ones now, later ones when they come.
+            for (old, held) in copies {
+                match messages.get(&old) {
+                    Some(message_id) => copies_read.add(w, *message_id, &held),
+                    None => ahead.entry(old).or_default().extend(held),
+                }
             }
         }
-        let mut pending = Vec::new();
-        for m in &chunk.zerver_message {
-            let Some(old_id) = id(&m["id"]) else { continue };
-            let at = format!("{file}: message {old_id}");
-            let sender_old = m["sender"].as_u64().unwrap_or_default();
-            if crossrealm.contains(&sender_old) {
-                skipped_bots += 1;
-                continue;
-            }
-            let Some(sender) = users.get(&sender_old).copied() else {
-                w.skip(
-                    "message",
-                    at,
-                    format!("sent by user {sender_old}, who is not in the export"),
-                );
-                continue;
-            };
-            let Some(target) = m["recipient"]
-                .as_u64()
-                .and_then(|r| targets.get(&r))
-                .cloned()
-            else {
-                w.skip("message", at, "to a recipient the export does not describe");
-                continue;
-            };
-            let Some(sent_ms) = ms(&m["date_sent"]).or_else(|| ms(&m["pub_date"])) else {
-                w.skip("message", at, "no date_sent");
-                continue;
-            };
-            pending.push(Pending {
-                old_id,
-                sender,
-                target,
-                topic: text(&m["subject"]).to_owned(),
-                content: text(&m["content"]).to_owned(),
-                sent_ms,
-                last_edit_ms: ms(&m["last_edit_time"]),
-                history: edit_history(&m["edit_history"], &users),
-            });
-        }
-        drop(chunk.zerver_message);
-        pending.sort_by_key(|p| p.old_id);
-        for p in pending {
-            let mut held = copies.remove(&p.old_id).unwrap_or_default();
-            if let Some(early) = ahead.remove(&p.old_id) {
-                held.extend(early);
-            }
-            if let Target::Channel(channel_id) = p.target {
-                presence.before(w, channel_id, &held)?;
-            }
-            let Some(message_id) = send_with_history(w, &p, &huddles, &rewrite)? else {
-                continue;
-            };
-            messages.insert(p.old_id, message_id);
-            copies_read.add(w, message_id, &held);
-        }
-        // Copies of messages of other files: earlier ones now, later ones when they come.
-        for (old, held) in copies {
-            match messages.get(&old) {
-                Some(message_id) => copies_read.add(w, *message_id, &held),
-                None => ahead.entry(old).or_default().extend(held),
-            }
-        }
-    }
+        Ok(())
+    })?;
     if skipped_bots > 0 {
         w.count("messages from Zulip's system bots left out", skipped_bots);
     }
