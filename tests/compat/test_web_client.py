@@ -510,6 +510,61 @@ def test_cross_site_form_post_is_refused(site, browsers, tmp_path):
     bob.wait(lambda: bob.finds(".nav-item"))
 
 
+def test_the_composer_goes_where_the_reader_looks(site, browsers):
+    ada, _ = browsers
+    # A channel whose name comes first in the list, so that "the first channel" and "the one
+    # being read" differ.
+    site.api("POST", "users/me/subscriptions", subscriptions='[{"name": "aardvarks"}]', principals=f"[{site.ada}]")
+    lobby = site.api("GET", "get_stream_id", stream="lobby")["stream_id"]
+    aardvarks = site.api("GET", "get_stream_id", stream="aardvarks")["stream_id"]
+    ada.wait(lambda: ada.sidebar_item("aardvarks"), "the new channel is not in Ada's list")
+    ada.click(lambda: ada.sidebar_item("lobby"))
+    ada.wait(lambda: ada.find("#narrow-title").text == "#lobby")
+    # After a reload the box is addressed to the channel being read, and says so.
+    ada.driver.refresh()
+    ada.wait(lambda: ada.find("#narrow-title").text == "#lobby", "the reload lost the narrow")
+    ada.wait(lambda: ada.find("#compose-stream").get_attribute("value") == str(lobby),
+             "after a reload the compose box is not addressed to the channel being read")
+    assert ada.find("#compose-text").get_attribute("placeholder").startswith("Message #lobby")
+    ada.find("#compose-topic").send_keys("after reload")
+    ada.compose("Sent where I was reading")
+    ada.wait(lambda: ada.message("Sent where I was reading"), "the message did not appear where Ada reads")
+    sent = site.api_as(site.credentials("ada@example.com", "ada-password-1"), "GET", "messages",
+                       anchor="newest", num_before=1, num_after=0, narrow="[]")["messages"][0]
+    assert (sent["content"], sent["stream_id"]) == ("<p>Sent where I was reading</p>", lobby)
+    # Pointed elsewhere by hand, the box turns back when the reader clicks the channel they read.
+    Select(ada.find("#compose-stream")).select_by_value(str(aardvarks))
+    ada.wait(lambda: ada.find("#compose-text").get_attribute("placeholder").startswith("Message #aardvarks"))
+    ada.click(lambda: ada.sidebar_item("lobby"))
+    ada.wait(lambda: ada.find("#compose-stream").get_attribute("value") == str(lobby),
+             "clicking the channel being read did not turn the compose box to it")
+
+
+def test_the_app_loads_after_many_visits_away_and_back(site, browsers):
+    ada, _ = browsers
+    ada.click(lambda: ada.sidebar_item("lobby"))
+    ada.wait(lambda: ada.find("#narrow-title").text == "#lobby")
+    app = ada.driver.current_url
+    # Each visit away leaves the app's page in the browser's back/forward cache, and each new
+    # visit loads it afresh. Cached pages used to keep their long-polls open, until the
+    # browser's six connections to the server were taken and the next load hung.
+    for visit in range(8):
+        ada.driver.get(f"{site.url}/static/web/favicon.svg")
+        ada.driver.get(app)
+        ada.wait(lambda: ada.finds("#narrow-title") and ada.find("#narrow-title").text == "#lobby",
+                 f"the app did not load on visit {visit + 1}")
+        ada.wait(lambda: ada.finds(".people .person"), f"the app did not finish loading on visit {visit + 1}")
+    # And it hears news live.
+    site.api("POST", "messages", type="stream", to="lobby", topic="news", content="still live after the visits")
+    ada.wait(lambda: ada.message("still live after the visits"), "no live message after visits away and back")
+    # Back through the history, a page restored from the cache polls again too.
+    ada.driver.back()
+    ada.driver.back()
+    ada.wait(lambda: ada.finds("#narrow-title") and ada.find("#narrow-title").text == "#lobby")
+    site.api("POST", "messages", type="stream", to="lobby", topic="news", content="heard by a restored page")
+    ada.wait(lambda: ada.message("heard by a restored page"), "a page restored from the cache heard nothing")
+
+
 def test_logout(site, browsers):
     ada, _ = browsers
     ada.find("#logout").click()

@@ -29,8 +29,9 @@ export function encode(params = {}) {
   return out;
 }
 
-export async function api(method, path, params) {
-  const init = { method, credentials: "same-origin", headers: {} };
+// `signal` (optional) aborts the request (the event long-poll, when the page is put away).
+export async function api(method, path, params, { signal } = {}) {
+  const init = { method, credentials: "same-origin", headers: {}, signal };
   let url = "/json/" + path;
   if (method === "GET" || method === "HEAD") {
     const query = encode(params).toString();

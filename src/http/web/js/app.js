@@ -112,7 +112,11 @@ function wire() {
   Object.assign(ui, {
     go: (narrow) => {
       const hash = narrows.toHash(narrow);
-      if (hash === narrows.toHash(ui.narrow) && location.hash === hash) return;
+      if (hash === narrows.toHash(ui.narrow) && location.hash === hash) {
+        // The conversation already open: the compose box still turns to it.
+        compose.followNarrow(narrow);
+        return;
+      }
       location.hash = hash;
     },
     refresh,
@@ -133,7 +137,14 @@ function wire() {
   $("scrim").addEventListener("click", closePanels);
   for (const button of document.querySelectorAll("dialog .close")) button.addEventListener("click", () => button.closest("dialog").close());
   // On phones a chosen conversation replaces the open panel.
-  $("left").addEventListener("click", (e) => { if (e.target.closest("a")) closePanels(); });
+  $("left").addEventListener("click", (e) => {
+    const link = e.target.closest("a");
+    if (!link) return;
+    closePanels();
+    // The conversation already open: no hashchange follows, but the compose box still turns
+    // to it.
+    if (new URL(link.href).hash === location.hash) compose.followNarrow(ui.narrow);
+  });
   $("right").addEventListener("click", (e) => { if (e.target.closest("a")) closePanels(); });
 }
 

@@ -9,7 +9,10 @@ import { ui, swapIfChanged } from "./ui.js";
 import { compareNames } from "./names.js";
 
 const TYPING_REPEAT_MS = 10000;
-const compose = { mode: "stream", recipients: [] };
+// Where a message goes. The channel is kept here, not read back from the <select>: a select
+// whose options are not drawn yet drops the value it is given, and a reload once sent a message
+// to whichever channel came first instead of the one being read.
+const compose = { mode: "stream", recipients: [], streamId: null };
 let typingTarget = null;
 let typingSince = 0;
 
@@ -24,7 +27,10 @@ export function setup() {
   });
   text().addEventListener("input", onTextChange);
   text().addEventListener("blur", stopTyping);
-  $("compose-stream").addEventListener("change", () => { stopTyping(); fillTopics(); placeholder(); });
+  $("compose-stream").addEventListener("change", () => {
+    compose.streamId = Number($("compose-stream").value) || null;
+    stopTyping(); fillTopics(); placeholder();
+  });
   $("compose-topic").addEventListener("input", () => { stopTyping(); placeholder(); });
   $("compose-to").addEventListener("focus", fillPeople);
   $("compose-to").addEventListener("change", addTypedRecipient);
@@ -46,10 +52,11 @@ function setMode(mode) {
 // Called after state changes: the channel list and people list may have changed.
 export function refresh() {
   const select = $("compose-stream");
-  const chosen = select.value;
   const subs = [...state.subs.values()].sort((a, b) => compareNames(a.name, b.name));
   swapIfChanged(select, subs.map((s) => el("option", { value: String(s.stream_id), text: s.name })));
-  if (chosen && state.subs.has(Number(chosen))) select.value = chosen;
+  // The chosen channel, drawn; with none chosen (or one left), the first, shown as chosen.
+  if (!state.subs.has(compose.streamId)) compose.streamId = subs.length ? subs[0].stream_id : null;
+  select.value = compose.streamId === null ? "" : String(compose.streamId);
   if (document.activeElement === $("compose-to")) fillPeople();
   fillTopics();
   renderChips();
@@ -65,14 +72,14 @@ function fillPeople() {
 }
 
 function fillTopics() {
-  const topics = state.topics.get(Number($("compose-stream").value)) || [];
+  const topics = state.topics.get(compose.streamId) || [];
   swapIfChanged($("topic-options"), topics.slice(0, 50).map((t) => el("option", { value: t.name })));
 }
 
 function placeholder() {
   let target;
   if (compose.mode === "stream") {
-    const name = state.subs.get(Number($("compose-stream").value))?.name;
+    const name = state.subs.get(compose.streamId)?.name;
     const topic = $("compose-topic").value.trim();
     target = name ? `#${name}${topic ? ` › ${topic}` : ""}` : "a channel";
   } else {
@@ -81,13 +88,14 @@ function placeholder() {
   text().placeholder = `Message ${target}`;
 }
 
-// Point an empty compose box at the conversation being read.
+// Point the compose box at the conversation being read, whenever one is opened (a draft keeps
+// its words and goes where the reader now looks, as the box shows): what is sent goes where
+// the person is looking.
 export function followNarrow(narrow) {
-  if (text().value.trim()) return;
   const dmIds = narrows.find(narrow, "dm");
   const sid = narrows.streamOf(narrow);
   if (dmIds) { compose.recipients = dmKey(dmIds).split(",").map(Number).filter((id) => state.users.has(id)); setMode("dm"); } else if (sid && state.subs.has(sid)) {
-    $("compose-stream").value = String(sid);
+    compose.streamId = sid;
     $("compose-topic").value = narrows.find(narrow, "topic") ?? "";
     setMode("stream");
   }
@@ -96,7 +104,7 @@ export function followNarrow(narrow) {
 
 export function reply(m) {
   if (m.type === "stream" && state.subs.has(m.stream_id)) {
-    $("compose-stream").value = String(m.stream_id);
+    compose.streamId = m.stream_id;
     $("compose-topic").value = m.subject;
     setMode("stream");
   } else if (m.type !== "stream") {
@@ -110,7 +118,7 @@ export function reply(m) {
 export function startChannel() {
   setMode("stream");
   const sid = narrows.streamOf(ui.narrow);
-  if (sid && state.subs.has(sid)) $("compose-stream").value = String(sid);
+  if (sid && state.subs.has(sid)) compose.streamId = sid;
   $("compose-topic").value = narrows.find(ui.narrow, "topic") ?? "";
   refresh();
   ($("compose-topic").value ? text() : $("compose-topic")).focus();
@@ -163,7 +171,7 @@ function renderChips() {
 
 function destination() {
   if (compose.mode === "dm") return compose.recipients.length ? { type: "direct", to: compose.recipients } : null;
-  const sid = Number($("compose-stream").value);
+  const sid = compose.streamId;
   return sid ? { type: "stream", to: sid, topic: $("compose-topic").value.trim() } : null;
 }
 

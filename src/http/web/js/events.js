@@ -34,6 +34,31 @@ export async function registerUntilDone(started) {
   }
 }
 
+// A page the browser keeps in its back/forward cache must not keep its long-poll open: a
+// browser opens at most six connections to a server, so a few visits away and back used them
+// all and the next load hung. The poll stops when the page is put away (`pagehide`, `freeze`)
+// and starts again when it is shown (`pageshow`, `resume`); a queue that expired meanwhile is
+// registered again like any lost queue.
+const away = { paused: false, controller: null, wake: () => {}, shown: Promise.resolve() };
+
+function putAway() {
+  if (away.paused) return;
+  away.paused = true;
+  away.shown = new Promise((resolve) => { away.wake = resolve; });
+  away.controller?.abort();
+}
+
+function bringBack() {
+  if (!away.paused) return;
+  away.paused = false;
+  away.wake();
+}
+
+addEventListener("pagehide", putAway);
+addEventListener("pageshow", bringBack);
+document.addEventListener("freeze", putAway);
+document.addEventListener("resume", bringBack);
+
 // Polls forever. `onEvents(events)` folds a batch in; `onReload(reg)` starts over from a fresh
 // registration.
 export async function poll(reg, { onEvents, onReload }) {
@@ -41,8 +66,11 @@ export async function poll(reg, { onEvents, onReload }) {
   let lastId = reg.last_event_id;
   let delay = 1000;
   for (;;) {
+    if (away.paused) await away.shown;
     try {
-      const answer = await api("GET", "events", { queue_id: queueId, last_event_id: lastId });
+      away.controller = new AbortController();
+      const answer = await api("GET", "events", { queue_id: queueId, last_event_id: lastId },
+        { signal: away.controller.signal });
       reconnecting(false);
       delay = 1000;
       if (!answer.events.length) continue;
@@ -51,6 +79,8 @@ export async function poll(reg, { onEvents, onReload }) {
       if (real.length) deliver(onEvents, real);
     } catch (error) {
       if (error.status === 401) return;
+      // Stopped on purpose: the page was put away; it waits to be shown again.
+      if (away.paused) continue;
       if (error.code === "BAD_EVENT_QUEUE_ID") {
         const fresh = await registerUntilDone();
         ({ queue_id: queueId, last_event_id: lastId } = fresh);
