@@ -286,6 +286,11 @@ pub struct OidcSettings {
     /// (Zulip's `auto_signup`; default: off).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub create_users: Option<bool>,
+    /// Take an address whose ID token has no `email_verified` claim (default: refused). Only
+    /// for a provider that gives addresses it checked without saying so: accounts are matched
+    /// by address.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trust_unverified_email: Option<bool>,
     /// The ID token claim listing a person's groups (e.g. `groups`), for the roles and the
     /// synced groups below.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -100,10 +100,12 @@ impl Cluster {
     pub fn target(&self, req: &ServiceRequest) -> Option<String> {
         use actix_web::http::Method;
         let method = req.method();
-        if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) {
+        let path = req.path();
+        // The end of a single sign-on is a GET that writes (an account, a session).
+        let writes_on_get = path.starts_with("/complete/");
+        if matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS) && !writes_on_get {
             return None;
         }
-        let path = req.path();
         let queues =
             path.ends_with("/register") || (*method == Method::DELETE && path.ends_with("/events"));
         if queues || self.is_forwarded(req) {

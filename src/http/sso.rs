@@ -120,9 +120,16 @@ pub async fn complete(req: HttpRequest, state: web::Data<AppState>) -> HttpRespo
                 "the answer's state is not this browser's sign-in".to_owned(),
             ))
         }
-        Some(flow) => finish(&state, ip, &flow, query.get("code"), query.get("error"))
-            .await
-            .map(|u| (u, flow)),
+        Some(flow) => finish(
+            &state,
+            ip,
+            &flow,
+            query.get("code"),
+            query.get("error"),
+            query.get("iss"),
+        )
+        .await
+        .map(|u| (u, flow)),
     };
     let response = match outcome {
         Ok((user_id, flow)) => match flow.mobile_flow_otp {
@@ -145,6 +152,7 @@ async fn finish(
     flow: &Flow,
     code: Option<&str>,
     provider_error: Option<&str>,
+    iss: Option<&str>,
 ) -> Result<crate::ids::UserId, (&'static str, String)> {
     let provider = state
         .identity
@@ -158,6 +166,15 @@ async fn finish(
         ))?;
     if let Some(error) = provider_error {
         return Err(("sso_refused", format!("the provider answered {error:?}")));
+    }
+    if !provider.issued_here(iss) {
+        return Err((
+            "sso_refused",
+            format!(
+                "the answer names another issuer ({:?})",
+                iss.unwrap_or_default()
+            ),
+        ));
     }
     let code = code
         .filter(|c| !c.is_empty())
@@ -203,6 +220,9 @@ async fn finish(
         let code = match error.code() {
             Some(ErrorCode::UserDeactivated) => "deactivated",
             Some(ErrorCode::AuthenticationFailed) => "sso_no_account",
+            // What the provider said of them cannot make an account here (an invalid address,
+            // a name refused or already taken): trying again will not help.
+            Some(ErrorCode::BadRequest) => "sso_signup_refused",
             _ => "sso_unavailable",
         };
         (code, error.to_string())

@@ -44,6 +44,8 @@ pub struct Provider {
     scopes: Vec<String>,
     /// Create the account of a person it vouches for at their first sign-in.
     pub create_users: bool,
+    /// Take an address the ID token does not say is verified.
+    trust_unverified_email: bool,
     groups_claim: Option<String>,
     /// The groups giving roles, strongest first.
     role_groups: Vec<(Role, String)>,
@@ -51,7 +53,7 @@ pub struct Provider {
     pub synced_groups: Vec<String>,
     guard: Arc<Guard>,
     http: reqwest::Client,
-    discovered: tokio::sync::Mutex<Option<Discovered>>,
+    discovered: tokio::sync::Mutex<Discovery>,
 }
 
 impl std::fmt::Debug for Provider {
@@ -64,11 +66,28 @@ impl std::fmt::Debug for Provider {
     }
 }
 
-/// A discovery document (with the provider's keys) and when it was fetched.
-struct Discovered {
-    metadata: CoreProviderMetadata,
-    at: Instant,
+/// After a failed fetch of the discovery document, sign-ins get that failure for this long
+/// instead of each waiting for an attempt of its own.
+const FAILURE_REMEMBERED: Duration = Duration::from_secs(10);
+
+/// The provider's discovery document (with its keys) as last fetched, and the last failure.
+#[derive(Default)]
+struct Discovery {
+    good: Option<(CoreProviderMetadata, Instant)>,
+    failed: Option<(String, Instant)>,
 }
+
+/// One request of the `openidconnect` crate through the outgoing guard.
+type GuardedCall = std::pin::Pin<
+    Box<
+        dyn std::future::Future<
+                Output = Result<
+                    openidconnect::HttpResponse,
+                    openidconnect::HttpClientError<reqwest::Error>,
+                >,
+            > + Send,
+    >,
+>;
 
 /// What the end of a sign-in must check, carried in a signed cookie between the start and the
 /// provider's answer: the `state` the answer must carry, the `nonce` the ID token must carry,
@@ -191,12 +210,13 @@ impl Provider {
                 .clone()
                 .unwrap_or_else(|| vec!["email".into(), "profile".into()]),
             create_users: s.create_users.unwrap_or(false),
+            trust_unverified_email: s.trust_unverified_email.unwrap_or(false),
             groups_claim,
             role_groups,
             synced_groups,
             guard,
             http,
-            discovered: tokio::sync::Mutex::new(None),
+            discovered: tokio::sync::Mutex::new(Discovery::default()),
         })
     }
 
@@ -205,31 +225,59 @@ impl Provider {
     /// provider's own token endpoint hands over the tokens whose check may ask for a refresh,
     /// so nobody else can make the server fetch it again and again.)
     async fn metadata(&self, refresh: bool) -> Result<CoreProviderMetadata, OidcError> {
-        let mut cached = self.discovered.lock().await;
-        if let Some(d) = cached.as_ref().filter(|_| !refresh) {
-            if d.at.elapsed() < METADATA_LIFETIME {
-                return Ok(d.metadata.clone());
+        // One fetch at a time: sign-ins that arrive meanwhile wait for its result.
+        let mut cache = self.discovered.lock().await;
+        if !refresh {
+            if let Some((metadata, at)) = &cache.good {
+                if at.elapsed() < METADATA_LIFETIME {
+                    return Ok(metadata.clone());
+                }
+            }
+            if let Some((why, at)) = &cache.failed {
+                if at.elapsed() < FAILURE_REMEMBERED {
+                    return Err(OidcError::Unreachable(format!(
+                        "{why} (the last attempt, a moment ago)"
+                    )));
+                }
             }
         }
-        let metadata = CoreProviderMetadata::discover_async(self.issuer.clone(), &self.http)
-            .await
-            .map_err(|e| OidcError::Unreachable(error_chain(&e)))?;
-        for url in [
-            metadata.token_endpoint().map(|u| u.url().clone()),
-            Some(metadata.jwks_uri().url().clone()),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            self.guard
-                .check_url(&url)
-                .map_err(|refused| OidcError::Unreachable(refused.to_string()))?;
+        match CoreProviderMetadata::discover_async(self.issuer.clone(), &self.guarded()).await {
+            Ok(metadata) => {
+                cache.good = Some((metadata.clone(), Instant::now()));
+                cache.failed = None;
+                Ok(metadata)
+            }
+            Err(e) => {
+                let why = error_chain(&e);
+                cache.failed = Some((why.clone(), Instant::now()));
+                // A document older than an hour still serves while the provider is away (its
+                // keys may well still sign), unless its keys just failed a signature.
+                match (&cache.good, refresh) {
+                    (Some((metadata, _)), false) => Ok(metadata.clone()),
+                    _ => Err(OidcError::Unreachable(why)),
+                }
+            }
         }
-        *cached = Some(Discovered {
-            metadata: metadata.clone(),
-            at: Instant::now(),
-        });
-        Ok(metadata)
+    }
+
+    /// The HTTP client the `openidconnect` crate calls for every request it makes (discovery,
+    /// the keys it fetches within discovery, the token endpoint): each URL is checked by the
+    /// outgoing guard before anything is sent, literal addresses included (names are checked
+    /// again when resolved, and redirects by the client's own policy).
+    fn guarded(&self) -> impl Fn(openidconnect::HttpRequest) -> GuardedCall + '_ {
+        move |request: openidconnect::HttpRequest| {
+            let guard = self.guard.clone();
+            let client = self.http.clone();
+            Box::pin(async move {
+                let url = reqwest::Url::parse(&request.uri().to_string())
+                    .map_err(|e| openidconnect::HttpClientError::Other(e.to_string()))?;
+                guard.check_url(&url).map_err(|refused| {
+                    openidconnect::HttpClientError::Other(refused.to_string())
+                })?;
+                use openidconnect::AsyncHttpClient;
+                client.call(request).await
+            })
+        }
     }
 
     fn client(
@@ -291,6 +339,14 @@ impl Provider {
         ))
     }
 
+    /// Whether an answer's `iss` parameter (RFC 9207, when the provider sends one) names this
+    /// provider: an answer another provider sent through this one's sign-in is refused.
+    pub fn issued_here(&self, iss: Option<&str>) -> bool {
+        iss.is_none_or(|iss| {
+            iss.trim_end_matches('/') == self.issuer.as_str().trim_end_matches('/')
+        })
+    }
+
     /// The person the provider vouches for, from the `code` it gave the browser for `flow`
     /// (whose `state` the caller has matched).
     pub async fn finish(
@@ -304,7 +360,7 @@ impl Provider {
             .exchange_code(AuthorizationCode::new(code.to_owned()))
             .map_err(|e| OidcError::Unreachable(error_chain(&e)))?
             .set_pkce_verifier(PkceCodeVerifier::new(flow.verifier.clone()))
-            .request_async(&self.http)
+            .request_async(&self.guarded())
             .await
             .map_err(|e| match e {
                 openidconnect::RequestTokenError::Request(e) => {
@@ -338,10 +394,23 @@ impl Provider {
             .map(|e| e.as_str().trim().to_lowercase())
             .filter(|e| !e.is_empty())
             .ok_or_else(|| OidcError::NoAddress("the ID token has no email claim".into()))?;
-        if claims.email_verified() == Some(false) {
-            return Err(OidcError::NoAddress(
-                "the provider says the address is not verified".into(),
-            ));
+        // An address counts only when the provider says it checked it: accounts are matched by
+        // address, so an unchecked one would let whoever typed it into the provider in.
+        match claims.email_verified() {
+            Some(true) => {}
+            None if self.trust_unverified_email => {}
+            Some(false) => {
+                return Err(OidcError::NoAddress(
+                    "the provider says the address is not verified".into(),
+                ))
+            }
+            None => {
+                return Err(OidcError::NoAddress(
+                    "the ID token has no email_verified claim (set trust_unverified_email for a \
+                     provider that only gives addresses it checked)"
+                        .into(),
+                ))
+            }
         }
         let localized = |c: Option<&openidconnect::LocalizedClaim<openidconnect::EndUserName>>| {
             c.and_then(|names| names.get(None))
@@ -471,6 +540,91 @@ mod tests {
         })
         .unwrap_err();
         assert!(error.contains("groups_claim"), "{error}");
+    }
+
+    /// A discovery document that sends the server's key fetch to a private address is refused
+    /// before anything is sent there, although the crate fetches the keys within discovery.
+    #[tokio::test]
+    async fn keys_on_a_disallowed_address_are_never_fetched() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let issuer = format!("http://{}", listener.local_addr().unwrap());
+        let document = serde_json::json!({
+            "issuer": issuer,
+            "authorization_endpoint": format!("{issuer}/auth"),
+            "token_endpoint": format!("{issuer}/token"),
+            "jwks_uri": "http://10.0.0.1/jwks",
+            "response_types_supported": ["code"],
+            "subject_types_supported": ["public"],
+            "id_token_signing_alg_values_supported": ["RS256"],
+        })
+        .to_string();
+        let served = std::thread::spawn(move || {
+            let mut served = 0;
+            while let Ok((mut stream, _)) = listener.accept() {
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request);
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{document}",
+                    document.len()
+                );
+                served += 1;
+                if served == 1 {
+                    break;
+                }
+            }
+        });
+        let p = Provider::from_settings(
+            "corp",
+            &OidcSettings {
+                issuer: issuer.clone(),
+                ..settings()
+            },
+            Arc::new(Guard::new(vec!["127.0.0.1".parse().unwrap()])),
+        )
+        .unwrap();
+        let error = p
+            .start("http://127.0.0.1:1/complete/oidc/", None, 0)
+            .await
+            .unwrap_err();
+        served.join().unwrap();
+        match error {
+            OidcError::Unreachable(why) => assert!(
+                why.contains("10.0.0.1 is a private or disallowed network address"),
+                "{why}"
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// While the provider cannot be reached, sign-ins get the last failure at once instead of
+    /// each waiting for an attempt of its own.
+    #[tokio::test]
+    async fn an_unreachable_provider_is_asked_once_at_a_time() {
+        let port = {
+            let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            probe.local_addr().unwrap().port()
+        };
+        let p = Provider::from_settings(
+            "corp",
+            &OidcSettings {
+                issuer: format!("http://127.0.0.1:{port}"),
+                ..settings()
+            },
+            Arc::new(Guard::new(vec!["127.0.0.1".parse().unwrap()])),
+        )
+        .unwrap();
+        let redirect = "http://127.0.0.1:1/complete/oidc/";
+        let first = p.start(redirect, None, 0).await.unwrap_err();
+        let second = p.start(redirect, None, 0).await.unwrap_err();
+        match (first, second) {
+            (OidcError::Unreachable(first), OidcError::Unreachable(second)) => {
+                assert!(!first.contains("a moment ago"), "{first}");
+                assert_eq!(second, format!("{first} (the last attempt, a moment ago)"));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

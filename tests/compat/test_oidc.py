@@ -32,6 +32,7 @@ ACCOUNTS = {
              "given_name": "Evan", "family_name": "Edwards", "groups": []},
     "fay": {"email": "fay@example.com", "email_verified": False, "name": "Fay Fox"},
     "gus": {"email": "gus@elsewhere.org", "email_verified": True, "name": "Gus Green"},
+    "hal": {"email": "hal@example.com", "name": "Hal Hughes"},
 }
 
 
@@ -220,11 +221,33 @@ timeout_secs = 3
         _, answer = sign_in(server, "fay")
         assert error_of(answer) == "sso_no_address"
 
-        # An answer that is not this browser's sign-in (another state, no cookie) is refused.
+        # ...nor one whose token does not say the address was verified (accounts are matched
+        # by address).
+        _, answer = sign_in(server, "hal")
+        assert error_of(answer) == "sso_no_address"
+
+        # An answer that is not this browser's sign-in is refused: no sign-in in progress here,
+        # or another state than the one this browser left with, or another issuer (RFC 9207).
         stranger = requests.get(f"{server.url}/complete/oidc/",
                                 params={"code": "x", "state": "forged"},
                                 allow_redirects=False, timeout=30)
         assert error_of(stranger) == "sso_expired"
+        browser = requests.Session()
+        leaving = browser.get(f"{server.url}/accounts/login/social/oidc", allow_redirects=False,
+                              timeout=30)
+        cookie = leaving.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "Path=/complete/" in cookie and "SameSite=Lax" in cookie, cookie
+        state = urllib.parse.parse_qs(urllib.parse.urlparse(leaving.headers["location"]).query)["state"][0]
+        wrong = browser.get(f"{server.url}/complete/oidc/", params={"code": "x", "state": state + "x"},
+                            allow_redirects=False, timeout=30)
+        assert error_of(wrong) == "sso_expired"
+        leaving = browser.get(f"{server.url}/accounts/login/social/oidc", allow_redirects=False,
+                              timeout=30)
+        state = urllib.parse.parse_qs(urllib.parse.urlparse(leaving.headers["location"]).query)["state"][0]
+        mixed = browser.get(f"{server.url}/complete/oidc/",
+                            params={"code": "x", "state": state, "iss": "https://elsewhere.example"},
+                            allow_redirects=False, timeout=30)
+        assert error_of(mixed) == "sso_refused"
 
         # The provider stopped after the browser left for it: the sign-in says the service
         # cannot be reached; passwords and keys keep working.

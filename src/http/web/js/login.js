@@ -14,6 +14,7 @@ const MESSAGES = {
   sso_no_address: "The sign-in service did not give a verified email address.",
   sso_no_account: "There is no account here for that address. Ask an administrator for an invitation.",
   sso_domain: "Your email address is not in one of the domains allowed to join this organization.",
+  sso_signup_refused: "An account could not be made from what the sign-in service says about you (your name or address). Ask an administrator.",
 };
 
 const query = new URLSearchParams(location.search);
