@@ -373,16 +373,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     let listener = TcpListener::bind(&config.bind)
         .map_err(|e| format!("cannot listen on {}: {e}", config.bind))?;
     let addr: SocketAddr = listener.local_addr()?;
-    // No keep-alive: every answer closes its connection, so no client holds one across the
-    // hand-over to the serving application below.
-    let starting = actix_web::HttpServer::new(crate::http::health::starting_app)
-        .workers(1)
-        .keep_alive(actix_web::http::KeepAlive::Disabled)
-        .disable_signals()
-        .listen(listener.try_clone()?)?
-        .run();
-    let starting_handle = starting.handle();
-    let starting_task = actix_web::rt::spawn(starting);
+    let starting = crate::http::starting::Starting::answer(&listener)?;
     println!("Chronicle starting on {addr}: /ready answers 503 until the state is loaded");
     let loading = std::time::Instant::now();
     let opened = {
@@ -397,10 +388,8 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         .await
         .map_err(|e| format!("loading the state: {e}"))?
     };
-    // Gracefully: a request it is answering finishes (a probe during the hand-over got a cut
-    // connection otherwise); new connections wait in the listener's queue for the next server.
-    starting_handle.stop(true).await;
-    let _ = starting_task.await;
+    // Every connection it took is answered; new ones wait in the listener's queue.
+    starting.hand_over().await;
     let (log, state) = opened?;
     crate::metrics::get()
         .start_seconds

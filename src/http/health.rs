@@ -76,34 +76,6 @@ pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
     }
 }
 
-/// The application that answers while the state is loaded: alive, not ready, and every other
-/// request a Zulip-shaped 503.
-pub fn starting_app() -> actix_web::App<
-    impl actix_web::dev::ServiceFactory<
-        actix_web::dev::ServiceRequest,
-        Config = (),
-        Response = actix_web::dev::ServiceResponse,
-        Error = actix_web::Error,
-        InitError = (),
-    >,
-> {
-    actix_web::App::new()
-        .route("/health", web::get().to(health))
-        .route(
-            "/ready",
-            web::get().to(|| async { not_ready("loading the state", json!({})) }),
-        )
-        .default_service(web::to(|| async {
-            HttpResponse::ServiceUnavailable()
-                .insert_header(("Retry-After", "1"))
-                .json(json!({
-                    "result": "error",
-                    "msg": "The server is starting; try again in a moment",
-                    "code": "BAD_REQUEST",
-                }))
-        }))
-}
-
 /// What a scrape reads of the running server (`metrics::Sizes`).
 async fn sizes(state: &AppState) -> crate::metrics::Sizes {
     let (log_seq, people, channels, messages) = state.engine.read(|s| {

@@ -31,6 +31,7 @@ pub mod realm_domains;
 pub mod scheduled;
 pub mod server_settings;
 pub mod sso;
+pub mod starting;
 pub mod subscriptions;
 pub mod uploads;
 pub mod user_groups;
