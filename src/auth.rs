@@ -126,16 +126,22 @@ impl ServerSecret {
         self.derive(b"cluster-forward\0", 0, "")
     }
 
-    /// 32 alphanumerics from `HMAC-SHA256(secret, label ++ id ++ nonce)`.
-    fn derive(&self, label: &[u8], id: u64, nonce: &str) -> String {
+    /// `HMAC-SHA256(secret, label ++ id ++ nonce)`: key material for one purpose (the label),
+    /// one owner (the id) and one issue of it (the nonce).
+    pub fn derive_bytes(&self, label: &[u8], id: u64, nonce: &str) -> [u8; 32] {
         // HMAC accepts keys of any length, so this cannot fail; fall back defensively anyway.
         let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(&self.0) else {
-            return String::new();
+            return [0; 32];
         };
         mac.update(label);
         mac.update(&id.to_be_bytes());
         mac.update(nonce.as_bytes());
-        let digest = mac.finalize().into_bytes();
+        mac.finalize().into_bytes().into()
+    }
+
+    /// 32 alphanumerics from `HMAC-SHA256(secret, label ++ id ++ nonce)`.
+    fn derive(&self, label: &[u8], id: u64, nonce: &str) -> String {
+        let digest = self.derive_bytes(label, id, nonce);
         // Each 8 digest bytes give 8 base-62 digits (62^8 < 2^64, bias below 2^-16).
         let mut key = String::with_capacity(API_KEY_LENGTH);
         for chunk in digest.chunks_exact(8) {

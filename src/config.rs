@@ -171,6 +171,14 @@ pub struct AuthSettings {
     /// `EmailAuthBackend`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub password: Option<bool>,
+    /// Two-factor authentication (authenticator codes and backup codes) for password sign-in:
+    /// people may switch it on in their settings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub two_factor: Option<bool>,
+    /// Owners and administrators must have two-factor authentication to sign in with a
+    /// password: one who has none sets it up as part of the web login.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub two_factor_required_for_admins: Option<bool>,
 }
 
 /// `[ldap]`: sign-in by a bind to an LDAP directory (OpenLDAP, Active Directory, FreeIPA) and
@@ -377,6 +385,8 @@ pub const KEYS: &[Key] = &[
         secret: true,
     },
     key("auth.password"),
+    key("auth.two_factor"),
+    key("auth.two_factor_required_for_admins"),
     key("ldap.url"),
     key("ldap.starttls"),
     key("ldap.ca_file"),
@@ -463,6 +473,8 @@ impl Settings {
             metrics: MetricsSettings::default(),
             auth: AuthSettings {
                 password: Some(true),
+                two_factor: Some(true),
+                two_factor_required_for_admins: Some(false),
             },
             ldap: LdapSettings {
                 starttls: Some(false),

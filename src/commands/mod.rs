@@ -30,6 +30,7 @@ pub mod sessions;
 pub mod storage;
 #[cfg(test)]
 pub mod testing;
+pub mod two_factor;
 pub mod typing;
 pub mod users;
 pub mod views;

@@ -18,7 +18,7 @@ pub use v2::{
     LinkifierSpec, MessageFlag, MessageMove, NewSubscription, ProfileChoice, ProfileFieldData,
     ProfileFieldSpec, PropagateMode, ReactionType, ReadPlace, RealmValue, Recipient, Role,
     SenderQueue, StatusEmoji, SubscriptionProperty, SystemGroup, TopicPolicy, TopicsPolicy,
-    TypingTarget, UserChange,
+    TwoFactorChange, TypingTarget, UserChange,
 };
 
 use crate::ids::{Seq, UserId};
@@ -224,6 +224,9 @@ pub const SECRET_FIELDS: &[&str] = &[
     "api_key",
     "password",
     "link_nonce",
+    // What two-factor keys and backup codes are derived from (with the server secret).
+    "key_nonce",
+    "backup_nonce",
 ];
 
 /// Replaces every secret field, at any depth, by `"[redacted]"` (or `null` when it was null).

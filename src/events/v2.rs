@@ -596,6 +596,13 @@ pub enum Event {
     },
     /// A web session ended: its person logged out or ended it from the settings.
     SessionEnded { user_id: UserId, session_id: String },
+    /// A person's two-factor authentication changed: enrolled, a code or backup code used,
+    /// backup codes issued again, or switched off. The log holds nonces, never a key or a code
+    /// (`identity::two_factor`).
+    TwoFactorChanged {
+        user_id: UserId,
+        change: TwoFactorChange,
+    },
     /// A user saved drafts (`POST /drafts`, by id) or replaced one (`PATCH /drafts/{id}`), as
     /// the drafts their clients keep in step.
     DraftsSaved {
@@ -654,6 +661,27 @@ pub enum BotChange {
         base_url: String,
         interface: u8,
     },
+}
+
+/// What changed in a person's two-factor authentication (`Event::TwoFactorChanged`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TwoFactorChange {
+    /// Enrolled: the key is derived from `key_nonce` and the server secret, and was confirmed by
+    /// the code of `step` (used up by that); backup codes from `backup_nonce`, when issued.
+    Enabled {
+        key_nonce: String,
+        backup_nonce: Option<String>,
+        step: u64,
+    },
+    /// The authenticator's code of `step` signed them in or confirmed a change (codes of this
+    /// step and earlier ones are refused from now on).
+    CodeUsed { step: u64 },
+    /// Backup code `index` was used up.
+    BackupCodeUsed { index: u8 },
+    /// Ten new backup codes (from `backup_nonce`) replace the earlier ones.
+    BackupCodesIssued { backup_nonce: String },
+    /// Switched off, by the person or by an administrator (`by`).
+    Disabled { by: UserId },
 }
 
 /// The emoji of a user status; an empty name is no emoji.
@@ -732,6 +760,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "ClientDeviceRemoved",
     "SessionStarted",
     "SessionEnded",
+    "TwoFactorChanged",
     "DraftsSaved",
     "DraftRemoved",
     "SavedSnippetSaved",
@@ -838,6 +867,7 @@ impl Event {
             Event::ClientDeviceRemoved { .. } => "ClientDeviceRemoved",
             Event::SessionStarted { .. } => "SessionStarted",
             Event::SessionEnded { .. } => "SessionEnded",
+            Event::TwoFactorChanged { .. } => "TwoFactorChanged",
             Event::DraftsSaved { .. } => "DraftsSaved",
             Event::DraftRemoved { .. } => "DraftRemoved",
             Event::SavedSnippetSaved { .. } => "SavedSnippetSaved",

@@ -33,6 +33,7 @@ pub mod server_settings;
 pub mod sso;
 pub mod starting;
 pub mod subscriptions;
+pub mod two_factor;
 pub mod uploads;
 pub mod user_groups;
 pub mod users;
@@ -273,6 +274,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 endpoint!(json, "/logout", post => webclient::logout);
                 endpoint!(json, "/sessions", get => webclient::get_sessions);
                 endpoint!(json, "/sessions/{session_id}", delete => webclient::end_session);
+                endpoint!(json, "/users/me/two_factor",
+                    get => two_factor::status,
+                    post => two_factor::enable,
+                    delete => two_factor::disable_own);
+                endpoint!(json, "/users/me/two_factor/setup", post => two_factor::setup);
+                endpoint!(json, "/users/me/two_factor/qr.svg", get => two_factor::setup_qr);
+                endpoint!(json, "/users/me/two_factor/backup_codes",
+                    post => two_factor::renew_backup_codes);
             })
             .configure(api_routes)
             .default_service(web::to(not_found))
@@ -286,6 +295,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         get => password_reset::reset_page, post => password_reset::request_reset);
     endpoint!(cfg, "/accounts/password/reset/done/", get => password_reset::reset_done_page);
     endpoint!(cfg, "/accounts/login/jwt/", post => webclient::jwt_login);
+    endpoint!(cfg, "/login/two_factor/", post => two_factor::login_code);
+    endpoint!(cfg, "/login/two_factor/setup", get => two_factor::login_setup);
+    endpoint!(cfg, "/login/two_factor/qr.svg", get => two_factor::login_qr);
     endpoint!(cfg, "/accounts/login/social/oidc", get => sso::start_first);
     endpoint!(cfg, "/accounts/register/social/oidc", get => sso::start_first);
     endpoint!(cfg, "/accounts/login/social/oidc/{name}", get => sso::start_named);
@@ -325,6 +337,7 @@ fn api_routes(api: &mut web::ServiceConfig) {
     endpoint!(api, "/jwt/fetch_api_key", post => auth::jwt_fetch_api_key);
     endpoint!(api, "/users/me", get => users::get_own_user, delete => users::deactivate_own_user);
     endpoint!(api, "/users/me/api_key/regenerate", post => auth::regenerate_api_key);
+    endpoint!(api, "/users/{user_id}/two_factor", delete => two_factor::disable_for);
     endpoint!(api, "/settings", patch => users::update_settings);
     // The legacy form the Python client's update_notification_settings uses.
     endpoint!(api, "/settings/notifications", patch => users::update_settings);

@@ -37,6 +37,13 @@ const PASSWORD_RESETS: Rule = Rule {
     max: 2,
 };
 
+/// Wrong two-factor codes per person: ten in fifteen minutes (three codes of a million are
+/// right at any time, so a guesser's odds stay below one in 30,000 per window).
+const TWO_FACTOR_FAILURES: Rule = Rule {
+    window: Duration::from_secs(900),
+    max: 10,
+};
+
 impl Default for Limits {
     /// Zulip's `DEFAULT_RATE_LIMITING_RULES`.
     fn default() -> Limits {
@@ -83,6 +90,8 @@ pub enum Key {
     Login(String),
     /// Password-reset emails to an address (lowercased).
     PasswordReset(String),
+    /// A person's wrong two-factor codes.
+    TwoFactor(u64),
 }
 
 /// A key's kind, for the refusal counter.
@@ -92,6 +101,7 @@ enum KeyKind {
     Ip,
     Login,
     PasswordReset,
+    TwoFactor,
 }
 
 /// Where a key stands after a request: for the `X-RateLimit-*` headers.
@@ -128,6 +138,7 @@ impl RateLimiter {
             Key::Ip(_) => limits.per_ip,
             Key::Login(_) => limits.failed_logins,
             Key::PasswordReset(_) => PASSWORD_RESETS,
+            Key::TwoFactor(_) => TWO_FACTOR_FAILURES,
         }
     }
 
@@ -152,6 +163,7 @@ impl RateLimiter {
             Key::Ip(_) => KeyKind::Ip,
             Key::Login(_) => KeyKind::Login,
             Key::PasswordReset(_) => KeyKind::PasswordReset,
+            Key::TwoFactor(_) => KeyKind::TwoFactor,
         };
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
         let times = buckets.entry(key).or_default();
@@ -175,6 +187,7 @@ impl RateLimiter {
                     KeyKind::Ip => "ip",
                     KeyKind::Login => "login",
                     KeyKind::PasswordReset => "password_reset",
+                    KeyKind::TwoFactor => "two_factor",
                 };
                 crate::metrics::get()
                     .rate_limited

@@ -146,7 +146,7 @@ fn mobile_flow_otp(query: &str) -> ApiResult<Option<String>> {
 /// hex XORed with the pad the app chose, so the key never crosses the browser in the clear.
 pub(super) fn mobile_flow_redirect(state: &AppState, user_id: UserId, otp: &str) -> HttpResponse {
     let account = state.engine.read(|s| {
-        s.users.get(user_id).map(|u| {
+        s.users.get(user_id).filter(|u| u.is_active).map(|u| {
             (
                 state.secret.api_key(user_id, &u.api_key_nonce),
                 u.email.clone(),
@@ -210,6 +210,9 @@ pub async fn login(
         Ok(user_id) => user_id,
         Err(error) => return failed(failure_code(&error)),
     };
+    if let Some(step) = super::two_factor::second_step(&state, user_id) {
+        return super::two_factor::begin(&state, user_id, step, otp);
+    }
     if let Some(otp) = otp {
         return mobile_flow_redirect(&state, user_id, &otp);
     }
@@ -248,6 +251,20 @@ pub(super) async fn start_browser_session(
     state: &AppState,
     user_id: UserId,
 ) -> HttpResponse {
+    match start_browser_session_with(req, state, user_id, None).await {
+        Ok(response) => response,
+        Err(error) => redirect(&format!("/login/?error={}", failure_code(&error))),
+    }
+}
+
+/// A new web session for `user_id`, recorded with the second step it passed (in the same
+/// commit: a code cannot sign in twice).
+pub(super) async fn start_browser_session_with(
+    req: &HttpRequest,
+    state: &AppState,
+    user_id: UserId,
+    passed: Option<crate::commands::two_factor::Passed>,
+) -> ApiResult<HttpResponse> {
     let session_id = new_api_key_nonce();
     let client = req
         .headers()
@@ -260,14 +277,23 @@ pub(super) async fn start_browser_session(
         state
             .engine
             .execute(Some(user_id), move |s, ctx| {
-                crate::commands::sessions::start_session(s, ctx, user_id, &session_id, &client)
+                let mut decision = crate::commands::sessions::start_session(
+                    s,
+                    ctx,
+                    user_id,
+                    &session_id,
+                    &client,
+                )?;
+                if let Some(passed) = &passed {
+                    let mut first = passed.events(s, user_id)?;
+                    first.append(&mut decision.events);
+                    decision.events = first;
+                }
+                Ok(decision)
             })
             .await
     };
-    match started {
-        Ok(_) => signed_in(state, user_id, &session_id),
-        Err(error) => redirect(&format!("/login/?error={}", failure_code(&error))),
-    }
+    started.map(|_| signed_in(state, user_id, &session_id))
 }
 
 /// The login form's code for a refusal.

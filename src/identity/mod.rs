@@ -6,6 +6,7 @@
 pub mod jwt;
 pub mod ldap;
 pub mod oidc;
+pub mod two_factor;
 
 use crate::commands::directory::SyncRules;
 use crate::config::Settings;
@@ -18,6 +19,10 @@ use std::time::Duration;
 pub struct Identity {
     /// Passwords Chronicle keeps (Zulip's email backend).
     pub password: bool,
+    /// Two-factor authentication for password sign-in (`[auth] two_factor`).
+    pub two_factor: bool,
+    /// Owners and administrators must have it (`[auth] two_factor_required_for_admins`).
+    pub two_factor_required_for_admins: bool,
     /// An LDAP directory.
     pub ldap: Option<Arc<ldap::Directory>>,
     /// The key of JSON Web Tokens the organization's own service signs.
@@ -40,6 +45,8 @@ impl Default for Identity {
     fn default() -> Identity {
         Identity {
             password: true,
+            two_factor: true,
+            two_factor_required_for_admins: false,
             ldap: None,
             jwt: None,
             oidc: Vec::new(),
@@ -70,6 +77,8 @@ impl Identity {
         };
         Ok(Identity {
             password,
+            two_factor: s.auth.two_factor.unwrap_or(true),
+            two_factor_required_for_admins: s.auth.two_factor_required_for_admins.unwrap_or(false),
             create_users: s.ldap.create_users.unwrap_or(true),
             sync_every: ldap
                 .as_ref()

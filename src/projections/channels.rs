@@ -220,6 +220,7 @@ impl Channels {
             | Event::ClientDeviceRemoved { .. }
             | Event::SessionStarted { .. }
             | Event::SessionEnded { .. }
+            | Event::TwoFactorChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }
             | Event::SavedSnippetSaved { .. }

@@ -122,6 +122,7 @@ impl Devices {
             | Event::UserUnmuted { .. }
             | Event::SessionStarted { .. }
             | Event::SessionEnded { .. }
+            | Event::TwoFactorChanged { .. }
             | Event::LogErased { .. }
             | Event::ImportStarted { .. }
             | Event::ImportFinished { .. }

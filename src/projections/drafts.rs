@@ -172,6 +172,7 @@ impl Drafts {
             | Event::ClientDeviceRemoved { .. }
             | Event::SessionStarted { .. }
             | Event::SessionEnded { .. }
+            | Event::TwoFactorChanged { .. }
             | Event::UserMuted { .. }
             | Event::AlertWordsAdded { .. }
             | Event::RealmDomainAdded { .. }

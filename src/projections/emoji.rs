@@ -166,6 +166,7 @@ impl CustomEmojis {
             | Event::ClientDeviceRemoved { .. }
             | Event::SessionStarted { .. }
             | Event::SessionEnded { .. }
+            | Event::TwoFactorChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }
             | Event::SavedSnippetSaved { .. }

@@ -264,7 +264,7 @@ impl Projections {
     /// The dump, with `messages` as the messages area.
     fn dump_with(&self, messages: Value) -> Value {
         let (drafts, snippets) = self.drafts.dump();
-        json!({
+        let mut dump = json!({
             "seq": self.seq.0,
             "realm": self.realm.dump(),
             "users": self.users.dump(),
@@ -291,7 +291,11 @@ impl Projections {
             "drafts": drafts,
             "saved_snippets": snippets,
             "sessions": self.sessions.dump(),
-        })
+        });
+        if let Some(two_factor) = self.sessions.two_factor_dump() {
+            dump["two_factor"] = two_factor;
+        }
+        dump
     }
 
     /// An organization-level permission as a group-setting value: as last changed, else the

@@ -162,6 +162,7 @@ impl ProfileFields {
             | Event::ClientDeviceRemoved { .. }
             | Event::SessionStarted { .. }
             | Event::SessionEnded { .. }
+            | Event::TwoFactorChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }
             | Event::SavedSnippetSaved { .. }

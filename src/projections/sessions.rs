@@ -2,7 +2,7 @@
 //! when. The cookie a browser holds is a session's id with a MAC under the server secret
 //! (`ServerSecret::session_mac`), so this area holds nothing that lets anyone in.
 
-use crate::events::{Envelope, Event};
+use crate::events::{Envelope, Event, TwoFactorChange};
 use crate::ids::UserId;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -18,10 +18,45 @@ pub struct Session {
     pub client: String,
 }
 
-/// Every live web session, by id.
+/// A person's two-factor enrolment (`identity::two_factor` checks codes against it).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TwoFactor {
+    pub key_nonce: String,
+    pub backup_nonce: Option<String>,
+    /// Bit `i` set: backup code `i` was used.
+    pub backup_used: u16,
+    /// The newest step whose code was accepted.
+    pub last_step: u64,
+    /// Milliseconds since the epoch.
+    pub enabled_at: i64,
+}
+
+impl TwoFactor {
+    pub fn enrolment(&self) -> crate::identity::two_factor::Enrolment<'_> {
+        crate::identity::two_factor::Enrolment {
+            key_nonce: &self.key_nonce,
+            backup_nonce: self.backup_nonce.as_deref(),
+            backup_used: self.backup_used,
+            last_step: self.last_step,
+        }
+    }
+
+    /// Backup codes not used yet.
+    pub fn backup_codes_left(&self) -> usize {
+        if self.backup_nonce.is_none() {
+            return 0;
+        }
+        crate::identity::two_factor::BACKUP_CODES - self.backup_used.count_ones() as usize
+    }
+}
+
+/// Every live web session, by id, and who signs in with a second factor.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Sessions {
     by_id: BTreeMap<String, Session>,
+    /// Absent from snapshots written before two-factor authentication existed (none then).
+    #[serde(default)]
+    two_factor: BTreeMap<UserId, TwoFactor>,
 }
 
 impl Sessions {
@@ -39,8 +74,58 @@ impl Sessions {
             .map(|(id, s)| (id.as_str(), s))
     }
 
+    /// `user`'s two-factor enrolment, if they have one.
+    pub fn two_factor(&self, user: UserId) -> Option<&TwoFactor> {
+        self.two_factor.get(&user)
+    }
+
+    fn apply_two_factor(&mut self, at: i64, user: UserId, change: &TwoFactorChange) {
+        match change {
+            TwoFactorChange::Enabled {
+                key_nonce,
+                backup_nonce,
+                step,
+            } => {
+                self.two_factor.insert(
+                    user,
+                    TwoFactor {
+                        key_nonce: key_nonce.clone(),
+                        backup_nonce: backup_nonce.clone(),
+                        backup_used: 0,
+                        last_step: *step,
+                        enabled_at: at,
+                    },
+                );
+            }
+            TwoFactorChange::Disabled { .. } => {
+                self.two_factor.remove(&user);
+            }
+            change => {
+                let Some(enrolment) = self.two_factor.get_mut(&user) else {
+                    return;
+                };
+                match change {
+                    TwoFactorChange::CodeUsed { step } => {
+                        enrolment.last_step = enrolment.last_step.max(*step);
+                    }
+                    TwoFactorChange::BackupCodeUsed { index } => {
+                        enrolment.backup_used |= 1u16.checked_shl(u32::from(*index)).unwrap_or(0);
+                    }
+                    TwoFactorChange::BackupCodesIssued { backup_nonce } => {
+                        enrolment.backup_nonce = Some(backup_nonce.clone());
+                        enrolment.backup_used = 0;
+                    }
+                    TwoFactorChange::Enabled { .. } | TwoFactorChange::Disabled { .. } => {}
+                }
+            }
+        }
+    }
+
     pub fn apply(&mut self, env: &Envelope) {
         match &env.event {
+            Event::TwoFactorChanged { user_id, change } => {
+                self.apply_two_factor(env.at, *user_id, change);
+            }
             Event::SessionStarted {
                 user_id,
                 session_id,
@@ -147,6 +232,27 @@ impl Sessions {
             | Event::Imported { .. }
             | Event::MessagesReadThrough { .. } => {}
         }
+    }
+
+    /// Who has two-factor authentication, for the dump (`None` when nobody does, so that
+    /// dumps of older logs keep their shape). No nonce: what they derive is nobody's business.
+    pub fn two_factor_dump(&self) -> Option<Value> {
+        if self.two_factor.is_empty() {
+            return None;
+        }
+        Some(Value::Object(
+            self.two_factor
+                .iter()
+                .map(|(user, t)| {
+                    let entry = json!({
+                        "enabled_at": t.enabled_at,
+                        "backup_codes_left": t.backup_codes_left(),
+                        "last_step": t.last_step,
+                    });
+                    (user.0.to_string(), entry)
+                })
+                .collect(),
+        ))
     }
 
     /// Every session: its user, times and browser (the admin dump; ids are not secrets).

@@ -357,6 +357,7 @@ impl UserSettings {
             | Event::ClientDeviceRemoved { .. }
             | Event::SessionStarted { .. }
             | Event::SessionEnded { .. }
+            | Event::TwoFactorChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }
             | Event::SavedSnippetSaved { .. }

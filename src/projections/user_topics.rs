@@ -97,6 +97,7 @@ impl UserTopics {
             | Event::ClientDeviceRemoved { .. }
             | Event::SessionStarted { .. }
             | Event::SessionEnded { .. }
+            | Event::TwoFactorChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }
             | Event::SavedSnippetSaved { .. }

@@ -5,12 +5,16 @@ target/web-client-screenshots/; the layout is checked by element geometry; and t
 promises are checked in the browser (HttpOnly session cookie, no CSP or Trusted Types
 violations, a cross-site form post refused)."""
 
+import base64
+import hashlib
+import hmac
 import http.server
 import pathlib
 import shutil
 import socket
 import tempfile
 import threading
+import time
 
 import pytest
 import requests
@@ -571,6 +575,66 @@ def test_logout(site, browsers):
     ada.wait(lambda: "/login/" in ada.driver.current_url, "logout did not lead to the login page")
     ada.driver.get(site.url + "/")
     ada.wait(lambda: "/login/" in ada.driver.current_url, "/ did not redirect to the login page")
+
+
+class Authenticator:
+    """An authenticator app (RFC 6238: HMAC-SHA1, 30-second steps, six digits) that never shows
+    a step the server has seen used, within the one step of drift the server allows."""
+
+    def __init__(self, secret):
+        self.key = base64.b32decode(secret.replace(" ", ""))
+        self.last = 0
+
+    def code(self):
+        now = int(time.time()) // 30
+        step = max(self.last + 1, now - 1)
+        assert step <= now + 1, "no fresh code before the clock moves on"
+        self.last = step
+        digest = hmac.new(self.key, step.to_bytes(8, "big"), hashlib.sha1).digest()
+        offset = digest[19] & 15
+        return "%06d" % ((int.from_bytes(digest[offset:offset + 4], "big") & 0x7FFFFFFF) % 1_000_000)
+
+
+def test_two_factor_set_up_in_the_settings_and_asked_at_login(site):
+    site.api("POST", "users", email="cleo@example.com", password="cleo-password-1", full_name="Cleo")
+    cleo = Browser()
+    try:
+        cleo.login(site.url, "cleo@example.com", "cleo-password-1")
+        cleo.click(lambda: cleo.find("#open-settings"))
+        cleo.click(lambda: cleo.find('#two-factor button'))
+        secret = cleo.wait(lambda: cleo.finds(".two-factor-secret") and cleo.find(".two-factor-secret").text)
+        qr = cleo.find("#two-factor img.two-factor-qr")
+        cleo.wait(lambda: cleo.js("return arguments[0].complete && arguments[0].naturalWidth", qr) >= 200,
+                  "the QR code did not load")
+        app = Authenticator(secret)
+        cleo.find("#two-factor form input").send_keys(app.code())
+        cleo.find("#two-factor form button[type=submit]").click()
+        cleo.wait(lambda: len(cleo.finds("#backup-codes li")) == 10, "no backup codes were shown")
+        backup = cleo.finds("#backup-codes li")[0].text
+        assert len(backup) == 8, backup
+        cleo.find("#two-factor button").click()
+        cleo.wait(lambda: "10 backup codes left" in cleo.find("#two-factor-state").text)
+        cleo.find("#settings-dialog .close").click()
+        cleo.find("#logout").click()
+        cleo.wait(lambda: "/login/" in cleo.driver.current_url)
+
+        # The password, then the code; a wrong code says so and keeps the step.
+        cleo.find("#username").send_keys("cleo@example.com")
+        cleo.find("#password").send_keys("cleo-password-1")
+        cleo.find("form button[type=submit]").click()
+        cleo.wait(lambda: cleo.find("#two-factor-form").is_displayed(), "the login did not ask for a code")
+        assert not cleo.find("form.login-form").is_displayed()
+        cleo.find("#code").send_keys("000000")
+        cleo.find("#two-factor-form button[type=submit]").click()
+        cleo.wait(lambda: "Invalid token" in cleo.find("#login-error").text, "a wrong code was not refused")
+        cleo.find("#code").send_keys(app.code())
+        cleo.find("#two-factor-form button[type=submit]").click()
+        cleo.wait(lambda: cleo.finds(".nav-item") and cleo.finds(".people .person"), "the app did not load")
+        cleo.collect_log()
+        bad = [e for e in cleo.log if "Content Security Policy" in e["message"]]
+        assert not bad, bad
+    finally:
+        cleo.quit()
 
 
 def test_an_administrator_opens_the_audit_page_with_the_session(site):

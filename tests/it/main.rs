@@ -26,6 +26,7 @@ mod scheduled;
 mod security;
 mod settings;
 mod support;
+mod two_factor;
 mod uploads;
 mod users;
 mod web;

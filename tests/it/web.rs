@@ -760,7 +760,7 @@ async fn a_forgotten_password_is_reset_once_through_an_emailed_link() {
     }
 }
 
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+pub(crate) fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();

@@ -48,6 +48,7 @@ pub fn client_events(
         // Web sessions are the server's business; Zulip sends no event for them either.
         | Event::SessionStarted { .. }
         | Event::SessionEnded { .. }
+        | Event::TwoFactorChanged { .. }
         // Bot storage is private to its bot, and Zulip sends no event for it.
         | Event::BotStorageSet { .. }
         | Event::BotStorageRemoved { .. } => Deliveries::new(),

@@ -15,6 +15,9 @@ const MESSAGES = {
   sso_no_account: "There is no account here for that address. Ask an administrator for an invitation.",
   sso_domain: "Your email address is not in one of the domains allowed to join this organization.",
   sso_signup_refused: "An account could not be made from what the sign-in service says about you (your name or address). Ask an administrator.",
+  invalid_code: "Invalid token. Please make sure you have entered it correctly.",
+  code_rate_limited: "Too many wrong codes. Please wait a quarter of an hour and try again.",
+  two_factor_expired: "That login took too long. Please log in again.",
 };
 
 const query = new URLSearchParams(location.search);
@@ -37,8 +40,33 @@ if (code) {
   box.classList.add("login-notice");
   box.hidden = false;
 }
-const target = code === "invalid" ? "password" : "username";
-document.getElementById(target).focus();
+// The second step of a login with two-factor authentication: a code, or (when the
+// organization requires it and the account has none yet) enrolment first.
+const secondStep = query.get("two_factor");
+if (secondStep === "code" || secondStep === "setup") {
+  document.querySelector("form.login-form").hidden = true;
+  document.getElementById("forgot-password").hidden = true;
+  document.getElementById("two-factor-form").hidden = false;
+  if (secondStep === "setup") {
+    document.getElementById("two-factor-setup").hidden = false;
+    document.getElementById("two-factor-hint").textContent = "Enter the 6-digit code your authenticator app shows now.";
+    fetch("/login/two_factor/setup")
+      .then((answer) => answer.json())
+      .then((offer) => {
+        if (offer.result !== "success") throw new Error(offer.msg);
+        document.getElementById("two-factor-secret").textContent = offer.secret.replace(/(.{4})/g, "$1 ").trim();
+        document.getElementById("two-factor-qr").src = "/login/two_factor/qr.svg";
+      })
+      .catch(() => {
+        box.textContent = MESSAGES.two_factor_expired;
+        box.hidden = false;
+      });
+  }
+  document.getElementById("code").focus();
+} else {
+  const target = code === "invalid" ? "password" : "username";
+  document.getElementById(target).focus();
+}
 
 // With a directory (LDAP), people may sign in with their directory username as well; each
 // identity provider gets a button (with the mobile app's pad, when the app started this).
@@ -50,7 +78,7 @@ fetch("/api/v1/server_settings")
       document.getElementById("username").type = "text";
     }
     const external = settings.external_authentication_methods || [];
-    if (external.length > 0) {
+    if (external.length > 0 && !secondStep) {
       const list = document.createElement("div");
       list.className = "login-external";
       for (const method of external) {

@@ -1,11 +1,13 @@
 // The settings dialog: name, status, two notification switches, who can read every
-// conversation through the log inspector, the sessions of this account (each can be ended),
+// conversation through the log inspector, two-factor authentication, the sessions of this
+// account (each can be ended),
 // and the audit-log link for administrators.
 
 import { api } from "./api.js";
 import { $, el, clear, toast } from "./dom.js";
 import { state, isAdmin } from "./state.js";
 import { longTime } from "./time.js";
+import { showTwoFactor } from "./two_factor.js";
 
 export function setup() {
   $("name-form").addEventListener("submit", (e) => { e.preventDefault(); saveName(); });
@@ -20,6 +22,7 @@ export function open() {
   $("admin-link").hidden = !isAdmin();
   $("settings-dialog").showModal();
   loadSessions();
+  showTwoFactor($("two-factor"));
   showInspectPolicy();
 }
 
