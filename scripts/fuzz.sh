@@ -85,9 +85,16 @@ PY
     tar -czf fuzz/corpus/import_zulip/seed.tar.gz -C "$seed" zulip-export-seed
     rm -rf "$seed"
 fi
+# The SCIM filter target starts from two filters of RFC 7644's grammar.
+if [ ! -d fuzz/corpus/scim_filter ]; then
+    mkdir -p fuzz/corpus/scim_filter
+    printf 'userName eq "ana@example.com"' > fuzz/corpus/scim_filter/eq
+    printf 'emails[type eq "work" and value co "x"] or not (active eq true)' \
+        > fuzz/corpus/scim_filter/nested
+fi
 total=0
 for target in params narrow markdown log_record upload_names avatar_image webhooks import_slack \
-    import_mattermost import_zulip jwt; do
+    import_mattermost import_zulip jwt scim_filter; do
     log=$(mktemp)
     cargo fuzz run --sanitizer none "$profile" "$target" -- \
         -max_total_time="$seconds" -rss_limit_mb=1024 2>"$log" || {

@@ -64,6 +64,8 @@ pub struct Settings {
     pub ldap: LdapSettings,
     #[serde(default, skip_serializing_if = "JwtSettings::is_empty")]
     pub jwt: JwtSettings,
+    #[serde(default, skip_serializing_if = "ScimSettings::is_empty")]
+    pub scim: ScimSettings,
     /// `[oidc.NAME]`: OpenID Connect providers, by the name their sign-in URLs carry.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub oidc: std::collections::BTreeMap<String, OidcSettings>,
@@ -266,6 +268,23 @@ pub struct JwtSettings {
     pub algorithms: Option<Vec<String>>,
 }
 
+/// `[scim]`: provisioning by SCIM 2.0 (`/scim/v2`), as Zulip offers it for Okta and Entra ID:
+/// the identity provider creates, changes and deactivates accounts. Off unless `token` is set.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScimSettings {
+    /// The bearer token the SCIM client sends (a secret; Zulip's `bearer_token`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    /// The client's name, for the server's log lines (Zulip's `scim_client_name`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_name: Option<String>,
+    /// Names as `name.formatted` (true) or as `name.givenName` and `name.familyName` (false,
+    /// for Okta), as Zulip's `name_formatted_included`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name_formatted_included: Option<bool>,
+}
+
 /// `[oidc.NAME]`: one OpenID Connect provider (Keycloak, Authentik, Okta, Entra ID, Google):
 /// sign-in by the authorization code flow with PKCE.
 #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
@@ -338,7 +357,8 @@ is_empty!(
     MetricsSettings,
     AuthSettings,
     LdapSettings,
-    JwtSettings
+    JwtSettings,
+    ScimSettings
 );
 
 /// One setting: its dotted key, and whether its value is a secret (never printed; may come
@@ -417,6 +437,12 @@ pub const KEYS: &[Key] = &[
         secret: true,
     },
     key("jwt.algorithms"),
+    Key {
+        name: "scim.token",
+        secret: true,
+    },
+    key("scim.client_name"),
+    key("scim.name_formatted_included"),
 ];
 
 /// The environment variable of a dotted key.
@@ -492,6 +518,11 @@ impl Settings {
             jwt: JwtSettings {
                 key: None,
                 algorithms: Some(vec!["HS256".into()]),
+            },
+            scim: ScimSettings {
+                token: None,
+                client_name: Some("scim".into()),
+                name_formatted_included: Some(true),
             },
             oidc: Default::default(),
         }

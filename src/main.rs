@@ -427,6 +427,7 @@ impl ServeArgs {
             auth: Default::default(),
             ldap: Default::default(),
             jwt: Default::default(),
+            scim: Default::default(),
             oidc: Default::default(),
         }
     }

@@ -497,7 +497,7 @@ pub fn change_group(
 }
 
 /// Where a group is used as (part of) a permission setting; Zulip refuses to deactivate it then.
-fn uses_of(state: &Projections, group: GroupId) -> Vec<serde_json::Value> {
+pub(crate) fn uses_of(state: &Projections, group: GroupId) -> Vec<serde_json::Value> {
     let mentions = |setting: &GroupSetting| match setting {
         GroupSetting::Group(id) => *id == group,
         GroupSetting::Anonymous {

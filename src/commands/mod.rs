@@ -26,6 +26,7 @@ pub mod realm;
 pub mod realm_domains;
 pub mod reports;
 pub mod scheduled;
+pub mod scim;
 pub mod sessions;
 pub mod storage;
 #[cfg(test)]

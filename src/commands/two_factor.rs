@@ -6,9 +6,17 @@
 use super::{Ctx, Decision};
 use crate::error::{ApiError, ApiResult};
 use crate::events::{Event, Role, TwoFactorChange};
-use crate::identity::two_factor::Proof;
 use crate::ids::UserId;
 use crate::projections::Projections;
+
+/// A code that was right (`identity::two_factor::check`), and what accepting it records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proof {
+    /// The authenticator's code of this step.
+    Code { step: u64 },
+    /// The backup code with this index.
+    Backup { index: u8 },
+}
 
 /// Zulip's (django-otp's) words for a wrong code.
 pub const INVALID_CODE: &str = "Invalid token. Please make sure you have entered it correctly.";

@@ -128,124 +128,6 @@ impl FromRequest for Auth {
     }
 }
 
-/// `POST /fetch_api_key`: exchanges a username (email) and password for the API key.
-pub async fn fetch_api_key(
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    mut params: Params,
-) -> ApiResult<HttpResponse> {
-    let username = params.required_str("username")?;
-    let password = params.required_str("password")?;
-    let ip = client_ip(&req, &state);
-    let user_id = password_and_second_factor(&state, ip, &username, password).await?;
-    let (api_key, email) = state
-        .engine
-        .read(|s| {
-            s.users.get(user_id).map(|u| {
-                (
-                    state.secret.api_key(user_id, &u.api_key_nonce),
-                    u.email.clone(),
-                )
-            })
-        })
-        .ok_or_else(|| ApiError::internal("account vanished"))?;
-    Ok(params.success(json!({"api_key": api_key, "email": email, "user_id": user_id.0})))
-}
-
-/// `fetch_api_key`'s check: the password, and for a person with two-factor authentication the
-/// code typed right after it (`hunter2` then `123456`: `hunter2123456`), as FreeIPA takes them.
-/// A right password without the code is refused with a message that says how; the code is
-/// spent. One password check per request when the address is known (whether the account has a
-/// second factor decides which part of the text is the password, so the time taken does not
-/// tell who has one), and one line in the sign-in audit with the outcome.
-async fn password_and_second_factor(
-    state: &AppState,
-    ip: Option<std::net::IpAddr>,
-    username: &str,
-    password: String,
-) -> ApiResult<UserId> {
-    let digits = crate::identity::two_factor::DIGITS;
-    let split = password
-        .len()
-        .checked_sub(digits)
-        .filter(|at| *at > 0 && password.is_char_boundary(*at))
-        .map(|at| password.split_at(at))
-        .filter(|(_, code)| code.bytes().all(|b| b.is_ascii_digit()))
-        .map(|(password, code)| (password.to_owned(), code.to_owned()));
-    let known = state.engine.read(|s| {
-        s.users
-            .by_email(username)
-            .map(|u| s.sessions.two_factor(u.user_id).is_some())
-    });
-    let (method, result) = match (known, split) {
-        // An address with a second factor: the password is what precedes the code.
-        (Some(true), Some((password, code))) if state.identity.two_factor => {
-            let (method, result) = sign_in_with_password(state, ip, username, password).await;
-            (method, with_second_factor(state, result, Some(&code)).await)
-        }
-        // Any other address: the whole text is the password.
-        (Some(_), _) => {
-            let (method, result) = sign_in_with_password(state, ip, username, password).await;
-            (method, with_second_factor(state, result, None).await)
-        }
-        // A directory username: the whole text, else (a right password followed by a code)
-        // the text before the code, for an account that has a second factor.
-        (None, split) => {
-            let (method, whole) = sign_in_with_password(state, ip, username, password).await;
-            match (whole, split) {
-                (Err(error), Some((password, code)))
-                    if state.identity.two_factor
-                        && state.identity.ldap.is_some()
-                        && error.code() == Some(ErrorCode::AuthenticationFailed) =>
-                {
-                    let (method, result) =
-                        sign_in_with_password(state, ip, username, password).await;
-                    if result.is_ok() {
-                        // The first try was this person's too: it does not count as a failure.
-                        let key =
-                            crate::http::rate_limit::Key::Login(username.trim().to_lowercase());
-                        state.rate_limiter.release(&key);
-                    }
-                    let enrolled = result.as_ref().is_ok_and(|user_id| {
-                        state
-                            .engine
-                            .read(|s| s.sessions.two_factor(*user_id).is_some())
-                    });
-                    let result = if enrolled || result.is_err() {
-                        result
-                    } else {
-                        Err(error)
-                    };
-                    (method, with_second_factor(state, result, Some(&code)).await)
-                }
-                (whole, _) => (method, with_second_factor(state, whole, None).await),
-            }
-        }
-    };
-    audit_sign_in(state, method, username, ip, &result);
-    result
-}
-
-/// A password sign-in's outcome once the second factor (`code`, typed after the password) is
-/// checked and spent, for an account that has one or must have one.
-async fn with_second_factor(
-    state: &AppState,
-    signed_in: ApiResult<UserId>,
-    code: Option<&str>,
-) -> ApiResult<UserId> {
-    let user_id = signed_in?;
-    if let Some(proof) = super::two_factor::api_key_second_factor(state, user_id, code)? {
-        state
-            .engine
-            .execute(Some(user_id), move |s, _ctx| {
-                let spent = crate::commands::two_factor::spend(s, user_id, proof)?;
-                Ok(crate::commands::Decision::events(vec![spent]))
-            })
-            .await?;
-    }
-    Ok(user_id)
-}
-
 /// Brings one person's account in step with their directory entry: only they are listed, and
 /// nobody missing is deactivated, so nobody else is touched.
 async fn sync_one(
@@ -419,7 +301,7 @@ pub fn audit_sign_in_outcome(
 }
 
 /// [`check_password`]'s work, with the way it was decided (`password` or `ldap`).
-async fn sign_in_with_password(
+pub(super) async fn sign_in_with_password(
     state: &AppState,
     ip: Option<std::net::IpAddr>,
     username: &str,
@@ -661,4 +543,13 @@ pub fn session_auth(req: &HttpRequest) -> ApiResult<Auth> {
 
 pub fn not_logged_in() -> ApiError {
     ApiError::unauthorized("Not logged in: API authentication or user session required")
+}
+
+/// `; Secure` when the organization's URL is https (cookies then never travel in the clear).
+pub fn secure_suffix(state: &AppState) -> &'static str {
+    if state.site.realm_url.starts_with("https://") {
+        "; Secure"
+    } else {
+        ""
+    }
 }

@@ -29,6 +29,8 @@ pub mod rate_limit;
 pub mod realm;
 pub mod realm_domains;
 pub mod scheduled;
+pub mod scim;
+pub mod second_factor;
 pub mod server_settings;
 pub mod sso;
 pub mod starting;
@@ -266,6 +268,37 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             })
             .default_service(web::to(not_found)),
     );
+    // SCIM provisioning, for the organization's identity provider (its bearer token).
+    cfg.service(
+        web::scope("/scim/v2")
+            .app_data(web::PayloadConfig::new(scim::MAX_BODY_BYTES))
+            .configure(|scim_routes| {
+                endpoint!(scim_routes, "/Users", get => scim::list_users, post => scim::create_user);
+                endpoint!(scim_routes, "/Users/.search", post => scim::search_users);
+                endpoint!(scim_routes, "/Users/{id}",
+                    get => scim::get_user,
+                    put => scim::replace_user,
+                    patch => scim::patch_user,
+                    delete => scim::delete_user);
+                endpoint!(scim_routes, "/ServiceProviderConfig", get => scim::service_provider_config);
+                endpoint!(scim_routes, "/ResourceTypes", get => scim::resource_types);
+                endpoint!(scim_routes, "/ResourceTypes/{id}", get => scim::resource_types);
+                endpoint!(scim_routes, "/Schemas", get => scim::schemas);
+                endpoint!(scim_routes, "/Schemas/{id}", get => scim::schemas);
+                endpoint!(scim_routes, "/Groups", get => scim::list_groups, post => scim::create_group);
+                endpoint!(scim_routes, "/Groups/.search", post => scim::search_groups);
+                endpoint!(scim_routes, "/Groups/{id}",
+                    get => scim::get_group,
+                    put => scim::replace_group,
+                    patch => scim::patch_group,
+                    delete => scim::delete_group);
+                for unserved in ["/Bulk", "/Me", "/.search"] {
+                    scim_routes.route(unserved, web::route().to(scim::not_implemented));
+                }
+            })
+            .default_service(web::to(scim::no_such_endpoint))
+            .wrap_fn(scim::guard),
+    );
     // The same API for the web client, authenticated by its session cookie, with the CSRF
     // check in front (`webclient::guard`), and the routes only browsers use.
     cfg.service(
@@ -333,7 +366,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 /// Every route of the API, under `/api/v1` for API clients and `/json` for the web client.
 fn api_routes(api: &mut web::ServiceConfig) {
     endpoint!(api, "/server_settings", get => server_settings::get_server_settings);
-    endpoint!(api, "/fetch_api_key", post => auth::fetch_api_key);
+    endpoint!(api, "/fetch_api_key", post => second_factor::fetch_api_key);
     endpoint!(api, "/jwt/fetch_api_key", post => auth::jwt_fetch_api_key);
     endpoint!(api, "/users/me", get => users::get_own_user, delete => users::deactivate_own_user);
     endpoint!(api, "/users/me/api_key/regenerate", post => auth::regenerate_api_key);

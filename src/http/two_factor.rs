@@ -9,183 +9,30 @@
 //!   `POST /json/users/me/two_factor/backup_codes`;
 //! - `DELETE /users/{user_id}/two_factor`: an administrator switches it off for someone who
 //!   lost their device;
-//! - `POST /fetch_api_key` with the password followed by a code (as FreeIPA takes them), so the
-//!   mobile app and the terminal client can still sign in with a password.
+//! - (`second_factor` has the code checks, the pending login's cookie, and `POST
+//!   /fetch_api_key` with the password followed by a code.)
 //!
 //! Sign-in through a directory's password (LDAP) takes the second step too; sign-in through an
 //! identity provider (OpenID Connect, JWT) does not: the provider is in charge of its factors,
 //! as in Zulip.
 
 use super::auth::audit_sign_in_outcome;
-use super::webclient::{redirect, same_origin_post, secure_suffix};
+use super::second_factor::{
+    checked_against_new, checked_against_own, now_seconds, pending_cookie, pending_of, Pending,
+    SecondStep,
+};
+use super::webclient::{redirect, same_origin_post};
 use super::{AppState, Auth, Params};
 use crate::commands::two_factor::{self as commands, Passed};
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::identity::two_factor::{self as totp, Enrolment, Proof};
+use crate::identity::two_factor as totp;
 use crate::ids::UserId;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use serde_json::json;
 
-/// The cookie that carries a login between the password and the code.
-const PENDING_COOKIE: &str = "chronicle_2fa";
-/// How long the code may follow the password (django-two-factor-auth's 600 s).
-const PENDING_SECONDS: i64 = 600;
 /// How long an enrolment started in the settings may take to be confirmed.
 const SETUP_SECONDS: i64 = 900;
-
-/// What the second step of a login is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SecondStep {
-    /// A code of the person's authenticator (or a backup code).
-    Code,
-    /// Enrolment first (required and not set up): the key from this nonce.
-    Enrol { key_nonce: String },
-}
-
-/// A login between its password and its code, as its cookie carries it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Pending {
-    user_id: UserId,
-    expires: i64,
-    step: SecondStep,
-    /// The mobile app's pad, when the app started this login.
-    mobile_otp: Option<String>,
-}
-
-impl Pending {
-    fn payload(&self) -> String {
-        let step = match &self.step {
-            SecondStep::Code => "code".to_owned(),
-            SecondStep::Enrol { key_nonce } => format!("enrol-{key_nonce}"),
-        };
-        let otp = self.mobile_otp.as_deref().unwrap_or("-");
-        format!("{}.{}.{step}.{otp}", self.user_id.0, self.expires)
-    }
-
-    /// The MAC of `payload`, bound to the person's password as it is now: a password changed
-    /// or reset meanwhile ends the pending login.
-    fn mac(state: &AppState, payload: &str) -> String {
-        let user = payload
-            .split('.')
-            .next()
-            .and_then(|id| id.parse().ok())
-            .map(UserId);
-        let password = state
-            .engine
-            .read(|s| {
-                user.and_then(|u| s.users.get(u))
-                    .and_then(|u| u.password_hash.clone())
-            })
-            .unwrap_or_default();
-        state
-            .secret
-            .sign_in_flow_mac(&format!("two-factor\0{payload}\0{password}"))
-    }
-
-    fn cookie_value(&self, state: &AppState) -> String {
-        let payload = self.payload();
-        format!("{payload}.{}", Self::mac(state, &payload))
-    }
-
-    fn parse(state: &AppState, value: &str, now: i64) -> Option<Pending> {
-        let (payload, mac) = value.rsplit_once('.')?;
-        let expected = Self::mac(state, payload);
-        if !crate::auth::constant_time_eq(mac.as_bytes(), expected.as_bytes()) {
-            return None;
-        }
-        let mut parts = payload.split('.');
-        let user_id = UserId(parts.next()?.parse().ok()?);
-        let expires: i64 = parts.next()?.parse().ok()?;
-        let step = match parts.next()? {
-            "code" => SecondStep::Code,
-            other => SecondStep::Enrol {
-                key_nonce: other.strip_prefix("enrol-")?.to_owned(),
-            },
-        };
-        let mobile_otp = match parts.next()? {
-            "-" => None,
-            otp => Some(otp.to_owned()),
-        };
-        (expires > now && parts.next().is_none()).then_some(Pending {
-            user_id,
-            expires,
-            step,
-            mobile_otp,
-        })
-    }
-}
-
-fn now_seconds() -> i64 {
-    crate::time::now_ms() / 1000
-}
-
-/// The second step `user_id`'s password sign-in needs, if any.
-pub fn second_step(state: &AppState, user_id: UserId) -> Option<SecondStep> {
-    if !state.identity.two_factor {
-        return None;
-    }
-    let (enrolled, admin) = state.engine.read(|s| {
-        (
-            s.sessions.two_factor(user_id).is_some(),
-            s.users.get(user_id).is_some_and(|u| u.role.is_admin()),
-        )
-    });
-    if enrolled {
-        Some(SecondStep::Code)
-    } else if admin && state.identity.two_factor_required_for_admins {
-        Some(SecondStep::Enrol {
-            key_nonce: crate::auth::new_api_key_nonce(),
-        })
-    } else {
-        None
-    }
-}
-
-/// After a right password: the cookie of the pending login, and the login page's second step.
-pub fn begin(
-    state: &AppState,
-    user_id: UserId,
-    step: SecondStep,
-    mobile_otp: Option<String>,
-) -> HttpResponse {
-    let page = match step {
-        SecondStep::Code => "/login/?two_factor=code",
-        SecondStep::Enrol { .. } => "/login/?two_factor=setup",
-    };
-    let pending = Pending {
-        user_id,
-        expires: now_seconds() + PENDING_SECONDS,
-        step,
-        mobile_otp,
-    };
-    let mut response = redirect(page);
-    set_pending_cookie(
-        state,
-        &mut response,
-        &pending.cookie_value(state),
-        PENDING_SECONDS,
-    );
-    response
-}
-
-fn set_pending_cookie(state: &AppState, response: &mut HttpResponse, value: &str, max_age: i64) {
-    let cookie = format!(
-        "{PENDING_COOKIE}={value}; Path=/login/; Max-Age={max_age}; HttpOnly; SameSite=Strict{}",
-        secure_suffix(state)
-    );
-    if let Ok(value) = HeaderValue::from_str(&cookie) {
-        response.headers_mut().append(header::SET_COOKIE, value);
-    }
-}
-
-fn pending_of(req: &HttpRequest, state: &AppState) -> Option<Pending> {
-    Pending::parse(
-        state,
-        super::auth::cookie(req, PENDING_COOKIE)?,
-        now_seconds(),
-    )
-}
 
 /// The key and `otpauth://` URI of an enrolment, for the person `user_id`.
 fn enrolment_offer(
@@ -256,53 +103,6 @@ pub async fn login_qr(req: HttpRequest, state: web::Data<AppState>) -> HttpRespo
 
 fn expired() -> ApiError {
     ApiError::bad_request("This login took too long; please start again")
-}
-
-/// Checks `code` for `user_id` against `enrolment`, counted against the person's failures
-/// (ten in fifteen minutes; a right code takes its try back).
-fn checked(
-    state: &AppState,
-    user_id: UserId,
-    enrolment: &Enrolment<'_>,
-    code: &str,
-) -> ApiResult<Proof> {
-    let key = crate::http::rate_limit::Key::TwoFactor(user_id.0);
-    state.rate_limiter.hit(key.clone())?;
-    match totp::check(&state.secret, user_id, enrolment, code, now_seconds()) {
-        Some(proof) => {
-            state.rate_limiter.release(&key);
-            Ok(proof)
-        }
-        None => Err(ApiError::bad_request(commands::INVALID_CODE)),
-    }
-}
-
-/// A code checked against `user_id`'s enrolment.
-fn checked_against_own(state: &AppState, user_id: UserId, code: &str) -> ApiResult<Proof> {
-    let enrolment = state
-        .engine
-        .read(|s| s.sessions.two_factor(user_id).cloned())
-        .ok_or_else(|| ApiError::bad_request("Two-factor authentication is not on"))?;
-    checked(state, user_id, &enrolment.enrolment(), code)
-}
-
-/// A code checked against a key not enrolled yet.
-fn checked_against_new(
-    state: &AppState,
-    user_id: UserId,
-    key_nonce: &str,
-    code: &str,
-) -> ApiResult<u64> {
-    let fresh = Enrolment {
-        key_nonce,
-        backup_nonce: None,
-        backup_used: 0,
-        last_step: 0,
-    };
-    match checked(state, user_id, &fresh, code)? {
-        Proof::Code { step } => Ok(step),
-        Proof::Backup { .. } => Err(ApiError::bad_request(commands::INVALID_CODE)),
-    }
 }
 
 /// `POST /login/two_factor/` (`code`): the login's second step. A right code (or the first
@@ -380,7 +180,9 @@ pub async fn login_code(
             _ => redirect("/login/?two_factor=code&error=invalid_code"),
         },
     };
-    set_pending_cookie(&state, &mut response, "", 0);
+    if let Ok(value) = HeaderValue::from_str(&pending_cookie(&state, "", 0)) {
+        response.headers_mut().append(header::SET_COOKIE, value);
+    }
     response
 }
 
@@ -579,31 +381,4 @@ pub async fn disable_for(
             commands::disable(s, ctx, target, None)
         })
         .await
-}
-
-/// What `POST /fetch_api_key` makes of a password for `user_id`, whose password (all of
-/// `given`, or `given` without its last six characters) was right: `Ok(None)` when the
-/// account needs no code; the proof to spend when it has two-factor authentication and the
-/// code followed the password; else why not.
-pub fn api_key_second_factor(
-    state: &AppState,
-    user_id: UserId,
-    code: Option<&str>,
-) -> ApiResult<Option<Proof>> {
-    match second_step(state, user_id) {
-        None => Ok(None),
-        Some(SecondStep::Enrol { .. }) => Err(ApiError::new(
-            ErrorCode::AuthenticationFailed,
-            "Your organization requires two-factor authentication: set it up by logging in to \
-             the web app first",
-        )),
-        Some(SecondStep::Code) => match code {
-            Some(code) => checked_against_own(state, user_id, code).map(Some),
-            None => Err(ApiError::new(
-                ErrorCode::AuthenticationFailed,
-                "This account uses two-factor authentication: enter your password followed by \
-                 the 6-digit code of your authenticator app",
-            )),
-        },
-    }
 }

@@ -12,6 +12,7 @@
 //! `X-CSRFToken` with every request that is not a read, which a page of another site cannot
 //! do. The API key never reaches the page.
 
+pub(super) use super::auth::secure_suffix;
 use super::auth::{current_session, not_logged_in, session_of, WebSession, SESSION_COOKIE};
 use super::{AppState, Params};
 use crate::auth::{constant_time_eq, new_api_key_nonce};
@@ -210,8 +211,13 @@ pub async fn login(
         Ok(user_id) => user_id,
         Err(error) => return failed(failure_code(&error)),
     };
-    if let Some(step) = super::two_factor::second_step(&state, user_id) {
-        return super::two_factor::begin(&state, user_id, step, otp);
+    if let Some(step) = super::second_factor::second_step(&state, user_id) {
+        let (page, cookie) = super::second_factor::begin(&state, user_id, step, otp);
+        let mut response = redirect(page);
+        if let Ok(value) = HeaderValue::from_str(&cookie) {
+            response.headers_mut().append(header::SET_COOKIE, value);
+        }
+        return response;
     }
     if let Some(otp) = otp {
         return mobile_flow_redirect(&state, user_id, &otp);
@@ -341,15 +347,6 @@ fn signed_in(state: &AppState, user_id: UserId, session_id: &str) -> HttpRespons
         }
     }
     response
-}
-
-/// `; Secure` when the organization's URL is https (cookies then never travel in the clear).
-pub(super) fn secure_suffix(state: &AppState) -> &'static str {
-    if state.site.realm_url.starts_with("https://") {
-        "; Secure"
-    } else {
-        ""
-    }
 }
 
 /// Both cookies, expired.

@@ -6,6 +6,7 @@
 pub mod jwt;
 pub mod ldap;
 pub mod oidc;
+pub mod scim_filter;
 pub mod two_factor;
 
 use crate::commands::directory::SyncRules;
@@ -27,6 +28,8 @@ pub struct Identity {
     pub ldap: Option<Arc<ldap::Directory>>,
     /// The key of JSON Web Tokens the organization's own service signs.
     pub jwt: Option<jwt::JwtKey>,
+    /// SCIM provisioning (`[scim]`), when a token is configured.
+    pub scim: Option<Scim>,
     /// OpenID Connect providers, in the order of their buttons (by name).
     pub oidc: Vec<Arc<oidc::Provider>>,
     /// Create the account of a person the directory knows at their first sign-in.
@@ -40,6 +43,40 @@ pub struct Identity {
     photos: Arc<std::sync::Mutex<std::collections::HashMap<[u8; 32], AvatarImage>>>,
 }
 
+/// What SCIM provisioning needs to know.
+#[derive(Clone)]
+pub struct Scim {
+    /// The whole `Authorization` header a client must send (`Bearer TOKEN`).
+    pub authorization: String,
+    pub client_name: String,
+    pub name_formatted_included: bool,
+}
+
+impl std::fmt::Debug for Scim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scim")
+            .field("client_name", &self.client_name)
+            .field("name_formatted_included", &self.name_formatted_included)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Scim {
+    fn from_settings(s: &crate::config::ScimSettings) -> Result<Option<Scim>, String> {
+        let Some(token) = &s.token else {
+            return Ok(None);
+        };
+        if token.trim().len() < 16 {
+            return Err("scim.token: use at least 16 characters (a long random string)".into());
+        }
+        Ok(Some(Scim {
+            authorization: format!("Bearer {}", token.trim()),
+            client_name: s.client_name.clone().unwrap_or_else(|| "scim".into()),
+            name_formatted_included: s.name_formatted_included.unwrap_or(true),
+        }))
+    }
+}
+
 impl Default for Identity {
     /// Passwords only.
     fn default() -> Identity {
@@ -49,6 +86,7 @@ impl Default for Identity {
             two_factor_required_for_admins: false,
             ldap: None,
             jwt: None,
+            scim: None,
             oidc: Vec::new(),
             create_users: false,
             rules: SyncRules::default(),
@@ -87,6 +125,7 @@ impl Identity {
                 .map(Duration::from_secs),
             ldap,
             jwt: jwt_key(&s.jwt)?,
+            scim: Scim::from_settings(&s.scim)?,
             oidc: s
                 .oidc
                 .iter()

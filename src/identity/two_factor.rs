@@ -17,30 +17,15 @@ pub const STEP_SECONDS: i64 = 30;
 /// Digits of a code.
 pub const DIGITS: usize = 6;
 /// Backup codes issued at a time (django-two-factor-auth's number).
-pub const BACKUP_CODES: usize = 10;
+pub use crate::projections::sessions::BACKUP_CODES;
 /// Characters of a backup code (five random bytes in lowercase base32, as Zulip's).
 pub const BACKUP_CODE_CHARS: usize = 8;
 
 /// A code that was right, and what accepting it records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Proof {
-    /// The authenticator's code of this step.
-    Code { step: u64 },
-    /// The backup code with this index.
-    Backup { index: u8 },
-}
+pub use crate::commands::two_factor::Proof;
 
 /// What the server needs to know of a person's enrolment to check a code.
-#[derive(Debug, Clone, Copy)]
-pub struct Enrolment<'a> {
-    pub key_nonce: &'a str,
-    /// Absent: no backup codes were issued yet.
-    pub backup_nonce: Option<&'a str>,
-    /// Bit `i` set: backup code `i` was used.
-    pub backup_used: u16,
-    /// The newest step whose code was accepted (codes of it and earlier steps are refused).
-    pub last_step: u64,
-}
+pub use crate::projections::sessions::Enrolment;
 
 /// The key of `user` for `nonce`: 20 bytes, SHA-1's block of choice (RFC 4226's advice).
 pub fn key(secret: &ServerSecret, user: UserId, nonce: &str) -> [u8; 20] {

@@ -18,6 +18,21 @@ pub struct Session {
     pub client: String,
 }
 
+/// Backup codes issued at a time (django-two-factor-auth's number).
+pub const BACKUP_CODES: usize = 10;
+
+/// What checking a code needs to know of a person's enrolment (`identity::two_factor`).
+#[derive(Debug, Clone, Copy)]
+pub struct Enrolment<'a> {
+    pub key_nonce: &'a str,
+    /// Absent: no backup codes were issued yet.
+    pub backup_nonce: Option<&'a str>,
+    /// Bit `i` set: backup code `i` was used.
+    pub backup_used: u16,
+    /// The newest step whose code was accepted (codes of it and earlier steps are refused).
+    pub last_step: u64,
+}
+
 /// A person's two-factor enrolment (`identity::two_factor` checks codes against it).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TwoFactor {
@@ -32,8 +47,8 @@ pub struct TwoFactor {
 }
 
 impl TwoFactor {
-    pub fn enrolment(&self) -> crate::identity::two_factor::Enrolment<'_> {
-        crate::identity::two_factor::Enrolment {
+    pub fn enrolment(&self) -> Enrolment<'_> {
+        Enrolment {
             key_nonce: &self.key_nonce,
             backup_nonce: self.backup_nonce.as_deref(),
             backup_used: self.backup_used,
@@ -46,7 +61,7 @@ impl TwoFactor {
         if self.backup_nonce.is_none() {
             return 0;
         }
-        crate::identity::two_factor::BACKUP_CODES - self.backup_used.count_ones() as usize
+        BACKUP_CODES - self.backup_used.count_ones() as usize
     }
 }
 

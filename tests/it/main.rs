@@ -23,6 +23,7 @@ mod presence;
 mod realm;
 mod realtime;
 mod scheduled;
+mod scim;
 mod security;
 mod settings;
 mod support;
