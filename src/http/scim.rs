@@ -278,6 +278,112 @@ struct Query {
     filter: Option<String>,
     start_index: Option<i64>,
     count: Option<i64>,
+    projection: Projection,
+}
+
+/// Which attributes an answer keeps (`attributes`, `excludedAttributes`: RFC 7644, 3.4.2.5).
+#[derive(Debug, Clone, Default)]
+struct Projection {
+    /// Only these (and what is always returned).
+    only: Option<Vec<Vec<String>>>,
+    /// All but these.
+    without: Vec<Vec<String>>,
+}
+
+/// Attributes every answer keeps whatever was asked.
+const ALWAYS: [&str; 2] = ["id", "schemas"];
+
+fn paths(text: &str) -> Result<Vec<Vec<String>>, Refusal> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            scim_filter::attribute_path(p)
+                .map(|parts| parts.iter().map(|s| s.to_ascii_lowercase()).collect())
+                .map_err(|why| refuse(StatusCode::BAD_REQUEST, why, Some("invalidPath")))
+        })
+        .collect()
+}
+
+impl Projection {
+    fn from_pairs(pairs: &[(String, String)]) -> Result<Projection, Refusal> {
+        let get = |name: &str| {
+            pairs
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.as_str())
+        };
+        Ok(Projection {
+            only: get("attributes").map(paths).transpose()?,
+            without: get("excludedAttributes")
+                .map(paths)
+                .transpose()?
+                .unwrap_or_default(),
+        })
+    }
+
+    /// `resource` with only the attributes asked for.
+    fn apply(&self, resource: Value) -> Value {
+        let Value::Object(map) = resource else {
+            return resource;
+        };
+        let kept = map
+            .into_iter()
+            .filter_map(|(name, value)| {
+                let lower = name.to_ascii_lowercase();
+                if ALWAYS.contains(&name.as_str()) {
+                    return Some((name, value));
+                }
+                if self.without.iter().any(|p| p.len() == 1 && p[0] == lower) {
+                    return None;
+                }
+                let value = match &self.only {
+                    None => value,
+                    Some(only) => {
+                        let asked: Vec<&Vec<String>> =
+                            only.iter().filter(|p| p[0] == lower).collect();
+                        if asked.is_empty() {
+                            return None;
+                        }
+                        // `name.formatted`: only that part of the complex attribute.
+                        if asked.iter().any(|p| p.len() == 1) {
+                            value
+                        } else {
+                            match value {
+                                Value::Object(parts) => Value::Object(
+                                    parts
+                                        .into_iter()
+                                        .filter(|(part, _)| {
+                                            let part = part.to_ascii_lowercase();
+                                            asked.iter().any(|p| p.get(1) == Some(&part))
+                                        })
+                                        .collect(),
+                                ),
+                                other => other,
+                            }
+                        }
+                    }
+                };
+                let value = match value {
+                    Value::Object(parts) => Value::Object(
+                        parts
+                            .into_iter()
+                            .filter(|(part, _)| {
+                                let part = part.to_ascii_lowercase();
+                                !self
+                                    .without
+                                    .iter()
+                                    .any(|p| p.len() == 2 && p[0] == lower && p[1] == part)
+                            })
+                            .collect(),
+                    ),
+                    other => other,
+                };
+                Some((name, value))
+            })
+            .collect();
+        Value::Object(kept)
+    }
 }
 
 /// One page of the resources `collect` gives for the query's filter.
@@ -309,7 +415,12 @@ fn page(query: Query, collect: impl FnOnce(Option<&scim_filter::Filter>) -> Vec<
     let matching = collect(filter.as_ref());
     let total = matching.len();
     let skip = usize::try_from(start - 1).unwrap_or(usize::MAX);
-    let page: Vec<Value> = matching.into_iter().skip(skip).take(count).collect();
+    let page: Vec<Value> = matching
+        .into_iter()
+        .skip(skip)
+        .take(count)
+        .map(|r| query.projection.apply(r))
+        .collect();
     Ok(ok(
         StatusCode::OK,
         &json!({
@@ -356,6 +467,7 @@ fn query_of(req: &HttpRequest) -> Result<Query, Refusal> {
             .map(|(_, v)| v.clone()),
         start_index: int_param(&pairs, "startIndex")?,
         count: int_param(&pairs, "count")?,
+        projection: Projection::from_pairs(&pairs)?,
     })
 }
 
@@ -411,10 +523,25 @@ fn search_of(body: &[u8]) -> Result<Query, Refusal> {
         Some(Value::String(f)) => Some(f.clone()),
         Some(_) => return Err(bad("filter must be a string")),
     };
+    // The body's lists of attributes, as the query string's comma-separated ones.
+    let mut pairs = Vec::new();
+    for name in ["attributes", "excludedAttributes"] {
+        match body.get(name) {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => {
+                let names: Option<Vec<&str>> = items.iter().map(Value::as_str).collect();
+                let names =
+                    names.ok_or_else(|| bad(format!("{name} must be a list of strings")))?;
+                pairs.push((name.to_owned(), names.join(",")));
+            }
+            Some(_) => return Err(bad(format!("{name} must be a list of strings"))),
+        }
+    }
     Ok(Query {
         filter,
         start_index: json_int(&body, "startIndex")?,
         count: json_int(&body, "count")?,
+        projection: Projection::from_pairs(&pairs)?,
     })
 }
 
@@ -435,13 +562,17 @@ fn id_in_path(req: &HttpRequest) -> String {
 }
 
 fn one(state: &AppState, scim: &Scim, id: &str, status: StatusCode) -> Answer {
+    located(status, user_of(state, scim, id)?)
+}
+
+fn user_of(state: &AppState, scim: &Scim, id: &str) -> Result<Value, Refusal> {
     let realm_url = state.site.realm_url.clone();
     let resource = state.engine.read(|s| {
         person(s, id)
             .and_then(|u| s.users.get(u))
             .map(|u| user_resource(&realm_url, scim, u))
     });
-    located(status, resource.ok_or_else(|| not_found(id))?)
+    resource.ok_or_else(|| not_found(id))
 }
 
 /// A resource with its `Location` header.
@@ -452,7 +583,9 @@ fn located(status: StatusCode, resource: Value) -> Answer {
         .to_owned();
     let mut response = ok(status, &resource);
     if let Ok(value) = header::HeaderValue::from_str(&location) {
-        response.headers_mut().insert(header::LOCATION, value);
+        if !location.is_empty() {
+            response.headers_mut().insert(header::LOCATION, value);
+        }
     }
     Ok(response)
 }
@@ -460,7 +593,9 @@ fn located(status: StatusCode, resource: Value) -> Answer {
 /// `GET /scim/v2/Users/{id}`.
 pub async fn get_user(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     serve(&req.clone(), &state.clone(), |scim| async move {
-        one(&state, &scim, &id_in_path(&req), StatusCode::OK)
+        let projection = query_of(&req)?.projection;
+        let user = user_of(&state, &scim, &id_in_path(&req))?;
+        located(StatusCode::OK, projection.apply(user))
     })
     .await
 }
@@ -1085,19 +1220,25 @@ pub async fn search_groups(
 }
 
 fn one_group(state: &AppState, id: &str, status: StatusCode) -> Answer {
+    located(status, group_of(state, id)?)
+}
+
+fn group_of(state: &AppState, id: &str) -> Result<Value, Refusal> {
     let realm_url = state.site.realm_url.clone();
     let resource = state.engine.read(|s| {
         active_group(s, id)
             .and_then(|g| s.groups.get(g))
             .map(|g| group_resource(&realm_url, s, g))
     });
-    located(status, resource.ok_or_else(|| not_found(id))?)
+    resource.ok_or_else(|| not_found(id))
 }
 
 /// `GET /scim/v2/Groups/{id}`.
 pub async fn get_group(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     serve(&req.clone(), &state.clone(), |_| async move {
-        one_group(&state, &id_in_path(&req), StatusCode::OK)
+        let projection = query_of(&req)?.projection;
+        let group = group_of(&state, &id_in_path(&req))?;
+        located(StatusCode::OK, projection.apply(group))
     })
     .await
 }

@@ -204,6 +204,47 @@ async fn scim_provisions_accounts_as_zulip_does() {
     .await;
     assert_eq!(found["totalResults"], 1, "{found}");
 
+    // Only the attributes asked for (id and schemas always), or all but some.
+    let (_, only) = scim(
+        &server,
+        Method::GET,
+        &format!("/Users/{id}?attributes=userName,name.formatted"),
+        None,
+    )
+    .await;
+    assert_eq!(
+        only,
+        json!({"schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"], "id": id,
+                             "userName": "ana@example.com", "name": {"formatted": "Ana Lima"}})
+    );
+    let (_, without) = scim(
+        &server,
+        Method::GET,
+        "/Users?excludedAttributes=meta,name&count=1",
+        None,
+    )
+    .await;
+    let first = without["Resources"][0].as_object().unwrap();
+    assert!(
+        first.get("meta").is_none()
+            && first.get("name").is_none()
+            && first.contains_key("userName"),
+        "{without}"
+    );
+    let (_, found) = scim(
+        &server,
+        Method::POST,
+        "/Users/.search",
+        Some(json!({
+        "schemas": ["urn:ietf:params:scim:api:messages:2.0:SearchRequest"],
+        "filter": "userName eq \"ana@example.com\"", "attributes": ["active"]})),
+    )
+    .await;
+    assert_eq!(
+        found["Resources"][0],
+        json!({"schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"], "id": id, "active": true})
+    );
+
     // Entra ID's way: "Replace" with string booleans, and name parts.
     let (status, body) = scim(
         &server,
