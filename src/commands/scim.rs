@@ -1,22 +1,24 @@
 //! Decisions for SCIM provisioning (`http::scim`): the identity provider creates an account,
-//! renames it, changes its role, deactivates or reactivates it; it makes groups, renames them,
+//! changes its address, name or role, deactivates or reactivates it; it makes groups, renames them,
 //! sets their members and deletes them (deactivates: their history stays). The provider is no person of
 //! the organization: the server is the actor, as for the directory sync, and the last owner is
 //! kept as everywhere else.
 
 use super::directory::{Entry, SyncRules};
 use super::groups::check_group_name;
-use super::users::{check_full_name, check_unique_name, deactivation_events};
+use super::users::{check_full_name, check_unique_name, deactivation_events, email_taken};
 use super::{Ctx, Decision};
 use crate::error::{ApiError, ApiResult};
 use crate::events::{Event, GroupChange, GroupPermissions, Role, SystemGroup, UserChange};
 use crate::ids::{GroupId, UserId};
-use crate::projections::Projections;
+use crate::projections::{email_key, Projections};
 use std::collections::BTreeSet;
 
 /// What a provider changes in an account (`None`: left as it is).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Changes {
+    /// A new address (checked as one by the caller).
+    pub email: Option<String>,
     pub full_name: Option<String>,
     /// One part of the name (the first word, the rest): the other comes from the full name
     /// given, else the current one.
@@ -65,6 +67,24 @@ pub fn change(
     let mut events = Vec::new();
     if changes.active == Some(true) && !user.is_active {
         events.push(Event::UserReactivated { user_id });
+    }
+    if let Some(email) = changes.email.as_ref().filter(|e| **e != user.email) {
+        // Another spelling of the same address needs no check; a new one must be free and
+        // allowed.
+        if email_key(email) != email_key(&user.email) {
+            if email_taken(state, email) {
+                return Err(ApiError::bad_request(format!(
+                    "Email address already in use: {email} already has an account"
+                )));
+            }
+            if super::realm_domains::email_refusal(state, email).is_some() {
+                return Err(super::realm_domains::not_allowed(email));
+            }
+        }
+        events.push(Event::UserEmailChanged {
+            user_id,
+            email: email.clone(),
+        });
     }
     let name = match (&changes.given_name, &changes.family_name) {
         (None, None) => changes.full_name.clone(),

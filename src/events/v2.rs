@@ -596,6 +596,9 @@ pub enum Event {
     },
     /// A web session ended: its person logged out or ended it from the settings.
     SessionEnded { user_id: UserId, session_id: String },
+    /// A person's email address changed (by the organization's identity provider, through
+    /// SCIM).
+    UserEmailChanged { user_id: UserId, email: String },
     /// A person's two-factor authentication changed: enrolled, a code or backup code used,
     /// backup codes issued again, or switched off. The log holds nonces, never a key or a code
     /// (`identity::two_factor`).
@@ -761,6 +764,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "SessionStarted",
     "SessionEnded",
     "TwoFactorChanged",
+    "UserEmailChanged",
     "DraftsSaved",
     "DraftRemoved",
     "SavedSnippetSaved",
@@ -868,6 +872,7 @@ impl Event {
             Event::SessionStarted { .. } => "SessionStarted",
             Event::SessionEnded { .. } => "SessionEnded",
             Event::TwoFactorChanged { .. } => "TwoFactorChanged",
+            Event::UserEmailChanged { .. } => "UserEmailChanged",
             Event::DraftsSaved { .. } => "DraftsSaved",
             Event::DraftRemoved { .. } => "DraftRemoved",
             Event::SavedSnippetSaved { .. } => "SavedSnippetSaved",

@@ -737,30 +737,22 @@ async fn apply(state: &AppState, scim: &Scim, id: &str, changes: Changes) -> Ans
     one(state, scim, id, StatusCode::OK)
 }
 
-/// A change of `userName`: the address cannot be changed here (yet).
-fn check_user_name(state: &AppState, id: &str, given: Option<&str>) -> Result<(), Refusal> {
-    let Some(given) = given else { return Ok(()) };
-    let current = state
-        .engine
-        .read(|s| {
-            person(s, id)
-                .and_then(|u| s.users.get(u))
-                .map(|u| u.email.clone())
-        })
-        .ok_or_else(|| not_found(id))?;
-    if current.eq_ignore_ascii_case(given) {
-        Ok(())
+/// A new address (`userName`), checked as an address; the command checks it is free.
+fn user_name(email: &str) -> Result<String, Refusal> {
+    let email = email.trim();
+    if crate::commands::users::validate_email(email) {
+        Ok(email.to_owned())
     } else {
         Err(refuse(
             StatusCode::BAD_REQUEST,
-            "Changing an account's email address (userName) is not supported",
-            Some("mutability"),
+            "Invalid email value",
+            Some("invalidValue"),
         ))
     }
 }
 
-/// `PUT /scim/v2/Users/{id}`: `userName` required; `name`, `active` and `role` applied when
-/// given (as Zulip's, absent attributes are left as they are).
+/// `PUT /scim/v2/Users/{id}`: `userName` required (a new one changes the address); `name`,
+/// `active` and `role` applied when given (as Zulip's, absent attributes are left as they are).
 pub async fn replace_user(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -770,8 +762,9 @@ pub async fn replace_user(
         let id = id_in_path(&req);
         let body = body_json(&body)?;
         let email = user_name_of(&body)?.ok_or_else(|| bad("Must specify userName"))?;
-        check_user_name(&state, &id, Some(&email))?;
+        let email = user_name(&email)?;
         let changes = Changes {
+            email: Some(email),
             full_name: name_of(&body)?,
             active: active_of(lookup(&body, "active"))?,
             role: role_of(lookup(&body, "role"))?,
@@ -783,13 +776,7 @@ pub async fn replace_user(
 }
 
 /// One attribute a `PATCH` sets, by its path.
-fn set_attribute(
-    state: &AppState,
-    id: &str,
-    changes: &mut Changes,
-    path: &str,
-    value: &Value,
-) -> Result<(), Refusal> {
+fn set_attribute(changes: &mut Changes, path: &str, value: &Value) -> Result<(), Refusal> {
     let path = scim_filter::attribute_path(path)
         .map_err(|why| refuse(StatusCode::BAD_REQUEST, why, Some("invalidPath")))?;
     let path: Vec<String> = path.iter().map(|p| p.to_ascii_lowercase()).collect();
@@ -811,7 +798,7 @@ fn set_attribute(
             let email = value
                 .as_str()
                 .ok_or_else(|| bad("userName must be a string"))?;
-            check_user_name(state, id, Some(email))?
+            changes.email = Some(user_name(email)?)
         }
         ["active"] => changes.active = active_of(Some(value))?,
         ["role"] => changes.role = role_of(Some(value))?,
@@ -824,7 +811,7 @@ fn set_attribute(
                 .as_object()
                 .ok_or_else(|| bad("name must be an object"))?;
             for (part, value) in name {
-                set_attribute(state, id, changes, &format!("name.{part}"), value)?;
+                set_attribute(changes, &format!("name.{part}"), value)?;
             }
         }
         _ => {
@@ -888,9 +875,7 @@ pub async fn patch_user(
         let mut changes = Changes::default();
         for (op, path, value) in &patch_operations(&body)? {
             match (op.as_str(), path.as_deref()) {
-                ("replace" | "add", Some(path)) => {
-                    set_attribute(&state, &id, &mut changes, path, value)?
-                }
+                ("replace" | "add", Some(path)) => set_attribute(&mut changes, path, value)?,
                 ("replace" | "add", None) => {
                     let attributes = value
                         .as_object()
@@ -899,7 +884,7 @@ pub async fn patch_user(
                         if name.eq_ignore_ascii_case("id") || name.eq_ignore_ascii_case("schemas") {
                             continue;
                         }
-                        set_attribute(&state, &id, &mut changes, name, value)?;
+                        set_attribute(&mut changes, name, value)?;
                     }
                 }
                 ("remove", None) => {
@@ -1030,7 +1015,7 @@ fn user_schema(realm_url: &str, scim: &Scim) -> Value {
         "name": "User",
         "description": "A person of the organization",
         "attributes": [
-            attribute("userName", "string", true, "immutable", "The email address (set when the account is made)"),
+            attribute("userName", "string", true, "readWrite", "The email address"),
             name,
             attribute("displayName", "string", false, "readOnly", "The full name"),
             role,

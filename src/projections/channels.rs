@@ -221,6 +221,7 @@ impl Channels {
             | Event::SessionStarted { .. }
             | Event::SessionEnded { .. }
             | Event::TwoFactorChanged { .. }
+            | Event::UserEmailChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }
             | Event::SavedSnippetSaved { .. }

@@ -173,6 +173,7 @@ impl Drafts {
             | Event::SessionStarted { .. }
             | Event::SessionEnded { .. }
             | Event::TwoFactorChanged { .. }
+            | Event::UserEmailChanged { .. }
             | Event::UserMuted { .. }
             | Event::AlertWordsAdded { .. }
             | Event::RealmDomainAdded { .. }

@@ -165,6 +165,7 @@ impl Folders {
             | Event::SessionStarted { .. }
             | Event::SessionEnded { .. }
             | Event::TwoFactorChanged { .. }
+            | Event::UserEmailChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }
             | Event::SavedSnippetSaved { .. }

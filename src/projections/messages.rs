@@ -615,6 +615,7 @@ impl Messages {
             | Event::SessionStarted { .. }
             | Event::SessionEnded { .. }
             | Event::TwoFactorChanged { .. }
+            | Event::UserEmailChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }
             | Event::SavedSnippetSaved { .. }

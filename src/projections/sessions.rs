@@ -169,6 +169,7 @@ impl Sessions {
                 self.by_id.retain(|_, s| s.user_id != *user_id);
             }
             Event::RealmCreated { .. }
+            | Event::UserEmailChanged { .. }
             | Event::RealmSettingChanged { .. }
             | Event::CustomProfileFieldCreated { .. }
             | Event::CustomProfileFieldChanged { .. }

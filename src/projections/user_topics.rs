@@ -98,6 +98,7 @@ impl UserTopics {
             | Event::SessionStarted { .. }
             | Event::SessionEnded { .. }
             | Event::TwoFactorChanged { .. }
+            | Event::UserEmailChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }
             | Event::SavedSnippetSaved { .. }

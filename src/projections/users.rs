@@ -185,6 +185,13 @@ impl Users {
                     },
                 );
             }
+            Event::UserEmailChanged { user_id, email } => {
+                if let Some(user) = self.by_id.get_mut(user_id) {
+                    self.by_email.remove(&email_key(&user.email));
+                    self.by_email.insert(email_key(email), *user_id);
+                    user.email = email.clone();
+                }
+            }
             Event::ApiKeyRegenerated {
                 user_id,
                 api_key_nonce,

@@ -304,18 +304,77 @@ async fn scim_provisions_accounts_as_zulip_does() {
         (body["active"].clone(), body["role"].clone()),
         (json!(true), json!("member"))
     );
+    let (queue, _) =
+        crate::realtime::register(&owner, &[("event_types", r#"["realm_user"]"#)]).await;
     let (status, body) = scim(
         &server,
         Method::PUT,
         &format!("/Users/{id}"),
         Some(json!({
-        "userName": "ana@elsewhere.example", "name": {"formatted": "Ana Lima"}})),
+        "userName": "ana.lima@example.com", "name": {"formatted": "Ana Lima"}})),
+    )
+    .await;
+    assert_eq!(
+        (status, body["userName"].clone()),
+        (StatusCode::OK, json!("ana.lima@example.com")),
+        "{body}"
+    );
+    // The owner, who sees addresses, heard of it as Zulip tells it.
+    let id_number: u64 = id.parse().unwrap();
+    let heard: Vec<Value> = crate::realtime::drain(&owner, &queue)
+        .await
+        .into_iter()
+        .filter(|e| e["type"] == "realm_user" && e["person"]["user_id"] == id_number)
+        .map(|e| e["person"].clone())
+        .collect();
+    assert_eq!(
+        heard,
+        [
+            json!({"user_id": id_number, "delivery_email": "ana.lima@example.com"}),
+            json!({"user_id": id_number, "new_email": "ana.lima@example.com"})
+        ]
+    );
+    // The organization sees the new address (the owner may see addresses); the old one is free.
+    let (_, user) = owner.get(&format!("/users/{id}"), &[]).await;
+    assert_eq!(
+        user["user"]["delivery_email"], "ana.lima@example.com",
+        "{user}"
+    );
+    let (status, body) = scim(
+        &server,
+        Method::PATCH,
+        &format!("/Users/{id}"),
+        Some(patch(json!([
+        {"op": "replace", "path": "userName", "value": "owner@chronicle.local"}]))),
     )
     .await;
     assert_eq!(
         (status, body["scimType"].clone()),
-        (StatusCode::BAD_REQUEST, json!("mutability"))
+        (StatusCode::CONFLICT, json!("uniqueness")),
+        "{body}"
     );
+    let (status, body) = scim(
+        &server,
+        Method::PATCH,
+        &format!("/Users/{id}"),
+        Some(patch(json!([
+        {"op": "replace", "path": "userName", "value": "not an address"}]))),
+    )
+    .await;
+    assert_eq!(
+        (status, body["scimType"].clone()),
+        (StatusCode::BAD_REQUEST, json!("invalidValue")),
+        "{body}"
+    );
+    let (status, _) = scim(
+        &server,
+        Method::PATCH,
+        &format!("/Users/{id}"),
+        Some(patch(json!([
+        {"op": "replace", "path": "userName", "value": "ana@example.com"}]))),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
     let (_, body) = scim(
         &server,
         Method::PATCH,

@@ -102,6 +102,7 @@ pub fn client_events(
         Event::UserDeactivated { user_id } => users::activity_changed(state, *user_id, false),
         Event::UserReactivated { user_id } => users::activity_changed(state, *user_id, true),
         Event::UserChanged { user_id, change } => users::user_changed(state, *user_id, change),
+        Event::UserEmailChanged { user_id, .. } => users::email_changed(state, *user_id),
         Event::ProfileDataSet {
             user_id,
             field_id,

@@ -87,6 +87,25 @@ pub fn user_changed(state: &Projections, user_id: UserId, change: &UserChange) -
     }
 }
 
+/// `realm_user` `update`s of a new address, as Zulip's `do_change_user_delivery_email`:
+/// `delivery_email`, and `new_email` (the `email` field), to each person who sees the address.
+pub fn email_changed(state: &Projections, user_id: UserId) -> Deliveries {
+    let Some(user) = state.users.get(user_id) else {
+        return Deliveries::new();
+    };
+    let mut out = Deliveries::new();
+    for viewer in active(state).filter(|v| crate::render::users::email_visible(state, v, user)) {
+        for field in ["delivery_email", "new_email"] {
+            out.push((
+                viewer.user_id,
+                json!({"type": "realm_user", "op": "update",
+                       "person": {"user_id": user_id.0, field: user.email}}),
+            ));
+        }
+    }
+    out
+}
+
 /// `realm_user` `update` of one custom profile field.
 pub fn profile_data_set(
     state: &Projections,
