@@ -290,8 +290,31 @@ pub async fn setup_qr(
     }
 }
 
-fn backup_codes_json(state: &AppState, user_id: UserId, nonce: &str) -> serde_json::Value {
-    json!(totp::backup_codes(&state.secret, user_id, nonce))
+/// Runs `decide` with the nonce of new backup codes for `user_id`, and answers the codes
+/// (shown this once).
+async fn with_new_backup_codes<F>(
+    state: &AppState,
+    params: Params,
+    user_id: UserId,
+    decide: F,
+) -> ApiResult<HttpResponse>
+where
+    F: Fn(
+            &crate::projections::Projections,
+            &crate::commands::Ctx,
+            String,
+        ) -> ApiResult<crate::commands::Decision>
+        + Send
+        + 'static,
+{
+    let backup_nonce = crate::auth::new_api_key_nonce();
+    let nonce = backup_nonce.clone();
+    state
+        .engine
+        .execute(Some(user_id), move |s, ctx| decide(s, ctx, nonce.clone()))
+        .await?;
+    let codes = totp::backup_codes(&state.secret, user_id, &backup_nonce);
+    Ok(params.success(json!({ "backup_codes": codes })))
 }
 
 /// `POST /json/users/me/two_factor` (`setup_token`, `code`): confirms the enrolment with the
@@ -307,17 +330,11 @@ pub async fn enable(
     let code = params.required_str("code")?;
     let key_nonce = setup_nonce(&state, me.user_id, &token)?;
     let step = checked_against_new(&state, me.user_id, &key_nonce, &code)?;
-    let backup_nonce = crate::auth::new_api_key_nonce();
-    let nonce = backup_nonce.clone();
     let session = me.session_id.clone();
-    state
-        .engine
-        .execute(Some(me.user_id), move |s, ctx| {
-            commands::enable_own(s, ctx, key_nonce.clone(), nonce.clone(), step, &session)
-        })
-        .await?;
-    Ok(params
-        .success(json!({"backup_codes": backup_codes_json(&state, me.user_id, &backup_nonce)})))
+    with_new_backup_codes(&state, params, me.user_id, move |s, ctx, nonce| {
+        commands::enable_own(s, ctx, key_nonce.clone(), nonce, step, &session)
+    })
+    .await
 }
 
 /// `POST /json/users/me/two_factor/backup_codes` (`code`): ten new backup codes in place of
@@ -330,16 +347,10 @@ pub async fn renew_backup_codes(
     let me = super::auth::current_session(&req)?;
     let code = params.required_str("code")?;
     let proof = checked_against_own(&state, me.user_id, &code)?;
-    let backup_nonce = crate::auth::new_api_key_nonce();
-    let nonce = backup_nonce.clone();
-    state
-        .engine
-        .execute(Some(me.user_id), move |s, ctx| {
-            commands::issue_backup_codes(s, ctx, proof, nonce.clone())
-        })
-        .await?;
-    Ok(params
-        .success(json!({"backup_codes": backup_codes_json(&state, me.user_id, &backup_nonce)})))
+    with_new_backup_codes(&state, params, me.user_id, move |s, ctx, nonce| {
+        commands::issue_backup_codes(s, ctx, proof, nonce)
+    })
+    .await
 }
 
 /// `DELETE /json/users/me/two_factor` (`code`): switches it off, with a code (so that a
