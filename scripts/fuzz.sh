@@ -92,9 +92,14 @@ if [ ! -d fuzz/corpus/scim_filter ]; then
     printf 'emails[type eq "work" and value co "x"] or not (active eq true)' \
         > fuzz/corpus/scim_filter/nested
 fi
+# The SAML target starts from pysaml2's signed responses (tests/fixtures/saml).
+if [ ! -d fuzz/corpus/saml_response ]; then
+    mkdir -p fuzz/corpus/saml_response
+    cp tests/fixtures/saml/response-*.xml fuzz/corpus/saml_response/
+fi
 total=0
 for target in params narrow markdown log_record upload_names avatar_image webhooks import_slack \
-    import_mattermost import_zulip jwt scim_filter; do
+    import_mattermost import_zulip jwt scim_filter saml_response; do
     log=$(mktemp)
     cargo fuzz run --sanitizer none "$profile" "$target" -- \
         -max_total_time="$seconds" -rss_limit_mb=1024 2>"$log" || {

@@ -43,6 +43,10 @@ prepare_python_steps() {
     if ! command -v ldapmodify >/dev/null 2>&1; then
         packages+=(ldap-utils)
     fi
+    # The SAML test's identity provider (pysaml2) signs through xmlsec1.
+    if ! command -v xmlsec1 >/dev/null 2>&1; then
+        packages+=(xmlsec1)
+    fi
     # The OpenID Connect test signs in through a real provider: oidc-provider from npm, run by
     # node (the machine's), pinned by its lock file.
     if command -v npm >/dev/null 2>&1; then

@@ -69,6 +69,9 @@ pub struct Settings {
     /// `[oidc.NAME]`: OpenID Connect providers, by the name their sign-in URLs carry.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub oidc: std::collections::BTreeMap<String, OidcSettings>,
+    /// `[saml.NAME]`: SAML 2.0 identity providers, by the name their sign-in URLs carry.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub saml: std::collections::BTreeMap<String, SamlIdpSettings>,
 }
 
 /// How the server writes its log.
@@ -181,6 +184,10 @@ pub struct AuthSettings {
     /// password: one who has none sets it up as part of the web login.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub two_factor_required_for_admins: Option<bool>,
+    /// The entity ID Chronicle has at SAML identity providers (default: the server's external
+    /// URL); its metadata is at `EXTERNAL_URL/saml/metadata.xml`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saml_sp_entity_id: Option<String>,
 }
 
 /// `[ldap]`: sign-in by a bind to an LDAP directory (OpenLDAP, Active Directory, FreeIPA) and
@@ -339,6 +346,64 @@ pub struct OidcSettings {
     pub timeout_secs: Option<u64>,
 }
 
+/// `[saml.NAME]`: one SAML 2.0 identity provider (Okta, Entra ID, ADFS, Keycloak, Authentik,
+/// Shibboleth): its metadata from a file or a URL, or its sign-on URL, entity ID and
+/// certificate given one by one; and how its attributes map to a person.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SamlIdpSettings {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata_file: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata_url: Option<String>,
+    /// Its entity ID: which entity of a federation's metadata, or, with `sso_url`, the
+    /// provider's own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entity_id: Option<String>,
+    /// Without metadata: its single sign-on URL (HTTP-Redirect binding) and its signing
+    /// certificate (PEM).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sso_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cert_file: Option<PathBuf>,
+    /// The button's words (default: the provider's name) and icon URL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_icon: Option<String>,
+    /// Create the account of a person it vouches for at their first sign-in (default: off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub create_users: Option<bool>,
+    /// The attributes (by `Name` or `FriendlyName`) of the address (default `email`, else an
+    /// email-format `NameID`), the given and family names (`first_name`, `last_name`), or the
+    /// whole name, and the groups.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email_attribute: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_name_attribute: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_name_attribute: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub full_name_attribute: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups_attribute: Option<String>,
+    /// The groups whose members are owners, administrators, moderators, guests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner_group: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admin_group: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub moderator_group: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guest_group: Option<String>,
+    /// Provider groups kept in step with the user groups of the same name at each sign-in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub synced_groups: Option<Vec<String>>,
+    /// Seconds to wait for the metadata URL (default: 10).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+}
+
 macro_rules! is_empty {
     ($($t:ty),*) => {$(
         impl $t {
@@ -407,6 +472,7 @@ pub const KEYS: &[Key] = &[
     key("auth.password"),
     key("auth.two_factor"),
     key("auth.two_factor_required_for_admins"),
+    key("auth.saml_sp_entity_id"),
     key("ldap.url"),
     key("ldap.starttls"),
     key("ldap.ca_file"),
@@ -501,6 +567,7 @@ impl Settings {
                 password: Some(true),
                 two_factor: Some(true),
                 two_factor_required_for_admins: Some(false),
+                saml_sp_entity_id: None,
             },
             ldap: LdapSettings {
                 starttls: Some(false),
@@ -525,6 +592,7 @@ impl Settings {
                 name_formatted_included: Some(true),
             },
             oidc: Default::default(),
+            saml: Default::default(),
         }
     }
 
@@ -738,6 +806,17 @@ impl Effective {
                     name.clone(),
                     toml::Value::try_from(&shown).unwrap_or(toml::Value::Table(Default::default())),
                 )])),
+            );
+            out.push('\n');
+            out.push_str(&toml::to_string(&section).unwrap_or_default());
+        }
+        // SAML identity providers (nothing of theirs is secret: certificates are public).
+        if !self.settings.saml.is_empty() {
+            let mut section = toml::Table::new();
+            section.insert(
+                "saml".into(),
+                toml::Value::try_from(&self.settings.saml)
+                    .unwrap_or(toml::Value::Table(Default::default())),
             );
             out.push('\n');
             out.push_str(&toml::to_string(&section).unwrap_or_default());

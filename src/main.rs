@@ -429,6 +429,7 @@ impl ServeArgs {
             jwt: Default::default(),
             scim: Default::default(),
             oidc: Default::default(),
+            saml: Default::default(),
         }
     }
 

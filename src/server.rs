@@ -443,6 +443,19 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
                         signup_url: format!("/accounts/register/social/{path}"),
                     }
                 })
+                .chain(
+                    config
+                        .identity
+                        .saml
+                        .iter()
+                        .map(|p| crate::render::ExternalMethod {
+                            name: format!("saml:{}", p.name),
+                            display_name: p.display_name.clone(),
+                            display_icon: p.display_icon.clone(),
+                            login_url: format!("/accounts/login/social/saml/{}", p.name),
+                            signup_url: format!("/accounts/register/social/saml/{}", p.name),
+                        }),
+                )
                 .collect(),
         },
     };

@@ -63,3 +63,41 @@ pub fn end_session(state: &Projections, ctx: &Ctx, session_id: &str) -> ApiResul
         _ => Err(ApiError::bad_request("No such session").with("var_name", "session_id")),
     }
 }
+
+/// The digest a single-use proof of identity is remembered by: SHA-256 over what kind of
+/// proof it is, who issued it and its own name, in hex.
+pub fn token_digest(kind: &str, issuer: &str, id: &str) -> String {
+    use sha2::Digest;
+    let mut hash = sha2::Sha256::new();
+    for part in [kind, issuer, id] {
+        hash.update((part.len() as u64).to_be_bytes());
+        hash.update(part.as_bytes());
+    }
+    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Uses the single-use proof `digest` (valid until `expires_at`, ms) to sign in: refused when
+/// it was used already or has expired. In one commit, so two uses at once cannot both pass.
+pub fn spend_token(
+    state: &Projections,
+    ctx: &Ctx,
+    digest: &str,
+    expires_at: i64,
+) -> ApiResult<Decision> {
+    if state.sessions.token_spent(digest) {
+        return Err(ApiError::new(
+            crate::error::ErrorCode::AuthenticationFailed,
+            "This sign-in was already used",
+        ));
+    }
+    if expires_at <= ctx.now_ms {
+        return Err(ApiError::new(
+            crate::error::ErrorCode::AuthenticationFailed,
+            "This sign-in has expired",
+        ));
+    }
+    Ok(Decision::events(vec![Event::SignInTokenSpent {
+        digest: digest.to_owned(),
+        expires_at,
+    }]))
+}

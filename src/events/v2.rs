@@ -606,6 +606,10 @@ pub enum Event {
         user_id: UserId,
         change: TwoFactorChange,
     },
+    /// A single-use proof of identity was used to sign in (a SAML assertion, the desktop
+    /// app's login token): any later use is refused until `expires_at` (ms), when it would be
+    /// refused anyway. `digest` is the SHA-256 of what names it, in hex; never the proof itself.
+    SignInTokenSpent { digest: String, expires_at: i64 },
     /// A user saved drafts (`POST /drafts`, by id) or replaced one (`PATCH /drafts/{id}`), as
     /// the drafts their clients keep in step.
     DraftsSaved {
@@ -764,6 +768,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "SessionStarted",
     "SessionEnded",
     "TwoFactorChanged",
+    "SignInTokenSpent",
     "UserEmailChanged",
     "DraftsSaved",
     "DraftRemoved",
@@ -872,6 +877,7 @@ impl Event {
             Event::SessionStarted { .. } => "SessionStarted",
             Event::SessionEnded { .. } => "SessionEnded",
             Event::TwoFactorChanged { .. } => "TwoFactorChanged",
+            Event::SignInTokenSpent { .. } => "SignInTokenSpent",
             Event::UserEmailChanged { .. } => "UserEmailChanged",
             Event::DraftsSaved { .. } => "DraftsSaved",
             Event::DraftRemoved { .. } => "DraftRemoved",

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod avatars;
 pub mod bots;
 pub mod channels;
+pub mod desktop_flow;
 pub mod devices;
 pub mod drafts;
 pub mod emoji;
@@ -28,6 +29,7 @@ pub mod profile_fields;
 pub mod rate_limit;
 pub mod realm;
 pub mod realm_domains;
+pub mod saml;
 pub mod scheduled;
 pub mod scim;
 pub mod second_factor;
@@ -336,6 +338,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     endpoint!(cfg, "/accounts/login/social/oidc/{name}", get => sso::start_named);
     endpoint!(cfg, "/accounts/register/social/oidc/{name}", get => sso::start_named);
     endpoint!(cfg, "/complete/oidc/", get => sso::complete);
+    endpoint!(cfg, "/accounts/login/social/saml/{name}", get => saml::start);
+    endpoint!(cfg, "/accounts/register/social/saml/{name}", get => saml::start);
+    endpoint!(cfg, "/complete/saml/", post => saml::complete);
+    endpoint!(cfg, "/saml/metadata.xml", get => saml::metadata);
+    endpoint!(cfg, "/accounts/login/subdomain/{token}", get => desktop_flow::log_in_with_token);
     endpoint!(cfg, "/accounts/password/reset/{user_id}/{token}/",
         get => password_reset::confirm_page, post => password_reset::set_password);
     endpoint!(cfg, "/avatar/{key}", get => avatars::get_avatar);
@@ -632,9 +639,12 @@ pub fn app(
             // Login forms count against their address too, like API logins, and so do the
             // single sign-on addresses (each may make the server call the provider).
             let login_form = (req.method() == actix_web::http::Method::POST
-                && (matches!(path.as_str(), "/login/" | "/login" | "/accounts/login/jwt/")
-                    || path.starts_with("/accounts/password/reset/")))
+                && (matches!(
+                    path.as_str(),
+                    "/login/" | "/login" | "/accounts/login/jwt/"
+                ) || path.starts_with("/accounts/password/reset/")))
                 || path.starts_with("/accounts/login/social/")
+                || path.starts_with("/accounts/login/subdomain/")
                 || path.starts_with("/accounts/register/social/")
                 || path.starts_with("/complete/");
             let counted = match state {

@@ -22,7 +22,7 @@ pub async fn get_server_settings(
             "password": methods.password(), "dev": false, "email": methods.email,
             "ldap": methods.ldap,
             "remoteuser": false, "github": false, "azuread": false, "gitlab": false,
-            "apple": false, "google": false, "saml": false, "openid connect": methods.oidc(),
+            "apple": false, "google": false, "saml": methods.saml(), "openid connect": methods.oidc(),
         },
         "external_authentication_methods": methods.external,
         "zulip_version": ZULIP_VERSION,

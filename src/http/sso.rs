@@ -60,21 +60,14 @@ async fn start(
         )
         .error_response();
     };
-    let query = Query::of(req);
-    let otp = query.get("mobile_flow_otp").map(str::to_owned);
-    if otp
-        .as_deref()
-        .is_some_and(|o| !crate::auth::is_valid_otp(o))
-    {
-        return ApiError::bad_request("Invalid OTP").error_response();
-    }
-    if query.get("desktop_flow_otp").is_some() {
-        return ApiError::bad_request(
-            "The desktop app's sign-in through the browser (desktop_flow_otp) is not supported \
-             here yet; sign in within the app",
-        )
-        .error_response();
-    }
+    let otp = match AppPad::of(req) {
+        Ok(Some(otp)) => Some(otp),
+        Ok(None) if super::desktop_flow::from_desktop_app(req) => {
+            return super::desktop_flow::app_page()
+        }
+        Ok(None) => None,
+        Err(error) => return error.error_response(),
+    };
     let now = crate::time::now_ms() / 1000;
     match provider.start(&redirect_uri(state), otp, now).await {
         Ok((url, flow)) => {
@@ -131,16 +124,8 @@ pub async fn complete(req: HttpRequest, state: web::Data<AppState>) -> HttpRespo
         .await
         .map(|u| (u, flow)),
     };
-    let response = match outcome {
-        Ok((user_id, flow)) => match flow.mobile_flow_otp {
-            Some(otp) => mobile_flow_redirect(&state, user_id, &otp),
-            None => start_browser_session(&req, &state, user_id).await,
-        },
-        Err((code, why)) => {
-            tracing::info!("OpenID Connect sign-in failed: {why}");
-            redirect(&format!("/login/?error={code}"))
-        }
-    };
+    let outcome = outcome.map(|(user_id, flow)| (user_id, flow.app_pad));
+    let response = end_sign_in(&req, &state, "OpenID Connect", outcome).await;
     clear_flow_cookie(&state, response)
 }
 
@@ -196,11 +181,36 @@ async fn finish(
             return Err((code, error.to_string()));
         }
     };
+    let login = format!("{} ({})", entry.email, flow.provider);
+    sign_in_entry(
+        state,
+        ip,
+        "oidc",
+        &login,
+        entry,
+        provider.create_users,
+        provider.synced_groups.clone(),
+    )
+    .await
+}
+
+/// The account of the person an identity provider vouched for (`entry`), made at their first
+/// sign-in when `create_users`, with their role and `synced_groups` brought in step; the
+/// attempt goes to the sign-in audit as `login` by `method`. A failure is the login page's
+/// code and the reason for the server's log.
+pub(super) async fn sign_in_entry(
+    state: &AppState,
+    ip: Option<std::net::IpAddr>,
+    method: &'static str,
+    login: &str,
+    entry: crate::commands::directory::Entry,
+    create_users: bool,
+    synced_groups: Vec<String>,
+) -> Result<crate::ids::UserId, (&'static str, String)> {
     let rules = crate::commands::directory::SyncRules {
         deactivate_missing: false,
-        synced_groups: provider.synced_groups.clone(),
+        synced_groups,
     };
-    let login = format!("{} ({})", entry.email, flow.provider);
     // A first sign-in with an address outside the allowed domains makes no account.
     let outside = state.engine.read(|s| {
         s.users.by_email(&entry.email).is_none()
@@ -208,14 +218,14 @@ async fn finish(
     });
     if outside {
         let refused = Err(crate::commands::realm_domains::not_allowed(&entry.email));
-        super::auth::audit_sign_in(state, "oidc", &login, ip, &refused);
+        super::auth::audit_sign_in(state, method, login, ip, &refused);
         return Err((
             "sso_domain",
             format!("{} is outside the allowed domains", entry.email),
         ));
     }
-    let result = super::auth::vouched_sign_in(state, entry, provider.create_users, rules).await;
-    super::auth::audit_sign_in(state, "oidc", &login, ip, &result);
+    let result = super::auth::vouched_sign_in(state, entry, create_users, rules).await;
+    super::auth::audit_sign_in(state, method, login, ip, &result);
     result.map_err(|error| {
         let code = match error.code() {
             Some(ErrorCode::UserDeactivated) => "deactivated",
@@ -229,16 +239,63 @@ async fn finish(
     })
 }
 
+/// The end of a sign-in through a provider: the mobile app's redirect, or the desktop app's
+/// page, when one of them started it, else a web session; a failure goes back to the login page with its code.
+pub(super) async fn end_sign_in(
+    req: &HttpRequest,
+    state: &AppState,
+    backend: &str,
+    outcome: Result<(crate::ids::UserId, Option<AppPad>), (&'static str, String)>,
+) -> HttpResponse {
+    match outcome {
+        Ok((user_id, Some(AppPad::Mobile(otp)))) => mobile_flow_redirect(state, user_id, &otp),
+        Ok((user_id, Some(AppPad::Desktop(otp)))) => {
+            super::desktop_flow::finish(state, user_id, &otp)
+        }
+        Ok((user_id, None)) => start_browser_session(req, state, user_id).await,
+        Err((code, why)) => {
+            tracing::info!("{backend} sign-in failed: {why}");
+            redirect(&format!("/login/?error={code}"))
+        }
+    }
+}
+
+pub use crate::identity::oidc::AppPad;
+
+impl AppPad {
+    /// The app's pad in a sign-in's start address (`mobile_flow_otp` or `desktop_flow_otp`):
+    /// `None` when absent, Zulip's "Invalid OTP" when it is not 64 hexadecimal digits.
+    pub(super) fn of(req: &HttpRequest) -> Result<Option<AppPad>, ApiError> {
+        let query = Query::of(req);
+        let pad = match (query.get("mobile_flow_otp"), query.get("desktop_flow_otp")) {
+            (Some(otp), None) => AppPad::Mobile(otp.to_owned()),
+            (None, Some(otp)) => AppPad::Desktop(otp.to_owned()),
+            (None, None) => return Ok(None),
+            (Some(_), Some(_)) => {
+                return Err(ApiError::bad_request(
+                    "Can't use both mobile_flow_otp and desktop_flow_otp together.",
+                ))
+            }
+        };
+        match &pad {
+            AppPad::Mobile(otp) | AppPad::Desktop(otp) if crate::auth::is_valid_otp(otp) => {
+                Ok(Some(pad))
+            }
+            _ => Err(ApiError::bad_request("Invalid OTP")),
+        }
+    }
+}
+
 /// A request's query parameters.
-struct Query(Vec<(String, String)>);
+pub(super) struct Query(Vec<(String, String)>);
 
 impl Query {
-    fn of(req: &HttpRequest) -> Query {
+    pub(super) fn of(req: &HttpRequest) -> Query {
         Query(serde_urlencoded::from_str(req.query_string()).unwrap_or_default())
     }
 
     /// The first value of `name`.
-    fn get(&self, name: &str) -> Option<&str> {
+    pub(super) fn get(&self, name: &str) -> Option<&str> {
         self.0
             .iter()
             .find(|(k, _)| k == name)
@@ -246,25 +303,47 @@ impl Query {
     }
 }
 
-/// The cookie of a sign-in in progress: the flow as base64url JSON, and its MAC.
+/// The cookie of a sign-in in progress.
 fn flow_cookie(state: &AppState, flow: &Flow) -> String {
-    use base64::Engine;
-    let json = serde_json::to_vec(flow).unwrap_or_default();
-    let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json);
-    let mac = state.secret.sign_in_flow_mac(&payload);
     format!(
-        "{FLOW_COOKIE}={payload}.{mac}; Path=/complete/; Max-Age={FLOW_LIFETIME_SECS}; HttpOnly; SameSite=Lax{}",
+        "{FLOW_COOKIE}={}; Path=/complete/; Max-Age={FLOW_LIFETIME_SECS}; HttpOnly; SameSite=Lax{}",
+        sealed(state, "oidc-flow", flow),
         super::webclient::secure_suffix(state)
     )
 }
 
 /// The flow in a cookie's value, when this server signed it.
 fn read_flow(state: &AppState, value: &str) -> Option<Flow> {
+    unsealed(state, "oidc-flow", value)
+}
+
+/// `value` as base64url JSON and its MAC under the server's secret for `purpose`: readable by
+/// anyone who holds it, changeable by nobody, and taken for nothing but `purpose` (a sign-up
+/// link is no login token).
+pub(super) fn sealed<T: serde::Serialize>(state: &AppState, purpose: &str, value: &T) -> String {
+    use base64::Engine;
+    let json = serde_json::to_vec(value).unwrap_or_default();
+    let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json);
+    let mac = state
+        .secret
+        .sign_in_flow_mac(&format!("{purpose}\0{payload}"));
+    format!("{payload}.{mac}")
+}
+
+/// What [`sealed`] sealed for `purpose`, when the MAC holds.
+pub(super) fn unsealed<T: serde::de::DeserializeOwned>(
+    state: &AppState,
+    purpose: &str,
+    value: &str,
+) -> Option<T> {
     use base64::Engine;
     let (payload, mac) = value.rsplit_once('.')?;
     if payload.len() > 4096
         || !crate::auth::constant_time_eq(
-            state.secret.sign_in_flow_mac(payload).as_bytes(),
+            state
+                .secret
+                .sign_in_flow_mac(&format!("{purpose}\0{payload}"))
+                .as_bytes(),
             mac.as_bytes(),
         )
     {

@@ -1,13 +1,17 @@
 //! How people prove who they are, besides the passwords Chronicle keeps: the organization's
-//! directory, a JSON Web Token its own service signs, or an OpenID Connect provider. Every way ends where a password sign-in ends, a person identified, and
+//! directory, a JSON Web Token its own service signs, an OpenID Connect provider, or a SAML 2.0
+//! identity provider. Every way ends where a password sign-in ends, a person identified, and
 //! whatever the directory says about them is decided through commands
 //! (`commands::directory`) like any other change.
 
 pub mod jwt;
 pub mod ldap;
 pub mod oidc;
+pub mod saml;
 pub mod scim_filter;
 pub mod two_factor;
+pub mod xml;
+pub mod xmldsig;
 
 use crate::commands::directory::SyncRules;
 use crate::config::Settings;
@@ -32,6 +36,10 @@ pub struct Identity {
     pub scim: Option<Scim>,
     /// OpenID Connect providers, in the order of their buttons (by name).
     pub oidc: Vec<Arc<oidc::Provider>>,
+    /// SAML 2.0 identity providers, in the order of their buttons (by name).
+    pub saml: Vec<Arc<saml::Idp>>,
+    /// The entity ID Chronicle has at them, when not the server's external URL.
+    pub saml_sp_entity_id: Option<String>,
     /// Create the account of a person the directory knows at their first sign-in.
     pub create_users: bool,
     /// How the sync treats what the directory does not say.
@@ -88,6 +96,8 @@ impl Default for Identity {
             jwt: None,
             scim: None,
             oidc: Vec::new(),
+            saml: Vec::new(),
+            saml_sp_entity_id: None,
             create_users: false,
             rules: SyncRules::default(),
             sync_every: None,
@@ -133,6 +143,16 @@ impl Identity {
                     oidc::Provider::from_settings(name, p, guard.clone()).map(Arc::new)
                 })
                 .collect::<Result<_, _>>()?,
+            saml: s
+                .saml
+                .iter()
+                .map(|(name, p)| saml::Idp::from_settings(name, p, guard.clone()).map(Arc::new))
+                .collect::<Result<_, _>>()?,
+            saml_sp_entity_id: s
+                .auth
+                .saml_sp_entity_id
+                .clone()
+                .filter(|e| !e.trim().is_empty()),
             rules,
             photos: Default::default(),
         })

@@ -98,11 +98,20 @@ pub struct Flow {
     pub state: String,
     pub nonce: String,
     pub verifier: String,
-    /// The mobile app's one-time pad, when the app started the sign-in.
+    /// The app's one-time pad, when the mobile or desktop app started the sign-in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mobile_flow_otp: Option<String>,
+    pub app_pad: Option<AppPad>,
     /// When it started (UNIX seconds).
     pub started: i64,
+}
+
+/// The pad of the app that started a sign-in through the browser: the mobile app's
+/// (`mobile_flow_otp`, the end is the `zulip://` redirect with the API key) or the desktop
+/// app's (`desktop_flow_otp`, the end is a page with a login token for the app).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum AppPad {
+    Mobile(String),
+    Desktop(String),
 }
 
 /// Why a sign-in through a provider failed. The words are for the server's log; the person sees
@@ -310,7 +319,7 @@ impl Provider {
     pub async fn start(
         &self,
         redirect_uri: &str,
-        mobile_flow_otp: Option<String>,
+        app_pad: Option<AppPad>,
         now: i64,
     ) -> Result<(String, Flow), OidcError> {
         let client = self.client(self.metadata(false).await?, redirect_uri)?;
@@ -333,7 +342,7 @@ impl Provider {
                 state: state.secret().clone(),
                 nonce: nonce.secret().clone(),
                 verifier: verifier.secret().clone(),
-                mobile_flow_otp,
+                app_pad,
                 started: now,
             },
         ))

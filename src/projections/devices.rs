@@ -123,6 +123,7 @@ impl Devices {
             | Event::SessionStarted { .. }
             | Event::SessionEnded { .. }
             | Event::TwoFactorChanged { .. }
+            | Event::SignInTokenSpent { .. }
             | Event::UserEmailChanged { .. }
             | Event::LogErased { .. }
             | Event::ImportStarted { .. }

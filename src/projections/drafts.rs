@@ -173,6 +173,7 @@ impl Drafts {
             | Event::SessionStarted { .. }
             | Event::SessionEnded { .. }
             | Event::TwoFactorChanged { .. }
+            | Event::SignInTokenSpent { .. }
             | Event::UserEmailChanged { .. }
             | Event::UserMuted { .. }
             | Event::AlertWordsAdded { .. }

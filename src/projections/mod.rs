@@ -295,6 +295,9 @@ impl Projections {
         if let Some(two_factor) = self.sessions.two_factor_dump() {
             dump["two_factor"] = two_factor;
         }
+        if let Some(spent) = self.sessions.spent_dump() {
+            dump["spent_sign_in_tokens"] = spent;
+        }
         dump
     }
 

@@ -72,6 +72,10 @@ pub struct Sessions {
     /// Absent from snapshots written before two-factor authentication existed (none then).
     #[serde(default)]
     two_factor: BTreeMap<UserId, TwoFactor>,
+    /// Single-use proofs already used to sign in (SAML assertions, desktop login tokens), by
+    /// digest, until they expire (ms).
+    #[serde(default)]
+    spent: BTreeMap<String, i64>,
 }
 
 impl Sessions {
@@ -87,6 +91,23 @@ impl Sessions {
             .iter()
             .filter(move |(_, s)| s.user_id == user)
             .map(|(id, s)| (id.as_str(), s))
+    }
+
+    /// Whether the single-use proof named by `digest` was used already.
+    pub fn token_spent(&self, digest: &str) -> bool {
+        self.spent.contains_key(digest)
+    }
+
+    /// The spent proofs still remembered, for the dump (absent when none).
+    pub fn spent_dump(&self) -> Option<Value> {
+        (!self.spent.is_empty()).then(|| {
+            Value::Array(
+                self.spent
+                    .iter()
+                    .map(|(digest, expires_at)| json!({"digest": digest, "expires_at": expires_at}))
+                    .collect(),
+            )
+        })
     }
 
     /// `user`'s two-factor enrolment, if they have one.
@@ -140,6 +161,11 @@ impl Sessions {
         match &env.event {
             Event::TwoFactorChanged { user_id, change } => {
                 self.apply_two_factor(env.at, *user_id, change);
+            }
+            Event::SignInTokenSpent { digest, expires_at } => {
+                // Proofs that expired by now are refused for that reason alone.
+                self.spent.retain(|_, until| *until > env.at);
+                self.spent.insert(digest.clone(), *expires_at);
             }
             Event::SessionStarted {
                 user_id,

@@ -42,7 +42,8 @@ pub struct SignInMethods {
 /// One entry of `external_authentication_methods`, as Zulip's `ExternalAuthMethodDictT`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ExternalMethod {
-    /// `oidc:NAME` for an OpenID Connect provider (Zulip's one provider is `oidc:oidc`).
+    /// `oidc:NAME` for an OpenID Connect provider (Zulip's one provider is `oidc:oidc`),
+    /// `saml:NAME` for a SAML identity provider.
     pub name: String,
     pub display_name: String,
     pub display_icon: Option<String>,
@@ -71,6 +72,11 @@ impl SignInMethods {
         self.external.iter().any(|m| m.name.starts_with("oidc:"))
     }
 
+    /// Whether a SAML identity provider is offered.
+    pub fn saml(&self) -> bool {
+        self.external.iter().any(|m| m.name.starts_with("saml:"))
+    }
+
     /// Zulip's `require_email_format_usernames`: false when the directory takes usernames.
     pub fn email_usernames(&self) -> bool {
         !self.ldap
@@ -85,6 +91,9 @@ impl SignInMethods {
         }
         if self.oidc() {
             methods["OpenID Connect"] = method(true);
+        }
+        if self.saml() {
+            methods["SAML"] = method(true);
         }
         methods
     }

@@ -49,6 +49,7 @@ pub fn client_events(
         | Event::SessionStarted { .. }
         | Event::SessionEnded { .. }
         | Event::TwoFactorChanged { .. }
+        | Event::SignInTokenSpent { .. }
         // Bot storage is private to its bot, and Zulip sends no event for it.
         | Event::BotStorageSet { .. }
         | Event::BotStorageRemoved { .. } => Deliveries::new(),
