@@ -474,3 +474,49 @@ pub fn accept_invitation(
     events.extend(notices.into_events());
     Ok(Decision::new(events, user_id))
 }
+
+/// An account made by open sign-up (`invite_required` off): a person who proved they hold
+/// `user.email` (by the link mailed to it) joins as a member, in the default channels, as
+/// Zulip's registration without an invitation. Refused while invitations are required, and
+/// for an address taken, invalid, or outside the allowed domains.
+pub fn sign_up(state: &Projections, _ctx: &Ctx, user: NewUser) -> ApiResult<Decision<UserId>> {
+    if state.realm.flag("invite_required") {
+        return Err(ApiError::bad_request(
+            "This organization requires an invitation to join.",
+        ));
+    }
+    if !validate_email(&user.email) {
+        return Err(ApiError::bad_request(format!(
+            "Invalid email '{}'",
+            user.email
+        )));
+    }
+    if email_taken(state, &user.email) {
+        return Err(ApiError::bad_request("Email is already in use."));
+    }
+    if super::realm_domains::email_refusal(state, &user.email).is_some() {
+        return Err(super::realm_domains::not_allowed(&user.email));
+    }
+    let full_name = check_full_name(&user.full_name)?;
+    check_unique_name(state, &full_name, None)?;
+    let user_id = UserId(state.users.max_id().0 + 1);
+    let mut events = vec![Event::UserCreated {
+        user_id,
+        email: user.email,
+        full_name: full_name.clone(),
+        role: Role::Member,
+        bot_type: None,
+        bot_owner_id: None,
+        timezone: String::new(),
+        can_create_users: false,
+        password_hash: user.password_hash,
+        api_key_nonce: user.api_key_nonce,
+        bot: None,
+    }];
+    events.extend(default_subscriptions(state, user_id));
+    let mention = format!("@_**{full_name}|{user_id}**");
+    let mut notices = Notices::reserving(state, 1).knowing(user_id, &full_name);
+    signup_notices(state, &mention, &mut notices);
+    events.extend(notices.into_events());
+    Ok(Decision::new(events, user_id))
+}

@@ -34,6 +34,7 @@ pub mod scheduled;
 pub mod scim;
 pub mod second_factor;
 pub mod server_settings;
+pub mod signup;
 pub mod sso;
 pub mod starting;
 pub mod subscriptions;
@@ -343,6 +344,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     endpoint!(cfg, "/complete/saml/", post => saml::complete);
     endpoint!(cfg, "/saml/metadata.xml", get => saml::metadata);
     endpoint!(cfg, "/accounts/login/subdomain/{token}", get => desktop_flow::log_in_with_token);
+    endpoint!(cfg, "/register/", get => signup::signup_page);
+    endpoint!(cfg, "/accounts/home/", post => signup::request_link);
+    endpoint!(cfg, "/accounts/send_confirm/", get => signup::sent_page);
+    endpoint!(cfg, "/accounts/do_confirm/{key}",
+        get => signup::confirm_page, post => signup::create_account);
     endpoint!(cfg, "/accounts/password/reset/{user_id}/{token}/",
         get => password_reset::confirm_page, post => password_reset::set_password);
     endpoint!(cfg, "/avatar/{key}", get => avatars::get_avatar);
@@ -641,8 +647,9 @@ pub fn app(
             let login_form = (req.method() == actix_web::http::Method::POST
                 && (matches!(
                     path.as_str(),
-                    "/login/" | "/login" | "/accounts/login/jwt/"
-                ) || path.starts_with("/accounts/password/reset/")))
+                    "/login/" | "/login" | "/accounts/login/jwt/" | "/accounts/home/"
+                ) || path.starts_with("/accounts/password/reset/")
+                    || path.starts_with("/accounts/do_confirm/")))
                 || path.starts_with("/accounts/login/social/")
                 || path.starts_with("/accounts/login/subdomain/")
                 || path.starts_with("/accounts/register/social/")

@@ -90,6 +90,8 @@ pub enum Key {
     Login(String),
     /// Password-reset emails to an address (lowercased).
     PasswordReset(String),
+    /// Sign-up emails to an address (lowercased).
+    SignUp(String),
     /// A person's wrong two-factor codes.
     TwoFactor(u64),
 }
@@ -137,7 +139,7 @@ impl RateLimiter {
             Key::User(_) => limits.per_user,
             Key::Ip(_) => limits.per_ip,
             Key::Login(_) => limits.failed_logins,
-            Key::PasswordReset(_) => PASSWORD_RESETS,
+            Key::PasswordReset(_) | Key::SignUp(_) => PASSWORD_RESETS,
             Key::TwoFactor(_) => TWO_FACTOR_FAILURES,
         }
     }
@@ -162,7 +164,7 @@ impl RateLimiter {
             Key::User(_) => KeyKind::User,
             Key::Ip(_) => KeyKind::Ip,
             Key::Login(_) => KeyKind::Login,
-            Key::PasswordReset(_) => KeyKind::PasswordReset,
+            Key::PasswordReset(_) | Key::SignUp(_) => KeyKind::PasswordReset,
             Key::TwoFactor(_) => KeyKind::TwoFactor,
         };
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());

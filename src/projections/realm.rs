@@ -161,6 +161,9 @@ pub const SETTINGS: &[Setting] = &[
         Initial::Text("allow_empty_topic"),
     ),
     plain("require_unique_names", Kind::Bool, Initial::Bool(false)),
+    // Whether joining takes an invitation (Zulip's default for a new organization); off, anyone
+    // who proves an address (in the allowed domains) may sign up at `/register/`.
+    plain("invite_required", Kind::Bool, Initial::Bool(true)),
     // Accounts only for addresses in the allowed domains (`/realm/domains`); owners decide.
     Setting {
         owner_only: true,

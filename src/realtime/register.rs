@@ -510,7 +510,6 @@ fn realm_data(out: &mut Out, cx: &Cx<'_>) {
     );
     out.put("realm_waiting_period_threshold", &0);
     out.put("realm_enable_spectator_access", &false);
-    out.put("realm_invite_required", &true);
     out.put("realm_default_language", &"en");
     out.put("realm_plan_type", &1);
     out.put("realm_push_notifications_enabled", &false);

@@ -931,3 +931,215 @@ async fn a_json_web_token_signed_with_the_organizations_key_signs_its_person_in(
     assert!(!audit.contains(&signature(&good)));
     assert!(!audit.contains(key));
 }
+
+/// The links in the outbox's sign-up emails, oldest first (and the emails' subjects).
+fn signup_mails(server: &Server) -> Vec<(String, Option<String>)> {
+    let Ok(entries) = std::fs::read_dir(server.dir.join("outbox")) else {
+        return Vec::new();
+    };
+    let mut mails: Vec<(String, String)> = entries
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().contains("sign-up"))
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read_to_string(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    mails.sort();
+    mails
+        .iter()
+        .map(|(_, mail)| {
+            let subject = mail
+                .lines()
+                .find(|l| l.starts_with("Subject:"))
+                .unwrap_or_default()
+                .to_owned();
+            let link = mail
+                .lines()
+                .find(|l| l.contains("/accounts/do_confirm/"))
+                .map(|l| l.trim().to_owned());
+            (subject, link)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn open_sign_up_confirms_the_address_and_makes_a_member_once() {
+    let server = Server::start();
+    let owner = server.api(Some(&server.owner()));
+    let client = Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let post = |path: String, form: Vec<(&'static str, String)>| {
+        client
+            .post(format!("{}{path}", server.url))
+            .header("Origin", &server.url)
+            .form(&form)
+            .send()
+    };
+    let location = |resp: &reqwest::Response| {
+        assert_eq!(resp.status(), StatusCode::SEE_OTHER, "{resp:?}");
+        resp.headers()["location"].to_str().unwrap().to_owned()
+    };
+
+    // While invitations are required (Zulip's default), the page says so and nothing is sent.
+    let (_, state) = owner.post("/register", &[]).await;
+    assert_eq!(state["realm_invite_required"], true);
+    let page = client
+        .get(format!("{}/register/", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(location(&page), "/register/?error=invite_required");
+    let resp = post(
+        "/accounts/home/".into(),
+        vec![("email", "nia@example.com".into())],
+    )
+    .await
+    .unwrap();
+    assert_eq!(location(&resp), "/register/?error=invite_required");
+    assert!(signup_mails(&server).is_empty());
+
+    // An administrator opens the organization: the event says so, /register says so.
+    let (status, body) = owner
+        .call(Method::PATCH, "/realm", &[("invite_required", "false")])
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, state) = owner.post("/register", &[]).await;
+    assert_eq!(state["realm_invite_required"], false);
+    let page = client
+        .get(format!("{}/register/", server.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    assert!(page
+        .text()
+        .await
+        .unwrap()
+        .contains("action=\"/accounts/home/\""));
+
+    // A bad address is refused; a good one and a taken one get the same answer, and mail.
+    let resp = post(
+        "/accounts/home/".into(),
+        vec![("email", "not-an-address".into())],
+    )
+    .await
+    .unwrap();
+    assert_eq!(location(&resp), "/register/?error=invalid");
+    let owner_email = server.owner().email;
+    for email in ["nia@example.com".to_owned(), owner_email] {
+        let resp = post("/accounts/home/".into(), vec![("email", email)])
+            .await
+            .unwrap();
+        assert_eq!(location(&resp), "/accounts/send_confirm/");
+    }
+    let mails = signup_mails(&server);
+    assert_eq!(mails.len(), 2, "{mails:?}");
+    let link = mails
+        .iter()
+        .find_map(|(_, link)| link.clone())
+        .expect("a confirmation link");
+    assert!(mails
+        .iter()
+        .any(|(subject, link)| link.is_none() && subject.contains("already have an account")));
+    let path = link.strip_prefix(&server.url).unwrap().to_owned();
+
+    // The link opens the form; a forged one does not.
+    let form = client.get(&link).send().await.unwrap();
+    assert_eq!(form.status(), StatusCode::OK);
+    assert!(form.text().await.unwrap().contains("name=\"full_name\""));
+    let forged = client.get(format!("{}x", link)).send().await.unwrap();
+    assert_eq!(location(&forged), "/register/?error=expired");
+
+    // A short password is refused; then the account is made, a member, and signed in.
+    let resp = post(
+        path.clone(),
+        vec![("full_name", "Nia".into()), ("password", "tiny".into())],
+    )
+    .await
+    .unwrap();
+    assert_eq!(location(&resp), format!("{path}?error=short"));
+    let resp = post(
+        path.clone(),
+        vec![
+            ("full_name", "Nia Novak".into()),
+            ("password", "long-enough-1".into()),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(location(&resp), "/");
+    let cookies: Vec<String> = resp
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().split(';').next().unwrap().to_owned())
+        .collect();
+    let me = client
+        .get(format!("{}/json/users/me", server.url))
+        .header("Cookie", cookies.join("; "))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(me.status(), StatusCode::OK);
+    let me: Value = me.json().await.unwrap();
+    assert_eq!(me["email"], "nia@example.com");
+    assert_eq!(me["full_name"], "Nia Novak");
+    assert_eq!(me["role"], 400);
+    let (status, _) = server
+        .api(None)
+        .post(
+            "/fetch_api_key",
+            &[
+                ("username", "nia@example.com"),
+                ("password", "long-enough-1"),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    // The link cannot make a second account.
+    let again = post(
+        path.clone(),
+        vec![
+            ("full_name", "Nia Again".into()),
+            ("password", "long-enough-2".into()),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(location(&again), format!("{path}?error=taken"));
+
+    // Closed again: a link mailed before cannot make an account any more.
+    let resp = post(
+        "/accounts/home/".into(),
+        vec![("email", "oz@example.com".into())],
+    )
+    .await
+    .unwrap();
+    assert_eq!(location(&resp), "/accounts/send_confirm/");
+    let oz = signup_mails(&server)
+        .into_iter()
+        .filter_map(|(_, link)| link)
+        .find(|l| l != &link)
+        .unwrap();
+    owner
+        .call(Method::PATCH, "/realm", &[("invite_required", "true")])
+        .await;
+    let closed = post(
+        oz.strip_prefix(&server.url).unwrap().to_owned(),
+        vec![
+            ("full_name", "Oz".into()),
+            ("password", "long-enough-3".into()),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(location(&closed), "/register/?error=invite_required");
+    let (_, users) = owner.get("/users", &[]).await;
+    assert!(!users.to_string().contains("oz@example.com"));
+}

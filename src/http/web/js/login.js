@@ -46,6 +46,7 @@ const secondStep = query.get("two_factor");
 if (secondStep === "code" || secondStep === "setup") {
   document.querySelector("form.login-form").hidden = true;
   document.getElementById("forgot-password").hidden = true;
+  document.getElementById("signup-link").hidden = true;
   document.getElementById("two-factor-form").hidden = false;
   if (secondStep === "setup") {
     document.getElementById("two-factor-setup").hidden = false;
