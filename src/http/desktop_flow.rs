@@ -137,6 +137,16 @@ pub async fn log_in_with_token(
     token: web::Path<String>,
 ) -> HttpResponse {
     let ip = super::auth::client_ip(&req, &state);
+    // The app's own window navigates here from this server's page (`same-origin`), or is
+    // opened on it (`none`). A page of another site that sent a browser here with a token of
+    // its own account would sign that browser in as someone else.
+    let fetched_from = req
+        .headers()
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok());
+    if fetched_from.is_some_and(|site| site != "same-origin" && site != "none") {
+        return redirect("/login/?error=origin");
+    }
     let Some(login) = unsealed::<LoginToken>(&state, "desktop-login", &token) else {
         let refused = Err(crate::error::ApiError::new(
             crate::error::ErrorCode::BadRequest,

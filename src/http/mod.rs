@@ -689,7 +689,7 @@ pub fn app(
                 match AssertUnwindSafe(response).catch_unwind().await {
                     Ok(result) => result.map(|res| with_common_headers(res.map_into_boxed_body())),
                     Err(_) => {
-                        tracing::error!(%path, "a handler panicked");
+                        tracing::error!(path = %loggable_path(&path), "a handler panicked");
                         // The dispatcher renders this error with `ApiError::error_response`.
                         Err(ApiError::internal("handler panicked").into())
                     }
@@ -703,7 +703,7 @@ pub fn app(
             // line per answer at debug level.
             let id = request_id(req.headers().get("x-request-id"));
             let span = tracing::info_span!("request", request_id = %id);
-            let (method, path) = (req.method().clone(), req.path().to_owned());
+            let (method, path) = (req.method().clone(), loggable_path(req.path()));
             let started = std::time::Instant::now();
             let response = {
                 let _entered = span.enter();
@@ -833,4 +833,43 @@ fn method_not_allowed(allowed: &[&str]) -> HttpResponse {
 pub fn path_id(req: &actix_web::HttpRequest, name: &str) -> Result<u64, ApiError> {
     let raw = req.match_info().get(name).unwrap_or_default();
     raw.parse::<u64>().map_err(|_| ApiError::invalid(name, raw))
+}
+
+/// A request's path as the server's log may show it: the secret of the addresses whose path
+/// carries one (a sign-up or reset link, an invitation, the desktop app's login token) is
+/// replaced.
+pub fn loggable_path(path: &str) -> String {
+    const SECRET_AFTER: [&str; 4] = [
+        "/accounts/do_confirm/",
+        "/accounts/login/subdomain/",
+        "/accounts/password/reset/",
+        "/join/",
+    ];
+    match SECRET_AFTER.iter().find(|p| path.starts_with(*p)) {
+        Some(prefix) if path.len() > prefix.len() && !path.ends_with("/done/") => {
+            format!("{prefix}[redacted]")
+        }
+        _ => path.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod loggable_path_tests {
+    #[test]
+    fn secrets_in_paths_stay_out_of_the_log() {
+        use super::loggable_path;
+        assert_eq!(
+            loggable_path("/accounts/do_confirm/eyJlbWFpbCI.abc"),
+            "/accounts/do_confirm/[redacted]"
+        );
+        assert_eq!(
+            loggable_path("/accounts/password/reset/2/1764-abcdef/"),
+            "/accounts/password/reset/[redacted]"
+        );
+        assert_eq!(
+            loggable_path("/accounts/password/reset/done/"),
+            "/accounts/password/reset/done/"
+        );
+        assert_eq!(loggable_path("/api/v1/messages"), "/api/v1/messages");
+    }
 }

@@ -5,8 +5,9 @@
 //! account and signs the browser in.
 //!
 //! The link's key is the address and an expiry (24 hours, Zulip's) sealed with the server's
-//! secret for this purpose alone: nothing is stored until the account exists, and a link
-//! cannot make a second account, since the address is then taken. Asking answers the same page
+//! secret for this purpose alone, with a nonce: nothing is stored until the account exists,
+//! and the link is spent in the commit that makes it (`SignInTokenSpent`), so it makes one
+//! account at most. Asking answers the same page
 //! whether or not the address has an account (one that has gets an email saying so, with the
 //! way to reset its password), and an address gets at most two emails an hour.
 
@@ -25,6 +26,9 @@ const PURPOSE: &str = "sign-up";
 #[derive(serde::Serialize, serde::Deserialize)]
 struct SignUpLink {
     email: String,
+    /// Spent with the account it makes (`SignInTokenSpent`), so a link makes one account at
+    /// most, even if its address is freed again within its day.
+    nonce: String,
     expires_at: i64,
 }
 
@@ -112,6 +116,7 @@ fn send_link(state: &AppState, email: &str) {
                 PURPOSE,
                 &SignUpLink {
                     email: email.to_owned(),
+                    nonce: new_api_key_nonce(),
                     expires_at: crate::time::now_ms() + LINK_LIFETIME_MS,
                 },
             );
@@ -129,16 +134,22 @@ fn send_link(state: &AppState, email: &str) {
     state.send_mail(email, &subject, &body, "sign-up");
 }
 
-/// The address a link's key confirms, while it works.
-fn confirmed_address(state: &AppState, key: &str) -> Option<String> {
+/// What a link's key confirms, while it works.
+fn open_link(state: &AppState, key: &str) -> Option<SignUpLink> {
     let link = unsealed::<SignUpLink>(state, PURPOSE, key)?;
-    (link.expires_at > crate::time::now_ms()).then_some(link.email)
+    let digest = link_digest(&link);
+    let spent = state.engine.read(|s| s.sessions.token_spent(&digest));
+    (link.expires_at > crate::time::now_ms() && !spent).then_some(link)
+}
+
+fn link_digest(link: &SignUpLink) -> String {
+    crate::commands::sessions::token_digest(PURPOSE, "", &link.nonce)
 }
 
 /// `GET /accounts/do_confirm/{key}`: the form for a name and a password.
 pub async fn confirm_page(state: web::Data<AppState>, key: web::Path<String>) -> HttpResponse {
-    match confirmed_address(&state, &key) {
-        Some(email) if refusal(&state, &email).is_none() => page("signup_confirm.html"),
+    match open_link(&state, &key) {
+        Some(link) if refusal(&state, &link.email).is_none() => page("signup_confirm.html"),
         Some(_) => redirect("/register/?error=invite_required"),
         None => redirect("/register/?error=expired"),
     }
@@ -155,9 +166,11 @@ pub async fn create_account(
     if !same_origin_post(&req, &state) {
         return redirect(&format!("{here}?error=origin"));
     }
-    let Some(email) = confirmed_address(&state, &key) else {
+    let Some(link) = open_link(&state, &key) else {
         return redirect("/register/?error=expired");
     };
+    let (digest, expires_at) = (link_digest(&link), link.expires_at);
+    let email = link.email;
     let full_name = params.str("full_name").unwrap_or_default();
     let password = params.str("password").unwrap_or_default();
     if let Some(code) = refusal(&state, &email) {
@@ -201,7 +214,11 @@ pub async fn create_account(
     let created = state
         .engine
         .execute(None, move |s, ctx| {
-            crate::commands::invitations::sign_up(s, ctx, user.clone())
+            // The link is spent in the commit that makes the account.
+            let spent = crate::commands::sessions::spend_token(s, ctx, &digest, expires_at)?;
+            let mut made = crate::commands::invitations::sign_up(s, ctx, user.clone())?;
+            made.events.splice(0..0, spent.events);
+            Ok(made)
         })
         .await;
     match created {

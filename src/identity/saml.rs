@@ -14,7 +14,7 @@
 //! the browser they arrive in.
 
 use super::xml::{Bounds, Document};
-use super::xmldsig::{self, DsigError, VerifyingKey};
+use super::xmldsig::{self, shown, DsigError, VerifyingKey};
 use crate::commands::directory::Entry;
 use crate::config::SamlIdpSettings;
 use crate::events::Role;
@@ -38,6 +38,8 @@ const LEEWAY_SECS: i64 = 60;
 const MAX_WINDOW_SECS: i64 = 24 * 3600;
 /// How long metadata fetched from a URL is used before it is fetched again.
 const METADATA_LIFETIME: Duration = Duration::from_secs(3600);
+/// How long past its lifetime fetched metadata still serves while its URL fails.
+const STALE_FOR: Duration = Duration::from_secs(24 * 3600);
 
 /// What an identity provider's metadata says (or its settings, without metadata).
 #[derive(Debug, Clone)]
@@ -182,12 +184,27 @@ pub struct Asserted {
 }
 
 impl Asserted {
-    /// The values of the attribute whose `Name` or `FriendlyName` is `name`.
+    /// The values of the attribute whose `Name` is `name`, else of the one whose
+    /// `FriendlyName` is; `None` when none is, or when two are (which one the provider meant
+    /// cannot be known).
     fn values(&self, name: &str) -> Option<&[String]> {
-        self.attributes
+        let by_name: Vec<_> = self
+            .attributes
             .iter()
-            .find(|(n, f, _)| n == name || f.as_deref() == Some(name))
-            .map(|(_, _, v)| v.as_slice())
+            .filter(|(n, _, _)| n == name)
+            .collect();
+        let found = if by_name.is_empty() {
+            self.attributes
+                .iter()
+                .filter(|(_, f, _)| f.as_deref() == Some(name))
+                .collect()
+        } else {
+            by_name
+        };
+        match found[..] {
+            [(_, _, values)] => Some(values.as_slice()),
+            _ => None,
+        }
     }
 
     fn first(&self, name: &str) -> Option<&str> {
@@ -232,6 +249,19 @@ impl Idp {
             (None, Some(url), None) => {
                 let url = reqwest::Url::parse(url.trim())
                     .map_err(|e| format!("{}: not a URL ({e})", at("metadata_url")))?;
+                // The metadata carries the keys every sign-in is checked with: over plain
+                // HTTP, anyone on the way could put theirs in.
+                let host = url.host_str().unwrap_or_default().trim_matches(['[', ']']);
+                let loopback = host == "localhost"
+                    || host
+                        .parse::<std::net::IpAddr>()
+                        .is_ok_and(|ip| ip.is_loopback());
+                if url.scheme() != "https" && !loopback {
+                    return Err(format!(
+                        "{}: use https (the metadata holds the keys sign-ins are checked with)",
+                        at("metadata_url")
+                    ));
+                }
                 guard
                     .check_url(&url)
                     .map_err(|refused| format!("{}: {refused}", at("metadata_url")))?;
@@ -339,13 +369,14 @@ impl Idp {
                 *cache = Some((meta.clone(), Instant::now()));
                 Ok(meta)
             }
-            // Stale metadata serves while the URL fails (certificates rotate slowly).
+            // Stale metadata serves for a day while the URL fails (certificates rotate
+            // slowly), not for ever (a key the provider dropped must stop working).
             Err(error) => match cache.as_ref() {
-                Some((meta, _)) => {
+                Some((meta, at)) if at.elapsed() < METADATA_LIFETIME + STALE_FOR => {
                     tracing::warn!(provider = %self.name, "SAML metadata refresh failed: {error}");
                     Ok(meta.clone())
                 }
-                None => Err(error),
+                _ => Err(error),
             },
         }
     }
@@ -365,6 +396,11 @@ impl Idp {
             .send()
             .await
             .map_err(unreachable)?;
+        if url.scheme() == "https" && response.url().scheme() != "https" {
+            return Err(SamlError::Unreachable(
+                "the metadata URL redirected away from https".into(),
+            ));
+        }
         if !response.status().is_success() {
             return Err(SamlError::Unreachable(format!(
                 "the metadata URL answered {}",
@@ -520,7 +556,7 @@ fn time_attribute(doc: &Document, at: usize, name: &str) -> Result<Option<i64>, 
         None => Ok(None),
         Some(text) => crate::time::parse_rfc3339_ms(text)
             .map(|ms| Some(ms.div_euclid(1000)))
-            .ok_or_else(|| SamlError::Refused(format!("{name}={text:?} is not an instant"))),
+            .ok_or_else(|| SamlError::Refused(format!("{name}={} is not an instant", shown(text)))),
     }
 }
 
@@ -569,7 +605,7 @@ pub fn check_response_xml(
     }
     if let Some(destination) = doc.attribute(root, "Destination") {
         if destination != acs_url {
-            return refused(format!("meant for {destination}, not {acs_url}"));
+            return refused(format!("meant for {}, not {acs_url}", shown(destination)));
         }
     }
     if doc.attribute(root, "InResponseTo") != Some(request_id) {
@@ -590,7 +626,7 @@ pub fn check_response_xml(
         .and_then(|c| doc.attribute(c, "Value"))
         .ok_or_else(|| SamlError::Refused("no status".into()))?;
     if status != SUCCESS {
-        return refused(format!("the provider answered {status}"));
+        return refused(format!("the provider answered {}", shown(status)));
     }
     if doc
         .all_named(ASSERTION, "EncryptedAssertion")
@@ -652,10 +688,14 @@ pub fn check_response_xml(
         };
         let until = time_attribute(&doc, data, "NotOnOrAfter")?;
         let from = time_attribute(&doc, data, "NotBefore")?;
+        // The response's own InResponseTo is signed only when the response is: with only the
+        // assertion signed, the assertion itself must name this browser's request.
+        let answers = match doc.attribute(data, "InResponseTo") {
+            Some(r) => r == request_id,
+            None => response_signed,
+        };
         let good = doc.attribute(data, "Recipient") == Some(acs_url)
-            && doc
-                .attribute(data, "InResponseTo")
-                .is_none_or(|r| r == request_id)
+            && answers
             && until.is_some_and(|until| now < until + LEEWAY_SECS)
             && from.is_none_or(|from| now + LEEWAY_SECS >= from);
         if good {
@@ -888,6 +928,20 @@ mod tests {
         assert!(check_at(BOTH, "_request-1", at + 5 * 60_000 + 50_000).is_ok());
         assert!(refusal(check_at(BOTH, "_request-1", at + 7 * 60_000)).contains("time window"));
         assert!(refusal(check_at(BOTH, "_request-1", at - 2 * 60_000)).contains("not valid yet"));
+    }
+
+    #[test]
+    fn a_signed_assertion_cannot_be_carried_to_another_request_in_an_unsigned_response() {
+        // Only the assertion is signed: the response's InResponseTo is anyone's to change, so
+        // the assertion's own confirmation must name the request.
+        let rebound = ASSERTION_ONLY.replacen(
+            "InResponseTo=\"_request-1\" Version",
+            "InResponseTo=\"_request-2\" Version",
+            1,
+        );
+        assert_ne!(rebound, ASSERTION_ONLY);
+        let why = refusal(check_at(&rebound, "_request-2", issued(ASSERTION_ONLY)));
+        assert!(why.contains("bearer confirmation"), "{why}");
     }
 
     #[test]

@@ -220,7 +220,11 @@ impl Document {
                 if value.is_empty() {
                     return refuse(format!("the prefix {prefix} undeclared (XML 1.0 names)"));
                 }
-                if prefix == "xml" || prefix == "xmlns" {
+                // `xml` may be declared, to its own namespace only (and is never rendered).
+                if prefix == "xml" && value == XML_NAMESPACE {
+                    continue;
+                }
+                if prefix == "xml" || prefix == "xmlns" || value == XML_NAMESPACE {
                     return refuse(format!("a declaration of the reserved prefix {prefix}"));
                 }
                 declared.push((Some(prefix.to_owned()), value));

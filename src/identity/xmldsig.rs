@@ -129,7 +129,8 @@ impl SignatureMethod {
             }
             other => {
                 return Err(DsigError::Invalid(format!(
-                    "the signature method {other} is not supported"
+                    "the signature method {} is not supported",
+                    shown(other)
                 )))
             }
         })
@@ -179,7 +180,10 @@ pub fn verify_enveloped(
         .map(|name| doc.with_attribute(name, id).count())
         .sum::<usize>();
     if holders != 1 {
-        return invalid(format!("the ID {id} is not unique in the document"));
+        return invalid(format!(
+            "the ID {} is not unique in the document",
+            shown(id)
+        ));
     }
     let signed_info = doc
         .only_child(signature, DSIG, "SignedInfo")
@@ -202,6 +206,20 @@ pub fn verify_enveloped(
     };
     if doc.attribute(reference, "URI") != Some(&format!("#{id}")) {
         return invalid("the Reference is not to the signed element");
+    }
+    let signature_value = doc
+        .only_child(signature, DSIG, "SignatureValue")
+        .map_err(bad)?
+        .and_then(|v| base64_of(&doc.text_of(v)))
+        .ok_or_else(|| DsigError::Invalid("no SignatureValue in base64".into()))?;
+    let info = doc.exclusive_c14n(signed_info, None, &info_prefixes);
+    // The signature first: SignedInfo is small, and until it holds, nothing it names (the
+    // transforms, the prefix list) is worth the work of canonicalizing the whole element.
+    if !keys
+        .iter()
+        .any(|key| key.verifies(method, &info, &signature_value))
+    {
+        return invalid("the signature is not by any of the identity provider's certificates");
     }
     let transforms = doc
         .only_child(reference, DSIG, "Transforms")
@@ -237,25 +255,17 @@ pub fn verify_enveloped(
                 "a SHA-1 digest, which is refused: have the identity provider use SHA-256",
             )
         }
-        other => return invalid(format!("the digest method {other} is not supported")),
+        other => {
+            return invalid(format!(
+                "the digest method {} is not supported",
+                shown(other)
+            ))
+        }
     };
     if !crate::auth::constant_time_eq(&digest, &expected) {
         return invalid("the signed element was changed after signing (digest mismatch)");
     }
-    let signature_value = doc
-        .only_child(signature, DSIG, "SignatureValue")
-        .map_err(bad)?
-        .and_then(|v| base64_of(&doc.text_of(v)))
-        .ok_or_else(|| DsigError::Invalid("no SignatureValue in base64".into()))?;
-    let info = doc.exclusive_c14n(signed_info, None, &info_prefixes);
-    if keys
-        .iter()
-        .any(|key| key.verifies(method, &info, &signature_value))
-    {
-        Ok(())
-    } else {
-        invalid("the signature is not by any of the identity provider's certificates")
-    }
+    Ok(())
 }
 
 /// The InclusiveNamespaces PrefixList of an exclusive canonicalization `method` element;
@@ -264,7 +274,7 @@ fn exclusive_c14n_prefixes(doc: &Document, method: usize) -> Result<Vec<String>,
     if doc.attribute(method, "Algorithm") != Some(EXC_C14N) {
         return invalid(format!(
             "canonicalization {} is not exclusive c14n without comments",
-            doc.attribute(method, "Algorithm").unwrap_or("(none)")
+            shown(doc.attribute(method, "Algorithm").unwrap_or("(none)"))
         ));
     }
     Ok(doc
@@ -273,6 +283,13 @@ fn exclusive_c14n_prefixes(doc: &Document, method: usize) -> Result<Vec<String>,
         .flat_map(|list| list.split_ascii_whitespace().map(str::to_owned))
         .take(64)
         .collect())
+}
+
+/// A value of the document as a reason shows it: quoted and escaped (no line of its own in the
+/// server's log), and short.
+pub fn shown(value: &str) -> String {
+    let short: String = value.chars().take(100).collect();
+    format!("{short:?}")
 }
 
 /// Base64 with whitespace between (as XML signatures wrap it).

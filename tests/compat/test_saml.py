@@ -206,6 +206,11 @@ timeout_secs = 3
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
         token = AESGCM(key).decrypt(data[:12], data[12:], b"").decode()
         assert "jon" not in token and "Jon" not in token
+        # A page of another site cannot send a browser there (login CSRF).
+        cross = requests.get(f"{chronicle_url}/accounts/login/subdomain/{token}",
+                             headers={"Sec-Fetch-Site": "cross-site"}, allow_redirects=False,
+                             timeout=30)
+        assert error_of(cross) == "origin"
         signed_in = app_window.get(f"{chronicle_url}/accounts/login/subdomain/{token}",
                                    allow_redirects=False, timeout=30)
         assert signed_in.status_code == 303 and signed_in.headers["location"] == "/"

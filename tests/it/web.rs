@@ -1102,7 +1102,7 @@ async fn open_sign_up_confirms_the_address_and_makes_a_member_once() {
         .await;
     assert_eq!(status, StatusCode::OK);
 
-    // The link cannot make a second account.
+    // The link is spent: it cannot make a second account.
     let again = post(
         path.clone(),
         vec![
@@ -1112,7 +1112,7 @@ async fn open_sign_up_confirms_the_address_and_makes_a_member_once() {
     )
     .await
     .unwrap();
-    assert_eq!(location(&again), format!("{path}?error=taken"));
+    assert_eq!(location(&again), "/register/?error=expired");
 
     // Closed again: a link mailed before cannot make an account any more.
     let resp = post(
