@@ -381,20 +381,7 @@ pub fn accept_invitation(
             ));
         }
     }
-    if !validate_email(&user.email) {
-        return Err(ApiError::bad_request(format!(
-            "Invalid email '{}'",
-            user.email
-        )));
-    }
-    if email_taken(state, &user.email) {
-        return Err(ApiError::bad_request("Email is already in use."));
-    }
-    if super::realm_domains::email_refusal(state, &user.email).is_some() {
-        return Err(super::realm_domains::not_allowed(&user.email));
-    }
-    let full_name = check_full_name(&user.full_name)?;
-    check_unique_name(state, &full_name, None)?;
+    let full_name = check_new_account(state, &user)?;
     let user_id = UserId(state.users.max_id().0 + 1);
     let spec = &invite.spec;
     let mut events = vec![Event::UserCreated {
@@ -485,20 +472,7 @@ pub fn sign_up(state: &Projections, _ctx: &Ctx, user: NewUser) -> ApiResult<Deci
             "This organization requires an invitation to join.",
         ));
     }
-    if !validate_email(&user.email) {
-        return Err(ApiError::bad_request(format!(
-            "Invalid email '{}'",
-            user.email
-        )));
-    }
-    if email_taken(state, &user.email) {
-        return Err(ApiError::bad_request("Email is already in use."));
-    }
-    if super::realm_domains::email_refusal(state, &user.email).is_some() {
-        return Err(super::realm_domains::not_allowed(&user.email));
-    }
-    let full_name = check_full_name(&user.full_name)?;
-    check_unique_name(state, &full_name, None)?;
+    let full_name = check_new_account(state, &user)?;
     let user_id = UserId(state.users.max_id().0 + 1);
     let mut events = vec![Event::UserCreated {
         user_id,
@@ -519,4 +493,25 @@ pub fn sign_up(state: &Projections, _ctx: &Ctx, user: NewUser) -> ApiResult<Deci
     signup_notices(state, &mention, &mut notices);
     events.extend(notices.into_events());
     Ok(Decision::new(events, user_id))
+}
+
+/// What a person joining by themselves must pass (an invitation's or open sign-up's): a valid
+/// address, not taken, in the allowed domains, and a valid (and, when required, unique) name,
+/// which is answered as it will be kept.
+fn check_new_account(state: &Projections, user: &NewUser) -> ApiResult<String> {
+    if !validate_email(&user.email) {
+        return Err(ApiError::bad_request(format!(
+            "Invalid email '{}'",
+            user.email
+        )));
+    }
+    if email_taken(state, &user.email) {
+        return Err(ApiError::bad_request("Email is already in use."));
+    }
+    if super::realm_domains::email_refusal(state, &user.email).is_some() {
+        return Err(super::realm_domains::not_allowed(&user.email));
+    }
+    let full_name = check_full_name(&user.full_name)?;
+    check_unique_name(state, &full_name, None)?;
+    Ok(full_name)
 }

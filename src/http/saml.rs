@@ -236,7 +236,7 @@ async fn finish(
         &login,
         entry,
         idp.create_users,
-        idp.synced_groups.clone(),
+        idp.groups.synced_groups.clone(),
     )
     .await
 }

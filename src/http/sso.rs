@@ -189,7 +189,7 @@ async fn finish(
         &login,
         entry,
         provider.create_users,
-        provider.synced_groups.clone(),
+        provider.groups.synced_groups.clone(),
     )
     .await
 }

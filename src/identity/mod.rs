@@ -290,3 +290,80 @@ pub async fn directory_sync_job(
         }
     }
 }
+
+/// Whether `name` may name a provider in its URLs (letters, digits, `-`, `_`); the error names
+/// the section (`oidc`, `saml`).
+pub fn check_provider_name(section: &str, name: &str) -> Result<(), String> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(format!(
+            "{section}.{name}: a provider's name goes in URLs: letters, digits, - and _ only"
+        ));
+    }
+    Ok(())
+}
+
+/// How an identity provider's groups (an ID token's claim, a SAML attribute) give a person
+/// their role and their synced groups at each sign-in.
+#[derive(Debug, Clone, Default)]
+pub struct GroupRules {
+    /// The groups giving roles, strongest first.
+    role_groups: Vec<(crate::events::Role, String)>,
+    /// Provider groups kept in step with the user groups of the same name.
+    pub synced_groups: Vec<String>,
+}
+
+impl GroupRules {
+    /// The rules of a provider's settings: the four role groups and the synced groups, which
+    /// need `source` (the claim or attribute that lists the groups), named `source_key` in the
+    /// error.
+    pub fn from_settings(
+        roles: [&Option<String>; 4],
+        synced_groups: &Option<Vec<String>>,
+        source: Option<&str>,
+        source_key: &str,
+    ) -> Result<GroupRules, String> {
+        let rules = GroupRules {
+            role_groups: crate::commands::directory::role_groups(roles, str::to_owned),
+            synced_groups: synced_groups.clone().unwrap_or_default(),
+        };
+        if source.is_none() && (!rules.role_groups.is_empty() || !rules.synced_groups.is_empty()) {
+            return Err(format!(
+                "roles and synced groups come from the provider's groups: set {source_key}"
+            ));
+        }
+        Ok(rules)
+    }
+
+    /// The directory entry of a person with this address, name and groups (`/` prefixes,
+    /// Keycloak's paths, dropped).
+    pub fn entry(
+        &self,
+        email: String,
+        full_name: &str,
+        groups: impl IntoIterator<Item = String>,
+    ) -> crate::commands::directory::Entry {
+        let groups: std::collections::BTreeSet<String> = groups
+            .into_iter()
+            .map(|g| g.trim().trim_start_matches('/').to_owned())
+            .filter(|g| !g.is_empty())
+            .collect();
+        let member_of = |name: &str| groups.iter().any(|g| g.eq_ignore_ascii_case(name));
+        let role = crate::commands::directory::role_from_groups(&self.role_groups, member_of);
+        crate::commands::directory::Entry {
+            email,
+            full_name: full_name.chars().take(100).collect(),
+            disabled: false,
+            role,
+            groups: groups
+                .into_iter()
+                .filter(|g| self.synced_groups.iter().any(|s| s.eq_ignore_ascii_case(g)))
+                .collect(),
+            avatar: None,
+            profile: Default::default(),
+        }
+    }
+}

@@ -16,14 +16,12 @@
 
 use crate::commands::directory::Entry;
 use crate::config::OidcSettings;
-use crate::events::Role;
 use crate::outgoing::Guard;
 use openidconnect::core::{CoreClient, CoreProviderMetadata, CoreResponseType};
 use openidconnect::{
     AuthenticationFlow, AuthorizationCode, ClientId, ClientSecret, CsrfToken, IssuerUrl, Nonce,
     PkceCodeChallenge, PkceCodeVerifier, RedirectUrl, Scope, TokenResponse,
 };
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -47,10 +45,8 @@ pub struct Provider {
     /// Take an address the ID token does not say is verified.
     trust_unverified_email: bool,
     groups_claim: Option<String>,
-    /// The groups giving roles, strongest first.
-    role_groups: Vec<(Role, String)>,
-    /// Its groups kept in step with the user groups of the same name.
-    pub synced_groups: Vec<String>,
+    /// How its groups give roles and synced groups.
+    pub groups: super::GroupRules,
     guard: Arc<Guard>,
     http: reqwest::Client,
     discovered: tokio::sync::Mutex<Discovery>,
@@ -144,15 +140,7 @@ impl Provider {
         guard: Arc<Guard>,
     ) -> Result<Provider, String> {
         let at = |key: &str| format!("oidc.{name}.{key}");
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            return Err(format!(
-                "oidc.{name}: a provider's name goes in URLs: letters, digits, - and _ only"
-            ));
-        }
+        super::check_provider_name("oidc", name)?;
         let issuer = IssuerUrl::new(s.issuer.trim().to_owned())
             .map_err(|e| format!("{}: not a URL ({e})", at("issuer")))?;
         let issuer_url = reqwest::Url::parse(issuer.as_str())
@@ -190,23 +178,19 @@ impl Provider {
         let http = guard
             .client(timeout)
             .map_err(|e| format!("oidc.{name}: no HTTP client ({e})"))?;
-        let role_groups = crate::commands::directory::role_groups(
+        let groups_claim = s.groups_claim.clone().filter(|c| !c.trim().is_empty());
+        let groups = super::GroupRules::from_settings(
             [
                 &s.owner_group,
                 &s.admin_group,
                 &s.moderator_group,
                 &s.guest_group,
             ],
-            str::to_owned,
-        );
-        let groups_claim = s.groups_claim.clone().filter(|c| !c.trim().is_empty());
-        let synced_groups = s.synced_groups.clone().unwrap_or_default();
-        if groups_claim.is_none() && (!role_groups.is_empty() || !synced_groups.is_empty()) {
-            return Err(format!(
-                "oidc.{name}: roles and synced groups come from the groups claim: set {}",
-                at("groups_claim")
-            ));
-        }
+            &s.synced_groups,
+            groups_claim.as_deref(),
+            &at("groups_claim"),
+        )
+        .map_err(|e| format!("oidc.{name}: {e}"))?;
         Ok(Provider {
             name: name.to_owned(),
             display_name: s.display_name.clone().unwrap_or_else(|| name.to_owned()),
@@ -221,8 +205,7 @@ impl Provider {
             create_users: s.create_users.unwrap_or(false),
             trust_unverified_email: s.trust_unverified_email.unwrap_or(false),
             groups_claim,
-            role_groups,
-            synced_groups,
+            groups,
             guard,
             http,
             discovered: tokio::sync::Mutex::new(Discovery::default()),
@@ -455,36 +438,21 @@ impl Provider {
     }
 
     /// The entry of a person with these claims: the role of their strongest role group and
-    /// their synced groups, when a groups claim is configured.
+    /// their synced groups, when a groups claim is configured (a list, or one string).
     fn entry(&self, email: String, full_name: String, extra: &serde_json::Value) -> Entry {
-        let groups: BTreeSet<String> = match &self.groups_claim {
+        let groups: Vec<String> = match &self.groups_claim {
             Some(claim) => match &extra[claim.as_str()] {
                 serde_json::Value::Array(items) => items
                     .iter()
                     .filter_map(|g| g.as_str())
-                    .map(|g| g.trim_start_matches('/').to_owned())
+                    .map(str::to_owned)
                     .collect(),
-                serde_json::Value::String(one) => {
-                    BTreeSet::from([one.trim_start_matches('/').to_owned()])
-                }
-                _ => BTreeSet::new(),
+                serde_json::Value::String(one) => vec![one.clone()],
+                _ => Vec::new(),
             },
-            None => BTreeSet::new(),
+            None => Vec::new(),
         };
-        let member_of = |name: &str| groups.iter().any(|g| g.eq_ignore_ascii_case(name));
-        let role = crate::commands::directory::role_from_groups(&self.role_groups, member_of);
-        Entry {
-            email,
-            full_name: full_name.chars().take(100).collect(),
-            disabled: false,
-            role,
-            groups: groups
-                .into_iter()
-                .filter(|g| self.synced_groups.iter().any(|s| s.eq_ignore_ascii_case(g)))
-                .collect(),
-            avatar: None,
-            profile: Default::default(),
-        }
+        self.groups.entry(email, &full_name, groups)
     }
 }
 
@@ -513,6 +481,8 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::events::Role;
+    use std::collections::BTreeSet;
 
     fn provider(s: OidcSettings) -> Result<Provider, String> {
         Provider::from_settings("corp", &s, Arc::new(Guard::new(Vec::new())))

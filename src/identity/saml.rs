@@ -17,10 +17,8 @@ use super::xml::{Bounds, Document};
 use super::xmldsig::{self, shown, DsigError, VerifyingKey};
 use crate::commands::directory::Entry;
 use crate::config::SamlIdpSettings;
-use crate::events::Role;
 use crate::outgoing::Guard;
 use base64::Engine;
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -130,9 +128,8 @@ pub struct Idp {
     last_name_attribute: String,
     full_name_attribute: Option<String>,
     groups_attribute: Option<String>,
-    role_groups: Vec<(Role, String)>,
-    /// Its groups kept in step with the user groups of the same name at each sign-in.
-    pub synced_groups: Vec<String>,
+    /// How its groups give roles and synced groups.
+    pub groups: super::GroupRules,
     guard: Arc<Guard>,
     http: reqwest::Client,
 }
@@ -224,15 +221,7 @@ impl Idp {
         guard: Arc<Guard>,
     ) -> Result<Idp, String> {
         let at = |key: &str| format!("saml.{name}.{key}");
-        if name.is_empty()
-            || !name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            return Err(format!(
-                "saml.{name}: a provider's name goes in URLs: letters, digits, - and _ only"
-            ));
-        }
+        super::check_provider_name("saml", name)?;
         let source = match (&s.metadata_file, &s.metadata_url, &s.sso_url) {
             (Some(path), None, None) => {
                 let bytes = std::fs::read(path).map_err(|e| {
@@ -305,23 +294,19 @@ impl Idp {
         let http = guard
             .client(timeout)
             .map_err(|e| format!("saml.{name}: no HTTP client ({e})"))?;
-        let role_groups = crate::commands::directory::role_groups(
+        let groups_attribute = s.groups_attribute.clone().filter(|a| !a.trim().is_empty());
+        let groups = super::GroupRules::from_settings(
             [
                 &s.owner_group,
                 &s.admin_group,
                 &s.moderator_group,
                 &s.guest_group,
             ],
-            str::to_owned,
-        );
-        let groups_attribute = s.groups_attribute.clone().filter(|a| !a.trim().is_empty());
-        let synced_groups = s.synced_groups.clone().unwrap_or_default();
-        if groups_attribute.is_none() && (!role_groups.is_empty() || !synced_groups.is_empty()) {
-            return Err(format!(
-                "saml.{name}: roles and synced groups come from the groups attribute: set {}",
-                at("groups_attribute")
-            ));
-        }
+            &s.synced_groups,
+            groups_attribute.as_deref(),
+            &at("groups_attribute"),
+        )
+        .map_err(|e| format!("saml.{name}: {e}"))?;
         Ok(Idp {
             name: name.to_owned(),
             display_name: s.display_name.clone().unwrap_or_else(|| name.to_owned()),
@@ -339,8 +324,7 @@ impl Idp {
                 .unwrap_or_else(|| "last_name".into()),
             full_name_attribute: s.full_name_attribute.clone(),
             groups_attribute,
-            role_groups,
-            synced_groups,
+            groups,
             guard,
             http,
         })
@@ -513,30 +497,11 @@ impl Idp {
                 (!parts.is_empty()).then(|| parts.join(" "))
             })
             .unwrap_or_else(|| email.split('@').next().unwrap_or_default().to_owned());
-        let groups: BTreeSet<String> = match &self.groups_attribute {
-            Some(attribute) => asserted
-                .values(attribute)
-                .unwrap_or_default()
-                .iter()
-                .map(|g| g.trim().trim_start_matches('/').to_owned())
-                .filter(|g| !g.is_empty())
-                .collect(),
-            None => BTreeSet::new(),
+        let groups = match &self.groups_attribute {
+            Some(attribute) => asserted.values(attribute).unwrap_or_default().to_vec(),
+            None => Vec::new(),
         };
-        let member_of = |name: &str| groups.iter().any(|g| g.eq_ignore_ascii_case(name));
-        let role = crate::commands::directory::role_from_groups(&self.role_groups, member_of);
-        Ok(Entry {
-            email,
-            full_name: full_name.chars().take(100).collect(),
-            disabled: false,
-            role,
-            groups: groups
-                .into_iter()
-                .filter(|g| self.synced_groups.iter().any(|s| s.eq_ignore_ascii_case(g)))
-                .collect(),
-            avatar: None,
-            profile: Default::default(),
-        })
+        Ok(self.groups.entry(email, &full_name, groups))
     }
 }
 
@@ -793,6 +758,8 @@ mod tests {
     //! Against responses pysaml2's IdP signed (xmlsec1), kept in tests/fixtures/saml/ (made by
     //! its make.py), each checked at its own issue instant.
     use super::*;
+    use crate::events::Role;
+    use std::collections::BTreeSet;
 
     const METADATA: &str = include_str!("../../tests/fixtures/saml/idp-metadata.xml");
     const BOTH: &str = include_str!("../../tests/fixtures/saml/response-signed-both.xml");

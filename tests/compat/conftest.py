@@ -8,8 +8,10 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.parse
 
 import pytest
+import requests
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -69,6 +71,31 @@ class RunningServer:
         self.process.terminate()
         assert self.process.wait(30) == 0
         self.log.close()
+
+
+def api(server, method, path, auth=None, **kwargs):
+    """A request to the server's API (`/api/v1` + `path`)."""
+    return requests.request(method, f"{server.url}/api/v1{path}", auth=auth, timeout=30, **kwargs)
+
+
+def owner_auth(server):
+    """The owner's email and API key, from the zuliprc the server wrote."""
+    lines = dict(
+        line.split("=", 1) for line in server.zuliprc.read_text().splitlines() if "=" in line
+    )
+    return (lines["email"].strip(), lines["key"].strip())
+
+
+def error_of(answer):
+    """The login page's error code a redirect names."""
+    location = answer.headers["location"]
+    return urllib.parse.parse_qs(urllib.parse.urlparse(location).query).get("error", [None])[0]
+
+
+def otp_decrypt(encrypted, otp):
+    """The mobile app's decoding: the hex digits XORed with the pad's, read as ASCII."""
+    digits = "".join(format(int(a, 16) ^ int(b, 16), "x") for a, b in zip(encrypted, otp))
+    return bytes.fromhex(digits).decode()
 
 
 @pytest.fixture(scope="session")

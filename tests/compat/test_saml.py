@@ -23,7 +23,7 @@ import urllib.parse
 import pytest
 import requests
 
-from conftest import RunningServer, free_port, wait_for
+from conftest import RunningServer, api, error_of, free_port, otp_decrypt, owner_auth, wait_for
 
 XMLSEC = shutil.which("xmlsec1")
 try:
@@ -42,28 +42,6 @@ pytestmark = pytest.mark.skipif(
     XMLSEC is None or saml2 is None,
     reason="xmlsec1 and pysaml2 are not installed (scripts/test.sh installs them)",
 )
-
-
-def api(server, method, path, auth=None, **kwargs):
-    return requests.request(method, f"{server.url}/api/v1{path}", auth=auth, timeout=30, **kwargs)
-
-
-def owner_auth(server):
-    lines = dict(
-        line.split("=", 1) for line in server.zuliprc.read_text().splitlines() if "=" in line
-    )
-    return (lines["email"].strip(), lines["key"].strip())
-
-
-def error_of(answer):
-    location = answer.headers["location"]
-    return urllib.parse.parse_qs(urllib.parse.urlparse(location).query).get("error", [None])[0]
-
-
-def otp_decrypt(encrypted, otp):
-    """The mobile app's decoding: the hex digits XORed with the pad's, read as ASCII."""
-    digits = "".join(format(int(a, 16) ^ int(b, 16), "x") for a, b in zip(encrypted, otp))
-    return bytes.fromhex(digits).decode()
 
 
 def form_of(page):

@@ -599,14 +599,14 @@ async fn the_login_form_gives_the_mobile_app_its_key_through_the_one_time_pad() 
     }
 }
 
-/// The links in the outbox's password-reset emails, oldest first.
-fn reset_links(server: &Server) -> Vec<String> {
+/// The outbox's emails whose file name has `kind`, oldest first.
+fn outbox_mails(server: &Server, kind: &str) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(server.dir.join("outbox")) else {
         return Vec::new();
     };
     let mut mails: Vec<(String, String)> = entries
         .map(|e| e.unwrap())
-        .filter(|e| e.file_name().to_string_lossy().contains("password-reset"))
+        .filter(|e| e.file_name().to_string_lossy().contains(kind))
         .map(|e| {
             (
                 e.file_name().to_string_lossy().into_owned(),
@@ -615,13 +615,21 @@ fn reset_links(server: &Server) -> Vec<String> {
         })
         .collect();
     mails.sort();
-    mails
+    mails.into_iter().map(|(_, mail)| mail).collect()
+}
+
+/// The first line of `mail` that holds `part`, trimmed.
+fn line_with(mail: &str, part: &str) -> Option<String> {
+    mail.lines()
+        .find(|l| l.contains(part))
+        .map(|l| l.trim().to_owned())
+}
+
+/// The links in the outbox's password-reset emails, oldest first.
+fn reset_links(server: &Server) -> Vec<String> {
+    outbox_mails(server, "password-reset")
         .iter()
-        .filter_map(|(_, mail)| {
-            mail.lines()
-                .find(|l| l.contains("/accounts/password/reset/"))
-                .map(|l| l.trim().to_owned())
-        })
+        .filter_map(|mail| line_with(mail, "/accounts/password/reset/"))
         .collect()
 }
 
@@ -932,35 +940,15 @@ async fn a_json_web_token_signed_with_the_organizations_key_signs_its_person_in(
     assert!(!audit.contains(key));
 }
 
-/// The links in the outbox's sign-up emails, oldest first (and the emails' subjects).
+/// The outbox's sign-up emails, oldest first: each one's subject and confirmation link.
 fn signup_mails(server: &Server) -> Vec<(String, Option<String>)> {
-    let Ok(entries) = std::fs::read_dir(server.dir.join("outbox")) else {
-        return Vec::new();
-    };
-    let mut mails: Vec<(String, String)> = entries
-        .map(|e| e.unwrap())
-        .filter(|e| e.file_name().to_string_lossy().contains("sign-up"))
-        .map(|e| {
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read_to_string(e.path()).unwrap(),
-            )
-        })
-        .collect();
-    mails.sort();
-    mails
+    outbox_mails(server, "sign-up")
         .iter()
-        .map(|(_, mail)| {
-            let subject = mail
-                .lines()
-                .find(|l| l.starts_with("Subject:"))
-                .unwrap_or_default()
-                .to_owned();
-            let link = mail
-                .lines()
-                .find(|l| l.contains("/accounts/do_confirm/"))
-                .map(|l| l.trim().to_owned());
-            (subject, link)
+        .map(|mail| {
+            (
+                line_with(mail, "Subject:").unwrap_or_default(),
+                line_with(mail, "/accounts/do_confirm/"),
+            )
         })
         .collect()
 }
