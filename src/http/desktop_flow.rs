@@ -17,7 +17,7 @@
 //! digest of its nonce), so it cannot sign in twice, on any node, after a restart. Only the
 //! app, which made the key, can read it off the browser's page.
 
-use super::sso::{sealed, unsealed};
+use super::sealed::{sealed, unsealed};
 use super::webclient::{page, redirect, start_browser_session};
 use super::AppState;
 use crate::ids::UserId;

@@ -32,6 +32,7 @@ pub mod realm_domains;
 pub mod saml;
 pub mod scheduled;
 pub mod scim;
+pub mod sealed;
 pub mod second_factor;
 pub mod server_settings;
 pub mod signup;

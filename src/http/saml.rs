@@ -15,7 +15,8 @@
 //! own before the person is signed in, so a replay is refused on every node and after a
 //! restart.
 
-use super::sso::{end_sign_in, sealed, sign_in_entry, unsealed, AppPad};
+use super::sealed::{sealed, unsealed};
+use super::sso::{end_sign_in, sign_in_entry, AppPad};
 use super::webclient::redirect;
 use super::{AppState, Params};
 use crate::error::{ApiError, ErrorCode};

@@ -11,7 +11,7 @@
 //! whether or not the address has an account (one that has gets an email saying so, with the
 //! way to reset its password), and an address gets at most two emails an hour.
 
-use super::sso::{sealed, unsealed};
+use super::sealed::{sealed, unsealed};
 use super::webclient::{page, redirect, same_origin_post, start_browser_session};
 use super::{AppState, Params};
 use crate::auth::{hash_password, new_api_key_nonce};

@@ -11,6 +11,7 @@
 //! sign-in another started. A failure goes back to the login page with a code naming what went
 //! wrong; why goes to the server's log and the sign-in audit, never the code or the tokens.
 
+use super::sealed::{sealed, unsealed};
 use super::webclient::{mobile_flow_redirect, redirect, start_browser_session};
 use super::AppState;
 use crate::error::{ApiError, ErrorCode};
@@ -315,44 +316,6 @@ fn flow_cookie(state: &AppState, flow: &Flow) -> String {
 /// The flow in a cookie's value, when this server signed it.
 fn read_flow(state: &AppState, value: &str) -> Option<Flow> {
     unsealed(state, "oidc-flow", value)
-}
-
-/// `value` as base64url JSON and its MAC under the server's secret for `purpose`: readable by
-/// anyone who holds it, changeable by nobody, and taken for nothing but `purpose` (a sign-up
-/// link is no login token).
-pub(super) fn sealed<T: serde::Serialize>(state: &AppState, purpose: &str, value: &T) -> String {
-    use base64::Engine;
-    let json = serde_json::to_vec(value).unwrap_or_default();
-    let payload = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json);
-    let mac = state
-        .secret
-        .sign_in_flow_mac(&format!("{purpose}\0{payload}"));
-    format!("{payload}.{mac}")
-}
-
-/// What [`sealed`] sealed for `purpose`, when the MAC holds.
-pub(super) fn unsealed<T: serde::de::DeserializeOwned>(
-    state: &AppState,
-    purpose: &str,
-    value: &str,
-) -> Option<T> {
-    use base64::Engine;
-    let (payload, mac) = value.rsplit_once('.')?;
-    if payload.len() > 4096
-        || !crate::auth::constant_time_eq(
-            state
-                .secret
-                .sign_in_flow_mac(&format!("{purpose}\0{payload}"))
-                .as_bytes(),
-            mac.as_bytes(),
-        )
-    {
-        return None;
-    }
-    let json = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(payload)
-        .ok()?;
-    serde_json::from_slice(&json).ok()
 }
 
 fn clear_flow_cookie(state: &AppState, mut response: HttpResponse) -> HttpResponse {
