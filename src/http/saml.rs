@@ -209,14 +209,9 @@ async fn finish(
             return Err(refused(code, error.to_string()));
         }
     };
-    let entity_id = idp
-        .metadata()
-        .await
-        .map(|m| m.entity_id.clone())
-        .unwrap_or_default();
     let digest = crate::commands::sessions::token_digest(
         "saml-assertion",
-        &entity_id,
+        &asserted.issuer,
         &asserted.assertion_id,
     );
     let expires_at = asserted.expires_at.saturating_mul(1000);

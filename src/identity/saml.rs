@@ -171,6 +171,8 @@ fn refused<T>(why: impl Into<String>) -> Result<T, SamlError> {
 /// What a checked response says of the person.
 #[derive(Debug, Clone)]
 pub struct Asserted {
+    /// The provider that issued it (its entity ID).
+    pub issuer: String,
     /// The assertion's `ID`, to be used once.
     pub assertion_id: String,
     /// Until when (UNIX seconds) the assertion would be taken: how long to remember it used.
@@ -731,6 +733,7 @@ pub fn check_response_xml(
         }
     }
     Ok(Asserted {
+        issuer: meta.entity_id.clone(),
         assertion_id,
         expires_at,
         name_id,

@@ -633,25 +633,51 @@ fn reset_links(server: &Server) -> Vec<String> {
         .collect()
 }
 
+/// A browser's form posts to the server, from its own pages (never following redirects).
+struct Forms {
+    client: Client,
+    url: String,
+}
+
+impl Forms {
+    fn new(server: &Server) -> Forms {
+        Forms {
+            client: Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .build()
+                .unwrap(),
+            url: server.url.clone(),
+        }
+    }
+
+    async fn post(
+        &self,
+        path: String,
+        form: Vec<(&'static str, String)>,
+    ) -> reqwest::Result<reqwest::Response> {
+        self.client
+            .post(format!("{}{path}", self.url))
+            .header("Origin", &self.url)
+            .form(&form)
+            .send()
+            .await
+    }
+}
+
+/// Where a 303 answer sends the browser.
+fn see_other(resp: &reqwest::Response) -> String {
+    assert_eq!(resp.status(), StatusCode::SEE_OTHER, "{resp:?}");
+    resp.headers()["location"].to_str().unwrap().to_owned()
+}
+
 #[tokio::test]
 async fn a_forgotten_password_is_reset_once_through_an_emailed_link() {
     let server = Server::start();
     let (_, _) = server.create_member("alice@example.com", "Alice").await;
-    let client = Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let post = |path: String, form: Vec<(&'static str, String)>| {
-        client
-            .post(format!("{}{path}", server.url))
-            .header("Origin", &server.url)
-            .form(&form)
-            .send()
-    };
-    let location = |resp: &reqwest::Response| {
-        assert_eq!(resp.status(), StatusCode::SEE_OTHER);
-        resp.headers()["location"].to_str().unwrap().to_owned()
-    };
+    let forms = Forms::new(&server);
+    let client = &forms.client;
+    let post = |path: String, form: Vec<(&'static str, String)>| forms.post(path, form);
+    let location = see_other;
     // A browser signed in before the reset.
     let mut browser = Browser::new(&server, "TestBrowser/1.0 (before the reset)");
     browser
@@ -957,21 +983,10 @@ fn signup_mails(server: &Server) -> Vec<(String, Option<String>)> {
 async fn open_sign_up_confirms_the_address_and_makes_a_member_once() {
     let server = Server::start();
     let owner = server.api(Some(&server.owner()));
-    let client = Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    let post = |path: String, form: Vec<(&'static str, String)>| {
-        client
-            .post(format!("{}{path}", server.url))
-            .header("Origin", &server.url)
-            .form(&form)
-            .send()
-    };
-    let location = |resp: &reqwest::Response| {
-        assert_eq!(resp.status(), StatusCode::SEE_OTHER, "{resp:?}");
-        resp.headers()["location"].to_str().unwrap().to_owned()
-    };
+    let forms = Forms::new(&server);
+    let client = &forms.client;
+    let post = |path: String, form: Vec<(&'static str, String)>| forms.post(path, form);
+    let location = see_other;
 
     // While invitations are required (Zulip's default), the page says so and nothing is sent.
     let (_, state) = owner.post("/register", &[]).await;
