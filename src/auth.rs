@@ -120,6 +120,25 @@ impl ServerSecret {
         self.derive(b"sign-in-flow\0", 0, payload)
     }
 
+    /// The key of a one-click unsubscribe link in an email to `user_id` about `kind`
+    /// (`missed_messages`, `digest`, `login`): `{user_id}-{mac}`, kept nowhere, valid for good
+    /// (as Zulip's), and good for that person and that kind only.
+    pub fn unsubscribe_key(&self, user_id: UserId, kind: &str) -> String {
+        format!(
+            "{}-{}",
+            user_id.0,
+            self.derive(b"unsubscribe\0", user_id.0, kind)
+        )
+    }
+
+    /// The person an unsubscribe key of `kind` was made for, if it holds.
+    pub fn unsubscribe_key_owner(&self, key: &str, kind: &str) -> Option<UserId> {
+        let (id, _) = key.split_once('-')?;
+        let user = UserId(id.parse().ok()?);
+        constant_time_eq(self.unsubscribe_key(user, kind).as_bytes(), key.as_bytes())
+            .then_some(user)
+    }
+
     /// What the nodes of a cluster (which share this secret) mark requests they pass to each
     /// other with (`http::forward`).
     pub fn cluster_token(&self) -> String {

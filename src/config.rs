@@ -124,9 +124,24 @@ pub struct Uploads {
 #[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Mail {
-    /// The SMTP relay (`smtp://HOST[:PORT]`); absent: mail goes to `DATA_DIR/outbox/`.
+    /// The SMTP relay: `smtp://HOST[:PORT]` in the clear (a relay on this machine or a trusted
+    /// network), `smtp+starttls://HOST[:PORT]` (STARTTLS required, port 587 by default) or
+    /// `smtps://HOST[:PORT]` (TLS from the start, port 465); absent: mail goes to
+    /// `DATA_DIR/outbox/`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub smtp_url: Option<String>,
+    /// The login at the relay, when it asks for one (over TLS, or to a relay on loopback).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub smtp_username: Option<String>,
+    /// A secret.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub smtp_password: Option<String>,
+    /// The certificate authority (PEM) of a relay whose certificate an organization issued.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
+    /// The address emails come from (default `noreply@` the server's host name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_address: Option<String>,
 }
 
 /// `[cluster]`: the log in a NATS JetStream stream.
@@ -459,6 +474,13 @@ pub const KEYS: &[Key] = &[
     key("uploads.max_file_mib"),
     key("uploads.quota_mib"),
     key("mail.smtp_url"),
+    key("mail.smtp_username"),
+    Key {
+        name: "mail.smtp_password",
+        secret: true,
+    },
+    key("mail.ca_file"),
+    key("mail.from_address"),
     key("cluster.nats"),
     key("cluster.stream"),
     key("cluster.replicas"),

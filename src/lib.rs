@@ -75,6 +75,7 @@ mod model_client;
 #[cfg(test)]
 mod model_tests;
 pub mod narrow;
+pub mod notify;
 pub mod outgoing;
 pub mod projections;
 pub mod realtime;

@@ -334,8 +334,9 @@ struct ServeArgs {
     /// Seconds between runs of the message retention job (default: an hour); for tests.
     #[arg(long, hide = true)]
     retention_interval_secs: Option<u64>,
-    /// Send emails through this SMTP relay (smtp://HOST[:PORT], no TLS: a local relay
-    /// handles it); without it emails are written to DATA_DIR/outbox.
+    /// Send emails through this SMTP relay (smtp://HOST[:PORT] in the clear,
+    /// smtp+starttls://HOST[:PORT] or smtps://HOST[:PORT]); without it emails are written to
+    /// DATA_DIR/outbox.
     #[arg(long)]
     smtp_url: Option<String>,
     /// Write a projection snapshot every N events (0: never), so starts replay only the
@@ -409,6 +410,7 @@ impl ServeArgs {
             },
             mail: Mail {
                 smtp_url: self.smtp_url.clone(),
+                ..Mail::default()
             },
             cluster: Cluster {
                 nats: self.cluster.clone(),
@@ -773,7 +775,13 @@ fn serve_config(
         retention_interval: args
             .retention_interval_secs
             .map(std::time::Duration::from_secs),
-        smtp_url: s.mail.smtp_url,
+        mail: chronicle::notify::relay::RelaySettings {
+            url: s.mail.smtp_url,
+            username: s.mail.smtp_username,
+            password: s.mail.smtp_password,
+            ca_file: s.mail.ca_file,
+            from_address: s.mail.from_address,
+        },
         snapshot_every: want(s.snapshot_every, "snapshot_every")?,
         check_whole_log: s.check_whole_log.unwrap_or(false),
         rate_limits,

@@ -32,8 +32,8 @@ pub struct ServeConfig {
     pub external_url: Option<String>,
     /// Long-poll heartbeat interval (default: Zulip's 45–55 s); for tests.
     pub heartbeat: Option<std::time::Duration>,
-    /// `smtp://HOST[:PORT]` of a relay for emails; `None` writes them to the outbox.
-    pub smtp_url: Option<String>,
+    /// The relay emails go through (none: they are written to the outbox).
+    pub mail: crate::notify::relay::RelaySettings,
     /// How often the message retention job runs (default: hourly); for tests.
     pub retention_interval: Option<std::time::Duration>,
     /// A projection snapshot every this many events (0: none).
@@ -469,6 +469,9 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     });
     // Outgoing webhook calls are picked out by the writer and made by their own task.
     let (webhook_tx, webhook_rx) = tokio::sync::mpsc::unbounded_channel();
+    // The notifier hears of every durable batch's messages (whichever node wrote them).
+    let (notify_tx, notify_rx) = tokio::sync::mpsc::unbounded_channel();
+    let notify_tx_for_collector = notify_tx.clone();
     let publisher: crate::engine::Publisher = {
         let queues = queues.clone();
         let site = site.clone();
@@ -479,6 +482,10 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
             crate::metrics::get()
                 .fanout_seconds
                 .observe(started.elapsed().as_secs_f64());
+            if let Some(input) = crate::notify::input_of(batch) {
+                // The task only stops with the server.
+                let _ = notify_tx.send(input);
+            }
             // In a cluster, the node that wrote a batch makes its webhook calls, once.
             if origin != crate::engine::Origin::Here {
                 return;
@@ -560,9 +567,10 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     } else {
         create_organization(&engine, &layout, &secret, &config, &realm_url).await?;
     }
-    let smtp = match &config.smtp_url {
+    let mail_host = crate::render::users::email_domain(&site).to_owned();
+    let smtp = match &config.mail.url {
         None => None,
-        Some(url) => Some(crate::http::Smtp::from_url(url, &site)?),
+        Some(_) => Some(crate::notify::relay::Smtp::new(&config.mail, &mail_host)?),
     };
     let rate_limiter = Arc::new(crate::http::rate_limit::RateLimiter::new(
         config.rate_limits,
@@ -611,7 +619,41 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         ),
         identity: config.identity.clone(),
     });
-    let collector = actix_web::rt::spawn(collect_idle(queues.clone(), rate_limiter));
+    let collector = actix_web::rt::spawn(collect_idle(
+        queues.clone(),
+        rate_limiter,
+        notify_tx_for_collector,
+    ));
+    let leads: Arc<dyn Fn() -> bool + Send + Sync> = {
+        let cluster = cluster.clone();
+        Arc::new(move || match &cluster {
+            None => true,
+            Some(c) => c.lease.holder().as_deref() == Some(c.lease.me()),
+        })
+    };
+    let notifier = crate::notify::Notifier {
+        engine: engine.clone(),
+        site: data.site.clone(),
+        secret: data.secret.clone(),
+        relay: crate::notify::relay::Relay {
+            smtp: data.smtp.clone(),
+            outbox: Some(layout.outbox()),
+            from_address: config
+                .mail
+                .from_address
+                .clone()
+                .unwrap_or_else(|| format!("noreply@{mail_host}")),
+        },
+        leads,
+        present: {
+            let queues = queues.clone();
+            let clustered = cluster.is_some();
+            Arc::new(move |state: &crate::projections::Projections, user| {
+                crate::notify::present(state, user, clustered || queues.has_message_queue(user))
+            })
+        },
+    }
+    .spawn(notify_rx);
     let retention = actix_web::rt::spawn(retention_job(
         engine.clone(),
         config
@@ -700,6 +742,9 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     webhooks.abort();
     retention.abort();
     delivery.abort();
+    for task in notifier {
+        task.abort();
+    }
     if let Some(job) = directory_sync {
         job.abort();
     }
@@ -749,14 +794,19 @@ pub fn notify_systemd(state: &str) {
 async fn collect_idle(
     queues: Arc<crate::realtime::Queues>,
     rate_limiter: Arc<crate::http::rate_limit::RateLimiter>,
+    notifier: tokio::sync::mpsc::UnboundedSender<crate::notify::Input>,
 ) {
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(60));
     loop {
         tick.tick().await;
         rate_limiter.sweep();
-        let dropped = queues.collect_garbage();
+        let (dropped, abandoned) = queues.collect_garbage();
         if dropped > 0 {
             tracing::info!(dropped, "collected idle event queues");
+        }
+        // People whose last client went away are told about what it never handed over.
+        for (user, messages) in abandoned {
+            let _ = notifier.send(crate::notify::Input::Abandoned { user, messages });
         }
     }
 }

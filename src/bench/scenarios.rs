@@ -35,7 +35,7 @@ impl InProcess {
             realm_name: "Bench".into(),
             external_url: None,
             heartbeat: None,
-            smtp_url: None,
+            mail: Default::default(),
             retention_interval: None,
             snapshot_every: crate::server::DEFAULT_SNAPSHOT_EVERY,
             // The load generator is one client sending thousands of requests a second.

@@ -19,6 +19,7 @@ pub mod markup;
 pub mod messages;
 pub mod mutes;
 pub mod notices;
+pub mod notifications;
 pub mod presence;
 pub mod profile_fields;
 pub mod reactions;

@@ -627,6 +627,15 @@ pub fn update_own_settings(
     for (name, value) in settings {
         let fits = user_settings::setting(name).is_some_and(|s| user_settings::allows(s, &value));
         if !fits {
+            if let (
+                "email_notifications_batching_period_seconds",
+                crate::events::RealmValue::Int(seconds),
+            ) = (name, &value)
+            {
+                return Err(ApiError::bad_request(format!(
+                    "Invalid email batching period: {seconds} seconds"
+                )));
+            }
             return Err(ApiError::bad_request(format!("Invalid {name}")));
         }
         if state.user_settings.get(me.user_id, name) != value {

@@ -15,10 +15,10 @@ pub mod v2;
 pub use v2::{
     AvatarImage, BotChange, BotConfig, BotService, ChannelChange, ChannelPermissions, Draft,
     EditedContent, Event, GroupChange, GroupPermissions, GroupSetting, ImageBytes, InvitationSpec,
-    LinkifierSpec, MessageFlag, MessageMove, NewSubscription, ProfileChoice, ProfileFieldData,
-    ProfileFieldSpec, PropagateMode, ReactionType, ReadPlace, RealmValue, Recipient, Role,
-    SenderQueue, StatusEmoji, SubscriptionProperty, SystemGroup, TopicPolicy, TopicsPolicy,
-    TwoFactorChange, TypingTarget, UserChange,
+    LinkifierSpec, MessageFlag, MessageMove, NewSubscription, Notice, NoticeTrigger, ProfileChoice,
+    ProfileFieldData, ProfileFieldSpec, PropagateMode, QueuedMail, ReactionType, ReadPlace,
+    RealmValue, Recipient, Role, SenderQueue, StatusEmoji, SubscriptionProperty, SystemGroup,
+    TopicPolicy, TopicsPolicy, TwoFactorChange, TypingTarget, UserChange,
 };
 
 use crate::ids::{Seq, UserId};

@@ -631,6 +631,101 @@ pub enum Event {
     },
     /// A user deleted a saved snippet.
     SavedSnippetRemoved { user_id: UserId, snippet_id: u64 },
+    /// The notifier found people away from every client who are to be told about these
+    /// messages by email when each notice falls due, if still unread then (Zulip's missed-message
+    /// emails). `through` is the newest message it has considered: after a restart, or in a
+    /// new lease holder, it goes on from the next one.
+    NoticesRecorded {
+        notices: Vec<Notice>,
+        through: MessageId,
+    },
+    /// A person's notices about these messages were dealt with: mailed, or dropped because the
+    /// messages were read, deleted or are out of their reach by then.
+    NoticesSettled {
+        user_id: UserId,
+        message_ids: Vec<MessageId>,
+    },
+    /// An email to a person is to be sent. It holds what it is about, never its text: the text
+    /// is written from the state when it goes out, so an erased or deleted message is never
+    /// mailed.
+    EmailQueued {
+        mail_id: u64,
+        user_id: UserId,
+        mail: QueuedMail,
+    },
+    /// The mail relay took a queued email (or, with none configured, it was written to the
+    /// outbox directory).
+    EmailSent { mail_id: u64 },
+    /// A queued email was given up on: the relay refused it for good, or nothing was left to
+    /// say (every message in it deleted meanwhile).
+    EmailFailed { mail_id: u64, reason: String },
+}
+
+/// Why a person is told about a message (Zulip's trigger names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeTrigger {
+    /// A direct message to them.
+    DirectMessage,
+    /// They were mentioned by name, or through a group they are in.
+    Mentioned,
+    TopicWildcardMentioned,
+    StreamWildcardMentioned,
+    TopicWildcardMentionedInFollowedTopic,
+    StreamWildcardMentionedInFollowedTopic,
+    /// A message in a topic they follow.
+    FollowedTopicEmailNotify,
+    /// A message in a channel whose email notifications they turned on.
+    StreamEmailNotify,
+}
+
+impl NoticeTrigger {
+    /// The order in which triggers name an email that gathers several (the most personal
+    /// first).
+    pub fn rank(self) -> u8 {
+        match self {
+            NoticeTrigger::DirectMessage => 0,
+            NoticeTrigger::Mentioned => 1,
+            NoticeTrigger::TopicWildcardMentionedInFollowedTopic => 2,
+            NoticeTrigger::StreamWildcardMentionedInFollowedTopic => 3,
+            NoticeTrigger::TopicWildcardMentioned => 4,
+            NoticeTrigger::StreamWildcardMentioned => 5,
+            NoticeTrigger::FollowedTopicEmailNotify => 6,
+            NoticeTrigger::StreamEmailNotify => 7,
+        }
+    }
+}
+
+/// One person to tell about one message, from `due_at` (ms) on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Notice {
+    pub user_id: UserId,
+    pub message_id: MessageId,
+    pub trigger: NoticeTrigger,
+    pub due_at: i64,
+}
+
+impl QueuedMail {
+    /// Its kind, as unsubscribe links and the outbox's file names say it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            QueuedMail::MissedMessages { .. } => "missed_messages",
+            QueuedMail::LoginAlert { .. } => "login",
+        }
+    }
+}
+
+/// What a queued email is about (`Event::EmailQueued`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum QueuedMail {
+    /// Messages of one conversation the person missed, oldest first.
+    MissedMessages {
+        message_ids: Vec<MessageId>,
+        trigger: NoticeTrigger,
+    },
+    /// A new sign-in to their account (at the event's time): the client's description of
+    /// itself and the address it came from.
+    LoginAlert { client: String, address: String },
 }
 
 /// An uploaded avatar: the hex SHA-256 of its PNG at Zulip's default size (100 px) and at
@@ -774,6 +869,11 @@ pub const EVENT_TYPES: &[&str] = &[
     "DraftRemoved",
     "SavedSnippetSaved",
     "SavedSnippetRemoved",
+    "NoticesRecorded",
+    "NoticesSettled",
+    "EmailQueued",
+    "EmailSent",
+    "EmailFailed",
     "UserMuted",
     "AlertWordsAdded",
     "AlertWordsRemoved",
@@ -883,6 +983,11 @@ impl Event {
             Event::DraftRemoved { .. } => "DraftRemoved",
             Event::SavedSnippetSaved { .. } => "SavedSnippetSaved",
             Event::SavedSnippetRemoved { .. } => "SavedSnippetRemoved",
+            Event::NoticesRecorded { .. } => "NoticesRecorded",
+            Event::NoticesSettled { .. } => "NoticesSettled",
+            Event::EmailQueued { .. } => "EmailQueued",
+            Event::EmailSent { .. } => "EmailSent",
+            Event::EmailFailed { .. } => "EmailFailed",
             Event::UserMuted { .. } => "UserMuted",
             Event::AlertWordsAdded { .. } => "AlertWordsAdded",
             Event::AlertWordsRemoved { .. } => "AlertWordsRemoved",

@@ -174,6 +174,7 @@ pub async fn jwt_fetch_api_key(
             })
         })
         .ok_or_else(|| ApiError::internal("account vanished"))?;
+    state.alert_login(&req, user_id);
     Ok(params.success(body))
 }
 

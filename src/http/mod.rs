@@ -40,6 +40,7 @@ pub mod sso;
 pub mod starting;
 pub mod subscriptions;
 pub mod two_factor;
+pub mod unsubscribe;
 pub mod uploads;
 pub mod user_groups;
 pub mod users;
@@ -73,7 +74,7 @@ pub struct AppState {
     /// Where emails are written when there is no SMTP relay, or it fails (`DATA_DIR/outbox`).
     pub outbox: Option<std::path::PathBuf>,
     /// The SMTP relay emails go through, when configured.
-    pub smtp: Option<Smtp>,
+    pub smtp: Option<crate::notify::relay::Smtp>,
     /// Requests per user, per address and failed logins per username (`rate_limit`).
     pub rate_limiter: Arc<rate_limit::RateLimiter>,
     /// How long a client may take to send a request.
@@ -119,46 +120,6 @@ impl Default for ClientTimeouts {
     }
 }
 
-/// An SMTP relay and the sender address mails carry.
-#[derive(Clone)]
-pub struct Smtp {
-    transport: lettre::AsyncSmtpTransport<lettre::Tokio1Executor>,
-    from: lettre::message::Mailbox,
-}
-
-impl Smtp {
-    /// A relay at `smtp://HOST[:PORT]` (port 25 by default), without TLS: the relay, typically
-    /// a local mail server, carries mail on from there.
-    pub fn from_url(url: &str, site: &Site) -> Result<Smtp, String> {
-        let rest = url
-            .strip_prefix("smtp://")
-            .ok_or_else(|| format!("--smtp-url must look like smtp://HOST[:PORT], not {url}"))?;
-        let rest = rest.trim_end_matches('/');
-        let (host, port) = match rest.rsplit_once(':') {
-            Some((host, port)) => (
-                host,
-                port.parse::<u16>()
-                    .map_err(|_| format!("bad port in --smtp-url {url}"))?,
-            ),
-            None => (rest, 25),
-        };
-        if host.is_empty() {
-            return Err(format!("no host in --smtp-url {url}"));
-        }
-        let transport =
-            lettre::AsyncSmtpTransport::<lettre::Tokio1Executor>::builder_dangerous(host)
-                .port(port)
-                .build();
-        let from = format!(
-            "Chronicle <noreply@{}>",
-            crate::render::users::email_domain(site)
-        )
-        .parse()
-        .map_err(|e| format!("sender address: {e}"))?;
-        Ok(Smtp { transport, from })
-    }
-}
-
 impl AppState {
     /// The tail of most write handlers: runs `command` as the authenticated user and, once its
     /// events are durable, answers Zulip's empty success (with any ignored parameters); the
@@ -182,6 +143,27 @@ impl AppState {
         Ok(params.success(serde_json::json!({})))
     }
 
+    /// Queues a login alert to `user_id` about the sign-in `req` made (when they want one:
+    /// `commands::notifications::login_alert`), off the request: the sign-in does not wait.
+    pub fn alert_login(&self, req: &actix_web::HttpRequest, user_id: crate::ids::UserId) {
+        let (client, address) = login_origin(req, self);
+        let engine = self.engine.clone();
+        actix_web::rt::spawn(async move {
+            let queued = engine
+                .execute(None, move |state, ctx| {
+                    Ok(crate::commands::Decision::events(
+                        crate::commands::notifications::login_alert(
+                            state, ctx, user_id, &client, &address,
+                        ),
+                    ))
+                })
+                .await;
+            if let Err(error) = queued {
+                tracing::warn!(%error, user = user_id.0, "queueing a login alert failed");
+            }
+        });
+    }
+
     /// Delivers an email: through the SMTP relay when one is configured (off the request, after
     /// the change it reports is durable), else, or when the relay refuses it, into the outbox
     /// (`DATA_DIR/outbox/`, one `.eml` file each, `tag` in its name) for an administrator to read
@@ -198,25 +180,22 @@ impl AppState {
                 tag.to_owned(),
             );
             actix_web::rt::spawn(async move {
-                use lettre::AsyncTransport;
                 let message = to
                     .parse()
                     .map_err(|e: lettre::address::AddressError| e.to_string())
                     .and_then(|to| {
                         lettre::Message::builder()
-                            .from(smtp.from.clone())
+                            .from(lettre::message::Mailbox::new(
+                                Some("Chronicle".into()),
+                                smtp.from_address.clone(),
+                            ))
                             .to(to)
                             .subject(subject.clone())
                             .body(body.clone())
                             .map_err(|e| e.to_string())
                     });
                 let sent = match message {
-                    Ok(message) => smtp
-                        .transport
-                        .send(message)
-                        .await
-                        .map(|_| ())
-                        .map_err(|e| e.to_string()),
+                    Ok(message) => smtp.send(message).await.map_err(|e| e.reason),
                     Err(e) => Err(e),
                 };
                 if let Err(error) = sent {
@@ -228,6 +207,20 @@ impl AppState {
         }
         write_outbox(self.outbox.as_deref(), to, subject, body, tag);
     }
+}
+
+/// What a login alert says of a sign-in: the client's own description (`User-Agent`) and the
+/// address it came from.
+pub fn login_origin(req: &actix_web::HttpRequest, state: &AppState) -> (String, String) {
+    let client = req
+        .headers()
+        .get(actix_web::http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let address = auth::client_ip(req, state)
+        .map_or_else(|| "Unknown IP address".to_owned(), |ip| ip.to_string());
+    (client, address)
 }
 
 /// Writes an email to the outbox directory (one `.eml` file each).
@@ -346,6 +339,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     endpoint!(cfg, "/saml/metadata.xml", get => saml::metadata);
     endpoint!(cfg, "/accounts/login/subdomain/{token}", get => desktop_flow::log_in_with_token);
     endpoint!(cfg, "/register/", get => signup::signup_page);
+    endpoint!(cfg, "/accounts/unsubscribe/done/", get => unsubscribe::done_page);
+    endpoint!(cfg, "/accounts/unsubscribe/{kind}/{key}",
+        get => unsubscribe::unsubscribe, post => unsubscribe::unsubscribe);
     endpoint!(cfg, "/accounts/home/", post => signup::request_link);
     endpoint!(cfg, "/accounts/send_confirm/", get => signup::sent_page);
     endpoint!(cfg, "/accounts/do_confirm/{key}",
@@ -840,10 +836,11 @@ pub fn path_id(req: &actix_web::HttpRequest, name: &str) -> Result<u64, ApiError
 /// carries one (a sign-up or reset link, an invitation, the desktop app's login token) is
 /// replaced.
 pub fn loggable_path(path: &str) -> String {
-    const SECRET_AFTER: [&str; 4] = [
+    const SECRET_AFTER: [&str; 5] = [
         "/accounts/do_confirm/",
         "/accounts/login/subdomain/",
         "/accounts/password/reset/",
+        "/accounts/unsubscribe/",
         "/join/",
     ];
     match SECRET_AFTER.iter().find(|p| path.starts_with(*p)) {
@@ -866,6 +863,10 @@ mod loggable_path_tests {
         assert_eq!(
             loggable_path("/accounts/password/reset/2/1764-abcdef/"),
             "/accounts/password/reset/[redacted]"
+        );
+        assert_eq!(
+            loggable_path("/accounts/unsubscribe/login/4-abcDEF"),
+            "/accounts/unsubscribe/[redacted]"
         );
         assert_eq!(
             loggable_path("/accounts/password/reset/done/"),

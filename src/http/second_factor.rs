@@ -262,6 +262,7 @@ pub async fn fetch_api_key(
             })
         })
         .ok_or_else(|| ApiError::internal("account vanished"))?;
+    state.alert_login(&req, user_id);
     Ok(params.success(json!({"api_key": api_key, "email": email, "user_id": user_id.0})))
 }
 

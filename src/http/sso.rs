@@ -249,7 +249,7 @@ pub(super) async fn end_sign_in(
     outcome: Result<(crate::ids::UserId, Option<AppPad>), (&'static str, String)>,
 ) -> HttpResponse {
     match outcome {
-        Ok((user_id, Some(AppPad::Mobile(otp)))) => mobile_flow_redirect(state, user_id, &otp),
+        Ok((user_id, Some(AppPad::Mobile(otp)))) => mobile_flow_redirect(req, state, user_id, &otp),
         Ok((user_id, Some(AppPad::Desktop(otp)))) => {
             super::desktop_flow::finish(state, user_id, &otp)
         }

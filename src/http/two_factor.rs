@@ -160,7 +160,7 @@ pub async fn login_code(
                 ))
             })
             .await
-            .map(|_| super::webclient::mobile_flow_redirect(&state, user_id, &otp)),
+            .map(|_| super::webclient::mobile_flow_redirect(&req, &state, user_id, &otp)),
         None => {
             super::webclient::start_browser_session_with(&req, &state, user_id, Some(passed)).await
         }

@@ -121,7 +121,7 @@ pub async fn login_page(req: HttpRequest, state: web::Data<AppState>) -> HttpRes
         Err(error) => return error.error_response(),
     };
     match (session_of(&req, &state), otp) {
-        (Some(session), Some(otp)) => mobile_flow_redirect(&state, session.user_id, &otp),
+        (Some(session), Some(otp)) => mobile_flow_redirect(&req, &state, session.user_id, &otp),
         (Some(_), None) => redirect("/"),
         (None, _) => page("login.html"),
     }
@@ -145,7 +145,12 @@ fn mobile_flow_otp(query: &str) -> ApiResult<Option<String>> {
 /// `create_response_for_otp_flow`: a 302 to
 /// `zulip://login?otp_encrypted_api_key=…&email=…&user_id=…&realm=…`, the API key's ASCII in
 /// hex XORed with the pad the app chose, so the key never crosses the browser in the clear.
-pub(super) fn mobile_flow_redirect(state: &AppState, user_id: UserId, otp: &str) -> HttpResponse {
+pub(super) fn mobile_flow_redirect(
+    req: &HttpRequest,
+    state: &AppState,
+    user_id: UserId,
+    otp: &str,
+) -> HttpResponse {
     let account = state.engine.read(|s| {
         s.users.get(user_id).filter(|u| u.is_active).map(|u| {
             (
@@ -160,6 +165,7 @@ pub(super) fn mobile_flow_redirect(state: &AppState, user_id: UserId, otp: &str)
     let Some(encrypted) = crate::auth::otp_encrypt_api_key(&key, otp) else {
         return ApiError::bad_request("Invalid OTP").error_response();
     };
+    state.alert_login(req, user_id);
     let query = serde_urlencoded::to_string([
         ("otp_encrypted_api_key", encrypted),
         ("email", email),
@@ -220,7 +226,7 @@ pub async fn login(
         return response;
     }
     if let Some(otp) = otp {
-        return mobile_flow_redirect(&state, user_id, &otp);
+        return mobile_flow_redirect(&req, &state, user_id, &otp);
     }
     start_browser_session(&req, &state, user_id).await
 }
@@ -272,12 +278,12 @@ pub(super) async fn start_browser_session_with(
     passed: Option<crate::commands::two_factor::Passed>,
 ) -> ApiResult<HttpResponse> {
     let session_id = new_api_key_nonce();
-    let client = req
-        .headers()
-        .get(header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("a browser")
-        .to_owned();
+    let (client, address) = super::login_origin(req, state);
+    let client = if client.is_empty() {
+        "a browser".to_owned()
+    } else {
+        client
+    };
     let started = {
         let session_id = session_id.clone();
         state
@@ -290,6 +296,11 @@ pub(super) async fn start_browser_session_with(
                     &session_id,
                     &client,
                 )?;
+                decision
+                    .events
+                    .extend(crate::commands::notifications::login_alert(
+                        s, ctx, user_id, &client, &address,
+                    ));
                 if let Some(passed) = &passed {
                     let mut first = passed.events(s, user_id)?;
                     first.append(&mut decision.events);

@@ -124,6 +124,11 @@ impl Devices {
             | Event::SessionEnded { .. }
             | Event::TwoFactorChanged { .. }
             | Event::SignInTokenSpent { .. }
+            | Event::NoticesRecorded { .. }
+            | Event::NoticesSettled { .. }
+            | Event::EmailQueued { .. }
+            | Event::EmailSent { .. }
+            | Event::EmailFailed { .. }
             | Event::UserEmailChanged { .. }
             | Event::LogErased { .. }
             | Event::ImportStarted { .. }

@@ -163,6 +163,11 @@ impl Invitations {
             | Event::SessionEnded { .. }
             | Event::TwoFactorChanged { .. }
             | Event::SignInTokenSpent { .. }
+            | Event::NoticesRecorded { .. }
+            | Event::NoticesSettled { .. }
+            | Event::EmailQueued { .. }
+            | Event::EmailSent { .. }
+            | Event::EmailFailed { .. }
             | Event::UserEmailChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }

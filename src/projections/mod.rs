@@ -22,6 +22,7 @@ pub mod message;
 pub mod messages;
 pub mod mutes;
 pub mod navigation_views;
+pub mod notices;
 pub mod presence;
 pub mod profile_fields;
 pub mod realm;
@@ -114,6 +115,9 @@ pub struct Projections {
     /// Absent from snapshots written before web sessions existed (they held none).
     #[serde(default)]
     pub sessions: sessions::Sessions,
+    /// Absent from snapshots written before notifications existed (they owed none).
+    #[serde(default)]
+    pub notices: notices::Notices,
 }
 
 impl Projections {
@@ -182,6 +186,7 @@ impl Projections {
         self.devices.apply(env);
         self.drafts.apply(env);
         self.sessions.apply(env);
+        self.notices.apply(env);
         self.seq = env.seq;
     }
 
@@ -214,6 +219,7 @@ impl Projections {
             devices: self.devices.clone(),
             drafts: self.drafts.clone(),
             sessions: self.sessions.clone(),
+            notices: self.notices.clone(),
         }
     }
 
@@ -297,6 +303,9 @@ impl Projections {
         }
         if let Some(spent) = self.sessions.spent_dump() {
             dump["spent_sign_in_tokens"] = spent;
+        }
+        if let Some(notices) = self.notices.dump() {
+            dump["notifications"] = notices;
         }
         dump
     }

@@ -135,6 +135,11 @@ impl Presence {
             | Event::SessionEnded { .. }
             | Event::TwoFactorChanged { .. }
             | Event::SignInTokenSpent { .. }
+            | Event::NoticesRecorded { .. }
+            | Event::NoticesSettled { .. }
+            | Event::EmailQueued { .. }
+            | Event::EmailSent { .. }
+            | Event::EmailFailed { .. }
             | Event::UserEmailChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }

@@ -161,6 +161,13 @@ pub const SETTINGS: &[Setting] = &[
         Initial::Text("allow_empty_topic"),
     ),
     plain("require_unique_names", Kind::Bool, Initial::Bool(false)),
+    // Whether missed-message emails may show what the messages say (each person may also
+    // hide it for themselves: `message_content_in_email_notifications`).
+    plain(
+        "message_content_allowed_in_email_notifications",
+        Kind::Bool,
+        Initial::Bool(true),
+    ),
     // Whether joining takes an invitation (Zulip's default for a new organization); off, anyone
     // who proves an address (in the allowed domains) may sign up at `/register/`.
     plain("invite_required", Kind::Bool, Initial::Bool(true)),
@@ -584,6 +591,11 @@ impl Realm {
             | Event::SessionEnded { .. }
             | Event::TwoFactorChanged { .. }
             | Event::SignInTokenSpent { .. }
+            | Event::NoticesRecorded { .. }
+            | Event::NoticesSettled { .. }
+            | Event::EmailQueued { .. }
+            | Event::EmailSent { .. }
+            | Event::EmailFailed { .. }
             | Event::UserEmailChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }

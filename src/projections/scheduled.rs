@@ -232,6 +232,11 @@ impl Scheduled {
             | Event::SessionEnded { .. }
             | Event::TwoFactorChanged { .. }
             | Event::SignInTokenSpent { .. }
+            | Event::NoticesRecorded { .. }
+            | Event::NoticesSettled { .. }
+            | Event::EmailQueued { .. }
+            | Event::EmailSent { .. }
+            | Event::EmailFailed { .. }
             | Event::UserEmailChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }

@@ -272,7 +272,12 @@ impl Sessions {
             | Event::RealmExported { .. }
             | Event::RealmExportDeleted { .. }
             | Event::Imported { .. }
-            | Event::MessagesReadThrough { .. } => {}
+            | Event::MessagesReadThrough { .. }
+            | Event::NoticesRecorded { .. }
+            | Event::NoticesSettled { .. }
+            | Event::EmailQueued { .. }
+            | Event::EmailSent { .. }
+            | Event::EmailFailed { .. } => {}
         }
     }
 

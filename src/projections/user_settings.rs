@@ -172,7 +172,8 @@ pub const SETTINGS: &[Setting] = &[
     flag("enable_sounds", true),
     Setting {
         name: "email_notifications_batching_period_seconds",
-        kind: Kind::IntRange(120, 7 * 24 * 3600),
+        // Zulip's range: more than nothing, at most a week.
+        kind: Kind::IntRange(1, 7 * 24 * 3600),
         default: Default::Int(120),
     },
     flag("enable_offline_email_notifications", true),
@@ -269,6 +270,22 @@ impl UserSettings {
         setting(name).map_or(RealmValue::Null, |s| s.default.value())
     }
 
+    /// A user's value of a yes/no setting (false for an unknown name).
+    pub fn flag(&self, user: UserId, name: &str) -> bool {
+        match self.changed.get(&user).and_then(|m| m.get(name)) {
+            Some(value) => *value == RealmValue::Bool(true),
+            None => matches!(setting(name).map(|s| s.default), Some(Default::Bool(true))),
+        }
+    }
+
+    /// A user's value of a numeric setting (0 for an unknown name).
+    pub fn int(&self, user: UserId, name: &str) -> i64 {
+        match self.get(user, name) {
+            RealmValue::Int(n) => n,
+            _ => 0,
+        }
+    }
+
     /// Whether a user consents to an export of their private data (`allow_private_data_export`,
     /// what Zulip's consent export, `export_type` 2, asks).
     pub fn consents_to_export(&self, user: UserId) -> bool {
@@ -359,6 +376,11 @@ impl UserSettings {
             | Event::SessionEnded { .. }
             | Event::TwoFactorChanged { .. }
             | Event::SignInTokenSpent { .. }
+            | Event::NoticesRecorded { .. }
+            | Event::NoticesSettled { .. }
+            | Event::EmailQueued { .. }
+            | Event::EmailSent { .. }
+            | Event::EmailFailed { .. }
             | Event::UserEmailChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }

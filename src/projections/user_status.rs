@@ -134,6 +134,11 @@ impl UserStatuses {
             | Event::SessionEnded { .. }
             | Event::TwoFactorChanged { .. }
             | Event::SignInTokenSpent { .. }
+            | Event::NoticesRecorded { .. }
+            | Event::NoticesSettled { .. }
+            | Event::EmailQueued { .. }
+            | Event::EmailSent { .. }
+            | Event::EmailFailed { .. }
             | Event::UserEmailChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }

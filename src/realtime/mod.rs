@@ -13,11 +13,11 @@ pub mod translate;
 
 use crate::auth::ServerSecret;
 use crate::events::Envelope;
-use crate::ids::{Seq, UserId};
+use crate::ids::{MessageId, Seq, UserId};
 use crate::projections::{Message, Projections};
 use crate::render::Site;
 use serde_json::{json, Value};
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
@@ -163,6 +163,17 @@ impl Queue {
     }
 
     /// Marks the queue dropped and frees its events; a parked poll wakes to tell its client.
+    /// The ids of the message events the queue holds (not yet handed over and acknowledged).
+    fn held_message_ids(&self) -> Vec<MessageId> {
+        self.lock()
+            .events
+            .iter()
+            .filter(|(_, _, event)| event["type"] == "message")
+            .filter_map(|(_, _, event)| event["message"]["id"].as_u64())
+            .map(MessageId)
+            .collect()
+    }
+
     fn drop_queue(&self) {
         self.lock().drop_events();
         self.notify.notify_waiters();
@@ -568,8 +579,19 @@ impl Queues {
         }
     }
 
-    /// Drops queues nobody polled for longer than their lifespan.
-    pub fn collect_garbage(&self) -> usize {
+    /// Whether `user` has a client that hears of new messages: a live queue that takes
+    /// `message` events (Zulip's test of being "off Zulip" is that none does).
+    pub fn has_message_queue(&self, user: UserId) -> bool {
+        self.map().by_user.get(&user).is_some_and(|list| {
+            list.iter()
+                .any(|q| q.options.wants("message") && !q.lock().dropped)
+        })
+    }
+
+    /// Drops queues nobody polled for longer than their lifespan: how many, and for each
+    /// person left with no queue that hears of messages, the messages their collected queues
+    /// held but never handed over (Zulip's missed-message hook tells them about those).
+    pub fn collect_garbage(&self) -> (usize, Vec<(UserId, Vec<MessageId>)>) {
         let now = Instant::now();
         let mut map = self.map();
         let expired: Vec<String> = map
@@ -581,12 +603,26 @@ impl Queues {
             })
             .map(|q| q.id.clone())
             .collect();
+        let mut unheard: BTreeMap<UserId, Vec<MessageId>> = BTreeMap::new();
         for id in &expired {
             if let Some(queue) = map.remove(id) {
+                let held = queue.held_message_ids();
+                if !held.is_empty() {
+                    unheard.entry(queue.user_id).or_default().extend(held);
+                }
                 queue.drop_queue();
             }
         }
-        expired.len()
+        let abandoned = unheard
+            .into_iter()
+            .filter(|(user, _)| {
+                !map.by_user.get(user).is_some_and(|list| {
+                    list.iter()
+                        .any(|q| q.options.wants("message") && !q.lock().dropped)
+                })
+            })
+            .collect();
+        (expired.len(), abandoned)
     }
 }
 
@@ -685,9 +721,9 @@ mod tests {
         let queues = queues();
         let short = queues.register(UserId(1), options(Duration::from_millis(20)), Seq(0));
         let long = queues.register(UserId(1), options(DEFAULT_QUEUE_LIFESPAN), Seq(0));
-        assert_eq!(queues.collect_garbage(), 0);
+        assert_eq!(queues.collect_garbage().0, 0);
         std::thread::sleep(Duration::from_millis(40));
-        assert_eq!(queues.collect_garbage(), 1);
+        assert_eq!(queues.collect_garbage().0, 1);
         assert!(matches!(
             queues.get(UserId(1), &short.id),
             Err(PollError::BadQueue)

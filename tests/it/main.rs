@@ -16,6 +16,7 @@ mod invitations;
 mod message_changes;
 mod messages;
 mod mobile;
+mod notifications;
 mod operations;
 mod permissions;
 mod personal;

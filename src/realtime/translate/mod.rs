@@ -50,6 +50,11 @@ pub fn client_events(
         | Event::SessionEnded { .. }
         | Event::TwoFactorChanged { .. }
         | Event::SignInTokenSpent { .. }
+        | Event::NoticesRecorded { .. }
+        | Event::NoticesSettled { .. }
+        | Event::EmailQueued { .. }
+        | Event::EmailSent { .. }
+        | Event::EmailFailed { .. }
         // Bot storage is private to its bot, and Zulip sends no event for it.
         | Event::BotStorageSet { .. }
         | Event::BotStorageRemoved { .. } => Deliveries::new(),
