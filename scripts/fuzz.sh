@@ -97,9 +97,14 @@ if [ ! -d fuzz/corpus/saml_response ]; then
     mkdir -p fuzz/corpus/saml_response
     cp tests/fixtures/saml/response-*.xml fuzz/corpus/saml_response/
 fi
+# The email target starts from a reply and a forwarded HTML email with an attachment.
+if [ ! -d fuzz/corpus/email_gateway ]; then
+    mkdir -p fuzz/corpus/email_gateway
+    cp tests/fixtures/email/*.eml fuzz/corpus/email_gateway/
+fi
 total=0
 for target in params narrow markdown log_record upload_names avatar_image webhooks import_slack \
-    import_mattermost import_zulip jwt scim_filter saml_response; do
+    import_mattermost import_zulip jwt scim_filter saml_response email_gateway; do
     log=$(mktemp)
     cargo fuzz run --sanitizer none "$profile" "$target" -- \
         -max_total_time="$seconds" -rss_limit_mb=1024 2>"$log" || {

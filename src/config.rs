@@ -52,6 +52,8 @@ pub struct Settings {
     pub uploads: Uploads,
     #[serde(default, skip_serializing_if = "Mail::is_empty")]
     pub mail: Mail,
+    #[serde(default, skip_serializing_if = "EmailGatewaySettings::is_empty")]
+    pub email_gateway: EmailGatewaySettings,
     #[serde(default, skip_serializing_if = "Cluster::is_empty")]
     pub cluster: Cluster,
     #[serde(default, skip_serializing_if = "Outgoing::is_empty")]
@@ -142,6 +144,21 @@ pub struct Mail {
     /// The address emails come from (default `noreply@` the server's host name).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub from_address: Option<String>,
+}
+
+/// `[email_gateway]`: mail to the gateway's addresses becomes messages (docs/notifications.md).
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EmailGatewaySettings {
+    /// Where the gateway's SMTP listener takes mail (`HOST:PORT`); absent: no gateway.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listen: Option<String>,
+    /// The domain of the gateway's addresses (default: the server's host name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain: Option<String>,
+    /// The largest email taken, in MiB (default 25, Zulip's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_message_mib: Option<u64>,
 }
 
 /// `[cluster]`: the log in a NATS JetStream stream.
@@ -432,6 +449,7 @@ is_empty!(
     Limits,
     Uploads,
     Mail,
+    EmailGatewaySettings,
     Cluster,
     Outgoing,
     MetricsSettings,
@@ -481,6 +499,9 @@ pub const KEYS: &[Key] = &[
     },
     key("mail.ca_file"),
     key("mail.from_address"),
+    key("email_gateway.listen"),
+    key("email_gateway.domain"),
+    key("email_gateway.max_message_mib"),
     key("cluster.nats"),
     key("cluster.stream"),
     key("cluster.replicas"),
@@ -575,6 +596,7 @@ impl Settings {
                 quota_mib: None,
             },
             mail: Mail::default(),
+            email_gateway: EmailGatewaySettings::default(),
             cluster: Cluster {
                 nats: None,
                 stream: Some("chronicle".into()),

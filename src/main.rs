@@ -412,6 +412,8 @@ impl ServeArgs {
                 smtp_url: self.smtp_url.clone(),
                 ..Mail::default()
             },
+            // The gateway: the file and environment only.
+            email_gateway: Default::default(),
             cluster: Cluster {
                 nats: self.cluster.clone(),
                 stream: self.stream.clone(),
@@ -781,6 +783,14 @@ fn serve_config(
             password: s.mail.smtp_password,
             ca_file: s.mail.ca_file,
             from_address: s.mail.from_address,
+        },
+        email_gateway: match s.email_gateway.listen {
+            None => None,
+            Some(listen) => Some(chronicle::server::GatewayConfig {
+                listen,
+                domain: s.email_gateway.domain,
+                max_bytes: (s.email_gateway.max_message_mib.unwrap_or(25) as usize) << 20,
+            }),
         },
         snapshot_every: want(s.snapshot_every, "snapshot_every")?,
         check_whole_log: s.check_whole_log.unwrap_or(false),

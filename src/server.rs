@@ -34,6 +34,8 @@ pub struct ServeConfig {
     pub heartbeat: Option<std::time::Duration>,
     /// The relay emails go through (none: they are written to the outbox).
     pub mail: crate::notify::relay::RelaySettings,
+    /// The email gateway's listener, when configured.
+    pub email_gateway: Option<GatewayConfig>,
     /// How often the message retention job runs (default: hourly); for tests.
     pub retention_interval: Option<std::time::Duration>,
     /// A projection snapshot every this many events (0: none).
@@ -568,6 +570,10 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         create_organization(&engine, &layout, &secret, &config, &realm_url).await?;
     }
     let mail_host = crate::render::users::email_domain(&site).to_owned();
+    let gateway_domain = config
+        .email_gateway
+        .as_ref()
+        .map(|g| g.domain.clone().unwrap_or_else(|| mail_host.clone()));
     let smtp = match &config.mail.url {
         None => None,
         Some(_) => Some(crate::notify::relay::Smtp::new(&config.mail, &mail_host)?),
@@ -618,6 +624,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
             config.rate_limits.password_checks_per_address,
         ),
         identity: config.identity.clone(),
+        email_gateway_domain: gateway_domain.clone(),
     });
     let collector = actix_web::rt::spawn(collect_idle(
         queues.clone(),
@@ -645,6 +652,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
                 .unwrap_or_else(|| format!("noreply@{mail_host}")),
         },
         leads,
+        reply_domain: gateway_domain.clone(),
         present: {
             let queues = queues.clone();
             let clustered = cluster.is_some();
@@ -654,6 +662,38 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         },
     }
     .spawn(notify_rx);
+    let gateway = match (&config.email_gateway, &gateway_domain) {
+        (Some(settings), Some(domain)) => {
+            let listener = tokio::net::TcpListener::bind(&settings.listen)
+                .await
+                .map_err(|e| {
+                    format!(
+                        "the email gateway cannot listen on {}: {e}",
+                        settings.listen
+                    )
+                })?;
+            println!(
+                "Email gateway listening on {} for {domain}",
+                listener
+                    .local_addr()
+                    .map(|a| a.to_string())
+                    .unwrap_or_default()
+            );
+            let gateway = Arc::new(crate::notify::gateway::Gateway {
+                engine: engine.clone(),
+                secret: data.secret.clone(),
+                domain: domain.clone(),
+                max_bytes: settings.max_bytes,
+                uploads: data.uploads.clone(),
+                max_file_bytes: config.uploads.max_file_mib << 20,
+                quota_bytes: data.site.uploads.quota_bytes(),
+            });
+            Some(actix_web::rt::spawn(
+                crate::notify::gateway::listener::serve(listener, gateway),
+            ))
+        }
+        _ => None,
+    };
     let retention = actix_web::rt::spawn(retention_job(
         engine.clone(),
         config
@@ -745,6 +785,9 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     for task in notifier {
         task.abort();
     }
+    if let Some(task) = gateway {
+        task.abort();
+    }
     if let Some(job) = directory_sync {
         job.abort();
     }
@@ -755,6 +798,14 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         "stopped cleanly; everything acknowledged is on disk"
     );
     Ok(())
+}
+
+/// Where the email gateway listens, and its addresses' domain (default: the server's host).
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    pub listen: String,
+    pub domain: Option<String>,
+    pub max_bytes: usize,
 }
 
 /// Tells systemd how the service stands (`sd_notify`: a datagram to the socket `NOTIFY_SOCKET`

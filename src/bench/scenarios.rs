@@ -36,6 +36,7 @@ impl InProcess {
             external_url: None,
             heartbeat: None,
             mail: Default::default(),
+            email_gateway: None,
             retention_interval: None,
             snapshot_every: crate::server::DEFAULT_SNAPSHOT_EVERY,
             // The load generator is one client sending thousands of requests a second.

@@ -42,6 +42,34 @@ pub(crate) fn truncate(text: &str, max: usize, marker: &str) -> String {
     out
 }
 
+/// Whether `me` may post in `channel` at all (before the topic's own rules), with Zulip's
+/// refusals: an archived or unreachable channel, or `can_send_message_group`.
+pub fn check_may_post(
+    state: &Projections,
+    me: &User,
+    channel: &crate::projections::Channel,
+) -> ApiResult<()> {
+    let may_post = !channel.is_archived
+        && (access(state, me, channel) == Access::Content
+            || !channel.invite_only && me.role != Role::Guest);
+    if !may_post {
+        return Err(ApiError::bad_request(format!(
+            "Not authorized to send to channel '{}'",
+            channel.name
+        )));
+    }
+    if !state.groups.setting_allows(
+        &state.users,
+        me.user_id,
+        &channel.permissions.can_send_message_group,
+    ) {
+        return Err(ApiError::bad_request(
+            "You do not have permission to post in this channel.",
+        ));
+    }
+    Ok(())
+}
+
 /// `POST /messages`.
 pub fn send_message(
     state: &Projections,
@@ -80,26 +108,8 @@ pub fn send_message(
                     .with("stream", name),
                 });
             };
-            if channel_state.is_archived {
-                return Err(ApiError::bad_request(format!(
-                    "Not authorized to send to channel '{}'",
-                    channel_state.name
-                )));
-            }
+            check_may_post(state, me, channel_state)?;
             let allows = |s| state.groups.setting_allows(&state.users, me.user_id, s);
-            let may_post = access(state, me, channel_state) == Access::Content
-                || !channel_state.invite_only && me.role != Role::Guest;
-            if !may_post {
-                return Err(ApiError::bad_request(format!(
-                    "Not authorized to send to channel '{}'",
-                    channel_state.name
-                )));
-            }
-            if !allows(&channel_state.permissions.can_send_message_group) {
-                return Err(ApiError::bad_request(
-                    "You do not have permission to post in this channel.",
-                ));
-            }
             super::check_topic_characters(&topic)?;
             let topic = truncate(topic.trim(), MAX_TOPIC_LENGTH, "...");
             if topic.is_empty()

@@ -10,6 +10,7 @@ pub mod devices;
 pub mod directory;
 pub mod drafts;
 pub mod edit;
+pub mod email_gateway;
 pub mod emoji;
 pub mod flags;
 pub mod groups;

@@ -35,14 +35,28 @@ impl<'a> Notices<'a> {
 
     /// For a command that creates `new_users` accounts (ids after the highest) itself.
     pub fn reserving(state: &'a Projections, new_users: u64) -> Notices<'a> {
-        let (bot, events) = match state.users.system_bot(NOTIFICATION_BOT_EMAIL) {
+        Notices::from_bot(
+            state,
+            NOTIFICATION_BOT_EMAIL,
+            NOTIFICATION_BOT_NAME,
+            new_users,
+        )
+    }
+
+    /// Messages from another system bot (the email gateway's), made with its first message.
+    pub fn as_system_bot(state: &'a Projections, email: &str, name: &str) -> Notices<'a> {
+        Notices::from_bot(state, email, name, 0)
+    }
+
+    fn from_bot(state: &'a Projections, email: &str, name: &str, new_users: u64) -> Notices<'a> {
+        let (bot, events) = match state.users.system_bot(email) {
             Some(bot) => (bot.user_id, Vec::new()),
             None => {
                 let bot = UserId(state.users.max_id().0 + 1 + new_users);
                 let created = Event::UserCreated {
                     user_id: bot,
-                    email: NOTIFICATION_BOT_EMAIL.into(),
-                    full_name: NOTIFICATION_BOT_NAME.into(),
+                    email: email.into(),
+                    full_name: name.into(),
                     role: Role::Member,
                     bot_type: Some(crate::events::GENERIC_BOT),
                     bot_owner_id: None,
@@ -83,7 +97,7 @@ impl<'a> Notices<'a> {
         self
     }
 
-    fn send(&mut self, recipient: Recipient, content: String) {
+    fn send(&mut self, recipient: Recipient, content: String) -> MessageId {
         // Like every message body, stored without trailing white space.
         let content = content.trim_end().to_owned();
         let resolver = WithNewUsers {
@@ -108,17 +122,18 @@ impl<'a> Notices<'a> {
             sender_queue: None,
             alerted: Vec::new(),
         });
+        message_id
     }
 
-    /// A message to a channel's topic.
-    pub fn to_channel(&mut self, channel_id: ChannelId, topic: &str, content: String) {
+    /// A message to a channel's topic; its id.
+    pub fn to_channel(&mut self, channel_id: ChannelId, topic: &str, content: String) -> MessageId {
         self.send(
             Recipient::Channel {
                 channel_id,
                 topic: topic.to_owned(),
             },
             content,
-        );
+        )
     }
 
     /// A direct message to one user.

@@ -475,27 +475,63 @@ pub async fn delete_topic(
     }
 }
 
-/// `GET /streams/{stream_id}/email_address`: Chronicle receives no email, so no channel has an
-/// address; a channel the caller cannot see is "Invalid channel ID" first, as in Zulip.
+/// `GET /streams/{stream_id}/email_address` (`sender_id`): the channel's address at the email
+/// gateway, posting as the email gateway bot (no `sender_id`, or the bot's), the caller, or a
+/// bot the caller administers; for a channel the caller may post in (Zulip's rules). Without a
+/// gateway configured there is none.
 pub async fn get_email_address(
     state: web::Data<AppState>,
     auth: Auth,
     req: HttpRequest,
+    mut params: Params,
 ) -> ApiResult<HttpResponse> {
     let channel = ChannelId(
         path_id(&req, "stream_id").map_err(|_| ApiError::bad_request("Invalid channel ID"))?,
     );
-    state.engine.read(|s| {
+    let sender_id: Option<u64> = params.int("sender_id")?;
+    let address = state.engine.read(|s| {
         let me = s
             .users
             .get(auth.user_id)
             .ok_or_else(|| ApiError::internal("user missing"))?;
-        s.channels
+        let found = s
+            .channels
             .get(channel)
             .filter(|c| access(s, me, c) != Access::None)
             .ok_or_else(|| ApiError::bad_request("Invalid channel ID"))?;
-        Err(ApiError::bad_request(
-            "This server does not receive email, so channels have no email address.",
+        let Some(domain) = &state.email_gateway_domain else {
+            return Err(ApiError::bad_request(
+                "This server does not receive email, so channels have no email address.",
+            ));
+        };
+        crate::commands::messages::check_may_post(s, me, found)?;
+        let gateway_bot = s
+            .users
+            .system_bot(crate::commands::email_gateway::EMAIL_GATEWAY_BOT_EMAIL)
+            .map(|u| u.user_id.0);
+        let sender = match sender_id {
+            None => crate::notify::gateway::address::GATEWAY_BOT,
+            Some(id) if Some(id) == gateway_bot => crate::notify::gateway::address::GATEWAY_BOT,
+            Some(id) if id == me.user_id.0 => me.user_id,
+            Some(id) => {
+                let bot = s
+                    .users
+                    .get(crate::ids::UserId(id))
+                    .filter(|u| u.is_active && u.is_bot() && !u.is_system_bot())
+                    .filter(|u| u.bot_owner_id == Some(me.user_id) || me.role.is_admin())
+                    .ok_or_else(|| ApiError::bad_request("Invalid bot"))?;
+                bot.user_id
+            }
+        };
+        Ok(crate::notify::gateway::address::channel_address(
+            &state.secret,
+            domain,
+            &found.name,
+            channel,
+            me.user_id,
+            sender,
+            true,
         ))
-    })
+    })?;
+    Ok(params.success(json!({"email": address})))
 }

@@ -73,6 +73,8 @@ pub struct AppState {
     pub heartbeat: Option<std::time::Duration>,
     /// Where emails are written when there is no SMTP relay, or it fails (`DATA_DIR/outbox`).
     pub outbox: Option<std::path::PathBuf>,
+    /// The domain of the email gateway's addresses, when it is configured.
+    pub email_gateway_domain: Option<String>,
     /// The SMTP relay emails go through, when configured.
     pub smtp: Option<crate::notify::relay::Smtp>,
     /// Requests per user, per address and failed logins per username (`rate_limit`).

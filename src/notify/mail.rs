@@ -28,6 +28,8 @@ pub struct Email {
     pub message_id: String,
     /// The one-click unsubscribe address (`List-Unsubscribe`).
     pub unsubscribe_url: String,
+    /// Where a reply goes: the email gateway's address of the conversation, when there is one.
+    pub reply_to: Option<String>,
 }
 
 /// The email `out` is, from the state now; `None` when nothing is left to say (every message
@@ -36,12 +38,14 @@ pub fn compose(
     state: &Projections,
     site: &Site,
     secret: &ServerSecret,
+    reply_domain: Option<&str>,
     out: &Outgoing,
 ) -> Option<Email> {
     let person = state.users.get(out.user_id).filter(|u| u.is_active)?;
     let host = crate::render::users::email_domain(site);
     let message_id = format!("<chronicle.{}.{}@{host}>", out.mail_id, out.queued_at);
     let realm_name = state.realm.text("name");
+    let mut reply_to = None;
     let (kind, subject, text, html) = match &out.mail {
         QueuedMail::MissedMessages {
             message_ids,
@@ -56,6 +60,14 @@ pub fn compose(
                 return None;
             }
             let subject = missed_subject(state, out.user_id, &messages, &realm_name);
+            reply_to = reply_domain.map(|domain| {
+                crate::notify::gateway::address::reply_address(
+                    secret,
+                    domain,
+                    out.user_id,
+                    messages[0].id,
+                )
+            });
             let (text, html) = missed_body(state, site, out.user_id, &messages, *trigger);
             ("missed_messages", subject, text, html)
         }
@@ -125,6 +137,7 @@ pub fn compose(
         ),
         message_id,
         unsubscribe_url,
+        reply_to,
     })
 }
 
@@ -422,7 +435,7 @@ mod tests {
             },
             queued_at: 1_700_000_000_000,
         };
-        compose(&given.state, &site(), &ServerSecret::generate(), &out).unwrap()
+        compose(&given.state, &site(), &ServerSecret::generate(), None, &out).unwrap()
     }
 
     #[test]
@@ -502,7 +515,7 @@ mod tests {
             },
             queued_at: 0,
         };
-        assert!(compose(&given.state, &site(), &ServerSecret::generate(), &out).is_none());
+        assert!(compose(&given.state, &site(), &ServerSecret::generate(), None, &out).is_none());
     }
 
     #[test]

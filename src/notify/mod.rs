@@ -22,6 +22,7 @@
 //! is forgotten and nothing sent is sent again (but for an email the relay took in the instant
 //! before a crash, whose second copy carries the same `Message-ID`).
 
+pub mod gateway;
 pub mod mail;
 pub mod relay;
 pub mod rules;
@@ -108,6 +109,8 @@ pub struct Notifier {
     pub site: Site,
     pub secret: ServerSecret,
     pub relay: relay::Relay,
+    /// The email gateway's domain: missed-message emails then carry a reply address.
+    pub reply_domain: Option<String>,
     /// Whether this node sends (the writer's lease holder in a cluster; always alone).
     pub leads: Arc<dyn Fn() -> bool + Send + Sync>,
     /// Whether a person has a client hearing of messages now.
@@ -330,7 +333,13 @@ impl Notifier {
                         (
                             out.mail_id,
                             out.mail.kind(),
-                            mail::compose(state, &self.site, &self.secret, out),
+                            mail::compose(
+                                state,
+                                &self.site,
+                                &self.secret,
+                                self.reply_domain.as_deref(),
+                                out,
+                            ),
                         )
                     })
                 });

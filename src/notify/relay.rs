@@ -238,8 +238,15 @@ impl Relay {
             .to_address
             .parse::<lettre::Address>()
             .map_err(|e| refuse(format!("recipient address: {e}")))?;
-        lettre::Message::builder()
-            .from(Mailbox::new(Some(email.from_name.clone()), from_address))
+        let mut builder = lettre::Message::builder()
+            .from(Mailbox::new(Some(email.from_name.clone()), from_address));
+        if let Some(reply_to) = &email.reply_to {
+            let address = reply_to
+                .parse::<lettre::Address>()
+                .map_err(|e| refuse(format!("reply address: {e}")))?;
+            builder = builder.reply_to(Mailbox::new(Some("Chronicle".into()), address));
+        }
+        builder
             .to(Mailbox::new(Some(email.to_name.clone()), to))
             .subject(email.subject.clone())
             .message_id(Some(email.message_id.clone()))

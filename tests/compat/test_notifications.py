@@ -1,13 +1,17 @@
 """Missed-message emails through a real SMTP server: aiosmtpd (PyPI), started by the test on
 loopback with STARTTLS and a login required, its certificate from a CA the test makes and
 Chronicle is configured to trust (`[mail]` in the configuration file, the password from a
-file named by an environment variable).
+file named by an environment variable); and replies by email through Chronicle's own gateway
+listener (`[email_gateway]`), spoken to with Python's smtplib.
 
 It checks that a direct message to someone away arrives after their batching period, once,
 with plain-text and HTML parts, Zulip's subject, a link that opens the conversation and a
 one-click unsubscribe that works; that the organization can hide message content; that a relay
-that is down is retried and the email arrives once after it is back; and that the relay's
-password reaches neither the data directory nor the server's log."""
+that is down is retried and the email arrives once after it is back; that a reply to the email
+appears in the conversation from the right person, without the quoted text, and a forged one is
+refused; that mail to a channel's address (with an attachment) becomes a message from the email
+gateway bot; that unknown addresses are refused at RCPT; and that the relay's password reaches
+neither the data directory nor the server's log."""
 
 import datetime
 import email
@@ -15,7 +19,9 @@ import email.policy
 import ipaddress
 import pathlib
 import re
+import smtplib
 import ssl
+from email.message import EmailMessage
 import tempfile
 import time
 
@@ -137,7 +143,11 @@ def setup(monkeypatch_module):
         password_file = tmp / "relay-password"
         password_file.write_text(RELAY_PASSWORD + "\n")
         config = tmp / "chronicle.toml"
+        gateway_port = free_port()
         config.write_text(
+            "[email_gateway]\n"
+            f'listen = "127.0.0.1:{gateway_port}"\n'
+            'domain = "chat.test"\n'
             "[mail]\n"
             f'smtp_url = "smtp+starttls://127.0.0.1:{relay.port}"\n'
             f'smtp_username = "{RELAY_USER}"\n'
@@ -177,6 +187,7 @@ def setup(monkeypatch_module):
             data={"email_notifications_batching_period_seconds": "1"},
         )
         assert answer.status_code == 200, answer.text
+        server.gateway_port = gateway_port
         yield server, relay, people, owner
         server.stop()
         relay.stop()
@@ -296,6 +307,86 @@ def test_a_relay_that_is_down_gets_the_email_once_it_is_back(setup):
     wait_settled(server, owner)
     assert len(mails_saying(relay, "while the relay was down")) == 1
     assert notifier(server, owner)["emails_given_up"] == 0
+
+
+def mail_to_gateway(server, sender, to, subject, text, attachment=None):
+    """An email handed to Chronicle's gateway listener, as a mail server would."""
+    mail = EmailMessage()
+    mail["From"] = sender
+    mail["To"] = to
+    mail["Subject"] = subject
+    mail.set_content(text)
+    if attachment:
+        name, data = attachment
+        mail.add_attachment(data, maintype="text", subtype="plain", filename=name)
+    with smtplib.SMTP("127.0.0.1", server.gateway_port, timeout=30) as smtp:
+        smtp.send_message(mail)
+
+
+def messages_with(server, auth, narrow):
+    answer = api(server, "GET", "/messages", auth=auth, params={
+        "anchor": "newest", "num_before": "20", "num_after": "0", "narrow": narrow,
+        "apply_markdown": "false"})
+    assert answer.status_code == 200, answer.text
+    return answer.json()["messages"]
+
+
+def test_a_reply_to_the_email_lands_in_the_conversation_and_a_forged_one_does_not(setup):
+    server, relay, people, owner = setup
+    (ada_id, ada), (ben_id, ben) = people["ada"], people["ben"]
+    send_dm(server, ada, ben_id, "Shall we move the review to Friday?")
+    wait_for(lambda: mails_saying(relay, "review to Friday"), "the email at the relay")
+    [mail] = mails_saying(relay, "review to Friday")
+    reply_to = mail["Reply-To"].addresses[0].addr_spec
+    assert reply_to.startswith("mm") and reply_to.endswith("@chat.test"), reply_to
+    quoted = "\n".join("> " + line for line in
+                       mail.get_body(preferencelist=("plain",)).get_content().splitlines())
+    # Someone else who learned the address: refused while still on the line.
+    with pytest.raises(smtplib.SMTPDataError) as refused:
+        mail_to_gateway(server, "mallory@evil.test", reply_to, "Re: " + mail["Subject"],
+                        "Friday is cancelled")
+    assert refused.value.smtp_code == 550
+    assert b"Forged sender" in refused.value.smtp_error
+    mail_to_gateway(server, "Ben Lovelace <ben@example.com>", reply_to, "Re: " + mail["Subject"],
+                    "Friday works for me.\n\nOn Sun, 29 Nov 2026, Chronicle wrote:\n" + quoted)
+    conversation = messages_with(server, ada, json_narrow([["dm", [ben_id]]]))
+    assert conversation[-1]["sender_id"] == ben_id
+    assert conversation[-1]["content"] == "Friday works for me."
+    assert not any("cancelled" in m["content"] for m in conversation)
+
+
+def json_narrow(terms):
+    import json
+    return json.dumps([{"operator": op, "operand": operand} for op, operand in terms])
+
+
+def test_mail_to_a_channel_address_becomes_a_message_from_the_gateway_bot(setup):
+    server, _relay, people, owner = setup
+    ada = people["ada"][1]
+    answer = api(server, "POST", "/users/me/subscriptions", auth=ada,
+                 data={"subscriptions": '[{"name": "mailroom"}]'})
+    assert answer.status_code == 200, answer.text
+    channel_id = api(server, "GET", "/get_stream_id", auth=ada,
+                     params={"stream": "mailroom"}).json()["stream_id"]
+    answer = api(server, "GET", f"/streams/{channel_id}/email_address", auth=ada)
+    assert answer.status_code == 200, answer.text
+    address = answer.json()["email"]
+    assert address.startswith("mailroom.") and address.endswith(".show-sender@chat.test"), address
+    mail_to_gateway(server, "Grace Hopper <grace@navy.test>", address, "Fwd: Quarterly numbers",
+                    "Numbers attached.\n--\nGrace", attachment=("numbers.txt", b"Q1 42\n"))
+    [message] = messages_with(server, ada, json_narrow([["channel", "mailroom"]]))[-1:]
+    assert message["subject"] == "Quarterly numbers"
+    assert message["sender_email"] == "emailgateway@zulip.com"
+    assert message["content"].startswith("**From:** Grace Hopper <grace@navy.test>\n\nNumbers attached.")
+    assert "Grace\n" not in message["content"], "the signature is cut"
+    link = re.search(r"\[numbers.txt\]\((/user_uploads/[^)]+)\)", message["content"])
+    assert link, message["content"]
+    download = requests.get(server.url + link.group(1), auth=ada, timeout=30)
+    assert download.content == b"Q1 42\n"
+    # An address that is not one, or made up: refused at RCPT.
+    for bad in ("nobody@chat.test", address.replace("mailroom.", "mailroom.x"), "a@elsewhere.test"):
+        with pytest.raises(smtplib.SMTPRecipientsRefused):
+            mail_to_gateway(server, "grace@navy.test", bad, "hello", "hi")
 
 
 def test_the_relay_password_stays_out_of_the_data_directory_and_the_log(setup):
