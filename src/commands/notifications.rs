@@ -111,6 +111,34 @@ pub fn login_alert(
     }]
 }
 
+/// Queues the weekly digest, covering what came since `since` (ms), to each of `users` not
+/// sent one in the last six days (the notifier picks them: `notify::digest`).
+pub fn queue_digests(
+    state: &Projections,
+    ctx: &Ctx,
+    users: &[UserId],
+    since: i64,
+) -> ApiResult<Decision<usize>> {
+    let week_ago = ctx.now_ms - 6 * 24 * 3600 * 1000;
+    let mut events = Vec::new();
+    let due = users.iter().filter(|user| {
+        state.users.get(**user).is_some_and(|u| u.is_active)
+            && state
+                .notices
+                .last_digest(**user)
+                .is_none_or(|at| at < week_ago)
+    });
+    for (mail_id, user) in (state.notices.next_mail_id()..).zip(due) {
+        events.push(Event::EmailQueued {
+            mail_id,
+            user_id: *user,
+            mail: QueuedMail::Digest { since },
+        });
+    }
+    let queued = events.len();
+    Ok(Decision::new(events, queued))
+}
+
 /// The setting an unsubscribe link of `kind` switches off (Zulip's `email_unsubscribers`).
 pub fn unsubscribe_setting(kind: &str) -> Option<&'static str> {
     match kind {

@@ -711,6 +711,7 @@ impl QueuedMail {
         match self {
             QueuedMail::MissedMessages { .. } => "missed_messages",
             QueuedMail::LoginAlert { .. } => "login",
+            QueuedMail::Digest { .. } => "digest",
         }
     }
 }
@@ -726,6 +727,8 @@ pub enum QueuedMail {
     /// A new sign-in to their account (at the event's time): the client's description of
     /// itself and the address it came from.
     LoginAlert { client: String, address: String },
+    /// The weekly digest: what happened since `since` (ms) in their channels.
+    Digest { since: i64 },
 }
 
 /// An uploaded avatar: the hex SHA-256 of its PNG at Zulip's default size (100 px) and at

@@ -103,9 +103,18 @@ pub fn compose(
             );
             ("login", subject, text, html)
         }
+        QueuedMail::Digest { since } => {
+            let digest = super::digest::digest_of(state, out.user_id, *since);
+            if !digest.worth_sending() {
+                return None;
+            }
+            let (text, html) = digest_body(state, site, &digest, *since);
+            ("digest", format!("Digest for {realm_name}"), text, html)
+        }
     };
     let from_name = match kind {
         "login" => format!("{realm_name} account security"),
+        "digest" => format!("{realm_name} digest"),
         _ => format!("{realm_name} notifications"),
     };
     let unsubscribe_url = format!(
@@ -301,6 +310,110 @@ fn missed_body(
         "<p><a href=\"{}\">Reply in Chronicle</a></p>",
         escape_html(&conversation_url)
     ));
+    (text, html)
+}
+
+/// The digest's body: the busiest conversations with two messages of each, then the new
+/// channels (or, with content hidden, how many messages came).
+fn digest_body(
+    state: &Projections,
+    site: &Site,
+    digest: &super::digest::Digest,
+    since: i64,
+) -> (String, String) {
+    let mut text = format!(
+        "Here is what happened in {} since {}.\n\n",
+        site.realm_url,
+        format_time(since)
+    );
+    let mut html = format!(
+        "<p>Here is what happened in <a href=\"{}\">{}</a> since {}.</p>",
+        escape_html(&site.realm_url),
+        escape_html(&state.realm.text("name")),
+        escape_html(&format_time(since))
+    );
+    let channel_name = |id| {
+        state
+            .channels
+            .get(id)
+            .map(|c| c.name.clone())
+            .unwrap_or_default()
+    };
+    if digest.content_hidden {
+        text.push_str(&format!("{} new messages.\n\n", digest.new_messages));
+        html.push_str(&format!("<p>{} new messages.</p>", digest.new_messages));
+    }
+    if !digest.hot.is_empty() {
+        text.push_str("Hot conversations\n\n");
+        html.push_str("<h3>Hot conversations</h3>");
+    }
+    for topic in &digest.hot {
+        let name = channel_name(topic.channel);
+        let url = format!(
+            "{}/{}/topic/{}",
+            site.realm_url,
+            crate::commands::notices::channel_narrow(topic.channel, &name),
+            crate::markdown::encode_hash_component(&topic.topic)
+        );
+        let shown = if topic.topic.is_empty() {
+            crate::projections::messages::EMPTY_TOPIC_DISPLAY_NAME
+        } else {
+            &topic.topic
+        };
+        text.push_str(&format!(
+            "#{name} > {shown} ({url})\n{}\n",
+            english_list(&topic.senders)
+        ));
+        html.push_str(&format!(
+            "<p><a href=\"{}\"><b>#{} &gt; {}</b></a><br>{}</p>",
+            escape_html(&url),
+            escape_html(&name),
+            escape_html(shown),
+            escape_html(&english_list(&topic.senders))
+        ));
+        for id in &topic.samples {
+            let Some(message) = state.messages.get(*id) else {
+                continue;
+            };
+            let sender = state
+                .users
+                .get(message.sender_id)
+                .map(|u| u.full_name.clone())
+                .unwrap_or_default();
+            text.push_str(&format!("  {sender}: {}\n", message.content));
+            html.push_str(&format!(
+                "<div style=\"margin-left:1em\"><b>{}</b>{}</div>",
+                escape_html(&sender),
+                absolute_links(&message.rendered_content(), &site.realm_url)
+            ));
+        }
+        let more = topic.count.saturating_sub(topic.samples.len());
+        if more > 0 {
+            text.push_str(&format!("  + {more} more messages\n"));
+            html.push_str(&format!(
+                "<p style=\"margin-left:1em\">+ {more} more messages</p>"
+            ));
+        }
+        text.push('\n');
+    }
+    if !digest.new_channels.is_empty() {
+        let names: Vec<String> = digest
+            .new_channels
+            .iter()
+            .map(|id| channel_name(*id))
+            .collect();
+        text.push_str(&format!("New channels: {}\n", names.join(", ")));
+        html.push_str("<h3>New channels</h3><ul>");
+        for (id, name) in digest.new_channels.iter().zip(&names) {
+            html.push_str(&format!(
+                "<li><a href=\"{}/{}\">#{}</a></li>",
+                escape_html(&site.realm_url),
+                escape_html(&crate::commands::notices::channel_narrow(*id, name)),
+                escape_html(name)
+            ));
+        }
+        html.push_str("</ul>");
+    }
     (text, html)
 }
 
@@ -516,6 +629,57 @@ mod tests {
             queued_at: 0,
         };
         assert!(compose(&given.state, &site(), &ServerSecret::generate(), None, &out).is_none());
+    }
+
+    #[test]
+    fn the_digest_names_the_busy_conversations_with_links() {
+        let mut given = Given::org();
+        let ada = given.user("ada@example.com", Role::Member);
+        let ben = given.user("ben@example.com", Role::Member);
+        let general = given.channel("general", &[ada, ben]);
+        given.at(10_000_000);
+        given.message(ben, general, "Launch plan", "first draft is up");
+        let out = Outgoing {
+            mail_id: 3,
+            user_id: ada,
+            mail: QueuedMail::Digest { since: 5_000_000 },
+            queued_at: 11_000_000,
+        };
+        let mail = compose(&given.state, &site(), &ServerSecret::generate(), None, &out).unwrap();
+        assert_eq!(mail.subject, "Digest for Org");
+        assert_eq!(mail.from_name, "Org digest");
+        assert!(
+            mail.text.contains("#general > Launch plan"),
+            "{}",
+            mail.text
+        );
+        assert!(
+            mail.text.contains("ben: first draft is up"),
+            "{}",
+            mail.text
+        );
+        assert!(
+            mail.html
+                .contains("https://chat.example.com/#narrow/channel/"),
+            "{}",
+            mail.html
+        );
+        assert!(mail
+            .unsubscribe_url
+            .contains("/accounts/unsubscribe/digest/"));
+        // Nothing since: no email at all.
+        let quiet = Outgoing {
+            mail: QueuedMail::Digest { since: 20_000_000 },
+            ..out
+        };
+        assert!(compose(
+            &given.state,
+            &site(),
+            &ServerSecret::generate(),
+            None,
+            &quiet
+        )
+        .is_none());
     }
 
     #[test]

@@ -22,6 +22,7 @@
 //! is forgotten and nothing sent is sent again (but for an email the relay took in the instant
 //! before a crash, whose second copy carries the same `Message-ID`).
 
+pub mod digest;
 pub mod gateway;
 pub mod mail;
 pub mod relay;
@@ -278,9 +279,16 @@ impl Notifier {
     }
 
     /// The settling task: every second (or sooner when a notice falls due), the people whose
-    /// first notice is due get their emails queued.
+    /// first notice is due get their emails queued; once a minute, the digests when it is time.
     async fn settle(self: Arc<Self>, queued: Arc<tokio::sync::Notify>) {
+        let mut digests_checked = Instant::now() - Duration::from_secs(3600);
         loop {
+            if digests_checked.elapsed() >= Duration::from_secs(60) && (self.leads)() {
+                digests_checked = Instant::now();
+                if self.queue_digests().await > 0 {
+                    queued.notify_one();
+                }
+            }
             let now = crate::time::now_ms();
             let next = self.engine.read(|s| s.notices.next_due());
             let wait = next.map_or(1000, |due| (due - now).clamp(0, 1000)) as u64;
@@ -307,6 +315,39 @@ impl Notifier {
                 }
             }
         }
+    }
+
+    /// Queues the digests due now, if it is their time: how many.
+    async fn queue_digests(&self) -> usize {
+        let now = crate::time::now_ms();
+        let since = now - digest::CUTOFF_MS;
+        let users: Vec<UserId> = self.engine.read(|state| {
+            if !digest::digest_time(state, now) {
+                return Vec::new();
+            }
+            digest::recipients(state, now)
+                .into_iter()
+                .filter(|user| digest::digest_of(state, *user, since).worth_sending())
+                .collect()
+        });
+        let mut queued = 0;
+        for chunk in users.chunks(100) {
+            let chunk = chunk.to_vec();
+            let done = self
+                .engine
+                .execute(None, move |state, ctx| {
+                    crate::commands::notifications::queue_digests(state, ctx, &chunk, since)
+                })
+                .await;
+            match done {
+                Ok(done) => queued += done.value,
+                Err(error) => tracing::warn!(%error, "queueing digests failed"),
+            }
+        }
+        if queued > 0 {
+            tracing::info!(queued, "digest emails queued");
+        }
+        queued
     }
 
     /// The delivering task.

@@ -40,6 +40,9 @@ pub struct Notices {
     last_mail_id: u64,
     sent: u64,
     failed: u64,
+    /// When each person's last digest was queued (ms).
+    #[serde(default)]
+    last_digest: BTreeMap<UserId, i64>,
 }
 
 impl Notices {
@@ -78,6 +81,11 @@ impl Notices {
 
     pub fn outgoing_mail(&self, mail_id: u64) -> Option<&Outgoing> {
         self.outgoing.get(&mail_id)
+    }
+
+    /// When `user`'s last digest was queued (ms).
+    pub fn last_digest(&self, user: UserId) -> Option<i64> {
+        self.last_digest.get(&user).copied()
     }
 
     /// Emails sent and given up on since the log began.
@@ -148,6 +156,9 @@ impl Notices {
                 mail,
             } => {
                 self.last_mail_id = self.last_mail_id.max(*mail_id);
+                if matches!(mail, QueuedMail::Digest { .. }) {
+                    self.last_digest.insert(*user_id, env.at);
+                }
                 self.outgoing.insert(
                     *mail_id,
                     Outgoing {

@@ -161,6 +161,14 @@ pub const SETTINGS: &[Setting] = &[
         Initial::Text("allow_empty_topic"),
     ),
     plain("require_unique_names", Kind::Bool, Initial::Bool(false)),
+    // The weekly digest emails to people away for a while, on this weekday (0 Monday ... 6
+    // Sunday, in UTC): Zulip's defaults (off for a new organization; Tuesday).
+    plain("digest_emails_enabled", Kind::Bool, Initial::Bool(false)),
+    plain(
+        "digest_weekday",
+        Kind::Code(&[0, 1, 2, 3, 4, 5, 6]),
+        Initial::Int(1),
+    ),
     // Whether missed-message emails may show what the messages say (each person may also
     // hide it for themselves: `message_content_in_email_notifications`).
     plain(

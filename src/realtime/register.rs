@@ -527,7 +527,6 @@ fn realm_data(out: &mut Out, cx: &Cx<'_>) {
     out.put("realm_inline_url_embed_preview", &false);
     out.put("realm_presence_disabled", &false);
     out.put("realm_send_welcome_emails", &true);
-    out.put("realm_digest_emails_enabled", &false);
     out.put("realm_user_group_edit_policy", &1);
     out.put("realm_video_chat_provider", &0);
     out.put("realm_org_type", &0);
@@ -982,7 +981,8 @@ fn limits_and_server_facts(out: &mut Out, state: &Projections, site: &Site) {
     out.put("development_environment", &false);
     out.put("password_min_length", &6);
     out.put("password_min_guesses", &10_000);
-    out.put("settings_send_digest_emails", &false);
+    // The server sends digests (where the organization turns them on).
+    out.put("settings_send_digest_emails", &true);
 }
 
 #[cfg(test)]
