@@ -54,6 +54,8 @@ pub struct Settings {
     pub mail: Mail,
     #[serde(default, skip_serializing_if = "EmailGatewaySettings::is_empty")]
     pub email_gateway: EmailGatewaySettings,
+    #[serde(default, skip_serializing_if = "PushSettings::is_empty")]
+    pub push: PushSettings,
     #[serde(default, skip_serializing_if = "Cluster::is_empty")]
     pub cluster: Cluster,
     #[serde(default, skip_serializing_if = "Outgoing::is_empty")]
@@ -159,6 +161,26 @@ pub struct EmailGatewaySettings {
     /// The largest email taken, in MiB (default 25, Zulip's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_message_mib: Option<u64>,
+}
+
+/// `[push]`: mobile push notifications through Zulip's push notification service (the
+/// "bouncer"), as a self-hosted Zulip server sends them (docs/notifications.md).
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PushSettings {
+    /// The service (default `https://push.zulipchat.com`, Zulip's `ZULIP_SERVICES_URL`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// This server's registration with the service: its UUID (`zulip_org_id`) and key
+    /// (`zulip_org_key`, a secret); push is off while either is absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zulip_org_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zulip_org_key: Option<String>,
+    /// "New message" instead of each notification's text (Zulip's
+    /// `PUSH_NOTIFICATION_REDACT_CONTENT`; default off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redact_content: Option<bool>,
 }
 
 /// `[cluster]`: the log in a NATS JetStream stream.
@@ -450,6 +472,7 @@ is_empty!(
     Uploads,
     Mail,
     EmailGatewaySettings,
+    PushSettings,
     Cluster,
     Outgoing,
     MetricsSettings,
@@ -502,6 +525,13 @@ pub const KEYS: &[Key] = &[
     key("email_gateway.listen"),
     key("email_gateway.domain"),
     key("email_gateway.max_message_mib"),
+    key("push.url"),
+    key("push.zulip_org_id"),
+    Key {
+        name: "push.zulip_org_key",
+        secret: true,
+    },
+    key("push.redact_content"),
     key("cluster.nats"),
     key("cluster.stream"),
     key("cluster.replicas"),
@@ -597,6 +627,7 @@ impl Settings {
             },
             mail: Mail::default(),
             email_gateway: EmailGatewaySettings::default(),
+            push: PushSettings::default(),
             cluster: Cluster {
                 nats: None,
                 stream: Some("chronicle".into()),

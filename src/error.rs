@@ -43,6 +43,14 @@ pub enum ErrorCode {
     BadImage,
     /// No push notification service is configured (400).
     PushServiceNotConfigured,
+    /// No device of the caller takes pushes (400).
+    NoActivePushDevice,
+    /// The push service refuses this server: its administrator must act (403).
+    AdminActionRequired,
+    /// The push service could not be reached (502).
+    FailedToConnectBouncer,
+    /// The push service failed (502).
+    InternalServerErrorOnBouncer,
     /// Incoming webhooks: the header that names the event is missing (400).
     MissingHttpEventHeader,
     /// Incoming webhooks: a payload the integration cannot read (400).
@@ -74,6 +82,10 @@ impl ErrorCode {
             ErrorCode::InvalidJson => "INVALID_JSON",
             ErrorCode::CsrfFailed => "CSRF_FAILED",
             ErrorCode::PushServiceNotConfigured => "PUSH_SERVICE_NOT_CONFIGURED",
+            ErrorCode::NoActivePushDevice => "NO_ACTIVE_PUSH_DEVICE",
+            ErrorCode::AdminActionRequired => "ADMIN_ACTION_REQUIRED",
+            ErrorCode::FailedToConnectBouncer => "FAILED_TO_CONNECT_BOUNCER",
+            ErrorCode::InternalServerErrorOnBouncer => "INTERNAL_SERVER_ERROR_ON_BOUNCER",
             ErrorCode::MissingHttpEventHeader => "MISSING_HTTP_EVENT_HEADER",
             ErrorCode::AnomalousWebhookPayload => "ANOMALOUS_WEBHOOK_PAYLOAD",
             ErrorCode::InvalidApiKey => "INVALID_API_KEY",
@@ -113,7 +125,12 @@ impl ErrorCode {
             ErrorCode::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ErrorCode::ChannelAlreadyExists => StatusCode::CONFLICT,
             ErrorCode::NotFound => StatusCode::NOT_FOUND,
-            ErrorCode::AccessDenied | ErrorCode::CsrfFailed => StatusCode::FORBIDDEN,
+            ErrorCode::AccessDenied | ErrorCode::CsrfFailed | ErrorCode::AdminActionRequired => {
+                StatusCode::FORBIDDEN
+            }
+            ErrorCode::FailedToConnectBouncer | ErrorCode::InternalServerErrorOnBouncer => {
+                StatusCode::BAD_GATEWAY
+            }
             ErrorCode::Busy => StatusCode::SERVICE_UNAVAILABLE,
             _ => StatusCode::BAD_REQUEST,
         }

@@ -414,6 +414,7 @@ impl ServeArgs {
             },
             // The gateway: the file and environment only.
             email_gateway: Default::default(),
+            push: Default::default(),
             cluster: Cluster {
                 nats: self.cluster.clone(),
                 stream: self.stream.clone(),
@@ -783,6 +784,19 @@ fn serve_config(
             password: s.mail.smtp_password,
             ca_file: s.mail.ca_file,
             from_address: s.mail.from_address,
+        },
+        push: match (&s.push.zulip_org_id, &s.push.zulip_org_key) {
+            (Some(id), Some(key)) => Some(chronicle::notify::PushConfig {
+                bouncer: chronicle::notify::push::bouncer::Bouncer::new(
+                    s.push.url.as_deref(),
+                    id,
+                    key,
+                    &std::sync::Arc::new(chronicle::outgoing::Guard::new(outgoing_allow.clone())),
+                )?,
+                redact_content: s.push.redact_content.unwrap_or(false),
+            }),
+            (None, None) => None,
+            _ => return Err("push.zulip_org_id and push.zulip_org_key go together".into()),
         },
         email_gateway: match s.email_gateway.listen {
             None => None,

@@ -36,6 +36,8 @@ pub struct ServeConfig {
     pub mail: crate::notify::relay::RelaySettings,
     /// The email gateway's listener, when configured.
     pub email_gateway: Option<GatewayConfig>,
+    /// Mobile push through Zulip's push notification service, when configured.
+    pub push: Option<crate::notify::PushConfig>,
     /// How often the message retention job runs (default: hourly); for tests.
     pub retention_interval: Option<std::time::Duration>,
     /// A projection snapshot every this many events (0: none).
@@ -420,6 +422,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     });
     let site = Site {
         realm_url: realm_url.clone(),
+        push_enabled: config.push.is_some(),
         uploads: config.uploads,
         cards: Default::default(),
         sign_in: crate::render::SignInMethods {
@@ -625,6 +628,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         ),
         identity: config.identity.clone(),
         email_gateway_domain: gateway_domain.clone(),
+        push: config.push.clone(),
     });
     let collector = actix_web::rt::spawn(collect_idle(
         queues.clone(),
@@ -653,6 +657,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         },
         leads,
         reply_domain: gateway_domain.clone(),
+        push: config.push.clone(),
         present: {
             let queues = queues.clone();
             let clustered = cluster.is_some();

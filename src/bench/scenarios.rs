@@ -37,6 +37,7 @@ impl InProcess {
             heartbeat: None,
             mail: Default::default(),
             email_gateway: None,
+            push: None,
             retention_interval: None,
             snapshot_every: crate::server::DEFAULT_SNAPSHOT_EVERY,
             // The load generator is one client sending thousands of requests a second.

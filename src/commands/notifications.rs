@@ -4,7 +4,7 @@
 
 use super::{Ctx, Decision};
 use crate::error::ApiResult;
-use crate::events::{Event, Notice, NoticeTrigger, QueuedMail};
+use crate::events::{Event, Notice, NoticeTrigger, QueuedMail, QueuedPush};
 use crate::ids::{MessageId, UserId};
 use crate::projections::{Address, Projections};
 use std::collections::BTreeMap;
@@ -12,11 +12,43 @@ use std::collections::BTreeMap;
 /// Longest text kept of a client's description or an address in a login alert.
 const MAX_ALERT_TEXT: usize = 200;
 
-/// Records notices (none is fine: `through` alone moves on).
-pub fn record_notices(notices: Vec<Notice>, through: MessageId) -> ApiResult<Decision> {
-    Ok(Decision::events(vec![Event::NoticesRecorded {
-        notices,
-        through,
+/// Records notices (none is fine: `through` alone moves on) and queues pushes.
+pub fn record_notices(
+    state: &Projections,
+    notices: Vec<Notice>,
+    pushes: Vec<(UserId, QueuedPush)>,
+    through: MessageId,
+) -> ApiResult<Decision> {
+    let mut events = Vec::new();
+    if !notices.is_empty() || through > state.notices.through() {
+        events.push(Event::NoticesRecorded { notices, through });
+    }
+    for (push_id, (user_id, push)) in (state.notices.next_push_id()..).zip(pushes) {
+        events.push(Event::PushQueued {
+            push_id,
+            user_id,
+            push,
+        });
+    }
+    Ok(Decision::events(events))
+}
+
+/// The service took push `push_id` for `devices` devices (a no-op if already settled).
+pub fn push_sent(state: &Projections, push_id: u64, devices: u32) -> ApiResult<Decision> {
+    if state.notices.outgoing_push(push_id).is_none() {
+        return Ok(Decision::events(Vec::new()));
+    }
+    Ok(Decision::events(vec![Event::PushSent { push_id, devices }]))
+}
+
+/// Push `push_id` is given up on.
+pub fn push_failed(state: &Projections, push_id: u64, reason: &str) -> ApiResult<Decision> {
+    if state.notices.outgoing_push(push_id).is_none() {
+        return Ok(Decision::events(Vec::new()));
+    }
+    Ok(Decision::events(vec![Event::PushFailed {
+        push_id,
+        reason: reason.chars().take(MAX_ALERT_TEXT).collect(),
     }]))
 }
 

@@ -16,9 +16,10 @@ pub use v2::{
     AvatarImage, BotChange, BotConfig, BotService, ChannelChange, ChannelPermissions, Draft,
     EditedContent, Event, GroupChange, GroupPermissions, GroupSetting, ImageBytes, InvitationSpec,
     LinkifierSpec, MessageFlag, MessageMove, NewSubscription, Notice, NoticeTrigger, ProfileChoice,
-    ProfileFieldData, ProfileFieldSpec, PropagateMode, QueuedMail, ReactionType, ReadPlace,
-    RealmValue, Recipient, Role, SenderQueue, StatusEmoji, SubscriptionProperty, SystemGroup,
-    TopicPolicy, TopicsPolicy, TwoFactorChange, TypingTarget, UserChange,
+    ProfileFieldData, ProfileFieldSpec, PropagateMode, PushChange, QueuedMail, QueuedPush,
+    ReactionType, ReadPlace, RealmValue, Recipient, Role, SenderQueue, StatusEmoji,
+    SubscriptionProperty, SystemGroup, TopicPolicy, TopicsPolicy, TwoFactorChange, TypingTarget,
+    UserChange,
 };
 
 use crate::ids::{Seq, UserId};
@@ -227,6 +228,8 @@ pub const SECRET_FIELDS: &[&str] = &[
     // What two-factor keys and backup codes are derived from (with the server secret).
     "key_nonce",
     "backup_nonce",
+    // A device's push key, sealed under the server secret: ciphertext, but nobody's business.
+    "sealed_push_key",
 ];
 
 /// Replaces every secret field, at any depth, by `"[redacted]"` (or `null` when it was null).

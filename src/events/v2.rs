@@ -659,6 +659,67 @@ pub enum Event {
     /// A queued email was given up on: the relay refused it for good, or nothing was left to
     /// say (every message in it deleted meanwhile).
     EmailFailed { mail_id: u64, reason: String },
+    /// A client device's push registration changed: by the app (`POST /mobile_push/register`)
+    /// or by what the push notification service answered.
+    PushDeviceChanged {
+        user_id: UserId,
+        device_id: u64,
+        change: PushChange,
+    },
+    /// A push notification to a person's devices is to be sent (ids only: the content is
+    /// written, and encrypted for each device, when it goes out).
+    PushQueued {
+        push_id: u64,
+        user_id: UserId,
+        push: QueuedPush,
+    },
+    /// The push notification service took a queued push for this many devices.
+    PushSent { push_id: u64, devices: u32 },
+    /// A queued push was given up on (refused by the service, or no device left).
+    PushFailed { push_id: u64, reason: String },
+    /// A test notification went to these devices of a person (`/mobile_push/test_notification`).
+    PushTestSent {
+        user_id: UserId,
+        device_ids: Vec<u64>,
+    },
+}
+
+/// A change to a device's push registration (`Event::PushDeviceChanged`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PushChange {
+    /// The app's key for this device: its id, and the key sealed under the server's secret
+    /// (AES-256-GCM), so the log never holds it in the clear.
+    KeySet {
+        push_key_id: u32,
+        sealed_push_key: String,
+    },
+    /// The app asked to register a token with the push notification service: its kind
+    /// (`fcm`, `apns`), its id (the first 8 bytes of its SHA-256, as a signed integer) and the
+    /// registration sealed for the service, passed on as received.
+    TokenRequested {
+        token_kind: String,
+        token_id: i64,
+        encrypted_push_registration: String,
+        bouncer_public_key: String,
+    },
+    /// The service registered the token.
+    TokenAccepted { token_id: i64 },
+    /// The service refused the registration (Zulip's error code).
+    TokenRefused { error_code: String },
+    /// The service no longer knows the token (its `delete_token_ids`).
+    TokenDropped { token_id: i64 },
+}
+
+/// What a queued push is (`Event::PushQueued`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum QueuedPush {
+    /// A message to tell of.
+    Message {
+        message_id: MessageId,
+        trigger: NoticeTrigger,
+    },
+    /// Messages read elsewhere: their notifications are taken away.
+    Remove { message_ids: Vec<MessageId> },
 }
 
 /// Why a person is told about a message (Zulip's trigger names).
@@ -677,6 +738,10 @@ pub enum NoticeTrigger {
     FollowedTopicEmailNotify,
     /// A message in a channel whose email notifications they turned on.
     StreamEmailNotify,
+    /// A message in a topic they follow (push).
+    FollowedTopicPushNotify,
+    /// A message in a channel whose push notifications they turned on.
+    StreamPushNotify,
 }
 
 impl NoticeTrigger {
@@ -690,8 +755,8 @@ impl NoticeTrigger {
             NoticeTrigger::StreamWildcardMentionedInFollowedTopic => 3,
             NoticeTrigger::TopicWildcardMentioned => 4,
             NoticeTrigger::StreamWildcardMentioned => 5,
-            NoticeTrigger::FollowedTopicEmailNotify => 6,
-            NoticeTrigger::StreamEmailNotify => 7,
+            NoticeTrigger::FollowedTopicEmailNotify | NoticeTrigger::FollowedTopicPushNotify => 6,
+            NoticeTrigger::StreamEmailNotify | NoticeTrigger::StreamPushNotify => 7,
         }
     }
 }
@@ -877,6 +942,11 @@ pub const EVENT_TYPES: &[&str] = &[
     "EmailQueued",
     "EmailSent",
     "EmailFailed",
+    "PushDeviceChanged",
+    "PushQueued",
+    "PushSent",
+    "PushFailed",
+    "PushTestSent",
     "UserMuted",
     "AlertWordsAdded",
     "AlertWordsRemoved",
@@ -991,6 +1061,11 @@ impl Event {
             Event::EmailQueued { .. } => "EmailQueued",
             Event::EmailSent { .. } => "EmailSent",
             Event::EmailFailed { .. } => "EmailFailed",
+            Event::PushDeviceChanged { .. } => "PushDeviceChanged",
+            Event::PushQueued { .. } => "PushQueued",
+            Event::PushSent { .. } => "PushSent",
+            Event::PushFailed { .. } => "PushFailed",
+            Event::PushTestSent { .. } => "PushTestSent",
             Event::UserMuted { .. } => "UserMuted",
             Event::AlertWordsAdded { .. } => "AlertWordsAdded",
             Event::AlertWordsRemoved { .. } => "AlertWordsRemoved",

@@ -1,7 +1,8 @@
 //! Navigation views, client devices and push registration: a user's own client-side things.
 //!
-//! No push notification service is configured in Chronicle, so push registration answers
-//! Zulip's `PUSH_SERVICE_NOT_CONFIGURED` rather than a success for something not done.
+//! Push registration goes to Zulip's push notification service when one is configured
+//! (`[push]`, `notify::push`); without one it answers Zulip's `PUSH_SERVICE_NOT_CONFIGURED`
+//! rather than a success for something not done.
 
 use super::{AppState, Auth, Params};
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -123,21 +124,182 @@ fn push_not_configured() -> ApiError {
     )
 }
 
-/// `POST /mobile_push/register` and the legacy token endpoints (`/users/me/apns_device_token`,
-/// `/users/me/android_gcm_reg_id`): no push service is configured, so nothing is registered.
-/// The caller must still be a valid user; the device must be theirs.
+/// The legacy token endpoints (`/users/me/apns_device_token`, `/users/me/android_gcm_reg_id`),
+/// deprecated since feature level 406: the apps register through `POST /mobile_push/register`
+/// at Chronicle's level, so no legacy token is ever kept. Removing one (zulip-flutter does at
+/// logout for accounts that once had one) succeeds with nothing to remove; registering one is
+/// refused, telling the app to use the current registration.
+pub async fn legacy_push_token(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let token = params.str("token").unwrap_or_default();
+    if token.is_empty() || token.len() > 4096 {
+        return Err(ApiError::bad_request("Empty or invalid length token"));
+    }
+    let _ = auth;
+    if state.push.is_none() {
+        return Err(push_not_configured());
+    }
+    if req.method() == actix_web::http::Method::DELETE {
+        return Ok(params.success(json!({})));
+    }
+    Err(ApiError::bad_request(
+        "Legacy push registration is not supported: register through /mobile_push/register.",
+    ))
+}
+
+/// `POST /mobile_push/register` (feature level 468): a device's push key and its token to
+/// register with Zulip's push notification service (done in the background; the outcome comes
+/// as `device` events).
 pub async fn register_push(
     state: web::Data<AppState>,
     auth: Auth,
     mut params: Params,
 ) -> ApiResult<HttpResponse> {
-    if let Some(device_id) = params.int::<u64>("device_id")? {
-        let known = state
-            .engine
-            .read(|s| s.devices.has(auth.user_id, device_id));
-        if !known {
-            return Err(ApiError::bad_request("Invalid `device_id`"));
-        }
+    if state.push.is_none() {
+        return Err(push_not_configured());
     }
-    Err(push_not_configured())
+    let device_id = params.required_int::<u64>("device_id")?;
+    let push_key_id = params.str("push_key_id");
+    let push_key = params.str("push_key");
+    let token_kind = params.str("token_kind");
+    let token_id = params.str("token_id");
+    let bouncer_public_key = params.str("bouncer_public_key");
+    let encrypted = params.str("encrypted_push_registration");
+    let key = match (push_key_id, push_key) {
+        (Some(id), Some(key)) => {
+            let id: u32 = id.trim().parse().map_err(|_| {
+                ApiError::bad_request(
+                    "Invalid push_key_id: Value error, Not a valid unsigned 32-bit integer",
+                )
+            })?;
+            let raw = crate::notify::push::parse_push_key(&key)
+                .ok_or_else(|| ApiError::bad_request("Invalid `push_key`"))?;
+            Some((
+                id,
+                crate::notify::push::seal_key(&state.secret, auth.user_id, device_id, &raw),
+            ))
+        }
+        _ => None,
+    };
+    let token = match (token_kind, token_id, bouncer_public_key, encrypted) {
+        (Some(kind), Some(id), Some(bouncer_key), Some(sealed)) => {
+            if kind != "fcm" && kind != "apns" {
+                return Err(ApiError::bad_request("Invalid token_kind"));
+            }
+            let token_id = crate::notify::push::parse_token_id(&id)
+                .ok_or_else(|| ApiError::bad_request("`token_id` is not Base64 encoded"))?;
+            if sealed.len() > 16_384 || bouncer_key.len() > 256 {
+                return Err(ApiError::bad_request("Invalid encrypted_push_registration"));
+            }
+            Some(crate::commands::devices::TokenRequest {
+                token_kind: kind,
+                token_id,
+                encrypted_push_registration: sealed,
+                bouncer_public_key: bouncer_key,
+            })
+        }
+        _ => None,
+    };
+    let request = crate::commands::devices::PushRegistration {
+        device_id,
+        key,
+        token,
+    };
+    state
+        .answer(&auth, params, move |s, ctx| {
+            crate::commands::devices::register_push(s, ctx, request.clone())
+        })
+        .await
+}
+
+/// `POST /mobile_push/test_notification` (`token`, legacy) and
+/// `POST /mobile_push/e2ee/test_notification` (`device_id`): Zulip's test payload to the
+/// caller's devices that take pushes (one device when named), sent now, with the service's
+/// errors as Zulip answers them.
+pub async fn test_notification(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let Some(push) = state.push.clone() else {
+        return Err(push_not_configured());
+    };
+    let device_id = params.int::<u64>("device_id")?;
+    // The legacy form names a token: the device whose token id it has.
+    let token_id = params.str("token").map(|token| {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(token.as_bytes());
+        i64::from_be_bytes(digest[..8].try_into().unwrap_or([0; 8]))
+    });
+    let (devices, payload) = state.engine.read(|s| {
+        let devices: Vec<_> = crate::notify::push::devices_of(s, &state.secret, auth.user_id)
+            .into_iter()
+            .filter(|d| device_id.is_none_or(|id| d.0 == id))
+            .filter(|d| token_id.is_none_or(|id| d.2 == id))
+            .collect();
+        let payload = crate::notify::push::test_payload(
+            s,
+            &state.site,
+            auth.user_id,
+            crate::time::now_ms() / 1000,
+        );
+        (devices, payload)
+    });
+    if devices.is_empty() {
+        return Err(ApiError::new(
+            ErrorCode::NoActivePushDevice,
+            "No active registered push device",
+        ));
+    }
+    let body = json!({
+        "realm_uuid": crate::notify::push::bouncer::realm_uuid(&state.secret),
+        "push_requests": crate::notify::push::push_requests(&devices, &payload, true),
+    });
+    if let Err(error) = push
+        .bouncer
+        .post(
+            "push/e2ee/notify",
+            crate::notify::push::bouncer::Body::Json(&body),
+            true,
+        )
+        .await
+    {
+        tracing::warn!(%error, "a test push was not sent");
+        return Err(
+            if error.retry && error.code.is_none() && error.msg.starts_with("Network") {
+                ApiError::new(
+                    ErrorCode::FailedToConnectBouncer,
+                    "Network error while connecting to Zulip push notification service.",
+                )
+            } else if error.retry {
+                ApiError::new(
+                    ErrorCode::InternalServerErrorOnBouncer,
+                    "Internal server error on Zulip push notification service, retry later.",
+                )
+            } else {
+                ApiError::new(
+                ErrorCode::AdminActionRequired,
+                "Push notification configuration issue on server, contact the server administrator or retry later.",
+            )
+            },
+        );
+    }
+    let device_ids: Vec<u64> = devices.iter().map(|d| d.0).collect();
+    let user = auth.user_id;
+    state
+        .engine
+        .execute(Some(user), move |_, _| {
+            Ok(crate::commands::Decision::events(vec![
+                crate::events::Event::PushTestSent {
+                    user_id: user,
+                    device_ids: device_ids.clone(),
+                },
+            ]))
+        })
+        .await?;
+    Ok(params.success(json!({})))
 }

@@ -73,6 +73,8 @@ pub struct AppState {
     pub heartbeat: Option<std::time::Duration>,
     /// Where emails are written when there is no SMTP relay, or it fails (`DATA_DIR/outbox`).
     pub outbox: Option<std::path::PathBuf>,
+    /// Mobile push through Zulip's push notification service, when configured.
+    pub push: Option<crate::notify::PushConfig>,
     /// The domain of the email gateway's addresses, when it is configured.
     pub email_gateway_domain: Option<String>,
     /// The SMTP relay emails go through, when configured.
@@ -558,12 +560,14 @@ fn api_routes(api: &mut web::ServiceConfig) {
     endpoint!(api, "/register_client_device", post => devices::register_client_device);
     endpoint!(api, "/remove_client_device", post => devices::remove_client_device);
     endpoint!(api, "/mobile_push/register", post => devices::register_push);
+    endpoint!(api, "/mobile_push/test_notification", post => devices::test_notification);
+    endpoint!(api, "/mobile_push/e2ee/test_notification", post => devices::test_notification);
     endpoint!(api, "/users/me/apns_device_token",
-        post => devices::register_push,
-        delete => devices::register_push);
+        post => devices::legacy_push_token,
+        delete => devices::legacy_push_token);
     endpoint!(api, "/users/me/android_gcm_reg_id",
-        post => devices::register_push,
-        delete => devices::register_push);
+        post => devices::legacy_push_token,
+        delete => devices::legacy_push_token);
     endpoint!(api, "/mark_topic_as_read", post => messages::mark_topic_as_read);
     endpoint!(api, "/mark_stream_as_read", post => messages::mark_stream_as_read);
     endpoint!(api, "/mark_all_as_read", post => messages::mark_all_as_read);

@@ -28,7 +28,7 @@ pub async fn get_server_settings(
         "zulip_version": ZULIP_VERSION,
         "zulip_merge_base": ZULIP_MERGE_BASE,
         "zulip_feature_level": ZULIP_FEATURE_LEVEL,
-        "push_notifications_enabled": false,
+        "push_notifications_enabled": state.push.is_some(),
         "is_incompatible": false,
         "email_auth_enabled": methods.email,
         "require_email_format_usernames": methods.email_usernames(),

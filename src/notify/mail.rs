@@ -442,8 +442,10 @@ fn reason(trigger: NoticeTrigger) -> &'static str {
         | NoticeTrigger::StreamWildcardMentionedInFollowedTopic => {
             "Everyone in a channel you are subscribed to was mentioned."
         }
-        NoticeTrigger::FollowedTopicEmailNotify => "New messages in a topic you follow.",
-        NoticeTrigger::StreamEmailNotify => {
+        NoticeTrigger::FollowedTopicEmailNotify | NoticeTrigger::FollowedTopicPushNotify => {
+            "New messages in a topic you follow."
+        }
+        NoticeTrigger::StreamEmailNotify | NoticeTrigger::StreamPushNotify => {
             "New messages in a channel you get email notifications for."
         }
     }

@@ -25,6 +25,7 @@
 pub mod digest;
 pub mod gateway;
 pub mod mail;
+pub mod push;
 pub mod relay;
 pub mod rules;
 
@@ -57,6 +58,8 @@ pub enum Input {
     Sent {
         messages: Vec<MessageId>,
         settings_changed: bool,
+        /// People who read messages (their pushed notifications may be taken away).
+        readers: Vec<UserId>,
     },
     /// A person's last client that heard of messages was collected, holding these messages
     /// it never handed over.
@@ -70,9 +73,17 @@ pub enum Input {
 pub fn input_of(batch: &[Envelope]) -> Option<Input> {
     let mut messages = Vec::new();
     let mut settings_changed = false;
+    let mut readers = Vec::new();
     for env in batch {
         match &env.event {
             Event::MessageSent { message_id, .. } => messages.push(*message_id),
+            Event::MessageFlagsChanged {
+                user_id,
+                flag: crate::events::MessageFlag::Read,
+                add: true,
+                ..
+            }
+            | Event::MessagesReadThrough { user_id, .. } => readers.push(*user_id),
             Event::Subscribed { .. }
             | Event::Unsubscribed { .. }
             | Event::SubscriptionPropertyChanged { .. }
@@ -81,9 +92,12 @@ pub fn input_of(batch: &[Envelope]) -> Option<Input> {
             _ => {}
         }
     }
-    (!messages.is_empty() || settings_changed).then_some(Input::Sent {
+    readers.sort();
+    readers.dedup();
+    (!messages.is_empty() || settings_changed || !readers.is_empty()).then_some(Input::Sent {
         messages,
         settings_changed,
+        readers,
     })
 }
 
@@ -116,6 +130,23 @@ pub struct Notifier {
     pub leads: Arc<dyn Fn() -> bool + Send + Sync>,
     /// Whether a person has a client hearing of messages now.
     pub present: Presence,
+    /// The push notification service, when configured.
+    pub push: Option<PushConfig>,
+}
+
+/// Mobile push, when configured (`[push]`).
+#[derive(Debug, Clone)]
+pub struct PushConfig {
+    pub bouncer: push::bouncer::Bouncer,
+    /// Zulip's `PUSH_NOTIFICATION_REDACT_CONTENT`: "New message" instead of the text.
+    pub redact_content: bool,
+}
+
+/// What the noticing task decides for a batch.
+#[derive(Default)]
+struct Decided {
+    notices: Vec<Notice>,
+    pushes: Vec<(UserId, crate::events::QueuedPush)>,
 }
 
 impl Notifier {
@@ -123,10 +154,12 @@ impl Notifier {
     pub fn spawn(self, inputs: mpsc::UnboundedReceiver<Input>) -> Vec<tokio::task::JoinHandle<()>> {
         let me = Arc::new(self);
         let queued = Arc::new(tokio::sync::Notify::new());
+        let pushed = Arc::new(tokio::sync::Notify::new());
         vec![
-            tokio::spawn(me.clone().notice(inputs)),
+            tokio::spawn(me.clone().notice(inputs, pushed.clone())),
             tokio::spawn(me.clone().settle(queued.clone())),
-            tokio::spawn(me.deliver(queued)),
+            tokio::spawn(me.clone().deliver(queued)),
+            tokio::spawn(me.deliver_pushes(pushed)),
         ]
     }
 
@@ -139,38 +172,81 @@ impl Notifier {
         sent_ms.saturating_add(secs.saturating_mul(1000))
     }
 
-    /// The notices `message_id` calls for now.
+    /// The notices and pushes `message_id` calls for now. A push goes to someone away, or
+    /// present but wanting pushes all the same (`enable_online_push_notifications`), with a
+    /// device that takes them.
     fn consider(
         &self,
         state: &Projections,
         message_id: MessageId,
         cache: &mut HashMap<ChannelId, Vec<UserId>>,
-        out: &mut Vec<Notice>,
+        out: &mut Decided,
     ) {
         let Some(message) = state.messages.get(message_id) else {
             return;
         };
         for user in rules::candidates(state, message, cache) {
-            if (self.present)(state, user) {
-                continue;
+            let present = (self.present)(state, user);
+            if !present {
+                if let Some(trigger) = rules::email_trigger(state, message, user) {
+                    out.notices.push(Notice {
+                        user_id: user,
+                        message_id,
+                        trigger,
+                        due_at: self.due_at(state, user, message.timestamp * 1000),
+                    });
+                }
             }
-            if let Some(trigger) = rules::email_trigger(state, message, user) {
-                out.push(Notice {
-                    user_id: user,
-                    message_id,
-                    trigger,
-                    due_at: self.due_at(state, user, message.timestamp * 1000),
-                });
+            let wants_push = self.push.is_some()
+                && state.devices.has_active_push(user)
+                && (!present
+                    || state
+                        .user_settings
+                        .flag(user, "enable_online_push_notifications"));
+            if wants_push {
+                if let Some(trigger) = rules::trigger(state, message, user, rules::Medium::Push) {
+                    out.pushes.push((
+                        user,
+                        crate::events::QueuedPush::Message {
+                            message_id,
+                            trigger,
+                        },
+                    ));
+                }
             }
         }
     }
 
+    /// Pushes taking away the notifications `user` has about messages they have now read.
+    fn take_away(&self, state: &Projections, user: UserId, out: &mut Decided) {
+        let read: Vec<MessageId> = state
+            .notices
+            .pushed(user)
+            .filter(|id| {
+                state
+                    .messages
+                    .flags(user, *id)
+                    .is_none_or(|bits| bits & crate::projections::message::flags::READ != 0)
+            })
+            .collect();
+        if !read.is_empty() {
+            out.pushes.push((
+                user,
+                crate::events::QueuedPush::Remove { message_ids: read },
+            ));
+        }
+    }
+
     /// The noticing task.
-    async fn notice(self: Arc<Self>, mut inputs: mpsc::UnboundedReceiver<Input>) {
+    async fn notice(
+        self: Arc<Self>,
+        mut inputs: mpsc::UnboundedReceiver<Input>,
+        pushed: Arc<tokio::sync::Notify>,
+    ) {
         let mut cache: HashMap<ChannelId, Vec<UserId>> = HashMap::new();
         // The newest message considered, once this node leads.
         let mut considered: Option<MessageId> = None;
-        let mut carried: Vec<Notice> = Vec::new();
+        let mut carried = Decided::default();
         let mut recorded_at = Instant::now();
         loop {
             let mut batch = Vec::new();
@@ -189,27 +265,31 @@ impl Notifier {
                 considered = None;
                 continue;
             }
-            let (mut notices, through, recorded) = self.engine.read(|state| {
+            let (mut decided, through, recorded) = self.engine.read(|state| {
                 let recorded = state.notices.through();
-                let mut notices = Vec::new();
+                let mut decided = Decided::default();
                 let mut through = match considered {
                     Some(through) => through,
-                    None => self.catch_up(state, &mut cache, &mut notices),
+                    None => self.catch_up(state, &mut cache, &mut decided),
                 };
                 for input in batch {
                     match input {
                         Input::Sent {
                             messages,
                             settings_changed,
+                            readers,
                         } => {
                             if settings_changed {
                                 cache.clear();
                             }
                             for id in messages {
                                 if id > through {
-                                    self.consider(state, id, &mut cache, &mut notices);
+                                    self.consider(state, id, &mut cache, &mut decided);
                                     through = id;
                                 }
+                            }
+                            for user in readers {
+                                self.take_away(state, user, &mut decided);
                             }
                         }
                         Input::Abandoned { user, messages } => {
@@ -218,7 +298,7 @@ impl Notifier {
                                     continue;
                                 };
                                 if let Some(trigger) = rules::email_trigger(state, message, user) {
-                                    notices.push(Notice {
+                                    decided.notices.push(Notice {
                                         user_id: user,
                                         message_id: id,
                                         trigger,
@@ -229,29 +309,40 @@ impl Notifier {
                         }
                     }
                 }
-                (notices, through, recorded)
+                (decided, through, recorded)
             });
             considered = Some(through);
-            notices.append(&mut carried);
+            decided.notices.append(&mut carried.notices);
+            decided.pushes.append(&mut carried.pushes);
             // A log that never recorded how far it got records it at once, so that a crash
             // from now on is caught up from there.
             let moved_on = through > recorded
                 && (recorded == MessageId(0) || recorded_at.elapsed() >= THROUGH_EVERY);
-            if notices.is_empty() && !moved_on {
+            if decided.notices.is_empty() && decided.pushes.is_empty() && !moved_on {
                 continue;
             }
-            let to_record = notices.clone();
+            let (notices, pushes) = (decided.notices.clone(), decided.pushes.clone());
             let result = self
                 .engine
-                .execute(None, move |_, _| {
-                    crate::commands::notifications::record_notices(to_record.clone(), through)
+                .execute(None, move |state, _| {
+                    crate::commands::notifications::record_notices(
+                        state,
+                        notices.clone(),
+                        pushes.clone(),
+                        through,
+                    )
                 })
                 .await;
             match result {
-                Ok(_) => recorded_at = Instant::now(),
+                Ok(_) => {
+                    recorded_at = Instant::now();
+                    if !decided.pushes.is_empty() {
+                        pushed.notify_one();
+                    }
+                }
                 Err(error) => {
-                    tracing::warn!(%error, notices = notices.len(), "recording notices failed; trying again");
-                    carried = notices;
+                    tracing::warn!(%error, notices = decided.notices.len(), "recording notices failed; trying again");
+                    carried = decided;
                 }
             }
         }
@@ -264,7 +355,7 @@ impl Notifier {
         &self,
         state: &Projections,
         cache: &mut HashMap<ChannelId, Vec<UserId>>,
-        notices: &mut Vec<Notice>,
+        decided: &mut Decided,
     ) -> MessageId {
         let newest = state.messages.max_id();
         let recorded = state.notices.through();
@@ -273,7 +364,7 @@ impl Notifier {
         }
         let from = recorded.0.max(newest.0.saturating_sub(CATCH_UP_LIMIT)) + 1;
         for id in from..=newest.0 {
-            self.consider(state, MessageId(id), cache, notices);
+            self.consider(state, MessageId(id), cache, decided);
         }
         newest
     }
@@ -435,4 +526,309 @@ impl Notifier {
             }
         }
     }
+
+    /// The push task: registers devices' tokens with the push service, and sends queued pushes,
+    /// pausing longer each time the service cannot be reached.
+    async fn deliver_pushes(self: Arc<Self>, wake: Arc<tokio::sync::Notify>) {
+        let Some(push) = self.push.clone() else {
+            return;
+        };
+        let mut failures: u32 = 0;
+        // The service learns of this server and its organization first (Zulip's
+        // `register_server`, then the `server/analytics` upload that names the realms).
+        while !(self.leads)() || !self.introduce(&push).await {
+            failures += 1;
+            tokio::time::sleep(Duration::from_secs(1 << failures.min(9)).min(MAX_RETRY_PAUSE))
+                .await;
+        }
+        failures = 0;
+        loop {
+            if failures == 0 {
+                let _ = tokio::time::timeout(Duration::from_secs(1), wake.notified()).await;
+            } else {
+                tokio::time::sleep(Duration::from_secs(1 << failures.min(9)).min(MAX_RETRY_PAUSE))
+                    .await;
+            }
+            if !(self.leads)() {
+                continue;
+            }
+            let reached = self.register_tokens(&push).await && self.send_pushes(&push).await;
+            failures = if reached { 0 } else { failures + 1 };
+        }
+    }
+
+    /// Registers this server with the service and tells it of the organization; false when
+    /// the service could not be reached (tried again later). A refusal is logged, and pushes
+    /// are tried all the same (the service says why it refuses each).
+    async fn introduce(&self, push: &PushConfig) -> bool {
+        let (hostname, contact, realm) = self.engine.read(|state| {
+            let owner = state
+                .users
+                .members()
+                .find(|u| u.is_active && u.role == crate::events::Role::Owner)
+                .map(|u| u.email.clone())
+                .unwrap_or_default();
+            let host = self
+                .site
+                .realm_url
+                .split("://")
+                .nth(1)
+                .unwrap_or_default()
+                .trim_end_matches('/')
+                .to_owned();
+            let realm = serde_json::json!([{
+                "id": crate::projections::emoji::REALM_ID,
+                "uuid": push::bouncer::realm_uuid(&self.secret),
+                "uuid_owner_secret": format!(
+                    "zuliprealm_{}",
+                    self.secret
+                        .derive_bytes(b"realm-uuid-owner\0", 0, "")
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect::<String>()
+                ),
+                "host": host,
+                "url": self.site.realm_url,
+                "name": state.realm.text("name"),
+                "org_type": 0,
+                "date_created": state.realm.date_created_ms as f64 / 1000.0,
+                "deactivated": false,
+                "is_system_bot_realm": false,
+                "authentication_methods": {},
+            }]);
+            (host, owner, realm)
+        });
+        match push.bouncer.register_server(&hostname, &contact).await {
+            Ok(created) => tracing::info!(created, "registered with the push notification service"),
+            Err(error) if retry_later(&error) && error.code.is_none() => {
+                tracing::warn!(%error, "the push notification service cannot be reached; trying again later");
+                return false;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the push notification service refused this server's registration");
+            }
+        }
+        let fields = [
+            ("realm_counts", "[]".to_owned()),
+            ("installation_counts", "[]".to_owned()),
+            ("realmauditlog_rows", "[]".to_owned()),
+            ("realms", realm.to_string()),
+            (
+                "version",
+                serde_json::json!(crate::render::ZULIP_VERSION).to_string(),
+            ),
+            (
+                "api_feature_level",
+                crate::render::ZULIP_FEATURE_LEVEL.to_string(),
+            ),
+        ];
+        match push
+            .bouncer
+            .post("server/analytics", push::bouncer::Body::Form(&fields), true)
+            .await
+        {
+            Ok(_) => true,
+            Err(error) if error.retry => {
+                tracing::warn!(%error, "the push notification service cannot be reached; trying again later");
+                false
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the push notification service refused the organization's details");
+                true
+            }
+        }
+    }
+
+    /// Registers waiting tokens; false when the service could not be reached.
+    async fn register_tokens(&self, push: &PushConfig) -> bool {
+        let realm_uuid = push::bouncer::realm_uuid(&self.secret);
+        let waiting: Vec<(UserId, u64, i64, String, String)> = self.engine.read(|state| {
+            state
+                .devices
+                .pending_registrations()
+                .filter_map(|(user, device, p)| {
+                    let (sealed, key) = p.registration.clone()?;
+                    Some((user, device, p.pending_push_token_id?, sealed, key))
+                })
+                .collect()
+        });
+        for (user, device, token_id, sealed, bouncer_key) in waiting {
+            let fields = [
+                ("realm_uuid", realm_uuid.clone()),
+                (
+                    "token_id",
+                    crate::projections::devices::token_id_text(token_id),
+                ),
+                ("encrypted_push_registration", sealed),
+                ("bouncer_public_key", bouncer_key),
+            ];
+            let answer = push
+                .bouncer
+                .post(
+                    "push/e2ee/register",
+                    push::bouncer::Body::Form(&fields),
+                    true,
+                )
+                .await;
+            let refused = match &answer {
+                Ok(_) => None,
+                Err(error) if retry_later(error) => {
+                    tracing::warn!(device, %error, "push device registration failed; trying again later");
+                    return false;
+                }
+                Err(error) => Some(error.code.clone().unwrap_or_else(|| "BAD_REQUEST".into())),
+            };
+            if let Some(code) = &refused {
+                tracing::warn!(
+                    device,
+                    code,
+                    "the push service refused a device's registration"
+                );
+            }
+            let recorded = self
+                .engine
+                .execute(None, move |state, _| {
+                    crate::commands::devices::registration_outcome(
+                        state,
+                        user,
+                        device,
+                        token_id,
+                        refused.as_deref(),
+                    )
+                })
+                .await;
+            if let Err(error) = recorded {
+                tracing::warn!(%error, "recording a push registration failed");
+            }
+        }
+        true
+    }
+
+    /// Sends queued pushes; false when the service could not be reached.
+    async fn send_pushes(&self, push: &PushConfig) -> bool {
+        let realm_uuid = push::bouncer::realm_uuid(&self.secret);
+        loop {
+            let next = self.engine.read(|state| {
+                let out = state.notices.outgoing_pushes().next()?;
+                Some((
+                    out.push_id,
+                    out.user_id,
+                    self.push_body(state, out, push.redact_content),
+                ))
+            });
+            let Some((push_id, user, body)) = next else {
+                return true;
+            };
+            let outcome = match body {
+                Err(reason) => Err(reason),
+                Ok((requests, count)) => {
+                    let json = serde_json::json!({
+                        "realm_uuid": realm_uuid,
+                        "push_requests": requests,
+                    });
+                    match push
+                        .bouncer
+                        .post("push/e2ee/notify", push::bouncer::Body::Json(&json), true)
+                        .await
+                    {
+                        Ok(answer) => Ok((answer, count)),
+                        Err(error) if retry_later(&error) => {
+                            tracing::warn!(push_id, %error, "the push service did not take a push; trying again later");
+                            return false;
+                        }
+                        Err(error) => Err(error.to_string()),
+                    }
+                }
+            };
+            let recorded = match outcome {
+                Ok((answer, count)) => {
+                    let dropped: Vec<i64> = answer["delete_token_ids"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|t| t.as_str().and_then(push::parse_token_id))
+                        .collect();
+                    self.engine
+                        .execute(None, move |state, ctx| {
+                            let mut decision =
+                                crate::commands::notifications::push_sent(state, push_id, count)?;
+                            if !dropped.is_empty() {
+                                decision.events.extend(
+                                    crate::commands::devices::tokens_dropped(
+                                        state, user, &dropped,
+                                    )?
+                                    .events,
+                                );
+                            }
+                            let _ = ctx;
+                            Ok(decision)
+                        })
+                        .await
+                }
+                Err(reason) => {
+                    tracing::info!(push_id, reason, "a push was not sent");
+                    self.engine
+                        .execute(None, move |state, _| {
+                            crate::commands::notifications::push_failed(state, push_id, &reason)
+                        })
+                        .await
+                }
+            };
+            if let Err(error) = recorded {
+                tracing::warn!(%error, push_id, "recording a push's outcome failed");
+                return false;
+            }
+        }
+    }
+
+    /// The push requests of a queued push, and how many devices they go to; why not, when
+    /// there is nothing to send.
+    fn push_body(
+        &self,
+        state: &Projections,
+        out: &crate::projections::notices::OutgoingPush,
+        redact: bool,
+    ) -> Result<(Vec<serde_json::Value>, u32), String> {
+        let devices = push::devices_of(state, &self.secret, out.user_id);
+        if devices.is_empty() {
+            return Err("no device of theirs takes pushes".into());
+        }
+        let (payload, urgent) = match &out.push {
+            crate::events::QueuedPush::Message { message_id, .. } => {
+                let message = state
+                    .messages
+                    .get(*message_id)
+                    .ok_or("the message was deleted")?;
+                let unread = state
+                    .messages
+                    .flags(out.user_id, *message_id)
+                    .is_some_and(|bits| bits & crate::projections::message::flags::READ == 0);
+                if !unread {
+                    return Err("the message was read meanwhile".into());
+                }
+                (
+                    push::message_payload(state, &self.site, out.user_id, message, redact),
+                    true,
+                )
+            }
+            crate::events::QueuedPush::Remove { message_ids } => (
+                push::remove_payload(state, &self.site, out.user_id, message_ids),
+                false,
+            ),
+        };
+        Ok((
+            push::push_requests(&devices, &payload, urgent),
+            devices.len() as u32,
+        ))
+    }
+}
+
+/// Whether a push service error is worth trying again later: it could not be reached, failed
+/// itself, or does not (yet) know this server or organization.
+pub fn retry_later(error: &push::bouncer::BouncerError) -> bool {
+    error.retry
+        || matches!(
+            error.code.as_deref(),
+            Some("MISSING_REMOTE_REALM" | "UNAUTHORIZED" | "INVALID_ZULIP_SERVER")
+        )
 }

@@ -8,16 +8,54 @@ use crate::projections::message::flags;
 use crate::projections::{Address, Message, Projections};
 use std::collections::{BTreeSet, HashMap};
 
-/// The setting that switches email about direct messages and mentions off.
-const OFFLINE_EMAIL: &str = "enable_offline_email_notifications";
+/// How a person is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Medium {
+    Email,
+    Push,
+}
 
-/// Why `user` would be emailed about `message` by their settings, in Zulip's order of
-/// precedence; `None` when nothing of theirs asks for it. Never for their own messages, for a
-/// sender they muted, for bots or deactivated people, or for a message they already read.
+impl Medium {
+    /// The person's switch for direct messages, mentions and wildcard mentions.
+    fn offline_setting(self) -> &'static str {
+        match self {
+            Medium::Email => "enable_offline_email_notifications",
+            Medium::Push => "enable_offline_push_notifications",
+        }
+    }
+
+    fn followed_setting(self) -> &'static str {
+        match self {
+            Medium::Email => "enable_followed_topic_email_notifications",
+            Medium::Push => "enable_followed_topic_push_notifications",
+        }
+    }
+
+    fn channel_setting(self) -> &'static str {
+        match self {
+            Medium::Email => "enable_stream_email_notifications",
+            Medium::Push => "enable_stream_push_notifications",
+        }
+    }
+}
+
+/// Why `user` would be emailed about `message` by their settings (see [`trigger`]).
 pub fn email_trigger(
     state: &Projections,
     message: &Message,
     user: UserId,
+) -> Option<NoticeTrigger> {
+    trigger(state, message, user, Medium::Email)
+}
+
+/// Why `user` would be told about `message` by `medium`, by their settings, in Zulip's order
+/// of precedence; `None` when nothing of theirs asks for it. Never for their own messages, for
+/// a sender they muted, for bots or deactivated people, or for a message they already read.
+pub fn trigger(
+    state: &Projections,
+    message: &Message,
+    user: UserId,
+    medium: Medium,
 ) -> Option<NoticeTrigger> {
     if user == message.sender_id || state.mutes.mutes(user, message.sender_id) {
         return None;
@@ -31,24 +69,24 @@ pub fn email_trigger(
         return None;
     }
     let settings = &state.user_settings;
-    let offline_email = settings.flag(user, OFFLINE_EMAIL);
+    let offline = settings.flag(user, medium.offline_setting());
     let (channel_id, topic) = match &message.recipient {
-        Address::Direct { .. } => return offline_email.then_some(NoticeTrigger::DirectMessage),
+        Address::Direct { .. } => return offline.then_some(NoticeTrigger::DirectMessage),
         Address::Channel { channel_id, topic } => (*channel_id, &**topic),
     };
-    if offline_email && bits & flags::MENTIONED != 0 {
+    if offline && bits & flags::MENTIONED != 0 {
         return Some(NoticeTrigger::Mentioned);
     }
     let subscription = state.channels.subscription(user, channel_id);
     let policy = state.user_topics.policy(user, channel_id, topic);
     let followed = policy == TopicPolicy::Followed;
     // A muted topic, or a muted channel whose topic was not unmuted, is quiet (for wildcard
-    // mentions and channel-wide email; a followed topic speaks for itself).
+    // mentions and channel-wide notifications; a followed topic speaks for itself).
     let quiet = policy == TopicPolicy::Muted
         || (subscription.is_some_and(|s| s.is_muted) && policy != TopicPolicy::Unmuted);
     let topic_wildcard = bits & flags::TOPIC_WILDCARD != 0;
     let stream_wildcard = bits & flags::STREAM_WILDCARD != 0;
-    if offline_email && (topic_wildcard || stream_wildcard) {
+    if offline && (topic_wildcard || stream_wildcard) {
         if followed && settings.flag(user, "enable_followed_topic_wildcard_mentions_notify") {
             return Some(if topic_wildcard {
                 NoticeTrigger::TopicWildcardMentionedInFollowedTopic
@@ -67,35 +105,41 @@ pub fn email_trigger(
             });
         }
     }
-    if followed && settings.flag(user, "enable_followed_topic_email_notifications") {
-        return Some(NoticeTrigger::FollowedTopicEmailNotify);
+    if followed && settings.flag(user, medium.followed_setting()) {
+        return Some(match medium {
+            Medium::Email => NoticeTrigger::FollowedTopicEmailNotify,
+            Medium::Push => NoticeTrigger::FollowedTopicPushNotify,
+        });
     }
-    if !quiet && channel_email_on(state, user, channel_id) {
-        return Some(NoticeTrigger::StreamEmailNotify);
+    if !quiet && channel_on(state, user, channel_id, medium) {
+        return Some(match medium {
+            Medium::Email => NoticeTrigger::StreamEmailNotify,
+            Medium::Push => NoticeTrigger::StreamPushNotify,
+        });
     }
     None
 }
 
-/// Whether `user` asked for email about every message of `channel_id`: the subscription's own
-/// choice, else their default for channels.
-fn channel_email_on(state: &Projections, user: UserId, channel_id: ChannelId) -> bool {
+/// Whether `user` asked to be told by `medium` about every message of `channel_id`: the
+/// subscription's own choice, else their default for channels.
+fn channel_on(state: &Projections, user: UserId, channel_id: ChannelId, medium: Medium) -> bool {
     state
         .channels
         .subscription(user, channel_id)
         .filter(|s| s.active)
         .is_some_and(|s| {
-            s.email_notifications.unwrap_or_else(|| {
-                state
-                    .user_settings
-                    .flag(user, "enable_stream_email_notifications")
-            })
+            let own = match medium {
+                Medium::Email => s.email_notifications,
+                Medium::Push => s.push_notifications,
+            };
+            own.unwrap_or_else(|| state.user_settings.flag(user, medium.channel_setting()))
         })
 }
 
-/// The people a message might concern, to be checked one by one with [`email_trigger`]: the
+/// The people a message might concern, to be checked one by one with [`trigger`]: the
 /// other participants of a direct message; for a channel message, those it mentions or whose
 /// alert words it holds, everyone subscribed when it mentions them all, the topic's followers,
-/// and those who want email about the whole channel. The last is kept per channel in `cache`,
+/// and those who want email or pushes about the whole channel. The last is kept per channel in `cache`,
 /// which the caller empties when subscriptions or settings change.
 pub fn candidates(
     state: &Projections,
@@ -130,7 +174,10 @@ pub fn candidates(
                 channel
                     .into_iter()
                     .flat_map(|c| c.subscribers.iter().copied())
-                    .filter(|user| channel_email_on(state, *user, *channel_id))
+                    .filter(|user| {
+                        channel_on(state, *user, *channel_id, Medium::Email)
+                            || channel_on(state, *user, *channel_id, Medium::Push)
+                    })
                     .collect()
             });
             out.extend(watchers.iter().copied());

@@ -1,7 +1,7 @@
 //! Client devices (`/register_client_device`): the devices each user's clients registered,
 //! which push notifications are tied to once a push service is configured.
 
-use crate::events::{Envelope, Event};
+use crate::events::{Envelope, Event, PushChange};
 use crate::ids::UserId;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -12,6 +12,34 @@ pub struct Devices {
     by_user: BTreeMap<UserId, BTreeSet<u64>>,
     /// The highest device id ever given (ids are never reused).
     last_id: u64,
+    /// Devices' push registrations (absent from snapshots written before push existed).
+    #[serde(default)]
+    push: BTreeMap<(UserId, u64), PushDevice>,
+}
+
+/// A device's push registration, as Zulip's `Device` keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PushDevice {
+    pub push_key_id: Option<u32>,
+    /// The app's key sealed under the server secret (`notify::push::seal`).
+    pub sealed_push_key: Option<String>,
+    pub token_kind: Option<String>,
+    /// Registered with the service.
+    pub push_token_id: Option<i64>,
+    /// Being registered.
+    pub pending_push_token_id: Option<i64>,
+    /// Seconds.
+    pub push_token_last_updated_timestamp: Option<i64>,
+    pub push_registration_error_code: Option<String>,
+    /// What the service is to be sent while `pending_push_token_id` is set and no error:
+    /// `(encrypted_push_registration, bouncer_public_key)`.
+    pub registration: Option<(String, String)>,
+}
+
+/// A token id as Zulip's API writes it: standard base64 of its 8 big-endian bytes.
+pub fn token_id_text(id: i64) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(id.to_be_bytes())
 }
 
 impl Devices {
@@ -25,14 +53,91 @@ impl Devices {
             .is_some_and(|devices| devices.contains(&device))
     }
 
-    /// Zulip's `devices` object for `user`: by device id, with no push registration (no push
-    /// service is configured).
+    /// Zulip's `devices` object for `user`: by device id, with each one's push registration.
     pub fn json(&self, user: UserId) -> Value {
         let mut out = Map::new();
         for id in self.by_user.get(&user).into_iter().flatten() {
-            out.insert(id.to_string(), device_json());
+            let entry = match self.push.get(&(user, *id)) {
+                Some(push) => push_json(push),
+                None => device_json(),
+            };
+            out.insert(id.to_string(), entry);
         }
         Value::Object(out)
+    }
+
+    /// A device's push registration, if it has one.
+    pub fn push(&self, user: UserId, device: u64) -> Option<&PushDevice> {
+        self.push.get(&(user, device))
+    }
+
+    /// The devices registered with the push service of `user` (ready to receive pushes).
+    pub fn active_push(&self, user: UserId) -> impl Iterator<Item = (u64, &PushDevice)> + '_ {
+        self.push
+            .range((user, 0)..=(user, u64::MAX))
+            .filter(|(_, p)| p.push_token_id.is_some() && p.sealed_push_key.is_some())
+            .map(|((_, device), p)| (*device, p))
+    }
+
+    /// Whether `user` has a device that can receive pushes.
+    pub fn has_active_push(&self, user: UserId) -> bool {
+        self.active_push(user).next().is_some()
+    }
+
+    /// Devices whose token is waiting to be registered with the service.
+    pub fn pending_registrations(&self) -> impl Iterator<Item = (UserId, u64, &PushDevice)> + '_ {
+        self.push
+            .iter()
+            .filter(|(_, p)| {
+                p.pending_push_token_id.is_some()
+                    && p.push_registration_error_code.is_none()
+                    && p.registration.is_some()
+            })
+            .map(|((user, device), p)| (*user, *device, p))
+    }
+
+    fn apply_push(&mut self, at: i64, user: UserId, device: u64, change: &PushChange) {
+        let entry = self.push.entry((user, device)).or_default();
+        match change {
+            PushChange::KeySet {
+                push_key_id,
+                sealed_push_key,
+            } => {
+                entry.push_key_id = Some(*push_key_id);
+                entry.sealed_push_key = Some(sealed_push_key.clone());
+            }
+            PushChange::TokenRequested {
+                token_kind,
+                token_id,
+                encrypted_push_registration,
+                bouncer_public_key,
+            } => {
+                entry.token_kind = Some(token_kind.clone());
+                entry.pending_push_token_id = Some(*token_id);
+                entry.push_token_last_updated_timestamp = Some(at / 1000);
+                entry.push_registration_error_code = None;
+                entry.registration = Some((
+                    encrypted_push_registration.clone(),
+                    bouncer_public_key.clone(),
+                ));
+            }
+            PushChange::TokenAccepted { token_id } => {
+                if entry.pending_push_token_id == Some(*token_id) {
+                    entry.push_token_id = Some(*token_id);
+                    entry.pending_push_token_id = None;
+                    entry.registration = None;
+                }
+            }
+            PushChange::TokenRefused { error_code } => {
+                entry.push_registration_error_code = Some(error_code.clone());
+                entry.registration = None;
+            }
+            PushChange::TokenDropped { token_id } => {
+                if entry.push_token_id == Some(*token_id) {
+                    entry.push_token_id = None;
+                }
+            }
+        }
     }
 
     pub fn apply(&mut self, env: &Envelope) {
@@ -41,7 +146,13 @@ impl Devices {
                 self.last_id = self.last_id.max(*device_id);
                 self.by_user.entry(*user_id).or_default().insert(*device_id);
             }
+            Event::PushDeviceChanged {
+                user_id,
+                device_id,
+                change,
+            } => self.apply_push(env.at, *user_id, *device_id, change),
             Event::ClientDeviceRemoved { user_id, device_id } => {
+                self.push.remove(&(*user_id, *device_id));
                 if let Some(devices) = self.by_user.get_mut(user_id) {
                     devices.remove(device_id);
                     if devices.is_empty() {
@@ -129,6 +240,10 @@ impl Devices {
             | Event::EmailQueued { .. }
             | Event::EmailSent { .. }
             | Event::EmailFailed { .. }
+            | Event::PushQueued { .. }
+            | Event::PushSent { .. }
+            | Event::PushFailed { .. }
+            | Event::PushTestSent { .. }
             | Event::UserEmailChanged { .. }
             | Event::LogErased { .. }
             | Event::ImportStarted { .. }
@@ -140,6 +255,20 @@ impl Devices {
         }
     }
 
+    /// Devices' push registrations (the admin dump's `push_devices`, `None` while there is
+    /// none so that older dumps keep their shape): ids and states, never a key.
+    pub fn push_dump(&self) -> Option<Value> {
+        if self.push.is_empty() {
+            return None;
+        }
+        Some(Value::Object(
+            self.push
+                .iter()
+                .map(|((user, device), p)| (format!("{}/{device}", user.0), push_json(p)))
+                .collect(),
+        ))
+    }
+
     /// Every user's device ids (the admin dump).
     pub fn dump(&self) -> Value {
         Value::Object(
@@ -149,6 +278,17 @@ impl Devices {
                 .collect(),
         )
     }
+}
+
+/// A device's `devices` entry.
+pub fn push_json(push: &PushDevice) -> Value {
+    json!({
+        "push_key_id": push.push_key_id,
+        "push_token_id": push.push_token_id.map(token_id_text),
+        "pending_push_token_id": push.pending_push_token_id.map(token_id_text),
+        "push_token_last_updated_timestamp": push.push_token_last_updated_timestamp,
+        "push_registration_error_code": push.push_registration_error_code,
+    })
 }
 
 /// A device with nothing registered for push: Zulip's `devices` entry fields, all null.

@@ -329,6 +329,11 @@ impl Groups {
             | Event::EmailQueued { .. }
             | Event::EmailSent { .. }
             | Event::EmailFailed { .. }
+            | Event::PushDeviceChanged { .. }
+            | Event::PushQueued { .. }
+            | Event::PushSent { .. }
+            | Event::PushFailed { .. }
+            | Event::PushTestSent { .. }
             | Event::UserEmailChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }

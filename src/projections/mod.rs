@@ -304,6 +304,9 @@ impl Projections {
         if let Some(spent) = self.sessions.spent_dump() {
             dump["spent_sign_in_tokens"] = spent;
         }
+        if let Some(push) = self.devices.push_dump() {
+            dump["push_devices"] = push;
+        }
         if let Some(notices) = self.notices.dump() {
             dump["notifications"] = notices;
         }

@@ -96,6 +96,11 @@ impl Mutes {
             | Event::EmailQueued { .. }
             | Event::EmailSent { .. }
             | Event::EmailFailed { .. }
+            | Event::PushDeviceChanged { .. }
+            | Event::PushQueued { .. }
+            | Event::PushSent { .. }
+            | Event::PushFailed { .. }
+            | Event::PushTestSent { .. }
             | Event::UserEmailChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }

@@ -3,7 +3,7 @@
 //! from durable events (`NoticesRecorded`, `EmailQueued`, ...), so a restart neither forgets
 //! what was due nor sends again what was sent (`notify` decides and delivers).
 
-use crate::events::{Envelope, Event, NoticeTrigger, QueuedMail};
+use crate::events::{Envelope, Event, NoticeTrigger, QueuedMail, QueuedPush};
 use crate::ids::{MessageId, UserId};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -43,6 +43,27 @@ pub struct Notices {
     /// When each person's last digest was queued (ms).
     #[serde(default)]
     last_digest: BTreeMap<UserId, i64>,
+    /// Pushes queued and not yet sent.
+    #[serde(default)]
+    pushes: BTreeMap<u64, OutgoingPush>,
+    #[serde(default)]
+    last_push_id: u64,
+    /// The messages each person was pushed about and has not had taken away (Zulip's
+    /// `active_mobile_push_notification` flag).
+    #[serde(default)]
+    pushed: BTreeMap<UserId, BTreeSet<MessageId>>,
+    #[serde(default)]
+    pushes_sent: u64,
+}
+
+/// A push queued and not yet sent.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct OutgoingPush {
+    pub push_id: u64,
+    pub user_id: UserId,
+    pub push: QueuedPush,
+    /// When it was queued (ms).
+    pub queued_at: i64,
 }
 
 impl Notices {
@@ -86,6 +107,24 @@ impl Notices {
     /// When `user`'s last digest was queued (ms).
     pub fn last_digest(&self, user: UserId) -> Option<i64> {
         self.last_digest.get(&user).copied()
+    }
+
+    pub fn next_push_id(&self) -> u64 {
+        self.last_push_id + 1
+    }
+
+    /// Pushes queued and not yet sent, oldest first.
+    pub fn outgoing_pushes(&self) -> impl Iterator<Item = &OutgoingPush> {
+        self.pushes.values()
+    }
+
+    pub fn outgoing_push(&self, push_id: u64) -> Option<&OutgoingPush> {
+        self.pushes.get(&push_id)
+    }
+
+    /// The messages `user` holds a push notification about.
+    pub fn pushed(&self, user: UserId) -> impl Iterator<Item = MessageId> + '_ {
+        self.pushed.get(&user).into_iter().flatten().copied()
     }
 
     /// Emails sent and given up on since the log began.
@@ -169,6 +208,45 @@ impl Notices {
                     },
                 );
             }
+            Event::PushQueued {
+                push_id,
+                user_id,
+                push,
+            } => {
+                self.last_push_id = self.last_push_id.max(*push_id);
+                match push {
+                    QueuedPush::Message { message_id, .. } => {
+                        self.pushed.entry(*user_id).or_default().insert(*message_id);
+                    }
+                    QueuedPush::Remove { message_ids } => {
+                        if let Some(set) = self.pushed.get_mut(user_id) {
+                            for id in message_ids {
+                                set.remove(id);
+                            }
+                            if set.is_empty() {
+                                self.pushed.remove(user_id);
+                            }
+                        }
+                    }
+                }
+                self.pushes.insert(
+                    *push_id,
+                    OutgoingPush {
+                        push_id: *push_id,
+                        user_id: *user_id,
+                        push: push.clone(),
+                        queued_at: env.at,
+                    },
+                );
+            }
+            Event::PushSent { push_id, .. } => {
+                if self.pushes.remove(push_id).is_some() {
+                    self.pushes_sent += 1;
+                }
+            }
+            Event::PushFailed { push_id, .. } => {
+                self.pushes.remove(push_id);
+            }
             Event::EmailSent { mail_id } => {
                 if self.outgoing.remove(mail_id).is_some() {
                     self.sent += 1;
@@ -179,7 +257,9 @@ impl Notices {
                     self.failed += 1;
                 }
             }
-            Event::RealmCreated { .. }
+            Event::PushDeviceChanged { .. }
+            | Event::PushTestSent { .. }
+            | Event::RealmCreated { .. }
             | Event::RealmSettingChanged { .. }
             | Event::CustomProfileFieldCreated { .. }
             | Event::CustomProfileFieldChanged { .. }
@@ -270,7 +350,7 @@ impl Notices {
     /// The admin dump's `notifications` area, `None` while nothing was ever noticed or mailed
     /// (so that dumps of older logs keep their shape). Ids, triggers and times only.
     pub fn dump(&self) -> Option<Value> {
-        if self.through == MessageId(0) && self.last_mail_id == 0 {
+        if self.through == MessageId(0) && self.last_mail_id == 0 && self.last_push_id == 0 {
             return None;
         }
         let pending: serde_json::Map<String, Value> = self
@@ -311,6 +391,13 @@ impl Notices {
             "queued_emails": outgoing,
             "emails_sent": self.sent,
             "emails_given_up": self.failed,
+            "queued_pushes": self.pushes.values().map(|p| json!({
+                "push_id": p.push_id,
+                "user_id": p.user_id.0,
+                "push": p.push,
+                "queued_at": p.queued_at,
+            })).collect::<Vec<_>>(),
+            "pushes_sent": self.pushes_sent,
         }))
     }
 }

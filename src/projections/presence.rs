@@ -140,6 +140,11 @@ impl Presence {
             | Event::EmailQueued { .. }
             | Event::EmailSent { .. }
             | Event::EmailFailed { .. }
+            | Event::PushDeviceChanged { .. }
+            | Event::PushQueued { .. }
+            | Event::PushSent { .. }
+            | Event::PushFailed { .. }
+            | Event::PushTestSent { .. }
             | Event::UserEmailChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }

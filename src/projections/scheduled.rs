@@ -237,6 +237,11 @@ impl Scheduled {
             | Event::EmailQueued { .. }
             | Event::EmailSent { .. }
             | Event::EmailFailed { .. }
+            | Event::PushDeviceChanged { .. }
+            | Event::PushQueued { .. }
+            | Event::PushSent { .. }
+            | Event::PushFailed { .. }
+            | Event::PushTestSent { .. }
             | Event::UserEmailChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }

@@ -277,7 +277,12 @@ impl Sessions {
             | Event::NoticesSettled { .. }
             | Event::EmailQueued { .. }
             | Event::EmailSent { .. }
-            | Event::EmailFailed { .. } => {}
+            | Event::EmailFailed { .. }
+            | Event::PushDeviceChanged { .. }
+            | Event::PushQueued { .. }
+            | Event::PushSent { .. }
+            | Event::PushFailed { .. }
+            | Event::PushTestSent { .. } => {}
         }
     }
 

@@ -139,6 +139,11 @@ impl UserStatuses {
             | Event::EmailQueued { .. }
             | Event::EmailSent { .. }
             | Event::EmailFailed { .. }
+            | Event::PushDeviceChanged { .. }
+            | Event::PushQueued { .. }
+            | Event::PushSent { .. }
+            | Event::PushFailed { .. }
+            | Event::PushTestSent { .. }
             | Event::UserEmailChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }

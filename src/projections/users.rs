@@ -330,6 +330,11 @@ impl Users {
             | Event::EmailQueued { .. }
             | Event::EmailSent { .. }
             | Event::EmailFailed { .. }
+            | Event::PushDeviceChanged { .. }
+            | Event::PushQueued { .. }
+            | Event::PushSent { .. }
+            | Event::PushFailed { .. }
+            | Event::PushTestSent { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }
             | Event::SavedSnippetSaved { .. }

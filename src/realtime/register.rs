@@ -383,7 +383,7 @@ fn write_state(answer: &mut Obj<'_>, cx: &Cx<'_>) {
     if cx.wants("navigation_views") {
         out.put("navigation_views", &state.navigation_views.json(me.user_id));
     }
-    if cx.wants("devices") {
+    if cx.wants("device") || cx.wants("devices") {
         out.put("devices", &state.devices.json(me.user_id));
     }
     if cx.wants("alert_words") {
@@ -512,7 +512,7 @@ fn realm_data(out: &mut Out, cx: &Cx<'_>) {
     out.put("realm_enable_spectator_access", &false);
     out.put("realm_default_language", &"en");
     out.put("realm_plan_type", &1);
-    out.put("realm_push_notifications_enabled", &false);
+    out.put("realm_push_notifications_enabled", &site.push_enabled);
     out.put(
         "realm_push_notifications_enabled_end_timestamp",
         &Value::Null,

@@ -26,6 +26,8 @@ pub struct Site {
     pub cards: std::sync::Arc<users::UserCards>,
     /// The ways of signing in the server offers.
     pub sign_in: SignInMethods,
+    /// Whether mobile push goes through Zulip's push notification service (`[push]`).
+    pub push_enabled: bool,
 }
 
 /// The ways of signing in, as `server_settings` and `/register` tell clients.

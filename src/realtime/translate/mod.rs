@@ -55,6 +55,10 @@ pub fn client_events(
         | Event::EmailQueued { .. }
         | Event::EmailSent { .. }
         | Event::EmailFailed { .. }
+        | Event::PushQueued { .. }
+        | Event::PushSent { .. }
+        | Event::PushFailed { .. }
+        | Event::PushTestSent { .. }
         // Bot storage is private to its bot, and Zulip sends no event for it.
         | Event::BotStorageSet { .. }
         | Event::BotStorageRemoved { .. } => Deliveries::new(),
@@ -284,6 +288,7 @@ pub fn client_events(
         | Event::NavigationViewRemoved { .. }
         | Event::ClientDeviceRegistered { .. }
         | Event::ClientDeviceRemoved { .. }
+        | Event::PushDeviceChanged { .. }
         | Event::DraftsSaved { .. }
         | Event::DraftRemoved { .. }
         | Event::SavedSnippetSaved { .. }

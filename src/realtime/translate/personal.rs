@@ -100,6 +100,39 @@ pub fn personal(state: &Projections, event: &Event) -> Deliveries {
             *user_id,
             json!({"type": "device", "op": "add", "device_id": device_id}),
         ),
+        Event::PushDeviceChanged {
+            user_id,
+            device_id,
+            change,
+        } => {
+            // Only the fields that changed, as Zulip's `device` update events.
+            use crate::events::PushChange;
+            use crate::projections::devices::token_id_text;
+            let mut event = json!({"type": "device", "op": "update", "device_id": device_id});
+            let push = state.devices.push(*user_id, *device_id);
+            match change {
+                PushChange::KeySet { push_key_id, .. } => {
+                    event["push_key_id"] = json!(push_key_id);
+                }
+                PushChange::TokenRequested { token_id, .. } => {
+                    event["pending_push_token_id"] = json!(token_id_text(*token_id));
+                    event["push_token_last_updated_timestamp"] =
+                        json!(push.and_then(|p| p.push_token_last_updated_timestamp));
+                    event["push_registration_error_code"] = Value::Null;
+                }
+                PushChange::TokenAccepted { token_id } => {
+                    event["push_token_id"] = json!(token_id_text(*token_id));
+                    event["pending_push_token_id"] = Value::Null;
+                }
+                PushChange::TokenRefused { error_code } => {
+                    event["push_registration_error_code"] = json!(error_code);
+                }
+                PushChange::TokenDropped { .. } => {
+                    event["push_token_id"] = Value::Null;
+                }
+            }
+            one(*user_id, event)
+        }
         Event::ClientDeviceRemoved { user_id, device_id } => one(
             *user_id,
             json!({"type": "device", "op": "remove", "device_id": device_id}),
