@@ -9,6 +9,7 @@ mod chart;
 pub(crate) mod corpus;
 mod import;
 mod load;
+mod notify;
 mod people;
 mod scenarios;
 pub mod seed;
@@ -88,6 +89,7 @@ pub const SCENARIOS: &[&str] = &[
     "sustained",
     "people",
     "import",
+    "notifications",
 ];
 
 fn machine() -> String {
@@ -147,6 +149,9 @@ pub fn run(options: BenchOptions) -> Result<(), Fatal> {
     }
     if wanted("import") {
         rows.extend(import::import(options.quick)?);
+    }
+    if wanted("notifications") {
+        rows.extend(runtime.block_on(notify::notifications(options.quick))?);
     }
     let report = Report {
         chronicle_version: env!("CARGO_PKG_VERSION"),

@@ -10,14 +10,14 @@ use reqwest::Client;
 use std::time::{Duration, Instant};
 
 /// A Chronicle server in this process, on a temporary data directory.
-struct InProcess {
+pub(super) struct InProcess {
     running: Running,
     thread: std::thread::JoinHandle<Result<(), String>>,
-    owner_key: String,
+    pub(super) owner_key: String,
     _tmp: tempfile::TempDir,
 }
 
-const OWNER: &str = "owner@bench.local";
+pub(super) const OWNER: &str = "owner@bench.local";
 
 impl InProcess {
     fn start() -> Result<InProcess, Fatal> {
@@ -26,7 +26,7 @@ impl InProcess {
     }
 
     /// Serves `tmp/data` (which may hold a seeded organization).
-    fn start_in(tmp: tempfile::TempDir) -> Result<InProcess, Fatal> {
+    pub(super) fn start_in(tmp: tempfile::TempDir) -> Result<InProcess, Fatal> {
         let dir = tmp.path().join("data");
         let config = ServeConfig {
             data_dir: dir.clone(),
@@ -89,11 +89,11 @@ impl InProcess {
         })
     }
 
-    fn api(&self, path: &str) -> String {
+    pub(super) fn api(&self, path: &str) -> String {
         format!("{}/api/v1{path}", self.running.url)
     }
 
-    async fn stop(self) -> Result<(), Fatal> {
+    pub(super) async fn stop(self) -> Result<(), Fatal> {
         self.running.handle.stop(true).await;
         let joined = tokio::task::spawn_blocking(move || self.thread.join()).await?;
         joined.map_err(|_| "server thread panicked")??;
@@ -101,7 +101,7 @@ impl InProcess {
     }
 }
 
-fn row(
+pub(super) fn row(
     scenario: &str,
     case: &str,
     stats: &Stats,
