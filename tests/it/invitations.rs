@@ -7,15 +7,18 @@ use crate::support::{Creds, Server};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-/// The invitation emails written so far, oldest first (not the login alerts a slow test's
-/// accounts may get).
+/// The invitation emails written so far, oldest first (not the login alerts or missed-message
+/// emails a slow test's accounts may get).
 fn outbox(server: &Server) -> Vec<String> {
     let dir = server.dir.join("outbox");
     let mut names: Vec<_> = std::fs::read_dir(&dir)
         .map(|d| {
             d.filter_map(|e| e.ok())
                 .map(|e| e.path())
-                .filter(|p| !p.to_string_lossy().contains("-login-"))
+                .filter(|p| {
+                    let name = p.to_string_lossy();
+                    !name.contains("-login-") && !name.contains("-missed_messages-")
+                })
                 .collect()
         })
         .unwrap_or_default();
