@@ -112,23 +112,7 @@ pub fn check(
 }
 
 /// RFC 4648 base32 without padding (how authenticator apps take a key).
-pub fn base32(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-    let mut out = String::with_capacity(bytes.len().div_ceil(5) * 8);
-    let (mut buffer, mut bits) = (0u32, 0u32);
-    for &byte in bytes {
-        buffer = (buffer << 8) | u32::from(byte);
-        bits += 8;
-        while bits >= 5 {
-            bits -= 5;
-            out.push(ALPHABET[((buffer >> bits) & 31) as usize] as char);
-        }
-    }
-    if bits > 0 {
-        out.push(ALPHABET[((buffer << (5 - bits)) & 31) as usize] as char);
-    }
-    out
-}
+pub use crate::auth::base32;
 
 /// The `otpauth://` URI an authenticator app reads from the QR code: the organization as the
 /// issuer, the person's address as the account.

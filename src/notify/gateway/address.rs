@@ -75,20 +75,7 @@ fn read_varint(bytes: &[u8], at: &mut usize) -> Option<u64> {
 }
 
 fn base32(bytes: &[u8]) -> String {
-    let mut out = String::new();
-    let (mut buffer, mut bits) = (0u32, 0u32);
-    for byte in bytes {
-        buffer = (buffer << 8) | u32::from(*byte);
-        bits += 8;
-        while bits >= 5 {
-            bits -= 5;
-            out.push(ALPHABET[((buffer >> bits) & 31) as usize] as char);
-        }
-    }
-    if bits > 0 {
-        out.push(ALPHABET[((buffer << (5 - bits)) & 31) as usize] as char);
-    }
-    out
+    crate::auth::base32(bytes).to_ascii_lowercase()
 }
 
 fn unbase32(text: &str) -> Option<Vec<u8>> {
