@@ -761,13 +761,36 @@ impl NoticeTrigger {
     }
 }
 
-/// One person to tell about one message, from `due_at` (ms) on.
+/// One person to tell about one message, from `due_at` (ms) on. Stored as the array
+/// `[user_id, message_id, trigger, due_at]`: a notice is recorded for most direct messages and
+/// mentions, and field names would make it twice the size in the log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "NoticeRecord", into = "NoticeRecord")]
 pub struct Notice {
     pub user_id: UserId,
     pub message_id: MessageId,
     pub trigger: NoticeTrigger,
     pub due_at: i64,
+}
+
+/// A notice's stored form.
+type NoticeRecord = (UserId, MessageId, NoticeTrigger, i64);
+
+impl From<NoticeRecord> for Notice {
+    fn from((user_id, message_id, trigger, due_at): NoticeRecord) -> Notice {
+        Notice {
+            user_id,
+            message_id,
+            trigger,
+            due_at,
+        }
+    }
+}
+
+impl From<Notice> for NoticeRecord {
+    fn from(n: Notice) -> NoticeRecord {
+        (n.user_id, n.message_id, n.trigger, n.due_at)
+    }
 }
 
 impl QueuedMail {

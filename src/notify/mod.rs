@@ -47,6 +47,15 @@ const CATCH_UP_LIMIT: u64 = 10_000;
 /// How often `through` is recorded while messages come and no notice is due.
 const THROUGH_EVERY: Duration = Duration::from_secs(60);
 
+/// How long notices gather in memory before they are recorded (pushes are recorded at once):
+/// one record for many batches keeps the write path's cost of noticing small. Nothing is lost
+/// in between: after a crash, the messages after the last recorded `through` are considered
+/// again.
+const RECORD_EVERY: Duration = Duration::from_millis(500);
+
+/// Notices recorded at once whatever their age.
+const RECORD_AT_MOST: usize = 10_000;
+
 /// The longest pause between attempts at a relay that is down.
 const MAX_RETRY_PAUSE: Duration = Duration::from_secs(300);
 
@@ -247,10 +256,17 @@ impl Notifier {
         // The newest message considered, once this node leads.
         let mut considered: Option<MessageId> = None;
         let mut carried = Decided::default();
+        // When the oldest notice held in memory was decided.
+        let mut held_since: Option<Instant> = None;
         let mut recorded_at = Instant::now();
         loop {
             let mut batch = Vec::new();
-            match tokio::time::timeout(Duration::from_secs(1), inputs.recv()).await {
+            let wait = if held_since.is_some() {
+                RECORD_EVERY / 2
+            } else {
+                Duration::from_secs(1)
+            };
+            match tokio::time::timeout(wait, inputs.recv()).await {
                 Ok(Some(input)) => batch.push(input),
                 Ok(None) => return,
                 Err(_) => {}
@@ -263,6 +279,8 @@ impl Notifier {
             }
             if !(self.leads)() {
                 considered = None;
+                carried = Decided::default();
+                held_since = None;
                 continue;
             }
             let (mut decided, through, recorded) = self.engine.read(|state| {
@@ -312,15 +330,23 @@ impl Notifier {
                 (decided, through, recorded)
             });
             considered = Some(through);
-            decided.notices.append(&mut carried.notices);
-            decided.pushes.append(&mut carried.pushes);
+            if !decided.notices.is_empty() || !decided.pushes.is_empty() {
+                held_since.get_or_insert_with(Instant::now);
+            }
+            carried.notices.append(&mut decided.notices);
+            carried.pushes.append(&mut decided.pushes);
             // A log that never recorded how far it got records it at once, so that a crash
             // from now on is caught up from there.
             let moved_on = through > recorded
                 && (recorded == MessageId(0) || recorded_at.elapsed() >= THROUGH_EVERY);
-            if decided.notices.is_empty() && decided.pushes.is_empty() && !moved_on {
+            let due = !carried.pushes.is_empty()
+                || carried.notices.len() >= RECORD_AT_MOST
+                || held_since.is_some_and(|t| t.elapsed() >= RECORD_EVERY);
+            if !due && !moved_on {
                 continue;
             }
+            let decided = std::mem::take(&mut carried);
+            held_since = None;
             let (notices, pushes) = (decided.notices.clone(), decided.pushes.clone());
             let result = self
                 .engine
@@ -343,6 +369,7 @@ impl Notifier {
                 Err(error) => {
                     tracing::warn!(%error, notices = decided.notices.len(), "recording notices failed; trying again");
                     carried = decided;
+                    held_since = Some(Instant::now());
                 }
             }
         }
