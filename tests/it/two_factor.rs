@@ -99,6 +99,14 @@ async fn password_step(server: &Server, email: &str, password: &str) -> (String,
 }
 
 /// The pending login's cookie from the password step's answer.
+/// `value` with the character at `at` (ASCII) replaced by a different one: a forgery that never
+/// equals the original by chance.
+fn tampered(value: &str, at: usize) -> String {
+    let old = value.as_bytes()[at];
+    let new = if old == b'0' { '1' } else { '0' };
+    format!("{}{new}{}", &value[..at], &value[at + 1..])
+}
+
 fn pending_cookie(headers: &HeaderMap) -> String {
     let (_, value, attributes) = cookies(headers)
         .into_iter()
@@ -253,7 +261,7 @@ async fn two_factor_authentication_from_enrolment_to_an_administrator_switching_
     )
     .await;
     assert_eq!((status, body), (StatusCode::BAD_REQUEST, invalid_code()));
-    let forged = format!("x{}", &token[1..]);
+    let forged = tampered(&token, 0);
     let (status, body) = json(
         &server,
         &alice,
@@ -295,7 +303,7 @@ async fn two_factor_authentication_from_enrolment_to_an_administrator_switching_
     let pending = pending_cookie(&headers);
     let (to, _) = code_step(&server, &pending, "123").await;
     assert_eq!(to, "/login/?two_factor=code&error=invalid_code");
-    let forged = format!("{}0", &pending[..pending.len() - 1]);
+    let forged = tampered(&pending, pending.len() - 1);
     let (to, _) = code_step(&server, &forged, &app.next_code()).await;
     assert_eq!(to, "/login/?error=two_factor_expired");
     app.last -= 1;
