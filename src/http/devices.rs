@@ -131,7 +131,7 @@ fn push_not_configured() -> ApiError {
 /// refused, telling the app to use the current registration.
 pub async fn legacy_push_token(
     state: web::Data<AppState>,
-    auth: Auth,
+    _auth: Auth,
     req: HttpRequest,
     mut params: Params,
 ) -> ApiResult<HttpResponse> {
@@ -139,7 +139,6 @@ pub async fn legacy_push_token(
     if token.is_empty() || token.len() > 4096 {
         return Err(ApiError::bad_request("Empty or invalid length token"));
     }
-    let _ = auth;
     if state.push.is_none() {
         return Err(push_not_configured());
     }
@@ -269,24 +268,22 @@ pub async fn test_notification(
         .await
     {
         tracing::warn!(%error, "a test push was not sent");
-        return Err(
-            if error.retry && error.code.is_none() && error.msg.starts_with("Network") {
-                ApiError::new(
-                    ErrorCode::FailedToConnectBouncer,
-                    "Network error while connecting to Zulip push notification service.",
-                )
-            } else if error.retry {
-                ApiError::new(
-                    ErrorCode::InternalServerErrorOnBouncer,
-                    "Internal server error on Zulip push notification service, retry later.",
-                )
-            } else {
-                ApiError::new(
+        return Err(if error.unreachable {
+            ApiError::new(
+                ErrorCode::FailedToConnectBouncer,
+                "Network error while connecting to Zulip push notification service.",
+            )
+        } else if error.retry {
+            ApiError::new(
+                ErrorCode::InternalServerErrorOnBouncer,
+                "Internal server error on Zulip push notification service, retry later.",
+            )
+        } else {
+            ApiError::new(
                 ErrorCode::AdminActionRequired,
                 "Push notification configuration issue on server, contact the server administrator or retry later.",
             )
-            },
-        );
+        });
     }
     let device_ids: Vec<u64> = devices.iter().map(|d| d.0).collect();
     let user = auth.user_id;

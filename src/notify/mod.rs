@@ -776,7 +776,7 @@ impl Notifier {
                         .filter_map(|t| t.as_str().and_then(push::parse_token_id))
                         .collect();
                     self.engine
-                        .execute(None, move |state, ctx| {
+                        .execute(None, move |state, _| {
                             let mut decision =
                                 crate::commands::notifications::push_sent(state, push_id, count)?;
                             if !dropped.is_empty() {
@@ -787,7 +787,6 @@ impl Notifier {
                                     .events,
                                 );
                             }
-                            let _ = ctx;
                             Ok(decision)
                         })
                         .await

@@ -40,6 +40,8 @@ impl std::fmt::Debug for Bouncer {
 pub struct BouncerError {
     /// The service could not be reached, or failed itself (5xx): try again later.
     pub retry: bool,
+    /// No answer came at all (the network, a timeout).
+    pub unreachable: bool,
     /// The service's error code, when it answered one.
     pub code: Option<String>,
     pub msg: String,
@@ -119,6 +121,7 @@ impl Bouncer {
         };
         let response = request.send().await.map_err(|e| BouncerError {
             retry: true,
+            unreachable: true,
             code: None,
             msg: format!("Network error while connecting to Zulip push notification service: {e}"),
         })?;
@@ -137,6 +140,7 @@ impl Bouncer {
         });
         Err(BouncerError {
             retry: status.is_server_error(),
+            unreachable: false,
             code: json["code"].as_str().map(str::to_owned),
             msg,
         })
