@@ -43,6 +43,11 @@ pub struct Settings {
     /// Also verify the records before the newest snapshot once the server serves.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub check_whole_log: Option<bool>,
+    /// Free space (MiB) to keep on the data directory's filesystem: below it writes are
+    /// refused until space returns (0: no reserve). Default: the larger of 1 GiB and 1 % of
+    /// the filesystem, at most a tenth of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_free_space_mib: Option<u64>,
     /// How log lines are written to standard error: `text` or `json` (one object a line).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log_format: Option<LogFormat>,
@@ -505,6 +510,7 @@ pub const KEYS: &[Key] = &[
     key("realm_name"),
     key("snapshot_every"),
     key("check_whole_log"),
+    key("min_free_space_mib"),
     key("log_format"),
     key("limits.requests_per_user"),
     key("limits.requests_per_ip"),
@@ -612,6 +618,7 @@ impl Settings {
             realm_name: Some("Chronicle".into()),
             snapshot_every: Some(DEFAULT_SNAPSHOT_EVERY),
             check_whole_log: Some(false),
+            min_free_space_mib: None,
             log_format: Some(LogFormat::Text),
             limits: Limits {
                 requests_per_user: Some(DEFAULT_REQUESTS_PER_USER),

@@ -14,9 +14,15 @@
 //! messages: after each durable batch the read state adopts the decision state's changed
 //! chunks, and the next change to a shared chunk copies it (ADR 0005).
 //!
-//! A storage error stops all writes for the life of the process (the decision state may then be
-//! ahead of the disk); every later command gets a 500 and the error is logged loudly. A restart
-//! replays the log and continues from what is durable.
+//! When the log fails to take a batch (a full disk, an I/O error), the batch's callers are told
+//! so, the decision state is rolled back to the read state (what is durable), and writes pause:
+//! the next write, at most once a second, asks the log to recover (`EventLog::recover`: sled is
+//! opened again and anything stored past the last acknowledged record is quarantined) and goes
+//! through once it has. A log that cannot recover in-process, or damage, stops writes until a
+//! restart, which replays what is durable. Below the data directory's free-space reserve
+//! (`store::space`) writes are refused before they reach the writer. A write waits at most
+//! [`WRITE_WAIT`] for the writer to take it (a stalled disk): then it is withdrawn and refused
+//! with `Retry-After`, and it changed nothing. Reads never wait on any of this.
 
 use crate::commands::{Ctx, Decision};
 use crate::error::{ApiError, ApiResult};
@@ -25,8 +31,9 @@ use crate::ids::{Seq, UserId};
 use crate::projections::Projections;
 use crate::store::{EventLog, StoreError};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
 /// Most commands decided and flushed together.
@@ -37,6 +44,120 @@ pub const MAX_BATCH: usize = 4096;
 const QUEUE_CAPACITY: usize = 16_384;
 
 type Completion = Box<dyn FnOnce(ApiResult<Seq>) + Send>;
+
+/// How long a write waits for the writer to take it before it is withdrawn and refused (the
+/// log's storage is stalled, or the queue is full behind it).
+pub const WRITE_WAIT: Duration = Duration::from_secs(10);
+
+/// How often a paused writer asks the log to recover.
+const RECOVERY_EVERY: Duration = Duration::from_secs(1);
+
+/// How long a refused write is asked to wait before trying again.
+const RETRY_AFTER_SECONDS: f64 = 5.0;
+
+/// A queued command's ticket: the writer takes it, or its caller withdraws it after waiting too
+/// long, never both.
+const QUEUED: u8 = 0;
+const TAKEN: u8 = 1;
+const WITHDRAWN: u8 = 2;
+
+/// Whether writes go through, as the writer last found its storage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Writes {
+    /// Going through.
+    Open,
+    /// Refused: the data directory's free space is below the reserve.
+    BelowReserve { available: u64, keep: u64 },
+    /// Paused after the log failed to take a batch; the next write tries to recover.
+    Paused { why: String, no_space: bool },
+    /// Stopped until the server is restarted.
+    Stopped { why: String },
+}
+
+impl Writes {
+    /// The metric's number for this state (`chronicle_writes_state`).
+    pub fn code(&self) -> i64 {
+        match self {
+            Writes::Open => 0,
+            Writes::BelowReserve { .. } => 1,
+            Writes::Paused { .. } => 2,
+            Writes::Stopped { .. } => 3,
+        }
+    }
+
+    /// The error a write is refused with in this state (`None`: open).
+    pub fn refusal(&self) -> Option<ApiError> {
+        use crate::error::ErrorCode;
+        const MIB: u64 = 1 << 20;
+        let error = match self {
+            Writes::Open => return None,
+            Writes::BelowReserve { available, keep } => ApiError::new(
+                ErrorCode::StorageFull,
+                format!(
+                    "The server's disk is nearly full ({} MiB free, {} MiB kept in reserve): \
+                     nothing can be saved until an administrator frees space. Reading still \
+                     works.",
+                    available / MIB,
+                    keep / MIB
+                ),
+            ),
+            Writes::Paused { no_space: true, .. } => ApiError::new(
+                ErrorCode::StorageFull,
+                "The server's disk is full: nothing can be saved until an administrator frees \
+                 space. Reading still works.",
+            ),
+            Writes::Paused { .. } => ApiError::new(
+                ErrorCode::StorageUnavailable,
+                "The server could not save to its storage; it is trying again. Reading still \
+                 works.",
+            ),
+            Writes::Stopped { .. } => ApiError::new(
+                ErrorCode::StorageUnavailable,
+                "The server's storage failed: nothing can be saved until the server is \
+                 restarted. Reading still works.",
+            ),
+        };
+        Some(error.retry_after(RETRY_AFTER_SECONDS))
+    }
+}
+
+/// The error for a write the writer did not take within [`WRITE_WAIT`].
+fn too_slow() -> ApiError {
+    crate::metrics::get()
+        .writes_refused
+        .with_label_values(&["slow_storage"])
+        .inc();
+    ApiError::new(
+        crate::error::ErrorCode::StorageUnavailable,
+        "The server's storage is too slow to save this now; nothing was changed. Try again.",
+    )
+    .retry_after(RETRY_AFTER_SECONDS)
+}
+
+/// The writer's own view of its storage (the reserve is the engine's).
+#[derive(Default)]
+struct Health {
+    state: Mutex<Option<Writes>>,
+    stopped: AtomicBool,
+}
+
+impl Health {
+    fn get(&self) -> Writes {
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .unwrap_or(Writes::Open)
+    }
+
+    fn set(&self, writes: Writes) {
+        self.stopped
+            .store(matches!(writes, Writes::Stopped { .. }), Ordering::SeqCst);
+        crate::metrics::get().writes_state.set(writes.code());
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) =
+            (writes != Writes::Open).then_some(writes);
+    }
+}
 
 /// How many times a batch is decided again after another writer appended to a shared log
 /// first, before its commands are answered with an error.
@@ -64,6 +185,8 @@ enum Job {
     Command {
         actor: Option<UserId>,
         decide: Decide,
+        /// `QUEUED` until the writer takes it or its caller withdraws it.
+        ticket: Arc<AtomicU8>,
     },
     /// Another writer may have appended to the log: fold what it wrote.
     CatchUp,
@@ -75,7 +198,11 @@ pub struct Engine {
     tx: mpsc::Sender<Job>,
     read: Arc<RwLock<Projections>>,
     log: Arc<dyn EventLog>,
-    failed: Arc<AtomicBool>,
+    health: Arc<Health>,
+    /// The data directory's free-space reserve, once the server has one.
+    reserve: OnceLock<Arc<crate::store::space::Reserve>>,
+    /// [`WRITE_WAIT`] in milliseconds (tests shorten it).
+    write_wait_ms: AtomicU64,
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -123,7 +250,8 @@ impl Engine {
         // The read state shares every message the decision state has not changed since the
         // last durable batch (`Projections::adopt_shared`).
         state.messages.track_changes();
-        let failed = Arc::new(AtomicBool::new(false));
+        let health = Arc::new(Health::default());
+        crate::metrics::get().writes_state.set(0);
         // The next record links to the last one the state was folded from.
         let last_record = match state.seq {
             Seq(0) => None,
@@ -152,7 +280,8 @@ impl Engine {
             catch_up_pending: pending,
             log: log.clone(),
             read: read.clone(),
-            failed: failed.clone(),
+            health: health.clone(),
+            last_recovery: None,
             decided: state,
             last_at: 0,
             publisher,
@@ -167,7 +296,9 @@ impl Engine {
             tx,
             read,
             log,
-            failed,
+            health,
+            reserve: OnceLock::new(),
+            write_wait_ms: AtomicU64::new(WRITE_WAIT.as_millis() as u64),
             writer: Mutex::new(Some(handle)),
         })
     }
@@ -230,9 +361,36 @@ impl Engine {
         &self.log
     }
 
-    /// True once a storage error has stopped writes.
+    /// True once a storage error has stopped writes until restart.
     pub fn has_failed(&self) -> bool {
-        self.failed.load(Ordering::SeqCst)
+        self.health.stopped.load(Ordering::SeqCst)
+    }
+
+    /// Refuses writes while the data directory's free space is below `reserve`.
+    pub fn keep_reserve(&self, reserve: Arc<crate::store::space::Reserve>) {
+        let _ = self.reserve.set(reserve);
+    }
+
+    /// The reserve in use, if any.
+    pub fn reserve(&self) -> Option<&Arc<crate::store::space::Reserve>> {
+        self.reserve.get()
+    }
+
+    /// How long a write waits for the writer to take it (default [`WRITE_WAIT`]).
+    pub fn set_write_wait(&self, wait: Duration) {
+        self.write_wait_ms
+            .store(wait.as_millis() as u64, Ordering::Relaxed);
+    }
+
+    /// Whether writes go through now, and why not.
+    pub fn writes(&self) -> Writes {
+        if let Some(low) = self.reserve.get().and_then(|r| r.low()) {
+            return Writes::BelowReserve {
+                available: low.available,
+                keep: low.keep,
+            };
+        }
+        self.health.get()
     }
 
     /// Decides `f` on the writer and answers once its events are durable and applied.
@@ -273,13 +431,55 @@ impl Engine {
                 }
             }
         });
-        self.tx
-            .send(Job::Command { actor, decide })
-            .await
-            .map_err(|_| ApiError::internal("the writer has stopped"))?;
-        reply_rx
-            .await
-            .map_err(|_| ApiError::internal("the writer dropped a command"))?
+        // Refused before queueing: below the disk reserve, or stopped for good. (A paused
+        // writer is asked: the write may be the one that finds the storage well again.)
+        if let Some(low) = self.reserve.get().and_then(|r| r.low()) {
+            crate::metrics::get()
+                .writes_refused
+                .with_label_values(&["disk_reserve"])
+                .inc();
+            let below = Writes::BelowReserve {
+                available: low.available,
+                keep: low.keep,
+            };
+            return Err(below.refusal().unwrap_or_else(too_slow));
+        }
+        if self.has_failed() {
+            crate::metrics::get()
+                .writes_refused
+                .with_label_values(&["storage_error"])
+                .inc();
+            return Err(self.health.get().refusal().unwrap_or_else(too_slow));
+        }
+        let wait = Duration::from_millis(self.write_wait_ms.load(Ordering::Relaxed));
+        let deadline = tokio::time::Instant::now() + wait;
+        let ticket = Arc::new(AtomicU8::new(QUEUED));
+        let job = Job::Command {
+            actor,
+            decide,
+            ticket: ticket.clone(),
+        };
+        match tokio::time::timeout_at(deadline, self.tx.send(job)).await {
+            Err(_) => return Err(too_slow()),
+            Ok(Err(_)) => return Err(ApiError::internal("the writer has stopped")),
+            Ok(Ok(())) => {}
+        }
+        let mut reply_rx = reply_rx;
+        let answer = match tokio::time::timeout_at(deadline, &mut reply_rx).await {
+            Ok(answer) => answer,
+            Err(_) => {
+                // Still queued: withdrawn, and it never happens. Taken: its batch is being
+                // written, and its caller learns how that ended.
+                if ticket
+                    .compare_exchange(QUEUED, WITHDRAWN, Ordering::SeqCst, Ordering::SeqCst)
+                    .is_ok()
+                {
+                    return Err(too_slow());
+                }
+                reply_rx.await
+            }
+        };
+        answer.map_err(|_| ApiError::internal("the writer dropped a command"))?
     }
 
     /// Folds what other writers appended to a shared log, and returns once the read state
@@ -323,7 +523,9 @@ struct Writer {
     /// one.
     catch_up_pending: Arc<AtomicBool>,
     read: Arc<RwLock<Projections>>,
-    failed: Arc<AtomicBool>,
+    health: Arc<Health>,
+    /// When a paused writer last asked the log to recover.
+    last_recovery: Option<Instant>,
     /// The decision state: the read state plus the batch being written.
     decided: Projections,
     /// Keeps `at` non-decreasing along the log even if the wall clock steps back.
@@ -378,7 +580,19 @@ impl Writer {
             let mut next = Some(first);
             while let Some(job) = next.take() {
                 match job {
-                    Job::Command { actor, decide } => commands.push((actor, decide)),
+                    Job::Command {
+                        actor,
+                        decide,
+                        ticket,
+                    } => {
+                        // A command its caller withdrew (it waited too long) never happens.
+                        if ticket
+                            .compare_exchange(QUEUED, TAKEN, Ordering::SeqCst, Ordering::SeqCst)
+                            .is_ok()
+                        {
+                            commands.push((actor, decide));
+                        }
+                    }
                     Job::CatchUp => catch_up = true,
                     Job::Shutdown(ack) => {
                         shutdown = Some(ack);
@@ -391,7 +605,7 @@ impl Writer {
             }
             if catch_up {
                 self.catch_up_pending.store(false, Ordering::SeqCst);
-                if !self.failed.load(Ordering::SeqCst) {
+                if self.health.get() == Writes::Open {
                     match self.catch_up() {
                         Ok(_) => {}
                         // The log could not be read now (a NATS election, say): nothing was
@@ -417,11 +631,17 @@ impl Writer {
         if commands.is_empty() {
             return;
         }
-        if self.failed.load(Ordering::SeqCst) {
-            self.answer_all(&commands, || {
-                ApiError::internal("writes are stopped after a storage error")
-            });
-            return;
+        match self.health.get() {
+            Writes::Open => {}
+            Writes::Paused { .. } if self.try_recover() => {}
+            writes => {
+                crate::metrics::get()
+                    .writes_refused
+                    .with_label_values(&["storage_error"])
+                    .inc_by(commands.len() as u64);
+                self.answer_all(&commands, || writes.refusal().unwrap_or_else(too_slow));
+                return;
+            }
         }
         let mut refusals = 0;
         loop {
@@ -479,9 +699,21 @@ impl Writer {
                     tracing::error!(
                         first_seq = staged[0].seq.0,
                         events = staged.len(),
+                        error = %err,
                         "a batch was not made durable"
                     );
-                    self.fail(&err, Some(completions));
+                    let transient = matches!(err, StoreError::Io(_) | StoreError::NoSpace(_));
+                    if !(transient && self.log.recovers_in_process()) {
+                        self.fail(&err, Some(completions));
+                        return;
+                    }
+                    // Nothing of the batch counts: forget its decisions, tell its callers,
+                    // and pause until the log recovers.
+                    self.roll_back();
+                    let paused = self.pause(&err);
+                    for done in completions {
+                        done(Err(paused.refusal().unwrap_or_else(too_slow)));
+                    }
                     return;
                 }
             }
@@ -546,14 +778,67 @@ impl Writer {
 
     /// Stops all writes after a storage error and answers `completions` with it.
     fn fail(&self, err: &StoreError, completions: Option<Vec<Completion>>) {
-        self.failed.store(true, Ordering::SeqCst);
+        let stopped = Writes::Stopped {
+            why: err.to_string(),
+        };
+        self.health.set(stopped.clone());
         tracing::error!(
             error = %err,
             "STORAGE FAILURE: all writes are stopped until restart (restart replays what is \
              durable)"
         );
         for done in completions.into_iter().flatten() {
-            done(Err(ApiError::internal(format!("storage: {err}"))));
+            done(Err(stopped.refusal().unwrap_or_else(too_slow)));
+        }
+    }
+
+    /// Pauses writes after the log failed to take a batch (the decision state already rolled
+    /// back); the next write asks the log to recover, no sooner than [`RECOVERY_EVERY`].
+    fn pause(&mut self, err: &StoreError) -> Writes {
+        let paused = Writes::Paused {
+            why: err.to_string(),
+            no_space: matches!(err, StoreError::NoSpace(_)),
+        };
+        if self.health.get() == Writes::Open {
+            tracing::error!(
+                error = %err,
+                "STORAGE FAILURE: writes are paused; each write from now on, at most once a \
+                 second, tries the storage again"
+            );
+        }
+        self.health.set(paused.clone());
+        self.last_recovery = Some(Instant::now());
+        paused
+    }
+
+    /// Asks the log to recover, unless it was asked less than [`RECOVERY_EVERY`] ago. True
+    /// when writes go through again.
+    fn try_recover(&mut self) -> bool {
+        if self
+            .last_recovery
+            .is_some_and(|at| at.elapsed() < RECOVERY_EVERY)
+        {
+            return false;
+        }
+        self.last_recovery = Some(Instant::now());
+        match self.log.recover(self.decided.seq) {
+            Ok(()) => {
+                self.health.set(Writes::Open);
+                tracing::warn!(
+                    seq = self.decided.seq.0,
+                    "the storage took writes again: writes resume"
+                );
+                true
+            }
+            Err(err @ (StoreError::Io(_) | StoreError::NoSpace(_))) => {
+                tracing::warn!(error = %err, "the storage does not take writes yet");
+                self.pause(&err);
+                false
+            }
+            Err(err) => {
+                self.fail(&err, None);
+                false
+            }
         }
     }
 
@@ -675,7 +960,7 @@ impl Writer {
         if let Some(thread) = self.snapshot_thread.take() {
             let _ = thread.join();
         }
-        if self.failed.load(Ordering::SeqCst) {
+        if self.health.get() != Writes::Open {
             return;
         }
         let newest = crate::snapshot::list(&policy.data_dir)
@@ -999,10 +1284,14 @@ mod tests {
             })
             .await
             .unwrap_err();
-        assert!(matches!(err, ApiError::Internal(_)));
+        assert_eq!(
+            err.code(),
+            Some(crate::error::ErrorCode::StorageUnavailable)
+        );
         assert!(engine.has_failed());
         assert_eq!(engine.read(Projections::digest), before);
-        // Even after the disk recovers, writes stay stopped until a restart.
+        // A log that cannot recover in-process: even after the disk recovers, writes stay
+        // stopped until a restart, and say so.
         log.fail.store(false, Ordering::SeqCst);
         let err = engine
             .execute(Some(UserId(1)), |s, ctx| {
@@ -1010,7 +1299,11 @@ mod tests {
             })
             .await
             .unwrap_err();
-        assert!(matches!(err, ApiError::Internal(_)));
+        assert_eq!(
+            err.code(),
+            Some(crate::error::ErrorCode::StorageUnavailable)
+        );
+        assert!(err.body()["msg"].as_str().unwrap().contains("restarted"));
         assert_eq!(engine.read(|s| s.users.len()), 1);
     }
 

@@ -66,6 +66,12 @@ pub enum ErrorCode {
     /// `BAD_REQUEST` with 503: the write could not be placed in a log other nodes kept
     /// appending to; the request changed nothing and may be repeated.
     Busy,
+    /// 507 `STORAGE_FULL`: the data directory's free space is below the reserve (or ran out);
+    /// writes are refused until space returns, reads go on. Zulip has no such code.
+    StorageFull,
+    /// 503 `STORAGE_UNAVAILABLE`: the log's storage failed or is too slow to take the write
+    /// now; the request changed nothing and may be repeated after `Retry-After`.
+    StorageUnavailable,
 }
 
 impl ErrorCode {
@@ -80,6 +86,8 @@ impl ErrorCode {
             ErrorCode::RequestVariableInvalid => "REQUEST_VARIABLE_INVALID",
             ErrorCode::RequestConfusingVar => "REQUEST_CONFUSING_VAR",
             ErrorCode::InvalidJson => "INVALID_JSON",
+            ErrorCode::StorageFull => "STORAGE_FULL",
+            ErrorCode::StorageUnavailable => "STORAGE_UNAVAILABLE",
             ErrorCode::CsrfFailed => "CSRF_FAILED",
             ErrorCode::PushServiceNotConfigured => "PUSH_SERVICE_NOT_CONFIGURED",
             ErrorCode::NoActivePushDevice => "NO_ACTIVE_PUSH_DEVICE",
@@ -131,7 +139,8 @@ impl ErrorCode {
             ErrorCode::FailedToConnectBouncer | ErrorCode::InternalServerErrorOnBouncer => {
                 StatusCode::BAD_GATEWAY
             }
-            ErrorCode::Busy => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Busy | ErrorCode::StorageUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::StorageFull => StatusCode::INSUFFICIENT_STORAGE,
             _ => StatusCode::BAD_REQUEST,
         }
     }
@@ -173,6 +182,12 @@ impl ApiError {
             extra.insert(key.to_owned(), value.into());
         }
         self
+    }
+
+    /// Asks the client to wait `seconds` before trying again: a `retry-after` field in the body
+    /// (as Zulip's rate limit sends) and the `Retry-After` header.
+    pub fn retry_after(self, seconds: f64) -> Self {
+        self.with("retry-after", seconds)
     }
 
     /// `REQUEST_VARIABLE_MISSING` naming the parameter.
@@ -273,12 +288,8 @@ impl ResponseError for ApiError {
         }
         let mut response = HttpResponse::build(self.status_code());
         response.insert_header((header::X_CONTENT_TYPE_OPTIONS, "nosniff"));
-        if matches!(self.code(), Some(ErrorCode::RateLimitHit)) {
-            let seconds = self.body()["retry-after"]
-                .as_f64()
-                .unwrap_or(1.0)
-                .ceil()
-                .max(1.0);
+        if let Some(seconds) = self.body()["retry-after"].as_f64() {
+            let seconds = seconds.ceil().max(1.0);
             if let Ok(value) = HeaderValue::from_str(&format!("{seconds}")) {
                 response.insert_header((header::RETRY_AFTER, value));
             }

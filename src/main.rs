@@ -349,6 +349,11 @@ struct ServeArgs {
     /// `chronicle verify` and `GET /admin/verify` check the whole log when asked.
     #[arg(long)]
     check_whole_log: bool,
+    /// Free space to keep on the data directory's filesystem, in MiB: below it writes are
+    /// refused (507 STORAGE_FULL) until space returns, reads go on; 0 turns the reserve off
+    /// [default: the larger of 1 GiB and 1 % of the filesystem, at most a tenth of it].
+    #[arg(long, value_name = "MIB")]
+    min_free_space_mib: Option<u64>,
     /// Authenticated API requests per minute per user (Zulip's 200; 0: no limit).
     #[arg(long)]
     rate_limit_user: Option<usize>,
@@ -395,6 +400,7 @@ impl ServeArgs {
             realm_name: self.realm_name.clone(),
             snapshot_every: self.snapshot_every,
             check_whole_log: self.check_whole_log.then_some(true),
+            min_free_space_mib: self.min_free_space_mib,
             log_format: self.log_format,
             limits: Limits {
                 requests_per_user: self.rate_limit_user,
@@ -808,6 +814,7 @@ fn serve_config(
         },
         snapshot_every: want(s.snapshot_every, "snapshot_every")?,
         check_whole_log: s.check_whole_log.unwrap_or(false),
+        min_free_space_mib: s.min_free_space_mib,
         rate_limits,
         client_timeouts: chronicle::http::ClientTimeouts {
             head: std::time::Duration::from_secs(want(

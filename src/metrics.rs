@@ -34,6 +34,16 @@ pub struct Metrics {
     /// In a cluster: the NATS client's connection events (`connected`, `disconnected`); every
     /// `connected` after the first is a reconnect.
     pub nats_connections: IntCounterVec,
+    /// Bytes the data directory's filesystem still has for the server (the reserve's watcher).
+    pub disk_available: IntGauge,
+    /// Bytes kept free: below this, writes are refused (0: no reserve).
+    pub disk_reserve: IntGauge,
+    /// 0: writes go through; 1: refused below the reserve; 2: paused after a storage error
+    /// (the next write tries again); 3: stopped until restart.
+    pub writes_state: IntGauge,
+    /// Writes refused by the storage's state, by why (`disk_reserve`, `storage_error`,
+    /// `slow_storage`).
+    pub writes_refused: IntCounterVec,
     // Read at scrape time.
     log_seq: IntGauge,
     people: IntGauge,
@@ -146,6 +156,23 @@ impl Metrics {
                 "In a cluster: the NATS connection's events (connected: first connection and every reconnect; disconnected: a connection lost)",
                 &["event"],
             ),
+            disk_available: int_gauge(
+                "chronicle_disk_available_bytes",
+                "Bytes still available to the server on the data directory's filesystem",
+            ),
+            disk_reserve: int_gauge(
+                "chronicle_disk_reserve_bytes",
+                "Free space kept in reserve: below it writes are refused (0: no reserve)",
+            ),
+            writes_state: int_gauge(
+                "chronicle_writes_state",
+                "0 writes go through, 1 refused below the disk reserve, 2 paused after a storage error (the next write tries again), 3 stopped until restart",
+            ),
+            writes_refused: counter_vec(
+                "chronicle_writes_refused_total",
+                "Writes refused by the storage's state (disk_reserve, storage_error, slow_storage)",
+                &["reason"],
+            ),
             log_seq: int_gauge(
                 "chronicle_log_seq",
                 "The last event applied to the state",
@@ -180,6 +207,10 @@ impl Metrics {
             Box::new(m.rate_limited.clone()),
             Box::new(m.start_seconds.clone()),
             Box::new(m.nats_connections.clone()),
+            Box::new(m.disk_available.clone()),
+            Box::new(m.disk_reserve.clone()),
+            Box::new(m.writes_state.clone()),
+            Box::new(m.writes_refused.clone()),
             Box::new(m.log_seq.clone()),
             Box::new(m.people.clone()),
             Box::new(m.channels.clone()),

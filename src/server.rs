@@ -57,6 +57,9 @@ pub struct ServeConfig {
     /// state is ready (`--check-whole-log`). Off by default: sled keeps about as much memory as
     /// the records it read until the server stops (370 B a record, measured).
     pub check_whole_log: bool,
+    /// Free space kept on the data directory's filesystem, in MiB (`None`: the default,
+    /// `store::space::default_reserve`; 0: none).
+    pub min_free_space_mib: Option<u64>,
     /// Private or loopback address ranges outgoing requests may reach all the same
     /// (`--outgoing-allow`; `outgoing::Guard`).
     pub outgoing_allow: Vec<crate::outgoing::Net>,
@@ -525,6 +528,18 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         Some(publisher),
         snapshots,
     )?);
+    let reserve = crate::store::space::Reserve::start(&layout.dir, config.min_free_space_mib)
+        .map_err(|e| format!("the free space of {}: {e}", layout.dir.display()))?;
+    if reserve.keep() > 0 && reserve.low().is_some() {
+        eprintln!(
+            "Warning: {} has {} MiB free, below the {} MiB kept in reserve: writes are refused \
+             until space is freed (--min-free-space-mib sets the reserve; 0 turns it off)",
+            layout.dir.display(),
+            reserve.space().available >> 20,
+            reserve.keep() >> 20
+        );
+    }
+    engine.keep_reserve(reserve);
     release_free_memory();
     engine.index_words_in_background(|built| {
         let (messages, seconds) = built.unwrap_or_default();

@@ -47,6 +47,7 @@ impl InProcess {
             cluster: None,
             advertise_url: None,
             check_whole_log: false,
+            min_free_space_mib: None,
             outgoing_allow: Vec::new(),
             metrics_bind: None,
             metrics_token: None,

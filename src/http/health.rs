@@ -50,21 +50,54 @@ async fn stream_end(state: &AppState) -> Option<u64> {
     }
 }
 
-/// `GET /ready` on a serving server.
+/// Whether writes go through, for `/ready`: `writes` (`open`, `below_reserve`, `paused`,
+/// `stopped`), what a refused write is told, and the data directory's free space.
+fn writes_detail(state: &AppState) -> serde_json::Value {
+    use crate::engine::Writes;
+    let writes = state.engine.writes();
+    let name = match &writes {
+        Writes::Open => "open",
+        Writes::BelowReserve { .. } => "below_reserve",
+        Writes::Paused { .. } => "paused",
+        Writes::Stopped { .. } => "stopped",
+    };
+    let mut detail = json!({"writes": name});
+    if let Some(refusal) = writes.refusal() {
+        detail["writes_refused_with"] = refusal.body();
+    }
+    if let Some(reserve) = state.engine.reserve() {
+        detail["disk"] = json!({
+            "available_bytes": reserve.space().available,
+            "reserve_bytes": reserve.keep(),
+        });
+    }
+    detail
+}
+
+fn ready_answer(mut body: serde_json::Value, state: &AppState) -> HttpResponse {
+    if let (Some(body), Some(detail)) = (body.as_object_mut(), writes_detail(state).as_object()) {
+        body.extend(detail.clone());
+    }
+    HttpResponse::Ok()
+        .insert_header(("Cache-Control", "no-store"))
+        .json(body)
+}
+
+/// `GET /ready` on a serving server. Writes refused (a full disk, a storage failure) do not
+/// make it 503, for reads go on: its body says so (`writes`).
 pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
     let applied = state.engine.read(|s| s.seq.0);
     if state.cluster.is_none() {
-        return HttpResponse::Ok()
-            .insert_header(("Cache-Control", "no-store"))
-            .json(json!({"status": "ready", "seq": applied}));
+        return ready_answer(json!({"status": "ready", "seq": applied}), &state);
     }
     match stream_end(&state).await {
         Some(end) => {
             let lag = end.saturating_sub(applied);
             if lag <= READY_LAG {
-                HttpResponse::Ok()
-                    .insert_header(("Cache-Control", "no-store"))
-                    .json(json!({"status": "ready", "seq": applied, "stream_seq": end, "lag": lag}))
+                ready_answer(
+                    json!({"status": "ready", "seq": applied, "stream_seq": end, "lag": lag}),
+                    &state,
+                )
             } else {
                 not_ready(
                     "catching up with the stream",

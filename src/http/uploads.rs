@@ -24,6 +24,14 @@ const MAX_UPLOAD_FIELDS: usize = 16;
 const WRITE_BATCH: usize = 1024 * 1024;
 
 fn io_error(e: std::io::Error) -> ApiError {
+    if crate::store::space::is_no_space(&e) {
+        tracing::error!(error = %e, "an upload did not fit on the disk");
+        return ApiError::new(
+            crate::error::ErrorCode::StorageFull,
+            "The server's disk is full: the file was not saved.",
+        )
+        .retry_after(5.0);
+    }
     ApiError::internal(format!("upload storage: {e}"))
 }
 
@@ -146,6 +154,10 @@ pub async fn upload_file(
     req: HttpRequest,
     payload: web::Payload,
 ) -> ApiResult<HttpResponse> {
+    // A file is not taken in while nothing could record it (a disk below its reserve).
+    if let Some(refusal) = state.engine.writes().refusal() {
+        return Err(refusal);
+    }
     let limit = state.site.uploads.max_file_bytes();
     if let Some(declared) = req
         .headers()

@@ -8,7 +8,7 @@
 use super::{EventLog, RecordIter, StoreError};
 use crate::ids::Seq;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 
 /// The fault-injecting log.
 #[derive(Default)]
@@ -18,6 +18,11 @@ pub struct FaultyLog {
     quarantine: Mutex<Vec<(Seq, Vec<u8>)>>,
     fail_flush: AtomicBool,
     fail_append: AtomicBool,
+    /// Flushes fail as a full disk does until space is "freed".
+    full: AtomicBool,
+    /// While true, flushes wait (a stalled disk).
+    held: Mutex<bool>,
+    released: Condvar,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -37,6 +42,27 @@ impl FaultyLog {
     /// The next append fails.
     pub fn fail_next_append(&self) {
         self.fail_append.store(true, Ordering::SeqCst);
+    }
+
+    /// Every flush fails with "no space" until [`FaultyLog::free_space`].
+    pub fn fill_disk(&self) {
+        self.full.store(true, Ordering::SeqCst);
+    }
+
+    /// Flushes succeed again.
+    pub fn free_space(&self) {
+        self.full.store(false, Ordering::SeqCst);
+    }
+
+    /// Flushes stall until [`FaultyLog::release_flushes`].
+    pub fn hold_flushes(&self) {
+        *lock(&self.held) = true;
+    }
+
+    /// A stalled flush goes on.
+    pub fn release_flushes(&self) {
+        *lock(&self.held) = false;
+        self.released.notify_all();
     }
 
     /// Power loss: whatever was appended but not flushed is gone.
@@ -81,6 +107,16 @@ impl EventLog for FaultyLog {
     }
 
     fn flush(&self) -> Result<(), StoreError> {
+        let mut held = lock(&self.held);
+        while *held {
+            held = self.released.wait(held).unwrap_or_else(|p| p.into_inner());
+        }
+        drop(held);
+        if self.full.load(Ordering::SeqCst) {
+            return Err(StoreError::NoSpace(
+                "injected: no space left on device".into(),
+            ));
+        }
         if self.fail_flush.swap(false, Ordering::SeqCst) {
             return Err(StoreError::Io("injected flush failure".into()));
         }
@@ -117,6 +153,21 @@ impl EventLog for FaultyLog {
         lock(&self.quarantine).extend(moved);
         Ok(count)
     }
+
+    fn recovers_in_process(&self) -> bool {
+        true
+    }
+
+    /// As a reopened device: what was appended and not flushed is gone; a durable record past
+    /// `durable` (never acknowledged) goes to the quarantine.
+    fn recover(&self, durable: Seq) -> Result<(), StoreError> {
+        if self.full.load(Ordering::SeqCst) {
+            return Err(StoreError::NoSpace("injected: still no space".into()));
+        }
+        lock(&self.pending).clear();
+        self.quarantine_from(durable.next())?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -126,6 +177,7 @@ mod tests {
     use crate::events::Role;
     use crate::projections::Projections;
     use crate::store::{check_integrity, Integrity};
+    use actix_web::ResponseError;
     use std::sync::Arc;
 
     fn new_user(email: &str) -> crate::commands::users::NewUser {
@@ -168,35 +220,160 @@ mod tests {
         Ok((integrity, crate::replay::fold(log, None, |_| {})?))
     }
 
-    #[tokio::test]
-    async fn a_failed_flush_is_never_acknowledged_and_stops_writes() {
+    async fn create(engine: &Engine, email: &str) -> Result<(), crate::error::ApiError> {
+        let email = email.to_owned();
+        engine
+            .execute(Some(crate::ids::UserId(1)), move |s, ctx| {
+                crate::commands::users::create_user(s, ctx, new_user(&email))
+            })
+            .await
+            .map(|_| ())
+    }
+
+    /// Tries to create `email` until it works (a paused writer asks the log to recover at
+    /// most once a second), within ten seconds; the refusals seen on the way.
+    async fn create_once_writes_resume(engine: &Engine, email: &str) -> Vec<String> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut refusals = Vec::new();
+        loop {
+            match create(engine, email).await {
+                Ok(()) => return refusals,
+                Err(refused) => refusals.push(refused.body()["code"].to_string()),
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "writes did not resume: {refusals:?}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
+    fn emails(engine: &Engine) -> Vec<String> {
+        engine.read(|s| s.users.iter().map(|u| u.email.clone()).collect())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_failed_flush_is_never_acknowledged_and_writes_resume_once_the_log_recovers() {
+        use crate::engine::Writes;
         let log = Arc::new(FaultyLog::new());
         let engine = organization(&log, 2).await;
         let before = engine.read(|s| s.dump());
         log.fail_next_flush();
-        let refused = engine
-            .execute(Some(crate::ids::UserId(1)), |s, ctx| {
-                crate::commands::users::create_user(s, ctx, new_user("late@example.com"))
-            })
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(refused, crate::error::ApiError::Internal(_)),
+        let refused = create(&engine, "late@example.com").await.unwrap_err();
+        assert_eq!(
+            (
+                refused.status_code().as_u16(),
+                refused.body()["code"].as_str()
+            ),
+            (503, Some("STORAGE_UNAVAILABLE")),
             "{refused}"
         );
-        // Nothing of it reached the read state; later writes are refused until a restart.
+        assert!(matches!(
+            engine.writes(),
+            Writes::Paused {
+                no_space: false,
+                ..
+            }
+        ));
+        // Nothing of it reached the read state.
         assert_eq!(engine.read(|s| s.dump()), before);
-        let after = engine
-            .execute(Some(crate::ids::UserId(1)), |s, ctx| {
-                crate::commands::users::create_user(s, ctx, new_user("later@example.com"))
-            })
-            .await;
-        assert!(after.is_err());
-        // The power goes: the unflushed record is lost, everything acknowledged is there.
+        // The next write recovers the log (the unflushed record is dropped) and goes through.
+        create_once_writes_resume(&engine, "later@example.com").await;
+        assert_eq!(engine.writes(), Writes::Open);
+        assert!(!emails(&engine).contains(&"late@example.com".to_owned()));
+        // The power goes: everything acknowledged is there, and the chain links up.
         log.crash();
         let (integrity, state) = recovered(&log).unwrap();
         assert!(matches!(integrity, Integrity::Clean { .. }));
-        assert_eq!(state.dump(), before);
+        assert_eq!(state.dump(), engine.read(|s| s.dump()));
+        assert!(crate::store::verify_chain(log.as_ref(), None)
+            .unwrap()
+            .first_break
+            .is_none());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_full_disk_refuses_writes_with_507_keeps_reads_and_resumes_when_space_returns() {
+        use crate::engine::Writes;
+        let log = Arc::new(FaultyLog::new());
+        let engine = organization(&log, 1).await;
+        log.fill_disk();
+        let refused = create(&engine, "a@example.com").await.unwrap_err();
+        assert_eq!(
+            (
+                refused.status_code().as_u16(),
+                refused.body()["code"].as_str()
+            ),
+            (507, Some("STORAGE_FULL")),
+            "{refused}"
+        );
+        assert_eq!(refused.body()["retry-after"], 5.0);
+        assert!(matches!(
+            engine.writes(),
+            Writes::Paused { no_space: true, .. }
+        ));
+        // While the disk stays full, writes stay refused (a recovery attempt fails too), and
+        // reads go on.
+        let refused = create(&engine, "b@example.com").await.unwrap_err();
+        assert_eq!(refused.body()["code"], "STORAGE_FULL");
+        assert_eq!(engine.read(|s| s.users.len()), 2);
+        log.free_space();
+        create_once_writes_resume(&engine, "c@example.com").await;
+        let emails = emails(&engine);
+        assert!(emails.contains(&"c@example.com".to_owned()));
+        assert!(!emails.contains(&"a@example.com".to_owned()));
+        assert!(!emails.contains(&"b@example.com".to_owned()));
+        assert!(crate::store::verify_chain(log.as_ref(), None)
+            .unwrap()
+            .first_break
+            .is_none());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_stalled_disk_withdraws_waiting_writes_after_the_wait_and_keeps_reads() {
+        let log = Arc::new(FaultyLog::new());
+        let engine = organization(&log, 1).await;
+        engine.set_write_wait(std::time::Duration::from_millis(300));
+        log.hold_flushes();
+        // The first write is taken and appended; its flush stalls.
+        let first = tokio::spawn({
+            let engine = engine.clone();
+            async move { create(&engine, "first@example.com").await }
+        });
+        let appended = engine.read(|s| s.seq).next();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while log.last_seq().unwrap() != Some(appended) {
+            assert!(std::time::Instant::now() < deadline, "never appended");
+            tokio::task::yield_now().await;
+        }
+        // The next one waits its 300 ms behind it, then is withdrawn and refused.
+        let refused = create(&engine, "second@example.com").await.unwrap_err();
+        assert_eq!(
+            (
+                refused.status_code().as_u16(),
+                refused.body()["code"].as_str()
+            ),
+            (503, Some("STORAGE_UNAVAILABLE")),
+            "{refused}"
+        );
+        // Reads go on meanwhile, and the taken write waits for its own flush.
+        assert_eq!(engine.read(|s| s.users.len()), 2);
+        assert!(!first.is_finished());
+        log.release_flushes();
+        first.await.unwrap().unwrap();
+        create(&engine, "third@example.com").await.unwrap();
+        let emails = emails(&engine);
+        assert!(emails.contains(&"first@example.com".to_owned()));
+        assert!(
+            !emails.contains(&"second@example.com".to_owned()),
+            "withdrawn"
+        );
+        assert_eq!(
+            crate::replay::fold(log.as_ref(), None, |_| {})
+                .unwrap()
+                .digest(),
+            engine.read(Projections::digest)
+        );
     }
 
     #[tokio::test]

@@ -8,6 +8,7 @@ pub mod faulty;
 pub mod frame;
 pub mod jetstream;
 mod sled_log;
+pub mod space;
 
 pub use sled_log::SledLog;
 
@@ -20,6 +21,9 @@ use bytes::Bytes;
 pub enum StoreError {
     #[error("storage I/O: {0}")]
     Io(String),
+    /// The filesystem had no room (ENOSPC, EDQUOT): an I/O error that freeing space cures.
+    #[error("storage full: {0}")]
+    NoSpace(String),
     #[error("log record {seq} is damaged: {reason}")]
     Corrupt { seq: u64, reason: String },
     #[error("the log has a gap: expected seq {expected}, found {found}")]
@@ -49,6 +53,21 @@ pub trait EventLog: Send + Sync + 'static {
     /// Moves the records with `seq >= from` out of the log into a quarantine area, kept for
     /// forensics, and makes that durable. Used only by recovery of a damaged tail.
     fn quarantine_from(&self, from: Seq) -> Result<usize, StoreError>;
+    /// Whether [`EventLog::recover`] can make the log take appends again after a failed append
+    /// or flush, without a restart.
+    fn recovers_in_process(&self) -> bool {
+        false
+    }
+    /// After a failed append or flush: makes the log hold exactly the records up to `durable`
+    /// (every one acknowledged) and take appends again, opening its storage anew if it must.
+    /// Records after `durable` that reached storage anyway were never acknowledged: they go to
+    /// the quarantine. An error means it cannot take appends yet (try again later).
+    fn recover(&self, durable: Seq) -> Result<(), StoreError> {
+        let _ = durable;
+        Err(StoreError::Io(
+            "this log takes appends again only after a restart".into(),
+        ))
+    }
     /// The records other writers appended from `from` on, up to the log's head; the next
     /// append then expects to follow them. A log with one writer has none.
     fn catch_up(&self, from: Seq) -> Result<Vec<(Seq, Vec<u8>)>, StoreError> {

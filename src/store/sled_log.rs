@@ -3,12 +3,13 @@
 //! (`events`: seq → record, read first and never appended to again), and a quarantine tree.
 
 use super::frame::{self, FrameBuf};
+use super::space::is_no_space;
 use super::{EventLog, RecordIter, StoreError};
 use crate::ids::Seq;
 use bytes::Bytes;
 use sled::Transactional;
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 /// Where the records of `events` end: its keys are 8-byte seqs, and [`FRAMES_MARK`] sorts after
 /// every one of them.
@@ -23,15 +24,23 @@ const FRAMES_MARK_VALUE: &[u8] =
 
 /// The embedded default log.
 pub struct SledLog {
+    dir: std::path::PathBuf,
+    /// The open database. sled refuses all work after an I/O error until it is opened again,
+    /// which [`EventLog::recover`] does: `None` only while it does.
+    trees: RwLock<Option<Arc<Trees>>>,
+    /// The log's end as this process last wrote or read it.
+    tail: Mutex<Tail>,
+    /// Whether `events` holds [`FRAMES_MARK`].
+    marked: std::sync::atomic::AtomicBool,
+}
+
+/// The database and its trees.
+struct Trees {
     db: sled::Db,
     /// One record per key, as logs were written before frames.
     singles: sled::Tree,
     frames: sled::Tree,
     quarantine: sled::Tree,
-    /// The log's end as this process last wrote or read it.
-    tail: Mutex<Tail>,
-    /// Whether `events` holds [`FRAMES_MARK`].
-    marked: std::sync::atomic::AtomicBool,
 }
 
 /// The newest frame, which an append extends while it is small, and the last stored seq.
@@ -42,7 +51,10 @@ struct Tail {
 }
 
 fn io(e: sled::Error) -> StoreError {
-    StoreError::Io(e.to_string())
+    match &e {
+        sled::Error::Io(cause) if is_no_space(cause) => StoreError::NoSpace(e.to_string()),
+        _ => StoreError::Io(e.to_string()),
+    }
 }
 
 fn lock(tail: &Mutex<Tail>) -> MutexGuard<'_, Tail> {
@@ -50,12 +62,33 @@ fn lock(tail: &Mutex<Tail>) -> MutexGuard<'_, Tail> {
     tail.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// sled's page cache for the log.
-const LOG_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+/// Removes the snapshot files sled began and never finished (`snap.N.generating`). sled 0.34
+/// counts them among its snapshots and, as their names sort last, reads one as the newest: an
+/// empty one, which a snapshot written on a full disk leaves behind, makes it refuse to open
+/// ("Read corrupted data"). A finished snapshot is renamed away from `.generating`, so one
+/// still named so holds nothing sled's log and its older snapshot do not.
+fn remove_unfinished_sled_snapshots(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("snap.") && name.ends_with(".generating") {
+            match std::fs::remove_file(entry.path()) {
+                Ok(()) => tracing::warn!(file = %name, "removed a snapshot sled never finished"),
+                Err(error) => {
+                    tracing::warn!(file = %name, %error, "an unfinished sled snapshot was not removed")
+                }
+            }
+        }
+    }
+}
 
-impl SledLog {
-    /// Opens (or creates) the log in `dir`. Fails if another process holds it open.
-    pub fn open(dir: &Path) -> Result<SledLog, StoreError> {
+impl Trees {
+    /// Opens the database in `dir`, waiting a little for a lock this process let go of.
+    fn open(dir: &Path) -> Result<Trees, StoreError> {
+        remove_unfinished_sled_snapshots(dir);
         let locked = |e: &sled::Error| {
             matches!(e, sled::Error::Io(io_err)
                 if io_err.kind() == std::io::ErrorKind::WouldBlock
@@ -93,23 +126,45 @@ impl SledLog {
                 io(e)
             }
         })?;
-        let singles = db.open_tree("events").map_err(io)?;
-        let log = SledLog {
-            marked: singles.contains_key(FRAMES_MARK).map_err(io)?.into(),
-            singles,
+        Ok(Trees {
+            singles: db.open_tree("events").map_err(io)?,
             frames: db.open_tree("frames").map_err(io)?,
             quarantine: db.open_tree("quarantine").map_err(io)?,
             db,
+        })
+    }
+}
+
+/// sled's page cache for the log.
+const LOG_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+
+impl SledLog {
+    /// Opens (or creates) the log in `dir`. Fails if another process holds it open.
+    pub fn open(dir: &Path) -> Result<SledLog, StoreError> {
+        let trees = Trees::open(dir)?;
+        let log = SledLog {
+            marked: trees.singles.contains_key(FRAMES_MARK).map_err(io)?.into(),
+            dir: dir.to_owned(),
+            trees: RwLock::new(Some(Arc::new(trees))),
             tail: Mutex::default(),
         };
         log.reload_tail()?;
         Ok(log)
     }
 
+    /// The open database (an error while [`EventLog::recover`] opens it again).
+    fn trees(&self) -> Result<Arc<Trees>, StoreError> {
+        self.trees
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or_else(|| StoreError::Io("the log is being opened again".into()))
+    }
+
     /// Reads the log's end from storage again.
     fn reload_tail(&self) -> Result<(), StoreError> {
         let mut tail = lock(&self.tail);
-        let frame = match self.frames.last().map_err(io)? {
+        let frame = match self.trees()?.frames.last().map_err(io)? {
             Some((key, value)) => FrameBuf::reopen(frame_key(&key)?, &value),
             None => None,
         };
@@ -124,6 +179,7 @@ impl SledLog {
     /// `seq` begins.
     fn frame_start(&self, seq: Seq) -> Result<[u8; 8], StoreError> {
         let holding = self
+            .trees()?
             .frames
             .get_lt(Seq(seq.0.saturating_add(1)).to_key())
             .map_err(io)?;
@@ -144,12 +200,20 @@ impl SledLog {
     /// or as a frame of its own. Only for tests that damage a log.
     #[doc(hidden)]
     pub fn insert_raw_for_tests(&self, seq: Seq, bytes: &[u8]) -> Result<(), StoreError> {
-        if self.singles.contains_key(seq.to_key()).map_err(io)? {
-            self.singles.insert(seq.to_key(), bytes).map_err(io)?;
+        if self
+            .trees()?
+            .singles
+            .contains_key(seq.to_key())
+            .map_err(io)?
+        {
+            self.trees()?
+                .singles
+                .insert(seq.to_key(), bytes)
+                .map_err(io)?;
             return self.flush();
         }
         let start = self.frame_start(seq)?;
-        let holding = match self.frames.get(start).map_err(io)? {
+        let holding = match self.trees()?.frames.get(start).map_err(io)? {
             Some(value) => {
                 let first = frame_key(&start)?;
                 frame::parse(first, &value)
@@ -175,7 +239,10 @@ impl SledLog {
             None => Some(FrameBuf::starting(seq, bytes)),
         };
         if let Some(frame) = rewritten {
-            self.frames.insert(frame.key(), frame.bytes()).map_err(io)?;
+            self.trees()?
+                .frames
+                .insert(frame.key(), frame.bytes())
+                .map_err(io)?;
         }
         self.flush()?;
         self.reload_tail()
@@ -184,7 +251,8 @@ impl SledLog {
     /// The records kept aside by tail recovery (a frame that did not parse is kept whole,
     /// under its first seq).
     pub fn quarantined(&self) -> Result<Vec<(Seq, Vec<u8>)>, StoreError> {
-        self.quarantine
+        self.trees()?
+            .quarantine
             .iter()
             .map(|item| {
                 let (k, v) = item.map_err(io)?;
@@ -196,7 +264,7 @@ impl SledLog {
 
     /// Bytes the database occupies on disk.
     pub fn size_on_disk(&self) -> Result<u64, StoreError> {
-        self.db.size_on_disk().map_err(io)
+        self.trees()?.db.size_on_disk().map_err(io)
     }
 }
 
@@ -285,7 +353,8 @@ impl EventLog for SledLog {
             )));
         }
         if !self.marked.load(std::sync::atomic::Ordering::SeqCst) {
-            self.singles
+            self.trees()?
+                .singles
                 .insert(FRAMES_MARK, FRAMES_MARK_VALUE)
                 .map_err(io)?;
             self.marked.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -307,14 +376,14 @@ impl EventLog for SledLog {
             batch.insert(&frame.key(), frame.bytes());
         }
         // All or nothing: sled applies a batch atomically, rewritten frame included.
-        self.frames.apply_batch(batch).map_err(io)?;
+        self.trees()?.frames.apply_batch(batch).map_err(io)?;
         tail.last = records.last().map(|(seq, _)| *seq);
         tail.frame = open;
         Ok(())
     }
 
     fn flush(&self) -> Result<(), StoreError> {
-        self.db.flush().map(|_| ()).map_err(io)
+        self.trees()?.db.flush().map(|_| ()).map_err(io)
     }
 
     fn scan_from(&self, from: Seq) -> RecordIter<'_> {
@@ -322,21 +391,26 @@ impl EventLog for SledLog {
             Ok(start) => start,
             Err(e) => return Box::new(std::iter::once(Err(e))),
         };
+        let trees = match self.trees() {
+            Ok(trees) => trees,
+            Err(e) => return Box::new(std::iter::once(Err(e))),
+        };
         Box::new(Scan {
             from,
-            singles: Some(self.singles.range(from.to_key()..=LAST_SINGLE)),
-            frames: self.frames.range(start..),
+            singles: Some(trees.singles.range(from.to_key()..=LAST_SINGLE)),
+            frames: trees.frames.range(start..),
             current: None,
         })
     }
 
     fn last_seq(&self) -> Result<Option<Seq>, StoreError> {
-        match self.frames.last().map_err(io)? {
+        match self.trees()?.frames.last().map_err(io)? {
             Some((key, value)) => {
                 let first = frame_key(&key)?;
                 Ok(Some(frame::last_seq(first, &value).unwrap_or(first)))
             }
             None => match self
+                .trees()?
                 .singles
                 .range(..=LAST_SINGLE)
                 .next_back()
@@ -365,14 +439,14 @@ impl EventLog for SledLog {
         let mut drop_singles = sled::Batch::default();
         let mut rewrite_frames = sled::Batch::default();
         let mut moved = 0;
-        for item in self.singles.range(from.to_key()..=LAST_SINGLE) {
+        for item in self.trees()?.singles.range(from.to_key()..=LAST_SINGLE) {
             let (k, v) = item.map_err(io)?;
             let seq = Seq::from_key(&k).unwrap_or(Seq(0));
             keep.insert(quarantine_key(seq), v);
             drop_singles.remove(k);
             moved += 1;
         }
-        for item in self.frames.range(self.frame_start(from)?..) {
+        for item in self.trees()?.frames.range(self.frame_start(from)?..) {
             let (k, v) = item.map_err(io)?;
             let first = frame_key(&k)?;
             match frame::parse(first, &v) {
@@ -404,10 +478,11 @@ impl EventLog for SledLog {
                 }
             }
         }
-        self.quarantine.apply_batch(keep).map_err(io)?;
+        self.trees()?.quarantine.apply_batch(keep).map_err(io)?;
         self.flush()?;
         // Both trees at once: a crash in between would leave a gap.
-        let removed = (&self.singles, &self.frames)
+        let trees = self.trees()?;
+        let removed = (&trees.singles, &trees.frames)
             .transaction(|(singles, frames)| {
                 singles.apply_batch(&drop_singles)?;
                 frames.apply_batch(&rewrite_frames)?;
@@ -418,6 +493,45 @@ impl EventLog for SledLog {
         // What the log now ends at, whether or not that worked.
         self.reload_tail()?;
         removed.map(|()| moved)
+    }
+
+    fn recovers_in_process(&self) -> bool {
+        true
+    }
+
+    fn recover(&self, durable: Seq) -> Result<(), StoreError> {
+        // sled keeps the error of a failed write and refuses everything after it until the
+        // database is opened again; opening it runs sled's own recovery, which keeps what a
+        // flush made durable. Ours is dropped first so that its lock is let go (an iterator
+        // still held elsewhere keeps it: then this fails, and the next try succeeds).
+        {
+            let mut trees = self.trees.write().unwrap_or_else(|p| p.into_inner());
+            trees.take();
+            *trees = Some(Arc::new(Trees::open(&self.dir)?));
+        }
+        let last = self.last_seq()?.unwrap_or(Seq(0));
+        if last < durable {
+            return Err(StoreError::Gap {
+                expected: durable.0,
+                found: last.0,
+            });
+        }
+        if last > durable {
+            let moved = self.quarantine_from(durable.next())?;
+            tracing::warn!(
+                moved,
+                durable = durable.0,
+                "records stored after a failed write were never acknowledged: quarantined"
+            );
+        }
+        self.marked.store(
+            self.trees()?
+                .singles
+                .contains_key(FRAMES_MARK)
+                .map_err(io)?,
+            std::sync::atomic::Ordering::SeqCst,
+        );
+        self.reload_tail()
     }
 }
 
@@ -457,7 +571,7 @@ mod tests {
                 log.append_batch(&[env(seq)]).unwrap();
             }
             log.flush().unwrap();
-            let frames = log.frames.len();
+            let frames = log.trees().unwrap().frames.len();
             assert!(
                 (2..=4).contains(&frames),
                 "100 records of {} bytes fill frames of {} bytes: {frames} frames",
@@ -466,6 +580,8 @@ mod tests {
             );
             // Only the mark that stops builds before frames.
             let keys: Vec<Vec<u8>> = log
+                .trees()
+                .unwrap()
                 .singles
                 .iter()
                 .keys()
@@ -474,9 +590,13 @@ mod tests {
             assert_eq!(keys, vec![FRAMES_MARK.to_vec()]);
         }
         let log = SledLog::open(dir.path()).unwrap();
-        let frames = log.frames.len();
+        let frames = log.trees().unwrap().frames.len();
         log.append_batch(&[env(101), env(102)]).unwrap();
-        assert_eq!(log.frames.len(), frames, "the last frame had room");
+        assert_eq!(
+            log.trees().unwrap().frames.len(),
+            frames,
+            "the last frame had room"
+        );
         assert_eq!(seqs_from(&log, 1), (1..=102).collect::<Vec<_>>());
         // From inside a frame, and past the end.
         assert_eq!(seqs_from(&log, 57), (57..=102).collect::<Vec<_>>());
@@ -485,6 +605,21 @@ mod tests {
         // Each record is stored byte for byte.
         let (seq, record) = log.scan_from(Seq(20)).next().unwrap().unwrap();
         assert_eq!((seq, record.to_vec()), env(20));
+    }
+
+    #[test]
+    fn an_unfinished_sled_snapshot_left_by_a_full_disk_does_not_stop_the_log_opening() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let log = SledLog::open(dir.path()).unwrap();
+            log.append_batch(&[env(1), env(2)]).unwrap();
+            log.flush().unwrap();
+        }
+        // What sled leaves when its snapshot cannot be written: an empty file that sorts last.
+        std::fs::write(dir.path().join("snap.FFFFFFFFFFFFFFF0.generating"), b"").unwrap();
+        let log = SledLog::open(dir.path()).unwrap();
+        assert_eq!(seqs_from(&log, 1), vec![1, 2]);
+        assert!(!dir.path().join("snap.FFFFFFFFFFFFFFF0.generating").exists());
     }
 
     #[test]
@@ -507,7 +642,11 @@ mod tests {
             let log = SledLog::open(dir.path()).unwrap();
             for seq in 1..=3 {
                 let (seq, record) = env(seq);
-                log.singles.insert(seq.to_key(), record).unwrap();
+                log.trees()
+                    .unwrap()
+                    .singles
+                    .insert(seq.to_key(), record)
+                    .unwrap();
             }
             log.flush().unwrap();
         }
@@ -518,6 +657,8 @@ mod tests {
         // What a build before frames reads: its records, then a key that is no seq, where it
         // stops with an error rather than take 3 for the log's end.
         let keys: Vec<Vec<u8>> = log
+            .trees()
+            .unwrap()
             .singles
             .range(Seq(1).to_key()..)
             .keys()
@@ -525,7 +666,10 @@ mod tests {
             .collect();
         assert_eq!(keys.len(), 4);
         assert!(Seq::from_key(&keys[3]).is_none(), "{:?}", keys[3]);
-        assert_eq!(log.singles.last().unwrap().unwrap().0, FRAMES_MARK);
+        assert_eq!(
+            log.trees().unwrap().singles.last().unwrap().unwrap().0,
+            FRAMES_MARK
+        );
         assert_eq!(seqs_from(&log, 1), vec![1, 2, 3, 4, 5]);
         assert_eq!(seqs_from(&log, 3), vec![3, 4, 5]);
         assert_eq!(seqs_from(&log, 5), vec![5]);
@@ -547,7 +691,7 @@ mod tests {
         let log = SledLog::open(dir.path()).unwrap();
         log.append_batch(&(1..=6).map(env).collect::<Vec<_>>())
             .unwrap();
-        assert_eq!(log.frames.len(), 1);
+        assert_eq!(log.trees().unwrap().frames.len(), 1);
         assert_eq!(log.quarantine_from(Seq(4)).unwrap(), 3);
         assert_eq!(seqs_from(&log, 1), vec![1, 2, 3]);
         let kept: Vec<(Seq, Vec<u8>)> = log.quarantined().unwrap();
@@ -555,7 +699,7 @@ mod tests {
         // The log goes on from 3, in the same frame.
         log.append_batch(&[env(4)]).unwrap();
         assert_eq!(seqs_from(&log, 1), vec![1, 2, 3, 4]);
-        assert_eq!(log.frames.len(), 1);
+        assert_eq!(log.trees().unwrap().frames.len(), 1);
     }
 
     #[test]
@@ -564,7 +708,9 @@ mod tests {
         let log = SledLog::open(dir.path()).unwrap();
         log.append_batch(&[env(1), env(2)]).unwrap();
         // A frame of its own for 3 and 4, then cut short.
-        log.frames
+        log.trees()
+            .unwrap()
+            .frames
             .insert(Seq(3).to_key(), {
                 let mut frame = FrameBuf::starting(Seq(3), &env(3).1);
                 frame.push(&env(4).1);
@@ -583,7 +729,7 @@ mod tests {
         // that were acknowledged, so start-up refuses rather than move them aside.
         let err = check_integrity(&log).unwrap_err();
         assert!(err.to_string().contains("not a torn write"), "{err}");
-        assert_eq!(log.frames.len(), 2, "nothing was changed");
+        assert_eq!(log.trees().unwrap().frames.len(), 2, "nothing was changed");
         // An operator's recovery moves it aside whole.
         assert_eq!(log.quarantine_from(Seq(3)).unwrap(), 1);
         assert_eq!(seqs_from(&log, 1), vec![1, 2]);
@@ -612,8 +758,14 @@ mod tests {
         // A frame whose lengths do not add up, then good records.
         let mut damaged = FrameBuf::starting(Seq(3), &records[2].1).bytes().to_vec();
         damaged.push(0);
-        log.frames.insert(Seq(3).to_key(), damaged).unwrap();
-        log.frames
+        log.trees()
+            .unwrap()
+            .frames
+            .insert(Seq(3).to_key(), damaged)
+            .unwrap();
+        log.trees()
+            .unwrap()
+            .frames
             .insert(
                 Seq(4).to_key(),
                 FrameBuf::starting(Seq(4), &records[3].1).bytes(),

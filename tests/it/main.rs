@@ -27,6 +27,7 @@ mod scheduled;
 mod scim;
 mod security;
 mod settings;
+mod storage;
 mod support;
 mod two_factor;
 mod uploads;

@@ -1,6 +1,8 @@
 // The one way the client talks to the server: /json/* with the session cookie, the CSRF
 // header on every write, Zulip's form encoding, and errors turned into ApiError.
 
+import { STORAGE_CODES, refused as storageRefused } from "./storage.js";
+
 export class ApiError extends Error {
   constructor(status, body) {
     super((body && body.msg) || (status ? `Server error (${status})` : "The server cannot be reached"));
@@ -57,7 +59,12 @@ async function send(url, init) {
     location.assign("/login/");
     throw new ApiError(401, body);
   }
-  if (!response.ok || !body || body.result !== "success") throw new ApiError(response.status, body);
+  if (!response.ok || !body || body.result !== "success") {
+    const error = new ApiError(response.status, body);
+    // Writes refused for the storage's sake: the storage banner says so (storage.js).
+    if (STORAGE_CODES.has(error.code)) storageRefused(body);
+    throw error;
+  }
   return body;
 }
 

@@ -20,6 +20,7 @@ import * as settings from "./settings.js";
 import * as narrowbar from "./narrowbar.js";
 import * as keys from "./keys.js";
 import * as notify from "./notify.js";
+import * as storage from "./storage.js";
 import { useCollator } from "./names.js";
 
 let typingExpiryMs = 15000;
@@ -167,6 +168,7 @@ async function main() {
   messages.catchUp(reg.max_message_id);
   ping();
   setInterval(ping, state.pingEvery * 1000);
+  storage.watch();
   poll(reg, { onEvents, onReload: reload });
 }
 

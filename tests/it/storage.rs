@@ -1,0 +1,307 @@
+//! A disk that fills up, for real: each test mounts a small tmpfs as the server's data
+//! directory (the suite runs as root, as CI does), fills it with a ballast file, and frees it.
+
+use crate::support::{Creds, Server};
+use reqwest::StatusCode;
+use serde_json::Value;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A tmpfs of a given size mounted on a new directory; unmounted when dropped.
+struct Tmpfs {
+    _parent: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Tmpfs {
+    fn mount(mib: u64) -> Tmpfs {
+        let parent = tempfile::tempdir().unwrap();
+        // The data directory is the mount itself: the server's stderr file, written beside
+        // it, stays off the small disk.
+        let path = parent.path().join("data");
+        std::fs::create_dir(&path).unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+            .arg(&path)
+            .status()
+            .expect("mount runs");
+        assert!(
+            mounted.success(),
+            "mounting a tmpfs needs root (as CI and this suite run): {mounted}"
+        );
+        Tmpfs {
+            _parent: parent,
+            path,
+        }
+    }
+
+    fn available(&self) -> u64 {
+        chronicle::store::space::space_of(&self.path)
+            .unwrap()
+            .available
+    }
+
+    fn ballast(&self) -> PathBuf {
+        self.path.join("ballast")
+    }
+
+    /// Grows the ballast file until at most `free` bytes are left (0: until the disk is full).
+    fn fill_to(&self, free: u64) {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.ballast())
+            .unwrap();
+        let chunk = vec![0x5a_u8; 256 * 1024];
+        while self.available() > free {
+            let room = (self.available() - free) as usize;
+            match file.write_all(&chunk[..room.min(chunk.len())]) {
+                Ok(()) => {}
+                Err(e) if chronicle::store::space::is_no_space(&e) => break,
+                Err(e) => panic!("ballast: {e}"),
+            }
+        }
+        file.sync_all().ok();
+    }
+
+    fn free_ballast(&self) {
+        std::fs::remove_file(self.ballast()).unwrap();
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.path).status();
+    }
+}
+
+async fn send(
+    server: &Server,
+    owner: &Creds,
+    content: &str,
+) -> (StatusCode, Value, Option<String>) {
+    let (status, headers, body) = server
+        .api(Some(owner))
+        .call_raw(
+            reqwest::Method::POST,
+            "/messages",
+            &[
+                ("type", "stream"),
+                ("to", "disk"),
+                ("topic", "disk"),
+                ("content", content),
+            ],
+        )
+        .await;
+    let retry_after = headers
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    (status, serde_json::from_str(&body).unwrap(), retry_after)
+}
+
+/// Subscribes the owner to a new channel named `disk`.
+async fn channel(server: &Server, owner: &Creds) {
+    let (status, body) = server
+        .api(Some(owner))
+        .post(
+            "/users/me/subscriptions",
+            &[("subscriptions", r#"[{"name":"disk"}]"#)],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}
+
+/// Sends until a message is accepted (writes resume on their own), within 20 seconds.
+async fn send_once_writes_resume(server: &Server, owner: &Creds, content: &str) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (status, body, _) = send(server, owner, content).await;
+        if status == StatusCode::OK {
+            return body["id"].as_u64().unwrap();
+        }
+        assert!(Instant::now() < deadline, "writes did not resume: {body}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn ready(server: &Server) -> Value {
+    let response = server
+        .api(None)
+        .fetch(&format!("{}/ready", server.url))
+        .await;
+    assert_eq!(
+        response.status(),
+        StatusCode::OK,
+        "reads go on: still ready"
+    );
+    response.json().await.unwrap()
+}
+
+async fn contents(server: &Server, owner: &Creds) -> Vec<(u64, String)> {
+    let (status, body) = server
+        .api(Some(owner))
+        .get(
+            "/messages",
+            &[
+                ("anchor", "oldest"),
+                ("num_before", "0"),
+                ("num_after", "5000"),
+                ("apply_markdown", "false"),
+                ("narrow", r#"[{"operator":"topic","operand":"disk"}]"#),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["id"].as_u64().unwrap(),
+                m["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn verify(dir: &Path) {
+    let out = Command::new(crate::support::bin())
+        .args(["verify", "--data-dir"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn below_the_reserve_writes_are_refused_with_507_reads_go_on_and_writes_resume_by_themselves()
+{
+    let disk = Tmpfs::mount(96);
+    let server = Server::start_in_with(&disk.path, &["--min-free-space-mib", "32"]).unwrap();
+    let owner = server.owner();
+    channel(&server, &owner).await;
+    let first = send_once_writes_resume(&server, &owner, "before the disk filled").await;
+    assert_eq!(ready(&server).await["writes"], "open");
+
+    // Leave 20 MiB: below the 32 MiB reserve, far from full.
+    disk.fill_to(20 << 20);
+    // The watcher reads the disk four times a second: until it has, writes are accepted.
+    let mut acknowledged = vec![first];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (body, retry_after) = loop {
+        let (status, body, retry_after) = send(&server, &owner, "refused").await;
+        if status == StatusCode::INSUFFICIENT_STORAGE {
+            break (body, retry_after);
+        }
+        assert_eq!(status, StatusCode::OK, "{body}");
+        acknowledged.push(body["id"].as_u64().unwrap());
+        assert!(Instant::now() < deadline, "never refused");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(body["result"], "error");
+    assert_eq!(body["code"], "STORAGE_FULL");
+    assert!(
+        body["msg"]
+            .as_str()
+            .unwrap()
+            .contains("32 MiB kept in reserve"),
+        "{body}"
+    );
+    assert_eq!(retry_after.as_deref(), Some("5"));
+    let shown = ready(&server).await;
+    assert_eq!(shown["writes"], "below_reserve", "{shown}");
+    assert_eq!(shown["disk"]["reserve_bytes"], 32 << 20);
+    assert_eq!(shown["writes_refused_with"]["code"], "STORAGE_FULL");
+    // Reads go on.
+    let read: Vec<u64> = contents(&server, &owner)
+        .await
+        .iter()
+        .map(|m| m.0)
+        .collect();
+    assert_eq!(read, acknowledged);
+    let (status, _) = server.api(Some(&owner)).get("/users/me", &[]).await;
+    assert_eq!(status, StatusCode::OK);
+
+    // Space returns: writes resume without a restart.
+    disk.free_ballast();
+    let second = send_once_writes_resume(&server, &owner, "after space returned").await;
+    assert_eq!(ready(&server).await["writes"], "open");
+    let stopped = server.stop();
+    let server = stopped.restart();
+    let kept: Vec<u64> = contents(&server, &owner)
+        .await
+        .iter()
+        .map(|m| m.0)
+        .collect();
+    acknowledged.push(second);
+    assert_eq!(
+        kept, acknowledged,
+        "what was acknowledged, and nothing refused"
+    );
+    let stopped = server.stop();
+    verify(&stopped.dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disk_that_fills_without_a_reserve_loses_nothing_acknowledged_and_recovers_in_place() {
+    let disk = Tmpfs::mount(64);
+    let server = Server::start_in_with(&disk.path, &["--min-free-space-mib", "0"]).unwrap();
+    let owner = server.owner();
+    channel(&server, &owner).await;
+    let first = send_once_writes_resume(&server, &owner, "first").await;
+    disk.fill_to(0);
+    // Write until the log cannot grow: every acknowledged message is remembered.
+    let mut acknowledged = Vec::new();
+    let text = "A line of text long enough to fill a log page by page. ".repeat(40);
+    let refused = loop {
+        let (status, body, retry_after) = send(&server, &owner, &text).await;
+        if status == StatusCode::OK {
+            acknowledged.push(body["id"].as_u64().unwrap());
+            assert!(
+                acknowledged.len() < 20_000,
+                "the full disk never refused a write"
+            );
+            continue;
+        }
+        break (status, body, retry_after);
+    };
+    assert_eq!(refused.0, StatusCode::INSUFFICIENT_STORAGE, "{}", refused.1);
+    assert_eq!(refused.1["code"], "STORAGE_FULL");
+    assert!(refused.2.is_some(), "Retry-After");
+    assert_eq!(ready(&server).await["writes"], "paused");
+    // Reads go on, with everything acknowledged.
+    let read: Vec<u64> = contents(&server, &owner)
+        .await
+        .iter()
+        .map(|m| m.0)
+        .collect();
+    for id in &acknowledged {
+        assert!(read.contains(id), "acknowledged {id} is readable");
+    }
+    // Space returns: the log is opened again in place and writes go through.
+    disk.free_ballast();
+    let after = send_once_writes_resume(&server, &owner, "after the disk was freed").await;
+    assert_eq!(ready(&server).await["writes"], "open");
+    let stopped = server.stop();
+    let server = stopped.restart();
+    let kept: Vec<u64> = contents(&server, &owner)
+        .await
+        .iter()
+        .map(|m| m.0)
+        .collect();
+    for id in acknowledged.iter().chain([&first, &after]) {
+        assert!(kept.contains(id), "acknowledged {id} survived the restart");
+    }
+    assert_eq!(kept.len(), acknowledged.len() + 2, "and nothing refused");
+    let stopped = server.stop();
+    verify(&stopped.dir);
+}
