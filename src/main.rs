@@ -1200,6 +1200,7 @@ fn events_were_shown(state: &Projections) -> bool {
 }
 
 fn main() -> ExitCode {
+    chronicle::server::tune_allocator();
     let cli = Cli::parse();
     // The server reports its life at info; the offline commands only warnings.
     let default_level = match cli.command {

@@ -188,6 +188,20 @@ pub fn open_for_serving(
     Ok((log, state))
 }
 
+/// Makes glibc's malloc give large blocks back to the kernel when they are freed. By default
+/// the threshold above which a block gets its own mapping rises to the largest block freed
+/// so far (up to 32 MiB), so after the first password hash (argon2id's 19 MiB) every later
+/// one is carved from a thread's heap and stays there: sixty people created through the API
+/// took the server from 17 MB to 447 MB resident. A fixed threshold keeps blocks of 4 MiB and
+/// more in mappings of their own, unmapped on free. Call once, first thing.
+pub fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a parameter of the allocator; no pointers are involved.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 4 << 20);
+    }
+}
+
 /// Hands the memory that start-up's replay allocated and freed back to the kernel. glibc's
 /// malloc keeps freed blocks for reuse, and replaying a long log frees a lot (decoded events,
 /// the words of every message) between the state's own allocations, none of it at the top of

@@ -479,6 +479,8 @@ pub async fn memory(quick: bool) -> Result<Vec<Row>, Fatal> {
     .await;
     let after = server.resident_bytes()?;
     server.stop()?;
+    let (hashed, restarted, created) =
+        people_through_the_api(if quick { 100 } else { 1000 }).await?;
     let [(from_log, log_indexed), (from_snapshot, snapshot_indexed)] = start_times(messages)?;
     let start_row = |case: String, value: f64, baseline: Option<f64>, label: &str| Row {
         unit: "s".into(),
@@ -527,5 +529,64 @@ pub async fn memory(quick: bool) -> Result<Vec<Row>, Fatal> {
             None,
             "",
         ),
+        memory_row(
+            &format!("resident bytes after creating {created} people through POST /users (an argon2id hash of 19 MiB each), the serving process"),
+            hashed as f64,
+            Some(restarted as f64),
+            "the same organization restarted (no hash run)",
+        ),
     ])
+}
+
+/// Creates `count` people with passwords through the API, two at a time, on a running server;
+/// its resident memory then, and after a restart on the same data (the same state, no hash
+/// ever run), and how many were created.
+async fn people_through_the_api(count: u64) -> Result<(u64, u64, u64), Fatal> {
+    let seeded = seed(&SeedSpec {
+        users: 10,
+        channels: 1,
+        subscribers_per_channel: 10,
+        messages: 0,
+    })?;
+    let data = seeded.tmp.path().join("data");
+    let server = ChildServer::start(&data)?;
+    server.wait_indexed()?;
+    let client = super::load::client()?;
+    let url = format!("{}/api/v1/users", server.url);
+    let (_, owner, key) = seeded.users[0].clone();
+    let (stats, _) = drive(
+        2,
+        count,
+        Duration::from_secs(600),
+        move |i| i,
+        move |i: usize| {
+            let (client, url, owner, key) =
+                (client.clone(), url.clone(), owner.clone(), key.clone());
+            async move {
+                let ok = client
+                    .post(&url)
+                    .basic_auth(owner, Some(key))
+                    .form(&[
+                        ("email", format!("hashed{i}@bench.local")),
+                        ("password", format!("a long password number {i}")),
+                        ("full_name", format!("Hashed {i}")),
+                    ])
+                    .send()
+                    .await
+                    .is_ok_and(|r| r.status().is_success());
+                (i + 2, ok)
+            }
+        },
+    )
+    .await;
+    if stats.ok < count {
+        return Err(format!("only {} of {count} people were created", stats.ok).into());
+    }
+    let hashed = server.resident_bytes()?;
+    server.stop()?;
+    let server = ChildServer::start(&data)?;
+    server.wait_indexed()?;
+    let restarted = server.resident_bytes()?;
+    server.stop()?;
+    Ok((hashed, restarted, stats.ok))
 }

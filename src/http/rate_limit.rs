@@ -245,15 +245,43 @@ impl RateLimiter {
 pub const PASSWORD_CHECKS_PER_ADDRESS: usize = crate::config::DEFAULT_PASSWORD_CHECKS_PER_ADDRESS;
 
 /// Bounds the password-hashing work (argon2id: 19 MiB and tens of milliseconds each) that
-/// requests can cause: at most one hash per core runs at a time (the others wait their turn,
-/// which also keeps the hashes' memory on a few threads), and one address may have at most
-/// `per_address` checks in flight ([`PASSWORD_CHECKS_PER_ADDRESS`] by default; more are
-/// refused with `RATE_LIMIT_HIT`; 0 is no bound).
+/// requests can cause: at most one hash per core runs at a time, on threads of its own (one
+/// per core, started with the server: the others wait their turn), and one address may have
+/// at most `per_address` checks in flight ([`PASSWORD_CHECKS_PER_ADDRESS`] by default; more
+/// are refused with `RATE_LIMIT_HIT`; 0 is no bound). A hash's 19 MiB go back to the system
+/// when it is done (`server::tune_allocator`), so creating many people does not leave the
+/// server larger.
 #[derive(Debug)]
 pub struct PasswordWork {
     cores: tokio::sync::Semaphore,
+    threads: Mutex<std::sync::mpsc::Sender<PasswordJob>>,
     per_address: usize,
     in_flight: Mutex<HashMap<IpAddr, usize>>,
+}
+
+type PasswordJob = Box<dyn FnOnce() + Send>;
+
+/// Starts `count` threads that run password work until the sender is dropped.
+fn password_threads(count: usize) -> std::sync::mpsc::Sender<PasswordJob> {
+    let (tx, rx) = std::sync::mpsc::channel::<PasswordJob>();
+    let rx = std::sync::Arc::new(Mutex::new(rx));
+    for n in 0..count {
+        let rx = rx.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("chronicle-password-{n}"))
+            .spawn(move || loop {
+                let job = match rx.lock().unwrap_or_else(|p| p.into_inner()).recv() {
+                    Ok(job) => job,
+                    Err(_) => return,
+                };
+                // A panic is the caller's error (its answer is dropped); the thread goes on.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+            });
+        if let Err(error) = spawned {
+            tracing::error!(%error, "a password thread did not start");
+        }
+    }
+    tx
 }
 
 impl Default for PasswordWork {
@@ -289,6 +317,7 @@ impl PasswordWork {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         PasswordWork {
             cores: tokio::sync::Semaphore::new(cores),
+            threads: Mutex::new(password_threads(cores)),
             per_address,
             in_flight: Mutex::new(HashMap::new()),
         }
@@ -322,9 +351,17 @@ impl PasswordWork {
             .acquire()
             .await
             .map_err(|e| ApiError::internal(format!("password work: {e}")))?;
-        actix_web::web::block(work)
-            .await
-            .map_err(|e| ApiError::internal(format!("password work: {e}")))
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: PasswordJob = Box::new(move || {
+            let _ = tx.send(work());
+        });
+        self.threads
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .send(job)
+            .map_err(|_| ApiError::internal("password work: no thread takes it"))?;
+        rx.await
+            .map_err(|_| ApiError::internal("password work: it panicked"))
     }
 
     /// Addresses with checks in flight.
