@@ -54,6 +54,10 @@ prepare_python_steps() {
     else
         echo "npm is missing: the OpenID Connect test will be skipped"
     fi
+    # The clock test shifts the server's wall clock with libfaketime.
+    if [ ! -e /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 ]; then
+        packages+=(libfaketime)
+    fi
     # The benchmark's messages are real text: Debian's fortunes (chronicle bench, corpus.rs).
     if [ ! -e /usr/share/games/fortunes/fortunes ]; then
         packages+=(fortunes-min)

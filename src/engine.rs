@@ -276,6 +276,11 @@ impl Engine {
                 wake_pending.store(false, Ordering::SeqCst);
             }
         }));
+        // The log's time goes on from its last record's, whatever the wall clock says now.
+        let last_at = match (&last_record, state.seq) {
+            (Some(record), seq) => Envelope::decode(seq, record).map_or(0, |env| env.at),
+            (None, _) => 0,
+        };
         let writer = Writer {
             catch_up_pending: pending,
             log: log.clone(),
@@ -283,7 +288,8 @@ impl Engine {
             health: health.clone(),
             last_recovery: None,
             decided: state,
-            last_at: 0,
+            last_at,
+            clock: ClockWatch::default(),
             publisher,
             chain: crate::events::Chain::after_record(last_record.as_deref()),
             snapshots,
@@ -517,6 +523,43 @@ impl Engine {
     }
 }
 
+/// Notices the wall clock stepping back behind the log's time, to record it once.
+#[derive(Default)]
+struct ClockWatch {
+    /// The step is in the log: not recorded again until the clock has caught up.
+    recorded: bool,
+    /// The batch being written records it.
+    recording: bool,
+}
+
+/// How far behind the log's time the wall clock must be to count as a step back.
+const CLOCK_SLACK_MS: i64 = 1000;
+
+impl ClockWatch {
+    /// The event to record for a batch decided at `wall`, when the log is at `log_ms`.
+    fn read(&mut self, wall: i64, log_ms: i64) -> Option<Event> {
+        self.recording = false;
+        if wall >= log_ms {
+            self.recorded = false;
+            return None;
+        }
+        if self.recorded || wall + CLOCK_SLACK_MS > log_ms {
+            return None;
+        }
+        self.recording = true;
+        Some(Event::ClockWentBack {
+            wall_ms: wall,
+            log_ms,
+        })
+    }
+
+    /// The batch decided last is durable.
+    fn durable(&mut self) {
+        self.recorded |= self.recording;
+        self.recording = false;
+    }
+}
+
 struct Writer {
     log: Arc<dyn EventLog>,
     /// Set while a `Job::CatchUp` is queued, so that a burst of other writers' appends queues
@@ -530,6 +573,7 @@ struct Writer {
     decided: Projections,
     /// Keeps `at` non-decreasing along the log even if the wall clock steps back.
     last_at: i64,
+    clock: ClockWatch,
     publisher: Option<Publisher>,
     /// Where the log's hash chain ends (what the next record links to).
     chain: crate::events::Chain,
@@ -653,6 +697,7 @@ impl Writer {
             }
             match self.persist(&staged) {
                 Ok(()) => {
+                    self.clock.durable();
                     self.fold_durable(&staged, Origin::Here);
                     let seq = self.decided.seq;
                     completions.into_iter().for_each(|done| done(Ok(seq)));
@@ -726,8 +771,26 @@ impl Writer {
         &mut self,
         commands: &[(Option<UserId>, Decide)],
     ) -> (Vec<Envelope>, Vec<Completion>) {
-        self.last_at = self.last_at.max(now_ms());
+        let wall = now_ms();
         let mut staged: Vec<Envelope> = Vec::new();
+        if let Some(event) = self.clock.read(wall, self.last_at) {
+            tracing::warn!(
+                wall_ms = wall,
+                log_ms = self.last_at,
+                "the wall clock is behind the log's time (it stepped back): events keep the \
+                 log's time until the clock passes it"
+            );
+            let env = Envelope {
+                seq: self.decided.seq.next(),
+                at: self.last_at,
+                actor: None,
+                schema_version: SCHEMA_VERSION,
+                event,
+            };
+            self.decided.apply(&env);
+            staged.push(env);
+        }
+        self.last_at = self.last_at.max(wall);
         let mut completions: Vec<Completion> = Vec::with_capacity(commands.len());
         for (actor, decide) in commands {
             let actor = *actor;
@@ -1305,6 +1368,27 @@ mod tests {
         );
         assert!(err.body()["msg"].as_str().unwrap().contains("restarted"));
         assert_eq!(engine.read(|s| s.users.len()), 1);
+    }
+
+    #[test]
+    fn a_clock_behind_the_log_is_recorded_once_until_it_catches_up() {
+        let mut watch = ClockWatch::default();
+        assert_eq!(watch.read(5_000, 4_000), None, "ahead");
+        assert_eq!(watch.read(4_500, 5_000), None, "jitter under a second");
+        let step = watch.read(1_000, 5_000);
+        assert_eq!(
+            step,
+            Some(Event::ClockWentBack {
+                wall_ms: 1_000,
+                log_ms: 5_000
+            })
+        );
+        // Not durable (the batch failed): recorded again with the next batch.
+        assert!(watch.read(1_100, 5_000).is_some());
+        watch.durable();
+        assert_eq!(watch.read(1_200, 5_000), None, "once per episode");
+        assert_eq!(watch.read(5_000, 5_000), None, "caught up");
+        assert!(watch.read(1_000, 6_500).is_some(), "a new step");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -682,6 +682,11 @@ pub enum Event {
         user_id: UserId,
         device_ids: Vec<u64>,
     },
+    /// The writer found the wall clock behind the log's last time (`wall_ms` < `log_ms`): the
+    /// clock stepped back (or the server restarted on a clock behind the log). Events keep the
+    /// log's time, which never goes backwards, until the wall clock passes it again; this
+    /// records the wall time the writer read, for the audit.
+    ClockWentBack { wall_ms: i64, log_ms: i64 },
 }
 
 /// A change to a device's push registration (`Event::PushDeviceChanged`).
@@ -970,6 +975,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "PushSent",
     "PushFailed",
     "PushTestSent",
+    "ClockWentBack",
     "UserMuted",
     "AlertWordsAdded",
     "AlertWordsRemoved",
@@ -1089,6 +1095,7 @@ impl Event {
             Event::PushSent { .. } => "PushSent",
             Event::PushFailed { .. } => "PushFailed",
             Event::PushTestSent { .. } => "PushTestSent",
+            Event::ClockWentBack { .. } => "ClockWentBack",
             Event::UserMuted { .. } => "UserMuted",
             Event::AlertWordsAdded { .. } => "AlertWordsAdded",
             Event::AlertWordsRemoved { .. } => "AlertWordsRemoved",

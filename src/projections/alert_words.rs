@@ -108,6 +108,7 @@ impl AlertWords {
             | Event::PushSent { .. }
             | Event::PushFailed { .. }
             | Event::PushTestSent { .. }
+            | Event::ClockWentBack { .. }
             | Event::UserEmailChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }

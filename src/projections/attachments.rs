@@ -237,6 +237,7 @@ impl Attachments {
             | Event::PushSent { .. }
             | Event::PushFailed { .. }
             | Event::PushTestSent { .. }
+            | Event::ClockWentBack { .. }
             | Event::UserEmailChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }

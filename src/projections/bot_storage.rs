@@ -78,6 +78,7 @@ impl BotStorage {
             | Event::PushSent { .. }
             | Event::PushFailed { .. }
             | Event::PushTestSent { .. }
+            | Event::ClockWentBack { .. }
             | Event::UserEmailChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }

@@ -244,6 +244,7 @@ impl Devices {
             | Event::PushSent { .. }
             | Event::PushFailed { .. }
             | Event::PushTestSent { .. }
+            | Event::ClockWentBack { .. }
             | Event::UserEmailChanged { .. }
             | Event::LogErased { .. }
             | Event::ImportStarted { .. }

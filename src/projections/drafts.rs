@@ -184,6 +184,7 @@ impl Drafts {
             | Event::PushSent { .. }
             | Event::PushFailed { .. }
             | Event::PushTestSent { .. }
+            | Event::ClockWentBack { .. }
             | Event::UserEmailChanged { .. }
             | Event::UserMuted { .. }
             | Event::AlertWordsAdded { .. }

@@ -163,6 +163,7 @@ impl NavigationViews {
             | Event::PushSent { .. }
             | Event::PushFailed { .. }
             | Event::PushTestSent { .. }
+            | Event::ClockWentBack { .. }
             | Event::UserEmailChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }

@@ -259,6 +259,7 @@ impl Notices {
             }
             Event::PushDeviceChanged { .. }
             | Event::PushTestSent { .. }
+            | Event::ClockWentBack { .. }
             | Event::RealmCreated { .. }
             | Event::RealmSettingChanged { .. }
             | Event::CustomProfileFieldCreated { .. }

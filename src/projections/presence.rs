@@ -145,6 +145,7 @@ impl Presence {
             | Event::PushSent { .. }
             | Event::PushFailed { .. }
             | Event::PushTestSent { .. }
+            | Event::ClockWentBack { .. }
             | Event::UserEmailChanged { .. }
             | Event::DraftsSaved { .. }
             | Event::DraftRemoved { .. }

@@ -282,7 +282,8 @@ impl Sessions {
             | Event::PushQueued { .. }
             | Event::PushSent { .. }
             | Event::PushFailed { .. }
-            | Event::PushTestSent { .. } => {}
+            | Event::PushTestSent { .. }
+            | Event::ClockWentBack { .. } => {}
         }
     }
 

@@ -33,9 +33,14 @@ def wait_for(condition, what, seconds=30):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def chronicle_binary():
+    """The binary under test (`CHRONICLE_BIN`, else the debug build)."""
+    return os.environ.get("CHRONICLE_BIN", str(ROOT / "target" / "debug" / "chronicle"))
+
+
 class RunningServer:
-    def __init__(self, data_dir: pathlib.Path, extra_args=(), bind="127.0.0.1:0"):
-        binary = os.environ.get("CHRONICLE_BIN", str(ROOT / "target" / "debug" / "chronicle"))
+    def __init__(self, data_dir: pathlib.Path, extra_args=(), bind="127.0.0.1:0", env=None):
+        binary = chronicle_binary()
         self.data_dir = data_dir
         # The server's log, kept beside the data directory for failure reports.
         self.log_path = data_dir.parent / "server.log"
@@ -45,7 +50,7 @@ class RunningServer:
             stdout=subprocess.PIPE,
             stderr=self.log,
             text=True,
-            env={**os.environ, "RUST_LOG": "info,actix_web::middleware::logger=info"},
+            env={**os.environ, "RUST_LOG": "info,actix_web::middleware::logger=info", **(env or {})},
         )
         self.url = None
         self.metrics_url = None

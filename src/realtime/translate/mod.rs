@@ -59,6 +59,7 @@ pub fn client_events(
         | Event::PushSent { .. }
         | Event::PushFailed { .. }
         | Event::PushTestSent { .. }
+        | Event::ClockWentBack { .. }
         // Bot storage is private to its bot, and Zulip sends no event for it.
         | Event::BotStorageSet { .. }
         | Event::BotStorageRemoved { .. } => Deliveries::new(),
