@@ -7,6 +7,7 @@
 
 mod chart;
 pub(crate) mod corpus;
+mod history;
 mod import;
 mod load;
 mod notify;
@@ -87,6 +88,7 @@ pub const SCENARIOS: &[&str] = &[
     "narrow",
     "memory",
     "sustained",
+    "history",
     "people",
     "import",
     "notifications",
@@ -143,6 +145,9 @@ pub fn run(options: BenchOptions) -> Result<(), Fatal> {
     }
     if wanted("sustained") {
         rows.extend(runtime.block_on(sustained::sustained(options.quick))?);
+    }
+    if wanted("history") {
+        rows.extend(runtime.block_on(history::history(options.quick))?);
     }
     if wanted("people") {
         rows.extend(runtime.block_on(people::people(options.quick))?);

@@ -178,8 +178,34 @@ fn figure(
     samples: u64,
     errors: u64,
 ) -> Row {
+    figure_in(
+        "sustained",
+        case,
+        value,
+        unit,
+        baseline,
+        label,
+        higher_is_better,
+        samples,
+        errors,
+    )
+}
+
+/// [`figure`] for another scenario.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn figure_in(
+    scenario: &str,
+    case: &str,
+    value: f64,
+    unit: &str,
+    baseline: Option<f64>,
+    label: &str,
+    higher_is_better: bool,
+    samples: u64,
+    errors: u64,
+) -> Row {
     Row {
-        scenario: "sustained".into(),
+        scenario: scenario.into(),
         case: case.into(),
         value,
         unit: unit.into(),

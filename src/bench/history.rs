@@ -1,0 +1,179 @@
+//! Scenario `history`: how the write path holds up as one channel's history grows to ten
+//! million messages of real text (issue 37). 256 members, 500 topics and 64 senders send the
+//! messages in ten windows of equal count to `chronicle serve` (a child process); each
+//! window's rate is measured, and the serving process's resident memory and its restart after
+//! the first tenth (one million) and at the end.
+
+use super::load::drive;
+use super::seed::{seed, SeedSpec};
+use super::sustained::{figure_in, ChildServer};
+use super::Row;
+use crate::server::Fatal;
+use std::time::Duration;
+
+const MEMBERS: u64 = 256;
+const TOPICS: u64 = 500;
+const SENDERS: usize = 64;
+const WINDOWS: u64 = 10;
+
+/// What was measured at one point of the history.
+struct Point {
+    messages: u64,
+    serving_per_message: f64,
+    restart_seconds: f64,
+    restarted_per_message: f64,
+}
+
+/// Stops `server`, starts it again on `data`, and measures: resident bytes a message while it
+/// served and after the restart (above `idle`), and the restart until it serves.
+fn measure(
+    server: ChildServer,
+    data: &std::path::Path,
+    idle: u64,
+    messages: u64,
+) -> Result<(ChildServer, Point), Fatal> {
+    let serving = server.resident_bytes()?;
+    server.stop()?;
+    let restarted = ChildServer::start(data)?;
+    let restart_seconds = restarted.started_in.as_secs_f64();
+    restarted.wait_indexed()?;
+    let after = restarted.resident_bytes()?;
+    let per = |bytes: u64| bytes.saturating_sub(idle) as f64 / messages.max(1) as f64;
+    Ok((
+        restarted,
+        Point {
+            messages,
+            serving_per_message: per(serving),
+            restart_seconds,
+            restarted_per_message: per(after),
+        },
+    ))
+}
+
+pub async fn history(quick: bool) -> Result<Vec<Row>, Fatal> {
+    let total: u64 = if quick { 200_000 } else { 10_000_000 };
+    let per_window = total / WINDOWS;
+    let seeded = seed(&SeedSpec {
+        users: MEMBERS,
+        channels: 1,
+        subscribers_per_channel: MEMBERS,
+        messages: 0,
+    })?;
+    let data = seeded.tmp.path().join("data");
+    let mut server = ChildServer::start(&data)?;
+    server.wait_indexed()?;
+    let idle = server.resident_bytes()?;
+    let client = super::load::client()?;
+    let (mut rates, mut sent, mut errors) = (Vec::new(), 0u64, 0u64);
+    let mut points = Vec::new();
+    for w in 0..WINDOWS {
+        let users = seeded.users.clone();
+        let (client, url) = (client.clone(), format!("{}/api/v1/messages", server.url));
+        let offset = sent;
+        let (stats, _) = drive(
+            SENDERS,
+            per_window,
+            Duration::from_secs(3600),
+            move |i| (i, 0u64),
+            move |(i, n): (usize, u64)| {
+                let (client, url) = (client.clone(), url.clone());
+                let (_, email, key) = users[i % users.len()].clone();
+                async move {
+                    let serial = offset + n * SENDERS as u64 + i as u64;
+                    let body = [
+                        ("type", "stream".to_owned()),
+                        ("to", "1".to_owned()),
+                        ("topic", format!("topic {}", serial % TOPICS)),
+                        (
+                            "content",
+                            super::corpus::text(serial.wrapping_mul(7919), || {
+                                format!("Message {serial}: a typical short chat line.")
+                            }),
+                        ),
+                    ];
+                    let ok = client
+                        .post(&url)
+                        .basic_auth(email, Some(key))
+                        .form(&body)
+                        .send()
+                        .await
+                        .is_ok_and(|r| r.status().is_success());
+                    ((i, n + 1), ok)
+                }
+            },
+        )
+        .await;
+        sent += stats.ok;
+        errors += stats.errors;
+        rates.push(stats.per_second);
+        println!(
+            "history: window {} of {WINDOWS}, {sent} messages, {:.0} msg/s",
+            w + 1,
+            stats.per_second
+        );
+        if w == 0 || w == WINDOWS - 1 {
+            let (restarted, point) = measure(server, &data, idle, sent)?;
+            server = restarted;
+            points.push(point);
+        }
+    }
+    server.stop()?;
+    let first = rates.first().copied().unwrap_or(0.0);
+    let last = rates.last().copied().unwrap_or(0.0);
+    let slowest = rates.iter().copied().fold(f64::INFINITY, f64::min);
+    let row = |case: String, value: f64, unit: &str, baseline: Option<f64>, label: &str| {
+        let higher = unit.ends_with("/s");
+        figure_in(
+            "history", &case, value, unit, baseline, label, higher, sent, errors,
+        )
+    };
+    let source = super::corpus::source();
+    let mut rows = vec![
+        row(
+            format!("messages/s, first window (the first {per_window}); {MEMBERS} members, {TOPICS} topics, {SENDERS} senders; {source}"),
+            first,
+            "msg/s",
+            None,
+            "",
+        ),
+        row(
+            format!("messages/s, last window (to {sent} messages)"),
+            last,
+            "msg/s",
+            Some(first),
+            "the first window (goal: 0.8x or more)",
+        ),
+        row(
+            format!("messages/s, slowest of {WINDOWS} windows"),
+            slowest,
+            "msg/s",
+            Some(first),
+            "the first window",
+        ),
+    ];
+    for point in points {
+        let m = point.messages;
+        rows.push(row(
+            format!("resident bytes per message while serving, {m} messages"),
+            point.serving_per_message,
+            "bytes",
+            Some(600.0),
+            "the goal: 600",
+        ));
+        rows.push(row(
+            format!("resident bytes per message after a restart, {m} messages"),
+            point.restarted_per_message,
+            "bytes",
+            Some(400.0),
+            "the goal: 400",
+        ));
+        rows.push(row(
+            format!("restart until serving, {m} messages"),
+            point.restart_seconds,
+            "s",
+            Some(m as f64 / 2_000_000.0),
+            "the goal: 1 s per 2 million",
+        ));
+    }
+    Ok(rows)
+}
