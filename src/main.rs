@@ -339,8 +339,9 @@ struct ServeArgs {
     /// DATA_DIR/outbox.
     #[arg(long)]
     smtp_url: Option<String>,
-    /// Write a projection snapshot every N events (0: never), so starts replay only the
-    /// log after the newest one [default: 100000].
+    /// Write a projection snapshot once the log grew by N events since the last one, or by a
+    /// quarter of its events before it, whichever is more (0: never), so starts replay only
+    /// the log after the newest one [default: 100000].
     #[arg(long)]
     snapshot_every: Option<u64>,
     /// Also verify every record before the newest snapshot (checksum, decoding, gapless
