@@ -80,24 +80,13 @@ pub async fn history(quick: bool) -> Result<Vec<Row>, Fatal> {
                 let (_, email, key) = users[i % users.len()].clone();
                 async move {
                     let serial = offset + n * SENDERS as u64 + i as u64;
-                    let body = [
-                        ("type", "stream".to_owned()),
-                        ("to", "1".to_owned()),
-                        ("topic", format!("topic {}", serial % TOPICS)),
-                        (
-                            "content",
-                            super::corpus::text(serial.wrapping_mul(7919), || {
-                                format!("Message {serial}: a typical short chat line.")
-                            }),
-                        ),
-                    ];
-                    let ok = client
-                        .post(&url)
-                        .basic_auth(email, Some(key))
-                        .form(&body)
-                        .send()
-                        .await
-                        .is_ok_and(|r| r.status().is_success());
+                    let text = super::corpus::text(serial.wrapping_mul(7919), || {
+                        format!("Message {serial}: a typical short chat line.")
+                    });
+                    let topic = format!("topic {}", serial % TOPICS);
+                    let ok =
+                        super::load::send_to_channel_one(&client, &url, (email, key), topic, text)
+                            .await;
                     ((i, n + 1), ok)
                 }
             },

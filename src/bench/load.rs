@@ -85,6 +85,30 @@ where
 }
 
 /// The load generator's HTTP client.
+/// Sends `content` to `topic` of channel 1 as `email` (`POST url`, the messages endpoint);
+/// whether it was accepted.
+pub async fn send_to_channel_one(
+    client: &reqwest::Client,
+    url: &str,
+    (email, key): (String, String),
+    topic: String,
+    content: String,
+) -> bool {
+    let body = [
+        ("type", "stream".to_owned()),
+        ("to", "1".to_owned()),
+        ("topic", topic),
+        ("content", content),
+    ];
+    client
+        .post(url)
+        .basic_auth(email, Some(key))
+        .form(&body)
+        .send()
+        .await
+        .is_ok_and(|r| r.status().is_success())
+}
+
 pub fn client() -> Result<reqwest::Client, crate::server::Fatal> {
     Ok(reqwest::Client::builder()
         .pool_max_idle_per_host(512)

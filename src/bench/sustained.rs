@@ -256,26 +256,13 @@ async fn one_size(subscribers: u64, windows: usize, window: Duration) -> Result<
                 let (client, url) = (client.clone(), url.clone());
                 let (_, email, key) = users[i % users.len()].clone();
                 async move {
-                    let body = [
-                        ("type", "stream".to_owned()),
-                        ("to", "1".to_owned()),
-                        ("topic", format!("topic {}", (i as u64 + n) % 50)),
-                        (
-                            "content",
-                            super::corpus::text(i as u64 * 7919 + n, || {
-                                format!(
-                                    "Window {w}, sender {i}, line {n}: a typical short chat line."
-                                )
-                            }),
-                        ),
-                    ];
-                    let ok = client
-                        .post(&url)
-                        .basic_auth(email, Some(key))
-                        .form(&body)
-                        .send()
-                        .await
-                        .is_ok_and(|r| r.status().is_success());
+                    let text = super::corpus::text(i as u64 * 7919 + n, || {
+                        format!("Window {w}, sender {i}, line {n}: a typical short chat line.")
+                    });
+                    let topic = format!("topic {}", (i as u64 + n) % 50);
+                    let ok =
+                        super::load::send_to_channel_one(&client, &url, (email, key), topic, text)
+                            .await;
                     ((i, n + 1), ok)
                 }
             },
