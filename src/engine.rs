@@ -53,7 +53,7 @@ pub const WRITE_WAIT: Duration = Duration::from_secs(10);
 const RECOVERY_EVERY: Duration = Duration::from_secs(1);
 
 /// How long a refused write is asked to wait before trying again.
-const RETRY_AFTER_SECONDS: f64 = 5.0;
+pub const RETRY_AFTER_SECONDS: f64 = 5.0;
 
 /// A queued command's ticket: the writer takes it, or its caller withdraws it after waiting too
 /// long, never both.
@@ -119,6 +119,13 @@ impl Writes {
         };
         Some(error.retry_after(RETRY_AFTER_SECONDS))
     }
+}
+
+/// The error a write is refused with in a state that refuses writes.
+fn refused(writes: &Writes) -> ApiError {
+    writes
+        .refusal()
+        .unwrap_or_else(|| ApiError::internal("a write refused while writes are open"))
 }
 
 /// The error for a write the writer did not take within [`WRITE_WAIT`].
@@ -399,13 +406,16 @@ impl Engine {
 
     /// Whether writes go through now, and why not.
     pub fn writes(&self) -> Writes {
-        if let Some(low) = self.reserve.get().and_then(|r| r.low()) {
-            return Writes::BelowReserve {
-                available: low.available,
-                keep: low.keep,
-            };
-        }
-        self.health.get()
+        self.below_reserve().unwrap_or_else(|| self.health.get())
+    }
+
+    /// `Writes::BelowReserve` while the data directory's free space is below the reserve.
+    fn below_reserve(&self) -> Option<Writes> {
+        let low = self.reserve.get()?.low()?;
+        Some(Writes::BelowReserve {
+            available: low.available,
+            keep: low.keep,
+        })
     }
 
     /// Decides `f` on the writer and answers once its events are durable and applied.
@@ -448,23 +458,19 @@ impl Engine {
         });
         // Refused before queueing: below the disk reserve, or stopped for good. (A paused
         // writer is asked: the write may be the one that finds the storage well again.)
-        if let Some(low) = self.reserve.get().and_then(|r| r.low()) {
+        if let Some(below) = self.below_reserve() {
             crate::metrics::get()
                 .writes_refused
                 .with_label_values(&["disk_reserve"])
                 .inc();
-            let below = Writes::BelowReserve {
-                available: low.available,
-                keep: low.keep,
-            };
-            return Err(below.refusal().unwrap_or_else(too_slow));
+            return Err(refused(&below));
         }
         if self.has_failed() {
             crate::metrics::get()
                 .writes_refused
                 .with_label_values(&["storage_error"])
                 .inc();
-            return Err(self.health.get().refusal().unwrap_or_else(too_slow));
+            return Err(refused(&self.health.get()));
         }
         let wait = Duration::from_millis(self.write_wait_ms.load(Ordering::Relaxed));
         let deadline = tokio::time::Instant::now() + wait;
@@ -707,7 +713,7 @@ impl Writer {
                     .writes_refused
                     .with_label_values(&["storage_error"])
                     .inc_by(commands.len() as u64);
-                self.answer_all(&commands, || writes.refusal().unwrap_or_else(too_slow));
+                self.answer_all(&commands, || refused(&writes));
                 return;
             }
         }
@@ -781,7 +787,7 @@ impl Writer {
                     self.roll_back();
                     let paused = self.pause(&err);
                     for done in completions {
-                        done(Err(paused.refusal().unwrap_or_else(too_slow)));
+                        done(Err(refused(&paused)));
                     }
                     return;
                 }
@@ -875,7 +881,7 @@ impl Writer {
              durable)"
         );
         for done in completions.into_iter().flatten() {
-            done(Err(stopped.refusal().unwrap_or_else(too_slow)));
+            done(Err(refused(&stopped)));
         }
     }
 

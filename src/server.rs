@@ -544,7 +544,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
     )?);
     let reserve = crate::store::space::Reserve::start(&layout.dir, config.min_free_space_mib)
         .map_err(|e| format!("the free space of {}: {e}", layout.dir.display()))?;
-    if reserve.keep() > 0 && reserve.low().is_some() {
+    if reserve.low().is_some() {
         eprintln!(
             "Warning: {} has {} MiB free, below the {} MiB kept in reserve: writes are refused \
              until space is freed (--min-free-space-mib sets the reserve; 0 turns it off)",

@@ -254,7 +254,7 @@ pub const PASSWORD_CHECKS_PER_ADDRESS: usize = crate::config::DEFAULT_PASSWORD_C
 #[derive(Debug)]
 pub struct PasswordWork {
     cores: tokio::sync::Semaphore,
-    threads: Mutex<std::sync::mpsc::Sender<PasswordJob>>,
+    threads: std::sync::mpsc::Sender<PasswordJob>,
     per_address: usize,
     in_flight: Mutex<HashMap<IpAddr, usize>>,
 }
@@ -317,7 +317,7 @@ impl PasswordWork {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         PasswordWork {
             cores: tokio::sync::Semaphore::new(cores),
-            threads: Mutex::new(password_threads(cores)),
+            threads: password_threads(cores),
             per_address,
             in_flight: Mutex::new(HashMap::new()),
         }
@@ -356,8 +356,6 @@ impl PasswordWork {
             let _ = tx.send(work());
         });
         self.threads
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
             .send(job)
             .map_err(|_| ApiError::internal("password work: no thread takes it"))?;
         rx.await

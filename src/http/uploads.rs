@@ -30,7 +30,7 @@ fn io_error(e: std::io::Error) -> ApiError {
             crate::error::ErrorCode::StorageFull,
             "The server's disk is full: the file was not saved.",
         )
-        .retry_after(5.0);
+        .retry_after(crate::engine::RETRY_AFTER_SECONDS);
     }
     ApiError::internal(format!("upload storage: {e}"))
 }

@@ -26,6 +26,13 @@ HOUR_MS = 3600 * 1000
 DAY_MS = 24 * HOUR_MS
 
 
+def set_offset(path, offset):
+    """Sets the clock's offset as one rename, so that libfaketime never reads a half-written file."""
+    written = path.with_suffix(".new")
+    written.write_text(offset + "\n")
+    written.replace(path)
+
+
 class Senders:
     """Four clients sending messages until stopped; the ids acknowledged."""
 
@@ -101,7 +108,7 @@ def timestamp_of(server, auth, message_id):
 
 def test_the_log_keeps_its_order_when_the_clock_steps_back_an_hour_then_forward_a_day(tmp_path):
     offset = tmp_path / "faketime"
-    offset.write_text("+0\n")
+    set_offset(offset, "+0")
     faked = {
         "LD_PRELOAD": str(FAKETIME),
         "FAKETIME_TIMESTAMP_FILE": str(offset),
@@ -125,11 +132,11 @@ def test_the_log_keeps_its_order_when_the_clock_steps_back_an_hour_then_forward_
     try:
         senders.wait_for_more(50)
         real_ms = time.time() * 1000
-        offset.write_text("-1h\n")
+        set_offset(offset, "-1h")
         # The writer notices the step at its next batch and records it in the log.
         wait_for(lambda: clock_events(server, auth), "the step back recorded in the log")
         senders.wait_for_more(50)
-        offset.write_text("+1d\n")
+        set_offset(offset, "+1d")
         wait_for(lambda: timestamp_of(server, auth, send_one(server, auth, "later"))
                  > time.time() + 23 * 3600, "timestamps a day ahead")
         senders.wait_for_more(50)
