@@ -58,6 +58,10 @@ prepare_python_steps() {
     if [ ! -e /usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1 ]; then
         packages+=(libfaketime)
     fi
+    # The partition test makes network namespaces and routes with iproute2's ip.
+    if ! command -v ip >/dev/null 2>&1; then
+        packages+=(iproute2)
+    fi
     # The benchmark's messages are real text: Debian's fortunes (chronicle bench, corpus.rs).
     if [ ! -e /usr/share/games/fortunes/fortunes ]; then
         packages+=(fortunes-min)

@@ -72,6 +72,9 @@ pub enum Writes {
     Paused { why: String, no_space: bool },
     /// Stopped until the server is restarted.
     Stopped { why: String },
+    /// Refused: a cluster's log has not answered this node for `silent_secs` (a network
+    /// partition); writes go through again once it answers.
+    Unreachable { silent_secs: u64 },
 }
 
 impl Writes {
@@ -82,6 +85,7 @@ impl Writes {
             Writes::BelowReserve { .. } => 1,
             Writes::Paused { .. } => 2,
             Writes::Stopped { .. } => 3,
+            Writes::Unreachable { .. } => 4,
         }
     }
 
@@ -116,6 +120,15 @@ impl Writes {
                 "The server's storage failed: nothing can be saved until the server is \
                  restarted. Reading still works.",
             ),
+            Writes::Unreachable { silent_secs } => ApiError::new(
+                ErrorCode::StorageUnavailable,
+                format!(
+                    "This server has not reached its cluster's log for {silent_secs} s: nothing \
+                     was changed, and nothing can be saved through it until it does. Reading \
+                     still works, but may be out of date; another server of the cluster may \
+                     take the change."
+                ),
+            ),
         };
         Some(error.retry_after(RETRY_AFTER_SECONDS))
     }
@@ -126,6 +139,24 @@ fn refused(writes: &Writes) -> ApiError {
     writes
         .refusal()
         .unwrap_or_else(|| ApiError::internal("a write refused while writes are open"))
+}
+
+/// `Writes::Unreachable` while `log` (a cluster's) does not answer this node.
+fn cut_off(log: &dyn EventLog) -> Option<Writes> {
+    let silent = log.unreachable()?;
+    Some(Writes::Unreachable {
+        silent_secs: silent.as_secs(),
+    })
+}
+
+/// The error for the writes of a batch a replicated log never confirmed.
+fn unconfirmed() -> ApiError {
+    ApiError::new(
+        crate::error::ErrorCode::StorageUnavailable,
+        "The server's storage did not confirm this change: it may have been saved or not, and \
+         shows up once the storage answers again if it was. The server is trying again.",
+    )
+    .retry_after(RETRY_AFTER_SECONDS)
 }
 
 /// The error for a write the writer did not take within [`WRITE_WAIT`].
@@ -406,7 +437,14 @@ impl Engine {
 
     /// Whether writes go through now, and why not.
     pub fn writes(&self) -> Writes {
-        self.below_reserve().unwrap_or_else(|| self.health.get())
+        self.below_reserve()
+            .or_else(|| self.cut_off())
+            .unwrap_or_else(|| self.health.get())
+    }
+
+    /// `Writes::Unreachable` while a cluster's log does not answer this node.
+    fn cut_off(&self) -> Option<Writes> {
+        cut_off(self.log.as_ref())
     }
 
     /// `Writes::BelowReserve` while the data directory's free space is below the reserve.
@@ -456,14 +494,22 @@ impl Engine {
                 }
             }
         });
-        // Refused before queueing: below the disk reserve, or stopped for good. (A paused
-        // writer is asked: the write may be the one that finds the storage well again.)
+        // Refused before queueing: below the disk reserve, cut off from a cluster's log, or
+        // stopped for good. (A paused writer is asked: the write may be the one that finds the
+        // storage well again.)
         if let Some(below) = self.below_reserve() {
             crate::metrics::get()
                 .writes_refused
                 .with_label_values(&["disk_reserve"])
                 .inc();
             return Err(refused(&below));
+        }
+        if let Some(cut) = self.cut_off() {
+            crate::metrics::get()
+                .writes_refused
+                .with_label_values(&["unreachable"])
+                .inc();
+            return Err(refused(&cut));
         }
         if self.has_failed() {
             crate::metrics::get()
@@ -679,7 +725,15 @@ impl Writer {
             }
             if catch_up {
                 self.catch_up_pending.store(false, Ordering::SeqCst);
-                if self.health.get() == Writes::Open {
+                // Nothing to read from a log that does not answer (each try would hold the
+                // writer for the whole request wait); once it answers, a paused writer tries
+                // it again here too, so that it folds the others' writes without a write of
+                // its own.
+                let reachable = self.log.unreachable().is_none();
+                if reachable && matches!(self.health.get(), Writes::Paused { .. }) {
+                    self.try_recover();
+                }
+                if reachable && self.health.get() == Writes::Open {
                     match self.catch_up() {
                         Ok(_) => {}
                         // The log could not be read now (a NATS election, say): nothing was
@@ -705,13 +759,18 @@ impl Writer {
         if commands.is_empty() {
             return;
         }
-        match self.health.get() {
+        let writes = cut_off(self.log.as_ref()).unwrap_or_else(|| self.health.get());
+        match writes {
             Writes::Open => {}
             Writes::Paused { .. } if self.try_recover() => {}
             writes => {
+                let why = match writes {
+                    Writes::Unreachable { .. } => "unreachable",
+                    _ => "storage_error",
+                };
                 crate::metrics::get()
                     .writes_refused
-                    .with_label_values(&["storage_error"])
+                    .with_label_values(&[why])
                     .inc_by(commands.len() as u64);
                 self.answer_all(&commands, || refused(&writes));
                 return;
@@ -777,7 +836,10 @@ impl Writer {
                         error = %err,
                         "a batch was not made durable"
                     );
-                    let transient = matches!(err, StoreError::Io(_) | StoreError::NoSpace(_));
+                    let transient = matches!(
+                        err,
+                        StoreError::Io(_) | StoreError::NoSpace(_) | StoreError::Unconfirmed(_)
+                    );
                     if !(transient && self.log.recovers_in_process()) {
                         self.fail(&err, Some(completions));
                         return;
@@ -786,8 +848,13 @@ impl Writer {
                     // and pause until the log recovers.
                     self.roll_back();
                     let paused = self.pause(&err);
+                    let unknown = matches!(err, StoreError::Unconfirmed(_));
                     for done in completions {
-                        done(Err(refused(&paused)));
+                        done(Err(if unknown {
+                            unconfirmed()
+                        } else {
+                            refused(&paused)
+                        }));
                     }
                     return;
                 }

@@ -42,7 +42,7 @@ pub struct Metrics {
     /// (the next write tries again); 3: stopped until restart.
     pub writes_state: IntGauge,
     /// Writes refused by the storage's state, by why (`disk_reserve`, `storage_error`,
-    /// `slow_storage`).
+    /// `slow_storage`, `unreachable`).
     pub writes_refused: IntCounterVec,
     // Read at scrape time.
     log_seq: IntGauge,
@@ -166,11 +166,11 @@ impl Metrics {
             ),
             writes_state: int_gauge(
                 "chronicle_writes_state",
-                "0 writes go through, 1 refused below the disk reserve, 2 paused after a storage error (the next write tries again), 3 stopped until restart",
+                "0 writes go through, 1 refused below the disk reserve, 2 paused after a storage error (the next write tries again), 3 stopped until restart, 4 refused while the cluster's log does not answer",
             ),
             writes_refused: counter_vec(
                 "chronicle_writes_refused_total",
-                "Writes refused by the storage's state (disk_reserve, storage_error, slow_storage)",
+                "Writes refused by the storage's state (disk_reserve, storage_error, slow_storage, unreachable)",
                 &["reason"],
             ),
             log_seq: int_gauge(

@@ -214,6 +214,14 @@ pub async fn pass_on(
         (1 << 20, cluster.body_timeout)
     };
     let answer = async {
+        // A node cut off from the stream would not see the change it passed on: it refuses,
+        // as the writer would if it were cut off.
+        let writes = state.engine.writes();
+        if matches!(writes, crate::engine::Writes::Unreachable { .. }) {
+            if let Some(refused) = writes.refusal() {
+                return Err(refused);
+            }
+        }
         let mut body = web::BytesMut::new();
         let read = tokio::time::timeout(timeout, async {
             while let Some(chunk) = payload.next().await {

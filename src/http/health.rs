@@ -4,7 +4,8 @@
 //! - `/health` is 200 whenever the process answers at all (alive), starting or serving.
 //! - `/ready` is 200 once the server serves: its state is loaded and, in a cluster, it has
 //!   folded the stream to within [`READY_LAG`] events of its end; 503 before (with
-//!   `Retry-After`), while the address is already taken and the log is being read.
+//!   `Retry-After`), while the address is already taken and the log is being read, and 503
+//!   `stale` while a node of a cluster cannot reach the stream.
 
 use super::AppState;
 use actix_web::{web, HttpResponse};
@@ -60,6 +61,7 @@ fn writes_detail(state: &AppState) -> serde_json::Value {
         Writes::BelowReserve { .. } => "below_reserve",
         Writes::Paused { .. } => "paused",
         Writes::Stopped { .. } => "stopped",
+        Writes::Unreachable { .. } => "unreachable",
     };
     let mut detail = json!({"writes": name});
     if let Some(refusal) = writes.refusal() {
@@ -84,13 +86,19 @@ fn ready_answer(mut body: serde_json::Value, state: &AppState) -> HttpResponse {
 }
 
 /// `GET /ready` on a serving server. Writes refused (a full disk, a storage failure) do not
-/// make it 503, for reads go on: its body says so (`writes`).
+/// make it 503, for reads go on: its body says so (`writes`). A node of a cluster that cannot
+/// reach the stream is 503 `stale`, so that a load balancer sends clients to the others, but
+/// still answers reads from what it has folded.
 pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
     let applied = state.engine.read(|s| s.seq.0);
     if state.cluster.is_none() {
         return ready_answer(json!({"status": "ready", "seq": applied}), &state);
     }
-    match stream_end(&state).await {
+    let end = match state.engine.log().unreachable() {
+        Some(_) => None,
+        None => stream_end(&state).await,
+    };
+    match end {
         Some(end) => {
             let lag = end.saturating_sub(applied);
             if lag <= READY_LAG {
@@ -105,12 +113,36 @@ pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
                 )
             }
         }
-        None => not_ready("the stream cannot be reached", json!({"seq": applied})),
+        None => stale(&state, applied),
     }
+}
+
+/// The answer of a node that cannot reach its cluster's stream: 503, with what it serves.
+fn stale(state: &AppState, applied: u64) -> HttpResponse {
+    let mut body = json!({
+        "status": "stale",
+        "reason": "the cluster's stream cannot be reached: reads are answered from this node's \
+                   state, which may be out of date, and writes are refused",
+        "seq": applied,
+    });
+    if let Some(silent) = state.engine.log().unreachable() {
+        body["unreachable_seconds"] = json!(silent.as_secs());
+    }
+    if let (Some(body), Some(detail)) = (body.as_object_mut(), writes_detail(state).as_object()) {
+        body.extend(detail.clone());
+    }
+    HttpResponse::ServiceUnavailable()
+        .insert_header(("Retry-After", "1"))
+        .insert_header(("Cache-Control", "no-store"))
+        .json(body)
 }
 
 /// What a scrape reads of the running server (`metrics::Sizes`).
 async fn sizes(state: &AppState) -> crate::metrics::Sizes {
+    // The writer sets it as its storage changes; a cluster's log going silent is seen here.
+    crate::metrics::get()
+        .writes_state
+        .set(state.engine.writes().code());
     let (log_seq, people, channels, messages) = state.engine.read(|s| {
         (
             s.seq.0,

@@ -20,6 +20,8 @@ pub struct FaultyLog {
     fail_append: AtomicBool,
     /// Flushes fail as a full disk does until space is "freed".
     full: AtomicBool,
+    /// While true, the log counts as unreachable (a cluster's log cut off by the network).
+    cut: AtomicBool,
     /// While true, flushes wait (a stalled disk).
     held: Mutex<bool>,
     released: Condvar,
@@ -52,6 +54,16 @@ impl FaultyLog {
     /// Flushes succeed again.
     pub fn free_space(&self) {
         self.full.store(false, Ordering::SeqCst);
+    }
+
+    /// The log says it has not answered for a while, as a cluster's log cut off does, until
+    /// [`FaultyLog::reconnect`].
+    pub fn cut_off(&self) {
+        self.cut.store(true, Ordering::SeqCst);
+    }
+
+    pub fn reconnect(&self) {
+        self.cut.store(false, Ordering::SeqCst);
     }
 
     /// Flushes stall until [`FaultyLog::release_flushes`].
@@ -167,6 +179,12 @@ impl EventLog for FaultyLog {
         lock(&self.pending).clear();
         self.quarantine_from(durable.next())?;
         Ok(())
+    }
+
+    fn unreachable(&self) -> Option<std::time::Duration> {
+        self.cut
+            .load(Ordering::SeqCst)
+            .then_some(std::time::Duration::from_secs(12))
     }
 }
 
@@ -290,6 +308,39 @@ mod tests {
             .unwrap()
             .first_break
             .is_none());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_log_cut_off_refuses_writes_with_503_keeps_reads_and_resumes_when_it_answers() {
+        use crate::engine::Writes;
+        let log = Arc::new(FaultyLog::new());
+        let engine = organization(&log, 1).await;
+        let before = engine.read(|s| s.dump());
+        log.cut_off();
+        assert_eq!(engine.writes(), Writes::Unreachable { silent_secs: 12 });
+        let refused = create(&engine, "a@example.com").await.unwrap_err();
+        assert_eq!(
+            (
+                refused.status_code().as_u16(),
+                refused.body()["code"].as_str()
+            ),
+            (503, Some("STORAGE_UNAVAILABLE")),
+            "{refused}"
+        );
+        assert!(
+            refused.body()["msg"]
+                .as_str()
+                .is_some_and(|m| m.contains("has not reached its cluster's log for 12 s")),
+            "{refused}"
+        );
+        assert_eq!(refused.body()["retry-after"], 5.0);
+        // Nothing was appended, and reads go on.
+        assert_eq!(engine.read(|s| s.dump()), before);
+        assert_eq!(emails(&engine).len(), 2);
+        log.reconnect();
+        assert_eq!(engine.writes(), Writes::Open);
+        create(&engine, "b@example.com").await.unwrap();
+        assert!(emails(&engine).contains(&"b@example.com".to_owned()));
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -28,7 +28,8 @@ use crate::ids::Seq;
 use async_nats::jetstream::{self, stream};
 use futures_util::StreamExt;
 use std::future::Future;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Where a cluster's log lives.
@@ -67,6 +68,15 @@ const ACK_WAIT: Duration = Duration::from_secs(5);
 const WATCH_EVERY: Duration = Duration::from_secs(1);
 /// How long a request to the stream (info, a message) may take.
 const REQUEST_WAIT: Duration = Duration::from_secs(10);
+/// How long the look at the stream a node takes every [`WATCH_EVERY`] may take.
+const PROBE_WAIT: Duration = Duration::from_secs(2);
+/// How long the stream may not answer before a node calls it unreachable and takes no writes
+/// (longer than a leader election, which appends wait out).
+const UNREACHABLE_AFTER: Duration = Duration::from_secs(10);
+/// How often the client pings its NATS server: after two unanswered pings it moves to another
+/// server of the cluster (NATS's default of two minutes would keep a node on a server cut off
+/// from the others for minutes).
+const PING_EVERY: Duration = Duration::from_secs(2);
 
 fn nats(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::Io(format!("NATS: {what}: {e}"))
@@ -278,6 +288,7 @@ async fn connect(url: &str) -> Result<async_nats::Client, StoreError> {
         .name("chronicle")
         .retry_on_initial_connect()
         .connection_timeout(Duration::from_secs(5))
+        .ping_interval(PING_EVERY)
         .event_callback(|event| async move {
             let name = match event {
                 async_nats::Event::Connected => "connected",
@@ -420,6 +431,55 @@ struct Cursor {
     resume: Option<u64>,
 }
 
+/// When the stream last answered this node: what tells a network partition from a pause.
+#[derive(Debug)]
+struct Contact {
+    since: Instant,
+    /// Milliseconds after `since` of the last answer.
+    answered_ms: AtomicU64,
+    /// Whether the stream counts as unreachable now (so that the change is logged once).
+    cut: AtomicBool,
+}
+
+impl Contact {
+    fn new() -> Contact {
+        Contact {
+            since: Instant::now(),
+            answered_ms: AtomicU64::new(0),
+            cut: AtomicBool::new(false),
+        }
+    }
+
+    fn answered(&self) {
+        let now = self.since.elapsed().as_millis() as u64;
+        self.answered_ms.fetch_max(now, Ordering::Relaxed);
+        if self.cut.swap(false, Ordering::Relaxed) {
+            tracing::warn!("the cluster's log answers again: this node takes writes again");
+        }
+    }
+
+    fn silent_for(&self) -> Duration {
+        let answered = Duration::from_millis(self.answered_ms.load(Ordering::Relaxed));
+        self.since.elapsed().saturating_sub(answered)
+    }
+
+    /// How long the stream has been silent, once that is [`UNREACHABLE_AFTER`] or more.
+    fn unreachable(&self) -> Option<Duration> {
+        let silent = self.silent_for();
+        if silent < UNREACHABLE_AFTER {
+            return None;
+        }
+        if !self.cut.swap(true, Ordering::Relaxed) {
+            tracing::error!(
+                silent_secs = silent.as_secs(),
+                "this node cannot reach the cluster's log: it takes no writes, and what it \
+                 serves may be out of date, until it can"
+            );
+        }
+        Some(silent)
+    }
+}
+
 /// The log in a JetStream stream.
 pub struct JetStreamLog {
     runtime: Runtime,
@@ -430,6 +490,8 @@ pub struct JetStreamLog {
     part_bytes: usize,
     /// How far this node has read and written the stream.
     cursor: Mutex<Cursor>,
+    /// When the stream last answered.
+    contact: Arc<Contact>,
 }
 
 impl JetStreamLog {
@@ -469,7 +531,20 @@ impl JetStreamLog {
                 expected: head,
                 resume: None,
             }),
+            contact: Arc::new(Contact::new()),
         })
+    }
+
+    /// Whether the stream answers a look at it within `wait`.
+    fn answers(&self, wait: Duration) -> bool {
+        let (js, name) = (self.js.clone(), self.stream.clone());
+        let answered = self
+            .on(async move { Ok(led(&js, &name, wait).await) })
+            .unwrap_or(false);
+        if answered {
+            self.contact.answered();
+        }
+        answered
     }
 
     fn cursor(&self) -> Result<std::sync::MutexGuard<'_, Cursor>, StoreError> {
@@ -519,6 +594,19 @@ impl JetStreamLog {
             bytes: info.state.bytes,
         })
     }
+}
+
+/// Whether the stream answers within `wait` with a leader: a server cut off from the others
+/// answers from its own copy, with no leader, once it has stepped down.
+async fn led(js: &jetstream::Context, name: &str, wait: Duration) -> bool {
+    let Ok(Ok(stream)) = tokio::time::timeout(wait, js.get_stream(name)).await else {
+        return false;
+    };
+    let info = stream.cached_info();
+    info.cluster
+        .as_ref()
+        .and_then(|cluster| cluster.leader.as_deref())
+        .is_some_and(|leader| !leader.is_empty())
 }
 
 /// The stream message holding the last part of the newest complete batch at or before
@@ -656,7 +744,11 @@ async fn append_parts(
                     tracing::warn!(%why, "NATS publish not acknowledged; resending");
                     tokio::time::sleep(patience.pause).await;
                 }
-                Attempt::Unknown(why) => return Err(nats("appending to the stream", why)),
+                Attempt::Unknown(why) => {
+                    return Err(StoreError::Unconfirmed(format!(
+                        "NATS: appending to the stream: {why}"
+                    )))
+                }
             }
         };
     }
@@ -722,6 +814,7 @@ impl EventLog for JetStreamLog {
         let stored = self.on(async move { append_parts(&sink, &parts, expected, patience).await });
         match stored {
             Ok(last) => {
+                self.contact.answered();
                 cursor.expected = last;
                 cursor.resume = Some(last);
                 Ok(())
@@ -818,6 +911,19 @@ impl EventLog for JetStreamLog {
     }
 
     fn watch(&self, wake: Box<dyn Fn() + Send + Sync>) {
+        // A look at the stream every tick, apart from the appends and the catch-ups (which
+        // stop while it is unreachable), tells when it answers again.
+        let (js, name, contact) = (self.js.clone(), self.stream.clone(), self.contact.clone());
+        self.runtime.spawn(async move {
+            let mut tick = tokio::time::interval(WATCH_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if led(&js, &name, PROBE_WAIT).await {
+                    contact.answered();
+                }
+            }
+        });
         let (js, subject) = (self.js.clone(), self.subject.clone());
         self.runtime.spawn(async move {
             let mut tick = tokio::time::interval(WATCH_EVERY);
@@ -847,6 +953,25 @@ impl EventLog for JetStreamLog {
             "record {from} of the replicated log is damaged; a stream is never rewritten, so \
              this is not a torn write to recover from: restore the stream from a backup"
         )))
+    }
+
+    /// The stream is never rewritten, so nothing is taken back: an append whose answer never
+    /// came is in the stream or not, and the writer's next append, expecting the sequence it
+    /// last knew, is refused if it is, and the writer folds it then like another writer's.
+    fn recovers_in_process(&self) -> bool {
+        true
+    }
+
+    fn recover(&self, _durable: Seq) -> Result<(), StoreError> {
+        if self.answers(PROBE_WAIT) {
+            Ok(())
+        } else {
+            Err(nats("looking at the stream", "no answer"))
+        }
+    }
+
+    fn unreachable(&self) -> Option<Duration> {
+        self.contact.unreachable()
     }
 }
 
@@ -1016,6 +1141,7 @@ impl Lease {
         let tag = node_tag(&me);
         runtime.spawn(async move {
             let mut tick = tokio::time::interval(LEASE_EVERY);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
                 tick.tick().await;
                 let now_folded = folded();

@@ -15,6 +15,7 @@ pub use sled_log::SledLog;
 use crate::events::{DecodeError, Envelope};
 use crate::ids::Seq;
 use bytes::Bytes;
+use std::time::Duration;
 
 /// A storage failure. Writes stop when one happens; it is never swallowed.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +34,10 @@ pub enum StoreError {
     /// A replicated log refused an append because another writer appended first.
     #[error("the log moved on under this writer: {0}")]
     Conflict(String),
+    /// A replicated log's servers never answered an append: it may be stored or not (it shows
+    /// up when the log is read again, or never).
+    #[error("the log did not confirm an append: {0}")]
+    Unconfirmed(String),
 }
 
 /// Raw `(seq, record)` pairs in log order. A record is shared, not copied, out of what storage
@@ -78,6 +83,12 @@ pub trait EventLog: Send + Sync + 'static {
     /// does).
     fn watch(&self, wake: Box<dyn Fn() + Send + Sync>) {
         drop(wake);
+    }
+    /// How long the log's servers have not answered, once that is long enough to call them
+    /// unreachable (a replicated log cut off by the network); `None` while they answer, and
+    /// always for a log on a local disk.
+    fn unreachable(&self) -> Option<Duration> {
+        None
     }
 }
 
