@@ -250,9 +250,15 @@ impl Projections {
     /// the engine's decision state, which keeps none, and the server builds the read state's
     /// while it already serves (`Engine::index_words_in_background`).
     pub fn restore_derived_and_digest(&mut self) -> String {
+        self.restore_derived();
+        self.digest()
+    }
+
+    /// Rebuilds what snapshots leave out, without the digest (a snapshot this same executable
+    /// wrote: its fold and its decoding are the ones that wrote it).
+    pub fn restore_derived(&mut self) {
         self.linkifiers.recompile();
         self.users.restore_derived();
-        self.digest()
     }
 
     /// Every projection as ordered JSON, with no secrets: what `GET /admin/projections` and
