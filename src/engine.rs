@@ -89,6 +89,15 @@ impl Writes {
         }
     }
 
+    /// Why a write refused in this state counts in `chronicle_writes_refused_total`.
+    pub fn refused_as(&self) -> &'static str {
+        match self {
+            Writes::BelowReserve { .. } => "disk_reserve",
+            Writes::Unreachable { .. } => "unreachable",
+            Writes::Open | Writes::Paused { .. } | Writes::Stopped { .. } => "storage_error",
+        }
+    }
+
     /// The error a write is refused with in this state (`None`: open).
     pub fn refusal(&self) -> Option<ApiError> {
         use crate::error::ErrorCode;
@@ -497,26 +506,16 @@ impl Engine {
         // Refused before queueing: below the disk reserve, cut off from a cluster's log, or
         // stopped for good. (A paused writer is asked: the write may be the one that finds the
         // storage well again.)
-        if let Some(below) = self.below_reserve() {
+        let refusal = self
+            .below_reserve()
+            .or_else(|| self.cut_off())
+            .or_else(|| self.has_failed().then(|| self.health.get()));
+        if let Some(writes) = refusal {
             crate::metrics::get()
                 .writes_refused
-                .with_label_values(&["disk_reserve"])
+                .with_label_values(&[writes.refused_as()])
                 .inc();
-            return Err(refused(&below));
-        }
-        if let Some(cut) = self.cut_off() {
-            crate::metrics::get()
-                .writes_refused
-                .with_label_values(&["unreachable"])
-                .inc();
-            return Err(refused(&cut));
-        }
-        if self.has_failed() {
-            crate::metrics::get()
-                .writes_refused
-                .with_label_values(&["storage_error"])
-                .inc();
-            return Err(refused(&self.health.get()));
+            return Err(refused(&writes));
         }
         let wait = Duration::from_millis(self.write_wait_ms.load(Ordering::Relaxed));
         let deadline = tokio::time::Instant::now() + wait;
@@ -764,13 +763,9 @@ impl Writer {
             Writes::Open => {}
             Writes::Paused { .. } if self.try_recover() => {}
             writes => {
-                let why = match writes {
-                    Writes::Unreachable { .. } => "unreachable",
-                    _ => "storage_error",
-                };
                 crate::metrics::get()
                     .writes_refused
-                    .with_label_values(&[why])
+                    .with_label_values(&[writes.refused_as()])
                     .inc_by(commands.len() as u64);
                 self.answer_all(&commands, || refused(&writes));
                 return;
