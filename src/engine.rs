@@ -748,6 +748,9 @@ impl Writer {
             self.write_batch(commands);
             if let Some(ack) = shutdown {
                 self.snapshot_at_stop();
+                if let Err(error) = self.log.close() {
+                    tracing::warn!(%error, "the log was not closed well: the next start reads more of it");
+                }
                 let _ = ack.send(());
                 return;
             }

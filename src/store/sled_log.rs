@@ -499,6 +499,24 @@ impl EventLog for SledLog {
         true
     }
 
+    /// Opens the database once more and lets it go. sled 0.34 records where its data lies (a
+    /// snapshot of its page table) only when it opens, and an open reads every segment written
+    /// since that record: all that this run wrote, gigabytes after millions of messages (9.7 s
+    /// of a start at ten million). Opened again here, it reads them now and records the result,
+    /// so the next start reads nothing more. The database is closed after it: its lock is let
+    /// go.
+    fn close(&self) -> Result<(), StoreError> {
+        let started = std::time::Instant::now();
+        let mut trees = self.trees.write().unwrap_or_else(|p| p.into_inner());
+        trees.take();
+        Trees::open(&self.dir)?;
+        tracing::info!(
+            seconds = started.elapsed().as_secs_f64(),
+            "log closed: its storage's index is up to date for the next start"
+        );
+        Ok(())
+    }
+
     fn recover(&self, durable: Seq) -> Result<(), StoreError> {
         // sled keeps the error of a failed write and refuses everything after it until the
         // database is opened again; opening it runs sled's own recovery, which keeps what a
@@ -559,6 +577,32 @@ mod tests {
         read_envelopes(log, Seq(from))
             .map(|e| e.unwrap().seq.0)
             .collect()
+    }
+
+    #[test]
+    fn a_closed_log_lets_its_directory_go_and_opens_with_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = SledLog::open(dir.path()).unwrap();
+        for seq in 1..=50 {
+            log.append_batch(&[env(seq)]).unwrap();
+        }
+        log.flush().unwrap();
+        log.close().unwrap();
+        // sled recorded where its data lies when it was opened again: a newer snapshot of its
+        // own than the one of the first open.
+        let sled_snapshots = std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("snap."))
+            .count();
+        assert!(sled_snapshots >= 1, "sled's own snapshot is written");
+        // Closed: the same process opens it again at once, with every record.
+        let reopened = SledLog::open(dir.path()).unwrap();
+        assert_eq!(seqs_from(&reopened, 1), (1..=50).collect::<Vec<_>>());
+        assert!(
+            log.append_batch(&[env(51)]).is_err(),
+            "nothing goes through a closed log"
+        );
     }
 
     #[test]
