@@ -50,8 +50,48 @@ fn measure(
     ))
 }
 
+/// The number of messages: `$CHRONICLE_BENCH_HISTORY_MESSAGES` when it is set (to study one
+/// size), else ten million (200,000 when quick).
+fn total_messages(quick: bool) -> u64 {
+    std::env::var("CHRONICLE_BENCH_HISTORY_MESSAGES")
+        .ok()
+        .and_then(|n| n.parse::<u64>().ok())
+        .filter(|n| *n >= WINDOWS)
+        .unwrap_or(if quick { 200_000 } else { 10_000_000 })
+}
+
+/// Moves the data directory to `$CHRONICLE_BENCH_KEEP_DATA` when it is set (and names no
+/// existing path), so that its start can be studied after the run; else it goes with the
+/// scenario's temporary directory.
+fn keep_data(data: &std::path::Path) {
+    let Some(to) = std::env::var_os("CHRONICLE_BENCH_KEEP_DATA") else {
+        return;
+    };
+    let to = std::path::PathBuf::from(to);
+    if to.exists() {
+        eprintln!("history: {} exists; the data was not kept", to.display());
+        return;
+    }
+    let kept = std::fs::rename(data, &to).or_else(|_| {
+        // Across filesystems: copy, then the temporary directory goes as usual.
+        std::process::Command::new("cp")
+            .arg("-a")
+            .arg(data)
+            .arg(&to)
+            .status()
+            .and_then(|status| match status.success() {
+                true => Ok(()),
+                false => Err(std::io::Error::other(format!("cp -a: {status}"))),
+            })
+    });
+    match kept {
+        Ok(()) => println!("history: data kept in {}", to.display()),
+        Err(error) => eprintln!("history: the data was not kept: {error}"),
+    }
+}
+
 pub async fn history(quick: bool) -> Result<Vec<Row>, Fatal> {
-    let total: u64 = if quick { 200_000 } else { 10_000_000 };
+    let total = total_messages(quick);
     let per_window = total / WINDOWS;
     let seeded = seed(&SeedSpec {
         users: MEMBERS,
@@ -107,6 +147,7 @@ pub async fn history(quick: bool) -> Result<Vec<Row>, Fatal> {
         }
     }
     server.stop()?;
+    keep_data(&data);
     let first = rates.first().copied().unwrap_or(0.0);
     let last = rates.last().copied().unwrap_or(0.0);
     let slowest = rates.iter().copied().fold(f64::INFINITY, f64::min);

@@ -93,19 +93,69 @@ impl Shared {
     }
 }
 
+/// What a thread decoding a snapshot interns into: its own sets, in front of the sets every
+/// thread decoding the same snapshot shares (when it is decoded in parts on several threads),
+/// so that all its messages point at one copy of each name while the shared sets are locked
+/// once per name and thread, not once per message.
+struct Decoding {
+    own: Shared,
+    common: Option<Arc<std::sync::Mutex<Shared>>>,
+}
+
+impl Decoding {
+    /// The shared copy of `value` in the set `pick` chooses.
+    fn intern<T: ?Sized + std::hash::Hash + Eq>(
+        &mut self,
+        pick: impl Fn(&mut Shared) -> &mut super::FastSet<Arc<T>>,
+        value: &T,
+    ) -> Arc<T>
+    where
+        for<'a> Arc<T>: From<&'a T>,
+    {
+        if let Some(shared) = pick(&mut self.own).get(value) {
+            return shared.clone();
+        }
+        let shared = match &self.common {
+            Some(common) => intern(
+                pick(&mut common.lock().unwrap_or_else(|p| p.into_inner())),
+                value,
+            ),
+            None => Arc::from(value),
+        };
+        pick(&mut self.own).insert(Arc::clone(&shared));
+        shared
+    }
+}
+
 thread_local! {
     /// The shared names and lists of the snapshot being decoded on this thread
     /// (`decoding_shared`), so that a decoded message points at them from the start: a
     /// message decoded with its own copies and interned afterwards would leave their freed
     /// blocks scattered among the messages, where the allocator cannot give them back.
-    static DECODING: std::cell::RefCell<Option<Shared>> = const { std::cell::RefCell::new(None) };
+    static DECODING: std::cell::RefCell<Option<Decoding>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Runs `decode` with every topic, client name and participant list it decodes interned, and
 /// returns its result with the interned sets (for `Messages` to keep interning into).
 pub(super) fn decoding_shared<R>(decode: impl FnOnce() -> R) -> (R, Shared) {
+    decoding(None, decode)
+}
+
+/// Runs `decode` with every topic, client name and participant list it decodes interned into
+/// `common`, which other threads decoding parts of the same snapshot share.
+pub(super) fn decoding_into<R>(
+    common: &Arc<std::sync::Mutex<Shared>>,
+    decode: impl FnOnce() -> R,
+) -> R {
+    decoding(Some(common.clone()), decode).0
+}
+
+fn decoding<R>(
+    common: Option<Arc<std::sync::Mutex<Shared>>>,
+    decode: impl FnOnce() -> R,
+) -> (R, Shared) {
     /// Puts back what the thread had before, even if `decode` panics.
-    struct Restore(Option<Option<Shared>>);
+    struct Restore(Option<Option<Decoding>>);
     impl Drop for Restore {
         fn drop(&mut self) {
             if let Some(previous) = self.0.take() {
@@ -113,14 +163,18 @@ pub(super) fn decoding_shared<R>(decode: impl FnOnce() -> R) -> (R, Shared) {
             }
         }
     }
-    let mut restore = Restore(Some(DECODING.with(|d| d.replace(Some(Shared::default())))));
+    let fresh = Decoding {
+        own: Shared::default(),
+        common,
+    };
+    let mut restore = Restore(Some(DECODING.with(|d| d.replace(Some(fresh)))));
     let result = decode();
-    let shared = DECODING.with(|d| d.replace(restore.0.take().flatten()));
-    (result, shared.unwrap_or_default())
+    let decoded = DECODING.with(|d| d.replace(restore.0.take().flatten()));
+    (result, decoded.map(|d| d.own).unwrap_or_default())
 }
 
 /// `shared(sets)` with the sets of the snapshot being decoded on this thread, else `alone()`.
-fn while_decoding<T>(shared: impl FnOnce(&mut Shared) -> T, alone: impl FnOnce() -> T) -> T {
+fn while_decoding<T>(shared: impl FnOnce(&mut Decoding) -> T, alone: impl FnOnce() -> T) -> T {
     DECODING.with(|d| match d.borrow_mut().as_mut() {
         Some(sets) => shared(sets),
         None => alone(),
@@ -136,7 +190,7 @@ fn decode_client<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Ar
         }
         fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<Arc<str>, E> {
             Ok(while_decoding(
-                |sets| intern(&mut sets.clients, name),
+                |sets| sets.intern(|s| &mut s.clients, name),
                 || Arc::from(name),
             ))
         }
@@ -149,7 +203,7 @@ fn decode_participants<'de, D: serde::Deserializer<'de>>(
 ) -> Result<Arc<[UserId]>, D::Error> {
     let ids = <Vec<UserId> as serde::Deserialize>::deserialize(deserializer)?;
     Ok(while_decoding(
-        |sets| intern(&mut sets.participants, ids.as_slice()),
+        |sets| sets.intern(|s| &mut s.participants, ids.as_slice()),
         || Arc::from(ids.as_slice()),
     ))
 }
@@ -208,7 +262,7 @@ impl<'de> serde::Deserialize<'de> for Topic {
             }
             fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Topic, E> {
                 Ok(while_decoding(
-                    |sets| sets.topic(text),
+                    |sets| Topic(sets.intern(|s| &mut s.topics, text)),
                     || Topic(Arc::from(text)),
                 ))
             }
@@ -416,15 +470,29 @@ mod tests {
         let mut given = Given::org();
         let member = given.user("m@example.com", crate::events::Role::Member);
         let channel = given.channel("c", &[OWNER, member]);
+        // Messages a chunk (64 ids) apart, so that each is in a part of its own, decoded on
+        // whichever thread takes it.
+        let apart = |given: &mut Given, send: &dyn Fn(&mut Given) -> MessageId| {
+            for n in 0..64 {
+                given.message(OWNER, channel, "filler", &format!("{n}"));
+            }
+            send(given)
+        };
         let ids = [
-            given.message(OWNER, channel, "lunch", "a"),
-            given.message(member, channel, "lunch", "b"),
-            given.direct(OWNER, &[member], "c"),
-            given.direct(member, &[OWNER], "d"),
+            apart(&mut given, &|g| g.message(OWNER, channel, "lunch", "a")),
+            apart(&mut given, &|g| g.message(member, channel, "lunch", "b")),
+            apart(&mut given, &|g| g.direct(OWNER, &[member], "c")),
+            apart(&mut given, &|g| g.direct(member, &[OWNER], "d")),
         ];
+        let mut sections = Vec::new();
+        let hash = given
+            .state
+            .encode_snapshot_in_parts_of(&mut sections, 1)
+            .unwrap_or_else(|e| panic!("not encoded: {e}"));
+        let decoded = Projections::decode_snapshot(&sections, &hash)
+            .unwrap_or_else(|e| panic!("not decoded: {e:?}"));
+        assert_eq!(decoded.dump(), given.state.dump());
         let bytes = rmp_serde::to_vec(&given.state).unwrap_or_default();
-        let decoded =
-            Projections::decode_snapshot(&bytes).unwrap_or_else(|e| panic!("not decoded: {e}"));
         let plain: Projections =
             rmp_serde::from_slice(&bytes).unwrap_or_else(|e| panic!("not decoded: {e}"));
         let place = |state: &Projections, id| {

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 /// Messages per chunk.
-const CHUNK: u64 = 64;
+pub(super) const CHUNK: u64 = 64;
 
 /// The slots of one chunk, `None` where no message has that id (never sent or deleted).
 type Chunk = Vec<Option<Message>>;
@@ -101,12 +101,36 @@ impl Chunks {
     }
 }
 
+thread_local! {
+    /// Set while a snapshot's state is encoded without its messages, which follow it in parts
+    /// of their own (`MessageStore::write_parts`).
+    static APART: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `encode` with every message store written as an empty one (its messages are written
+/// apart, in parts that decode on several threads).
+pub(super) fn without_messages<R>(encode: impl FnOnce() -> R) -> R {
+    /// Clears the mark even if `encode` panics.
+    struct Clear;
+    impl Drop for Clear {
+        fn drop(&mut self) {
+            APART.with(|a| a.set(false));
+        }
+    }
+    APART.with(|a| a.set(true));
+    let _clear = Clear;
+    encode()
+}
+
 /// Written as the map from chunk number to chunk that it replaced, so snapshots read the same.
 /// The map's length is given up front: without it, msgpack's encoder would buffer the whole
 /// store in memory before writing it, where a snapshot streams it.
 impl serde::Serialize for Chunks {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
+        if APART.with(|a| a.get()) {
+            return serializer.serialize_map(Some(0))?.end();
+        }
         let len = self.dense.iter().flatten().count() + self.far.len();
         let mut map = serializer.serialize_map(Some(len))?;
         for (number, chunk) in self.iter() {
@@ -124,6 +148,29 @@ impl<'de> serde::Deserialize<'de> for Chunks {
             chunks.insert(number, chunk);
         }
         Ok(chunks)
+    }
+}
+
+/// Chunks decoded from one part of a snapshot, with their numbers.
+pub struct Part(Vec<(u64, Arc<Chunk>)>);
+
+/// Counts and checksums the bytes written through it.
+struct Counted<W> {
+    inner: W,
+    written: u64,
+    checksum: crc32fast::Hasher,
+}
+
+impl<W: std::io::Write> std::io::Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.written += n as u64;
+        self.checksum.update(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
     }
 }
 
@@ -220,6 +267,42 @@ impl MessageStore {
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Writes the chunks to `out` in parts of `per_part` chunks each, every part a msgpack
+    /// list of `[number, chunk]` pairs, and returns each part's length in bytes and CRC-32.
+    pub(super) fn write_parts(
+        &self,
+        out: &mut impl std::io::Write,
+        per_part: usize,
+    ) -> Result<Vec<(u64, u32)>, rmp_serde::encode::Error> {
+        let all: Vec<(u64, &Arc<Chunk>)> = self.chunks.iter().collect();
+        let mut parts = Vec::new();
+        for part in all.chunks(per_part.max(1)) {
+            let mut counted = Counted {
+                inner: &mut *out,
+                written: 0,
+                checksum: crc32fast::Hasher::new(),
+            };
+            rmp_serde::encode::write(&mut counted, part)?;
+            parts.push((counted.written, counted.checksum.finalize()));
+        }
+        Ok(parts)
+    }
+
+    /// Decodes one part `write_parts` wrote.
+    pub(super) fn read_part(bytes: &[u8]) -> Result<Part, rmp_serde::decode::Error> {
+        rmp_serde::from_slice(bytes).map(Part)
+    }
+
+    /// Takes in the chunks of decoded parts (the store was decoded without them; its count
+    /// was not).
+    pub(super) fn take_parts(&mut self, parts: Vec<Part>) {
+        for part in parts {
+            for (number, chunk) in part.0 {
+                self.chunks.insert(number, chunk);
+            }
+        }
     }
 
     pub fn is_empty(&self) -> bool {
