@@ -325,7 +325,18 @@ async fn create_organization(
 /// Runs the server until SIGINT or SIGTERM, then stops cleanly: in-flight requests finish, the
 /// writer drains its queue, and everything acknowledged is on disk.
 pub async fn serve(config: ServeConfig) -> Result<(), Fatal> {
-    serve_with(config, |_| {}).await
+    let stopped = serve_with(config, |_| {}).await?;
+    // The process exits next, and the kernel takes its memory back at once, where freeing the
+    // state block by block took seconds at ten million messages (between `stopped cleanly`
+    // and the process's end).
+    std::mem::forget(stopped);
+    Ok(())
+}
+
+/// What a stopped server leaves: its engine, with the state, for the caller to drop (an
+/// in-process server) or not (a process about to exit).
+pub struct Stopped {
+    _engine: Arc<Engine>,
 }
 
 /// SIGINT and SIGTERM, watched from the moment this is made: made before the server says it
@@ -386,7 +397,10 @@ pub struct Running {
 
 /// `serve`, calling `on_ready` once the listener accepts connections (for in-process use by
 /// the benchmarks).
-pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> Result<(), Fatal> {
+pub async fn serve_with(
+    config: ServeConfig,
+    on_ready: impl FnOnce(Running),
+) -> Result<Stopped, Fatal> {
     let layout = Layout::new(&config.data_dir);
     // The address is taken first, and answers `/health` (200) and `/ready` (503) while the state
     // is loaded, so that a load balancer or systemd sees a server that is starting, not one
@@ -831,7 +845,7 @@ pub async fn serve_with(config: ServeConfig, on_ready: impl FnOnce(Running)) -> 
         last_seq = seq.0,
         "stopped cleanly; everything acknowledged is on disk"
     );
-    Ok(())
+    Ok(Stopped { _engine: engine })
 }
 
 /// Where the email gateway listens, and its addresses' domain (default: the server's host).

@@ -59,6 +59,7 @@ impl InProcess {
                 .block_on(serve_with(config, move |running| {
                     let _ = tx.send(running);
                 }))
+                .map(drop)
                 .map_err(|e| e.to_string())
         });
         let running = match rx.recv_timeout(Duration::from_secs(60)) {
