@@ -233,7 +233,7 @@ fn write_outbox(outbox: Option<&std::path::Path>, to: &str, subject: &str, body:
         return;
     };
     let mail = format!("To: {to}\nSubject: {subject}\n\n{body}");
-    let name = format!("{}-{tag}.eml", crate::time::now_ms());
+    let name = crate::notify::relay::outbox_file_name(tag);
     let written =
         std::fs::create_dir_all(outbox).and_then(|()| std::fs::write(outbox.join(&name), mail));
     if let Err(error) = written {

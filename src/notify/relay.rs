@@ -158,6 +158,16 @@ impl Smtp {
     }
 }
 
+/// The name of a mail's file in the outbox: the time in milliseconds, then a number this
+/// process gives each file in turn, then `tag`, so names sort in the order the mails were
+/// written and two mails of one millisecond (a sign-up form answering two addresses at once)
+/// never share a file, where the time alone let the second overwrite the first.
+pub fn outbox_file_name(tag: &str) -> String {
+    static WRITTEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITTEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 1_000_000;
+    format!("{:013}-{n:06}-{tag}.eml", crate::time::now_ms())
+}
+
 fn is_loopback(host: &str) -> bool {
     host == "localhost"
         || host
@@ -272,12 +282,27 @@ impl Relay {
         let Some(outbox) = &self.outbox else {
             return Ok(());
         };
-        let name = format!("{}-{tag}.eml", crate::time::now_ms());
+        let name = outbox_file_name(tag);
         std::fs::create_dir_all(outbox)
             .and_then(|()| std::fs::write(outbox.join(name), bytes))
             .map_err(|e| SendError {
                 permanent: false,
                 reason: format!("writing to the outbox: {e}"),
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn outbox_names_of_one_millisecond_differ_and_sort_in_order() {
+        let names: Vec<String> = (0..50)
+            .map(|_| super::outbox_file_name("sign-up"))
+            .collect();
+        let mut sorted = names.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted, names, "distinct, in the order written");
+        assert!(names.iter().all(|n| n.ends_with("-sign-up.eml")));
     }
 }
