@@ -1096,7 +1096,18 @@ impl Writer {
             .name("chronicle-snapshot".into())
             .spawn(move || {
                 background_priority();
-                match crate::snapshot::write(&policy.data_dir, log.as_ref(), &state, policy.keep) {
+                // A digest only for the other nodes' executables: this one trusts its own.
+                let digest = match policy.written {
+                    Some(_) => crate::snapshot::StateDigest::Recorded,
+                    None => crate::snapshot::StateDigest::Skipped,
+                };
+                match crate::snapshot::write(
+                    &policy.data_dir,
+                    log.as_ref(),
+                    &state,
+                    policy.keep,
+                    digest,
+                ) {
                     Ok(path) => {
                         tracing::info!(seq = state.seq.0, path = %path.display(), "snapshot written");
                         if let Some(AfterSnapshot(written)) = &policy.written {
@@ -1115,9 +1126,10 @@ impl Writer {
     /// On a clean stop, after any periodic snapshot under way is finished, a snapshot of the
     /// final state when the log has moved on by a tenth of the interval since the newest one,
     /// so that the next start decodes it instead of folding up to a whole interval of events
-    /// again (about half a second for 100,000). Written on this thread from the decision state
-    /// itself: nothing else runs any more. Kept on this node (a cluster shares only the
-    /// periodic snapshots).
+    /// again (about half a second for 100,000), or when the newest records no digest, so that
+    /// an upgrade, which comes after a clean stop, has a snapshot it can check. Written on this
+    /// thread from the decision state itself: nothing else runs any more. Kept on this node (a
+    /// cluster shares only the periodic snapshots).
     fn snapshot_at_stop(&mut self) {
         let Some(policy) = &self.snapshots else {
             return;
@@ -1129,11 +1141,16 @@ impl Writer {
         if self.health.get() != Writes::Open {
             return;
         }
-        let newest = crate::snapshot::list(&policy.data_dir)
-            .last()
-            .map_or(0, |(seq, _)| seq.0);
-        let tail = self.decided.seq.0.saturating_sub(newest);
-        if tail == 0 || tail < policy.every.max(1) / 10 {
+        let newest = crate::snapshot::list(&policy.data_dir).pop();
+        let checkable = newest
+            .as_ref()
+            .is_none_or(|(_, path)| crate::snapshot::recorded_digest(path).is_some());
+        let tail = self
+            .decided
+            .seq
+            .0
+            .saturating_sub(newest.map_or(0, |(seq, _)| seq.0));
+        if checkable && (tail == 0 || tail < policy.every.max(1) / 10) {
             return;
         }
         let started = std::time::Instant::now();
@@ -1142,6 +1159,8 @@ impl Writer {
             self.log.as_ref(),
             &self.decided,
             policy.keep,
+            // With its digest: an upgrade starts from this one.
+            crate::snapshot::StateDigest::Recorded,
         ) {
             Ok(path) => tracing::info!(
                 seq = self.decided.seq.0,

@@ -1019,8 +1019,8 @@ fn replay(
     };
     // The offline replay answers no searches: no word index.
     let mut state = Projections::unindexed();
-    // With --verify, the replay passes through the newest snapshot within reach and
-    // checks that it folds to the digest the snapshot recorded.
+    // With --verify, the replay passes through the newest snapshot within reach that records a
+    // digest (a single server's periodic ones record none) and checks that it folds to that digest.
     let snapshot = verify
         .then(|| chronicle::snapshot::list(data_dir))
         .into_iter()

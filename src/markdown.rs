@@ -205,12 +205,13 @@ fn render_parsed(source: &str, resolver: &dyn Resolver) -> Rendered {
 /// fraction of its cost. Most chat messages are such prose. `None` when the text holds
 /// anything else: it then takes the full path.
 ///
-/// Such text is ASCII letters, digits, spaces, tabs and `,.;'"?!()-/` and `:` before a space,
-/// with no `www.`; each paragraph's first line starts with a letter and each other line, past
-/// its indentation, with a letter or `-- ` and a letter (a signature); no line ends in a space or tab. CommonMark makes
-/// each run of lines a paragraph, drops a continuation line's indentation, and (with hard
-/// breaks on) ends each line but the last with `<br />`.
-fn plain_paragraphs(text: &str) -> Option<String> {
+/// Such text is ASCII letters, digits, spaces, tabs and `,.;'"?!()-/` and `:` before a space
+/// or a tab (`Q:\tWhy?`), with no `www.`; each paragraph's first line starts with a letter or
+/// `"` and each other line, past its indentation, with a letter, `"`, or `-- ` and a letter (a
+/// signature); no line ends in a space or tab. CommonMark makes each run of lines a
+/// paragraph, drops a continuation line's indentation, and (with hard breaks on) ends each
+/// line but the last with `<br />`.
+pub fn plain_paragraphs(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     for (i, &b) in bytes.iter().enumerate() {
         let allowed = b.is_ascii_alphanumeric()
@@ -219,7 +220,10 @@ fn plain_paragraphs(text: &str) -> Option<String> {
                 b' ' | b'\t' | b'\n' | b',' | b'.' | b';' | b'\'' | b'"' | b'?'
             )
             || matches!(b, b'!' | b'(' | b')' | b'-' | b'/')
-            || (b == b':' && bytes.get(i + 1).is_none_or(|n| matches!(n, b' ' | b'\n')));
+            || (b == b':'
+                && bytes
+                    .get(i + 1)
+                    .is_none_or(|n| matches!(n, b' ' | b'\t' | b'\n')));
         if !allowed {
             return None;
         }
@@ -248,13 +252,13 @@ fn plain_paragraphs(text: &str) -> Option<String> {
             let starts = body.as_bytes()[0];
             let signed = body.starts_with("-- ")
                 && body.as_bytes().get(3).is_some_and(u8::is_ascii_alphabetic);
-            if !(starts.is_ascii_alphabetic() || signed) {
+            if !(starts.is_ascii_alphabetic() || starts == b'"' || signed) {
                 return None;
             }
             html.push_str("<br />\n");
             body
         } else {
-            if !line.as_bytes()[0].is_ascii_alphabetic() {
+            if !matches!(line.as_bytes()[0], b'"' | b'a'..=b'z' | b'A'..=b'Z') {
                 return None;
             }
             html.push_str("<p>");
@@ -650,7 +654,7 @@ mod tests {
         let fragments = [
             "a", "Zed", "7", "1.", "1)", "-", "--", "-- ", "- ", " ", "  ", "\t", "\n", "\n\n",
             ":", ": ", ":x", "\"", "'", "(", ")", "www.", "Www.", "w", "x.y", "?", "!", "/", ";",
-            ",", ".", "* ", "=", "+ ", "a--b", " -- ",
+            ",", ".", "* ", "=", "+ ", "a--b", " -- ", ":\t", "Q:\tWhy", "\n\t\"", "\"a",
         ];
         let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
         let mut next = move || {

@@ -2,13 +2,17 @@
 //! snapshot and replays only the tail of the log.
 //!
 //! A snapshot is `DIR/snapshots/{seq:020}.snap`:
-//! `MAGIC ‖ seq (u64 BE) ‖ SHA-256 of the log record at seq ‖ the state's digest (64 hex bytes)
+//! `MAGIC ‖ seq (u64 BE) ‖ SHA-256 of the log record at seq ‖ the state's digest (64 hex bytes,
+//! or 64 `-` when it was not computed)
 //! ‖ SHA-256 of the payload ‖ the writing executable's identity (32 bytes) ‖ payload`, where
 //! the payload is the projections as msgpack with structs as arrays (field names are not
 //! repeated per message), in sections: the state without its messages, the messages in parts,
 //! and a table of the sections' lengths (`Projections::encode_snapshot`), so that a start
-//! decodes the parts on every core. That is `snap4`; a `snap3` file has the same header and
-//! the payload as one msgpack value, and a `snap2` file is a `snap3` without the identity. A
+//! decodes the parts on every core. That is `snap5`. A `snap4` file is the same, but a message
+//! without a stored rendering there has its content as one paragraph, where `snap5` rebuilds
+//! plain prose of several lines too (`message::rebuilt_rendering`): such renderings are stored
+//! once it is decoded. A `snap3` file has the same header and the payload as one msgpack
+//! value, and a `snap2` file is a `snap3` without the identity. A
 //! `snap1` file, which named every field, is ignored like any snapshot that fails a check: the
 //! next start replays the log and writes new ones. So is a snapshot from a build without a
 //! projection area this one has: its recorded digest differs.
@@ -21,6 +25,12 @@
 //! payload's hash intact, decodes to the state it encoded (a property test checks the round
 //! trip: `model_tests::incremental_fold_equals_replay_and_snapshot`). A snapshot that fails any
 //! check is reported and ignored: the log is the truth, and a full replay is always possible.
+//!
+//! Since computing the digest costs more than encoding the state (16 s of a core at nine
+//! million messages, against a write rate that shares two cores), the periodic snapshots a
+//! single server writes carry none ([`StateDigest::Skipped`]): only this executable uses them. The
+//! snapshot written at a clean stop, which an upgrade starts from, and the ones a cluster
+//! shares with nodes running other copies of the executable carry it.
 
 use crate::events::{record_hash, RecordHash};
 use crate::ids::Seq;
@@ -29,10 +39,11 @@ use crate::store::EventLog;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
-const MAGIC: &[u8; 16] = b"chronicle-snap4\n";
+const MAGIC: &[u8; 16] = b"chronicle-snap5\n";
+const MAGIC_4: &[u8; 16] = b"chronicle-snap4\n";
 const MAGIC_3: &[u8; 16] = b"chronicle-snap3\n";
 const MAGIC_2: &[u8; 16] = b"chronicle-snap2\n";
-/// A `snap2` header; `snap3` and `snap4` add the writer's identity.
+/// A `snap2` header; `snap3` and later add the writer's identity.
 const HEADER_2: usize = 16 + 8 + 32 + 64 + 32;
 const HEADER: usize = HEADER_2 + 32;
 
@@ -63,6 +74,18 @@ pub fn build_identity() -> [u8; 32] {
     })
 }
 
+/// Whether a snapshot records its state's digest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StateDigest {
+    /// Computed and recorded: any executable can check the snapshot and use it.
+    Recorded,
+    /// Not computed: only the executable that wrote it uses it.
+    Skipped,
+}
+
+/// The header's digest field of a snapshot that records none.
+const NO_DIGEST: [u8; 64] = [b'-'; 64];
+
 /// Why a snapshot was not used.
 #[derive(Debug, thiserror::Error)]
 pub enum SnapshotError {
@@ -82,6 +105,10 @@ pub enum SnapshotError {
         "its state's digest is not the recorded one (taken by a build that folds differently)"
     )]
     Digest,
+    #[error(
+        "another executable wrote it without its state's digest, so its fold cannot be checked"
+    )]
+    NoDigest,
     #[error("the log cannot be read: {0}")]
     Log(String),
 }
@@ -105,16 +132,21 @@ fn record_at(log: &dyn EventLog, seq: Seq) -> Result<Vec<u8>, SnapshotError> {
 }
 
 /// Writes a snapshot of `state` (its seq must be in `log`) atomically: a temporary file, synced,
-/// then renamed. Keeps the newest `keep` snapshots and removes older ones. Returns the path.
+/// then renamed, with the state's digest or without ([`StateDigest`]). Keeps the newest `keep`
+/// snapshots and removes older ones. Returns the path.
 pub fn write(
     data_dir: &Path,
     log: &dyn EventLog,
     state: &Projections,
     keep: usize,
+    digest: StateDigest,
 ) -> Result<PathBuf, SnapshotError> {
     use std::io::{Seek, Write};
     let link: RecordHash = record_hash(&record_at(log, state.seq)?);
-    let digest = state.digest();
+    let digest: Vec<u8> = match digest {
+        StateDigest::Recorded => state.digest().into_bytes(),
+        StateDigest::Skipped => NO_DIGEST.to_vec(),
+    };
     let dir = dir(data_dir);
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(file_name(state.seq));
@@ -134,7 +166,7 @@ pub fn write(
         header.extend_from_slice(MAGIC);
         header.extend_from_slice(&state.seq.0.to_be_bytes());
         header.extend_from_slice(&link);
-        header.extend_from_slice(digest.as_bytes());
+        header.extend_from_slice(&digest);
         header.extend_from_slice(&payload_hash);
         header.extend_from_slice(&build_identity());
         file.seek(std::io::SeekFrom::Start(0))?;
@@ -174,32 +206,42 @@ pub fn list(data_dir: &Path) -> Vec<(Seq, PathBuf)> {
 struct Header {
     seq: Seq,
     link: [u8; 32],
-    digest: String,
+    /// `None` when the writer skipped it.
+    digest: Option<String>,
     payload_hash: [u8; 32],
-    /// The identity of the executable that wrote it (`snap3`, `snap4`).
+    /// The identity of the executable that wrote it (`snap3` and later).
     writer: Option<[u8; 32]>,
     /// Where the payload starts.
     len: usize,
-    /// The payload is in sections (`snap4`: `Projections::encode_snapshot`), else one value.
+    /// The payload is in sections (`snap4` and `snap5`: `Projections::encode_snapshot`), else
+    /// one value.
     sections: bool,
+    /// A message without a stored rendering has its content as one paragraph (before
+    /// `snap5`), where `snap5` rebuilds plain prose of several lines too.
+    paragraph_rule: bool,
 }
 
 fn parse_header(bytes: &[u8]) -> Option<Header> {
     let identity = || bytes.get(HEADER_2..HEADER)?.try_into().ok();
     let (len, writer, sections) = match bytes.get(..16)? {
-        magic if magic == MAGIC => (HEADER, Some(identity()?), true),
+        magic if magic == MAGIC || magic == MAGIC_4 => (HEADER, Some(identity()?), true),
         magic if magic == MAGIC_3 => (HEADER, Some(identity()?), false),
         magic if magic == MAGIC_2 => (HEADER_2, None, false),
         _ => return None,
     };
+    let paragraph_rule = bytes.get(..16)? != MAGIC;
     Some(Header {
         seq: Seq(u64::from_be_bytes(bytes.get(16..24)?.try_into().ok()?)),
         link: bytes.get(24..56)?.try_into().ok()?,
-        digest: String::from_utf8(bytes.get(56..120)?.to_vec()).ok()?,
+        digest: match bytes.get(56..120)? {
+            field if field == NO_DIGEST => None,
+            field => Some(String::from_utf8(field.to_vec()).ok()?),
+        },
         payload_hash: bytes.get(120..152)?.try_into().ok()?,
         writer,
         len,
         sections,
+        paragraph_rule,
     })
 }
 
@@ -211,6 +253,10 @@ pub fn load(path: &Path, log: &dyn EventLog) -> Result<Projections, SnapshotErro
     let payload = &bytes[header.len..];
     if record_hash(&record_at(log, header.seq)?) != header.link {
         return Err(SnapshotError::OtherLog(header.seq.0));
+    }
+    let own = header.writer == Some(build_identity()) && build_identity() != [0; 32];
+    if !own && header.digest.is_none() {
+        return Err(SnapshotError::NoDigest);
     }
     let mut state = if header.sections {
         // Each section is checked against its hash by the thread that decodes it.
@@ -231,8 +277,10 @@ pub fn load(path: &Path, log: &dyn EventLog) -> Result<Projections, SnapshotErro
         }
         decoded.map_err(|e| SnapshotError::Decode(e.to_string()))?
     };
+    if header.paragraph_rule {
+        state.messages.keep_paragraph_renderings();
+    }
     let decoded_in = started.elapsed().as_secs_f64();
-    let own = header.writer == Some(build_identity()) && build_identity() != [0; 32];
     let digest = if own {
         state.restore_derived();
         None
@@ -247,7 +295,7 @@ pub fn load(path: &Path, log: &dyn EventLog) -> Result<Projections, SnapshotErro
         digest_checked = digest.is_some(),
         "snapshot loaded"
     );
-    if state.seq != header.seq || digest.is_some_and(|d| d != header.digest) {
+    if state.seq != header.seq || digest.is_some_and(|d| Some(d) != header.digest) {
         return Err(SnapshotError::Digest);
     }
     Ok(state)
@@ -341,7 +389,8 @@ pub fn newest_valid(
     None
 }
 
-/// The recorded digest of a snapshot file (for `replay --verify`), from its header alone.
+/// The recorded digest of a snapshot file (for `replay --verify`), from its header alone;
+/// `None` for a snapshot that records none.
 pub fn recorded_digest(path: &Path) -> Option<(Seq, String)> {
     use std::io::Read;
     let mut header = [0u8; HEADER];
@@ -349,7 +398,7 @@ pub fn recorded_digest(path: &Path) -> Option<(Seq, String)> {
         .ok()?
         .read_exact(&mut header)
         .ok()?;
-    parse_header(&header).map(|h| (h.seq, h.digest))
+    parse_header(&header).and_then(|h| Some((h.seq, h.digest?)))
 }
 
 #[cfg(test)]
@@ -384,7 +433,7 @@ mod tests {
             .unwrap();
         let state = engine.read(|s| s.clone_without_word_index());
         let dir = tempfile::tempdir().unwrap();
-        let path = write(dir.path(), log.as_ref(), &state, 2).unwrap();
+        let path = write(dir.path(), log.as_ref(), &state, 2, StateDigest::Recorded).unwrap();
         (dir, log, state, path)
     }
 
@@ -416,6 +465,25 @@ mod tests {
         ));
     }
 
+    #[test]
+    fn a_snapshot_without_its_digest_is_used_by_its_own_executable_only() {
+        let (dir, log, state, recorded) = snapshot();
+        std::fs::remove_file(&recorded).unwrap();
+        let path = write(dir.path(), log.as_ref(), &state, 2, StateDigest::Skipped).unwrap();
+        assert_eq!(&std::fs::read(&path).unwrap()[56..120], &NO_DIGEST);
+        assert_eq!(recorded_digest(&path), None);
+        assert_eq!(load(&path, log.as_ref()).unwrap().dump(), state.dump());
+        rewrite(&path, HEADER_2..HEADER, &[7; 32]);
+        assert!(matches!(
+            load(&path, log.as_ref()),
+            Err(SnapshotError::NoDigest)
+        ));
+        assert_eq!(
+            newest_valid(dir.path(), log.as_ref(), None, |_, _| {}).map(|s| s.seq),
+            None
+        );
+    }
+
     /// Rewrites a snapshot as the older builds wrote it: `magic`, the header up to the
     /// payload's hash, then (for `snap3`) the identity, and the state as one msgpack value.
     fn rewrite_whole(path: &Path, state: &Projections, magic: &[u8; 16]) -> Vec<u8> {
@@ -430,6 +498,14 @@ mod tests {
         old.extend_from_slice(&payload);
         std::fs::write(path, &old).unwrap();
         old
+    }
+
+    #[test]
+    fn a_snap4_file_is_read() {
+        let (_dir, log, state, path) = snapshot();
+        rewrite(&path, 0..16, MAGIC_4);
+        assert!(parse_header(&std::fs::read(&path).unwrap()).is_some_and(|h| h.paragraph_rule));
+        assert_eq!(load(&path, log.as_ref()).unwrap().dump(), state.dump());
     }
 
     #[test]

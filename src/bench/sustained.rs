@@ -414,7 +414,13 @@ fn start_times(messages: u64) -> Result<[(f64, f64); 2], Fatal> {
         let layout = crate::server::Layout::new(&data);
         let log = crate::store::SledLog::open(&layout.log())?;
         let state = crate::replay::fold(&log, None, |_| {})?;
-        crate::snapshot::write(&layout.dir, &log, &state, 2)?;
+        crate::snapshot::write(
+            &layout.dir,
+            &log,
+            &state,
+            2,
+            crate::snapshot::StateDigest::Recorded,
+        )?;
     }
     let server = ChildServer::start(&data)?;
     let from_snapshot = (

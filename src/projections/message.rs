@@ -377,14 +377,30 @@ pub struct EditRecord {
     pub prev_channel: Option<ChannelId>,
 }
 
-/// What a message keeps of its rendering: nothing when it is exactly the content as one
-/// paragraph, which `Message::rendered_content` rebuilds.
+/// The rendering a message does not store but rebuilds from its content: the content's
+/// paragraphs where it is plain prose (`markdown::plain_paragraphs`: lines joined by `<br />`,
+/// quotes escaped, as the full parse renders them), else the content as one paragraph. A pure
+/// function of the content, so a snapshot can leave out every rendering that equals it.
+pub fn rebuilt_rendering(content: &str) -> String {
+    crate::markdown::plain_paragraphs(content).unwrap_or_else(|| format!("<p>{content}</p>"))
+}
+
+/// What a message keeps of its rendering: nothing when [`rebuilt_rendering`] gives it back
+/// (most chat messages, and most prose quoted over several lines, are plain paragraphs).
 pub fn stored_rendering(content: &str, rendered: &Arc<str>) -> Option<Arc<str>> {
-    let plain = rendered
-        .strip_prefix("<p>")
-        .and_then(|r| r.strip_suffix("</p>"))
-        .is_some_and(|inner| inner == content);
-    (!plain).then(|| rendered.clone())
+    (rebuilt_rendering(content) != **rendered).then(|| rendered.clone())
+}
+
+/// A message decoded from a snapshot written before [`rebuilt_rendering`] rebuilt more than
+/// one paragraph (`snap4` and older), whose unstored rendering is its content as one
+/// paragraph: that rendering is stored where the rule of today would rebuild another.
+pub fn keep_paragraph_rendering(message: &mut Message) {
+    if message.rendered.is_none() {
+        let paragraph = format!("<p>{}</p>", message.content);
+        if rebuilt_rendering(&message.content) != paragraph {
+            message.rendered = Some(Arc::from(paragraph));
+        }
+    }
 }
 
 impl Message {
@@ -405,11 +421,11 @@ impl Message {
         bits
     }
 
-    /// The rendered HTML (rebuilt for a plain paragraph, which is not stored).
+    /// The rendered HTML (rebuilt for plain prose, which is not stored: [`rebuilt_rendering`]).
     pub fn rendered_content(&self) -> std::borrow::Cow<'_, str> {
         match &self.rendered {
             Some(html) => std::borrow::Cow::Borrowed(html),
-            None => std::borrow::Cow::Owned(format!("<p>{}</p>", self.content)),
+            None => std::borrow::Cow::Owned(rebuilt_rendering(&self.content)),
         }
     }
 
@@ -564,5 +580,39 @@ mod tests {
         assert_eq!((&*old_content, &*old_html), ("hello", "<p>hello</p>"));
         assert_eq!(message.rendered_content(), &*bold);
         assert_eq!(&*message.content, "a **b**");
+    }
+
+    #[test]
+    fn prose_of_several_lines_is_rebuilt_and_an_older_snapshots_rule_kept() {
+        let mut given = Given::org();
+        let channel = given.channel("c", &[OWNER]);
+        let verse = "He said \"no\".\n\t\t-- Anon\n\nNext: here";
+        let html = "<p>He said &quot;no&quot;.<br />\n-- Anon</p>\n<p>Next: here</p>";
+        let quoted = given.message(OWNER, channel, "t", verse);
+        let short = given.message(OWNER, channel, "t", "hello");
+        let stored = |given: &Given, id| {
+            let message = given.state.messages.get(id).unwrap();
+            (
+                message.rendered.clone(),
+                message.rendered_content().into_owned(),
+            )
+        };
+        assert_eq!(stored(&given, quoted), (None, html.to_owned()));
+        assert_eq!(stored(&given, short), (None, "<p>hello</p>".to_owned()));
+        // A rendering the rule would not rebuild is kept.
+        assert_eq!(
+            stored_rendering(verse, &Arc::from("<p>other</p>")).as_deref(),
+            Some("<p>other</p>")
+        );
+
+        // In a snapshot older than `snap5`, an unstored rendering was the content as one
+        // paragraph: decoding one stores that where today's rule rebuilds another.
+        given.state.messages.keep_paragraph_renderings();
+        let paragraph = format!("<p>{verse}</p>");
+        assert_eq!(
+            stored(&given, quoted),
+            (Some(Arc::from(paragraph.as_str())), paragraph.clone())
+        );
+        assert_eq!(stored(&given, short), (None, "<p>hello</p>".to_owned()));
     }
 }

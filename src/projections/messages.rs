@@ -357,6 +357,13 @@ impl Messages {
         self.by_id.adopt_changed(&mut decided.by_id);
     }
 
+    /// After decoding a snapshot older than `snap5`: see `message::keep_paragraph_rendering`.
+    pub fn keep_paragraph_renderings(&mut self) {
+        for message in self.by_id.values_mut() {
+            super::message::keep_paragraph_rendering(message);
+        }
+    }
+
     /// A copy without the word index (for the engine's decision state, which keeps none).
     pub fn clone_without_word_index(&self) -> Messages {
         Messages {
