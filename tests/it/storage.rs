@@ -1,5 +1,8 @@
 //! A disk that fills up, for real: each test mounts a small tmpfs as the server's data
 //! directory (the suite runs as root, as CI does), fills it with a ballast file, and frees it.
+//! And a disk whose flushes stall: the C library's flush calls held by a library loaded into
+//! the server (`stall_sync.c`; this machine's kernel has no device-mapper, so `dm-delay` on a
+//! loop device cannot run here).
 
 use crate::support::{Creds, Server};
 use reqwest::StatusCode;
@@ -280,4 +283,107 @@ async fn a_disk_that_fills_without_a_reserve_loses_nothing_acknowledged_and_reco
         assert!(kept.contains(id), "acknowledged {id} survived the restart");
     }
     assert_eq!(kept.len(), acknowledged.len() + 2, "and nothing refused");
+}
+
+/// `stall_sync.c` built for this run (with the C compiler Rust links with): loaded into a
+/// server with `LD_PRELOAD`, it holds the server's flushes while a file exists.
+fn stall_library(dir: &Path) -> PathBuf {
+    let library = dir.join("stall_sync.so");
+    let built = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-o"])
+        .arg(&library)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it/stall_sync.c"))
+        .arg("-ldl")
+        .status()
+        .expect("cc runs");
+    assert!(built.success(), "building stall_sync.c: {built}");
+    library
+}
+
+/// Waits until `path` exists, within 20 seconds.
+async fn until_exists(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Waits until the notifier has recorded how far it has looked (`NoticesRecorded`): it does so
+/// at the first message, then at most once a minute while no notice is due, so that for that
+/// minute the server appends nothing unasked.
+async fn notifier_recorded(server: &Server, owner: &Creds) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (status, body) = server.api(Some(owner)).get("/admin/projections", &[]).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let through = &body["projections"]["notifications"]["considered_through_message_id"];
+        if through.as_u64().is_some_and(|id| id > 0) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the notifier never recorded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The real server on a disk whose flushes stall (the C library's `fsync`, `fdatasync` and
+/// `sync_file_range` held): the write being flushed waits as long as the disk does, the next
+/// one waits its ten seconds and is refused with 503 and `Retry-After`, reads go on, and once
+/// the disk comes back the held write is acknowledged, writes go through again, and the log
+/// verifies with exactly the acknowledged messages in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_disk_holds_the_flushed_write_refuses_the_next_keeps_reads_and_recovers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let library = stall_library(tmp.path());
+    let stall = tmp.path().join("stall");
+    let held = tmp.path().join("stall.held");
+    let server = Server::start_in_with_env(
+        &tmp.path().join("data"),
+        &[],
+        &[
+            ("LD_PRELOAD", library.to_str().unwrap()),
+            ("CHRONICLE_TEST_STALL", stall.to_str().unwrap()),
+        ],
+    )
+    .unwrap();
+    let owner = server.owner();
+    channel(&server, &owner).await;
+    let before = send_once_writes_resume(&server, &owner, "before the stall").await;
+    notifier_recorded(&server, &owner).await;
+
+    std::fs::write(&stall, b"").unwrap();
+    let during = async {
+        // A flush is held: the first message's (nothing else is written meanwhile).
+        until_exists(&held).await;
+        let started = Instant::now();
+        let (status, body, retry_after) = send(&server, &owner, "refused").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+        assert_eq!(body["code"], "STORAGE_UNAVAILABLE", "{body}");
+        assert!(retry_after.is_some(), "Retry-After");
+        assert!(
+            started.elapsed() >= Duration::from_secs(9),
+            "refused only after waiting its turn: {:?}",
+            started.elapsed()
+        );
+        // Reads go on, without the held message.
+        let read = tokio::time::timeout(Duration::from_secs(5), message_ids(&server, &owner))
+            .await
+            .expect("reads answer while the disk stalls");
+        assert_eq!(read, [before]);
+        assert_eq!(ready(&server).await["status"], "ready");
+        std::fs::remove_file(&stall).unwrap();
+    };
+    let ((status, body, _), ()) = tokio::join!(send(&server, &owner, "held"), during);
+    assert_eq!(status, StatusCode::OK, "acknowledged once durable: {body}");
+    let held_id = body["id"].as_u64().unwrap();
+    let after = send_once_writes_resume(&server, &owner, "after the stall").await;
+
+    let stopped = server.stop();
+    verify(&stopped.dir);
+    let server = stopped.restart();
+    assert_eq!(message_ids(&server, &owner).await, [before, held_id, after]);
 }
