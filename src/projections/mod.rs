@@ -274,9 +274,9 @@ impl Projections {
         let mut sections = vec![(head.len() as u64, crc32fast::hash(&head))];
         sections.extend(self.messages.by_id.write_parts(out, per_part)?);
         let mut table = Vec::with_capacity(sections.len() * SECTION_ENTRY + 4);
-        for (length, hash) in &sections {
+        for (length, checksum) in &sections {
             table.extend_from_slice(&length.to_be_bytes());
-            table.extend_from_slice(&hash.to_be_bytes());
+            table.extend_from_slice(&checksum.to_be_bytes());
         }
         table.extend_from_slice(&(sections.len() as u32).to_be_bytes());
         out.write_all(&table).map_err(written)?;
@@ -295,7 +295,7 @@ impl Projections {
         use std::sync::atomic::{AtomicUsize, Ordering};
         use std::sync::{Arc, Mutex};
         let sections = sections(payload, table_hash)?;
-        let ((head, head_hash), parts) = sections
+        let ((head, head_checksum), parts) = sections
             .split_first()
             .ok_or_else(|| Unreadable::Undecodable("no sections".into()))?;
         let common = Arc::new(Mutex::new(message::Shared::default()));
@@ -306,10 +306,10 @@ impl Projections {
             let mut done = Vec::new();
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some((bytes, hash)) = parts.get(i) else {
+                let Some((bytes, checksum)) = parts.get(i) else {
                     return done;
                 };
-                let part = checked(bytes, *hash).and_then(|bytes| {
+                let part = checked(bytes, *checksum).and_then(|bytes| {
                     message::decoding_into(&common, || store::MessageStore::read_part(bytes))
                         .map_err(Unreadable::from)
                 });
@@ -321,7 +321,7 @@ impl Projections {
             .clamp(1, 8);
         let (state, mut decoded) = std::thread::scope(|scope| {
             let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
-            let state = checked(head, *head_hash).and_then(|head| {
+            let state = checked(head, *head_checksum).and_then(|head| {
                 message::decoding_into(&common, || rmp_serde::from_slice::<Projections>(head))
                     .map_err(Unreadable::from)
             });
@@ -577,14 +577,14 @@ fn sections<'a>(
     let mut sections = Vec::with_capacity(count as usize);
     let mut at = 0usize;
     for entry in payload[table_at..count_at].chunks_exact(SECTION_ENTRY) {
-        let (length, hash) = entry.split_at(8);
+        let (length, checksum) = entry.split_at(8);
         let length = u64::from_be_bytes(length.try_into().map_err(|_| Unreadable::Damaged)?);
         let end = usize::try_from(length)
             .ok()
             .and_then(|length| at.checked_add(length))
             .filter(|end| *end <= table_at)
             .ok_or(Unreadable::Damaged)?;
-        let checksum = u32::from_be_bytes(hash.try_into().map_err(|_| Unreadable::Damaged)?);
+        let checksum = u32::from_be_bytes(checksum.try_into().map_err(|_| Unreadable::Damaged)?);
         sections.push((&payload[at..end], checksum));
         at = end;
     }
