@@ -985,7 +985,8 @@ async fn retention_job(engine: Arc<Engine>, every: std::time::Duration) {
     }
 }
 
-#[cfg(all(test, target_os = "linux", target_env = "gnu"))]
+#[cfg(test)]
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod allocator_tests {
     use std::sync::{Arc, Barrier};
 

@@ -569,7 +569,11 @@ mod tests {
             }
             let list = List::Bits(&bitmap);
             let ids: Vec<u64> = list.iter().map(|id| id.0).collect();
-            assert_eq!(ids, model.iter().copied().collect::<Vec<_>>(), "round {round}");
+            assert_eq!(
+                ids,
+                model.iter().copied().collect::<Vec<_>>(),
+                "round {round}"
+            );
             let back: Vec<u64> = list.iter().rev().map(|id| id.0).collect();
             assert_eq!(back, model.iter().rev().copied().collect::<Vec<_>>());
             assert_eq!(list.len(), model.len() as u64);
@@ -580,7 +584,10 @@ mod tests {
             let round_trip: RoaringTreemap = bitmap.clone().into();
             assert!(round_trip.iter().eq(model.iter().copied()));
             let back = Bitmap::from(round_trip);
-            assert!(List::Bits(&back).iter().map(|id| id.0).eq(model.iter().copied()));
+            assert!(List::Bits(&back)
+                .iter()
+                .map(|id| id.0)
+                .eq(model.iter().copied()));
         }
     }
 
