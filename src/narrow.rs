@@ -182,6 +182,32 @@ fn user_by_operand(state: &Projections, operand: &Value) -> Option<UserId> {
     }
 }
 
+/// The operators whose operand names people.
+const PERSON_OPERATORS: [&str; 6] = [
+    "sender",
+    "mentions",
+    "dm-including",
+    "group-pm-with",
+    "dm",
+    "pm-with",
+];
+
+/// `me` as a person's operand (`sender:me`, `mentions:me`, as Zulip's search documents) is the
+/// one asking.
+fn with_me_resolved(me: &User, terms: Vec<Term>) -> Vec<Term> {
+    terms
+        .into_iter()
+        .map(|mut term| {
+            if PERSON_OPERATORS.contains(&term.operator.as_str())
+                && term.operand.as_str() == Some("me")
+            {
+                term.operand = json!(me.user_id.0);
+            }
+            term
+        })
+        .collect()
+}
+
 fn users_by_operand(state: &Projections, operand: &Value) -> Option<Vec<UserId>> {
     match operand {
         Value::Array(items) => items.iter().map(|v| user_by_operand(state, v)).collect(),
@@ -203,6 +229,7 @@ impl<'a> Narrow<'a> {
         terms: Vec<Term>,
     ) -> ApiResult<Narrow<'a>> {
         let terms = resolve_with(state, me, terms)?;
+        let terms = with_me_resolved(me, terms);
         let mut narrow = Narrow {
             state,
             me,
@@ -233,7 +260,7 @@ impl<'a> Narrow<'a> {
                     }
                 }
                 // As Zulip: an unknown user or a malformed id is an error, not an empty page.
-                "sender" | "dm-including" | "group-pm-with" => {
+                "sender" | "dm-including" | "group-pm-with" | "mentions" => {
                     if user_by_operand(state, &term.operand).is_none() {
                         let shown = match &term.operand {
                             Value::String(text) => text.clone(),
@@ -322,6 +349,10 @@ impl<'a> Narrow<'a> {
                         == topic_key(&topic_param(term.operand.as_str().unwrap_or_default()))
             }
             "sender" => user_by_operand(state, &term.operand) == Some(message.sender_id),
+            // A personal mention that notifies (Zulip's `mentioned` flag of that person's copy):
+            // not a silent one, a wildcard or a group's.
+            "mentions" => user_by_operand(state, &term.operand)
+                .is_some_and(|user| message.mentioned.contains(&user)),
             "dm" | "pm-with" => {
                 match (&message.recipient, users_by_operand(state, &term.operand)) {
                     (Address::Direct { user_ids }, Some(mut users)) => {

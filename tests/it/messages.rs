@@ -981,6 +981,10 @@ async fn narrows_naming_nobody_or_no_message_are_refused() {
             "unknown user nobody@example.com",
         ),
         (r#"[["dm-including",999]]"#, "unknown user 999"),
+        (
+            r#"[{"operator":"mentions","operand":"nobody@example.com"}]"#,
+            "unknown user nobody@example.com",
+        ),
         (r#"[["id","abc"]]"#, "Invalid message ID"),
     ] {
         let (status, body) = owner
@@ -1018,4 +1022,73 @@ async fn narrows_naming_nobody_or_no_message_are_refused() {
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
     }
+}
+
+#[tokio::test]
+async fn mentions_finds_personal_mentions_that_notify_of_anyone_and_me() {
+    let c = chat().await;
+    let ((alice_id, alice), (bob_id, bob)) = (&c.alice, &c.bob);
+    let mut sent = Vec::new();
+    for (who, text) in [
+        (alice, "@**Bob Brown** can you look?"),
+        (alice, "@_**Bob Brown** said so"),
+        (bob, "@**all** lunch"),
+        (bob, "@**Alice Adams** and @**Bob Brown**, both"),
+        (alice, "nobody named"),
+    ] {
+        sent.push(
+            send(
+                who,
+                &[
+                    ("type", "stream"),
+                    ("to", "general"),
+                    ("topic", "t"),
+                    ("content", text),
+                ],
+            )
+            .await,
+        );
+    }
+    async fn narrowed(api: &Api, narrow: Value) -> Vec<u64> {
+        ids(&fetch(
+            api,
+            &[
+                ("anchor", "oldest"),
+                ("num_before", "0"),
+                ("num_after", "100"),
+                ("narrow", &narrow.to_string()),
+            ],
+        )
+        .await)
+    }
+    let mentions = |operand: Value| json!([{"operator": "mentions", "operand": operand}]);
+    // Bob's personal mentions, by id, address or `me`: not the silent one, not `@all`.
+    let bobs = vec![sent[0], sent[3]];
+    assert_eq!(narrowed(bob, mentions(json!(bob_id))).await, bobs);
+    assert_eq!(
+        narrowed(bob, mentions(json!("bob@example.com"))).await,
+        bobs
+    );
+    assert_eq!(narrowed(bob, mentions(json!("me"))).await, bobs);
+    // Anyone may look for another's: Alice finds where Bob was mentioned, and her own.
+    assert_eq!(narrowed(alice, mentions(json!(bob_id))).await, bobs);
+    assert_eq!(narrowed(alice, mentions(json!("me"))).await, vec![sent[3]]);
+    assert_eq!(
+        narrowed(alice, mentions(json!(alice_id))).await,
+        vec![sent[3]]
+    );
+    // Negated, and with another operator.
+    let not_bob = json!([{"operator": "mentions", "operand": bob_id, "negated": true}]);
+    assert_eq!(
+        narrowed(bob, not_bob).await,
+        vec![sent[1], sent[2], sent[4]]
+    );
+    let both = json!([
+        {"operator": "mentions", "operand": "me"},
+        {"operator": "sender", "operand": "me"}
+    ]);
+    assert_eq!(narrowed(bob, both).await, vec![sent[3]]);
+    // `sender:me` is the one asking.
+    let mine = json!([{"operator": "sender", "operand": "me"}]);
+    assert_eq!(narrowed(alice, mine).await, vec![sent[0], sent[1], sent[4]]);
 }
