@@ -99,6 +99,41 @@ pub fn parse_rfc3339_ms(text: &str) -> Option<i64> {
     Some(secs * 1000 + millis)
 }
 
+/// Milliseconds since the epoch of an ISO 8601 date or date and time, as Zulip's `anchor_date`
+/// takes them: a date alone is midnight UTC (`2005-04-18`); a time has minutes and may have
+/// seconds and a fraction (`2005-04-18T12:34`, `2005-04-18 12:34:56.5`); a time without an
+/// offset is UTC; an offset is `Z`, `+05:30`, `+0530` or `+05`. `None` for anything else.
+pub fn parse_iso8601_ms(text: &str) -> Option<i64> {
+    let text = text.trim();
+    if !text.is_ascii() {
+        return None;
+    }
+    if text.len() == 10 {
+        return parse_rfc3339_ms(&format!("{text}T00:00:00Z"));
+    }
+    if !matches!(text.as_bytes().get(10)?, b'T' | b't' | b' ') {
+        return None;
+    }
+    let (date, rest) = (text.get(..10)?, text.get(11..)?);
+    // The offset starts at its sign or `Z`, after the hours and minutes.
+    let zone_at = rest
+        .get(5..)?
+        .find(['Z', 'z', '+', '-'])
+        .map_or(rest.len(), |at| at + 5);
+    let (clock, zone) = rest.split_at(zone_at);
+    let clock = match clock.len() {
+        5 => format!("{clock}:00"),
+        _ => clock.to_owned(),
+    };
+    let zone = match zone.len() {
+        0 => "Z".to_owned(),
+        3 => format!("{zone}:00"),
+        5 if !zone.contains(':') => format!("{}:{}", &zone[..3], &zone[3..]),
+        _ => zone.to_owned(),
+    };
+    parse_rfc3339_ms(&format!("{date}T{clock}{zone}"))
+}
+
 /// A proleptic Gregorian date to days since 1970-01-01 (the inverse of `civil_from_days`).
 fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
     let year = if month <= 2 { year - 1 } else { year };
@@ -149,6 +184,49 @@ mod tests {
             "2026-11-24T00:00:00+0100",
         ] {
             assert_eq!(parse_rfc3339_ms(junk), None, "{junk}");
+        }
+    }
+
+    #[test]
+    fn iso8601_dates_and_times_as_zulips_anchor_date_takes_them() {
+        let noon = parse_rfc3339_ms("2005-04-18T12:34:56Z");
+        for text in [
+            "2005-04-18T12:34:56Z",
+            "2005-04-18T12:34:56",
+            "2005-04-18 12:34:56",
+            "2005-04-18T12:34:56+00:00",
+            "2005-04-18T18:04:56+05:30",
+            "2005-04-18T18:04:56+0530",
+            "2005-04-18T04:34:56-08",
+            " 2005-04-18t12:34:56z ",
+        ] {
+            assert_eq!(parse_iso8601_ms(text), noon, "{text}");
+        }
+        assert_eq!(
+            parse_iso8601_ms("2005-04-18"),
+            parse_rfc3339_ms("2005-04-18T00:00:00Z")
+        );
+        assert_eq!(
+            parse_iso8601_ms("2005-04-18T00:01Z"),
+            parse_rfc3339_ms("2005-04-18T00:01:00Z")
+        );
+        assert_eq!(
+            parse_iso8601_ms("2005-04-18T00:00:00.250"),
+            parse_rfc3339_ms("2005-04-18T00:00:00.250Z")
+        );
+        for junk in [
+            "",
+            "not-a-date",
+            "2005-13-01",
+            "2005-04-18T25:00Z",
+            "2005-04-18T12",
+            "2005-04-18X12:34",
+            "2005-04-18T12:34+5",
+            "2005-04-18T12:34:56+05:30:00",
+            "２００５-04-18",
+            "2005-04-18T12:34:5é",
+        ] {
+            assert_eq!(parse_iso8601_ms(junk), None, "{junk}");
         }
     }
 

@@ -253,6 +253,8 @@ pub async fn get_read_receipts(
 #[derive(Debug, Clone)]
 struct WindowRequest {
     anchor: Option<String>,
+    /// With `anchor=date`: the instant, as given.
+    anchor_date: Option<String>,
     use_first_unread: bool,
     include_anchor: bool,
     num_before: u64,
@@ -264,6 +266,7 @@ impl WindowRequest {
     /// not taken with `message_ids`).
     fn parse(params: &mut Params, counted: bool) -> ApiResult<WindowRequest> {
         let anchor = params.str("anchor");
+        let anchor_date = params.str("anchor_date");
         let use_first_unread = params.bool("use_first_unread_anchor")?.unwrap_or(false);
         let include_anchor = params.bool("include_anchor")?.unwrap_or(true);
         let (num_before, num_after) = if counted {
@@ -281,6 +284,7 @@ impl WindowRequest {
         }
         Ok(WindowRequest {
             anchor,
+            anchor_date,
             use_first_unread,
             include_anchor,
             num_before,
@@ -322,6 +326,16 @@ impl Window {
             Some("newest") => newest_anchor,
             Some("oldest") => (0, false, true),
             Some("first_unread") => first_unread().map_or(newest_anchor, |id| (id.0, false, false)),
+            Some("date") => {
+                let text = request
+                    .anchor_date
+                    .as_deref()
+                    .ok_or_else(|| ApiError::bad_request("Missing 'anchor_date' argument."))?;
+                let at_ms = crate::time::parse_iso8601_ms(text).ok_or_else(|| {
+                    ApiError::bad_request("anchor_date is not an ISO 8601 datetime string")
+                })?;
+                date_anchor(s, narrow, at_ms).map_or(newest_anchor, |id| (id.0, false, false))
+            }
             None if request.use_first_unread => {
                 first_unread().map_or(newest_anchor, |id| (id.0, false, false))
             }
@@ -367,6 +381,32 @@ impl Window {
             found_newest,
             ids,
         })
+    }
+}
+
+/// The anchor of `anchor=date`, as Zulip's: the first message of the narrow sent at or after
+/// `at_ms`, else its newest; `None` when it has none. A message's time never decreases as ids
+/// grow (the log's clock only moves forward, and an import sends in the order of the original
+/// send times), so the walk stops at the first message on the far side of the instant, from
+/// whichever end of the narrow the instant is nearer in time.
+fn date_anchor(s: &Projections, narrow: &Narrow<'_>, at_ms: i64) -> Option<MessageId> {
+    let sent_ms = |id: &MessageId| s.messages.get(*id).map_or(0, |m| m.timestamp * 1000);
+    let matching = || narrow.candidates().filter(|id| narrow.matches(*id));
+    let (oldest, newest) = (matching().next()?, matching().next_back()?);
+    let (first_ms, last_ms) = (sent_ms(&oldest), sent_ms(&newest));
+    if at_ms <= first_ms {
+        return Some(oldest);
+    }
+    if at_ms > last_ms {
+        return Some(newest);
+    }
+    if at_ms - first_ms < last_ms - at_ms {
+        matching().find(|id| sent_ms(id) >= at_ms)
+    } else {
+        matching()
+            .rev()
+            .take_while(|id| sent_ms(id) >= at_ms)
+            .last()
     }
 }
 

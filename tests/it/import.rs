@@ -2244,3 +2244,134 @@ async fn profile_pictures_of_a_mattermost_export_become_avatars() {
     assert_eq!(avatar.dimensions(), (100, 100));
     assert!(avatar.get_pixel(50, 50)[2] > 180);
 }
+
+/// `anchor=date` on imported history, whose messages keep the times they were sent at.
+#[tokio::test]
+async fn an_anchor_date_is_the_first_message_sent_at_or_after_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let (ok, _, stderr) = import(&[
+        "slack".as_ref(),
+        fixture("slack_fixtures/test_slack_importer.zip").as_os_str(),
+        "--data-dir".as_ref(),
+        dir.as_os_str(),
+        "--slack-users".as_ref(),
+        fixture("slack_fixtures/user_data.json").as_os_str(),
+    ]);
+    assert!(ok, "{stderr}");
+    let owner = owner_of(&dir);
+    let server = Server::start_in(&dir).unwrap();
+    let api = server.api(Some(&owner));
+    let all = channel_messages(&server, &owner, "general").await;
+    let sent: Vec<(u64, i64)> = all
+        .iter()
+        .map(|m| (m["id"].as_u64().unwrap(), m["timestamp"].as_i64().unwrap()))
+        .collect();
+    assert!(sent.windows(2).all(|w| w[0].1 <= w[1].1), "{sent:?}");
+    let (first, last) = (sent[0], sent[sent.len() - 1]);
+    assert!(last.1 - first.1 > 3600, "{sent:?}");
+    let narrow = json!([{"operator": "channel", "operand": "general"}]).to_string();
+    let at = |anchor_date: &str| {
+        let (api, narrow, anchor_date) = (&api, narrow.clone(), anchor_date.to_owned());
+        async move {
+            api.get(
+                "/messages",
+                &[
+                    ("anchor", "date"),
+                    ("anchor_date", &anchor_date),
+                    ("num_before", "1"),
+                    ("num_after", "1"),
+                    ("narrow", &narrow),
+                ],
+            )
+            .await
+        }
+    };
+    let iso = |secs: i64, offset_secs: i32| {
+        let zone = chrono::FixedOffset::east_opt(offset_secs).unwrap();
+        chrono::DateTime::from_timestamp(secs, 0)
+            .unwrap()
+            .with_timezone(&zone)
+            .to_rfc3339()
+    };
+    // Every instant between the first and the last message, in two zones: the first message
+    // sent then or later, with one on either side of it.
+    let middle = sent.len() / 2;
+    for (k, &(id, secs)) in sent.iter().enumerate().skip(1).take(middle) {
+        let expected = sent.iter().find(|m| m.1 >= secs).unwrap().0;
+        for offset in [0, 5 * 3600 + 1800, -8 * 3600] {
+            let (status, body) = at(&iso(secs, offset)).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            assert_eq!(body["anchor"], expected, "message {k} ({id}) at {secs}");
+            assert_eq!(body["found_anchor"], true);
+            let window = ids(&body);
+            let place = sent.iter().position(|m| m.0 == expected).unwrap();
+            assert_eq!(window[1 - usize::from(place == 0)], expected, "{body}");
+        }
+        // A second after a message with a later one: the later one.
+        if let Some(next) = sent.iter().find(|m| m.1 > secs) {
+            let (_, body) = at(&iso(secs + 1, 0)).await;
+            assert_eq!(body["anchor"], next.0, "after {id}");
+        }
+    }
+    // Before the first: the first (a date alone is midnight UTC); after the last: the newest.
+    let (_, body) = at("2001-02-03").await;
+    assert_eq!(
+        (body["anchor"].clone(), ids(&body)),
+        (json!(first.0), vec![first.0, sent[1].0])
+    );
+    assert_eq!(body["found_oldest"], true);
+    let (_, body) = at(&iso(last.1 + 86_400, 0)).await;
+    assert_eq!(body["anchor"], last.0);
+    assert_eq!(
+        (body["found_anchor"].clone(), body["found_newest"].clone()),
+        (json!(true), json!(true))
+    );
+    // Without a time zone, UTC; minutes without seconds; a space for the `T`.
+    let naive = iso(sent[middle].1, 0);
+    let naive = naive.trim_end_matches("+00:00");
+    let (_, body) = at(naive).await;
+    assert_eq!(
+        body["anchor"],
+        sent.iter().find(|m| m.1 >= sent[middle].1).unwrap().0
+    );
+    let (_, with_space) = at(&naive.replacen('T', " ", 1)).await;
+    assert_eq!(with_space["anchor"], body["anchor"]);
+    // Refused as Zulip refuses them.
+    for (anchor_date, msg) in [
+        (None, "Missing 'anchor_date' argument."),
+        (
+            Some("not-a-date"),
+            "anchor_date is not an ISO 8601 datetime string",
+        ),
+        (
+            Some("2005-13-01"),
+            "anchor_date is not an ISO 8601 datetime string",
+        ),
+        (
+            Some("2005-04-18T25:00Z"),
+            "anchor_date is not an ISO 8601 datetime string",
+        ),
+    ] {
+        let mut params = vec![("anchor", "date"), ("num_before", "1"), ("num_after", "1")];
+        if let Some(text) = anchor_date {
+            params.push(("anchor_date", text));
+        }
+        let (status, body) = api.get("/messages", &params).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{anchor_date:?}");
+        assert_eq!(
+            body,
+            json!({"result": "error", "code": "BAD_REQUEST", "msg": msg}),
+            "{anchor_date:?}"
+        );
+    }
+}
+
+fn ids(body: &Value) -> Vec<u64> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_u64().unwrap())
+        .collect()
+}
