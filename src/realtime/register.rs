@@ -860,12 +860,13 @@ fn channel_folders(out: &mut Out, cx: &Cx<'_>) {
     out.put("channel_folders", &Value::Array(folders));
 }
 
-/// Default channels for new users (`default_streams`).
+/// Default channels for new users (fetched as `default_streams`): their ids, as
+/// `realm_default_streams` since Zulip 10 (feature level 330).
 fn default_channels(out: &mut Out, cx: &Cx<'_>) {
     let Cx { state, .. } = *cx;
     out.put(
-        "default_streams",
-        &crate::render::channels::default_channels_json(state),
+        "realm_default_streams",
+        &crate::render::channels::default_channel_ids(state),
     );
 }
 
@@ -891,9 +892,10 @@ fn recent_conversations(out: &mut Out, cx: &Cx<'_>) {
     out.put("recent_private_conversations", &Value::Array(recent));
 }
 
-/// Default channel groups (`default_stream_groups`), none in Chronicle.
+/// Default channel groups (fetched as `default_stream_groups`, given as
+/// `realm_default_stream_groups`): none in Chronicle.
 fn default_channel_groups(out: &mut Out) {
-    out.put("default_stream_groups", &json!([]));
+    out.put("realm_default_stream_groups", &json!([]));
 }
 
 /// Video call state (`video_calls`).

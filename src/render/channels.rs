@@ -279,14 +279,13 @@ pub fn subscription_fields(
     out.field("subscriber_count", &subscriber_count(state, channel));
 }
 
-/// The default channels for new users, as `/register`'s `default_streams` and the
-/// `default_streams` event list them.
-pub fn default_channels_json(state: &Projections) -> Value {
+/// The ids of the default channels (`realm_default_streams`, the `default_streams` event).
+pub fn default_channel_ids(state: &Projections) -> Value {
     state
         .channels
         .iter()
         .filter(|c| c.is_default && !c.is_archived)
-        .map(|c| channel_json(state, c))
+        .map(|c| json!(c.id.0))
         .collect()
 }
 

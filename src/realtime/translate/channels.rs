@@ -5,7 +5,7 @@ use super::event::{ClientEvent, Deliveries, Variants};
 use crate::events::{ChannelChange, NewSubscription, SubscriptionProperty};
 use crate::ids::{ChannelId, FolderId, UserId};
 use crate::projections::{access, Access, Folders, Projections, User};
-use crate::render::channels::{channel_json, default_channels_json, subscription_json};
+use crate::render::channels::{channel_json, default_channel_ids, subscription_json};
 use crate::render::groups::render_group_setting;
 use serde_json::{json, Value};
 
@@ -87,7 +87,7 @@ pub fn channel_changed(
         }
         ChannelChange::DefaultForNewUsers(_) => to_all(
             state,
-            json!({"type": "default_streams", "default_streams": default_channels_json(state)}),
+            json!({"type": "default_streams", "default_streams": default_channel_ids(state)}),
         ),
     }
 }
