@@ -296,11 +296,10 @@ async fn act(
             }
             "edit" => {
                 if let Some(own) = person.own {
+                    // Another text each time: an edit that changes nothing is refused.
+                    let text = super::corpus::text(own, || format!("edited {own}"));
                     send(reqwest::Method::PATCH, &format!("messages/{own}"))
-                        .form(&[(
-                            "content",
-                            super::corpus::text(own, || format!("edited {own}")),
-                        )])
+                        .form(&[("content", format!("{text}\n\n(edit {actions})"))])
                         .send()
                         .await?
                         .error_for_status()?;
