@@ -2,6 +2,7 @@
 //! test fixtures, kept under tests/fixtures/zulip with their licence), checked through the API
 //! of the server that then serves the result.
 
+use crate::messages::ids;
 use crate::support::{bin, zuliprc_value, Creds, Server};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -2365,13 +2366,4 @@ async fn an_anchor_date_is_the_first_message_sent_at_or_after_it() {
             "{anchor_date:?}"
         );
     }
-}
-
-fn ids(body: &Value) -> Vec<u64> {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["id"].as_u64().unwrap())
-        .collect()
 }
