@@ -380,11 +380,11 @@ impl Engine {
     /// Until it is installed, a `search:` narrow checks each candidate's text instead, with the
     /// same answers; the writer goes on folding meanwhile, and what it changed is brought into
     /// the index as it is installed (`Messages::install_word_index`). `ready` is called once
-    /// the read state has an index, with the messages it was built from and the seconds it
-    /// took (`None` when the state had one already).
+    /// the read state has an index, with what was built (`None` when the state had one
+    /// already).
     pub fn index_words_in_background(
         &self,
-        ready: impl FnOnce(Option<(usize, f64)>) + Send + 'static,
+        ready: impl FnOnce(Option<crate::projections::messages::IndexBuilt>) + Send + 'static,
     ) {
         let Some(source) = self.read(|state| state.messages.word_index_source()) else {
             ready(None);
@@ -402,7 +402,19 @@ impl Engine {
                             .unwrap_or_else(|p| p.into_inner())
                             .messages
                             .install_word_index(built);
-                        ready(Some((messages, started.elapsed().as_secs_f64())));
+                        let seconds = started.elapsed().as_secs_f64();
+                        // Counted under the read lock: searches go on meanwhile.
+                        let (words, bytes) = read
+                            .read()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .messages
+                            .word_index_size();
+                        ready(Some(crate::projections::messages::IndexBuilt {
+                            messages,
+                            seconds,
+                            words,
+                            bytes,
+                        }));
                     }
                     Err(_) => tracing::error!(
                         "building the search index failed (a bug): searches check every \

@@ -27,6 +27,8 @@
 //!   read-side visibility rules (`projections::access`) beside the state they read.
 //! - [`replay`]: folding a log into projections (start-up, time travel, offline tools).
 //! - [`narrow`]: Zulip narrows: parse, compile, match.
+//! - [`analyzer`]: how text becomes searchable: words, stems, stop words, CJK, queries,
+//!   highlights.
 //! - [`render`]: every Zulip JSON shape, and [`render::Site`]; [`render::fields`] writes a
 //!   shape into a `serde_json` map or straight into the bytes of a large answer.
 //! - [`commands`]: pure decisions `(&Projections, &Ctx) -> Decision` (events + reply), one
@@ -46,6 +48,7 @@
 //! durability promise.
 
 pub mod access_audit;
+pub mod analyzer;
 pub mod audit;
 pub mod auth;
 pub mod avatars;

@@ -866,8 +866,9 @@ proptest! {
         // builds its index once it serves).
         let mut indexed = Projections::default();
         crate::replay::continue_while(&mut indexed, log.as_ref(), |_| true, |_| {}).unwrap();
-        prop_assert!(replayed.messages.search_lists(WORDS[0]).is_none(), "an offline replay keeps no index");
-        prop_assert!(restored.messages.search_lists(WORDS[0]).is_none(), "a snapshot keeps no index");
+        let query = |word: &str| crate::analyzer::Query::parse(&format!("{word} "));
+        prop_assert!(replayed.messages.search_plan(&query(WORDS[0])).is_none(), "an offline replay keeps no index");
+        prop_assert!(restored.messages.search_plan(&query(WORDS[0])).is_none(), "a snapshot keeps no index");
         let source = restored.messages.word_index_source().unwrap();
         prop_assert!(restored.messages.install_word_index(source.build()));
         let half = live.seq.0 / 2;
@@ -877,7 +878,10 @@ proptest! {
         prop_assert!(late.messages.install_word_index(source.build()));
         prop_assert!(late.messages.word_index_source().is_none());
         let lists = |state: &Projections, word: &str| {
-            state.messages.search_lists(word).map(|l| l.iter().map(|s| s.iter().collect::<Vec<_>>()).collect::<Vec<_>>())
+            state.messages.search_plan(&query(word)).map(|plan| match plan {
+                crate::projections::search::Plan::Lists(lists) => lists.iter().map(|s| s.iter().collect::<Vec<_>>()).collect::<Vec<_>>(),
+                other => panic!("{other:?}"),
+            })
         };
         for word in WORDS {
             prop_assert_eq!(lists(&restored, word), lists(&indexed, word));

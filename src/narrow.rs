@@ -2,12 +2,14 @@
 //! index to walk, which predicate to apply), and matching a message. `GET /messages`, the
 //! flag endpoints, `matches_narrow` and narrowed event queues all use this one engine.
 
+use crate::analyzer::Query;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::events::TopicPolicy;
 use crate::ids::ChannelId;
 use crate::ids::{MessageId, UserId};
 use crate::projections::id_set::IdSet;
 use crate::projections::messages::{flags, topic_param};
+use crate::projections::search::Plan;
 use crate::projections::user_topics::topic_key;
 use crate::projections::Address;
 use crate::projections::{can_read, Message, Projections, User};
@@ -145,13 +147,13 @@ pub struct Narrow<'a> {
     /// holds a copy of count.
     require_copy: bool,
     terms: Vec<Term>,
-    /// Each `search:` operand with its words, split once.
-    search_words: Vec<(String, Vec<String>)>,
+    /// Each `search:` operand, parsed once.
+    queries: Vec<(String, Query)>,
 }
 
-/// The words of every `search:` operand of a narrow (`BAD_NARROW` for an overlong one).
-fn search_words(terms: &[Term]) -> ApiResult<Vec<(String, Vec<String>)>> {
-    use crate::projections::search::{words, MAX_QUERY_CHARS};
+/// Every `search:` operand of a narrow, parsed (`BAD_NARROW` for an overlong one).
+fn search_queries(terms: &[Term]) -> ApiResult<Vec<(String, Query)>> {
+    use crate::projections::search::MAX_QUERY_CHARS;
     terms
         .iter()
         .filter(|t| t.operator == "search")
@@ -160,7 +162,7 @@ fn search_words(terms: &[Term]) -> ApiResult<Vec<(String, Vec<String>)>> {
             if operand.chars().count() > MAX_QUERY_CHARS {
                 return Err(bad_narrow("search operand too long"));
             }
-            Ok((operand.to_owned(), words(operand)))
+            Ok((operand.to_owned(), Query::parse(operand)))
         })
         .collect()
 }
@@ -237,7 +239,7 @@ impl<'a> Narrow<'a> {
             use_received: true,
             require_copy: false,
             terms: Vec::new(),
-            search_words: search_words(&terms)?,
+            queries: search_queries(&terms)?,
         };
         let channel_of = |operand: &Value| -> Option<ChannelId> {
             match operand {
@@ -318,14 +320,23 @@ impl<'a> Narrow<'a> {
         let query = terms
             .iter()
             .find(|t| t.operator == "search" && !t.negated)
-            .and_then(|t| t.operand.as_str());
-        if let Some(lists) = query.and_then(|q| state.messages.search_lists(q)) {
-            let within = match narrow.source.take() {
-                Some(Source::Set(set)) => Some(set),
-                _ => None,
-            };
-            narrow.require_copy = narrow.use_received;
-            narrow.source = Some(Source::Words { lists, within });
+            .and_then(|t| t.operand.as_str())
+            .and_then(|operand| narrow.query(operand));
+        match query.and_then(|q| state.messages.search_plan(q)) {
+            Some(Plan::Lists(lists)) => {
+                let within = match narrow.source.take() {
+                    Some(Source::Set(set)) => Some(set),
+                    _ => None,
+                };
+                narrow.require_copy = narrow.use_received;
+                narrow.source = Some(Source::Words { lists, within });
+            }
+            Some(Plan::Nothing) => {
+                narrow.use_received = false;
+                narrow.source = Some(Source::Set(&crate::projections::id_set::EMPTY));
+            }
+            // The narrow's own source, each message checked.
+            Some(Plan::Everything) | None => {}
         }
         narrow.terms = terms;
         Ok(narrow)
@@ -399,17 +410,9 @@ impl<'a> Narrow<'a> {
             },
             "search" => {
                 let operand = term.operand.as_str().unwrap_or_default();
-                match self.search_words.iter().find(|(o, _)| o == operand) {
-                    Some((_, wanted)) => crate::projections::search::has_words(
-                        wanted,
-                        message.topic(),
-                        &message.content,
-                    ),
-                    None => crate::projections::search::text_matches(
-                        operand,
-                        message.topic(),
-                        &message.content,
-                    ),
+                match self.query(operand) {
+                    Some(query) => query.matches(message.topic(), &message.content),
+                    None => Query::parse(operand).matches(message.topic(), &message.content),
                 }
             }
             "id" => {
@@ -435,6 +438,39 @@ impl<'a> Narrow<'a> {
             // `near` and `with` only move the anchor or the view; they do not filter.
             _ => true,
         }
+    }
+
+    /// The parsed form of a `search:` operand of this narrow.
+    fn query(&self, operand: &str) -> Option<&Query> {
+        self.queries
+            .iter()
+            .find(|(o, _)| o == operand)
+            .map(|(_, query)| query)
+    }
+
+    /// Zulip's `match_content` and `match_subject` for a message of a search's results: its
+    /// rendered content and its (escaped) topic with the words the search matched highlighted.
+    /// `None` when the narrow searches nothing.
+    pub fn highlights(&self, message: &Message) -> Option<(String, String)> {
+        // Every operand's words at once, as Zulip joins them into one query.
+        let mut all = Query::default();
+        for term in self
+            .terms
+            .iter()
+            .filter(|t| t.operator == "search" && !t.negated)
+        {
+            if let Some(query) = self.query(term.operand.as_str().unwrap_or_default()) {
+                all.clauses.extend(query.clauses.iter().cloned());
+            }
+        }
+        if all.is_empty() {
+            return None;
+        }
+        let subject = crate::markdown::escape_html(message.topic());
+        Some((
+            all.highlight(&message.rendered_content()),
+            all.highlight(&subject),
+        ))
     }
 
     /// Whether the message exists, `me` may read it, and it matches every term.
@@ -502,7 +538,7 @@ pub fn narrow_matches(
         use_received: true,
         require_copy: false,
         terms: Vec::new(),
-        search_words: search_words(terms).unwrap_or_default(),
+        queries: search_queries(terms).unwrap_or_default(),
     };
     can_read(state, viewer, message)
         && terms

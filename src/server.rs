@@ -592,9 +592,19 @@ pub async fn serve_with(
     engine.keep_reserve(reserve);
     release_free_memory();
     engine.index_words_in_background(|built| {
-        let (messages, seconds) = built.unwrap_or_default();
-        tracing::info!(messages, seconds, "search index built");
-        println!("Search index ready ({messages} messages, {seconds:.1} s)");
+        let built = built.unwrap_or_default();
+        let (messages, seconds, bytes) = (built.messages, built.seconds, built.bytes);
+        tracing::info!(
+            messages,
+            seconds,
+            words = built.words,
+            bytes,
+            "search index built"
+        );
+        println!(
+            "Search index ready ({messages} messages, {seconds:.1} s, {} words, {bytes} bytes)",
+            built.words
+        );
     });
     let cluster = match (&config.cluster, me) {
         (Some(spec), Some(me)) => {

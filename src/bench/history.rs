@@ -2,11 +2,13 @@
 //! million messages of real text (issue 37). 256 members, 500 topics and 64 senders send the
 //! messages in ten windows of equal count to `chronicle serve` (a child process); each
 //! window's rate is measured, and the serving process's resident memory and its restart after
-//! the first tenth (one million) and at the end.
+//! the first tenth (one million) and at the end. At both points the restarted server's search
+//! index is measured too (issue 38): its build time, its size a message, and the latency of
+//! searches for words drawn from the same text, from one client.
 
 use super::load::drive;
 use super::seed::{seed, SeedSpec};
-use super::sustained::{figure_in, ChildServer};
+use super::sustained::{figure_in, ChildServer, IndexReport};
 use super::Row;
 use crate::server::Fatal;
 use std::time::Duration;
@@ -22,6 +24,11 @@ struct Point {
     serving_per_message: f64,
     restart_seconds: f64,
     restarted_per_message: f64,
+    index: IndexReport,
+    /// Resident growth while the index was built, a message (a cross-check of its count).
+    index_resident_per_message: f64,
+    /// Search latency: p50 and p99 in ms, and the searches that failed.
+    search: (f64, f64, u64),
 }
 
 /// Stops `server`, starts it again on `data`, and measures: resident bytes a message while it
@@ -36,7 +43,8 @@ fn measure(
     server.stop()?;
     let restarted = ChildServer::start(data)?;
     let restart_seconds = restarted.started_in.as_secs_f64();
-    restarted.wait_indexed()?;
+    let unindexed = restarted.resident_bytes()?;
+    let (_, index) = restarted.wait_index_report()?;
     let after = restarted.resident_bytes()?;
     let per = |bytes: u64| bytes.saturating_sub(idle) as f64 / messages.max(1) as f64;
     Ok((
@@ -46,8 +54,94 @@ fn measure(
             serving_per_message: per(serving),
             restart_seconds,
             restarted_per_message: per(after),
+            index,
+            index_resident_per_message: after.saturating_sub(unindexed) as f64
+                / messages.max(1) as f64,
+            search: (0.0, 0.0, 0),
         },
     ))
+}
+
+/// Searches as people type them, drawn from the corpus the messages were: a word, two words of
+/// one quotation, a phrase of two neighbouring words, and the first letters of a word (the
+/// last word typed is a prefix). Words of three letters or more, no stop words.
+fn search_queries(count: usize) -> Vec<String> {
+    use crate::analyzer::{is_stop_word, tokens, Kind};
+    let fallback = || vec!["Message 1: a typical short chat line.".to_owned()];
+    let texts = super::corpus::texts().map_or_else(fallback, <[String]>::to_vec);
+    let mut queries = Vec::with_capacity(count);
+    let mut k = 0usize;
+    while queries.len() < count && k < count * 20 {
+        let text = &texts[k.wrapping_mul(7919) % texts.len()];
+        let words: Vec<String> = tokens(text)
+            .filter(|t| t.kind == Kind::Word && t.text.chars().all(char::is_alphabetic))
+            .map(|t| t.text.to_lowercase())
+            .collect();
+        let searchable: Vec<&String> = words
+            .iter()
+            .filter(|w| w.chars().count() >= 3 && !is_stop_word(w))
+            .collect();
+        k += 1;
+        if searchable.len() < 2 || words.len() < 2 {
+            continue;
+        }
+        let pick = |n: usize| searchable[n % searchable.len()];
+        let query = match queries.len() % 4 {
+            0 => format!("{} ", pick(k)),
+            1 => format!("{} {} ", pick(k), pick(k / 2 + 1)),
+            2 => {
+                let at = k % (words.len() - 1);
+                format!("\"{} {}\"", words[at], words[at + 1])
+            }
+            _ => pick(k).chars().take(4).collect(),
+        };
+        queries.push(query);
+    }
+    queries
+}
+
+/// Runs `queries` one after another as `user` (newest 50 of each search's results): p50 and
+/// p99 in ms, and how many failed.
+async fn search_latency(
+    client: &reqwest::Client,
+    url: &str,
+    (email, key): (&str, &str),
+    queries: &[String],
+) -> (f64, f64, u64) {
+    let mut samples = Vec::with_capacity(queries.len());
+    let mut errors = 0;
+    for query in queries {
+        let narrow = serde_json::json!([["search", query]]).to_string();
+        let started = std::time::Instant::now();
+        let answer = client
+            .get(format!("{url}/api/v1/messages"))
+            .basic_auth(email, Some(key))
+            .query(&[
+                ("anchor", "newest"),
+                ("num_before", "50"),
+                ("num_after", "0"),
+                ("narrow", narrow.as_str()),
+            ])
+            .send()
+            .await;
+        let ok = match answer {
+            Ok(answer) if answer.status().is_success() => answer.bytes().await.is_ok(),
+            _ => false,
+        };
+        if ok {
+            samples.push(started.elapsed().as_secs_f64() * 1000.0);
+        } else {
+            errors += 1;
+        }
+    }
+    samples.sort_by(f64::total_cmp);
+    let at = |p: f64| {
+        samples
+            .get(((samples.len().max(1) - 1) as f64 * p).round() as usize)
+            .copied()
+            .unwrap_or_default()
+    };
+    (at(0.5), at(0.99), errors)
 }
 
 /// The number of messages: `$CHRONICLE_BENCH_HISTORY_MESSAGES` when it is set (to study one
@@ -105,11 +199,12 @@ pub async fn history(quick: bool) -> Result<Vec<Row>, Fatal> {
     server.wait_indexed()?;
     let idle = server.resident_bytes()?;
     let client = super::load::client()?;
+    let queries = search_queries(if quick { 40 } else { 400 });
     let (mut rates, mut sent, mut errors) = (Vec::new(), 0u64, 0u64);
     let mut points = Vec::new();
     for w in 0..WINDOWS {
         let users = seeded.users.clone();
-        let (client, url) = (client.clone(), format!("{}/api/v1/messages", server.url));
+        let (senders, url) = (client.clone(), format!("{}/api/v1/messages", server.url));
         let offset = sent;
         let (stats, _) = drive(
             SENDERS,
@@ -117,7 +212,7 @@ pub async fn history(quick: bool) -> Result<Vec<Row>, Fatal> {
             Duration::from_secs(3600),
             move |i| (i, 0u64),
             move |(i, n): (usize, u64)| {
-                let (client, url) = (client.clone(), url.clone());
+                let (client, url) = (senders.clone(), url.clone());
                 let (_, email, key) = users[i % users.len()].clone();
                 async move {
                     let serial = offset + n * SENDERS as u64 + i as u64;
@@ -142,8 +237,10 @@ pub async fn history(quick: bool) -> Result<Vec<Row>, Fatal> {
             stats.per_second
         );
         if w == 0 || w == WINDOWS - 1 {
-            let (restarted, point) = measure(server, &data, idle, sent)?;
+            let (restarted, mut point) = measure(server, &data, idle, sent)?;
             server = restarted;
+            let (_, email, key) = &seeded.users[1];
+            point.search = search_latency(&client, &server.url, (email, key), &queries).await;
             points.push(point);
         }
     }
@@ -205,6 +302,47 @@ pub async fn history(quick: bool) -> Result<Vec<Row>, Fatal> {
             Some(m as f64 / 2_000_000.0),
             "the goal: 1 s per 2 million",
         ));
+        rows.push(row(
+            format!(
+                "search index built at start (it serves before), {m} messages, {} words",
+                point.index.words
+            ),
+            point.index.seconds,
+            "s",
+            None,
+            "",
+        ));
+        rows.push(row(
+            format!(
+                "search index heap bytes per message, counted by its allocations, {m} messages"
+            ),
+            point.index.bytes as f64 / m.max(1) as f64,
+            "bytes",
+            Some(150.0),
+            "the goal: 150",
+        ));
+        rows.push(row(
+            format!("resident growth per message while the search index was built, {m} messages (a cross-check)"),
+            point.index_resident_per_message,
+            "bytes",
+            Some(150.0),
+            "the goal: 150",
+        ));
+        let (p50, p99, failed) = point.search;
+        let mut search = figure_in(
+            "history",
+            &format!("search, newest 50 of the results, one client, {} queries (a word, two words, a phrase, a prefix, drawn from the same text), {m} messages", queries.len()),
+            p99,
+            "ms p99",
+            Some(50.0),
+            "the goal: 50 ms",
+            false,
+            queries.len() as u64 - failed,
+            failed,
+        );
+        search.p50_ms = Some(p50);
+        search.p99_ms = Some(p99);
+        rows.push(search);
     }
     Ok(rows)
 }

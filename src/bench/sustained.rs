@@ -19,8 +19,36 @@ pub struct ChildServer {
     /// From spawning to the line saying it listens.
     pub started_in: Duration,
     spawned: Instant,
-    /// Tells when the line saying the search index is ready came.
-    indexed: std::sync::mpsc::Receiver<Instant>,
+    /// Tells when the line saying the search index is ready came, and the line.
+    indexed: std::sync::mpsc::Receiver<(Instant, String)>,
+}
+
+/// What a server's `Search index ready (N messages, S s, W words, B bytes)` line says (zeros
+/// for what it does not).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IndexReport {
+    pub seconds: f64,
+    pub words: u64,
+    pub bytes: u64,
+}
+
+impl IndexReport {
+    fn parse(line: &str) -> IndexReport {
+        let inside = line
+            .split_once('(')
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .map_or("", |(inside, _)| inside);
+        let mut report = IndexReport::default();
+        for part in inside.split(", ") {
+            match part.split_once(' ') {
+                Some((n, "s")) => report.seconds = n.parse().unwrap_or_default(),
+                Some((n, "words")) => report.words = n.parse().unwrap_or_default(),
+                Some((n, "bytes")) => report.bytes = n.parse().unwrap_or_default(),
+                _ => {}
+            }
+        }
+        report
+    }
 }
 
 impl ChildServer {
@@ -47,7 +75,7 @@ impl ChildServer {
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                 if line.starts_with("Search index ready") {
-                    let _ = indexed_tx.send(Instant::now());
+                    let _ = indexed_tx.send((Instant::now(), line.clone()));
                 }
                 if let Some(rest) = line.strip_prefix("Chronicle listening on ") {
                     let url = rest
@@ -78,9 +106,14 @@ impl ChildServer {
     /// Waits until the server's search index is built (it serves before), and returns the
     /// time from spawning to then.
     pub fn wait_indexed(&self) -> Result<Duration, Fatal> {
-        match self.indexed.recv_timeout(Duration::from_secs(300)) {
-            Ok(at) => Ok(at - self.spawned),
-            Err(_) => Err("the server did not build its search index within 300 s".into()),
+        self.wait_index_report().map(|(after, _)| after)
+    }
+
+    /// [`ChildServer::wait_indexed`], with what the server said of its index.
+    pub fn wait_index_report(&self) -> Result<(Duration, IndexReport), Fatal> {
+        match self.indexed.recv_timeout(Duration::from_secs(600)) {
+            Ok((at, line)) => Ok((at - self.spawned, IndexReport::parse(&line))),
+            Err(_) => Err("the server did not build its search index within 600 s".into()),
         }
     }
 

@@ -433,6 +433,11 @@ pub async fn get_messages(
             s.messages.get(id).map(|m| {
                 let mut json = message_json(s, &state.site, me, m, apply_markdown, allow_empty);
                 json["flags"] = json!(message_flags(s, me.user_id, id));
+                // A search's results carry what matched, as Zulip's do.
+                if let Some((content, subject)) = narrow.highlights(m) {
+                    json["match_content"] = json!(content);
+                    json["match_subject"] = json!(subject);
+                }
                 json
             })
         };
@@ -862,12 +867,13 @@ pub async fn get_messages_matching_narrow(
             .filter(|id| narrow.matches(*id))
             .filter_map(|id| s.messages.get(id))
             .map(|m| {
+                let (content, subject) = narrow.highlights(m).unwrap_or_else(|| {
+                    let content = m.rendered_content().to_string();
+                    (content, crate::markdown::escape_html(m.topic()))
+                });
                 (
                     m.id.0.to_string(),
-                    json!({
-                        "match_content": &*m.rendered_content(),
-                        "match_subject": crate::markdown::escape_html(m.topic()),
-                    }),
+                    json!({"match_content": content, "match_subject": subject}),
                 )
             })
             .collect();

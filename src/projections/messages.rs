@@ -65,6 +65,17 @@ impl WordIndexSource {
     }
 }
 
+/// What building a word index gave (`Engine::index_words_in_background`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IndexBuilt {
+    pub messages: usize,
+    pub seconds: f64,
+    /// Distinct words indexed.
+    pub words: usize,
+    /// Its heap bytes (`WordIndex::heap_bytes`).
+    pub bytes: u64,
+}
+
 /// A word index and the copy of the messages it covers (`Messages::install_word_index`).
 pub struct BuiltWordIndex {
     words: super::search::WordIndex,
@@ -287,10 +298,17 @@ impl Messages {
             .collect()
     }
 
-    /// The word index's posting lists for `query`, shortest first: `None` when the query has
-    /// no words or this state keeps no index (a search then checks each message's text).
-    pub fn search_lists(&self, query: &str) -> Option<Vec<super::search::List<'_>>> {
-        self.words.as_ref()?.lists(query)
+    /// What the word index offers a search: `None` when this state keeps no index (a search
+    /// then checks each message's text).
+    pub fn search_plan(&self, query: &crate::analyzer::Query) -> Option<super::search::Plan<'_>> {
+        Some(self.words.as_ref()?.plan(query))
+    }
+
+    /// The word index's distinct words and heap bytes (zero without one).
+    pub fn word_index_size(&self) -> (usize, u64) {
+        self.words
+            .as_ref()
+            .map_or((0, 0), |index| (index.words(), index.heap_bytes()))
     }
 
     /// What a word index can be built from on another thread while this state goes on

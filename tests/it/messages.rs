@@ -870,8 +870,9 @@ async fn hostile_fetch_parameters_are_refused_cleanly() {
     }
 }
 
-/// `search:` walks the word index: whole words of topic and content, every word of the query,
-/// following edits, moves and deletions, and only the caller's messages unless a channel is named.
+/// `search:` walks the word index: words of topic and content by their stems, every word of
+/// the query, the last one typed also as a prefix, following edits, moves and deletions, and
+/// only the caller's messages unless a channel is named.
 #[tokio::test]
 async fn search_finds_whole_words_and_follows_changes() {
     let c = chat().await;
@@ -907,25 +908,38 @@ async fn search_finds_whole_words_and_follows_changes() {
             .collect();
         fetch(api, &pairs).await
     }
-    let q = search("STAGING");
+    let q = search("STAGING ");
     assert_eq!(found(&run(bob, window(&q)).await), vec![sent[0], sent[1]]);
+    // Typed last, it is also the start of a longer word.
+    let q = search("STAGING");
+    assert_eq!(found(&run(bob, window(&q)).await), sent);
     let q = search("staging deploys prod");
     assert_eq!(found(&run(bob, window(&q)).await), vec![sent[0]]);
+    // "stag" typed last is the start of "staging"; followed by a space it is a word of its own.
     let q = search("stag");
+    assert_eq!(found(&run(bob, window(&q)).await), sent);
+    let q = search("stag ");
+    assert!(found(&run(bob, window(&q)).await).is_empty());
+    // Only stop words: nothing, as in Zulip.
+    let q = search("is the");
     assert!(found(&run(bob, window(&q)).await).is_empty());
     // Carol holds no copies; naming the (public) channel searches its history.
-    let q = search("staging");
+    let q = search("staging ");
     assert!(found(&run(carol, window(&q)).await).is_empty());
-    let in_channel = json!([["channel", "general"], ["search", "staging"]]).to_string();
+    let in_channel = json!([["channel", "general"], ["search", "staging "]]).to_string();
     assert_eq!(
         found(&run(carol, window(&in_channel)).await),
         vec![sent[0], sent[1]]
     );
-    let negated = json!([{"operator": "search", "operand": "prod", "negated": true}, {"operator": "search", "operand": "staging"}]).to_string();
+    let negated = json!([{"operator": "search", "operand": "prod", "negated": true}, {"operator": "search", "operand": "staging "}]).to_string();
     assert_eq!(found(&run(bob, window(&negated)).await), vec![sent[1]]);
     // A topic smaller than the word's list is walked itself.
-    let in_topic =
-        json!([["channel", "general"], ["topic", "lunch"], ["search", "is"]]).to_string();
+    let in_topic = json!([
+        ["channel", "general"],
+        ["topic", "lunch"],
+        ["search", "word"]
+    ])
+    .to_string();
     assert_eq!(found(&run(bob, window(&in_topic)).await), vec![sent[2]]);
     let long = json!([["search", "word ".repeat(201)]]).to_string();
     let pairs: Vec<(String, String)> = window(&long);
@@ -969,6 +983,130 @@ async fn search_finds_whole_words_and_follows_changes() {
     assert_eq!(status, StatusCode::OK, "{body}");
     let q = search("staging");
     assert_eq!(found(&run(bob, window(&q)).await), vec![sent[2]]);
+}
+
+/// Zulip's search rules and Chronicle's additions, through `GET /messages`: stems, stop words,
+/// phrases, identifiers and URLs by parts and whole, CJK without spaces, the last word as a
+/// prefix, and the highlights of each result (`match_content`, `match_subject`), also from
+/// `GET /messages/matches_narrow`.
+#[tokio::test]
+async fn search_stems_phrases_identifiers_cjk_and_highlights() {
+    let c = chat().await;
+    let (alice, bob) = (&c.alice.1, &c.bob.1);
+    let mut sent = Vec::new();
+    for (topic, text) in [
+        ("Deploys", "We **deployed** the new build"),
+        ("deploys", "The deploy failed twice"),
+        (
+            "code",
+            "Set `sess.opts` from https://example.com/path and call getUserName()",
+        ),
+        ("旅行", "明日は東京タワーに行きます"),
+        ("lunch", "failed to find a deployment for lunch"),
+    ] {
+        let params = [
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", topic),
+            ("content", text),
+        ];
+        sent.push(send(alice, &params).await);
+    }
+    let search = |q: &str| {
+        let narrow = json!([["search", q]]).to_string();
+        async move {
+            let params = [
+                ("anchor", "newest"),
+                ("num_before", "50"),
+                ("num_after", "0"),
+                ("narrow", narrow.as_str()),
+            ];
+            fetch(bob, &params).await
+        }
+    };
+    for (query, expected) in [
+        // Stems: "deploying" finds deploy, deployed and deployment (all "deploy" in English
+        // Snowball, as in Zulip).
+        ("deploying ", vec![sent[0], sent[1], sent[4]]),
+        ("deploys ", vec![sent[0], sent[1], sent[4]]),
+        ("deployed ", vec![sent[0], sent[1], sent[4]]),
+        // The last word typed is also a prefix.
+        ("deployme", vec![sent[4]]),
+        ("deplo", vec![sent[0], sent[1], sent[4]]),
+        ("deplo ", vec![]),
+        // A phrase: its words in order, unstemmed.
+        ("\"deploy failed\"", vec![sent[1]]),
+        ("\"failed deploy\"", vec![]),
+        ("\"deployed the\" build", vec![sent[0]]),
+        // Identifiers and URLs by their parts and whole.
+        ("sess.opts", vec![sent[2]]),
+        ("opts ", vec![sent[2]]),
+        ("example.com/path", vec![sent[2]]),
+        ("example.org", vec![]),
+        ("user name ", vec![sent[2]]),
+        // CJK without spaces, in content and topic.
+        ("東京", vec![sent[3]]),
+        ("タワー", vec![sent[3]]),
+        ("旅行", vec![sent[3]]),
+        ("京都", vec![]),
+        // Stop words alone find nothing.
+        ("the a to ", vec![]),
+    ] {
+        assert_eq!(ids(&search(query).await), expected, "{query:?}");
+    }
+    let body = search("deploying").await;
+    let messages = body["messages"].as_array().unwrap();
+    assert_eq!(
+        (
+            messages[0]["match_content"].as_str().unwrap(),
+            messages[0]["match_subject"].as_str().unwrap()
+        ),
+        (
+            "<p>We <strong><span class=\"highlight\">deployed</span></strong> the new build</p>",
+            "<span class=\"highlight\">Deploys</span>"
+        )
+    );
+    assert_eq!(
+        messages[1]["match_content"],
+        "<p>The <span class=\"highlight\">deploy</span> failed twice</p>"
+    );
+    let body = search("\"deploy failed\"").await;
+    assert_eq!(
+        body["messages"][0]["match_content"],
+        "<p>The <span class=\"highlight\">deploy failed</span> twice</p>"
+    );
+    assert_eq!(body["messages"][0]["match_subject"], "deploys");
+    // A narrow without a search carries no highlights.
+    let plain = json!([["channel", "general"]]).to_string();
+    let body = fetch(
+        bob,
+        &[
+            ("anchor", "newest"),
+            ("num_before", "1"),
+            ("num_after", "0"),
+            ("narrow", &plain),
+        ],
+    )
+    .await;
+    assert!(body["messages"][0].get("match_content").is_none(), "{body}");
+    // `matches_narrow` answers with the same highlights.
+    let (status, body) = bob
+        .get(
+            "/messages/matches_narrow",
+            &[
+                ("msg_ids", &json!([sent[3], sent[4]]).to_string()),
+                ("narrow", &json!([["search", "東京"]]).to_string()),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["messages"],
+        json!({sent[3].to_string(): {
+            "match_content": "<p>明日は<span class=\"highlight\">東京</span>タワーに行きます</p>",
+            "match_subject": "旅行",
+        }})
+    );
 }
 
 #[tokio::test]
