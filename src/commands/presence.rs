@@ -47,9 +47,29 @@ pub struct StatusRequest {
 
 /// `POST /users/me/status`, with Zulip's checks: something must change, the text is at most 60
 /// characters (surrounding space trimmed), an emoji code or type needs its name, and the emoji
-/// must exist (an empty name clears it).
-pub fn set_status(state: &Projections, ctx: &Ctx, request: StatusRequest) -> ApiResult<Decision> {
+/// must exist (an empty name clears it). With `target`, `POST /users/{user_id}/status`: an
+/// administrator sets an active person's (not a bot's) status.
+pub fn set_status(
+    state: &Projections,
+    ctx: &Ctx,
+    target: Option<crate::ids::UserId>,
+    request: StatusRequest,
+) -> ApiResult<Decision> {
     let me = actor(state, ctx)?;
+    let user_id = match target {
+        None => me.user_id,
+        Some(target) => {
+            if !me.role.is_admin() {
+                return Err(ApiError::must_be_admin());
+            }
+            state
+                .users
+                .get(target)
+                .filter(|u| u.is_active && u.bot_type.is_none())
+                .ok_or_else(|| ApiError::bad_request("No such user"))?
+                .user_id
+        }
+    };
     let status_text = request.status_text.map(|t| t.trim().to_owned());
     let emoji = &request.emoji;
     if request.away.is_none() && status_text.is_none() && emoji.emoji_name.is_none() {
@@ -103,7 +123,7 @@ pub fn set_status(state: &Projections, ctx: &Ctx, request: StatusRequest) -> Api
         }
     };
     Ok(Decision::events(vec![Event::UserStatusSet {
-        user_id: me.user_id,
+        user_id,
         away: request.away,
         status_text,
         emoji,
@@ -132,24 +152,31 @@ mod tests {
     fn statuses_are_checked_set_and_cleared() {
         let mut given = Given::org();
         let alice = given.user("alice@example.com", Role::Member);
-        let err = given.refused(alice, |s, c| set_status(s, c, status(None, None)));
+        let err = given.refused(alice, |s, c| set_status(s, c, None, status(None, None)));
         assert_eq!(msg(&err), "Client did not pass any new values.");
         let long = "x".repeat(61);
-        let err = given.refused(alice, |s, c| set_status(s, c, status(Some(&long), None)));
+        let err = given.refused(alice, |s, c| {
+            set_status(s, c, None, status(Some(&long), None))
+        });
         assert_eq!(msg(&err), "status_text is too long (limit: 60 characters)");
         let err = given.refused(alice, |s, c| {
-            set_status(s, c, status(None, Some("no_such_emoji")))
+            set_status(s, c, None, status(None, Some("no_such_emoji")))
         });
         assert_eq!(msg(&err), "Emoji 'no_such_emoji' does not exist");
         let mut code_only = status(Some("busy"), None);
         code_only.emoji.emoji_code = Some("1f419".into());
-        let err = given.refused(alice, |s, c| set_status(s, c, code_only.clone()));
+        let err = given.refused(alice, |s, c| set_status(s, c, None, code_only.clone()));
         assert_eq!(
             msg(&err),
             "Client must pass emoji_name if they pass either emoji_code or reaction_type."
         );
         given.ok(alice, |s, c| {
-            set_status(s, c, status(Some("  in a meeting "), Some("calendar")))
+            set_status(
+                s,
+                c,
+                None,
+                status(Some("  in a meeting "), Some("calendar")),
+            )
         });
         let shown = given.state.user_status.get(alice).unwrap().json();
         assert_eq!(
@@ -158,9 +185,39 @@ mod tests {
                                "emoji_code": "1f4c5", "reaction_type": "unicode_emoji"})
         );
         // Clearing the text keeps the emoji; clearing both removes the status.
-        given.ok(alice, |s, c| set_status(s, c, status(Some(""), None)));
+        given.ok(alice, |s, c| set_status(s, c, None, status(Some(""), None)));
         assert!(given.state.user_status.get(alice).unwrap().emoji.is_some());
-        given.ok(alice, |s, c| set_status(s, c, status(None, Some(""))));
+        given.ok(alice, |s, c| set_status(s, c, None, status(None, Some(""))));
         assert!(given.state.user_status.get(alice).is_none());
+    }
+
+    #[test]
+    fn an_administrator_sets_a_persons_status_and_nobody_else_may() {
+        let mut given = Given::org();
+        let admin = given.user("admin@example.com", Role::Administrator);
+        let alice = given.user("alice@example.com", Role::Member);
+        let bob = given.user("bob@example.com", Role::Member);
+        let err = given.refused(bob, |s, c| {
+            set_status(s, c, Some(alice), status(Some("on vacation"), None))
+        });
+        assert_eq!(msg(&err), "Must be an organization administrator");
+        let err = given.refused(admin, |s, c| {
+            set_status(s, c, Some(crate::ids::UserId(999)), status(Some("x"), None))
+        });
+        assert_eq!(msg(&err), "No such user");
+        let decision = given.decided(admin, |s, c| {
+            set_status(s, c, Some(alice), status(Some("on vacation"), Some("car")))
+        });
+        assert!(matches!(
+            decision.events.as_slice(),
+            [Event::UserStatusSet { user_id, away: None, .. }] if *user_id == alice
+        ));
+        given.ok(admin, |s, c| {
+            set_status(s, c, Some(alice), status(Some("on vacation"), Some("car")))
+        });
+        let shown = given.state.user_status.get(alice).unwrap().json();
+        assert_eq!(shown["status_text"], "on vacation");
+        assert_eq!(shown["emoji_code"], "1f697");
+        assert!(given.state.user_status.get(admin).is_none());
     }
 }

@@ -410,7 +410,10 @@ fn api_routes(api: &mut web::ServiceConfig) {
     endpoint!(api, "/users/me/muted_users/{muted_user_id}",
         post => users::mute_user,
         delete => users::unmute_user);
-    endpoint!(api, "/users/{user_id}/status", get => presence::get_status);
+    endpoint!(api, "/users/{user_id}/status",
+        get => presence::get_status,
+        post => presence::update_status_for_user);
+    endpoint!(api, "/users/{user_id}/channels", get => subscriptions::get_user_channels);
     endpoint!(api, "/bots",
         get => bots::get_bots,
         post => bots::create_bot);

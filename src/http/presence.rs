@@ -141,28 +141,59 @@ pub async fn get_user_presence(
     Ok(params.success(json!({ "presence": presence })))
 }
 
-/// `POST /users/me/status`.
-pub async fn update_status(
-    state: web::Data<AppState>,
-    auth: Auth,
-    mut params: Params,
-) -> ApiResult<HttpResponse> {
-    let request = crate::commands::presence::StatusRequest {
-        away: params.bool("away")?,
+/// A status's text and emoji, as both status endpoints take them.
+fn status_request(
+    params: &mut Params,
+    away: Option<bool>,
+) -> crate::commands::presence::StatusRequest {
+    crate::commands::presence::StatusRequest {
+        away,
         status_text: params.str("status_text"),
         emoji: crate::commands::reactions::EmojiRequest {
             emoji_name: params.str("emoji_name"),
             emoji_code: params.str("emoji_code"),
             reaction_type: params.str("reaction_type"),
         },
-    };
+    }
+}
+
+/// `POST /users/me/status`.
+pub async fn update_status(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let away = params.bool("away")?;
+    let request = status_request(&mut params, away);
     state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
-            crate::commands::presence::set_status(s, ctx, request.clone())
+            crate::commands::presence::set_status(s, ctx, None, request.clone())
         })
         .await?;
     Ok(params.success(json!({})))
+}
+
+/// `POST /users/{user_id}/status` (Zulip 11, feature level 407): an administrator sets another
+/// person's status (text and emoji; `away` is the person's own).
+pub async fn update_status_for_user(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let id = super::path_id(&req, "user_id").map_err(|_| ApiError::bad_request("No such user"))?;
+    let request = status_request(&mut params, None);
+    state
+        .answer(&auth, params, move |s, ctx| {
+            crate::commands::presence::set_status(
+                s,
+                ctx,
+                Some(crate::ids::UserId(id)),
+                request.clone(),
+            )
+        })
+        .await
 }
 
 /// `GET /users/{user_id}/status`: one user's status (`{}` without one).

@@ -334,3 +334,39 @@ pub async fn get_subscription_status(
     })?;
     Ok(params.success(json!({ "is_subscribed": subscribed })))
 }
+
+/// `GET /users/{user_id}/channels` (Zulip 12, feature level 440): the ids of the channels a
+/// user is subscribed to, of those whose subscribers the caller may see (an administrator sees
+/// them all), ascending.
+pub async fn get_user_channels(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let user_id =
+        UserId(path_id(&req, "user_id").map_err(|_| ApiError::bad_request("No such user"))?);
+    let ids = state.engine.read(|s| {
+        let me = s
+            .users
+            .get(auth.user_id)
+            .ok_or_else(|| ApiError::internal("authenticated user missing"))?;
+        let user = s
+            .users
+            .get(user_id)
+            .filter(|u| !u.is_system_bot())
+            .ok_or_else(|| ApiError::bad_request("No such user"))?;
+        let ids: Vec<u64> = s
+            .channels
+            .subscriptions_of(user.user_id)
+            .filter(|(_, subscription)| subscription.active)
+            .filter_map(|(id, _)| s.channels.get(id))
+            .filter(|channel| {
+                crate::render::channels::visible_subscribers(s, me, channel).is_some()
+            })
+            .map(|channel| channel.id.0)
+            .collect();
+        Ok::<_, ApiError>(ids)
+    })?;
+    Ok(params.success(json!({ "subscribed_channel_ids": ids })))
+}

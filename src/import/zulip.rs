@@ -1318,7 +1318,7 @@ fn organization_settings(
             },
         };
         match w.command(user_id, ms(&st["timestamp"]), |s, c| {
-            presence::set_status(s, c, request)
+            presence::set_status(s, c, None, request)
         })? {
             Ok(()) => w.count("statuses", 1),
             Err(why) => w.skip(

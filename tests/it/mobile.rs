@@ -431,6 +431,101 @@ async fn a_status_is_set_shown_to_everyone_and_cleared() {
     assert_eq!(body["status"], json!({}));
 }
 
+/// `POST /users/{user_id}/status` (Zulip 11): an administrator sets someone's status, which
+/// everyone is told of; nobody else may. `GET /users/{user_id}/channels` (Zulip 12): the
+/// channels someone is subscribed to, of those whose subscribers the caller may see.
+#[tokio::test]
+async fn an_administrator_sets_a_status_and_anyone_sees_a_persons_channels() {
+    let c = chat().await;
+    let (alice_id, _) = &c.alice;
+    let (_, bob) = &c.bob;
+    let (carol_id, carol) = &c.carol;
+    let owner = c.server.api(Some(&c.server.owner()));
+    let (status, body) = owner
+        .post(
+            "/channels/create",
+            &[
+                ("name", "secret"),
+                ("invite_only", "true"),
+                ("subscribers", &format!("[{carol_id}]")),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let secret = body["id"].as_u64().unwrap();
+    let channels = |api: &'static str, user: u64| {
+        let api = match api {
+            "owner" => &owner,
+            "bob" => bob,
+            _ => carol,
+        };
+        async move { api.get(&format!("/users/{user}/channels"), &[]).await }
+    };
+    let (status, body) = channels("bob", *alice_id).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::OK,
+            json!({"result": "success", "msg": "", "subscribed_channel_ids": [c.channel]})
+        )
+    );
+    // A private channel is shown to its subscribers and to administrators only.
+    assert_eq!(
+        channels("bob", *carol_id).await.1["subscribed_channel_ids"],
+        json!([])
+    );
+    assert_eq!(
+        channels("carol", *carol_id).await.1["subscribed_channel_ids"],
+        json!([secret])
+    );
+    assert_eq!(
+        channels("owner", *carol_id).await.1["subscribed_channel_ids"],
+        json!([secret])
+    );
+    let (status, body) = channels("bob", 99_999).await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (StatusCode::BAD_REQUEST, json!("No such user"))
+    );
+
+    let (queue, _) = register(bob, &[("event_types", r#"["user_status"]"#)]).await;
+    let params = [("status_text", "on vacation"), ("emoji_name", "car")];
+    let (status, body) = bob
+        .post(&format!("/users/{alice_id}/status"), &params)
+        .await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("Must be an organization administrator")
+        )
+    );
+    let (status, body) = owner
+        .post(&format!("/users/{alice_id}/status"), &params)
+        .await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::OK, json!({"result": "success", "msg": ""}))
+    );
+    let events = crate::realtime::drain(bob, &queue).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(
+        (
+            &events[0]["user_id"],
+            &events[0]["status_text"],
+            &events[0]["emoji_code"]
+        ),
+        (&json!(alice_id), &json!("on vacation"), &json!("1f697"))
+    );
+    let (_, body) = bob.get(&format!("/users/{alice_id}/status"), &[]).await;
+    assert_eq!(body["status"]["status_text"], "on vacation");
+    let (status, body) = owner.post("/users/99999/status", &params).await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (StatusCode::BAD_REQUEST, json!("No such user"))
+    );
+}
+
 #[tokio::test]
 async fn muting_a_user_reads_their_messages_and_hides_receipts() {
     let c = chat().await;
