@@ -18,7 +18,7 @@
 //!   (`sess.opts`, `example.com/path`, `v2.0`) matches where its words stand joined the same way;
 //!   each of its words alone finds it too. The last word typed, when the query does not end in
 //!   a space, also matches as the start of a word (`deplo` finds "deployment"), so results come
-//!   while typing.
+//!   while typing; a number is always matched whole.
 
 use std::borrow::Cow;
 
@@ -503,7 +503,9 @@ impl Query {
                     Kind::Word => {
                         let lower = piece.lower.clone();
                         let stem = stem(&lower).into_owned();
-                        if open && lower.chars().count() >= 2 {
+                        // A number is matched whole: "12" would start too many.
+                        let number = lower.chars().all(char::is_numeric);
+                        if open && lower.chars().count() >= 2 && !number {
                             clauses.push(Clause::Prefix { lower, stem });
                         } else {
                             clauses.push(Clause::Word { lower, stem });
@@ -783,6 +785,10 @@ mod tests {
         // A single character is a whole word, and a stop word typed last is dropped.
         assert!(found("7", "7 days"));
         assert!(!found("7", "70 days"));
+        // Numbers are whole words even when typed last.
+        assert!(!found("12", "123 apples"));
+        assert!(found("123", "123 apples"));
+        assert!(found("v1", "v12 apples"));
         assert!(!found("cats th", "cats"));
         assert_eq!(
             Query::parse("cats the").clauses,

@@ -380,8 +380,9 @@ pub struct WordIndex {
     /// The key of a lowercased word → the key of its stem: the stemmer runs once per distinct
     /// word, and a word seen before is known by one lookup.
     stems: KeyMap<u64>,
-    /// Every lowercased word indexed (not CJK), in order, for prefixes. Words are never taken
-    /// out (a word whose messages were all deleted or edited only costs a lookup).
+    /// Every lowercased word indexed (not CJK, not a number), in order, for prefixes. Words
+    /// are never taken out (a word whose messages were all deleted or edited only costs a
+    /// lookup).
     vocabulary: BTreeSet<Box<str>>,
 }
 
@@ -398,6 +399,9 @@ impl WordIndex {
         match term {
             Indexed::Gram(gram) => key(gram),
             Indexed::Stop(word) => stop_key(word),
+            // A number is its own stem and never a prefix's word: neither stemmed nor kept
+            // in the vocabulary (an organization's ids and amounts would fill it).
+            Indexed::Word(lower) if lower.chars().all(char::is_numeric) => key(lower),
             Indexed::Word(lower) => {
                 let surface = key(lower);
                 if let Some(stem) = self.stems.get(&surface) {
@@ -923,7 +927,8 @@ mod tests {
         expected.dedup();
         assert_eq!(keys, expected);
         assert!(!keys.contains(&key("the")) && keys.contains(&stop_key("the")));
-        assert!(index.vocabulary.contains("deploying") && !index.vocabulary.contains("東京"));
+        assert!(index.vocabulary.contains("deploying") && index.vocabulary.contains("v2"));
+        assert!(!index.vocabulary.contains("東京") && !index.vocabulary.contains("0"));
     }
 
     #[test]
