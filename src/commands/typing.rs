@@ -66,6 +66,41 @@ pub fn set_typing(
     Ok(Decision::events(vec![event]))
 }
 
+/// `POST /messages/{message_id}/typing`: start or stop editing a message the caller may read,
+/// under the same setting as typing a new message to its conversation.
+pub fn set_edit_typing(
+    state: &Projections,
+    ctx: &Ctx,
+    message_id: crate::ids::MessageId,
+    start: bool,
+) -> ApiResult<Decision> {
+    use crate::events::RealmValue;
+    let me = actor(state, ctx)?;
+    let message = state
+        .messages
+        .get(message_id)
+        .filter(|m| crate::projections::can_read(state, me, m))
+        .ok_or_else(|| ApiError::bad_request("Invalid message(s)"))?;
+    let (setting, kind) = match message.recipient {
+        crate::projections::Address::Direct { .. } => {
+            ("send_private_typing_notifications", "direct")
+        }
+        crate::projections::Address::Channel { .. } => {
+            ("send_stream_typing_notifications", "channel")
+        }
+    };
+    if state.user_settings.get(me.user_id, setting) == RealmValue::Bool(false) {
+        return Err(ApiError::bad_request(format!(
+            "User has disabled typing notifications for {kind} messages"
+        )));
+    }
+    Ok(Decision::events(vec![Event::EditTyping {
+        user_id: me.user_id,
+        message_id,
+        start,
+    }]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,6 +135,36 @@ mod tests {
             value: RealmValue::Bool(false),
         }]);
         let err = given.refused(alice, |s, c| set_typing(s, c, to(vec![OWNER]), false));
+        assert_eq!(
+            msg(&err),
+            "User has disabled typing notifications for direct messages"
+        );
+    }
+
+    #[test]
+    fn editing_is_announced_for_a_readable_message_under_the_typing_setting() {
+        let mut given = Given::org();
+        let alice = given.user("alice@example.com", Role::Member);
+        let bob = given.user("bob@example.com", Role::Member);
+        let carol = given.user("carol@example.com", Role::Member);
+        let dm = given.direct(alice, &[bob], "hello");
+        let decided = given.decided(alice, |s, c| set_edit_typing(s, c, dm, true));
+        assert!(matches!(
+            &decided.events[..],
+            [Event::EditTyping { user_id, message_id, start: true }]
+                if *user_id == alice && *message_id == dm
+        ));
+        // A message the caller cannot read, or none, is refused alike.
+        for id in [dm, crate::ids::MessageId(999)] {
+            let err = given.refused(carol, |s, c| set_edit_typing(s, c, id, false));
+            assert_eq!(msg(&err), "Invalid message(s)");
+        }
+        given.fold(vec![Event::UserSettingChanged {
+            user_id: alice,
+            name: "send_private_typing_notifications".into(),
+            value: RealmValue::Bool(false),
+        }]);
+        let err = given.refused(alice, |s, c| set_edit_typing(s, c, dm, false));
         assert_eq!(
             msg(&err),
             "User has disabled typing notifications for direct messages"

@@ -314,6 +314,13 @@ pub enum Event {
         user_id: UserId,
         target: TypingTarget,
     },
+    /// A user started (`start`) or stopped editing a message's content (Zulip's
+    /// `typing_edit_message`; kept like the other typing events, and no state follows from it).
+    EditTyping {
+        user_id: UserId,
+        message_id: MessageId,
+        start: bool,
+    },
     /// A user reacted to a message with an emoji.
     ReactionAdded {
         message_id: MessageId,
@@ -1052,6 +1059,7 @@ impl Event {
             Event::MessageSent { .. } => "MessageSent",
             Event::TypingStarted { .. } => "TypingStarted",
             Event::TypingStopped { .. } => "TypingStopped",
+            Event::EditTyping { .. } => "EditTyping",
             Event::MessageFlagsChanged { .. } => "MessageFlagsChanged",
             Event::ReactionAdded { .. } => "ReactionAdded",
             Event::ReactionRemoved { .. } => "ReactionRemoved",

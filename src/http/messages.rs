@@ -588,6 +588,26 @@ pub async fn set_typing_status(
         .await
 }
 
+/// `POST /messages/{message_id}/typing` (Zulip 10, feature level 351): start or stop editing.
+pub async fn set_edit_typing_status(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let message_id = message_id_param(&req)?;
+    let start = match params.required_str("op")?.as_str() {
+        "start" => true,
+        "stop" => false,
+        other => return Err(ApiError::invalid("op", other)),
+    };
+    state
+        .answer(&auth, params, move |s, ctx| {
+            crate::commands::typing::set_edit_typing(s, ctx, message_id, start)
+        })
+        .await
+}
+
 fn message_id_param(req: &HttpRequest) -> ApiResult<MessageId> {
     path_id(req, "message_id")
         .map(MessageId)

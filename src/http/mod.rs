@@ -575,6 +575,7 @@ fn api_routes(api: &mut web::ServiceConfig) {
     endpoint!(api, "/mark_stream_as_read", post => messages::mark_stream_as_read);
     endpoint!(api, "/mark_all_as_read", post => messages::mark_all_as_read);
     endpoint!(api, "/typing", post => messages::set_typing_status);
+    endpoint!(api, "/messages/{message_id}/typing", post => messages::set_edit_typing_status);
     endpoint!(api, "/user_uploads", post => uploads::upload_file);
     endpoint!(api, "/user_uploads/{realm_id}/{path:.*}", get => uploads::temporary_link);
     endpoint!(api, "/attachments", get => uploads::get_attachments);

@@ -255,6 +255,7 @@ impl Channels {
             | Event::MessagesReadThrough { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
+            | Event::EditTyping { .. }
             | Event::MessageSent { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }

@@ -142,6 +142,7 @@ impl CustomEmojis {
             | Event::MessageSent { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
+            | Event::EditTyping { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }
             | Event::ReactionRemoved { .. }

@@ -357,6 +357,7 @@ impl Groups {
             | Event::MessagesReadThrough { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
+            | Event::EditTyping { .. }
             | Event::MessageSent { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }

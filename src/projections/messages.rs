@@ -672,7 +672,8 @@ impl Messages {
             | Event::RealmExportDeleted { .. }
             | Event::Imported { .. }
             | Event::TypingStarted { .. }
-            | Event::TypingStopped { .. } => {}
+            | Event::TypingStopped { .. }
+            | Event::EditTyping { .. } => {}
         }
     }
 

@@ -197,6 +197,7 @@ impl ProfileFields {
             | Event::MessagesReadThrough { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
+            | Event::EditTyping { .. }
             | Event::MessageSent { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }

@@ -230,6 +230,7 @@ impl Sessions {
             | Event::MessageSent { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
+            | Event::EditTyping { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }
             | Event::ReactionRemoved { .. }

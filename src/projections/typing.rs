@@ -41,7 +41,9 @@ impl Typing {
             Event::TypingStopped { user_id, target } => {
                 self.active.remove(&(*user_id, key(target)));
             }
-            Event::RealmCreated { .. }
+            // Editing is shown to those who would see the edit, and not remembered.
+            Event::EditTyping { .. }
+            | Event::RealmCreated { .. }
             | Event::RealmSettingChanged { .. }
             | Event::InvitationCreated { .. }
             | Event::InvitationResent { .. }

@@ -169,7 +169,8 @@ impl UserTopics {
             | Event::MessageEdited { .. }
             | Event::MessagesDeleted { .. }
             | Event::TypingStarted { .. }
-            | Event::TypingStopped { .. } => {}
+            | Event::TypingStopped { .. }
+            | Event::EditTyping { .. } => {}
         }
     }
 

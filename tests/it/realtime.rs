@@ -309,6 +309,38 @@ async fn each_user_gets_exactly_the_events_meant_for_them() {
     );
     assert!(drain(&owner, &qo).await.is_empty());
 
+    // Editing a message: `typing_edit_message` to the conversation's participants, only to
+    // queues that asked for it (all event types here).
+    let (status, body) = bob_api
+        .post(&format!("/messages/{dm_id}/typing"), &[("op", "start")])
+        .await;
+    assert_eq!(status, reqwest::StatusCode::OK, "{body}");
+    let mut ids = [alice_id, bob_id];
+    ids.sort_unstable();
+    for (api, queue) in [(&alice_api, &qa), (&bob_api, &qb)] {
+        let events = drain(api, queue).await;
+        assert_eq!(events.len(), 1, "{events:?}");
+        let mut event = events[0].clone();
+        event.as_object_mut().unwrap().remove("id");
+        assert_eq!(
+            event,
+            json!({"type": "typing_edit_message", "op": "start", "sender_id": bob_id,
+                   "message_id": dm_id, "recipient": {"type": "direct", "user_ids": ids}})
+        );
+    }
+    assert!(drain(&owner, &qo).await.is_empty());
+    let (status, body) = owner
+        .post(&format!("/messages/{dm_id}/typing"), &[("op", "start")])
+        .await;
+    assert_eq!(
+        (status.as_u16(), body["msg"].clone()),
+        (400, json!("Invalid message(s)"))
+    );
+    let (status, body) = bob_api
+        .post(&format!("/messages/{dm_id}/typing"), &[("op", "begin")])
+        .await;
+    assert_eq!(status.as_u16(), 400, "{body}");
+
     // Unsubscribing: remove for Bob, peer_remove for the others.
     bob_api
         .post(

@@ -284,6 +284,67 @@ pub fn typing(
     }
 }
 
+/// `typing_edit_message` `start` or `stop`, to those who would be told of the edit: the
+/// participants of a direct message, or the subscribers of a (small) channel, who receive
+/// typing notifications.
+pub fn edit_typing(
+    state: &Projections,
+    user_id: UserId,
+    message_id: crate::ids::MessageId,
+    start: bool,
+) -> Deliveries {
+    let Some(message) = state.messages.get(message_id) else {
+        return Deliveries::new();
+    };
+    let op = if start { "start" } else { "stop" };
+    let body = |recipient: Value| {
+        json!({
+            "type": "typing_edit_message", "op": op, "sender_id": user_id.0,
+            "message_id": message_id.0, "recipient": recipient,
+        })
+    };
+    match &message.recipient {
+        crate::projections::Address::Direct { user_ids } => {
+            let ids: Vec<u64> = user_ids.iter().map(|u| u.0).collect();
+            user_ids
+                .iter()
+                .filter_map(|id| state.users.get(*id).filter(|u| receives_typing(state, u)))
+                .map(|viewer| {
+                    let recipient = json!({"type": "direct", "user_ids": ids});
+                    (viewer.user_id, body(recipient))
+                })
+                .collect()
+        }
+        crate::projections::Address::Channel { channel_id, topic } => {
+            let Some(channel) = state.channels.get(*channel_id) else {
+                return Deliveries::new();
+            };
+            if channel.subscribers.len() > MAX_CHANNEL_TYPING_AUDIENCE {
+                return Deliveries::new();
+            }
+            // Subscribers who can read the message (a protected history hides it from later
+            // ones).
+            channel
+                .subscribers
+                .iter()
+                .filter_map(|id| state.users.get(*id).filter(|u| receives_typing(state, u)))
+                .filter(|viewer| crate::projections::can_read(state, viewer, message))
+                .map(|viewer| ClientEvent {
+                    user_id: viewer.user_id,
+                    body: body(json!({
+                        "type": "channel", "channel_id": channel_id.0,
+                        "topic": shown_topic(topic, false),
+                    })),
+                    variants: Variants {
+                        stored_topics: vec![("topic", topic.to_string())],
+                        ..Variants::default()
+                    },
+                })
+                .collect()
+        }
+    }
+}
+
 /// Active users who have not turned typing notifications off (`receives_typing_notifications`).
 fn receives_typing(state: &Projections, user: &User) -> bool {
     user.is_active

@@ -275,6 +275,11 @@ pub fn client_events(
         Event::TypingStopped { user_id, target } => {
             messages::typing(state, site, *user_id, target, "stop")
         }
+        Event::EditTyping {
+            user_id,
+            message_id,
+            start,
+        } => messages::edit_typing(state, *user_id, *message_id, *start),
         Event::TopicVisibilitySet {
             user_id,
             channel_id,
