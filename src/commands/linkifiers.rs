@@ -39,7 +39,7 @@ fn quoted(name: &str) -> String {
 /// `data:` and any other scheme a browser would run or open in place is refused.
 const SAFE_TEMPLATE_STARTS: &[&str] = &["https://", "http://", "mailto:", "/"];
 
-fn check_scheme(field: &str, template: &str) -> ApiResult<()> {
+pub(crate) fn check_scheme(field: &str, template: &str) -> ApiResult<()> {
     let lower = template.to_ascii_lowercase();
     if SAFE_TEMPLATE_STARTS
         .iter()

@@ -21,6 +21,7 @@ pub mod messages;
 pub mod mutes;
 pub mod notices;
 pub mod notifications;
+pub mod playgrounds;
 pub mod presence;
 pub mod profile_fields;
 pub mod reactions;

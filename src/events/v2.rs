@@ -134,6 +134,16 @@ pub enum Event {
     },
     /// An allowed domain was removed.
     RealmDomainRemoved { domain: String },
+    /// An administrator added a code playground (Zulip's `RealmPlayground`): code blocks in
+    /// `pygments_language` get a link to `url_template` with the code as `{code}`.
+    PlaygroundAdded {
+        playground_id: u64,
+        name: String,
+        pygments_language: String,
+        url_template: String,
+    },
+    /// An administrator removed a code playground.
+    PlaygroundRemoved { playground_id: u64 },
     /// An administrator added a linkifier (`order` after the others).
     LinkifierAdded {
         linkifier_id: LinkifierId,
@@ -913,6 +923,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "RealmDomainAdded",
     "RealmDomainChanged",
     "RealmDomainRemoved",
+    "PlaygroundAdded",
+    "PlaygroundRemoved",
     "LinkifierAdded",
     "LinkifierChanged",
     "LinkifierRemoved",
@@ -939,6 +951,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "MessageSent",
     "TypingStarted",
     "TypingStopped",
+    "EditTyping",
     "MessageFlagsChanged",
     "ReactionAdded",
     "ReactionRemoved",
@@ -1024,6 +1037,8 @@ impl Event {
             Event::RealmDomainAdded { .. } => "RealmDomainAdded",
             Event::RealmDomainChanged { .. } => "RealmDomainChanged",
             Event::RealmDomainRemoved { .. } => "RealmDomainRemoved",
+            Event::PlaygroundAdded { .. } => "PlaygroundAdded",
+            Event::PlaygroundRemoved { .. } => "PlaygroundRemoved",
             Event::CustomProfileFieldCreated { .. } => "CustomProfileFieldCreated",
             Event::CustomProfileFieldChanged { .. } => "CustomProfileFieldChanged",
             Event::CustomProfileFieldDeleted { .. } => "CustomProfileFieldDeleted",

@@ -24,6 +24,7 @@ pub mod linkifiers;
 pub mod messages;
 pub mod params;
 pub mod password_reset;
+pub mod playgrounds;
 pub mod presence;
 pub mod profile_fields;
 pub mod rate_limit;
@@ -444,6 +445,9 @@ fn api_routes(api: &mut web::ServiceConfig) {
         get => realm_domains::list_domains, post => realm_domains::add_domain);
     endpoint!(api, "/realm/domains/{domain}",
         patch => realm_domains::change_domain, delete => realm_domains::remove_domain);
+    endpoint!(api, "/realm/playgrounds", post => playgrounds::add_playground);
+    endpoint!(api, "/realm/playgrounds/{playground_id}",
+        delete => playgrounds::remove_playground);
     endpoint!(api, "/realm/filters/{filter_id}",
         patch => linkifiers::update_linkifier,
         delete => linkifiers::remove_linkifier);

@@ -154,6 +154,8 @@ impl AlertWords {
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::EditTyping { .. }
+            | Event::PlaygroundAdded { .. }
+            | Event::PlaygroundRemoved { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }
             | Event::ReactionRemoved { .. }

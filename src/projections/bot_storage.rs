@@ -129,6 +129,8 @@ impl BotStorage {
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::EditTyping { .. }
+            | Event::PlaygroundAdded { .. }
+            | Event::PlaygroundRemoved { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }
             | Event::ReactionRemoved { .. }

@@ -256,6 +256,8 @@ impl Channels {
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::EditTyping { .. }
+            | Event::PlaygroundAdded { .. }
+            | Event::PlaygroundRemoved { .. }
             | Event::MessageSent { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }

@@ -143,6 +143,8 @@ impl CustomEmojis {
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::EditTyping { .. }
+            | Event::PlaygroundAdded { .. }
+            | Event::PlaygroundRemoved { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }
             | Event::ReactionRemoved { .. }

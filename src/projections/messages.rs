@@ -673,7 +673,9 @@ impl Messages {
             | Event::Imported { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
-            | Event::EditTyping { .. } => {}
+            | Event::EditTyping { .. }
+            | Event::PlaygroundAdded { .. }
+            | Event::PlaygroundRemoved { .. } => {}
         }
     }
 

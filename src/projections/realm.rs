@@ -418,6 +418,21 @@ pub struct Realm {
     /// written before they existed.
     #[serde(default)]
     pub domains: BTreeMap<String, bool>,
+    /// Code playgrounds by id, and the highest id ever given (ids are not reused). Absent from
+    /// snapshots written before they existed.
+    #[serde(default)]
+    pub playgrounds: BTreeMap<u64, Playground>,
+    #[serde(default)]
+    pub highest_playground_id: u64,
+}
+
+/// A code playground (`/realm/playgrounds`), as `realm_playgrounds` shows it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Playground {
+    pub id: u64,
+    pub name: String,
+    pub pygments_language: String,
+    pub url_template: String,
 }
 
 /// One data export, as `GET /export/realm` lists it.
@@ -544,6 +559,26 @@ impl Realm {
             Event::RealmDomainRemoved { domain } => {
                 self.domains.remove(domain);
             }
+            Event::PlaygroundAdded {
+                playground_id,
+                name,
+                pygments_language,
+                url_template,
+            } => {
+                self.highest_playground_id = self.highest_playground_id.max(*playground_id);
+                self.playgrounds.insert(
+                    *playground_id,
+                    Playground {
+                        id: *playground_id,
+                        name: name.clone(),
+                        pygments_language: pygments_language.clone(),
+                        url_template: url_template.clone(),
+                    },
+                );
+            }
+            Event::PlaygroundRemoved { playground_id } => {
+                self.playgrounds.remove(playground_id);
+            }
             Event::InvitationCreated { .. }
             | Event::InvitationResent { .. }
             | Event::InvitationRevoked { .. }
@@ -653,6 +688,9 @@ impl Realm {
         }
         if !self.domains.is_empty() {
             dump["domains"] = json!(self.domains);
+        }
+        if !self.playgrounds.is_empty() {
+            dump["playgrounds"] = json!(self.playgrounds.values().collect::<Vec<_>>());
         }
         dump
     }

@@ -43,6 +43,8 @@ impl Typing {
             }
             // Editing is shown to those who would see the edit, and not remembered.
             Event::EditTyping { .. }
+            | Event::PlaygroundAdded { .. }
+            | Event::PlaygroundRemoved { .. }
             | Event::RealmCreated { .. }
             | Event::RealmSettingChanged { .. }
             | Event::InvitationCreated { .. }

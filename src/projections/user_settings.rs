@@ -350,6 +350,8 @@ impl UserSettings {
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
             | Event::EditTyping { .. }
+            | Event::PlaygroundAdded { .. }
+            | Event::PlaygroundRemoved { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }
             | Event::ReactionRemoved { .. }

@@ -170,7 +170,9 @@ impl UserTopics {
             | Event::MessagesDeleted { .. }
             | Event::TypingStarted { .. }
             | Event::TypingStopped { .. }
-            | Event::EditTyping { .. } => {}
+            | Event::EditTyping { .. }
+            | Event::PlaygroundAdded { .. }
+            | Event::PlaygroundRemoved { .. } => {}
         }
     }
 

@@ -335,13 +335,14 @@ fn write_state(answer: &mut Obj<'_>, cx: &Cx<'_>) {
     if cx.wants("default_stream_groups") {
         default_channel_groups(&mut out);
     }
-    for (fetch, key, empty) in [
-        ("onboarding_steps", "onboarding_steps", json!([])),
-        ("realm_playgrounds", "realm_playgrounds", json!([])),
-    ] {
-        if cx.wants(fetch) {
-            out.put(key, &empty);
-        }
+    if cx.wants("realm_playgrounds") {
+        out.put(
+            "realm_playgrounds",
+            &crate::render::realm::playgrounds_json(cx.state),
+        );
+    }
+    if cx.wants("onboarding_steps") {
+        out.put("onboarding_steps", &json!([]));
     }
     if cx.wants("scheduled_messages") {
         let list = state.scheduled.of(me.user_id, false);

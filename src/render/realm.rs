@@ -46,6 +46,11 @@ pub fn domains_json(state: &Projections) -> Value {
     )
 }
 
+/// `realm_playgrounds`: every code playground, by id.
+pub fn playgrounds_json(state: &Projections) -> Value {
+    json!(state.realm.playgrounds.values().collect::<Vec<_>>())
+}
+
 /// `field_data` as Zulip sends it: JSON text (`""` for types without data).
 fn field_data_text(data: &ProfileFieldData) -> String {
     match data {

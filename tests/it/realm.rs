@@ -793,3 +793,84 @@ async fn allowed_email_domains_are_kept_announced_and_enforced() {
     let (_, body) = bob.get("/realm/domains", &[]).await;
     assert_eq!(body["domains"], json!([]));
 }
+
+/// Code playgrounds: administrators add and remove them, everyone is told
+/// (`realm_playgrounds`) and reads them in `/register`; they survive a restart.
+#[tokio::test]
+async fn code_playgrounds_are_added_announced_and_removed_by_administrators() {
+    let c = chat().await;
+    let (_, alice) = &c.alice;
+    let owner = c.server.api(Some(&c.server.owner()));
+    let (queue, _) = register(alice, &[("event_types", r#"["realm_playgrounds"]"#)]).await;
+    let params = [
+        ("name", "Python playground"),
+        ("pygments_language", "Python"),
+        ("url_template", "https://python.example.com?code={code}"),
+    ];
+    let (status, body) = alice.post("/realm/playgrounds", &params).await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("Must be an organization administrator")
+        )
+    );
+    let (status, body) = owner.post("/realm/playgrounds", &params).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::OK,
+            json!({"result": "success", "msg": "", "id": 1})
+        )
+    );
+    let expected = json!([{"id": 1, "name": "Python playground", "pygments_language": "Python",
+                           "url_template": "https://python.example.com?code={code}"}]);
+    let events = drain(alice, &queue).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(
+        (&events[0]["type"], &events[0]["realm_playgrounds"]),
+        (&json!("realm_playgrounds"), &expected)
+    );
+    let (status, body) = owner.post("/realm/playgrounds", &params).await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("Realm playground with this Realm, Pygments language and Name already exists.")
+        )
+    );
+    let (status, body) = owner
+        .post(
+            "/realm/playgrounds",
+            &[
+                ("name", "Bad"),
+                ("pygments_language", "Python"),
+                ("url_template", "https://python.example.com?src={source}"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("\"code\" should be the only variable present in the URL template")
+        )
+    );
+    let creds = alice.creds.clone().unwrap();
+    let server = c.server.stop().restart();
+    let alice = server.api(Some(&creds));
+    let owner = server.api(Some(&server.owner()));
+    let (_, body) = register(&alice, &[("fetch_event_types", r#"["realm_playgrounds"]"#)]).await;
+    assert_eq!(body["realm_playgrounds"], expected);
+    let (status, body) = alice.delete("/realm/playgrounds/1", &[]).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, body) = owner.delete("/realm/playgrounds/1", &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = owner.delete("/realm/playgrounds/1", &[]).await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (StatusCode::BAD_REQUEST, json!("Invalid playground"))
+    );
+    let (_, body) = register(&alice, &[("fetch_event_types", r#"["realm_playgrounds"]"#)]).await;
+    assert_eq!(body["realm_playgrounds"], json!([]));
+}

@@ -73,6 +73,9 @@ pub fn client_events(
             allow_subdomains,
         } => realm::domain_changed(state, "change", domain, *allow_subdomains),
         Event::RealmDomainRemoved { domain } => realm::domain_removed(state, domain),
+        Event::PlaygroundAdded { .. } | Event::PlaygroundRemoved { .. } => {
+            realm::playgrounds_changed(state)
+        }
         Event::CustomEmojiAdded { .. } | Event::CustomEmojiDeactivated { .. } => {
             realm::emoji_changed(state)
         }

@@ -42,6 +42,15 @@ pub fn domain_removed(state: &Projections, domain: &str) -> Deliveries {
     )
 }
 
+/// `realm_playgrounds`: every code playground, to everyone.
+pub fn playgrounds_changed(state: &Projections) -> Deliveries {
+    to_all(
+        state,
+        json!({"type": "realm_playgrounds",
+               "realm_playgrounds": crate::render::realm::playgrounds_json(state)}),
+    )
+}
+
 /// `custom_profile_fields`: every definition.
 pub fn profile_fields_changed(state: &Projections) -> Deliveries {
     to_all(
