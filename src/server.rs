@@ -415,6 +415,8 @@ pub struct Running {
     pub url: String,
     /// Stops the HTTP server (gracefully with `stop(true)`); `serve_with` then drains the writer.
     pub handle: actix_web::dev::ServerHandle,
+    /// Whether the search index is built (it is built while the server already serves).
+    pub indexed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// `serve`, calling `on_ready` once the listener accepts connections (for in-process use by
@@ -591,7 +593,10 @@ pub async fn serve_with(
     }
     engine.keep_reserve(reserve);
     release_free_memory();
-    engine.index_words_in_background(|built| {
+    let indexed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let indexed_flag = indexed.clone();
+    engine.index_words_in_background(move |built| {
+        indexed_flag.store(true, std::sync::atomic::Ordering::SeqCst);
         let built = built.unwrap_or_default();
         let (messages, seconds, bytes) = (built.messages, built.seconds, built.bytes);
         tracing::info!(
@@ -847,6 +852,7 @@ pub async fn serve_with(
     on_ready(Running {
         url: realm_url.clone(),
         handle: server.handle(),
+        indexed,
     });
     server.await?;
     if let Some(cluster) = &cluster {
