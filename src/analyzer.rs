@@ -785,6 +785,10 @@ mod tests {
         // A single character is a whole word, and a stop word typed last is dropped.
         assert!(found("7", "7 days"));
         assert!(!found("7", "70 days"));
+        // Words with digits (issue 39's report), whole or joined.
+        assert!(found("abc123", "ticket abc123 closed"));
+        assert!(found("10:30", "meet at 10:30 today"));
+        assert!(!found("10:30", "meet at 10:45, room 30"));
         // Numbers are whole words even when typed last.
         assert!(!found("12", "123 apples"));
         assert!(found("123", "123 apples"));
