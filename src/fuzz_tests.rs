@@ -82,6 +82,15 @@ proptest! {
         let _ = crate::time::parse_rfc3339_ms(&raw);
         let words = crate::projections::search::words(&raw);
         prop_assert!(words.iter().all(|w| !w.is_empty()));
+        // Any text as a query, against itself as topic and content, and as HTML to highlight.
+        let query = crate::analyzer::Query::parse(&raw);
+        let _ = query.matches(&raw, &raw);
+        let highlighted = query.highlight(&raw);
+        prop_assert!(highlighted.len() >= raw.len());
+        let mut index = crate::projections::search::WordIndex::default();
+        index.add(crate::ids::MessageId(1), &raw, &raw);
+        let _ = index.plan(&query);
+        index.remove(crate::ids::MessageId(1), &raw, &raw);
         let _ = crate::commands::emoji::normalized_name(&raw);
         let _ = crate::commands::emoji::image_type(raw.as_bytes());
     }

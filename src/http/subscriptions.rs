@@ -320,15 +320,7 @@ pub async fn get_subscription_status(
     let user_id = UserId(path_id(&req, "user_id")?);
     let channel_id = ChannelId(path_id(&req, "stream_id")?);
     let subscribed = state.engine.read(|s| {
-        let me = s
-            .users
-            .get(auth.user_id)
-            .ok_or_else(|| ApiError::internal("authenticated user missing"))?;
-        let user = s
-            .users
-            .get(user_id)
-            .filter(|u| !u.is_system_bot())
-            .ok_or_else(|| ApiError::bad_request("No such user"))?;
+        let (me, user) = caller_and_user(s, &auth, user_id)?;
         let channel = crate::commands::channels::visible_channel(s, me, channel_id)?;
         Ok::<bool, ApiError>(s.channels.is_subscribed(user.user_id, channel.id))
     })?;
@@ -347,15 +339,7 @@ pub async fn get_user_channels(
     let user_id =
         UserId(path_id(&req, "user_id").map_err(|_| ApiError::bad_request("No such user"))?);
     let ids = state.engine.read(|s| {
-        let me = s
-            .users
-            .get(auth.user_id)
-            .ok_or_else(|| ApiError::internal("authenticated user missing"))?;
-        let user = s
-            .users
-            .get(user_id)
-            .filter(|u| !u.is_system_bot())
-            .ok_or_else(|| ApiError::bad_request("No such user"))?;
+        let (me, user) = caller_and_user(s, &auth, user_id)?;
         let ids: Vec<u64> = s
             .channels
             .subscriptions_of(user.user_id)
@@ -369,4 +353,22 @@ pub async fn get_user_channels(
         Ok::<_, ApiError>(ids)
     })?;
     Ok(params.success(json!({ "subscribed_channel_ids": ids })))
+}
+
+/// The caller, and the person a path names ("No such user" for nobody or a system bot).
+fn caller_and_user<'a>(
+    s: &'a crate::projections::Projections,
+    auth: &Auth,
+    user_id: UserId,
+) -> ApiResult<(&'a crate::projections::User, &'a crate::projections::User)> {
+    let me = s
+        .users
+        .get(auth.user_id)
+        .ok_or_else(|| ApiError::internal("authenticated user missing"))?;
+    let user = s
+        .users
+        .get(user_id)
+        .filter(|u| !u.is_system_bot())
+        .ok_or_else(|| ApiError::bad_request("No such user"))?;
+    Ok((me, user))
 }
