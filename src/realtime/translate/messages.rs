@@ -256,31 +256,21 @@ pub fn typing(
                 )
             })
             .collect(),
-        TypingTarget::Channel { channel_id, topic } => {
-            let Some(channel) = state.channels.get(*channel_id) else {
-                return Deliveries::new();
-            };
-            if channel.subscribers.len() > MAX_CHANNEL_TYPING_AUDIENCE {
-                return Deliveries::new();
-            }
-            channel
-                .subscribers
-                .iter()
-                .filter_map(|id| state.users.get(*id).filter(|u| receives_typing(state, u)))
-                .map(|viewer| ClientEvent {
-                    user_id: viewer.user_id,
-                    body: json!({
-                        "type": "typing", "op": op, "message_type": "stream",
-                        "sender": person(viewer, sender), "stream_id": channel_id.0,
-                        "topic": shown_topic(topic, false),
-                    }),
-                    variants: Variants {
-                        stored_topics: vec![("topic", topic.clone())],
-                        ..Variants::default()
-                    },
-                })
-                .collect()
-        }
+        TypingTarget::Channel { channel_id, topic } => channel_typing_audience(state, *channel_id)
+            .into_iter()
+            .map(|viewer| ClientEvent {
+                user_id: viewer.user_id,
+                body: json!({
+                    "type": "typing", "op": op, "message_type": "stream",
+                    "sender": person(viewer, sender), "stream_id": channel_id.0,
+                    "topic": shown_topic(topic, false),
+                }),
+                variants: Variants {
+                    stored_topics: vec![("topic", topic.clone())],
+                    ..Variants::default()
+                },
+            })
+            .collect(),
     }
 }
 
@@ -316,18 +306,10 @@ pub fn edit_typing(
                 .collect()
         }
         crate::projections::Address::Channel { channel_id, topic } => {
-            let Some(channel) = state.channels.get(*channel_id) else {
-                return Deliveries::new();
-            };
-            if channel.subscribers.len() > MAX_CHANNEL_TYPING_AUDIENCE {
-                return Deliveries::new();
-            }
             // Subscribers who can read the message (a protected history hides it from later
             // ones).
-            channel
-                .subscribers
-                .iter()
-                .filter_map(|id| state.users.get(*id).filter(|u| receives_typing(state, u)))
+            channel_typing_audience(state, *channel_id)
+                .into_iter()
                 .filter(|viewer| crate::projections::can_read(state, viewer, message))
                 .map(|viewer| ClientEvent {
                     user_id: viewer.user_id,
@@ -342,6 +324,19 @@ pub fn edit_typing(
                 })
                 .collect()
         }
+    }
+}
+
+/// The subscribers of a channel who receive typing notifications; nobody when the channel has
+/// more than [`MAX_CHANNEL_TYPING_AUDIENCE`] subscribers.
+fn channel_typing_audience(state: &Projections, channel_id: ChannelId) -> Vec<&User> {
+    match state.channels.get(channel_id) {
+        Some(channel) if channel.subscribers.len() <= MAX_CHANNEL_TYPING_AUDIENCE => channel
+            .subscribers
+            .iter()
+            .filter_map(|id| state.users.get(*id).filter(|u| receives_typing(state, u)))
+            .collect(),
+        _ => Vec::new(),
     }
 }
 
