@@ -82,6 +82,28 @@ pub fn update_realm(
 
 /// A group-setting value for an organization permission: valid as any group setting, and not
 /// one of the system groups this setting refuses.
+/// `PATCH /realm/user_settings_defaults`: administrators change the settings people who join
+/// later start with (the HTTP layer reads only the settings an organization may default). The
+/// whole request applies or none of it; values already current are skipped.
+pub fn update_user_defaults(
+    state: &Projections,
+    ctx: &Ctx,
+    changes: Vec<(&'static str, RealmValue)>,
+) -> ApiResult<Decision> {
+    admin(state, ctx)?;
+    let mut events = Vec::new();
+    for (name, value) in changes {
+        super::users::check_setting(name, &value)?;
+        if state.user_settings.realm_default(name) != value {
+            events.push(Event::RealmUserDefaultChanged {
+                name: name.to_owned(),
+                value,
+            });
+        }
+    }
+    Ok(Decision::events(events))
+}
+
 fn check_group_value(
     state: &Projections,
     name: &str,

@@ -606,7 +606,6 @@ pub fn update_own_settings(
     settings: Vec<(&'static str, crate::events::RealmValue)>,
     timezone: Option<String>,
 ) -> ApiResult<Decision> {
-    use crate::projections::user_settings;
     let me = actor(state, ctx)?;
     let mut events = Vec::new();
     if let Some(timezone) = timezone {
@@ -625,19 +624,7 @@ pub fn update_own_settings(
         }
     }
     for (name, value) in settings {
-        let fits = user_settings::setting(name).is_some_and(|s| user_settings::allows(s, &value));
-        if !fits {
-            if let (
-                "email_notifications_batching_period_seconds",
-                crate::events::RealmValue::Int(seconds),
-            ) = (name, &value)
-            {
-                return Err(ApiError::bad_request(format!(
-                    "Invalid email batching period: {seconds} seconds"
-                )));
-            }
-            return Err(ApiError::bad_request(format!("Invalid {name}")));
-        }
+        check_setting(name, &value)?;
         if state.user_settings.get(me.user_id, name) != value {
             events.push(Event::UserSettingChanged {
                 user_id: me.user_id,
@@ -671,6 +658,24 @@ pub fn update_own_settings(
         });
     }
     Ok(Decision::events(events))
+}
+
+/// Whether a value fits a personal setting, with Zulip's message when it does not.
+pub fn check_setting(name: &str, value: &crate::events::RealmValue) -> ApiResult<()> {
+    use crate::projections::user_settings;
+    if user_settings::setting(name).is_some_and(|s| user_settings::allows(s, value)) {
+        return Ok(());
+    }
+    if let (
+        "email_notifications_batching_period_seconds",
+        crate::events::RealmValue::Int(seconds),
+    ) = (name, value)
+    {
+        return Err(ApiError::bad_request(format!(
+            "Invalid email batching period: {seconds} seconds"
+        )));
+    }
+    Err(ApiError::bad_request(format!("Invalid {name}")))
 }
 
 /// `POST /users/{user_id}/reactivate`.

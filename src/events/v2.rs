@@ -144,6 +144,10 @@ pub enum Event {
     },
     /// An administrator removed a code playground.
     PlaygroundRemoved { playground_id: u64 },
+    /// An administrator changed the organization's default of a personal setting for the
+    /// people who join later (`PATCH /realm/user_settings_defaults`); nobody's own settings
+    /// change.
+    RealmUserDefaultChanged { name: String, value: RealmValue },
     /// An administrator added a linkifier (`order` after the others).
     LinkifierAdded {
         linkifier_id: LinkifierId,
@@ -925,6 +929,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "RealmDomainRemoved",
     "PlaygroundAdded",
     "PlaygroundRemoved",
+    "RealmUserDefaultChanged",
     "LinkifierAdded",
     "LinkifierChanged",
     "LinkifierRemoved",
@@ -1039,6 +1044,7 @@ impl Event {
             Event::RealmDomainRemoved { .. } => "RealmDomainRemoved",
             Event::PlaygroundAdded { .. } => "PlaygroundAdded",
             Event::PlaygroundRemoved { .. } => "PlaygroundRemoved",
+            Event::RealmUserDefaultChanged { .. } => "RealmUserDefaultChanged",
             Event::CustomProfileFieldCreated { .. } => "CustomProfileFieldCreated",
             Event::CustomProfileFieldChanged { .. } => "CustomProfileFieldChanged",
             Event::CustomProfileFieldDeleted { .. } => "CustomProfileFieldDeleted",

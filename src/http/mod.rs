@@ -437,6 +437,8 @@ fn api_routes(api: &mut web::ServiceConfig) {
     endpoint!(api, "/invites/{invite_id}", delete => invitations::revoke_user_invite);
     endpoint!(api, "/invites/{invite_id}/resend", post => invitations::resend_invite);
     endpoint!(api, "/realm", patch => realm::update_realm);
+    endpoint!(api, "/realm/user_settings_defaults",
+        patch => realm::update_user_settings_defaults);
     endpoint!(api, "/realm/linkifiers",
         get => linkifiers::get_linkifiers,
         patch => linkifiers::reorder_linkifiers);

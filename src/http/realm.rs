@@ -115,3 +115,23 @@ pub async fn update_realm(
     });
     Ok(params.success(body))
 }
+
+/// `PATCH /realm/user_settings_defaults`: the organization's defaults of the personal settings
+/// it may choose for people who join later (the others, as every unknown parameter, are listed
+/// in `ignored_parameters_unsupported`).
+pub async fn update_user_settings_defaults(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    auth.require_admin()?;
+    let changes = super::users::read_user_settings(
+        &mut params,
+        crate::projections::user_settings::has_realm_default,
+    )?;
+    state
+        .answer(&auth, params, move |s, ctx| {
+            crate::commands::realm::update_user_defaults(s, ctx, changes.clone())
+        })
+        .await
+}

@@ -332,7 +332,7 @@ pub async fn update_settings(
             }
         }
     };
-    let settings = read_user_settings(&mut params)?;
+    let settings = read_user_settings(&mut params, |_| true)?;
     let timezone = params.str("timezone");
     state
         .answer(&auth, params, move |s, ctx| {
@@ -348,14 +348,16 @@ pub async fn update_settings(
         .await
 }
 
-/// The stored settings a `PATCH /settings` request names, parsed by the kind of each.
-fn read_user_settings(
+/// The stored settings a request names, among those `wanted` takes, parsed by the kind of each
+/// (`PATCH /settings`, `PATCH /realm/user_settings_defaults`).
+pub fn read_user_settings(
     params: &mut Params,
+    wanted: fn(&str) -> bool,
 ) -> ApiResult<Vec<(&'static str, crate::events::RealmValue)>> {
     use crate::events::RealmValue;
     use crate::projections::user_settings::{Kind, SETTINGS};
     let mut out = Vec::new();
-    for setting in SETTINGS {
+    for setting in SETTINGS.iter().filter(|s| wanted(s.name)) {
         let value = match setting.kind {
             Kind::Bool => params.bool(setting.name)?.map(RealmValue::Bool),
             Kind::IntIn(_) | Kind::IntRange(..) => {

@@ -258,6 +258,7 @@ impl Channels {
             | Event::EditTyping { .. }
             | Event::PlaygroundAdded { .. }
             | Event::PlaygroundRemoved { .. }
+            | Event::RealmUserDefaultChanged { .. }
             | Event::MessageSent { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }

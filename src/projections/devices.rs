@@ -200,6 +200,7 @@ impl Devices {
             | Event::EditTyping { .. }
             | Event::PlaygroundAdded { .. }
             | Event::PlaygroundRemoved { .. }
+            | Event::RealmUserDefaultChanged { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }
             | Event::ReactionRemoved { .. }

@@ -360,6 +360,7 @@ impl Groups {
             | Event::EditTyping { .. }
             | Event::PlaygroundAdded { .. }
             | Event::PlaygroundRemoved { .. }
+            | Event::RealmUserDefaultChanged { .. }
             | Event::MessageSent { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }

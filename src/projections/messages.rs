@@ -675,7 +675,8 @@ impl Messages {
             | Event::TypingStopped { .. }
             | Event::EditTyping { .. }
             | Event::PlaygroundAdded { .. }
-            | Event::PlaygroundRemoved { .. } => {}
+            | Event::PlaygroundRemoved { .. }
+            | Event::RealmUserDefaultChanged { .. } => {}
         }
     }
 

@@ -412,6 +412,9 @@ impl Projections {
         if let Some(spent) = self.sessions.spent_dump() {
             dump["spent_sign_in_tokens"] = spent;
         }
+        if let Some(defaults) = self.user_settings.realm_defaults_dump() {
+            dump["realm_user_settings_defaults"] = defaults;
+        }
         if let Some(push) = self.devices.push_dump() {
             dump["push_devices"] = push;
         }

@@ -300,6 +300,7 @@ impl Notices {
             | Event::EditTyping { .. }
             | Event::PlaygroundAdded { .. }
             | Event::PlaygroundRemoved { .. }
+            | Event::RealmUserDefaultChanged { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }
             | Event::ReactionRemoved { .. }

@@ -580,6 +580,7 @@ impl Realm {
                 self.playgrounds.remove(playground_id);
             }
             Event::InvitationCreated { .. }
+            | Event::RealmUserDefaultChanged { .. }
             | Event::InvitationResent { .. }
             | Event::InvitationRevoked { .. }
             | Event::InvitationAccepted { .. }

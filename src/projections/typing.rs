@@ -45,6 +45,7 @@ impl Typing {
             Event::EditTyping { .. }
             | Event::PlaygroundAdded { .. }
             | Event::PlaygroundRemoved { .. }
+            | Event::RealmUserDefaultChanged { .. }
             | Event::RealmCreated { .. }
             | Event::RealmSettingChanged { .. }
             | Event::InvitationCreated { .. }

@@ -219,19 +219,50 @@ pub const SETTINGS: &[Setting] = &[
     flag("web_navigate_to_sent_message", true),
     flag("web_suggest_update_timezone", true),
     flag("hide_ai_features", false),
+    flag("web_escape_navigates_to_home_view", true),
+    flag("left_side_userlist", false),
+    Setting {
+        name: "web_animate_image_previews",
+        kind: Kind::TextIn(&["always", "on_hover", "never"]),
+        default: Default::Text("on_hover"),
+    },
+    choice("web_stream_unreads_count_display_policy", ONE_TO_THREE, 2),
 ];
+
+/// The settings an organization cannot choose for the people who join it (Zulip's
+/// `PATCH /realm/user_settings_defaults` does not take them): each person's language, the emails
+/// about their own account, and their consent to exports.
+const PERSONAL_ONLY: &[&str] = &[
+    "default_language",
+    "dense_mode",
+    "enable_marketing_emails",
+    "enable_login_emails",
+    "allow_private_data_export",
+];
+
+/// Whether the organization may set a default of this setting for new people.
+pub fn has_realm_default(name: &str) -> bool {
+    setting(name).is_some() && !PERSONAL_ONLY.contains(&name)
+}
+
+/// The choices clients offer beside the settings (`available_notification_sounds`,
+/// `emojiset_choices`), in both the user's settings and the organization's defaults.
+pub fn add_choices(map: &mut Map<String, Value>) {
+    map.insert("available_notification_sounds".into(), json!(["zulip"]));
+    map.insert(
+        "emojiset_choices".into(),
+        json!([
+            {"key": "google", "text": "Google"},
+            {"key": "google-blob", "text": "Google blobs"},
+            {"key": "twitter", "text": "Twitter"},
+            {"key": "text", "text": "Plain text"},
+        ]),
+    );
+}
 
 /// The table entry of a setting.
 pub fn setting(name: &str) -> Option<&'static Setting> {
     SETTINGS.iter().find(|s| s.name == name)
-}
-
-/// Every setting at its default (the organization's defaults for new users).
-pub fn defaults() -> Map<String, Value> {
-    SETTINGS
-        .iter()
-        .map(|s| (s.name.to_owned(), value_json(&s.default.value())))
-        .collect()
 }
 
 /// Whether a value fits a setting.
@@ -255,10 +286,14 @@ pub fn value_json(value: &RealmValue) -> Value {
     }
 }
 
-/// Every user's changed settings.
+/// Every user's changed settings, and the organization's defaults for people who join later.
 #[derive(Debug, Clone, std::default::Default, serde::Serialize, serde::Deserialize)]
 pub struct UserSettings {
     changed: HashMap<UserId, BTreeMap<String, RealmValue>>,
+    /// The organization's defaults that differ from the table's; a new account starts with them.
+    /// Absent from snapshots written before they existed.
+    #[serde(default)]
+    realm_defaults: BTreeMap<String, RealmValue>,
 }
 
 impl UserSettings {
@@ -300,8 +335,43 @@ impl UserSettings {
             .collect()
     }
 
+    /// The organization's default of a setting for new people.
+    pub fn realm_default(&self, name: &str) -> RealmValue {
+        if let Some(value) = self.realm_defaults.get(name) {
+            return value.clone();
+        }
+        setting(name).map_or(RealmValue::Null, |s| s.default.value())
+    }
+
+    /// `realm_user_settings_defaults` of `/register`: every setting an organization has a
+    /// default for, and the choices clients offer.
+    pub fn realm_defaults_json(&self) -> Map<String, Value> {
+        let mut out: Map<String, Value> = SETTINGS
+            .iter()
+            .map(|s| (s.name.to_owned(), value_json(&self.realm_default(s.name))))
+            .collect();
+        add_choices(&mut out);
+        out
+    }
+
     pub fn apply(&mut self, env: &Envelope) {
         match &env.event {
+            Event::RealmUserDefaultChanged { name, value } => {
+                let table = setting(name).map(|s| s.default.value());
+                if table.as_ref() == Some(value) {
+                    self.realm_defaults.remove(name);
+                } else {
+                    self.realm_defaults.insert(name.clone(), value.clone());
+                }
+            }
+            // A new account starts from the organization's defaults (Zulip copies its
+            // `RealmUserDefault` row into the new user's).
+            Event::UserCreated { user_id, .. } if !self.realm_defaults.is_empty() => {
+                let mine = self.changed.entry(*user_id).or_default();
+                for (name, value) in &self.realm_defaults {
+                    mine.entry(name.clone()).or_insert_with(|| value.clone());
+                }
+            }
             Event::UserSettingChanged {
                 user_id,
                 name,
@@ -411,6 +481,19 @@ impl UserSettings {
             | Event::Imported { .. }
             | Event::MessagesReadThrough { .. } => {}
         }
+    }
+
+    /// The organization's defaults that differ from Zulip's, for the dump (`None` when none
+    /// does, so dumps of logs without them are unchanged).
+    pub fn realm_defaults_dump(&self) -> Option<Value> {
+        (!self.realm_defaults.is_empty()).then(|| {
+            Value::Object(
+                self.realm_defaults
+                    .iter()
+                    .map(|(k, v)| (k.clone(), value_json(v)))
+                    .collect(),
+            )
+        })
     }
 
     pub fn dump(&self) -> Value {

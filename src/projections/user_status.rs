@@ -110,6 +110,7 @@ impl UserStatuses {
             | Event::EditTyping { .. }
             | Event::PlaygroundAdded { .. }
             | Event::PlaygroundRemoved { .. }
+            | Event::RealmUserDefaultChanged { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }
             | Event::ReactionRemoved { .. }

@@ -172,7 +172,8 @@ impl UserTopics {
             | Event::TypingStopped { .. }
             | Event::EditTyping { .. }
             | Event::PlaygroundAdded { .. }
-            | Event::PlaygroundRemoved { .. } => {}
+            | Event::PlaygroundRemoved { .. }
+            | Event::RealmUserDefaultChanged { .. } => {}
         }
     }
 

@@ -37,16 +37,7 @@ pub struct RegisterRequest<'a> {
 fn user_settings(state: &Projections, me: &User) -> Map<String, Value> {
     let mut map = state.user_settings.all(me.user_id);
     map.insert("timezone".into(), json!(me.timezone));
-    map.insert("available_notification_sounds".into(), json!(["zulip"]));
-    map.insert(
-        "emojiset_choices".into(),
-        json!([
-            {"key": "google", "text": "Google"},
-            {"key": "google-blob", "text": "Google blobs"},
-            {"key": "twitter", "text": "Twitter"},
-            {"key": "text", "text": "Plain text"},
-        ]),
-    );
+    crate::projections::user_settings::add_choices(&mut map);
     map.insert(
         "email_address_visibility".into(),
         realm_setting_json(state, "email_address_visibility"),
@@ -405,7 +396,7 @@ fn write_state(answer: &mut Obj<'_>, cx: &Cx<'_>) {
         video_calls(&mut out);
     }
     if cx.wants("realm_user_settings_defaults") {
-        settings_defaults(&mut out);
+        settings_defaults(&mut out, state);
     }
 }
 
@@ -905,11 +896,13 @@ fn video_calls(out: &mut Out) {
 }
 
 /// The organization's defaults for new users' settings (`realm_user_settings_defaults`).
-fn settings_defaults(out: &mut Out) {
-    out.put(
-        "realm_user_settings_defaults",
-        &Value::Object(crate::projections::user_settings::defaults()),
+fn settings_defaults(out: &mut Out, state: &Projections) {
+    let mut defaults = state.user_settings.realm_defaults_json();
+    defaults.insert(
+        "email_address_visibility".into(),
+        realm_setting_json(state, "email_address_visibility"),
     );
+    out.put("realm_user_settings_defaults", &Value::Object(defaults));
 }
 
 /// The limits clients enforce before sending, and facts about the server (`realm`).

@@ -874,3 +874,153 @@ async fn code_playgrounds_are_added_announced_and_removed_by_administrators() {
     let (_, body) = register(&alice, &[("fetch_event_types", r#"["realm_playgrounds"]"#)]).await;
     assert_eq!(body["realm_playgrounds"], json!([]));
 }
+
+/// The organization's defaults for new people (`PATCH /realm/user_settings_defaults`):
+/// administrators only, Zulip's checks, the event to everyone, the defaults in `/register`,
+/// applied to accounts made later and to nobody's existing settings, kept across a restart.
+#[tokio::test]
+async fn defaults_for_new_users_apply_to_accounts_made_later() {
+    let c = chat().await;
+    let (_, alice) = &c.alice;
+    let owner = c.server.api(Some(&c.server.owner()));
+    let path = "/realm/user_settings_defaults";
+    let (queue, _) = register(
+        alice,
+        &[("event_types", r#"["realm_user_settings_defaults"]"#)],
+    )
+    .await;
+    let (status, body) = alice
+        .call(Method::PATCH, path, &[("twenty_four_hour_time", "true")])
+        .await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("Must be an organization administrator")
+        )
+    );
+    // One bad value refuses the whole request.
+    let (status, body) = owner
+        .call(
+            Method::PATCH,
+            path,
+            &[("twenty_four_hour_time", "true"), ("emojiset", "comic")],
+        )
+        .await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (StatusCode::BAD_REQUEST, json!("Invalid emojiset"))
+    );
+    let (status, body) = owner
+        .call(
+            Method::PATCH,
+            path,
+            &[
+                ("twenty_four_hour_time", "true"),
+                ("emojiset", "twitter"),
+                ("web_font_size_px", "14"),
+                ("left_side_userlist", "true"),
+                // Each person's own: not an organization default.
+                ("default_language", "fr"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::OK,
+            json!({"result": "success", "msg": "",
+                   "ignored_parameters_unsupported": ["default_language"]})
+        )
+    );
+    let events = drain(alice, &queue).await;
+    let seen: Vec<(Value, Value, Value)> = events
+        .iter()
+        .map(|e| (e["type"].clone(), e["property"].clone(), e["value"].clone()))
+        .collect();
+    let kind = json!("realm_user_settings_defaults");
+    assert_eq!(
+        seen,
+        vec![
+            (kind.clone(), json!("twenty_four_hour_time"), json!(true)),
+            (kind.clone(), json!("emojiset"), json!("twitter")),
+            (kind.clone(), json!("web_font_size_px"), json!(14)),
+            (kind.clone(), json!("left_side_userlist"), json!(true)),
+        ]
+    );
+    assert!(events.iter().all(|e| e["op"] == "update"), "{events:?}");
+    // The same value again changes nothing and tells nobody.
+    let (status, _) = owner
+        .call(Method::PATCH, path, &[("emojiset", "twitter")])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(drain(alice, &queue).await, Vec::<Value>::new());
+
+    let (_, state) = register(alice, &[]).await;
+    let defaults = &state["realm_user_settings_defaults"];
+    assert_eq!(
+        (
+            &defaults["twenty_four_hour_time"],
+            &defaults["emojiset"],
+            &defaults["web_font_size_px"],
+            &defaults["default_language"],
+            &defaults["emojiset_choices"][1]["key"],
+        ),
+        (
+            &json!(true),
+            &json!("twitter"),
+            &json!(14),
+            &json!("en"),
+            &json!("google-blob")
+        )
+    );
+    // Alice's own settings did not change.
+    assert_eq!(
+        (
+            &state["user_settings"]["twenty_four_hour_time"],
+            &state["user_settings"]["emojiset"]
+        ),
+        (&json!(false), &json!("google"))
+    );
+    // Someone who joins later starts with them, and may change them.
+    let (_, dana) = c
+        .server
+        .create_member("dana@example.com", "Dana Diaz")
+        .await;
+    let dana = c.server.api(Some(&dana));
+    let (_, state) = register(&dana, &[]).await;
+    let mine = &state["user_settings"];
+    assert_eq!(
+        (
+            &mine["twenty_four_hour_time"],
+            &mine["emojiset"],
+            &mine["web_font_size_px"],
+            &mine["left_side_userlist"],
+            &mine["color_scheme"]
+        ),
+        (
+            &json!(true),
+            &json!("twitter"),
+            &json!(14),
+            &json!(true),
+            &json!(1)
+        )
+    );
+    let (status, _) = dana
+        .call(Method::PATCH, "/settings", &[("emojiset", "google")])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+
+    let creds = dana.creds.clone().unwrap();
+    let server = c.server.stop().restart();
+    let dana = server.api(Some(&creds));
+    let (_, state) = register(&dana, &[]).await;
+    assert_eq!(
+        (
+            &state["user_settings"]["emojiset"],
+            &state["user_settings"]["twenty_four_hour_time"],
+            &state["realm_user_settings_defaults"]["emojiset"]
+        ),
+        (&json!("google"), &json!(true), &json!("twitter"))
+    );
+}

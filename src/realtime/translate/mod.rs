@@ -76,6 +76,9 @@ pub fn client_events(
         Event::PlaygroundAdded { .. } | Event::PlaygroundRemoved { .. } => {
             realm::playgrounds_changed(state)
         }
+        Event::RealmUserDefaultChanged { name, value } => {
+            realm::user_default_changed(state, name, value)
+        }
         Event::CustomEmojiAdded { .. } | Event::CustomEmojiDeactivated { .. } => {
             realm::emoji_changed(state)
         }

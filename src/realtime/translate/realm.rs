@@ -51,6 +51,19 @@ pub fn playgrounds_changed(state: &Projections) -> Deliveries {
     )
 }
 
+/// `realm_user_settings_defaults` `update`: a default for people who join later.
+pub fn user_default_changed(
+    state: &Projections,
+    name: &str,
+    value: &crate::events::RealmValue,
+) -> Deliveries {
+    to_all(
+        state,
+        json!({"type": "realm_user_settings_defaults", "op": "update", "property": name,
+               "value": crate::projections::user_settings::value_json(value)}),
+    )
+}
+
 /// `custom_profile_fields`: every definition.
 pub fn profile_fields_changed(state: &Projections) -> Deliveries {
     to_all(
