@@ -331,7 +331,9 @@ async fn people_and_channels(
                     crate::commands::channels::subscribe(
                         s,
                         ctx,
-                        vec![(name.clone(), String::new())],
+                        vec![crate::commands::channels::ChannelWanted::named(
+                            name.clone(),
+                        )],
                         None,
                         spec.clone(),
                         false,
@@ -359,7 +361,9 @@ async fn people_and_channels(
                         crate::commands::channels::subscribe(
                             s,
                             ctx,
-                            vec![(name.clone(), String::new())],
+                            vec![crate::commands::channels::ChannelWanted::named(
+                                name.clone(),
+                            )],
                             None,
                             ChannelSpec::default(),
                             false,

@@ -486,12 +486,31 @@ pub struct SubscribeNotices {
     pub notify_subscribed: bool,
 }
 
+/// A channel a subscription request names: its description if it is created, and the
+/// subscription's color if one is given (already checked).
+#[derive(Debug, Clone, Default)]
+pub struct ChannelWanted {
+    pub name: String,
+    pub description: String,
+    pub color: Option<String>,
+}
+
+impl ChannelWanted {
+    /// A channel by name alone.
+    pub fn named(name: impl Into<String>) -> ChannelWanted {
+        ChannelWanted {
+            name: name.into(),
+            ..ChannelWanted::default()
+        }
+    }
+}
+
 /// `POST /users/me/subscriptions`: subscribes `principals` (default: the actor) to channels by
 /// name, creating missing ones from `template` (the legacy way to create channels).
 pub fn subscribe(
     state: &Projections,
     ctx: &Ctx,
-    channels: Vec<(String, String)>,
+    channels: Vec<ChannelWanted>,
     principals: Option<Vec<UserId>>,
     template: ChannelSpec,
     authorization_errors_fatal: bool,
@@ -525,7 +544,12 @@ pub fn subscribe(
     let mut created: Vec<(ChannelId, String)> = Vec::new();
     let mut to_tell: std::collections::BTreeMap<UserId, Vec<(ChannelId, String)>> =
         Default::default();
-    for (name, description) in channels {
+    for ChannelWanted {
+        name,
+        description,
+        color: given_color,
+    } in channels
+    {
         let name = check_channel_name(&name)?;
         if !seen.insert(name.to_lowercase()) {
             continue;
@@ -592,10 +616,14 @@ pub fn subscribe(
                 continue;
             }
             let taken = colors.entry(target.user_id).or_default();
-            let color = state
-                .channels
-                .subscription(target.user_id, channel_id)
-                .map(|s| s.color.clone())
+            let color = given_color
+                .clone()
+                .or_else(|| {
+                    state
+                        .channels
+                        .subscription(target.user_id, channel_id)
+                        .map(|s| s.color.clone())
+                })
                 .unwrap_or_else(|| next_color(state, target.user_id, taken));
             taken.push(color.clone());
             new_subs.push(NewSubscription {
@@ -690,6 +718,51 @@ pub fn unsubscribe(
         }
     }
     Ok(Decision::new(events, outcome))
+}
+
+/// `PATCH /users/me/subscriptions`: `POST` for `add`, then `DELETE` for `delete`, for the caller,
+/// in one decision (Zulip runs both views in one transaction). A channel named in both is
+/// refused: the second half would have to see the first half's result, and no client sends it.
+pub fn update_subscriptions(
+    state: &Projections,
+    ctx: &Ctx,
+    add: Vec<ChannelWanted>,
+    delete: Vec<String>,
+    template: ChannelSpec,
+) -> ApiResult<Decision<(SubscribeOutcome, UnsubscribeOutcome)>> {
+    if add.is_empty() && delete.is_empty() {
+        return Err(ApiError::bad_request(
+            "Nothing to do. Specify at least one of \"add\" or \"delete\".",
+        ));
+    }
+    if let Some(both) = add.iter().find(|a| {
+        delete
+            .iter()
+            .any(|d| d.trim().eq_ignore_ascii_case(a.name.trim()))
+    }) {
+        return Err(ApiError::bad_request(format!(
+            "Channel '{}' cannot be both added and removed in one request.",
+            both.name.trim()
+        )));
+    }
+    let notices = SubscribeNotices {
+        announce: false,
+        notify_subscribed: true,
+    };
+    let (mut events, joined) = if add.is_empty() {
+        (Vec::new(), SubscribeOutcome::default())
+    } else {
+        let decided = subscribe(state, ctx, add, None, template, true, notices)?;
+        (decided.events, decided.reply)
+    };
+    let left = if delete.is_empty() {
+        UnsubscribeOutcome::default()
+    } else {
+        let decided = unsubscribe(state, ctx, delete, None)?;
+        events.extend(decided.events);
+        decided.reply
+    };
+    Ok(Decision::new(events, (joined, left)))
 }
 
 /// Parses one subscription property as clients send it (`in_home_view` is the inverse of

@@ -487,6 +487,7 @@ fn api_routes(api: &mut web::ServiceConfig) {
     endpoint!(api, "/users/me/subscriptions",
         get => subscriptions::get_subscriptions,
         post => subscriptions::subscribe,
+        patch => subscriptions::update_subscriptions,
         delete => subscriptions::unsubscribe);
     endpoint!(api, "/users/me/subscriptions/properties",
         post => subscriptions::update_subscription_properties);

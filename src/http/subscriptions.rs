@@ -4,9 +4,12 @@
 
 use super::channels::channel_spec_params;
 use super::{path_id, AppState, Auth, Params};
-use crate::commands::channels::{parse_subscription_property, ChannelSpec, SubscribeNotices};
+use crate::commands::channels::{
+    parse_subscription_property, ChannelSpec, ChannelWanted, SubscribeNotices,
+};
 use crate::commands::Decision;
 use crate::error::{ApiError, ApiResult};
+use crate::events::SubscriptionProperty;
 use crate::events::TopicPolicy;
 use crate::ids::{ChannelId, UserId};
 use crate::projections::messages::topic_param;
@@ -59,6 +62,26 @@ struct ChannelRequest {
     name: String,
     #[serde(default)]
     description: Option<String>,
+    #[serde(default)]
+    color: Option<Value>,
+}
+
+impl ChannelRequest {
+    /// The request checked: a color must be a hex color code.
+    fn wanted(self) -> ApiResult<ChannelWanted> {
+        let color = match self.color {
+            None => None,
+            Some(value) => match parse_subscription_property("color", &value)? {
+                SubscriptionProperty::Color(color) => Some(color),
+                _ => None,
+            },
+        };
+        Ok(ChannelWanted {
+            name: self.name,
+            description: self.description.unwrap_or_default(),
+            color,
+        })
+    }
 }
 
 /// `principals` as ids or emails.
@@ -110,10 +133,10 @@ pub async fn subscribe(
             .bool("send_new_subscription_messages")?
             .unwrap_or(true),
     };
-    let channels: Vec<(String, String)> = requested
+    let channels = requested
         .into_iter()
-        .map(|c| (c.name, c.description.unwrap_or_default()))
-        .collect();
+        .map(ChannelRequest::wanted)
+        .collect::<ApiResult<Vec<_>>>()?;
     let committed = state
         .engine
         .execute(Some(auth.user_id), move |s, ctx| {
@@ -160,6 +183,42 @@ pub async fn unsubscribe(
         .await?;
     let outcome = committed.value;
     Ok(params.success(json!({"removed": outcome.removed, "not_removed": outcome.not_removed})))
+}
+
+/// `PATCH /users/me/subscriptions`: the caller joins the channels of `add` (created if missing,
+/// as `POST` does) and leaves those of `delete`, all or nothing.
+pub async fn update_subscriptions(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let add = params
+        .json::<Vec<ChannelRequest>>("add")?
+        .unwrap_or_default()
+        .into_iter()
+        .map(ChannelRequest::wanted)
+        .collect::<ApiResult<Vec<_>>>()?;
+    let delete: Vec<String> = params.json("delete")?.unwrap_or_default();
+    let template: ChannelSpec = channel_spec_params(&mut params)?;
+    let committed = state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::channels::update_subscriptions(
+                s,
+                ctx,
+                add.clone(),
+                delete.clone(),
+                template.clone(),
+            )
+        })
+        .await?;
+    let (joined, left) = committed.value;
+    Ok(params.success(json!({
+        "subscribed": by_user(joined.subscribed),
+        "already_subscribed": by_user(joined.already_subscribed),
+        "removed": left.removed,
+        "not_removed": left.not_removed,
+    })))
 }
 
 /// A property value: JSON when it parses as JSON, else the raw string (a color such as

@@ -1919,3 +1919,142 @@ async fn create_folder(api: &crate::support::Api, name: &str, description: &str)
     assert_eq!(status, StatusCode::OK, "{body}");
     body["channel_folder_id"].as_u64().unwrap()
 }
+
+/// `PATCH /users/me/subscriptions`: joining and leaving in one request, all or nothing, with
+/// Zulip's answer, colors and descriptions for what it creates, and the events of both halves.
+#[tokio::test]
+async fn join_and_leave_in_one_request() {
+    let o = org().await;
+    let alice = o.server.api(Some(&o.alice.1));
+    let bob = o.server.api(Some(&o.bob.1));
+    let path = "/users/me/subscriptions";
+    create(&alice, "general", &[]).await;
+    create(&alice, "ops", &[]).await;
+    let (status, _) = bob
+        .post(
+            path,
+            &[("subscriptions", r#"[{"name":"general"},{"name":"ops"}]"#)],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (queue, _) =
+        crate::realtime::register(&bob, &[("event_types", r#"["subscription"]"#)]).await;
+
+    let refused = |body: Value| body["msg"].clone();
+    let (status, body) = bob.call(Method::PATCH, path, &[]).await;
+    assert_eq!(
+        (status, refused(body)),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("Nothing to do. Specify at least one of \"add\" or \"delete\".")
+        )
+    );
+    let (status, body) = bob
+        .call(
+            Method::PATCH,
+            path,
+            &[("add", r#"[{"name":"ops"}]"#), ("delete", r#"["OPS"]"#)],
+        )
+        .await;
+    assert_eq!(
+        (status, refused(body)),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("Channel 'ops' cannot be both added and removed in one request.")
+        )
+    );
+    let (status, body) = bob
+        .call(
+            Method::PATCH,
+            path,
+            &[("add", r#"[{"name":"design","color":"red"}]"#)],
+        )
+        .await;
+    assert_eq!(
+        (status, refused(body)),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("color is not a valid hex color code")
+        )
+    );
+    // A refused half refuses the other: "design" is not made.
+    let (status, body) = bob
+        .call(
+            Method::PATCH,
+            path,
+            &[("add", r#"[{"name":"design"}]"#), ("delete", r#"["nope"]"#)],
+        )
+        .await;
+    assert_eq!(
+        (status, refused(body)),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("Channel(s) (nope) do not exist")
+        )
+    );
+    assert_eq!(
+        crate::realtime::drain(&bob, &queue).await,
+        Vec::<Value>::new()
+    );
+
+    let (status, body) = bob
+        .call(
+            Method::PATCH,
+            path,
+            &[
+                (
+                    "add",
+                    r##"[{"name":"design","description":"Plans","color":"#E79AB5"},{"name":"general"}]"##,
+                ),
+                ("delete", r#"["ops"]"#),
+            ],
+        )
+        .await;
+    let me = o.bob.0.to_string();
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::OK,
+            json!({"result": "success", "msg": "",
+                   "subscribed": {&me: ["design"]},
+                   "already_subscribed": {&me: ["general"]},
+                   "removed": ["ops"], "not_removed": []})
+        )
+    );
+    let events = crate::realtime::drain(&bob, &queue).await;
+    let ops: Vec<(Value, Value)> = events
+        .iter()
+        .map(|e| (e["op"].clone(), e["subscriptions"][0]["name"].clone()))
+        .collect();
+    assert_eq!(
+        ops,
+        vec![
+            (json!("add"), json!("design")),
+            (json!("remove"), json!("ops"))
+        ]
+    );
+    let (_, body) = bob.get(path, &[]).await;
+    let mut mine: Vec<(Value, Value, Value)> = body["subscriptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].clone(),
+                s["description"].clone(),
+                s["color"].clone(),
+            )
+        })
+        .collect();
+    mine.sort_by_key(|s| s.0.to_string());
+    assert_eq!(mine.len(), 2, "{mine:?}");
+    assert_eq!(
+        (&mine[0].0, &mine[0].1, &mine[0].2, &mine[1].0),
+        (
+            &json!("design"),
+            &json!("Plans"),
+            &json!("#e79ab5"),
+            &json!("general")
+        )
+    );
+}
