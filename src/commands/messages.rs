@@ -71,6 +71,48 @@ pub fn check_may_post(
 }
 
 /// `POST /messages`.
+/// The organization's direct-message permissions (Zulip's `direct_message_permission_group` and
+/// `direct_message_initiator_group`). Writing to oneself or to bots is always allowed; otherwise
+/// someone in the conversation must be in the permission group, and a sender outside the
+/// initiator group may only write where the conversation already has messages.
+fn check_direct_permissions(
+    state: &Projections,
+    me: &User,
+    participants: &[UserId],
+) -> ApiResult<()> {
+    let bots_only = participants
+        .iter()
+        .filter(|id| **id != me.user_id)
+        .filter_map(|id| state.users.get(*id))
+        .all(|u| u.is_bot());
+    if bots_only {
+        return Ok(());
+    }
+    let permission = state.realm_permission("direct_message_permission_group");
+    let allowed = |user: UserId| state.groups.setting_allows(&state.users, user, &permission);
+    if !participants.iter().any(|id| allowed(*id)) {
+        let nobody = !state
+            .users
+            .iter()
+            .any(|u| u.is_active && allowed(u.user_id));
+        return Err(ApiError::bad_request(if nobody {
+            "Direct messages are disabled in this organization."
+        } else {
+            "This conversation does not include any users who can authorize it."
+        }));
+    }
+    let started = state
+        .messages
+        .in_conversation(participants)
+        .is_some_and(|ids| !ids.is_empty());
+    if !started && !state.realm_allows(me.user_id, "direct_message_initiator_group") {
+        return Err(ApiError::bad_request(
+            "You do not have permission to initiate direct message conversations.",
+        ));
+    }
+    Ok(())
+}
+
 pub fn send_message(
     state: &Projections,
     ctx: &Ctx,
@@ -161,6 +203,7 @@ pub fn send_message(
             }
             participants.sort();
             participants.dedup();
+            check_direct_permissions(state, me, &participants)?;
             Recipient::Direct {
                 user_ids: participants,
             }

@@ -330,6 +330,23 @@ pub const SETTINGS: &[Setting] = &[
         true,
         false,
     ),
+    // Who may start a direct conversation with people (bots and oneself are always allowed),
+    // and who may take part in direct conversations at all: one participant of a conversation
+    // must be in it (`commands::messages`).
+    group(
+        "direct_message_initiator_group",
+        SystemGroup::Everyone,
+        true,
+        true,
+        false,
+    ),
+    group(
+        "direct_message_permission_group",
+        SystemGroup::Everyone,
+        true,
+        true,
+        false,
+    ),
     group(
         "can_delete_any_message_group",
         SystemGroup::Administrators,

@@ -1,7 +1,7 @@
 //! Sending, reading, narrowing and flagging messages, and their client events.
 
 use crate::support::{Api, Server};
-use reqwest::StatusCode;
+use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 /// Alice and Bob in #general; Carol in no channel.
@@ -1229,4 +1229,118 @@ async fn mentions_finds_personal_mentions_that_notify_of_anyone_and_me() {
     // `sender:me` is the one asking.
     let mine = json!([{"operator": "sender", "operand": "me"}]);
     assert_eq!(narrowed(alice, mine).await, vec![sent[0], sent[1], sent[4]]);
+}
+
+/// A direct message from `api` to `ids`: the status and the error message.
+async fn dm(api: &Api, ids: &[u64]) -> (StatusCode, Value) {
+    let to = serde_json::to_string(ids).unwrap();
+    let (status, body) = api
+        .post(
+            "/messages",
+            &[("type", "direct"), ("to", &to), ("content", "hi")],
+        )
+        .await;
+    (status, body["msg"].clone())
+}
+
+/// The organization's direct-message permissions: who may start a conversation, and who must
+/// be in one for it to be allowed; oneself and bots are always reachable.
+#[tokio::test]
+async fn direct_message_permission_groups_are_enforced() {
+    let c = chat().await;
+    let (alice_id, alice) = &c.alice;
+    let (bob_id, bob) = &c.bob;
+    let (carol_id, carol) = &c.carol;
+    let owner = c.server.api(Some(&c.server.owner()));
+    // Bob and Alice already talk.
+    assert_eq!(dm(bob, &[*alice_id]).await.0, StatusCode::OK);
+    let (_, state) = crate::realtime::register(alice, &[]).await;
+    let everyone = owner.group_id("role:everyone").await;
+    assert_eq!(
+        (
+            &state["realm_direct_message_initiator_group"],
+            &state["realm_direct_message_permission_group"]
+        ),
+        (&json!(everyone), &json!(everyone))
+    );
+
+    // Only administrators may start conversations.
+    let admins = owner.group_id("role:administrators").await;
+    let (status, body) = owner
+        .call(
+            Method::PATCH,
+            "/realm",
+            &[(
+                "direct_message_initiator_group",
+                &format!("{{\"new\": {admins}}}"),
+            )],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let refused = json!("You do not have permission to initiate direct message conversations.");
+    assert_eq!(
+        dm(carol, &[*alice_id]).await,
+        (StatusCode::BAD_REQUEST, refused.clone())
+    );
+    assert_eq!(
+        dm(carol, &[*alice_id, *bob_id]).await,
+        (StatusCode::BAD_REQUEST, refused)
+    );
+    // A conversation that exists goes on, and writing to oneself is always allowed.
+    assert_eq!(dm(alice, &[*bob_id]).await.0, StatusCode::OK);
+    assert_eq!(dm(carol, &[*carol_id]).await.0, StatusCode::OK);
+    // An administrator starts one; then Carol may answer.
+    let owner_id = owner.get("/users/me", &[]).await.1["user_id"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(dm(&owner, &[*carol_id]).await.0, StatusCode::OK);
+    assert_eq!(dm(carol, &[owner_id]).await.0, StatusCode::OK);
+
+    // Only conversations with an administrator in them.
+    let (status, _) = owner
+        .call(
+            Method::PATCH,
+            "/realm",
+            &[
+                (
+                    "direct_message_initiator_group",
+                    &format!("{{\"new\": {everyone}}}"),
+                ),
+                (
+                    "direct_message_permission_group",
+                    &format!("{{\"new\": {admins}}}"),
+                ),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        dm(alice, &[*bob_id]).await,
+        (
+            StatusCode::BAD_REQUEST,
+            json!("This conversation does not include any users who can authorize it.")
+        )
+    );
+    assert_eq!(dm(carol, &[owner_id, *bob_id]).await.0, StatusCode::OK);
+    // Nobody: direct messages are off, but oneself is still reachable.
+    let nobody = owner.group_id("role:nobody").await;
+    let (status, _) = owner
+        .call(
+            Method::PATCH,
+            "/realm",
+            &[(
+                "direct_message_permission_group",
+                &format!("{{\"new\": {nobody}}}"),
+            )],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        dm(&owner, &[*carol_id]).await,
+        (
+            StatusCode::BAD_REQUEST,
+            json!("Direct messages are disabled in this organization.")
+        )
+    );
+    assert_eq!(dm(alice, &[*alice_id]).await.0, StatusCode::OK);
 }
