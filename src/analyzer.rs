@@ -22,137 +22,150 @@
 
 use std::borrow::Cow;
 
+/// Zulip's English stop words of more than one letter (its `zulip_english.stop`), sorted.
+const LONGER_STOP_WORDS: &[&str] = &[
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "don",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "if",
+    "in",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "me",
+    "more",
+    "most",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "now",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "same",
+    "she",
+    "should",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "very",
+    "was",
+    "we",
+    "were",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "why",
+    "will",
+    "with",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+];
+
 /// Zulip's English stop words (its `zulip_english.stop`): not indexed, dropped from queries.
 pub fn is_stop_word(lower: &str) -> bool {
     if lower.len() == 1 {
         // Every single letter but "a" and "i" is on the list, and those two are too.
         return lower.as_bytes()[0].is_ascii_lowercase();
     }
-    matches!(
-        lower,
-        "me" | "my"
-            | "myself"
-            | "we"
-            | "our"
-            | "ours"
-            | "ourselves"
-            | "you"
-            | "your"
-            | "yours"
-            | "yourself"
-            | "yourselves"
-            | "he"
-            | "him"
-            | "his"
-            | "himself"
-            | "she"
-            | "her"
-            | "hers"
-            | "herself"
-            | "it"
-            | "its"
-            | "itself"
-            | "they"
-            | "them"
-            | "their"
-            | "theirs"
-            | "themselves"
-            | "what"
-            | "which"
-            | "who"
-            | "whom"
-            | "this"
-            | "that"
-            | "these"
-            | "those"
-            | "am"
-            | "is"
-            | "are"
-            | "was"
-            | "were"
-            | "be"
-            | "been"
-            | "being"
-            | "have"
-            | "has"
-            | "had"
-            | "having"
-            | "do"
-            | "does"
-            | "did"
-            | "doing"
-            | "an"
-            | "the"
-            | "and"
-            | "but"
-            | "if"
-            | "or"
-            | "because"
-            | "as"
-            | "until"
-            | "while"
-            | "of"
-            | "at"
-            | "by"
-            | "for"
-            | "with"
-            | "about"
-            | "against"
-            | "between"
-            | "into"
-            | "through"
-            | "during"
-            | "before"
-            | "after"
-            | "above"
-            | "below"
-            | "to"
-            | "from"
-            | "up"
-            | "down"
-            | "in"
-            | "out"
-            | "on"
-            | "off"
-            | "over"
-            | "under"
-            | "again"
-            | "further"
-            | "then"
-            | "once"
-            | "here"
-            | "there"
-            | "when"
-            | "where"
-            | "why"
-            | "how"
-            | "all"
-            | "any"
-            | "both"
-            | "each"
-            | "few"
-            | "more"
-            | "most"
-            | "other"
-            | "some"
-            | "such"
-            | "no"
-            | "nor"
-            | "not"
-            | "only"
-            | "own"
-            | "same"
-            | "so"
-            | "than"
-            | "too"
-            | "very"
-            | "can"
-            | "will"
-            | "just"
-            | "don"
-            | "should"
-            | "now"
-    )
+    LONGER_STOP_WORDS.binary_search(&lower).is_ok()
+}
+
+/// Every stop word, as `/register`'s `stop_words` lists them: the single letters, then the
+/// longer words.
+pub fn stop_words() -> Vec<&'static str> {
+    const LETTERS: [&str; 26] = [
+        "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r",
+        "s", "t", "u", "v", "w", "x", "y", "z",
+    ];
+    LETTERS.iter().chain(LONGER_STOP_WORDS).copied().collect()
 }
 
 /// Whether `c` is written without spaces between words: Han (with its radicals, compatibility

@@ -61,6 +61,8 @@ pub struct Settings {
     pub email_gateway: EmailGatewaySettings,
     #[serde(default, skip_serializing_if = "PushSettings::is_empty")]
     pub push: PushSettings,
+    #[serde(default, skip_serializing_if = "VideoCallSettings::is_empty")]
+    pub video_calls: VideoCallSettings,
     #[serde(default, skip_serializing_if = "Cluster::is_empty")]
     pub cluster: Cluster,
     #[serde(default, skip_serializing_if = "Outgoing::is_empty")]
@@ -186,6 +188,21 @@ pub struct PushSettings {
     /// `PUSH_NOTIFICATION_REDACT_CONTENT`; default off).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redact_content: Option<bool>,
+}
+
+/// `[video_calls]`: the video call services organizations may choose (docs/operations.md).
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VideoCallSettings {
+    /// The Jitsi Meet server (default `https://meet.jit.si`, Zulip's; empty: no Jitsi).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jitsi_server_url: Option<String>,
+    /// A BigBlueButton server's API base URL (`https://bbb.example.com/bigbluebutton/`) and
+    /// its shared secret; BigBlueButton is offered when both are set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub big_blue_button_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub big_blue_button_secret: Option<String>,
 }
 
 /// `[cluster]`: the log in a NATS JetStream stream.
@@ -478,6 +495,7 @@ is_empty!(
     Mail,
     EmailGatewaySettings,
     PushSettings,
+    VideoCallSettings,
     Cluster,
     Outgoing,
     MetricsSettings,
@@ -538,6 +556,12 @@ pub const KEYS: &[Key] = &[
         secret: true,
     },
     key("push.redact_content"),
+    key("video_calls.jitsi_server_url"),
+    key("video_calls.big_blue_button_url"),
+    Key {
+        name: "video_calls.big_blue_button_secret",
+        secret: true,
+    },
     key("cluster.nats"),
     key("cluster.stream"),
     key("cluster.replicas"),
@@ -635,6 +659,10 @@ impl Settings {
             mail: Mail::default(),
             email_gateway: EmailGatewaySettings::default(),
             push: PushSettings::default(),
+            video_calls: VideoCallSettings {
+                jitsi_server_url: Some("https://meet.jit.si".into()),
+                ..VideoCallSettings::default()
+            },
             cluster: Cluster {
                 nats: None,
                 stream: Some("chronicle".into()),

@@ -422,6 +422,7 @@ impl ServeArgs {
             // The gateway: the file and environment only.
             email_gateway: Default::default(),
             push: Default::default(),
+            video_calls: Default::default(),
             cluster: Cluster {
                 nats: self.cluster.clone(),
                 stream: self.stream.clone(),
@@ -805,6 +806,7 @@ fn serve_config(
             (None, None) => None,
             _ => return Err("push.zulip_org_id and push.zulip_org_key go together".into()),
         },
+        video: video_calls(&s.video_calls)?,
         email_gateway: match s.email_gateway.listen {
             None => None,
             Some(listen) => Some(chronicle::server::GatewayConfig {
@@ -845,6 +847,51 @@ fn serve_config(
 }
 
 /// Where an export's uploaded files go: `FILE.uploads/` beside the exported log `FILE`.
+/// `[video_calls]` checked: URLs of http(s), a BigBlueButton URL with its secret.
+fn video_calls(
+    v: &chronicle::config::VideoCallSettings,
+) -> Result<chronicle::render::VideoCalls, String> {
+    let url = |key: &str, text: &str| -> Result<String, String> {
+        let text = text.trim();
+        if text.starts_with("https://") || text.starts_with("http://") {
+            Ok(text.to_owned())
+        } else {
+            Err(format!("video_calls.{key}: not an http(s) URL: {text}"))
+        }
+    };
+    let jitsi_server_url = match v.jitsi_server_url.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(text) => Some(
+            url("jitsi_server_url", text)?
+                .trim_end_matches('/')
+                .to_owned(),
+        ),
+    };
+    let big_blue_button = match (&v.big_blue_button_url, &v.big_blue_button_secret) {
+        (None, None) => None,
+        (Some(base), Some(secret)) if !secret.trim().is_empty() => {
+            let base = url("big_blue_button_url", base)?;
+            let base = if base.ends_with('/') {
+                base
+            } else {
+                format!("{base}/")
+            };
+            Some(chronicle::render::BigBlueButton {
+                url: base,
+                secret: secret.trim().to_owned(),
+            })
+        }
+        _ => return Err(
+            "video_calls.big_blue_button_url and video_calls.big_blue_button_secret go together"
+                .into(),
+        ),
+    };
+    Ok(chronicle::render::VideoCalls {
+        jitsi_server_url,
+        big_blue_button,
+    })
+}
+
 fn uploads_beside(file: &std::path::Path) -> PathBuf {
     let mut name = file.as_os_str().to_owned();
     name.push(".uploads");

@@ -38,6 +38,8 @@ pub struct ServeConfig {
     pub email_gateway: Option<GatewayConfig>,
     /// Mobile push through Zulip's push notification service, when configured.
     pub push: Option<crate::notify::PushConfig>,
+    /// The video call services organizations may choose.
+    pub video: crate::render::VideoCalls,
     /// How often the message retention job runs (default: hourly); for tests.
     pub retention_interval: Option<std::time::Duration>,
     /// A projection snapshot every this many events (0: none).
@@ -478,6 +480,7 @@ pub async fn serve_with(
     let site = Site {
         realm_url: realm_url.clone(),
         push_enabled: config.push.is_some(),
+        video: config.video.clone(),
         uploads: config.uploads,
         cards: Default::default(),
         sign_in: crate::render::SignInMethods {
@@ -707,6 +710,7 @@ pub async fn serve_with(
             config.rate_limits.password_checks_per_address,
         ),
         identity: config.identity.clone(),
+        outgoing: Arc::new(crate::outgoing::Guard::new(config.outgoing_allow.clone())),
         email_gateway_domain: gateway_domain.clone(),
         push: config.push.clone(),
     });

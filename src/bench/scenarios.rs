@@ -38,6 +38,7 @@ impl InProcess {
             mail: Default::default(),
             email_gateway: None,
             push: None,
+            video: Default::default(),
             retention_interval: None,
             snapshot_every: crate::server::DEFAULT_SNAPSHOT_EVERY,
             // The load generator is one client sending thousands of requests a second.

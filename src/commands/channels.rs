@@ -1189,7 +1189,7 @@ mod tests {
         given.channel_with(named("secret", true), &[OWNER]);
         given.channel("open", &[OWNER]);
         let join = |name: &str| {
-            let channels = vec![(name.to_owned(), String::new())];
+            let channels = vec![ChannelWanted::named(name)];
             move |s: &Projections, c: &Ctx| {
                 subscribe(s, c, channels, None, ChannelSpec::default(), true, QUIET)
             }
@@ -1208,7 +1208,7 @@ mod tests {
             Some(vec!["open".to_owned()])
         );
         // The owner may add Alice to the private channel.
-        let channels = vec![("secret".to_owned(), String::new())];
+        let channels = vec![ChannelWanted::named("secret")];
         given.ok(OWNER, move |s, c| {
             subscribe(
                 s,

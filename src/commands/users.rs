@@ -16,6 +16,8 @@ use crate::projections::Projections;
 pub const MAX_FULL_NAME_LENGTH: usize = 100;
 /// Zulip's minimum password length (`PASSWORD_MIN_LENGTH`).
 pub const MIN_PASSWORD_LENGTH: usize = 6;
+/// Zulip's `PASSWORD_MAX_LENGTH` (`password_max_length` in `/register`).
+pub const MAX_PASSWORD_LENGTH: usize = 100;
 
 /// A new account, with its secrets already prepared by the caller.
 #[derive(Debug, Clone)]

@@ -8,6 +8,7 @@ pub mod admin;
 pub mod auth;
 pub mod avatars;
 pub mod bots;
+pub mod calls;
 pub mod channels;
 pub mod desktop_flow;
 pub mod devices;
@@ -102,6 +103,8 @@ pub struct AppState {
     pub emoji_stills: emoji::EmojiStills,
     /// The ways of signing in besides passwords.
     pub identity: crate::identity::Identity,
+    /// Requests to servers the operator configured (BigBlueButton) go through it.
+    pub outgoing: Arc<crate::outgoing::Guard>,
 }
 
 /// How long a client may take to send its request, so that slow or stalled clients cannot
@@ -343,6 +346,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     endpoint!(cfg, "/complete/saml/", post => saml::complete);
     endpoint!(cfg, "/saml/metadata.xml", get => saml::metadata);
     endpoint!(cfg, "/accounts/login/subdomain/{token}", get => desktop_flow::log_in_with_token);
+    endpoint!(cfg, "/calls/bigbluebutton/join", get => calls::join_bigbluebutton);
     endpoint!(cfg, "/register/", get => signup::signup_page);
     endpoint!(cfg, "/accounts/unsubscribe/done/", get => unsubscribe::done_page);
     endpoint!(cfg, "/accounts/unsubscribe/{kind}/{key}",
@@ -437,6 +441,7 @@ fn api_routes(api: &mut web::ServiceConfig) {
     endpoint!(api, "/invites/{invite_id}", delete => invitations::revoke_user_invite);
     endpoint!(api, "/invites/{invite_id}/resend", post => invitations::resend_invite);
     endpoint!(api, "/realm", patch => realm::update_realm);
+    endpoint!(api, "/calls/bigbluebutton/create", get => calls::create_bigbluebutton);
     endpoint!(api, "/realm/user_settings_defaults",
         patch => realm::update_user_settings_defaults);
     endpoint!(api, "/realm/linkifiers",

@@ -154,6 +154,9 @@ pub async fn set_password(
     if password.chars().count() < crate::commands::users::MIN_PASSWORD_LENGTH {
         return redirect(&format!("{here}?error=short"));
     }
+    if password.chars().count() > crate::commands::users::MAX_PASSWORD_LENGTH {
+        return redirect(&format!("{here}?error=long"));
+    }
     let hashed = state
         .password_work
         .run(ip, move || crate::auth::hash_password(&password))

@@ -55,6 +55,22 @@ fn parse_value(params: &mut Params, name: &'static str, kind: Kind) -> ApiResult
                 },
             }
         }
+        Kind::Url => {
+            let text = raw(params);
+            let text = text.trim().trim_matches('"');
+            if text == "default" {
+                RealmValue::Null
+            } else if (text.starts_with("https://") || text.starts_with("http://"))
+                && text.len() <= 200
+                && !text.chars().any(char::is_whitespace)
+            {
+                RealmValue::Text(text.to_owned())
+            } else {
+                return Err(ApiError::bad_request(format!(
+                    "{name} is not an allowed_type"
+                )));
+            }
+        }
         Kind::Code(codes) => {
             let code = params.int::<i64>(name)?.unwrap_or_default();
             if !codes.contains(&code) {
@@ -90,10 +106,15 @@ pub async fn update_realm(
                     .map(|(_, value)| (setting.name, RealmValue::Group(value))),
             );
         } else if params.has(setting.name) {
-            changes.push((
-                setting.name,
-                parse_value(&mut params, setting.name, setting.kind)?,
-            ));
+            let value = parse_value(&mut params, setting.name, setting.kind)?;
+            if let ("video_chat_provider", RealmValue::Int(id)) = (setting.name, &value) {
+                if !state.site.video.providers().iter().any(|p| p.2 == *id) {
+                    return Err(ApiError::bad_request(format!(
+                        "Invalid video_chat_provider {id}"
+                    )));
+                }
+            }
+            changes.push((setting.name, value));
         }
     }
     let committed = state

@@ -195,6 +195,9 @@ pub async fn create_account(
     if password.chars().count() < MIN_PASSWORD_LENGTH {
         return redirect(&format!("{here}?error=short"));
     }
+    if password.chars().count() > crate::commands::users::MAX_PASSWORD_LENGTH {
+        return redirect(&format!("{here}?error=long"));
+    }
     let ip = super::auth::client_ip(&req, &state);
     let hashed = match state
         .password_work

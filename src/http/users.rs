@@ -163,6 +163,9 @@ pub async fn create_user(
     if password.chars().count() < MIN_PASSWORD_LENGTH {
         return Err(ApiError::bad_request("The password is too weak."));
     }
+    if password.chars().count() > crate::commands::users::MAX_PASSWORD_LENGTH {
+        return Err(ApiError::bad_request("The password is too long."));
+    }
     // argon2id is CPU-heavy: on the blocking pool, one per core at a time.
     let password_hash = state
         .password_work
@@ -311,6 +314,9 @@ pub async fn update_settings(
         (Some(old), Some(new)) => {
             if new.chars().count() < MIN_PASSWORD_LENGTH {
                 return Err(ApiError::bad_request("New password is too weak!"));
+            }
+            if new.chars().count() > crate::commands::users::MAX_PASSWORD_LENGTH {
+                return Err(ApiError::bad_request("New password is too long!"));
             }
             let current = state.engine.read(|s| {
                 s.users

@@ -70,6 +70,49 @@ const PLAIN_EVENTS: &[&str] = &[
     "watch",
 ];
 
+/// Every event type this integration posts (the names `only_events`/`exclude_events` use).
+pub const EVENT_TYPES: &[&str] = &[
+    "assigned_or_unassigned_pull_request",
+    "check_run",
+    "closed_pull_request",
+    "commit_comment",
+    "create",
+    "delete",
+    "deployment",
+    "deployment_status",
+    "discussion",
+    "fork",
+    "gollum",
+    "issue_comment",
+    "issue_labeled_or_unlabeled",
+    "issue_milestoned_or_demilestoned",
+    "issues",
+    "issues_opened_via_transfer",
+    "issues_transferred",
+    "locked_or_unlocked_pull_request",
+    "member",
+    "membership",
+    "opened_pull_request",
+    "page_build",
+    "ping",
+    "public",
+    "pull_request_auto_merge",
+    "pull_request_ready_for_review",
+    "pull_request_review",
+    "pull_request_review_comment",
+    "pull_request_review_requested",
+    "push_commits",
+    "push_tags",
+    "release",
+    "repository",
+    "star",
+    "status",
+    "team",
+    "team_add",
+    "updated_pull_request",
+    "watch",
+];
+
 /// Formats a GitHub webhook request.
 pub fn format(req: &Request<'_>) -> Outcome {
     match run(req) {

@@ -12,6 +12,12 @@ pub const ALL_EVENT_TYPES: &[&str] = &["ok", "pending", "alerting", "paused", "f
 /// Legacy rule states Zulip accepts.
 const LEGACY_STATES: &[&str] = &["no_data", "paused", "alerting", "ok", "pending", "unknown"];
 
+/// Every event type this integration posts: the unified alerts' statuses, then the legacy
+/// rule states.
+pub const EVENT_TYPES: &[&str] = &[
+    "firing", "resolved", "no_data", "paused", "alerting", "ok", "pending", "unknown",
+];
+
 /// The `endsAt` of an alert that has not ended.
 const NOT_ENDED: &str = "0001-01-01T00:00:00Z";
 

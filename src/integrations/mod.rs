@@ -68,6 +68,15 @@ pub struct Integration {
     pub webhook_name: &'static str,
     /// The client name messages are sent with (`Zulip{webhook_name}Webhook`).
     pub client_name: &'static str,
+    /// Its name as people know it (`realm_incoming_webhook_bots`' `display_name`).
+    pub display_name: &'static str,
+    /// The event types `only_events`/`exclude_events` filter on (`all_event_types`); `None`
+    /// when its messages have none.
+    pub event_types: Option<&'static [&'static str]>,
+    /// The URL parameters it reads besides `api_key`, `stream` and `topic`: name, label, and
+    /// the check of its value as Zulip names it (`check_bool`, `check_string`), as
+    /// `config_options` lists them.
+    pub url_options: &'static [(&'static str, &'static str, &'static str)],
     /// Payload in, messages out.
     pub format: fn(&Request<'_>) -> Outcome,
 }
@@ -78,33 +87,97 @@ pub const INTEGRATIONS: &[Integration] = &[
         url_name: "slack_incoming",
         webhook_name: "SlackIncoming",
         client_name: "ZulipSlackIncomingWebhook",
+        display_name: "Slack-compatible webhook",
+        event_types: None,
+        url_options: &[],
         format: slack::format,
     },
     Integration {
         url_name: "github",
         webhook_name: "GitHub",
         client_name: "ZulipGitHubWebhook",
+        display_name: "GitHub",
+        event_types: Some(github::EVENT_TYPES),
+        url_options: &[
+            (
+                "branches",
+                "Branches (comma-separated) to send push notifications for",
+                "check_string",
+            ),
+            (
+                "ignore_private_repositories",
+                "Exclude notifications from private repositories",
+                "check_bool",
+            ),
+        ],
         format: github::format,
     },
     Integration {
         url_name: "gitlab",
         webhook_name: "GitLab",
         client_name: "ZulipGitLabWebhook",
+        display_name: "GitLab",
+        event_types: Some(gitlab::SUPPORTED),
+        url_options: &[
+            (
+                "branches",
+                "Branches (comma-separated) to send push notifications for",
+                "check_string",
+            ),
+            (
+                "use_merge_request_title",
+                "Use the merge request title as the topic",
+                "check_bool",
+            ),
+        ],
         format: gitlab::format,
     },
     Integration {
         url_name: "alertmanager",
         webhook_name: "Alertmanager",
         client_name: "ZulipAlertmanagerWebhook",
+        display_name: "Prometheus Alertmanager",
+        event_types: None,
+        url_options: &[
+            ("name", "The label that names an alert", "check_string"),
+            (
+                "desc",
+                "The annotation that describes an alert",
+                "check_string",
+            ),
+        ],
         format: alertmanager::format,
     },
     Integration {
         url_name: "grafana",
         webhook_name: "Grafana",
         client_name: "ZulipGrafanaWebhook",
+        display_name: "Grafana",
+        event_types: Some(grafana::EVENT_TYPES),
+        url_options: &[],
         format: grafana::format,
     },
 ];
+
+/// `realm_incoming_webhook_bots` of `/register`: every integration, as Zulip describes them
+/// to the web app's bot form.
+pub fn webhook_bots_json() -> Value {
+    Value::Array(
+        INTEGRATIONS
+            .iter()
+            .map(|i| {
+                serde_json::json!({
+                    "name": i.url_name,
+                    "display_name": i.display_name,
+                    "all_event_types": i.event_types,
+                    "config_options": i.url_options.iter().map(|(key, label, validator)| {
+                        serde_json::json!({"key": key, "label": label, "validator": validator})
+                    }).collect::<Vec<_>>(),
+                })
+            })
+            .collect(),
+    )
+}
 
 /// The integration served at `/api/v1/external/{url_name}`.
 pub fn find(url_name: &str) -> Option<&'static Integration> {

@@ -28,6 +28,8 @@ pub enum Kind {
     RetentionDays,
     /// A channel id, or -1 for none.
     Channel,
+    /// An http(s) URL, or `"default"` (null): use the server's.
+    Url,
     /// A group-setting value. `everyone`: `role:everyone` is acceptable; `nobody` likewise;
     /// `system_only`: only system groups.
     Group {
@@ -44,6 +46,8 @@ pub enum Initial {
     Int(i64),
     Text(&'static str),
     Group(SystemGroup),
+    /// No value (null).
+    Null,
 }
 
 /// How clients hear of a change: `realm` `update` (`property`, `value`) or `update_dict`
@@ -161,6 +165,14 @@ pub const SETTINGS: &[Setting] = &[
         Initial::Text("allow_empty_topic"),
     ),
     plain("require_unique_names", Kind::Bool, Initial::Bool(false)),
+    // Video calls: the provider (Zulip's ids: 0 none, 1 Jitsi Meet, 4 BigBlueButton; only
+    // those the server offers are accepted) and the organization's own Jitsi server.
+    plain(
+        "video_chat_provider",
+        Kind::Code(&[0, 1, 2, 3, 4, 5]),
+        Initial::Int(1),
+    ),
+    plain("jitsi_server_url", Kind::Url, Initial::Null),
     // The weekly digest emails to people away for a while, on this weekday (0 Monday ... 6
     // Sunday, in UTC): Zulip's defaults (off for a new organization; Tuesday).
     plain("digest_emails_enabled", Kind::Bool, Initial::Bool(false)),
@@ -483,7 +495,7 @@ impl Realm {
             Some(Initial::Bool(b)) => RealmValue::Bool(b),
             Some(Initial::Int(n)) => RealmValue::Int(n),
             Some(Initial::Text(t)) => RealmValue::Text(t.to_owned()),
-            Some(Initial::Group(_)) | None => RealmValue::Null,
+            Some(Initial::Group(_)) | Some(Initial::Null) | None => RealmValue::Null,
         }
     }
 

@@ -334,6 +334,26 @@ fn write_state(answer: &mut Obj<'_>, cx: &Cx<'_>) {
     }
     if cx.wants("onboarding_steps") {
         out.put("onboarding_steps", &json!([]));
+        out.put("navigation_tour_video_url", &Value::Null);
+    }
+    if cx.wants("realm_embedded_bots") {
+        // Embedded bots are not served ("Embedded bots are not enabled.").
+        out.put("realm_embedded_bots", &json!([]));
+    }
+    if cx.wants("realm_incoming_webhook_bots") {
+        out.put(
+            "realm_incoming_webhook_bots",
+            &crate::integrations::webhook_bots_json(),
+        );
+    }
+    if cx.wants("stop_words") {
+        out.put("stop_words", &crate::analyzer::stop_words());
+    }
+    if cx.wants("realm_billing") {
+        out.put(
+            "realm_billing",
+            &json!({"has_pending_sponsorship_request": false}),
+        );
     }
     if cx.wants("scheduled_messages") {
         let list = state.scheduled.of(me.user_id, false);
@@ -520,8 +540,51 @@ fn realm_data(out: &mut Out, cx: &Cx<'_>) {
     out.put("realm_presence_disabled", &false);
     out.put("realm_send_welcome_emails", &true);
     out.put("realm_user_group_edit_policy", &1);
-    out.put("realm_video_chat_provider", &0);
     out.put("realm_org_type", &0);
+    // Facts of this server, which has none of the features these would configure.
+    out.put(
+        "realm_bot_domain",
+        &crate::render::users::email_domain(site),
+    );
+    out.put("realm_is_zephyr_mirror_realm", &false);
+    out.put("realm_disallow_disposable_email_addresses", &false);
+    // An address changes only by SCIM or the directory: nobody changes their own.
+    out.put("realm_email_changes_disabled", &true);
+    out.put("realm_avatar_changes_disabled", &false);
+    out.put("realm_want_advertise_in_communities_directory", &false);
+    out.put("realm_default_code_block_language", &"");
+    out.put("realm_zulip_update_announcements_stream_id", &-1);
+    out.put("realm_giphy_rating", &GIPHY_RATING_DISABLED);
+    out.put("giphy_rating_options", &giphy_rating_options());
+    out.put("zulip_plan_is_not_limited", &true);
+    out.put("upgrade_text_for_wide_organization_logo", &"");
+    out.put(
+        "password_max_length",
+        &crate::commands::users::MAX_PASSWORD_LENGTH,
+    );
+    out.put("server_min_deactivated_realm_deletion_days", &Value::Null);
+    out.put("server_max_deactivated_realm_deletion_days", &Value::Null);
+    // Group settings of features Chronicle does not have: everyone sees every user (Zulip's
+    // default, without its limited guest access), nobody summarizes topics (there is no AI
+    // summarizer), administrators would manage billing (there is none). Not changeable.
+    let system = |kind| {
+        state
+            .groups
+            .system(kind)
+            .map_or(Value::Null, |id| json!(id.0))
+    };
+    out.put(
+        "realm_can_access_all_users_group",
+        &system(crate::events::SystemGroup::Everyone),
+    );
+    out.put(
+        "realm_can_summarize_topics_group",
+        &system(crate::events::SystemGroup::Nobody),
+    );
+    out.put(
+        "realm_can_manage_billing_group",
+        &system(crate::events::SystemGroup::Administrators),
+    );
     let mention_group = match state.realm_permission("can_mention_many_users_group") {
         crate::events::GroupSetting::Group(id) => state.groups.get(id).and_then(|g| g.system),
         crate::events::GroupSetting::Anonymous { .. } => None,
@@ -884,6 +947,21 @@ fn recent_conversations(out: &mut Out, cx: &Cx<'_>) {
     out.put("recent_private_conversations", &Value::Array(recent));
 }
 
+/// GIPHY's ratings as Zulip offers them (`giphy_rating_options`); GIPHY itself is off
+/// (`giphy_api_key` is empty), as `realm_giphy_rating` says.
+const GIPHY_RATING_DISABLED: i64 = 0;
+
+fn giphy_rating_options() -> Value {
+    json!({
+        "disabled": {"name": "GIPHY integration disabled", "id": 0},
+        "y": {"name": "Allow GIFs rated Y (Very young audience)", "id": 1},
+        "g": {"name": "Allow GIFs rated G (General audience)", "id": 2},
+        "pg": {"name": "Allow GIFs rated PG (Parental guidance)", "id": 3},
+        "pg13": {"name": "Allow GIFs rated PG-13 (Parental guidance - under 13)", "id": 4},
+        "r": {"name": "Allow GIFs rated R (Restricted)", "id": 5},
+    })
+}
+
 /// Default channel groups (fetched as `default_stream_groups`, given as
 /// `realm_default_stream_groups`): none in Chronicle.
 fn default_channel_groups(out: &mut Out) {
@@ -971,8 +1049,23 @@ fn limits_and_server_facts(out: &mut Out, state: &Projections, site: &Site) {
             crate::emoji::api_file().name
         ),
     );
-    out.put("server_jitsi_server_url", &Value::Null);
-    out.put("realm_jitsi_server_url", &Value::Null);
+    out.put("server_jitsi_server_url", &site.video.jitsi_server_url);
+    // The deprecated form: the server calls are made on.
+    let realm_jitsi = match state.realm.value("jitsi_server_url") {
+        crate::events::RealmValue::Text(url) => Some(url),
+        _ => site.video.jitsi_server_url.clone(),
+    };
+    out.put("jitsi_server_url", &realm_jitsi);
+    out.put(
+        "realm_available_video_chat_providers",
+        &Value::Object(
+            site.video
+                .providers()
+                .into_iter()
+                .map(|(key, name, id)| (key.to_owned(), json!({"name": name, "id": id})))
+                .collect(),
+        ),
+    );
     out.put("giphy_api_key", &"");
     out.put("development_environment", &false);
     out.put("password_min_length", &6);

@@ -28,6 +28,58 @@ pub struct Site {
     pub sign_in: SignInMethods,
     /// Whether mobile push goes through Zulip's push notification service (`[push]`).
     pub push_enabled: bool,
+    /// The video call services configured (`[video_calls]`).
+    pub video: VideoCalls,
+}
+
+/// The video call services this server offers organizations (`[video_calls]`), as Zulip's
+/// `JITSI_SERVER_URL` and `BIG_BLUE_BUTTON_URL`/`BIG_BLUE_BUTTON_SECRET`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VideoCalls {
+    /// The Jitsi Meet server calls are made on unless the organization names its own (none:
+    /// Jitsi is not offered).
+    pub jitsi_server_url: Option<String>,
+    /// A BigBlueButton server: its API base URL (ending in `/`) and shared secret.
+    pub big_blue_button: Option<BigBlueButton>,
+}
+
+/// A BigBlueButton server (`video_calls.big_blue_button_url`, `..._secret`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct BigBlueButton {
+    pub url: String,
+    pub secret: String,
+}
+
+impl std::fmt::Debug for BigBlueButton {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BigBlueButton")
+            .field("url", &self.url)
+            .field("secret", &"<redacted>")
+            .finish()
+    }
+}
+
+/// Zulip's video call provider ids (`video_chat_provider`).
+pub const VIDEO_CHAT_NONE: i64 = 0;
+pub const VIDEO_CHAT_JITSI: i64 = 1;
+pub const VIDEO_CHAT_BIG_BLUE_BUTTON: i64 = 4;
+
+impl VideoCalls {
+    /// The providers an organization may choose: (Zulip's key, name, id).
+    pub fn providers(&self) -> Vec<(&'static str, &'static str, i64)> {
+        let mut out = vec![("disabled", "None", VIDEO_CHAT_NONE)];
+        if self.jitsi_server_url.is_some() {
+            out.push(("jitsi_meet", "Jitsi Meet", VIDEO_CHAT_JITSI));
+        }
+        if self.big_blue_button.is_some() {
+            out.push((
+                "big_blue_button",
+                "BigBlueButton",
+                VIDEO_CHAT_BIG_BLUE_BUTTON,
+            ));
+        }
+        out
+    }
 }
 
 /// The ways of signing in, as `server_settings` and `/register` tell clients.

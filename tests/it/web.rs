@@ -7,6 +7,7 @@ use chronicle::http::webclient::CONTENT_SECURITY_POLICY;
 use reqwest::header::HeaderMap;
 use reqwest::{Client, Method, StatusCode};
 use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
 
 /// A browser's view of the server: its cookies, sent back as a browser would.
 struct Browser {
@@ -1145,4 +1146,232 @@ async fn open_sign_up_confirms_the_address_and_makes_a_member_once() {
     assert_eq!(location(&closed), "/register/?error=invite_required");
     let (_, users) = owner.get("/users", &[]).await;
     assert!(!users.to_string().contains("oz@example.com"));
+}
+
+/// A stand-in for a BigBlueButton server (none can run here), checking each request's
+/// checksum as BigBlueButton's API defines it (SHA-256 of the call's name, its query without
+/// the checksum, and the shared secret) and answering `create` as BigBlueButton does. Keeps
+/// the paths it was asked.
+async fn big_blue_button(secret: &'static str) -> (String, Arc<Mutex<Vec<String>>>) {
+    use sha2::{Digest, Sha256};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/bigbluebutton/", listener.local_addr().unwrap());
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let kept = asked.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut head = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&buf[..n]),
+                }
+            }
+            let head = String::from_utf8_lossy(&head).to_string();
+            let path = head
+                .split_whitespace()
+                .nth(1)
+                .unwrap_or_default()
+                .to_owned();
+            kept.lock().unwrap().push(path.clone());
+            let (call, query) = path
+                .trim_start_matches("/bigbluebutton/api/")
+                .split_once('?')
+                .unwrap_or_default();
+            let (query, checksum) = query.rsplit_once("&checksum=").unwrap_or_default();
+            let expected: String = Sha256::digest(format!("{call}{query}{secret}").as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            let body = if checksum == expected {
+                "<response><returncode>SUCCESS</returncode><meetingID>m</meetingID>\
+                 <createTime>1531155809613</createTime></response>"
+            } else {
+                "<response><returncode>FAILED</returncode><messageKey>checksumError</messageKey>\
+                 <message>Checksums do not match</message></response>"
+            };
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(answer.as_bytes()).await;
+        }
+    });
+    (url, asked)
+}
+
+/// Video calls: Jitsi Meet by default (the organization may name its own server or turn calls
+/// off), and BigBlueButton when the operator configures it: a sealed join link, then the
+/// meeting created on the BigBlueButton server with the right checksum and the browser sent to
+/// it under the person's name.
+#[tokio::test]
+async fn video_calls_on_jitsi_and_big_blue_button() {
+    let server = Server::start();
+    let owner = server.api(Some(&server.owner()));
+    let (_, state) = crate::realtime::register(&owner, &[]).await;
+    assert_eq!(
+        (
+            &state["realm_video_chat_provider"],
+            &state["server_jitsi_server_url"],
+            &state["realm_jitsi_server_url"],
+            &state["realm_available_video_chat_providers"],
+        ),
+        (
+            &json!(1),
+            &json!("https://meet.jit.si"),
+            &Value::Null,
+            &json!({"disabled": {"name": "None", "id": 0},
+                    "jitsi_meet": {"name": "Jitsi Meet", "id": 1}})
+        )
+    );
+    let patch = |params: &'static [(&'static str, &'static str)]| {
+        let owner = &owner;
+        async move {
+            let (status, body) = owner.call(Method::PATCH, "/realm", params).await;
+            (status, body["msg"].clone())
+        }
+    };
+    assert_eq!(
+        patch(&[("video_chat_provider", "4")]).await,
+        (
+            StatusCode::BAD_REQUEST,
+            json!("Invalid video_chat_provider 4")
+        )
+    );
+    assert_eq!(
+        patch(&[("jitsi_server_url", "ftp://jitsi.example.com")]).await,
+        (
+            StatusCode::BAD_REQUEST,
+            json!("jitsi_server_url is not an allowed_type")
+        )
+    );
+    assert_eq!(
+        patch(&[("jitsi_server_url", "https://jitsi.example.com")])
+            .await
+            .0,
+        StatusCode::OK
+    );
+    let (_, state) = crate::realtime::register(&owner, &[]).await;
+    assert_eq!(
+        state["realm_jitsi_server_url"],
+        json!("https://jitsi.example.com")
+    );
+    assert_eq!(
+        patch(&[("jitsi_server_url", "default")]).await.0,
+        StatusCode::OK
+    );
+    let (_, body) = owner
+        .get(
+            "/calls/bigbluebutton/create",
+            &[("meeting_name", "standup")],
+        )
+        .await;
+    assert_eq!(body["msg"], "BigBlueButton is not configured.");
+    drop(server);
+
+    let (bbb_url, asked) = big_blue_button("s3cret").await;
+    let dir = std::env::temp_dir().join(format!("chronicle-bbb-{}", std::process::id()));
+    let server = Server::start_in_with_env(
+        &dir.join("data"),
+        &["--outgoing-allow", "127.0.0.1/32"],
+        &[
+            ("CHRONICLE_VIDEO_CALLS_BIG_BLUE_BUTTON_URL", &bbb_url),
+            ("CHRONICLE_VIDEO_CALLS_BIG_BLUE_BUTTON_SECRET", "s3cret"),
+            ("CHRONICLE_VIDEO_CALLS_JITSI_SERVER_URL", ""),
+        ],
+    )
+    .unwrap();
+    let (_, alice) = server
+        .create_member("alice@example.com", "Alice Adams")
+        .await;
+    let owner = server.api(Some(&server.owner()));
+    let alice = server.api(Some(&alice));
+    let (_, state) = crate::realtime::register(&owner, &[]).await;
+    assert_eq!(
+        (
+            &state["server_jitsi_server_url"],
+            &state["realm_available_video_chat_providers"]
+        ),
+        (
+            &Value::Null,
+            &json!({"disabled": {"name": "None", "id": 0},
+                    "big_blue_button": {"name": "BigBlueButton", "id": 4}})
+        )
+    );
+    let (status, _) = owner
+        .call(Method::PATCH, "/realm", &[("video_chat_provider", "4")])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = alice.get("/calls/bigbluebutton/create", &[]).await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("Missing 'meeting_name' argument")
+        )
+    );
+    let (status, body) = alice
+        .get(
+            "/calls/bigbluebutton/create",
+            &[("meeting_name", "Design review")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let link = body["url"].as_str().unwrap().to_owned();
+    assert!(
+        link.starts_with("/calls/bigbluebutton/join?bigbluebutton="),
+        "{link}"
+    );
+
+    // Signed out, the link leads to the login page and nothing is asked of the server.
+    let mut browser = Browser::new(&server, "TestBrowser/1.0");
+    let (status, headers, _) = browser.call(Method::GET, &link, &[], None).await;
+    assert_eq!(
+        (status, headers["location"].to_str().unwrap()),
+        (StatusCode::FOUND, "/login/")
+    );
+    assert!(asked.lock().unwrap().is_empty());
+    browser
+        .login("alice@example.com", "password123", &server.url)
+        .await;
+    // A link changed by its holder is refused.
+    let forged = link.replacen("bigbluebutton=", "bigbluebutton=x", 1);
+    let (status, _, body) = browser.call(Method::GET, &forged, &[], None).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["msg"],
+        "Invalid signature."
+    );
+    let (status, headers, _) = browser.call(Method::GET, &link, &[], None).await;
+    assert_eq!(status, StatusCode::FOUND);
+    let to = headers["location"].to_str().unwrap().to_owned();
+    let asked = asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    let create = &asked[0];
+    assert!(
+        create.starts_with("/bigbluebutton/api/create?meetingID=zulip-")
+            && create.contains("&name=Design%20review&moderatorPW=")
+            && create.contains("&lockSettingsDisableCam=false&checksum="),
+        "{create}"
+    );
+    // The join address is signed with the same secret and names Alice.
+    let join = to.strip_prefix(&bbb_url).unwrap();
+    let (call, query) = join.trim_start_matches("api/").split_once('?').unwrap();
+    let (query, checksum) = query.rsplit_once("&checksum=").unwrap();
+    assert_eq!(call, "join");
+    assert!(
+        query.contains("&fullName=Alice%20Adams&createTime=1531155809613"),
+        "{query}"
+    );
+    let expected: String = {
+        use sha2::{Digest, Sha256};
+        Sha256::digest(format!("join{query}s3cret").as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    assert_eq!(checksum, expected);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -7,6 +7,7 @@ const MESSAGES = {
   expired: "That link has expired or has already been used. Ask for a new one here.",
   mismatch: "The two passwords are not the same. Please type them again.",
   short: "The password is too short: at least 6 characters, please.",
+  long: "The password is too long: at most 100 characters, please.",
   busy: "The server is busy. Please try again in a moment.",
 };
 

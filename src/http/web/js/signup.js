@@ -13,6 +13,7 @@ const MESSAGES = {
   name: "Please enter a name (at most 100 characters, without the characters Zulip does not allow).",
   name_taken: "Someone here has that name already: this organization wants names to be unique.",
   short: "The password is too short: at least 6 characters, please.",
+  long: "The password is too long: at most 100 characters, please.",
   busy: "The server is busy. Please try again in a moment.",
 };
 

@@ -1,0 +1,267 @@
+//! Video calls on a BigBlueButton server (`GET /calls/bigbluebutton/create`, then the browser's
+//! `GET /calls/bigbluebutton/join`), as Zulip makes them. Jitsi Meet calls need nothing from
+//! the server but its settings: clients make the room's URL themselves.
+//!
+//! Creating a call hands the client a join link that carries the meeting's id, name and
+//! moderator password, sealed under the server's secret so nobody can point it at another
+//! meeting. Following the link (signed in) asks the BigBlueButton server to create the meeting,
+//! through the outgoing-request guard, and sends the browser to the meeting with the person's
+//! name, both requests signed with BigBlueButton's checksum (SHA-256 of the call's name, its
+//! query and the shared secret).
+
+use super::sealed::{sealed, unsealed};
+use super::{AppState, Auth, Params};
+use crate::error::{ApiError, ApiResult};
+use crate::render::BigBlueButton;
+use actix_web::{http::header, web, HttpRequest, HttpResponse};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use std::time::Duration;
+
+/// What a join link carries.
+#[derive(Serialize, Deserialize)]
+struct Meeting {
+    meeting_id: String,
+    name: String,
+    /// Cameras off (`voice_only`).
+    voice_only: bool,
+    moderator: String,
+}
+
+/// The purpose join links are sealed for.
+const PURPOSE: &str = "bigbluebutton-join";
+/// How long the BigBlueButton server may take, and how much of its answer is read.
+const TIMEOUT: Duration = Duration::from_secs(10);
+const MAX_ANSWER_BYTES: usize = 64 * 1024;
+/// Zulip's limit on a meeting's name (`MAX_TOPIC_NAME_LENGTH` of the topic it is made in).
+const MAX_MEETING_NAME_CHARS: usize = 60;
+
+fn configured(state: &AppState) -> ApiResult<&BigBlueButton> {
+    state
+        .site
+        .video
+        .big_blue_button
+        .as_ref()
+        .ok_or_else(|| ApiError::bad_request("BigBlueButton is not configured."))
+}
+
+/// `GET /calls/bigbluebutton/create`: a join link for a new meeting named `meeting_name`.
+pub async fn create_bigbluebutton(
+    state: web::Data<AppState>,
+    _auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let name = params
+        .str("meeting_name")
+        .ok_or_else(|| ApiError::missing("meeting_name"))?;
+    let voice_only = params.bool("voice_only")?.unwrap_or(false);
+    configured(&state)?;
+    let name: String = name.trim().chars().take(MAX_MEETING_NAME_CHARS).collect();
+    let meeting = Meeting {
+        meeting_id: format!("zulip-{}", random_digits(12)),
+        name,
+        voice_only,
+        // Twenty random bytes in base32: 32 characters, as Zulip's.
+        moderator: crate::auth::base32(&random_bytes::<20>()),
+    };
+    let link = sealed(&state, PURPOSE, &meeting);
+    Ok(params.success(json!({
+        "url": format!("/calls/bigbluebutton/join?bigbluebutton={link}"),
+    })))
+}
+
+/// `GET /calls/bigbluebutton/join?bigbluebutton=…`: for a signed-in browser, creates the
+/// meeting on the BigBlueButton server and redirects to it; else to the login page.
+pub async fn join_bigbluebutton(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> ApiResult<HttpResponse> {
+    join(&req, &state).await
+}
+
+async fn join(req: &HttpRequest, state: &AppState) -> ApiResult<HttpResponse> {
+    let Some(session) = super::auth::session_of(req, state) else {
+        return Ok(HttpResponse::Found()
+            .insert_header((header::LOCATION, "/login/"))
+            .finish());
+    };
+    let server = configured(state)?.clone();
+    let link =
+        web::Query::<std::collections::HashMap<String, String>>::from_query(req.query_string())
+            .ok()
+            .and_then(|q| q.get("bigbluebutton").cloned())
+            .ok_or_else(|| ApiError::missing("bigbluebutton"))?;
+    let meeting: Meeting = unsealed(state, PURPOSE, &link)
+        .ok_or_else(|| ApiError::bad_request("Invalid signature."))?;
+    let full_name = state
+        .engine
+        .read(|s| s.users.get(session.user_id).map(|u| u.full_name.clone()))
+        .unwrap_or_default();
+    let create = query(&[
+        ("meetingID", &meeting.meeting_id),
+        ("name", &meeting.name),
+        ("moderatorPW", &meeting.moderator),
+        ("attendeePW", &format!("{}a", meeting.moderator)),
+        (
+            "lockSettingsDisableCam",
+            if meeting.voice_only { "true" } else { "false" },
+        ),
+    ]);
+    let create_url = signed_url(&server, "create", &create);
+    let created = ask(state, &create_url).await?;
+    let join = query(&[
+        ("meetingID", &meeting.meeting_id),
+        ("password", &meeting.moderator),
+        ("fullName", &full_name),
+        ("createTime", &created),
+    ]);
+    Ok(HttpResponse::Found()
+        .insert_header((header::LOCATION, signed_url(&server, "join", &join)))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .finish())
+}
+
+/// Asks the server to create the meeting: its `createTime`, or Zulip's error.
+async fn ask(state: &AppState, url: &str) -> ApiResult<String> {
+    let unreachable = || ApiError::bad_request("Error connecting to the BigBlueButton server.");
+    let client = state.outgoing.client(TIMEOUT).map_err(|_| unreachable())?;
+    let response = client.get(url).send().await.map_err(|e| {
+        tracing::warn!(error = %e, "BigBlueButton server not reached");
+        unreachable()
+    })?;
+    if !response.status().is_success() {
+        tracing::warn!(status = %response.status(), "BigBlueButton server refused");
+        return Err(unreachable());
+    }
+    let body = crate::outgoing::read_capped(response, MAX_ANSWER_BYTES)
+        .await
+        .map_err(|_| unreachable())?
+        .ok_or_else(unreachable)?;
+    created_time(&body)
+}
+
+/// The `createTime` of a BigBlueButton `create` answer, or Zulip's error for its refusals.
+fn created_time(body: &[u8]) -> ApiResult<String> {
+    use crate::identity::xml::{Bounds, Child, Document};
+    let unexpected = || ApiError::bad_request("BigBlueButton server returned an unexpected error.");
+    let bounds = Bounds {
+        max_bytes: MAX_ANSWER_BYTES,
+        max_depth: 8,
+        max_elements: 256,
+        max_attributes: 8,
+    };
+    let doc = Document::parse(body, bounds).map_err(|_| unexpected())?;
+    let field = |name: &str| {
+        doc.element_at(doc.root())
+            .children
+            .iter()
+            .filter_map(|c| match c {
+                Child::Element(i) => Some(*i),
+                Child::Text(_) => None,
+            })
+            .find(|i| doc.element_at(*i).local == name)
+            .map(|i| doc.text_of(i).trim().to_owned())
+    };
+    if field("messageKey").as_deref() == Some("checksumError") {
+        return Err(ApiError::bad_request(
+            "Error authenticating to the BigBlueButton server.",
+        ));
+    }
+    if field("returncode").as_deref() != Some("SUCCESS") {
+        return Err(unexpected());
+    }
+    field("createTime")
+        .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+        .ok_or_else(unexpected)
+}
+
+/// `BASE/api/CALL?QUERY&checksum=…`, the checksum as BigBlueButton's API defines it.
+fn signed_url(server: &BigBlueButton, call: &str, query: &str) -> String {
+    let checksum = checksum(call, query, &server.secret);
+    format!("{}api/{call}?{query}&checksum={checksum}", server.url)
+}
+
+/// SHA-256 of the call's name, its query string and the shared secret, in hex.
+fn checksum(call: &str, query: &str, secret: &str) -> String {
+    let digest = Sha256::digest(format!("{call}{query}{secret}").as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A query string, each value percent-encoded (a space as `%20`, as BigBlueButton checks it).
+fn query(pairs: &[(&str, &str)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{k}={}", encode(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+fn encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+fn random_bytes<const N: usize>() -> [u8; N] {
+    use argon2::password_hash::rand_core::{OsRng, RngCore};
+    let mut bytes = [0u8; N];
+    OsRng.fill_bytes(&mut bytes);
+    bytes
+}
+
+fn random_digits(n: usize) -> String {
+    random_bytes::<32>()
+        .iter()
+        .take(n)
+        .map(|b| char::from(b'0' + b % 10))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checksums_follow_bigbluebutton_s_definition() {
+        // BigBlueButton's API documentation's example: the call name, the query, the secret.
+        let q = query(&[("name", "Test Meeting"), ("meetingID", "abc123")]);
+        assert_eq!(q, "name=Test%20Meeting&meetingID=abc123");
+        let expected: String = Sha256::digest(b"createname=Test%20Meeting&meetingID=abc123s3cret")
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        assert_eq!(checksum("create", &q, "s3cret"), expected);
+    }
+
+    #[test]
+    fn answers_are_read_within_bounds() {
+        let ok = b"<response><returncode>SUCCESS</returncode><meetingID>m</meetingID>\
+                   <createTime>1531155809613</createTime></response>";
+        assert_eq!(created_time(ok).unwrap(), "1531155809613");
+        let bad =
+            b"<response><returncode>FAILED</returncode><messageKey>checksumError</messageKey>\
+                    </response>";
+        assert_eq!(
+            created_time(bad).unwrap_err().body()["msg"],
+            "Error authenticating to the BigBlueButton server."
+        );
+        for junk in [
+            &b"<response><returncode>FAILED</returncode></response>"[..],
+            b"not xml",
+            b"<!DOCTYPE x [<!ENTITY a 'b'>]><response/>",
+            b"<response><returncode>SUCCESS</returncode><createTime>x</createTime></response>",
+        ] {
+            assert_eq!(
+                created_time(junk).unwrap_err().body()["msg"],
+                "BigBlueButton server returned an unexpected error."
+            );
+        }
+    }
+}
