@@ -1024,3 +1024,71 @@ async fn defaults_for_new_users_apply_to_accounts_made_later() {
         (&json!("google"), &json!(true), &json!("twitter"))
     );
 }
+
+/// `/register`'s descriptions of what the server offers: the incoming webhook integrations for
+/// the bot form, the search's stop words, the password limits (enforced), and the facts of
+/// features Chronicle does not have.
+#[tokio::test]
+async fn register_describes_integrations_stop_words_and_limits() {
+    let c = chat().await;
+    let (_, alice) = &c.alice;
+    let (_, state) = register(
+        alice,
+        &[(
+            "fetch_event_types",
+            r#"["realm_incoming_webhook_bots", "stop_words", "realm", "realm_embedded_bots"]"#,
+        )],
+    )
+    .await;
+    let bots = state["realm_incoming_webhook_bots"].as_array().unwrap();
+    let names: Vec<&str> = bots.iter().map(|b| b["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "slack_incoming",
+            "github",
+            "gitlab",
+            "alertmanager",
+            "grafana"
+        ]
+    );
+    let github = &bots[1];
+    assert_eq!(github["display_name"], "GitHub");
+    assert_eq!(
+        github["config_options"],
+        json!([
+            {"key": "branches", "label": "Branches (comma-separated) to send push notifications for",
+             "validator": "check_string"},
+            {"key": "ignore_private_repositories",
+             "label": "Exclude notifications from private repositories", "validator": "check_bool"},
+        ])
+    );
+    let events = github["all_event_types"].as_array().unwrap();
+    assert!(events.contains(&json!("push_commits")) && events.contains(&json!("star")));
+    assert_eq!(bots[0]["all_event_types"], Value::Null);
+    assert_eq!(state["realm_embedded_bots"], json!([]));
+    let stop_words = state["stop_words"].as_array().unwrap();
+    assert_eq!(stop_words.len(), 149);
+    assert!(stop_words.contains(&json!("the")) && !stop_words.contains(&json!("deploy")));
+    assert_eq!(
+        (
+            &state["password_min_length"],
+            &state["password_max_length"],
+            &state["realm_email_changes_disabled"],
+            &state["realm_bot_domain"],
+        ),
+        (&json!(6), &json!(100), &json!(true), &json!("chronicle.invalid"))
+    );
+    let long = "p".repeat(101);
+    let (status, body) = alice
+        .call(
+            Method::PATCH,
+            "/settings",
+            &[("old_password", "password123"), ("new_password", &long)],
+        )
+        .await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (StatusCode::BAD_REQUEST, json!("New password is too long!"))
+    );
+}
