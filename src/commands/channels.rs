@@ -1126,7 +1126,13 @@ pub fn change_channel(
                 let value = validate_setting(state, &setting, value, false)?;
                 ChannelChange::Permission { setting, value }
             }
-            ChannelChange::Archived(flag) => ChannelChange::Archived(flag),
+            ChannelChange::Archived(flag) => {
+                if flag {
+                    // An archived channel leaves the default channel groups, as in Zulip.
+                    events.extend(super::default_groups::without_channel(state, channel_id));
+                }
+                ChannelChange::Archived(flag)
+            }
             ChannelChange::DefaultForNewUsers(flag) => {
                 if !me.role.is_admin() {
                     return Err(ApiError::bad_request("Insufficient permission"));

@@ -5,6 +5,7 @@
 
 pub mod attachments;
 pub mod channels;
+pub mod default_groups;
 pub mod delete;
 pub mod devices;
 pub mod directory;

@@ -148,6 +148,16 @@ pub enum Event {
     /// people who join later (`PATCH /realm/user_settings_defaults`); nobody's own settings
     /// change.
     RealmUserDefaultChanged { name: String, value: RealmValue },
+    /// An administrator made or changed a default channel group: the group as it now is (its
+    /// channels in the order they were added). Ids are never reused.
+    DefaultChannelGroupSaved {
+        group_id: u64,
+        name: String,
+        description: String,
+        channel_ids: Vec<ChannelId>,
+    },
+    /// An administrator removed a default channel group.
+    DefaultChannelGroupRemoved { group_id: u64 },
     /// An administrator added a linkifier (`order` after the others).
     LinkifierAdded {
         linkifier_id: LinkifierId,
@@ -930,6 +940,8 @@ pub const EVENT_TYPES: &[&str] = &[
     "PlaygroundAdded",
     "PlaygroundRemoved",
     "RealmUserDefaultChanged",
+    "DefaultChannelGroupSaved",
+    "DefaultChannelGroupRemoved",
     "LinkifierAdded",
     "LinkifierChanged",
     "LinkifierRemoved",
@@ -1045,6 +1057,8 @@ impl Event {
             Event::PlaygroundAdded { .. } => "PlaygroundAdded",
             Event::PlaygroundRemoved { .. } => "PlaygroundRemoved",
             Event::RealmUserDefaultChanged { .. } => "RealmUserDefaultChanged",
+            Event::DefaultChannelGroupSaved { .. } => "DefaultChannelGroupSaved",
+            Event::DefaultChannelGroupRemoved { .. } => "DefaultChannelGroupRemoved",
             Event::CustomProfileFieldCreated { .. } => "CustomProfileFieldCreated",
             Event::CustomProfileFieldChanged { .. } => "CustomProfileFieldChanged",
             Event::CustomProfileFieldDeleted { .. } => "CustomProfileFieldDeleted",

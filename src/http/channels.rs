@@ -390,6 +390,101 @@ pub fn group_ids(params: &mut Params, name: &str) -> ApiResult<Vec<GroupId>> {
         .collect())
 }
 
+/// `POST /default_stream_groups/create`: `group_name`, `description`, `stream_names`.
+pub async fn create_default_group(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    auth.require_admin()?;
+    let name = params
+        .str("group_name")
+        .ok_or_else(|| ApiError::missing("group_name"))?;
+    let description = params
+        .str("description")
+        .ok_or_else(|| ApiError::missing("description"))?;
+    let channels: Vec<String> = params
+        .json("stream_names")?
+        .ok_or_else(|| ApiError::missing("stream_names"))?;
+    state
+        .answer(&auth, params, move |s, ctx| {
+            crate::commands::default_groups::create(s, ctx, &name, &description, &channels)
+        })
+        .await
+}
+
+/// `PATCH /default_stream_groups/{group_id}`: `new_group_name`, `new_description`.
+pub async fn change_default_group(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    auth.require_admin()?;
+    let id = path_id(&req, "group_id")?;
+    let name = params.str("new_group_name");
+    let description = params.str("new_description");
+    state
+        .answer(&auth, params, move |s, ctx| {
+            crate::commands::default_groups::change(
+                s,
+                ctx,
+                id,
+                name.as_deref(),
+                description.as_deref(),
+            )
+        })
+        .await
+}
+
+/// `PATCH /default_stream_groups/{group_id}/streams`: `op` `add` or `remove`, `stream_names`.
+pub async fn change_default_group_channels(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    auth.require_admin()?;
+    let id = path_id(&req, "group_id")?;
+    let add = match params
+        .str("op")
+        .ok_or_else(|| ApiError::missing("op"))?
+        .as_str()
+    {
+        "add" => true,
+        "remove" => false,
+        _ => {
+            return Err(ApiError::bad_request(
+                "Invalid value for \"op\". Specify one of \"add\" or \"remove\".",
+            ))
+        }
+    };
+    let channels: Vec<String> = params
+        .json("stream_names")?
+        .ok_or_else(|| ApiError::missing("stream_names"))?;
+    state
+        .answer(&auth, params, move |s, ctx| {
+            crate::commands::default_groups::change_channels(s, ctx, id, add, &channels)
+        })
+        .await
+}
+
+/// `DELETE /default_stream_groups/{group_id}`.
+pub async fn remove_default_group(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    auth.require_admin()?;
+    let id = path_id(&req, "group_id")?;
+    state
+        .answer(&auth, params, move |s, ctx| {
+            crate::commands::default_groups::remove(s, ctx, id)
+        })
+        .await
+}
+
 /// `GET /default_streams`: the channels new users are subscribed to.
 pub async fn get_default_streams(
     state: web::Data<AppState>,

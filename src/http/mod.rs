@@ -488,6 +488,12 @@ fn api_routes(api: &mut web::ServiceConfig) {
         get => channels::get_default_streams,
         post => channels::add_default_stream,
         delete => channels::remove_default_stream);
+    endpoint!(api, "/default_stream_groups/create", post => channels::create_default_group);
+    endpoint!(api, "/default_stream_groups/{group_id}",
+        patch => channels::change_default_group,
+        delete => channels::remove_default_group);
+    endpoint!(api, "/default_stream_groups/{group_id}/streams",
+        patch => channels::change_default_group_channels);
     endpoint!(api, "/users/me/{stream_id}/topics", get => channels::get_topics);
     endpoint!(api, "/users/me/subscriptions",
         get => subscriptions::get_subscriptions,

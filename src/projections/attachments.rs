@@ -293,6 +293,8 @@ impl Attachments {
             | Event::PlaygroundAdded { .. }
             | Event::PlaygroundRemoved { .. }
             | Event::RealmUserDefaultChanged { .. }
+            | Event::DefaultChannelGroupSaved { .. }
+            | Event::DefaultChannelGroupRemoved { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }
             | Event::ReactionRemoved { .. }

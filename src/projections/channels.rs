@@ -47,12 +47,27 @@ pub struct Subscription {
     pub wildcard_mentions_notify: Option<bool>,
 }
 
+/// A default channel group: channels offered together to people who join.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct DefaultGroup {
+    pub id: u64,
+    pub name: String,
+    pub description: String,
+    pub channel_ids: Vec<ChannelId>,
+}
+
 /// All channels and subscriptions.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Channels {
     by_id: BTreeMap<ChannelId, Channel>,
     by_name: HashMap<String, ChannelId>,
     subscriptions: BTreeMap<(UserId, ChannelId), Subscription>,
+    /// Default channel groups by id, and the highest id given. Absent from snapshots written
+    /// before they existed.
+    #[serde(default)]
+    default_groups: BTreeMap<u64, DefaultGroup>,
+    #[serde(default)]
+    highest_default_group_id: u64,
 }
 
 /// Channel names are unique case-insensitively.
@@ -73,6 +88,20 @@ impl Channels {
 
     pub fn iter(&self) -> impl Iterator<Item = &Channel> {
         self.by_id.values()
+    }
+
+    /// The default channel groups, by id.
+    pub fn default_groups(&self) -> impl Iterator<Item = &DefaultGroup> {
+        self.default_groups.values()
+    }
+
+    pub fn default_group(&self, id: u64) -> Option<&DefaultGroup> {
+        self.default_groups.get(&id)
+    }
+
+    /// The id the next default channel group gets.
+    pub fn next_default_group_id(&self) -> u64 {
+        self.highest_default_group_id + 1
     }
 
     pub fn max_id(&self) -> ChannelId {
@@ -111,6 +140,26 @@ impl Channels {
         match &env.event {
             Event::ChannelCreated { .. } => self.channel_created(env),
             Event::ChannelChanged { .. } => self.channel_changed(env),
+            Event::DefaultChannelGroupSaved {
+                group_id,
+                name,
+                description,
+                channel_ids,
+            } => {
+                self.highest_default_group_id = self.highest_default_group_id.max(*group_id);
+                self.default_groups.insert(
+                    *group_id,
+                    DefaultGroup {
+                        id: *group_id,
+                        name: name.clone(),
+                        description: description.clone(),
+                        channel_ids: channel_ids.clone(),
+                    },
+                );
+            }
+            Event::DefaultChannelGroupRemoved { group_id } => {
+                self.default_groups.remove(group_id);
+            }
             Event::Subscribed {
                 channel_id,
                 subscriptions,
@@ -390,6 +439,18 @@ impl Channels {
                 })
             })
             .collect();
-        json!({"channels": channels, "subscriptions": subscriptions})
+        let mut dump = json!({"channels": channels, "subscriptions": subscriptions});
+        // Only when there is one, so that dumps of logs without them are unchanged.
+        if !self.default_groups.is_empty() {
+            dump["default_channel_groups"] = json!(self
+                .default_groups
+                .values()
+                .map(
+                    |g| json!({"id": g.id, "name": g.name, "description": g.description,
+                               "stream_ids": g.channel_ids})
+                )
+                .collect::<Vec<_>>());
+        }
+        dump
     }
 }

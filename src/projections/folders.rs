@@ -203,6 +203,8 @@ impl Folders {
             | Event::PlaygroundAdded { .. }
             | Event::PlaygroundRemoved { .. }
             | Event::RealmUserDefaultChanged { .. }
+            | Event::DefaultChannelGroupSaved { .. }
+            | Event::DefaultChannelGroupRemoved { .. }
             | Event::MessageSent { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }

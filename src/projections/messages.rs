@@ -676,7 +676,9 @@ impl Messages {
             | Event::EditTyping { .. }
             | Event::PlaygroundAdded { .. }
             | Event::PlaygroundRemoved { .. }
-            | Event::RealmUserDefaultChanged { .. } => {}
+            | Event::RealmUserDefaultChanged { .. }
+            | Event::DefaultChannelGroupSaved { .. }
+            | Event::DefaultChannelGroupRemoved { .. } => {}
         }
     }
 

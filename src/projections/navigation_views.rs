@@ -132,6 +132,8 @@ impl NavigationViews {
             | Event::PlaygroundAdded { .. }
             | Event::PlaygroundRemoved { .. }
             | Event::RealmUserDefaultChanged { .. }
+            | Event::DefaultChannelGroupSaved { .. }
+            | Event::DefaultChannelGroupRemoved { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }
             | Event::ReactionRemoved { .. }

@@ -610,6 +610,8 @@ impl Realm {
             }
             Event::InvitationCreated { .. }
             | Event::RealmUserDefaultChanged { .. }
+            | Event::DefaultChannelGroupSaved { .. }
+            | Event::DefaultChannelGroupRemoved { .. }
             | Event::InvitationResent { .. }
             | Event::InvitationRevoked { .. }
             | Event::InvitationAccepted { .. }

@@ -46,6 +46,8 @@ impl Typing {
             | Event::PlaygroundAdded { .. }
             | Event::PlaygroundRemoved { .. }
             | Event::RealmUserDefaultChanged { .. }
+            | Event::DefaultChannelGroupSaved { .. }
+            | Event::DefaultChannelGroupRemoved { .. }
             | Event::RealmCreated { .. }
             | Event::RealmSettingChanged { .. }
             | Event::InvitationCreated { .. }

@@ -173,7 +173,9 @@ impl UserTopics {
             | Event::EditTyping { .. }
             | Event::PlaygroundAdded { .. }
             | Event::PlaygroundRemoved { .. }
-            | Event::RealmUserDefaultChanged { .. } => {}
+            | Event::RealmUserDefaultChanged { .. }
+            | Event::DefaultChannelGroupSaved { .. }
+            | Event::DefaultChannelGroupRemoved { .. } => {}
         }
     }
 

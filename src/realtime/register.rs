@@ -324,7 +324,10 @@ fn write_state(answer: &mut Obj<'_>, cx: &Cx<'_>) {
         );
     }
     if cx.wants("default_stream_groups") {
-        default_channel_groups(&mut out);
+        out.put(
+            "realm_default_stream_groups",
+            &crate::render::channels::default_groups_json(state),
+        );
     }
     if cx.wants("realm_playgrounds") {
         out.put(
@@ -960,12 +963,6 @@ fn giphy_rating_options() -> Value {
         "pg13": {"name": "Allow GIFs rated PG-13 (Parental guidance - under 13)", "id": 4},
         "r": {"name": "Allow GIFs rated R (Restricted)", "id": 5},
     })
-}
-
-/// Default channel groups (fetched as `default_stream_groups`, given as
-/// `realm_default_stream_groups`): none in Chronicle.
-fn default_channel_groups(out: &mut Out) {
-    out.put("realm_default_stream_groups", &json!([]));
 }
 
 /// Video call state (`video_calls`).

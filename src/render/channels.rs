@@ -289,6 +289,30 @@ pub fn default_channel_ids(state: &Projections) -> Value {
         .collect()
 }
 
+/// The default channel groups as Zulip lists them (`realm_default_stream_groups`, the
+/// `default_stream_groups` event): by name, each with its channels' ids by channel name.
+pub fn default_groups_json(state: &Projections) -> Value {
+    let mut groups: Vec<_> = state.channels.default_groups().collect();
+    groups.sort_by(|a, b| a.name.cmp(&b.name));
+    groups
+        .into_iter()
+        .map(|g| {
+            let mut channels: Vec<_> = g
+                .channel_ids
+                .iter()
+                .filter_map(|id| state.channels.get(*id))
+                .collect();
+            channels.sort_by(|a, b| a.name.cmp(&b.name));
+            json!({
+                "name": g.name,
+                "id": g.id,
+                "description": g.description,
+                "streams": channels.iter().map(|c| c.id.0).collect::<Vec<_>>(),
+            })
+        })
+        .collect()
+}
+
 /// The legacy `muted_topics` list of a user: `[channel name, topic, last updated]` for each
 /// muted topic.
 pub fn muted_topics_json(state: &Projections, user: UserId) -> Value {

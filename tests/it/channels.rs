@@ -2058,3 +2058,192 @@ async fn join_and_leave_in_one_request() {
         )
     );
 }
+
+/// Default channel groups: administrators make, rename, fill and remove them with Zulip's
+/// checks; everyone is told (`default_stream_groups`) and reads them in `/register`; an
+/// archived channel leaves them; they survive a restart.
+#[tokio::test]
+async fn default_channel_groups_are_kept_and_announced() {
+    let o = org().await;
+    let owner = o.server.api(Some(&o.owner));
+    let alice = o.server.api(Some(&o.alice.1));
+    for name in ["design", "frontend", "backend"] {
+        create(&owner, name, &[]).await;
+    }
+    create(&owner, "secret", &[("invite_only", "true")]).await;
+    create(&owner, "welcome", &[("is_default_stream", "true")]).await;
+    let (queue, _) =
+        crate::realtime::register(&alice, &[("event_types", r#"["default_stream_groups"]"#)]).await;
+    let make = |name: &'static str, channels: &'static str| {
+        let owner = &owner;
+        async move {
+            let (status, body) = owner
+                .post(
+                    "/default_stream_groups/create",
+                    &[
+                        ("group_name", name),
+                        ("description", "For engineers"),
+                        ("stream_names", channels),
+                    ],
+                )
+                .await;
+            (status, body["msg"].clone())
+        }
+    };
+    let (status, body) = alice
+        .post(
+            "/default_stream_groups/create",
+            &[
+                ("group_name", "x"),
+                ("description", ""),
+                ("stream_names", "[]"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("Must be an organization administrator")
+        )
+    );
+    let refusals = [
+        (
+            make(" ", "[]").await,
+            "Invalid default channel group name ''",
+        ),
+        (
+            make("engineering", r#"["nope"]"#).await,
+            "Invalid channel name 'nope'",
+        ),
+        (
+            make("engineering", r#"["secret"]"#).await,
+            "Invalid channel name 'secret'",
+        ),
+        (
+            make("engineering", r#"["welcome"]"#).await,
+            "'welcome' is a default channel and cannot be added to 'engineering'",
+        ),
+    ];
+    for ((status, msg), expected) in refusals {
+        assert_eq!((status, msg), (StatusCode::BAD_REQUEST, json!(expected)));
+    }
+    assert_eq!(
+        make("engineering", r#"["frontend", "backend"]"#).await,
+        (StatusCode::OK, json!(""))
+    );
+    assert_eq!(
+        make("Engineering", "[]").await,
+        (
+            StatusCode::BAD_REQUEST,
+            json!("Default channel group 'Engineering' already exists")
+        )
+    );
+    let mut ids = Vec::new();
+    for name in ["frontend", "backend", "design"] {
+        let (status, body) = owner.get("/get_stream_id", &[("stream", name)]).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        ids.push(body["stream_id"].as_u64().unwrap());
+    }
+    let (frontend, backend, design) = (ids[0], ids[1], ids[2]);
+    let events = crate::realtime::drain(&alice, &queue).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(
+        events[0]["default_stream_groups"],
+        json!([{"name": "engineering", "id": 1, "description": "For engineers",
+                "streams": [backend, frontend]}])
+    );
+
+    let path = "/default_stream_groups/1";
+    let (status, body) = owner.call(Method::PATCH, path, &[]).await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("You must pass \"new_description\" or \"new_group_name\".")
+        )
+    );
+    let (status, _) = owner
+        .call(Method::PATCH, path, &[("new_group_name", "Engineers")])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let streams = "/default_stream_groups/1/streams";
+    let (status, body) = owner
+        .call(
+            Method::PATCH,
+            streams,
+            &[("op", "add"), ("stream_names", r#"["frontend"]"#)],
+        )
+        .await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("Channel 'frontend' is already present in default channel group 'Engineers'")
+        )
+    );
+    let (status, body) = owner
+        .call(
+            Method::PATCH,
+            streams,
+            &[("op", "remove"), ("stream_names", r#"["design"]"#)],
+        )
+        .await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("Channel 'design' is not present in default channel group 'Engineers'")
+        )
+    );
+    let (status, _) = owner
+        .call(
+            Method::PATCH,
+            streams,
+            &[("op", "add"), ("stream_names", r#"["design"]"#)],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    // Archiving a channel takes it out of the groups.
+    let (status, _) = owner
+        .call(Method::DELETE, &format!("/streams/{backend}"), &[])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let events = crate::realtime::drain(&alice, &queue).await;
+    let last = events.last().unwrap();
+    assert_eq!(
+        last["default_stream_groups"],
+        json!([{"name": "Engineers", "id": 1, "description": "For engineers",
+                "streams": [design, frontend]}])
+    );
+
+    let creds = o.alice.1.clone();
+    let server = o.server.stop().restart();
+    let alice = server.api(Some(&creds));
+    let owner = server.api(Some(&server.owner()));
+    let (_, state) = crate::realtime::register(
+        &alice,
+        &[("fetch_event_types", r#"["default_stream_groups"]"#)],
+    )
+    .await;
+    assert_eq!(
+        state["realm_default_stream_groups"],
+        last["default_stream_groups"]
+    );
+    let (status, _) = owner.call(Method::DELETE, path, &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, body) = owner.call(Method::DELETE, path, &[]).await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("Default channel group with id '1' does not exist.")
+        )
+    );
+    let (_, state) = crate::realtime::register(
+        &alice,
+        &[("fetch_event_types", r#"["default_stream_groups"]"#)],
+    )
+    .await;
+    assert_eq!(state["realm_default_stream_groups"], json!([]));
+}

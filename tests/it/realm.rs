@@ -1077,7 +1077,12 @@ async fn register_describes_integrations_stop_words_and_limits() {
             &state["realm_email_changes_disabled"],
             &state["realm_bot_domain"],
         ),
-        (&json!(6), &json!(100), &json!(true), &json!("chronicle.invalid"))
+        (
+            &json!(6),
+            &json!(100),
+            &json!(true),
+            &json!("chronicle.invalid")
+        )
     );
     let long = "p".repeat(101);
     let (status, body) = alice

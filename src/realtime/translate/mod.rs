@@ -76,6 +76,9 @@ pub fn client_events(
         Event::PlaygroundAdded { .. } | Event::PlaygroundRemoved { .. } => {
             realm::playgrounds_changed(state)
         }
+        Event::DefaultChannelGroupSaved { .. } | Event::DefaultChannelGroupRemoved { .. } => {
+            realm::default_channel_groups_changed(state)
+        }
         Event::RealmUserDefaultChanged { name, value } => {
             realm::user_default_changed(state, name, value)
         }

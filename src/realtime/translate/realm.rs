@@ -64,6 +64,15 @@ pub fn user_default_changed(
     )
 }
 
+/// `default_stream_groups`: every default channel group, to everyone.
+pub fn default_channel_groups_changed(state: &Projections) -> Deliveries {
+    to_all(
+        state,
+        json!({"type": "default_stream_groups",
+               "default_stream_groups": crate::render::channels::default_groups_json(state)}),
+    )
+}
+
 /// `custom_profile_fields`: every definition.
 pub fn profile_fields_changed(state: &Projections) -> Deliveries {
     to_all(
