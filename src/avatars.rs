@@ -161,6 +161,32 @@ pub fn resize_upload(bytes: &[u8]) -> Result<(Vec<u8>, Vec<u8>), AvatarError> {
     Ok((at(DEFAULT_SIZE), at(MEDIUM_SIZE)))
 }
 
+/// The box an organization's wide logo is fitted in (Zulip's `resize_logo`: 800 × 100).
+pub const LOGO_WIDTH: u32 = 800;
+pub const LOGO_HEIGHT: u32 = 100;
+
+/// Decodes an uploaded logo within the same bounds as an avatar and fits it, keeping its
+/// proportions, in Zulip's 800 × 100 box (never enlarged), as PNG.
+pub fn resize_logo(bytes: &[u8]) -> Result<Vec<u8>, AvatarError> {
+    if bytes.len() as u64 > MAX_AVATAR_FILE_SIZE_MIB * 1024 * 1024 {
+        return Err(AvatarError::TooLarge);
+    }
+    let image = decode_bounded(bytes, AVATAR_BOUNDS, |_| true)?.ok_or(AvatarError::NotAnImage)?;
+    if image.width() == 0 || image.height() == 0 {
+        return Err(AvatarError::NotAnImage);
+    }
+    let fitted = if image.width() > LOGO_WIDTH || image.height() > LOGO_HEIGHT {
+        image.resize(
+            LOGO_WIDTH,
+            LOGO_HEIGHT,
+            image::imageops::FilterType::Triangle,
+        )
+    } else {
+        image
+    };
+    Ok(png(&fitted.to_rgba8()))
+}
+
 /// Zulip's custom emoji size.
 pub const EMOJI_SIZE: u32 = 64;
 

@@ -104,6 +104,24 @@ pub fn update_user_defaults(
     Ok(Decision::events(events))
 }
 
+/// `POST`/`DELETE /realm/icon` and `/realm/logo`: one of the organization's pictures (already
+/// stored), or the default again. Administrators.
+pub fn set_image(
+    state: &Projections,
+    ctx: &Ctx,
+    image: crate::events::RealmImage,
+    sha256: Option<String>,
+) -> ApiResult<Decision> {
+    admin(state, ctx)?;
+    if state.realm.image(image) == sha256.as_deref() {
+        return Ok(Decision::events(Vec::new()));
+    }
+    Ok(Decision::events(vec![Event::RealmImageSet {
+        image,
+        sha256,
+    }]))
+}
+
 fn check_group_value(
     state: &Projections,
     name: &str,

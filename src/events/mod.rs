@@ -17,7 +17,7 @@ pub use v2::{
     EditedContent, Event, GroupChange, GroupPermissions, GroupSetting, ImageBytes, InvitationSpec,
     LinkifierSpec, MessageFlag, MessageMove, NewSubscription, Notice, NoticeTrigger, ProfileChoice,
     ProfileFieldData, ProfileFieldSpec, PropagateMode, PushChange, QueuedMail, QueuedPush,
-    ReactionType, ReadPlace, RealmValue, Recipient, Role, SenderQueue, StatusEmoji,
+    ReactionType, ReadPlace, RealmImage, RealmValue, Recipient, Role, SenderQueue, StatusEmoji,
     SubscriptionProperty, SystemGroup, TopicPolicy, TopicsPolicy, TwoFactorChange, TypingTarget,
     UserChange,
 };

@@ -158,6 +158,12 @@ pub enum Event {
     },
     /// An administrator removed a default channel group.
     DefaultChannelGroupRemoved { group_id: u64 },
+    /// An administrator uploaded one of the organization's pictures (its stored PNG's SHA-256,
+    /// already among the uploads) or went back to the default (`None`).
+    RealmImageSet {
+        image: RealmImage,
+        sha256: Option<String>,
+    },
     /// An administrator added a linkifier (`order` after the others).
     LinkifierAdded {
         linkifier_id: LinkifierId,
@@ -855,6 +861,16 @@ pub enum QueuedMail {
     Digest { since: i64 },
 }
 
+/// One of the organization's pictures: its square icon, its wide logo, and the logo for the
+/// dark theme.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RealmImage {
+    Icon,
+    Logo,
+    NightLogo,
+}
+
 /// An uploaded avatar: the hex SHA-256 of its PNG at Zulip's default size (100 px) and at
 /// the medium size (500 px).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -942,6 +958,7 @@ pub const EVENT_TYPES: &[&str] = &[
     "RealmUserDefaultChanged",
     "DefaultChannelGroupSaved",
     "DefaultChannelGroupRemoved",
+    "RealmImageSet",
     "LinkifierAdded",
     "LinkifierChanged",
     "LinkifierRemoved",
@@ -1059,6 +1076,7 @@ impl Event {
             Event::RealmUserDefaultChanged { .. } => "RealmUserDefaultChanged",
             Event::DefaultChannelGroupSaved { .. } => "DefaultChannelGroupSaved",
             Event::DefaultChannelGroupRemoved { .. } => "DefaultChannelGroupRemoved",
+            Event::RealmImageSet { .. } => "RealmImageSet",
             Event::CustomProfileFieldCreated { .. } => "CustomProfileFieldCreated",
             Event::CustomProfileFieldChanged { .. } => "CustomProfileFieldChanged",
             Event::CustomProfileFieldDeleted { .. } => "CustomProfileFieldDeleted",

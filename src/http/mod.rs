@@ -357,6 +357,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         get => signup::confirm_page, post => signup::create_account);
     endpoint!(cfg, "/accounts/password/reset/{user_id}/{token}/",
         get => password_reset::confirm_page, post => password_reset::set_password);
+    endpoint!(cfg, "/avatar/realm/logo", get => avatars::get_realm_logo);
+    endpoint!(cfg, "/avatar/realm/night_logo", get => avatars::get_realm_logo);
     endpoint!(cfg, "/avatar/{key}", get => avatars::get_avatar);
     endpoint!(cfg, "/avatar/{key}/medium", get => avatars::get_avatar_medium);
     endpoint!(cfg, "/metrics", get => health::metrics_with_token);
@@ -442,6 +444,10 @@ fn api_routes(api: &mut web::ServiceConfig) {
     endpoint!(api, "/invites/{invite_id}/resend", post => invitations::resend_invite);
     endpoint!(api, "/realm", patch => realm::update_realm);
     endpoint!(api, "/calls/bigbluebutton/create", get => calls::create_bigbluebutton);
+    endpoint!(api, "/realm/icon",
+        post => avatars::upload_realm_icon, delete => avatars::delete_realm_icon);
+    endpoint!(api, "/realm/logo",
+        post => avatars::upload_realm_logo, delete => avatars::delete_realm_logo);
     endpoint!(api, "/realm/user_settings_defaults",
         patch => realm::update_user_settings_defaults);
     endpoint!(api, "/realm/linkifiers",

@@ -35,7 +35,9 @@ pub async fn get_server_settings(
         "realm_url": url,
         "realm_uri": url,
         "realm_name": name,
-        "realm_icon": format!("{url}/avatar/realm"),
+        "realm_icon": state.engine.read(|s| {
+            crate::render::realm::image_json(s, &state.site, crate::events::RealmImage::Icon).0
+        }),
         "realm_description": render_description(&description),
         "realm_web_public_access_enabled": false,
     })))

@@ -308,6 +308,7 @@ impl Channels {
             | Event::PlaygroundAdded { .. }
             | Event::PlaygroundRemoved { .. }
             | Event::RealmUserDefaultChanged { .. }
+            | Event::RealmImageSet { .. }
             | Event::MessageSent { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }

@@ -152,6 +152,7 @@ impl Drafts {
             | Event::RealmUserDefaultChanged { .. }
             | Event::DefaultChannelGroupSaved { .. }
             | Event::DefaultChannelGroupRemoved { .. }
+            | Event::RealmImageSet { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }
             | Event::ReactionRemoved { .. }

@@ -148,6 +148,7 @@ impl CustomEmojis {
             | Event::RealmUserDefaultChanged { .. }
             | Event::DefaultChannelGroupSaved { .. }
             | Event::DefaultChannelGroupRemoved { .. }
+            | Event::RealmImageSet { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }
             | Event::ReactionRemoved { .. }

@@ -363,6 +363,7 @@ impl Groups {
             | Event::RealmUserDefaultChanged { .. }
             | Event::DefaultChannelGroupSaved { .. }
             | Event::DefaultChannelGroupRemoved { .. }
+            | Event::RealmImageSet { .. }
             | Event::MessageSent { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }

@@ -202,6 +202,7 @@ impl Invitations {
             | Event::RealmUserDefaultChanged { .. }
             | Event::DefaultChannelGroupSaved { .. }
             | Event::DefaultChannelGroupRemoved { .. }
+            | Event::RealmImageSet { .. }
             | Event::MessageSent { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }

@@ -188,6 +188,7 @@ impl Linkifiers {
             | Event::RealmUserDefaultChanged { .. }
             | Event::DefaultChannelGroupSaved { .. }
             | Event::DefaultChannelGroupRemoved { .. }
+            | Event::RealmImageSet { .. }
             | Event::MessageSent { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }

@@ -678,7 +678,8 @@ impl Messages {
             | Event::PlaygroundRemoved { .. }
             | Event::RealmUserDefaultChanged { .. }
             | Event::DefaultChannelGroupSaved { .. }
-            | Event::DefaultChannelGroupRemoved { .. } => {}
+            | Event::DefaultChannelGroupRemoved { .. }
+            | Event::RealmImageSet { .. } => {}
         }
     }
 

@@ -114,6 +114,7 @@ impl Presence {
             | Event::RealmUserDefaultChanged { .. }
             | Event::DefaultChannelGroupSaved { .. }
             | Event::DefaultChannelGroupRemoved { .. }
+            | Event::RealmImageSet { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }
             | Event::ReactionRemoved { .. }

@@ -453,6 +453,14 @@ pub struct Realm {
     pub playgrounds: BTreeMap<u64, Playground>,
     #[serde(default)]
     pub highest_playground_id: u64,
+    /// The uploaded icon, logo and dark-theme logo (SHA-256 of each stored PNG); the generated
+    /// ones otherwise. Absent from snapshots written before they existed.
+    #[serde(default)]
+    pub icon: Option<String>,
+    #[serde(default)]
+    pub logo: Option<String>,
+    #[serde(default)]
+    pub night_logo: Option<String>,
 }
 
 /// A code playground (`/realm/playgrounds`), as `realm_playgrounds` shows it.
@@ -482,6 +490,23 @@ pub struct RealmExport {
 impl Realm {
     /// A setting's current value that is not a group setting (those need the groups: see
     /// `Projections::realm_permission`). `name` and `description` answer from their fields.
+    /// The stored PNG of one of the organization's pictures, when one was uploaded.
+    pub fn image(&self, image: crate::events::RealmImage) -> Option<&str> {
+        match image {
+            crate::events::RealmImage::Icon => self.icon.as_deref(),
+            crate::events::RealmImage::Logo => self.logo.as_deref(),
+            crate::events::RealmImage::NightLogo => self.night_logo.as_deref(),
+        }
+    }
+
+    fn image_mut(&mut self, image: crate::events::RealmImage) -> &mut Option<String> {
+        match image {
+            crate::events::RealmImage::Icon => &mut self.icon,
+            crate::events::RealmImage::Logo => &mut self.logo,
+            crate::events::RealmImage::NightLogo => &mut self.night_logo,
+        }
+    }
+
     pub fn value(&self, name: &str) -> RealmValue {
         match name {
             "name" => return RealmValue::Text(self.name.clone()),
@@ -608,6 +633,9 @@ impl Realm {
             Event::PlaygroundRemoved { playground_id } => {
                 self.playgrounds.remove(playground_id);
             }
+            Event::RealmImageSet { image, sha256 } => {
+                *self.image_mut(*image) = sha256.clone();
+            }
             Event::InvitationCreated { .. }
             | Event::RealmUserDefaultChanged { .. }
             | Event::DefaultChannelGroupSaved { .. }
@@ -720,6 +748,15 @@ impl Realm {
         }
         if !self.domains.is_empty() {
             dump["domains"] = json!(self.domains);
+        }
+        for (name, image) in [
+            ("icon", &self.icon),
+            ("logo", &self.logo),
+            ("night_logo", &self.night_logo),
+        ] {
+            if let Some(sha256) = image {
+                dump[name] = json!(sha256);
+            }
         }
         if !self.playgrounds.is_empty() {
             dump["playgrounds"] = json!(self.playgrounds.values().collect::<Vec<_>>());

@@ -213,6 +213,7 @@ impl Scheduled {
             | Event::RealmUserDefaultChanged { .. }
             | Event::DefaultChannelGroupSaved { .. }
             | Event::DefaultChannelGroupRemoved { .. }
+            | Event::RealmImageSet { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }
             | Event::ReactionRemoved { .. }

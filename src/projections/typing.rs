@@ -48,6 +48,7 @@ impl Typing {
             | Event::RealmUserDefaultChanged { .. }
             | Event::DefaultChannelGroupSaved { .. }
             | Event::DefaultChannelGroupRemoved { .. }
+            | Event::RealmImageSet { .. }
             | Event::RealmCreated { .. }
             | Event::RealmSettingChanged { .. }
             | Event::InvitationCreated { .. }

@@ -424,6 +424,7 @@ impl UserSettings {
             | Event::PlaygroundRemoved { .. }
             | Event::DefaultChannelGroupSaved { .. }
             | Event::DefaultChannelGroupRemoved { .. }
+            | Event::RealmImageSet { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }
             | Event::ReactionRemoved { .. }

@@ -175,7 +175,8 @@ impl UserTopics {
             | Event::PlaygroundRemoved { .. }
             | Event::RealmUserDefaultChanged { .. }
             | Event::DefaultChannelGroupSaved { .. }
-            | Event::DefaultChannelGroupRemoved { .. } => {}
+            | Event::DefaultChannelGroupRemoved { .. }
+            | Event::RealmImageSet { .. } => {}
         }
     }
 

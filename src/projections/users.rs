@@ -362,6 +362,7 @@ impl Users {
             | Event::RealmUserDefaultChanged { .. }
             | Event::DefaultChannelGroupSaved { .. }
             | Event::DefaultChannelGroupRemoved { .. }
+            | Event::RealmImageSet { .. }
             | Event::MessageSent { .. }
             | Event::MessageFlagsChanged { .. }
             | Event::ReactionAdded { .. }

@@ -499,11 +499,15 @@ fn realm_data(out: &mut Out, cx: &Cx<'_>) {
     );
     out.put("realm_url", &site.realm_url);
     out.put("realm_uri", &site.realm_url);
-    out.put(
-        "realm_icon_url",
-        &format!("{}/avatar/realm", site.realm_url),
-    );
-    out.put("realm_icon_source", &"G");
+    for (image, prefix) in [
+        (crate::events::RealmImage::Icon, "realm_icon"),
+        (crate::events::RealmImage::Logo, "realm_logo"),
+        (crate::events::RealmImage::NightLogo, "realm_night_logo"),
+    ] {
+        let (url, source) = crate::render::realm::image_json(state, site, image);
+        out.put(&format!("{prefix}_url"), &url);
+        out.put(&format!("{prefix}_source"), &source);
+    }
     out.put("realm_date_created", &(state.realm.date_created_ms / 1000));
     out.put("realm_empty_topic_display_name", &EMPTY_TOPIC_DISPLAY_NAME);
     for setting in SETTINGS {
@@ -1007,9 +1011,14 @@ fn limits_and_server_facts(out: &mut Out, state: &Projections, site: &Site) {
         "max_avatar_file_size_mib",
         &crate::avatars::MAX_AVATAR_FILE_SIZE_MIB,
     );
-    // The organization's icon and logo are generated (0 tells clients they cannot be uploaded).
-    out.put("max_icon_file_size_mib", &0);
-    out.put("max_logo_file_size_mib", &0);
+    out.put(
+        "max_icon_file_size_mib",
+        &crate::avatars::MAX_AVATAR_FILE_SIZE_MIB,
+    );
+    out.put(
+        "max_logo_file_size_mib",
+        &crate::avatars::MAX_AVATAR_FILE_SIZE_MIB,
+    );
     out.put(
         "max_emoji_file_size_mib",
         &crate::commands::emoji::MAX_EMOJI_FILE_SIZE_MIB,

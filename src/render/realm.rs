@@ -184,3 +184,34 @@ pub fn exports_json(state: &Projections, site: &super::Site) -> serde_json::Valu
             .collect(),
     )
 }
+
+/// Where one of the organization's pictures is served, with the uploaded one's version in the
+/// address (a new picture is a new URL), and Zulip's letter for where it comes from: `U`
+/// uploaded, else `G` for the icon (generated, where Zulip's is Gravatar's) and `D` (default)
+/// for the logos.
+pub fn image_json(
+    state: &Projections,
+    site: &super::Site,
+    image: crate::events::RealmImage,
+) -> (String, &'static str) {
+    use crate::events::RealmImage;
+    let path = match image {
+        RealmImage::Icon => "/avatar/realm",
+        RealmImage::Logo => "/avatar/realm/logo",
+        RealmImage::NightLogo => "/avatar/realm/night_logo",
+    };
+    match state.realm.image(image) {
+        Some(sha256) => (
+            format!(
+                "{}{path}?version={}",
+                site.realm_url,
+                &sha256[..sha256.len().min(12)]
+            ),
+            "U",
+        ),
+        None => (
+            format!("{}{path}", site.realm_url),
+            if image == RealmImage::Icon { "G" } else { "D" },
+        ),
+    }
+}

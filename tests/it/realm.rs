@@ -1097,3 +1097,161 @@ async fn register_describes_integrations_stop_words_and_limits() {
         (StatusCode::BAD_REQUEST, json!("New password is too long!"))
     );
 }
+
+/// The organization's icon and logos: administrators upload them (bounded, resized as Zulip
+/// does) and remove them; everyone is told (`realm` `update_dict`) and anyone may fetch them.
+#[tokio::test]
+async fn the_organization_icon_and_logos_are_uploaded_and_removed() {
+    let c = chat().await;
+    let (_, alice) = &c.alice;
+    let owner = c.server.api(Some(&c.server.owner()));
+    let size = |bytes: &[u8]| {
+        assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+        let be = |at: usize| u32::from_be_bytes(bytes[at..at + 4].try_into().unwrap());
+        (be(16), be(20))
+    };
+    let (_, state) = register(alice, &[("fetch_event_types", r#"["realm"]"#)]).await;
+    let url = |name: &str| format!("{}/avatar/realm{name}", c.server.url);
+    assert_eq!(
+        (
+            &state["realm_icon_source"],
+            &state["realm_icon_url"],
+            &state["realm_logo_source"],
+            &state["realm_logo_url"],
+            &state["realm_night_logo_source"],
+            &state["max_logo_file_size_mib"],
+        ),
+        (
+            &json!("G"),
+            &json!(url("")),
+            &json!("D"),
+            &json!(url("/logo")),
+            &json!("D"),
+            &json!(5)
+        )
+    );
+    let (queue, _) = register(alice, &[("event_types", r#"["realm"]"#)]).await;
+    let square = chronicle::avatars::generated("icon", 300);
+    let (status, body) = crate::uploads::post_files(
+        alice,
+        "/realm/icon",
+        &[("file", "icon.png", "image/png", &square)],
+    )
+    .await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("Must be an organization administrator")
+        )
+    );
+    let (status, body) = owner.post("/realm/icon", &[]).await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("You must upload exactly one icon.")
+        )
+    );
+    let (status, body) = crate::uploads::post_files(
+        &owner,
+        "/realm/icon",
+        &[("file", "icon.png", "image/png", &square)],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let icon_url = body["icon_url"].as_str().unwrap().to_owned();
+    assert!(
+        icon_url.starts_with(&format!("{}?version=", url(""))),
+        "{icon_url}"
+    );
+    // Anyone may fetch it, signed in or not.
+    let fetched = reqwest::get(&icon_url).await.unwrap();
+    assert_eq!(fetched.status(), StatusCode::OK);
+    assert_eq!(size(&fetched.bytes().await.unwrap()), (100, 100));
+
+    // A wide logo is fitted in 800 × 100; the dark theme's is apart.
+    let wide = {
+        let mut image = image::RgbaImage::new(1600, 400);
+        for p in image.pixels_mut() {
+            *p = image::Rgba([20, 120, 200, 255]);
+        }
+        let mut out = Vec::new();
+        image::DynamicImage::ImageRgba8(image)
+            .write_to(&mut std::io::Cursor::new(&mut out), image::ImageFormat::Png)
+            .unwrap();
+        out
+    };
+    let (status, body) = crate::uploads::post_files(
+        &owner,
+        "/realm/logo?night=true",
+        &[("file", "logo.png", "image/png", &wide)],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let events = crate::realtime::drain(alice, &queue).await;
+    let changes: Vec<(Value, Value)> = events
+        .iter()
+        .map(|e| (e["property"].clone(), e["data"].clone()))
+        .collect();
+    assert_eq!(changes.len(), 2, "{events:?}");
+    assert_eq!(
+        changes[0],
+        (
+            json!("icon"),
+            json!({"icon_url": icon_url, "icon_source": "U"})
+        )
+    );
+    let night_url = changes[1].1["night_logo_url"].as_str().unwrap().to_owned();
+    assert_eq!(
+        (&changes[1].0, &changes[1].1["night_logo_source"]),
+        (&json!("night_logo"), &json!("U"))
+    );
+    assert_eq!(
+        size(
+            &reqwest::get(&night_url)
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap()
+        ),
+        (400, 100)
+    );
+    let (_, state) = register(alice, &[("fetch_event_types", r#"["realm"]"#)]).await;
+    assert_eq!(
+        (
+            &state["realm_logo_source"],
+            &state["realm_night_logo_url"],
+            &state["realm_icon_url"]
+        ),
+        (&json!("D"), &json!(night_url), &json!(icon_url))
+    );
+    let (status, body) = crate::uploads::post_files(
+        &owner,
+        "/realm/logo",
+        &[("file", "evil.png", "image/png", b"<svg onload=alert(1)>")],
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].clone()),
+        (StatusCode::BAD_REQUEST, json!("BAD_IMAGE"))
+    );
+
+    // Removed: the generated icon and the default logo again.
+    let (status, body) = owner.delete("/realm/icon", &[]).await;
+    assert_eq!(
+        (status, body["icon_url"].clone()),
+        (StatusCode::OK, json!(url("")))
+    );
+    let (status, _) = owner.delete("/realm/logo", &[("night", "true")]).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, state) = register(alice, &[("fetch_event_types", r#"["realm"]"#)]).await;
+    assert_eq!(
+        (
+            &state["realm_icon_source"],
+            &state["realm_night_logo_source"]
+        ),
+        (&json!("G"), &json!("D"))
+    );
+}

@@ -76,6 +76,7 @@ pub fn client_events(
         Event::PlaygroundAdded { .. } | Event::PlaygroundRemoved { .. } => {
             realm::playgrounds_changed(state)
         }
+        Event::RealmImageSet { image, .. } => realm::image_changed(state, site, *image),
         Event::DefaultChannelGroupSaved { .. } | Event::DefaultChannelGroupRemoved { .. } => {
             realm::default_channel_groups_changed(state)
         }

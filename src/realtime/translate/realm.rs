@@ -64,6 +64,28 @@ pub fn user_default_changed(
     )
 }
 
+/// `realm` `update_dict` of `icon`, `logo` or `night_logo`: the picture's URL and source.
+pub fn image_changed(
+    state: &Projections,
+    site: &crate::render::Site,
+    image: crate::events::RealmImage,
+) -> Deliveries {
+    use crate::events::RealmImage;
+    let (url, source) = crate::render::realm::image_json(state, site, image);
+    let (property, data) = match image {
+        RealmImage::Icon => ("icon", json!({"icon_url": url, "icon_source": source})),
+        RealmImage::Logo => ("logo", json!({"logo_url": url, "logo_source": source})),
+        RealmImage::NightLogo => (
+            "night_logo",
+            json!({"night_logo_url": url, "night_logo_source": source}),
+        ),
+    };
+    to_all(
+        state,
+        json!({"type": "realm", "op": "update_dict", "property": property, "data": data}),
+    )
+}
+
 /// `default_stream_groups`: every default channel group, to everyone.
 pub fn default_channel_groups_changed(state: &Projections) -> Deliveries {
     to_all(
