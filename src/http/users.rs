@@ -257,7 +257,21 @@ pub async fn update_user(
     mut params: Params,
 ) -> ApiResult<HttpResponse> {
     auth.require_admin()?;
-    let target = UserId(path_id(&req, "user_id")?);
+    // By id, or by address (Zulip 10's `PATCH /users/{email}`, feature level 313).
+    let key = req.match_info().get("user_id").unwrap_or_default();
+    let target = match key.parse::<u64>() {
+        Ok(id) => UserId(id),
+        Err(_) => state.engine.read(|s| {
+            let viewer = s
+                .users
+                .get(auth.user_id)
+                .ok_or_else(|| ApiError::internal("authenticated user missing"))?;
+            find_user(s, &state.site, viewer, key)
+                .filter(|u| !u.is_system_bot())
+                .map(|u| u.user_id)
+                .ok_or_else(|| ApiError::bad_request("No such user"))
+        })?,
+    };
     let full_name = params.str("full_name");
     let role = match params.int::<u16>("role")? {
         None => None,

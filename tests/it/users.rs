@@ -1168,3 +1168,59 @@ async fn people_deactivate_their_own_accounts_but_the_last_owner_cannot() {
     assert_eq!(body["is_last_owner"], false);
     assert_eq!(body["msg"], "Cannot deactivate the only user.");
 }
+
+/// `PATCH /users/{email}`: an administrator changes someone named by address as by id; an
+/// address nobody has, or that the caller may not see, is "No such user".
+#[tokio::test]
+async fn administrators_change_people_named_by_address() {
+    let server = Server::start();
+    let (alice_id, alice) = server.create_member("alice@example.com", "Alice").await;
+    let owner = server.api(Some(&server.owner()));
+    let alice = server.api(Some(&alice));
+    let (queue, _) = register(&alice, &[("event_types", r#"["realm_user"]"#)]).await;
+    let (status, body) = owner
+        .call(
+            reqwest::Method::PATCH,
+            "/users/alice@example.com",
+            &[("full_name", "Alice Adams"), ("role", "300")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, body) = owner.get(&format!("/users/{alice_id}"), &[]).await;
+    assert_eq!(
+        (&body["user"]["full_name"], &body["user"]["role"]),
+        (&json!("Alice Adams"), &json!(300))
+    );
+    let events = drain(&alice, &queue).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| e["person"]["full_name"] == "Alice Adams"),
+        "{events:?}"
+    );
+    let (status, body) = owner
+        .call(
+            reqwest::Method::PATCH,
+            "/users/nobody@example.com",
+            &[("full_name", "X")],
+        )
+        .await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (StatusCode::BAD_REQUEST, json!("No such user"))
+    );
+    let (status, body) = alice
+        .call(
+            reqwest::Method::PATCH,
+            "/users/alice@example.com",
+            &[("full_name", "Me")],
+        )
+        .await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("Must be an organization administrator")
+        )
+    );
+}
