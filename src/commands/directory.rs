@@ -99,6 +99,7 @@ pub fn sign_up(
     entry: &Entry,
     rules: &SyncRules,
     api_key_nonce: String,
+    greet: bool,
 ) -> ApiResult<Decision<UserId>> {
     if !super::users::validate_email(&entry.email) {
         return Err(ApiError::bad_request(format!(
@@ -125,6 +126,7 @@ pub fn sign_up(
             password_hash: None,
             api_key_nonce,
         },
+        greet,
     );
     if let Some(image) = &entry.avatar {
         events.push(Event::AvatarSet {

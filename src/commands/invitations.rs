@@ -18,8 +18,7 @@ use crate::projections::invitations::Invitation;
 use crate::projections::{Projections, User};
 use serde_json::json;
 
-/// Zulip's limit on `welcome_message_custom_text` (Unicode code points).
-pub const MAX_WELCOME_TEXT_LENGTH: usize = 8000;
+pub use crate::projections::realm::MAX_WELCOME_TEXT_LENGTH;
 
 /// What an invitation grants, as a request asks for it.
 #[derive(Debug, Clone)]
@@ -445,19 +444,13 @@ pub fn accept_invitation(
             format!("{mention} accepted your invitation to join Zulip!"),
         );
     }
-    if let Some(text) = spec
-        .welcome_message_custom_text
-        .as_ref()
-        .filter(|t| !t.trim().is_empty())
-    {
-        // Zulip quotes the administrators' note in a fence the text does not use.
-        let fence = super::notices::unused_fence(text);
-        notices.to_user(
-            user_id,
-            format!("\nA note from @_*role:administrators*:\n{fence}quote\n{text}\n{fence}\n"),
-        );
-    }
     signup_notices(state, &mention, &mut notices);
+    super::users::welcome(
+        state,
+        user_id,
+        spec.welcome_message_custom_text.as_deref(),
+        &mut notices,
+    );
     events.extend(notices.into_events());
     Ok(Decision::new(events, user_id))
 }
@@ -491,6 +484,7 @@ pub fn sign_up(state: &Projections, _ctx: &Ctx, user: NewUser) -> ApiResult<Deci
     let mention = format!("@_**{full_name}|{user_id}**");
     let mut notices = Notices::reserving(state, 1).knowing(user_id, &full_name);
     signup_notices(state, &mention, &mut notices);
+    super::users::welcome(state, user_id, None, &mut notices);
     events.extend(notices.into_events());
     Ok(Decision::new(events, user_id))
 }

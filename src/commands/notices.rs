@@ -13,6 +13,11 @@ pub const NOTIFICATION_BOT_EMAIL: &str = "notification-bot@zulip.com";
 
 pub const NOTIFICATION_BOT_NAME: &str = "Notification Bot";
 
+/// Welcome Bot's, as in Zulip: it greets each new account.
+pub const WELCOME_BOT_EMAIL: &str = "welcome-bot@zulip.com";
+
+pub const WELCOME_BOT_NAME: &str = "Welcome Bot";
+
 /// Messages the notification bot sends on behalf of a command (channel announcements, move
 /// notices, ...). The bot is created with its first message, in the same batch; message ids
 /// are allocated one after another, so a command may send several. A command that also creates
@@ -20,6 +25,12 @@ pub const NOTIFICATION_BOT_NAME: &str = "Notification Bot";
 pub struct Notices<'a> {
     state: &'a Projections,
     bot: UserId,
+    /// The sending bot's creation, made with its first message (none when it exists).
+    creation: Option<Event>,
+    /// Accounts the command creates itself (their ids come before the bots').
+    reserved: u64,
+    /// Bots created by these notices so far.
+    created: u64,
     events: Vec<Event>,
     next_id: u64,
     /// Accounts the same command creates, which mentions may name: `(id, full name)`.
@@ -49,12 +60,33 @@ impl<'a> Notices<'a> {
     }
 
     fn from_bot(state: &'a Projections, email: &str, name: &str, new_users: u64) -> Notices<'a> {
-        let (bot, events) = match state.users.system_bot(email) {
-            Some(bot) => (bot.user_id, Vec::new()),
+        let mut notices = Notices {
+            state,
+            bot: UserId(0),
+            creation: None,
+            reserved: new_users,
+            created: 0,
+            events: Vec::new(),
+            next_id: state.messages.next_id().0,
+            new_users: Vec::new(),
+            new_channels: Vec::new(),
+        };
+        notices.sending_as(email, name);
+        notices
+    }
+
+    /// The next messages come from another system bot (made with its first message; a bot
+    /// that then sent nothing is not made).
+    pub fn sending_as(&mut self, email: &str, name: &str) {
+        match self.state.users.system_bot(email) {
+            Some(bot) => {
+                self.bot = bot.user_id;
+                self.creation = None;
+            }
             None => {
-                let bot = UserId(state.users.max_id().0 + 1 + new_users);
-                let created = Event::UserCreated {
-                    user_id: bot,
+                self.bot = UserId(self.state.users.max_id().0 + 1 + self.reserved + self.created);
+                self.creation = Some(Event::UserCreated {
+                    user_id: self.bot,
                     email: email.into(),
                     full_name: name.into(),
                     role: Role::Member,
@@ -72,17 +104,8 @@ impl<'a> Notices<'a> {
                         services: Vec::new(),
                         system: true,
                     })),
-                };
-                (bot, vec![created])
+                });
             }
-        };
-        Notices {
-            state,
-            bot,
-            events,
-            next_id: state.messages.next_id().0,
-            new_users: Vec::new(),
-            new_channels: Vec::new(),
         }
     }
 
@@ -98,6 +121,10 @@ impl<'a> Notices<'a> {
     }
 
     fn send(&mut self, recipient: Recipient, content: String) -> MessageId {
+        if let Some(creation) = self.creation.take() {
+            self.events.push(creation);
+            self.created += 1;
+        }
         // Like every message body, stored without trailing white space.
         let content = content.trim_end().to_owned();
         let resolver = WithNewUsers {
@@ -136,12 +163,12 @@ impl<'a> Notices<'a> {
         )
     }
 
-    /// A direct message to one user.
-    pub fn to_user(&mut self, user: UserId, content: String) {
+    /// A direct message to one user; its id.
+    pub fn to_user(&mut self, user: UserId, content: String) -> MessageId {
         let mut user_ids = vec![self.bot, user];
         user_ids.sort();
         user_ids.dedup();
-        self.send(Recipient::Direct { user_ids }, content);
+        self.send(Recipient::Direct { user_ids }, content)
     }
 
     /// The events: the bot's creation if needed, then the messages (none if nothing was sent).

@@ -47,7 +47,14 @@ pub fn create(
         avatar: None,
         profile: Default::default(),
     };
-    super::directory::sign_up(state, ctx, &entry, &SyncRules::default(), api_key_nonce)
+    super::directory::sign_up(
+        state,
+        ctx,
+        &entry,
+        &SyncRules::default(),
+        api_key_nonce,
+        false,
+    )
 }
 
 /// Brings `user_id` in step with `changes`: reactivated first, deactivated last.

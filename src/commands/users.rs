@@ -159,20 +159,95 @@ pub fn create_user(state: &Projections, ctx: &Ctx, user: NewUser) -> ApiResult<D
     };
     check_unique_name(state, &user.full_name, None)?;
     let user_id = UserId(state.users.max_id().0 + 1);
-    Ok(Decision::new(new_account(state, user_id, user), user_id))
+    Ok(Decision::new(
+        new_account(state, user_id, user, false),
+        user_id,
+    ))
 }
 
 /// The events of a new human account `user_id` (its name checked): created, subscribed to
-/// the default channels, announced where the organization announces sign-ups.
-pub fn new_account(state: &Projections, user_id: UserId, user: NewUser) -> Vec<Event> {
+/// the default channels, announced where the organization announces sign-ups, and, when the
+/// person is joining by themselves (`greet`), greeted by Welcome Bot. Accounts an administrator
+/// or a provisioning system makes for someone (`POST /users`, SCIM) are not greeted, where
+/// Zulip greets every account.
+pub fn new_account(state: &Projections, user_id: UserId, user: NewUser, greet: bool) -> Vec<Event> {
     let full_name = user.full_name.clone();
     let mention = format!("@_**{full_name}|{user_id}**");
     let mut events = vec![user_created(user_id, user, false)];
     events.extend(super::channels::default_subscriptions(state, user_id));
     let mut notices = super::notices::Notices::reserving(state, 1).knowing(user_id, &full_name);
     signup_notices(state, &mention, &mut notices);
+    if greet {
+        welcome(state, user_id, None, &mut notices);
+    }
     events.extend(notices.into_events());
     events
+}
+
+/// Welcome Bot's greeting of a new account, then the administrators' note: `note` (an
+/// invitation's own; empty for none), else the organization's `welcome_message_custom_text`.
+/// Zulip's `send_initial_direct_message`, in Chronicle's words. Ends with Welcome Bot sending.
+pub fn welcome(
+    state: &Projections,
+    user_id: UserId,
+    note: Option<&str>,
+    notices: &mut super::notices::Notices<'_>,
+) {
+    use super::notices::{WELCOME_BOT_EMAIL, WELCOME_BOT_NAME};
+    notices.sending_as(WELCOME_BOT_EMAIL, WELCOME_BOT_NAME);
+    notices.to_user(user_id, welcome_greeting(&state.realm.name));
+    let realm_note = state.realm.text("welcome_message_custom_text");
+    let note = note.unwrap_or(&realm_note);
+    if !note.trim().is_empty() {
+        notices.to_user(user_id, welcome_note(note));
+    }
+}
+
+/// Welcome Bot's first message.
+fn welcome_greeting(organization: &str) -> String {
+    format!(
+        "Hello, and welcome to {organization}! :wave: I'm Welcome Bot.\n\n\
+         A few things to get you going:\n\
+         * **Channels** hold the organization's conversations, each split into **topics**. \
+         Browse them from the channel list and subscribe to the ones you want to follow.\n\
+         * **Direct messages** are for one person or a small group.\n\
+         * Your name, picture, time zone and notifications are in your **settings**.\n\
+         * Search finds words as you type them, and `sender:`, `channel:` or `has:image` \
+         narrow it down.\n\n\
+         Nobody reads this conversation, so there is no need to answer."
+    )
+}
+
+/// The administrators' note, quoted in a fence its text does not use (as Zulip quotes it).
+pub fn welcome_note(text: &str) -> String {
+    let fence = super::notices::unused_fence(text);
+    format!("\nA note from @_*role:administrators*:\n{fence}quote\n{text}\n{fence}\n")
+}
+
+/// `POST /realm/test_welcome_bot_custom_message`: the note as Welcome Bot would send it, to
+/// the administrator asking. Its message id.
+pub fn test_welcome_note(
+    state: &Projections,
+    ctx: &Ctx,
+    text: &str,
+) -> ApiResult<Decision<crate::ids::MessageId>> {
+    let me = admin(state, ctx)?;
+    if text.trim().is_empty() {
+        return Err(ApiError::bad_request("Message must not be empty"));
+    }
+    use crate::projections::realm::MAX_WELCOME_TEXT_LENGTH;
+    if text.chars().count() > MAX_WELCOME_TEXT_LENGTH {
+        return Err(ApiError::bad_request(format!(
+            "welcome_message_custom_text is too long (limit: {MAX_WELCOME_TEXT_LENGTH} characters)"
+        )));
+    }
+    let mut notices = super::notices::Notices::as_system_bot(
+        state,
+        super::notices::WELCOME_BOT_EMAIL,
+        super::notices::WELCOME_BOT_NAME,
+    );
+    let id = notices.to_user(me.user_id, welcome_note(text));
+    Ok(Decision::new(notices.into_events(), id))
 }
 
 /// The sign-up announcement of a new account (`mention` names it), where the organization has

@@ -432,7 +432,15 @@ pub async fn vouched_sign_in(
             let created = state
                 .engine
                 .execute(None, move |s, ctx| {
-                    crate::commands::directory::sign_up(s, ctx, &first, &rules_then, nonce.clone())
+                    // The person is signing in: Welcome Bot greets them.
+                    crate::commands::directory::sign_up(
+                        s,
+                        ctx,
+                        &first,
+                        &rules_then,
+                        nonce.clone(),
+                        true,
+                    )
                 })
                 .await?;
             // What only an existing account can hold (its profile fields) follows at once.

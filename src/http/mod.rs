@@ -448,6 +448,8 @@ fn api_routes(api: &mut web::ServiceConfig) {
         post => avatars::upload_realm_icon, delete => avatars::delete_realm_icon);
     endpoint!(api, "/realm/logo",
         post => avatars::upload_realm_logo, delete => avatars::delete_realm_logo);
+    endpoint!(api, "/realm/test_welcome_bot_custom_message",
+        post => realm::test_welcome_bot_custom_message);
     endpoint!(api, "/realm/user_settings_defaults",
         patch => realm::update_user_settings_defaults);
     endpoint!(api, "/realm/linkifiers",

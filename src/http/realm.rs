@@ -156,3 +156,21 @@ pub async fn update_user_settings_defaults(
         })
         .await
 }
+
+/// `POST /realm/test_welcome_bot_custom_message`: Welcome Bot sends the administrator the note
+/// `welcome_message_custom_text` as new accounts would get it.
+pub async fn test_welcome_bot_custom_message(
+    state: web::Data<AppState>,
+    auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    auth.require_admin()?;
+    let text = params.required_str("welcome_message_custom_text")?;
+    let committed = state
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
+            crate::commands::users::test_welcome_note(s, ctx, &text)
+        })
+        .await?;
+    Ok(params.success(json!({ "message_id": committed.value.0 })))
+}

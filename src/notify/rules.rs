@@ -50,7 +50,9 @@ pub fn email_trigger(
 
 /// Why `user` would be told about `message` by `medium`, by their settings, in Zulip's order
 /// of precedence; `None` when nothing of theirs asks for it. Never for their own messages, for
-/// a sender they muted, for bots or deactivated people, or for a message they already read.
+/// a sender they muted, for bots or deactivated people, for a message they already read, or for
+/// Welcome Bot's greeting (sent as the person joins, where they are; an email about it would be
+/// noise).
 pub fn trigger(
     state: &Projections,
     message: &Message,
@@ -62,6 +64,13 @@ pub fn trigger(
     }
     let person = state.users.get(user)?;
     if !person.is_active || person.is_bot() {
+        return None;
+    }
+    let from_welcome_bot = state
+        .users
+        .get(message.sender_id)
+        .is_some_and(|s| s.is_system_bot() && s.email == crate::commands::notices::WELCOME_BOT_EMAIL);
+    if from_welcome_bot {
         return None;
     }
     let bits = state.messages.flags(user, message.id)?;

@@ -102,6 +102,8 @@ const fn group(
 /// Zulip's `MAX_REALM_NAME_LENGTH` and `MAX_REALM_DESCRIPTION_LENGTH`.
 pub const MAX_REALM_NAME_LENGTH: usize = 40;
 pub const MAX_REALM_DESCRIPTION_LENGTH: usize = 1000;
+/// Zulip's limit on `welcome_message_custom_text` (Unicode code points).
+pub const MAX_WELCOME_TEXT_LENGTH: usize = 8000;
 /// Zulip's default edit and delete limit (10 minutes) and move limits (a week).
 pub const DEFAULT_EDIT_LIMIT_SECS: i64 = 600;
 pub const DEFAULT_MOVE_LIMIT_SECS: i64 = 7 * 24 * 3600;
@@ -123,6 +125,15 @@ pub const SETTINGS: &[Setting] = &[
         "description",
         Kind::Text {
             max: MAX_REALM_DESCRIPTION_LENGTH,
+            blank: true,
+        },
+        Initial::Text(""),
+    ),
+    // Welcome Bot's note from the administrators to each new account (none when empty).
+    plain(
+        "welcome_message_custom_text",
+        Kind::Text {
+            max: MAX_WELCOME_TEXT_LENGTH,
             blank: true,
         },
         Initial::Text(""),

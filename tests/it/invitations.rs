@@ -520,3 +520,168 @@ async fn invitation_emails_go_through_an_smtp_relay() {
         "nothing fell back to the outbox"
     );
 }
+
+/// Welcome Bot: people who join through an invitation are greeted, then given the
+/// administrators' note (the invitation's own, else the organization's); administrators test
+/// the note on themselves; accounts made through `POST /users` are not greeted.
+#[tokio::test]
+async fn welcome_bot_greets_people_who_join() {
+    let server = Server::start();
+    let owner = server.api(Some(&server.owner()));
+    let (status, _) = owner
+        .call(
+            reqwest::Method::PATCH,
+            "/realm",
+            &[("welcome_message_custom_text", "Read #**general** first.")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, member) = server.create_member("m@example.com", "Member").await;
+    let member = server.api(Some(&member));
+    let (_, mine) = member
+        .get(
+            "/messages",
+            &[
+                ("anchor", "newest"),
+                ("num_before", "10"),
+                ("num_after", "0"),
+            ],
+        )
+        .await;
+    assert_eq!(
+        mine["messages"],
+        json!([]),
+        "an account made by the API is not greeted"
+    );
+
+    let invite = |note: Option<&'static str>| {
+        let owner = &owner;
+        async move {
+            let mut params = vec![("invite_as", "400"), ("invite_expires_in_minutes", "null")];
+            if let Some(note) = note {
+                params.push(("welcome_message_custom_text", note));
+            }
+            let (status, body) = owner.post("/invites/multiuse", &params).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            body["invite_link"].as_str().unwrap().to_owned()
+        }
+    };
+    let join = |link: String, email: &'static str, name: &'static str| {
+        let server = &server;
+        async move {
+            let (status, html) = page(
+                &link,
+                Some(&[
+                    ("email", email),
+                    ("full_name", name),
+                    ("password", "a-password"),
+                ]),
+            )
+            .await;
+            assert_eq!(status, StatusCode::OK, "{html}");
+            let creds = login(server, email, "a-password").await.unwrap();
+            let api = server.api(Some(&creds));
+            let (_, body) = api
+                .get(
+                    "/messages",
+                    &[
+                        ("anchor", "oldest"),
+                        ("num_before", "0"),
+                        ("num_after", "10"),
+                    ],
+                )
+                .await;
+            let messages: Vec<(String, String)> = body["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| {
+                    (
+                        m["sender_email"].as_str().unwrap().to_owned(),
+                        m["content"].as_str().unwrap().to_owned(),
+                    )
+                })
+                .collect();
+            (api, messages)
+        }
+    };
+    // The organization's note.
+    let (api, messages) = join(invite(None).await, "a@example.com", "Ann").await;
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(
+        messages
+            .iter()
+            .all(|(sender, _)| sender == "welcome-bot@zulip.com"),
+        "{messages:?}"
+    );
+    assert!(messages[0].1.contains("I'm Welcome Bot"), "{messages:?}");
+    assert!(
+        messages[1].1.contains("A note from") && messages[1].1.contains("Read"),
+        "{messages:?}"
+    );
+    let (_, state) =
+        crate::realtime::register(&api, &[("fetch_event_types", r#"["realm_user"]"#)]).await;
+    let bots: Vec<&str> = state["cross_realm_bots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["email"].as_str().unwrap())
+        .collect();
+    assert!(bots.contains(&"welcome-bot@zulip.com"), "{bots:?}");
+    // An invitation's own note replaces it; an empty one means none.
+    let (_, messages) = join(
+        invite(Some("Hello from the invitation")).await,
+        "b@example.com",
+        "Ben",
+    )
+    .await;
+    assert!(
+        messages[1].1.contains("Hello from the invitation"),
+        "{messages:?}"
+    );
+    let (_, messages) = join(invite(Some("")).await, "c@example.com", "Cid").await;
+    assert_eq!(messages.len(), 1, "{messages:?}");
+
+    // Administrators see the note as it would arrive.
+    let (status, body) = member
+        .post(
+            "/realm/test_welcome_bot_custom_message",
+            &[("welcome_message_custom_text", "x")],
+        )
+        .await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("Must be an organization administrator")
+        )
+    );
+    let long = "x".repeat(8001);
+    let (_, body) = owner
+        .post(
+            "/realm/test_welcome_bot_custom_message",
+            &[("welcome_message_custom_text", &long)],
+        )
+        .await;
+    assert_eq!(
+        body["msg"],
+        "welcome_message_custom_text is too long (limit: 8000 characters)"
+    );
+    let (status, body) = owner
+        .post(
+            "/realm/test_welcome_bot_custom_message",
+            &[("welcome_message_custom_text", "Try **this**")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let id = body["message_id"].as_u64().unwrap();
+    let (_, message) = owner.get(&format!("/messages/{id}"), &[]).await;
+    assert_eq!(message["message"]["sender_email"], "welcome-bot@zulip.com");
+    assert!(
+        message["raw_content"]
+            .as_str()
+            .unwrap()
+            .contains("A note from @_*role:administrators*:"),
+        "{message}"
+    );
+}
