@@ -84,10 +84,11 @@ pub(crate) fn authenticate(req: &HttpRequest) -> ApiResult<Auth> {
         if !user.is_active {
             return Err(ApiError::unauthorized("Account is deactivated"));
         }
-        // Incoming webhook bots post messages and nothing else (their webhooks authenticate
-        // elsewhere), as in Zulip.
-        let sending =
-            req.method() == actix_web::http::Method::POST && req.path() == "/api/v1/messages";
+        // Incoming webhook bots post messages and call their webhooks (which some services
+        // authenticate with these credentials instead of a key in the URL), nothing else, as
+        // in Zulip.
+        let sending = req.method() == actix_web::http::Method::POST
+            && (req.path() == "/api/v1/messages" || req.path().starts_with("/api/v1/external/"));
         if user.bot_type == Some(crate::events::INCOMING_WEBHOOK_BOT) && !sending {
             return Err(ApiError::unauthorized(
                 "This API is not available to incoming webhook bots.",

@@ -10,7 +10,7 @@ use crate::commands::messages::{ChannelRef, Destination};
 use crate::commands::notices::Notices;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::ids::{ChannelId, UserId};
-use crate::integrations::{find, Integration, Outcome, Request};
+use crate::integrations::{find, Body, Integration, Outcome, Request};
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use serde_json::{json, Value};
@@ -93,7 +93,16 @@ async fn handle(
         serde_urlencoded::from_str::<Vec<(String, String)>>(req.query_string()).unwrap_or_default(),
     );
     let params = WebhookParams(pairs);
-    let bot = authenticate(state, &params).map_err(Failure::Auth)?;
+    // The key in the URL, as Zulip's integrations are set up; else HTTP Basic credentials,
+    // which some services send instead (Zendesk).
+    let basic =
+        params.get("api_key").is_none() && req.headers().contains_key(header::AUTHORIZATION);
+    let bot = if basic {
+        crate::http::auth::authenticate(req).map(|auth| auth.user_id)
+    } else {
+        authenticate(state, &params)
+    }
+    .map_err(Failure::Auth)?;
     if let Some(standing) = state
         .rate_limiter
         .hit(crate::http::rate_limit::Key::User(bot.0))
@@ -169,6 +178,7 @@ async fn handle(
             .with("header", name)
             .into());
         }
+        Outcome::Refused(reason) => return Err(ApiError::bad_request(reason).into()),
         Outcome::Malformed(reason) => {
             tracing::info!(integration = integration.url_name, %reason, "webhook payload refused");
             return Err(ApiError::new(
@@ -243,12 +253,21 @@ fn payload(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.split(';').next().unwrap_or_default().trim() == "application/json");
-    let text = if integration.url_name == "slack_incoming" && !json_body {
-        params
+    let text = match integration.body {
+        Body::Form => {
+            return Ok(Value::Object(
+                params
+                    .0
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                    .collect(),
+            ))
+        }
+        Body::FormPayload if !json_body => params
             .get("payload")
-            .ok_or_else(|| ApiError::bad_request("Missing 'payload' argument"))?
-    } else {
-        String::from_utf8(body.to_vec()).map_err(|_| ApiError::bad_request("Malformed payload"))?
+            .ok_or_else(|| ApiError::bad_request("Missing 'payload' argument"))?,
+        Body::FormPayload | Body::Json => String::from_utf8(body.to_vec())
+            .map_err(|_| ApiError::bad_request("Malformed payload"))?,
     };
     serde_json::from_str(&text).map_err(|_| ApiError::bad_request("Malformed JSON"))
 }

@@ -13,7 +13,11 @@ pub mod git;
 pub mod github;
 pub mod gitlab;
 pub mod grafana;
+pub mod heroku;
+pub mod newrelic;
+pub mod papertrail;
 pub mod slack;
+pub mod zendesk;
 
 use serde_json::Value;
 
@@ -47,6 +51,21 @@ pub enum Outcome {
     /// The payload lacks something the integration needs (Zulip answers 500 here; we answer a
     /// 400 with this reason).
     Malformed(String),
+    /// A refusal the integration words itself, as Zulip's does (400 `BAD_REQUEST`).
+    Refused(String),
+}
+
+/// How an integration's service sends its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Body {
+    /// A JSON document as the body.
+    Json,
+    /// A JSON document in the form (or query) field `payload`, or as the body when it is sent
+    /// as `application/json`.
+    FormPayload,
+    /// Form fields (and query parameters), read with [`Request::param`]; the payload is them
+    /// as a JSON object of strings.
+    Form,
 }
 
 /// What a request gives an integration.
@@ -77,6 +96,8 @@ pub struct Integration {
     /// the check of its value as Zulip names it (`check_bool`, `check_string`), as
     /// `config_options` lists them.
     pub url_options: &'static [(&'static str, &'static str, &'static str)],
+    /// How the service sends its data.
+    pub body: Body,
     /// Payload in, messages out.
     pub format: fn(&Request<'_>) -> Outcome,
 }
@@ -90,6 +111,7 @@ pub const INTEGRATIONS: &[Integration] = &[
         display_name: "Slack-compatible webhook",
         event_types: None,
         url_options: &[],
+        body: Body::FormPayload,
         format: slack::format,
     },
     Integration {
@@ -110,6 +132,7 @@ pub const INTEGRATIONS: &[Integration] = &[
                 "check_bool",
             ),
         ],
+        body: Body::Json,
         format: github::format,
     },
     Integration {
@@ -130,6 +153,7 @@ pub const INTEGRATIONS: &[Integration] = &[
                 "check_bool",
             ),
         ],
+        body: Body::Json,
         format: gitlab::format,
     },
     Integration {
@@ -146,6 +170,7 @@ pub const INTEGRATIONS: &[Integration] = &[
                 "check_string",
             ),
         ],
+        body: Body::Json,
         format: alertmanager::format,
     },
     Integration {
@@ -155,7 +180,48 @@ pub const INTEGRATIONS: &[Integration] = &[
         display_name: "Grafana",
         event_types: Some(grafana::EVENT_TYPES),
         url_options: &[],
+        body: Body::Json,
         format: grafana::format,
+    },
+    Integration {
+        url_name: "newrelic",
+        webhook_name: "NewRelic",
+        client_name: "ZulipNewRelicWebhook",
+        display_name: "New Relic",
+        event_types: Some(newrelic::EVENT_TYPES),
+        url_options: &[],
+        body: Body::Json,
+        format: newrelic::format,
+    },
+    Integration {
+        url_name: "heroku",
+        webhook_name: "Heroku",
+        client_name: "ZulipHerokuWebhook",
+        display_name: "Heroku",
+        event_types: None,
+        url_options: &[],
+        body: Body::Form,
+        format: heroku::format,
+    },
+    Integration {
+        url_name: "papertrail",
+        webhook_name: "Papertrail",
+        client_name: "ZulipPapertrailWebhook",
+        display_name: "Papertrail",
+        event_types: None,
+        url_options: &[],
+        body: Body::FormPayload,
+        format: papertrail::format,
+    },
+    Integration {
+        url_name: "zendesk",
+        webhook_name: "Zendesk",
+        client_name: "ZulipZendeskWebhook",
+        display_name: "Zendesk",
+        event_types: None,
+        url_options: &[],
+        body: Body::Form,
+        format: zendesk::format,
     },
 ];
 
@@ -185,6 +251,15 @@ pub fn find(url_name: &str) -> Option<&'static Integration> {
 }
 
 // ---- Payload access shared by the formatters -------------------------------------------------
+
+/// An ISO 8601 time as Zulip's integrations show it: `<time:YYYY-MM-DDTHH:MM:SS±HH:MM>`, to the
+/// second, in the offset the time was given in (UTC without one).
+pub(crate) fn global_time(text: &str) -> Option<String> {
+    let parsed = chrono::DateTime::parse_from_rfc3339(text.trim())
+        .or_else(|_| chrono::DateTime::parse_from_str(text.trim(), "%Y-%m-%dT%H:%M:%S%.f%:z"))
+        .ok()?;
+    Some(format!("<time:{}>", parsed.format("%Y-%m-%dT%H:%M:%S%:z")))
+}
 
 /// A formatter step's result: the error is the reason given with [`Outcome::Malformed`].
 pub(crate) type Res<T> = Result<T, String>;

@@ -66,10 +66,9 @@ pub fn trigger(
     if !person.is_active || person.is_bot() {
         return None;
     }
-    let from_welcome_bot = state
-        .users
-        .get(message.sender_id)
-        .is_some_and(|s| s.is_system_bot() && s.email == crate::commands::notices::WELCOME_BOT_EMAIL);
+    let from_welcome_bot = state.users.get(message.sender_id).is_some_and(|s| {
+        s.is_system_bot() && s.email == crate::commands::notices::WELCOME_BOT_EMAIL
+    });
     if from_welcome_bot {
         return None;
     }

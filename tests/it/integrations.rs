@@ -407,3 +407,142 @@ async fn grafana_alerts_are_filtered_one_by_one() {
         .collect();
     assert_eq!(topics, ["[CpuHot]"]);
 }
+
+/// Zulip's own fixtures for the integrations Chronicle serves, and what Zulip's tests expect of
+/// each: the topic and the message, an event ignored, or the error
+/// (`tests/fixtures/webhooks/zulip/<integration>/expected.json`, from Zulip's test suite).
+/// Each goes through the server as the service would send it.
+#[tokio::test]
+async fn zulips_fixtures_give_the_messages_zulips_tests_expect() {
+    let c = chat().await;
+    let (_, alice) = &c.alice;
+    let (bot_id, key) = webhook_bot(alice).await;
+    let (_, bot) = alice.get(&format!("/users/{bot_id}"), &[]).await;
+    let bot_email = bot["user"]["email"].as_str().unwrap().to_owned();
+    let anonymous = c.server.api(None);
+    let narrow = format!(r#"[{{"operator":"channel","operand":{}}}]"#, c.channel);
+    let raw_newest = || async {
+        let body = crate::messages::fetch(
+            alice,
+            &[
+                ("anchor", "newest"),
+                ("num_before", "1"),
+                ("num_after", "0"),
+                ("narrow", &narrow),
+                ("apply_markdown", "false"),
+            ],
+        )
+        .await;
+        body["messages"][0].clone()
+    };
+    let root = format!(
+        "{}/tests/fixtures/webhooks/zulip",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut integrations: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| !name.contains('.'))
+        .collect();
+    integrations.sort();
+    let mut checked = 0;
+    for integration in &integrations {
+        let cases: Vec<Value> = serde_json::from_str(
+            &std::fs::read_to_string(format!("{root}/{integration}/expected.json")).unwrap(),
+        )
+        .unwrap();
+        for case in cases {
+            let what = format!("{integration} {}", case["test"]);
+            let text = case["fixture"]
+                .as_str()
+                .map(|f| std::fs::read_to_string(format!("{root}/{integration}/{f}")).unwrap())
+                .unwrap_or_default();
+            let form = "application/x-www-form-urlencoded";
+            let (content_type, body) = match case["body"].as_str().unwrap() {
+                "json" => ("application/json", text),
+                "form-file" => (form, text),
+                "form-payload" => (
+                    form,
+                    serde_urlencoded::to_string([("payload", text.as_str())]).unwrap(),
+                ),
+                "form" => (
+                    form,
+                    serde_urlencoded::to_string(
+                        case["form"]
+                            .as_object()
+                            .unwrap()
+                            .iter()
+                            .map(|(k, v)| (k.as_str(), v.as_str().unwrap()))
+                            .collect::<Vec<_>>(),
+                    )
+                    .unwrap(),
+                ),
+                other => panic!("{what}: body {other}"),
+            };
+            let basic = case["basic_auth"] == true;
+            let mut query: Vec<(String, String)> = vec![("stream".into(), "general".into())];
+            if !basic {
+                query.push(("api_key".into(), key.clone()));
+            }
+            for (k, v) in case["params"].as_object().unwrap() {
+                query.push((k.clone(), v.as_str().unwrap().to_owned()));
+            }
+            let query: Vec<(&str, &str)> = query
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let mut headers: Vec<(String, String)> = case["headers"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned()))
+                .collect();
+            if basic {
+                use base64::Engine;
+                let credentials =
+                    base64::engine::general_purpose::STANDARD.encode(format!("{bot_email}:{key}"));
+                headers.push(("Authorization".into(), format!("Basic {credentials}")));
+            }
+            let headers: Vec<(&str, &str)> = headers
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let before = raw_newest().await["id"].clone();
+            let (status, answer) = hook(
+                &anonymous,
+                integration,
+                &query,
+                &headers,
+                content_type,
+                body,
+            )
+            .await;
+            if let Some(error) = case["error"].as_str() {
+                assert_eq!(
+                    (status, answer["msg"].as_str().unwrap_or_default()),
+                    (StatusCode::BAD_REQUEST, error),
+                    "{what}"
+                );
+                assert_eq!(raw_newest().await["id"], before, "{what}");
+            } else if case["message"].is_null() {
+                assert_eq!(status, StatusCode::OK, "{what}: {answer}");
+                assert_eq!(
+                    raw_newest().await["id"],
+                    before,
+                    "{what}: nothing is posted"
+                );
+            } else {
+                assert_eq!(status, StatusCode::OK, "{what}: {answer}");
+                let message = raw_newest().await;
+                assert_eq!(
+                    (&message["subject"], &message["content"]),
+                    (&case["topic"], &case["message"]),
+                    "{what}"
+                );
+                assert_eq!(message["sender_id"], json!(bot_id), "{what}");
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "only {checked} cases");
+}
