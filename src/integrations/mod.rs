@@ -9,6 +9,7 @@
 //! [`Outcome::Malformed`].
 
 pub mod alertmanager;
+pub mod circleci;
 pub mod git;
 pub mod github;
 pub mod gitlab;
@@ -17,6 +18,7 @@ pub mod heroku;
 pub mod newrelic;
 pub mod papertrail;
 pub mod slack;
+pub mod travis;
 pub mod zendesk;
 
 use serde_json::Value;
@@ -184,6 +186,16 @@ pub const INTEGRATIONS: &[Integration] = &[
         format: grafana::format,
     },
     Integration {
+        url_name: "circleci",
+        webhook_name: "CircleCI",
+        client_name: "ZulipCircleCIWebhook",
+        display_name: "CircleCI",
+        event_types: Some(circleci::EVENT_TYPES),
+        url_options: &[],
+        body: Body::Json,
+        format: circleci::format,
+    },
+    Integration {
         url_name: "newrelic",
         webhook_name: "NewRelic",
         client_name: "ZulipNewRelicWebhook",
@@ -212,6 +224,20 @@ pub const INTEGRATIONS: &[Integration] = &[
         url_options: &[],
         body: Body::FormPayload,
         format: papertrail::format,
+    },
+    Integration {
+        url_name: "travis",
+        webhook_name: "Travis",
+        client_name: "ZulipTravisWebhook",
+        display_name: "Travis CI",
+        event_types: Some(travis::EVENT_TYPES),
+        url_options: &[(
+            "ignore_pull_requests",
+            "Leave out pull request builds",
+            "check_bool",
+        )],
+        body: Body::FormPayload,
+        format: travis::format,
     },
     Integration {
         url_name: "zendesk",

@@ -3,7 +3,7 @@
 //! `ACTIVATED`, `CLOSED`); the topic its title. A payload lacking an expected field gets a
 //! warning listing what is missing instead.
 
-use super::{Outcome, Post, Request};
+use super::{py_str, Outcome, Post, Request};
 use serde_json::Value;
 
 /// The states New Relic reports (the event types).
@@ -110,9 +110,9 @@ fn render(p: &Value) -> Result<(String, Post), String> {
         for (key, value) in fields {
             let shown = match value {
                 Value::Array(items) if items.iter().all(is_plain) => {
-                    items.iter().map(python_str).collect::<Vec<_>>().join(", ")
+                    items.iter().map(py_str).collect::<Vec<_>>().join(", ")
                 }
-                v if is_plain(v) => python_str(v),
+                v if is_plain(v) => py_str(v),
                 _ => "*Value is not a supported data type*".to_owned(),
             };
             custom.push_str(&format!("- **{}**: {shown}\n", capitalize(key)));
@@ -145,33 +145,6 @@ fn is_plain(v: &Value) -> bool {
         v,
         Value::Null | Value::Bool(_) | Value::Number(_) | Value::String(_)
     )
-}
-
-/// A plain value as New Relic's users see it in Zulip's messages (Python's spelling).
-fn python_str(v: &Value) -> String {
-    match v {
-        Value::Null => "None".into(),
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::String(s) => s.clone(),
-        Value::Number(n) if n.is_f64() => {
-            let f = n.as_f64().unwrap_or_default();
-            if f != 0.0 && (f.abs() >= 1e16 || f.abs() < 1e-4) {
-                let e = format!("{f:e}");
-                match e.split_once('e') {
-                    Some((m, exp)) if !exp.starts_with('-') => format!("{m}e+{exp:0>2}"),
-                    Some((m, exp)) => format!("{m}e-{:0>2}", &exp[1..]),
-                    None => e,
-                }
-            } else if f.fract() == 0.0 {
-                format!("{f:.1}")
-            } else {
-                format!("{f}")
-            }
-        }
-        Value::Number(n) => n.to_string(),
-        Value::Array(_) | Value::Object(_) => String::new(),
-    }
 }
 
 /// The first character upper case, the rest lower case (Python's `str.capitalize`).
