@@ -10,7 +10,7 @@ use crate::commands::messages::{ChannelRef, Destination};
 use crate::commands::notices::Notices;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::ids::{ChannelId, UserId};
-use crate::integrations::{find, Body, Integration, Outcome, Request};
+use crate::integrations::{find, Body, Integration, Outcome, PersonQuery, Request};
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse, ResponseError};
 use serde_json::{json, Value};
@@ -118,10 +118,28 @@ async fn handle(
             .map(str::to_owned)
     };
     let param = |name: &str| params.get(name);
+    let person = |query: &PersonQuery<'_>| {
+        state.engine.read(|s| {
+            let active = || s.users.members().filter(|u| u.is_active && !u.is_bot());
+            let found = match *query {
+                PersonQuery::Email(email) => {
+                    active().find(|u| u.email.eq_ignore_ascii_case(email.trim()))
+                }
+                PersonQuery::Name(name) => {
+                    let lower = name.trim().to_lowercase();
+                    active()
+                        .find(|u| u.full_name.to_lowercase() == lower)
+                        .or_else(|| active().find(|u| u.email.to_lowercase().starts_with(&lower)))
+                }
+            };
+            found.map(|u| (u.full_name.clone(), u.user_id.0))
+        })
+    };
     let outcome = (integration.format)(&Request {
         header: &header,
         payload: &payload,
         param: &param,
+        person: &person,
     });
     let success = || {
         let mut body = json!({"result": "success", "msg": ""});

@@ -15,6 +15,7 @@ pub mod github;
 pub mod gitlab;
 pub mod grafana;
 pub mod heroku;
+pub mod jira;
 pub mod newrelic;
 pub mod papertrail;
 pub mod slack;
@@ -79,6 +80,23 @@ pub struct Request<'a> {
     /// Query/form parameter lookup (e.g. "topic", "branches", "name", "desc",
     /// "use_merge_request_title", "ignore_private_repositories").
     pub param: &'a dyn Fn(&str) -> Option<String>,
+    /// The organization's active people a service names, as `(full name, user id)`: by address,
+    /// or by a name (a full name, or the start of an address), for silent mentions.
+    pub person: &'a dyn Fn(&PersonQuery<'_>) -> Option<(String, u64)>,
+}
+
+/// How a service names a person.
+#[derive(Debug, Clone, Copy)]
+pub enum PersonQuery<'q> {
+    /// Their email address, exactly (case aside).
+    Email(&'q str),
+    /// A full name (case aside), or else the start of an address.
+    Name(&'q str),
+}
+
+/// Zulip's silent mention of a person.
+pub(crate) fn silent_mention((name, id): (String, u64)) -> String {
+    format!("@_**{name}|{id}**")
 }
 
 /// An integration: its URL name, its name in error messages (`GitHub`...), and its formatter.
@@ -194,6 +212,16 @@ pub const INTEGRATIONS: &[Integration] = &[
         url_options: &[],
         body: Body::Json,
         format: circleci::format,
+    },
+    Integration {
+        url_name: "jira",
+        webhook_name: "Jira",
+        client_name: "ZulipJiraWebhook",
+        display_name: "Jira",
+        event_types: Some(jira::EVENT_TYPES),
+        url_options: &[],
+        body: Body::Json,
+        format: jira::format,
     },
     Integration {
         url_name: "newrelic",
@@ -455,6 +483,7 @@ pub(crate) fn run_value(
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| (*v).to_string())
     };
+    let person = |_: &PersonQuery<'_>| None;
     let param = |name: &str| {
         params
             .iter()
@@ -465,6 +494,7 @@ pub(crate) fn run_value(
         header: &header,
         payload,
         param: &param,
+        person: &person,
     })
 }
 

@@ -447,16 +447,59 @@ async fn zulips_fixtures_give_the_messages_zulips_tests_expect() {
     integrations.sort();
     let mut checked = 0;
     for integration in &integrations {
-        let cases: Vec<Value> = serde_json::from_str(
+        let expected: Value = serde_json::from_str(
             &std::fs::read_to_string(format!("{root}/{integration}/expected.json")).unwrap(),
         )
         .unwrap();
-        for case in cases {
+        // The people an integration's messages mention (`{key}` in them becomes the id).
+        let mut ids: Vec<(String, u64)> = Vec::new();
+        for person in expected["people"].as_array().cloned().unwrap_or_default() {
+            let email = person["email"].as_str().unwrap();
+            let id = match ids.iter().find(|_| false) {
+                Some(_) => unreachable!(),
+                None => {
+                    let (_, users) = alice.get("/users", &[]).await;
+                    let known = users["members"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .find(|u| u["email"] == email)
+                        .and_then(|u| u["user_id"].as_u64());
+                    match known {
+                        Some(id) => id,
+                        None => {
+                            c.server
+                                .create_member(email, person["full_name"].as_str().unwrap())
+                                .await
+                                .0
+                        }
+                    }
+                }
+            };
+            ids.push((person["key"].as_str().unwrap().to_owned(), id));
+        }
+        let cases = expected
+            .get("cases")
+            .unwrap_or(&expected)
+            .as_array()
+            .unwrap()
+            .clone();
+        for mut case in cases {
             let what = format!("{integration} {}", case["test"]);
-            let text = case["fixture"]
-                .as_str()
-                .map(|f| std::fs::read_to_string(format!("{root}/{integration}/{f}")).unwrap())
-                .unwrap_or_default();
+            if let Some(message) = case["message"].as_str() {
+                let mut message = message.to_owned();
+                for (key, id) in &ids {
+                    message = message.replace(&format!("{{{key}}}"), &id.to_string());
+                }
+                case["message"] = json!(message);
+            }
+            let text = match (case["fixture"].as_str(), case.get("payload")) {
+                (Some(f), _) => {
+                    std::fs::read_to_string(format!("{root}/{integration}/{f}")).unwrap()
+                }
+                (None, Some(payload)) => payload.to_string(),
+                (None, None) => String::new(),
+            };
             let form = "application/x-www-form-urlencoded";
             let (content_type, body) = match case["body"].as_str().unwrap() {
                 "json" => ("application/json", text),
