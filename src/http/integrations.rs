@@ -197,6 +197,24 @@ async fn handle(
             .into());
         }
         Outcome::Refused(reason) => return Err(ApiError::bad_request(reason).into()),
+        Outcome::MissingData => {
+            let integration_name = integration.webhook_name;
+            notify_owner(state, bot, |_| {
+                let bot_name = state
+                    .engine
+                    .read(|s| s.users.get(bot).map(|u| u.full_name.clone()))
+                    .unwrap_or_default();
+                format!(
+                    "Hi there! Your bot {bot_name} just received a {integration_name} payload that is missing\n\
+                     some data that Zulip requires. This usually indicates a configuration issue\n\
+                     in your {integration_name} webhook settings. Please make sure that you set the required parameters\n\
+                     when configuring the {integration_name} webhook. Contact your organization's administrators if you\n\
+                     need further help!"
+                )
+            })
+            .await;
+            return Err(ApiError::bad_request("Invalid payload").into());
+        }
         Outcome::Malformed(reason) => {
             tracing::info!(integration = integration.url_name, %reason, "webhook payload refused");
             return Err(ApiError::new(

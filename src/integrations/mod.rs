@@ -17,9 +17,11 @@ pub mod grafana;
 pub mod heroku;
 pub mod jira;
 pub mod newrelic;
+pub mod opsgenie;
 pub mod papertrail;
 pub mod slack;
 pub mod travis;
+pub mod uptimerobot;
 pub mod zendesk;
 
 use serde_json::Value;
@@ -56,6 +58,9 @@ pub enum Outcome {
     Malformed(String),
     /// A refusal the integration words itself, as Zulip's does (400 `BAD_REQUEST`).
     Refused(String),
+    /// The payload lacks data the user's configuration of the service should have put in:
+    /// Zulip's "Invalid payload", and the bot's owner is told how to fix it.
+    MissingData,
 }
 
 /// How an integration's service sends its data.
@@ -266,6 +271,30 @@ pub const INTEGRATIONS: &[Integration] = &[
         )],
         body: Body::FormPayload,
         format: travis::format,
+    },
+    Integration {
+        url_name: "opsgenie",
+        webhook_name: "Opsgenie",
+        client_name: "ZulipOpsgenieWebhook",
+        display_name: "Opsgenie",
+        event_types: Some(opsgenie::EVENT_TYPES),
+        url_options: &[(
+            "eu_region",
+            "Use Opsgenie's European service region",
+            "check_bool",
+        )],
+        body: Body::Json,
+        format: opsgenie::format,
+    },
+    Integration {
+        url_name: "uptimerobot",
+        webhook_name: "UptimeRobot",
+        client_name: "ZulipUptimeRobotWebhook",
+        display_name: "UptimeRobot",
+        event_types: Some(uptimerobot::EVENT_TYPES),
+        url_options: &[],
+        body: Body::Json,
+        format: uptimerobot::format,
     },
     Integration {
         url_name: "zendesk",

@@ -503,6 +503,8 @@ async fn zulips_fixtures_give_the_messages_zulips_tests_expect() {
             let form = "application/x-www-form-urlencoded";
             let (content_type, body) = match case["body"].as_str().unwrap() {
                 "json" => ("application/json", text),
+                // Some services label their JSON as a form (Opsgenie, in Zulip's tests).
+                "json-as-form" => (form, text),
                 "form-file" => (form, text),
                 "form-payload" => (
                     form,
@@ -567,6 +569,11 @@ async fn zulips_fixtures_give_the_messages_zulips_tests_expect() {
                     "{what}"
                 );
                 assert_eq!(raw_newest().await["id"], before, "{what}");
+                if let Some(notice) = case["owner_notice"].as_str() {
+                    let told = newest(alice, r#"[{"operator":"is","operand":"dm"}]"#).await;
+                    let text = told["content"].as_str().unwrap_or_default();
+                    assert!(text.contains(notice), "{what}: the owner is told: {told}");
+                }
             } else if case["message"].is_null() {
                 assert_eq!(status, StatusCode::OK, "{what}: {answer}");
                 assert_eq!(
