@@ -97,12 +97,23 @@ async fn handle(
     // which some services send instead (Zendesk).
     let basic =
         params.get("api_key").is_none() && req.headers().contains_key(header::AUTHORIZATION);
-    let bot = if basic {
+    let bot = match if basic {
         crate::http::auth::authenticate(req).map(|auth| auth.user_id)
     } else {
         authenticate(state, &params)
-    }
-    .map_err(Failure::Auth)?;
+    } {
+        Ok(bot) => bot,
+        Err(refused) => {
+            // A wrong key counts against the address, as any unauthenticated request.
+            if let Some(peer) = req.peer_addr() {
+                state
+                    .rate_limiter
+                    .hit(crate::http::rate_limit::Key::Ip(peer.ip()))
+                    .map_err(Failure::Auth)?;
+            }
+            return Err(Failure::Auth(refused));
+        }
+    };
     if let Some(standing) = state
         .rate_limiter
         .hit(crate::http::rate_limit::Key::User(bot.0))

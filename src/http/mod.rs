@@ -687,8 +687,13 @@ pub fn app(
                 || path.starts_with("/accounts/login/subdomain/")
                 || path.starts_with("/accounts/register/social/")
                 || path.starts_with("/complete/");
+            // Incoming webhooks are counted by their handler: against their bot once its key
+            // is known, against the address when it is wrong (as Zulip counts them per bot).
+            let webhook = path.starts_with("/api/v1/external/");
             let counted = match state {
-                Some(state) if !forwarded && (path.starts_with("/api/v1/") || login_form) => {
+                Some(state)
+                    if !forwarded && !webhook && (path.starts_with("/api/v1/") || login_form) =>
+                {
                     let caller = if login_form {
                         None
                     } else {

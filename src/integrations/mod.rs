@@ -19,6 +19,7 @@ pub mod jira;
 pub mod newrelic;
 pub mod opsgenie;
 pub mod papertrail;
+pub mod sentry;
 pub mod slack;
 pub mod travis;
 pub mod uptimerobot;
@@ -257,6 +258,16 @@ pub const INTEGRATIONS: &[Integration] = &[
         url_options: &[],
         body: Body::FormPayload,
         format: papertrail::format,
+    },
+    Integration {
+        url_name: "sentry",
+        webhook_name: "Sentry",
+        client_name: "ZulipSentryWebhook",
+        display_name: "Sentry",
+        event_types: None,
+        url_options: &[],
+        body: Body::Json,
+        format: sentry::format,
     },
     Integration {
         url_name: "travis",
