@@ -18,6 +18,7 @@ pub mod heroku;
 pub mod jira;
 pub mod newrelic;
 pub mod opsgenie;
+pub mod pagerduty;
 pub mod papertrail;
 pub mod sentry;
 pub mod slack;
@@ -248,6 +249,16 @@ pub const INTEGRATIONS: &[Integration] = &[
         url_options: &[],
         body: Body::Form,
         format: heroku::format,
+    },
+    Integration {
+        url_name: "pagerduty",
+        webhook_name: "PagerDuty",
+        client_name: "ZulipPagerDutyWebhook",
+        display_name: "PagerDuty",
+        event_types: Some(pagerduty::EVENT_TYPES),
+        url_options: &[],
+        body: Body::Json,
+        format: pagerduty::format,
     },
     Integration {
         url_name: "papertrail",
