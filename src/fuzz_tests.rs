@@ -114,3 +114,83 @@ proptest! {
         prop_assert_eq!(diff.matches("<span class=\"highlight").count(), diff.matches("</span>").count() - new.matches("</span>").count());
     }
 }
+
+/// Zulip's webhook fixtures (`tests/fixtures/webhooks/zulip`), each integration's, parsed once.
+fn webhook_fixtures() -> &'static Vec<(&'static str, serde_json::Value)> {
+    static FIXTURES: std::sync::OnceLock<Vec<(&'static str, serde_json::Value)>> =
+        std::sync::OnceLock::new();
+    FIXTURES.get_or_init(|| {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/webhooks/zulip");
+        let mut out = Vec::new();
+        for integration in crate::integrations::INTEGRATIONS {
+            let Ok(dir) = std::fs::read_dir(format!("{root}/{}", integration.url_name)) else {
+                continue;
+            };
+            for entry in dir.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name == "expected.json" || !name.ends_with(".json") {
+                    continue;
+                }
+                if let Some(value) = std::fs::read_to_string(entry.path())
+                    .ok()
+                    .and_then(|t| serde_json::from_str(&t).ok())
+                {
+                    out.push((integration.url_name, value));
+                }
+            }
+        }
+        out
+    })
+}
+
+/// `value` with the node at position `at` (in a walk of the tree) replaced by `with`.
+fn mutate(value: &mut serde_json::Value, at: &mut usize, with: &serde_json::Value) -> bool {
+    if *at == 0 {
+        *value = with.clone();
+        return true;
+    }
+    *at -= 1;
+    match value {
+        serde_json::Value::Object(map) => map.values_mut().any(|v| mutate(v, at, with)),
+        serde_json::Value::Array(items) => items.iter_mut().any(|v| mutate(v, at, with)),
+        _ => false,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 600, ..ProptestConfig::default() })]
+
+    /// Real payloads with one part replaced by something of another shape (nothing, a number,
+    /// text, a list, an empty object) go through their integration's formatter, which answers.
+    #[test]
+    fn webhook_formatters_answer_damaged_payloads(
+        pick in any::<usize>(),
+        at in 0usize..400,
+        with in prop_oneof![
+            Just(serde_json::Value::Null),
+            Just(serde_json::json!(-1)),
+            Just(serde_json::json!(1e300)),
+            text().prop_map(serde_json::Value::String),
+            Just(serde_json::json!([])),
+            Just(serde_json::json!({})),
+        ],
+        header in text(),
+    ) {
+        let fixtures = webhook_fixtures();
+        prop_assert!(fixtures.len() > 50, "Zulip's fixtures are read");
+        let (name, payload) = &fixtures[pick % fixtures.len()];
+        let mut payload = payload.clone();
+        let mut at = at;
+        mutate(&mut payload, &mut at, &with);
+        let integration = crate::integrations::find(name).expect("an integration");
+        let header = |_: &str| Some(header.clone());
+        let param = |name: &str| (name == "ignore_pull_requests").then(|| "false".to_owned());
+        let person = |_: &crate::integrations::PersonQuery<'_>| Some(("Ann".to_owned(), 7));
+        let _ = (integration.format)(&crate::integrations::Request {
+            header: &header,
+            payload: &payload,
+            param: &param,
+            person: &person,
+        });
+    }
+}

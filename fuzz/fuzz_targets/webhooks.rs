@@ -40,9 +40,11 @@ fuzz_target!(|data: &[u8]| {
     let header = |_: &str| Some(event.to_owned());
     let with_topic = selector & 0x80 != 0;
     let param = |name: &str| (with_topic && name == "topic").then(|| "fixed".to_owned());
+    let person = |_: &chronicle::integrations::PersonQuery<'_>| Some(("Ann".to_owned(), 7));
     let _ = (integration.format)(&Request {
         header: &header,
         payload: &payload,
         param: &param,
+        person: &person,
     });
 });
