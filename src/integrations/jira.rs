@@ -182,39 +182,69 @@ fn mention(req: &Request<'_>, user: Option<&Value>) -> Res<String> {
     Ok(text(user, &["displayName"]).to_owned())
 }
 
-fn pattern(cell: &'static OnceLock<Regex>, source: &str) -> &'static Regex {
-    cell.get_or_init(|| Regex::new(source).unwrap_or_else(|_| Regex::new("$^").unwrap()))
+/// A regular expression made once (`None` if it did not compile, which leaves text as it is).
+fn pattern(cell: &'static OnceLock<Option<Regex>>, source: &str) -> Option<&'static Regex> {
+    cell.get_or_init(|| Regex::new(source).ok()).as_ref()
+}
+
+/// `text` with every match of the pattern replaced by `with` (`$1` for a group).
+fn replaced(
+    cell: &'static OnceLock<Option<Regex>>,
+    source: &str,
+    text: &str,
+    with: &str,
+) -> String {
+    match pattern(cell, source) {
+        Some(regex) => regex.replace_all(text, with).into_owned(),
+        None => text.to_owned(),
+    }
 }
 
 /// Jira's wiki markup as Markdown: bold, monospace, quotes, code and quote blocks, links,
 /// and `[~name]` mentions of people the organization has.
 fn convert_markup(req: &Request<'_>, source: &str) -> String {
-    static BOLD: OnceLock<Regex> = OnceLock::new();
-    static MONO: OnceLock<Regex> = OnceLock::new();
-    static BQ: OnceLock<Regex> = OnceLock::new();
-    static QUOTE: OnceLock<Regex> = OnceLock::new();
-    static NOFORMAT: OnceLock<Regex> = OnceLock::new();
-    static CODE: OnceLock<Regex> = OnceLock::new();
-    static LINK: OnceLock<Regex> = OnceLock::new();
-    static TITLED: OnceLock<Regex> = OnceLock::new();
-    static MENTION: OnceLock<Regex> = OnceLock::new();
-    let text = source.to_owned();
-    let text = pattern(&BOLD, r"\*([^*\n]+)\*").replace_all(&text, "**$1**");
-    let text = pattern(&MONO, r"\{\{([^}\n]+)\}\}").replace_all(&text, "`$1`");
-    let text = pattern(&BQ, r"(?m)^bq\. ").replace_all(&text, "> ");
-    let text =
-        pattern(&QUOTE, r"(?s)\{quote\}(.*?)\{quote\}").replace_all(&text, "~~~ quote\n$1\n~~~");
-    let text =
-        pattern(&NOFORMAT, r"(?s)\{noformat\}(.*?)\{noformat\}").replace_all(&text, "~~~\n$1\n~~~");
-    let text =
-        pattern(&CODE, r"(?s)\{code(?::[^}]*)?\}(.*?)\{code\}").replace_all(&text, "~~~\n$1\n~~~");
-    let text = pattern(&LINK, r"\[([^\]|~\n]+)\]").replace_all(&text, "[$1]($1)");
-    let text = pattern(&TITLED, r"\[([^\]|\n]+)\|([^\]\n]+)\]").replace_all(&text, "[$1]($2)");
-    let text = pattern(&MENTION, r"\[~([^\]\n]+)\]").replace_all(&text, |c: &Captures<'_>| {
-        match (req.person)(&PersonQuery::Name(&c[1])) {
-            Some(found) => silent_mention(found),
-            None => format!("**{}**", &c[1]),
-        }
-    });
+    static BOLD: OnceLock<Option<Regex>> = OnceLock::new();
+    static MONO: OnceLock<Option<Regex>> = OnceLock::new();
+    static BQ: OnceLock<Option<Regex>> = OnceLock::new();
+    static QUOTE: OnceLock<Option<Regex>> = OnceLock::new();
+    static NOFORMAT: OnceLock<Option<Regex>> = OnceLock::new();
+    static CODE: OnceLock<Option<Regex>> = OnceLock::new();
+    static LINK: OnceLock<Option<Regex>> = OnceLock::new();
+    static TITLED: OnceLock<Option<Regex>> = OnceLock::new();
+    static MENTION: OnceLock<Option<Regex>> = OnceLock::new();
+    let text = replaced(&BOLD, r"\*([^*\n]+)\*", source, "**$1**");
+    let text = replaced(&MONO, r"\{\{([^}\n]+)\}\}", &text, "`$1`");
+    let text = replaced(&BQ, r"(?m)^bq\. ", &text, "> ");
+    let text = replaced(
+        &QUOTE,
+        r"(?s)\{quote\}(.*?)\{quote\}",
+        &text,
+        "~~~ quote\n$1\n~~~",
+    );
+    let text = replaced(
+        &NOFORMAT,
+        r"(?s)\{noformat\}(.*?)\{noformat\}",
+        &text,
+        "~~~\n$1\n~~~",
+    );
+    let text = replaced(
+        &CODE,
+        r"(?s)\{code(?::[^}]*)?\}(.*?)\{code\}",
+        &text,
+        "~~~\n$1\n~~~",
+    );
+    let text = replaced(&LINK, r"\[([^\]|~\n]+)\]", &text, "[$1]($1)");
+    let text = replaced(&TITLED, r"\[([^\]|\n]+)\|([^\]\n]+)\]", &text, "[$1]($2)");
+    let text = match pattern(&MENTION, r"\[~([^\]\n]+)\]") {
+        Some(regex) => regex
+            .replace_all(&text, |c: &Captures<'_>| {
+                match (req.person)(&PersonQuery::Name(&c[1])) {
+                    Some(found) => silent_mention(found),
+                    None => format!("**{}**", &c[1]),
+                }
+            })
+            .into_owned(),
+        None => text,
+    };
     text.replace("\\!", "!")
 }
