@@ -185,11 +185,7 @@ async fn handle(
         Outcome::MissingHeader(name) => {
             let path = req.path().to_owned();
             let integration_name = integration.webhook_name;
-            notify_owner(state, bot, |_| {
-                let bot_name = state
-                    .engine
-                    .read(|s| s.users.get(bot).map(|u| u.full_name.clone()))
-                    .unwrap_or_default();
+            notify_owner(state, bot, |_, bot_name| {
                 format!(
                     "Hi there!  Your bot {bot_name} just sent an HTTP request to {path} that\n\
                      is missing the HTTP {name} header.  Because this header is how\n\
@@ -210,11 +206,7 @@ async fn handle(
         Outcome::Refused(reason) => return Err(ApiError::bad_request(reason).into()),
         Outcome::MissingData => {
             let integration_name = integration.webhook_name;
-            notify_owner(state, bot, |_| {
-                let bot_name = state
-                    .engine
-                    .read(|s| s.users.get(bot).map(|u| u.full_name.clone()))
-                    .unwrap_or_default();
+            notify_owner(state, bot, |_, bot_name| {
                 format!(
                     "Hi there! Your bot {bot_name} just received a {integration_name} payload that is missing\n\
                      some data that Zulip requires. This usually indicates a configuration issue\n\
@@ -432,7 +424,7 @@ async fn send(
         Some(name) => {
             let exists = state.engine.read(|s| s.channels.by_name(name).is_some());
             if !exists {
-                notify_owner(state, bot, |bot_email| {
+                notify_owner(state, bot, |bot_email, _| {
                     format!(
                         "Your bot `{bot_email}` tried to send a message to channel #**{name}**, but that channel does not exist. Click [here](#channels/new) to create it."
                     )
@@ -480,8 +472,12 @@ async fn send(
 static LAST_NOTICE: Mutex<Option<HashMap<UserId, Instant>>> = Mutex::new(None);
 
 /// A direct message from the notification bot to `bot`'s owner, unless one went out in the last
-/// minute (Zulip's rate limit on these).
-async fn notify_owner(state: &web::Data<AppState>, bot: UserId, text: impl FnOnce(&str) -> String) {
+/// minute (Zulip's rate limit on these); `text` gets the bot's address and name.
+async fn notify_owner(
+    state: &web::Data<AppState>,
+    bot: UserId,
+    text: impl FnOnce(&str, &str) -> String,
+) {
     {
         let mut guard = LAST_NOTICE.lock().unwrap_or_else(|p| p.into_inner());
         let last = guard.get_or_insert_with(HashMap::new);
@@ -494,15 +490,15 @@ async fn notify_owner(state: &web::Data<AppState>, bot: UserId, text: impl FnOnc
         last.insert(bot, Instant::now());
     }
     let target = state.engine.read(|s| {
-        s.users
-            .get(bot)
-            .filter(|u| u.is_bot())
-            .and_then(|u| u.bot_owner_id.map(|owner| (owner, u.email.clone())))
+        s.users.get(bot).filter(|u| u.is_bot()).and_then(|u| {
+            u.bot_owner_id
+                .map(|owner| (owner, u.email.clone(), u.full_name.clone()))
+        })
     });
-    let Some((owner, email)) = target else {
+    let Some((owner, email, name)) = target else {
         return;
     };
-    let content = text(&email);
+    let content = text(&email, &name);
     let sent = state
         .engine
         .execute(None, move |s, _| {
