@@ -204,6 +204,19 @@ async fn handle(
             .into());
         }
         Outcome::Refused(reason) => return Err(ApiError::bad_request(reason).into()),
+        Outcome::Introduce => {
+            let (name, email) = state
+                .engine
+                .read(|s| {
+                    s.users
+                        .get(bot)
+                        .map(|u| (u.full_name.clone(), u.email.clone()))
+                })
+                .unwrap_or_default();
+            return Ok(HttpResponse::Ok().json(json!({
+                "result": "success", "msg": "", "full_name": name, "email": email, "id": bot.0,
+            })));
+        }
         Outcome::MissingData => {
             let integration_name = integration.webhook_name;
             notify_owner(state, bot, |_, bot_name| {
@@ -305,6 +318,9 @@ fn payload(
         Body::FormPayload if !json_body => params
             .get("payload")
             .ok_or_else(|| ApiError::bad_request("Missing 'payload' argument"))?,
+        Body::Either => {
+            return Ok(serde_json::from_slice(body).unwrap_or(Value::Null));
+        }
         Body::FormPayload | Body::Json => String::from_utf8(body.to_vec())
             .map_err(|_| ApiError::bad_request("Malformed payload"))?,
     };

@@ -16,14 +16,18 @@ pub mod gitlab;
 pub mod grafana;
 pub mod heroku;
 pub mod jira;
+pub mod librato;
 pub mod newrelic;
 pub mod opsgenie;
 pub mod pagerduty;
 pub mod papertrail;
 pub mod sentry;
 pub mod slack;
+pub mod splunk;
 pub mod travis;
 pub mod uptimerobot;
+pub mod zabbix;
+pub mod zapier;
 pub mod zendesk;
 
 use serde_json::Value;
@@ -63,6 +67,9 @@ pub enum Outcome {
     /// The payload lacks data the user's configuration of the service should have put in:
     /// Zulip's "Invalid payload", and the bot's owner is told how to fix it.
     MissingData,
+    /// The service checking its connection: answered with the bot's name, address and id,
+    /// nothing posted (Zapier's `auth`).
+    Introduce,
 }
 
 /// How an integration's service sends its data.
@@ -76,6 +83,9 @@ pub enum Body {
     /// Form fields (and query parameters), read with [`Request::param`]; the payload is them
     /// as a JSON object of strings.
     Form,
+    /// Form fields, read with [`Request::param`], and the body as JSON when it is JSON
+    /// (null otherwise) as the payload.
+    Either,
 }
 
 /// What a request gives an integration.
@@ -327,6 +337,46 @@ pub const INTEGRATIONS: &[Integration] = &[
         url_options: &[],
         body: Body::Form,
         format: zendesk::format,
+    },
+    Integration {
+        url_name: "zabbix",
+        webhook_name: "Zabbix",
+        client_name: "ZulipZabbixWebhook",
+        display_name: "Zabbix",
+        event_types: None,
+        url_options: &[],
+        body: Body::Json,
+        format: zabbix::format,
+    },
+    Integration {
+        url_name: "splunk",
+        webhook_name: "Splunk",
+        client_name: "ZulipSplunkWebhook",
+        display_name: "Splunk",
+        event_types: None,
+        url_options: &[],
+        body: Body::Json,
+        format: splunk::format,
+    },
+    Integration {
+        url_name: "zapier",
+        webhook_name: "Zapier",
+        client_name: "ZulipZapierWebhook",
+        display_name: "Zapier",
+        event_types: None,
+        url_options: &[],
+        body: Body::Json,
+        format: zapier::format,
+    },
+    Integration {
+        url_name: "librato",
+        webhook_name: "Librato",
+        client_name: "ZulipLibratoWebhook",
+        display_name: "Librato",
+        event_types: None,
+        url_options: &[],
+        body: Body::Either,
+        format: librato::format,
     },
 ];
 

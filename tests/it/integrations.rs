@@ -417,9 +417,6 @@ async fn zulips_fixtures_give_the_messages_zulips_tests_expect() {
     // Some two hundred requests a minute from one person: no rate limit here.
     let c = crate::messages::chat_with(&["--rate-limit-user", "0"]).await;
     let (_, alice) = &c.alice;
-    let (bot_id, key) = webhook_bot(alice).await;
-    let (_, bot) = alice.get(&format!("/users/{bot_id}"), &[]).await;
-    let bot_email = bot["user"]["email"].as_str().unwrap().to_owned();
     let anonymous = c.server.api(None);
     let narrow = format!(r#"[{{"operator":"channel","operand":{}}}]"#, c.channel);
     let raw_newest = || async {
@@ -452,6 +449,12 @@ async fn zulips_fixtures_give_the_messages_zulips_tests_expect() {
             &std::fs::read_to_string(format!("{root}/{integration}/expected.json")).unwrap(),
         )
         .unwrap();
+        // A bot of its own, as an organization sets each integration up (the notices to its
+        // owner are one a minute per bot).
+        let (bot_id, key) =
+            named_webhook_bot(alice, &format!("{integration} hooks"), integration).await;
+        let (_, bot) = alice.get(&format!("/users/{bot_id}"), &[]).await;
+        let bot_email = bot["user"]["email"].as_str().unwrap().to_owned();
         // The people an integration's messages mention (`{key}` in them becomes the id).
         let mut ids: Vec<(String, u64)> = Vec::new();
         for person in expected["people"].as_array().cloned().unwrap_or_default() {
@@ -509,6 +512,11 @@ async fn zulips_fixtures_give_the_messages_zulips_tests_expect() {
                 "form-file" => (form, text),
                 "form-payload" => (
                     form,
+                    serde_urlencoded::to_string([("payload", text.as_str())]).unwrap(),
+                ),
+                // A form labelled as JSON (Librato, in Zulip's tests of a bad request).
+                "form-payload-as-json" => (
+                    "application/json",
                     serde_urlencoded::to_string([("payload", text.as_str())]).unwrap(),
                 ),
                 "form" => (
@@ -577,6 +585,17 @@ async fn zulips_fixtures_give_the_messages_zulips_tests_expect() {
                 }
             } else if case["message"].is_null() {
                 assert_eq!(status, StatusCode::OK, "{what}: {answer}");
+                if case["answers_bot"] == true {
+                    assert_eq!(
+                        (&answer["email"], &answer["id"], &answer["full_name"]),
+                        (
+                            &json!(bot_email),
+                            &json!(bot_id),
+                            &json!(format!("{integration} hooks"))
+                        ),
+                        "{what}"
+                    );
+                }
                 assert_eq!(
                     raw_newest().await["id"],
                     before,
