@@ -46,6 +46,11 @@ pub async fn incoming_webhook(
     let Some(integration) = find(name) else {
         return ApiError::not_found().error_response();
     };
+    if req.method() == actix_web::http::Method::HEAD
+        && crate::integrations::HEAD_CHECKED.contains(&integration.url_name)
+    {
+        return HttpResponse::Ok().finish();
+    }
     let slack = integration.url_name == "slack_incoming";
     match handle(&state, &req, &body, integration).await {
         Ok(response) => response,

@@ -9,8 +9,11 @@
 //! [`Outcome::Malformed`].
 
 pub mod alertmanager;
+pub mod azuredevops;
+pub mod bitbucket2;
 pub mod circleci;
 pub mod git;
+pub mod gitea;
 pub mod github;
 pub mod gitlab;
 pub mod grafana;
@@ -25,6 +28,7 @@ pub mod sentry;
 pub mod slack;
 pub mod splunk;
 pub mod travis;
+pub mod trello;
 pub mod uptimerobot;
 pub mod zabbix;
 pub mod zapier;
@@ -194,6 +198,48 @@ pub const INTEGRATIONS: &[Integration] = &[
         format: gitlab::format,
     },
     Integration {
+        url_name: "bitbucket2",
+        webhook_name: "Bitbucket2",
+        client_name: "ZulipBitbucket2Webhook",
+        display_name: "Bitbucket",
+        event_types: Some(bitbucket2::EVENT_TYPES),
+        url_options: &[(
+            "branches",
+            "Branches (comma-separated) to send push notifications for",
+            "check_string",
+        )],
+        body: Body::Json,
+        format: bitbucket2::format,
+    },
+    Integration {
+        url_name: "gitea",
+        webhook_name: "Gitea",
+        client_name: "ZulipGiteaWebhook",
+        display_name: "Gitea",
+        event_types: Some(gitea::EVENT_TYPES),
+        url_options: &[(
+            "branches",
+            "Branches (comma-separated) to send push notifications for",
+            "check_string",
+        )],
+        body: Body::Json,
+        format: gitea::format,
+    },
+    Integration {
+        url_name: "azuredevops",
+        webhook_name: "AzureDevOps",
+        client_name: "ZulipAzureDevOpsWebhook",
+        display_name: "AzureDevOps",
+        event_types: None,
+        url_options: &[(
+            "branches",
+            "Branches (comma-separated) to send push notifications for",
+            "check_string",
+        )],
+        body: Body::Json,
+        format: azuredevops::format,
+    },
+    Integration {
         url_name: "alertmanager",
         webhook_name: "Alertmanager",
         client_name: "ZulipAlertmanagerWebhook",
@@ -329,6 +375,16 @@ pub const INTEGRATIONS: &[Integration] = &[
         format: uptimerobot::format,
     },
     Integration {
+        url_name: "trello",
+        webhook_name: "Trello",
+        client_name: "ZulipTrelloWebhook",
+        display_name: "Trello",
+        event_types: None,
+        url_options: &[],
+        body: Body::Json,
+        format: trello::format,
+    },
+    Integration {
         url_name: "zendesk",
         webhook_name: "Zendesk",
         client_name: "ZulipZendeskWebhook",
@@ -399,6 +455,10 @@ pub fn webhook_bots_json() -> Value {
             .collect(),
     )
 }
+
+/// Integrations whose service checks the address with a `HEAD` request before using it:
+/// answered with an empty 200, before authentication (Zulip's `return_success_on_head_request`).
+pub const HEAD_CHECKED: &[&str] = &["trello"];
 
 /// The integration served at `/api/v1/external/{url_name}`.
 pub fn find(url_name: &str) -> Option<&'static Integration> {
@@ -625,17 +685,23 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn find_knows_the_five_integrations() {
-        for name in [
-            "slack_incoming",
-            "github",
-            "gitlab",
-            "alertmanager",
-            "grafana",
-        ] {
-            assert_eq!(find(name).map(|i| i.url_name), Some(name));
+    fn find_knows_each_integration_by_its_address_once() {
+        for integration in INTEGRATIONS {
+            assert_eq!(
+                find(integration.url_name).map(|i| i.client_name),
+                Some(integration.client_name)
+            );
+            let same = INTEGRATIONS
+                .iter()
+                .filter(|i| i.url_name == integration.url_name)
+                .count();
+            assert_eq!(same, 1, "{} is listed once", integration.url_name);
         }
-        assert!(find("jira").is_none());
+        assert_eq!(INTEGRATIONS.len(), 24);
+        assert!(
+            find("jenkins").is_none(),
+            "Jenkins posts messages, with no webhook"
+        );
         assert_eq!(
             find("github").map(|i| i.client_name),
             Some("ZulipGitHubWebhook")
