@@ -159,6 +159,8 @@ pub fn erase_deleted(data_dir: &Path) -> Result<EraseReport, StoreError> {
     let mut deleted = BTreeSet::new();
     let mut uploads = std::collections::BTreeMap::new();
     let mut avatars = std::collections::BTreeMap::new();
+    // The organization's icon and logos, by which picture.
+    let mut pictures = std::collections::BTreeMap::new();
     let mut gone = Gone::default();
     // Scheduled messages by the message they became, until the deletions are known.
     let mut scheduled_messages: Vec<(ScheduledMessageId, MessageId)> = Vec::new();
@@ -203,6 +205,14 @@ pub fn erase_deleted(data_dir: &Path) -> Result<EraseReport, StoreError> {
                     avatars.remove(&user_id);
                 }
             },
+            Event::RealmImageSet { image, sha256 } => match sha256 {
+                Some(sha256) => {
+                    pictures.insert(format!("{image:?}"), sha256);
+                }
+                None => {
+                    pictures.remove(&format!("{image:?}"));
+                }
+            },
             _ => {}
         }
     }
@@ -212,8 +222,13 @@ pub fn erase_deleted(data_dir: &Path) -> Result<EraseReport, StoreError> {
             .filter(|(_, message)| deleted.contains(message))
             .map(|(scheduled, _)| scheduled),
     );
-    let files_removed =
-        remove_unnamed_uploads(data_dir, uploads.values().chain(avatars.values().flatten()))?;
+    let files_removed = remove_unnamed_uploads(
+        data_dir,
+        uploads
+            .values()
+            .chain(avatars.values().flatten())
+            .chain(pictures.values()),
+    )?;
     let fresh = SledLog::open(&fresh_dir)?;
     let mut chain = Chain::after(crate::events::GENESIS);
     let mut previous_head = [0u8; 32];

@@ -13,6 +13,7 @@ use crate::events::{
 };
 use crate::ids::{ChannelId, FolderId, UserId};
 use crate::projections::access;
+use crate::projections::channels::channel_key;
 use crate::projections::Access;
 use crate::projections::{Channel, Projections, User};
 
@@ -723,6 +724,7 @@ pub fn unsubscribe(
 /// `PATCH /users/me/subscriptions`: `POST` for `add`, then `DELETE` for `delete`, for the caller,
 /// in one decision (Zulip runs both views in one transaction). A channel named in both is
 /// refused: the second half would have to see the first half's result, and no client sends it.
+/// Names are compared as channel names are (case aside, in any script).
 pub fn update_subscriptions(
     state: &Projections,
     ctx: &Ctx,
@@ -738,7 +740,7 @@ pub fn update_subscriptions(
     if let Some(both) = add.iter().find(|a| {
         delete
             .iter()
-            .any(|d| d.trim().eq_ignore_ascii_case(a.name.trim()))
+            .any(|d| channel_key(d) == channel_key(&a.name))
     }) {
         return Err(ApiError::bad_request(format!(
             "Channel '{}' cannot be both added and removed in one request.",
@@ -1074,6 +1076,10 @@ pub fn change_channel(
                 };
                 if invite_only != channel.invite_only && !state.realm_allows(me.user_id, creation) {
                     return Err(ApiError::bad_request("Insufficient permission"));
+                }
+                if invite_only && !channel.invite_only {
+                    // Default channel groups hold public channels only.
+                    events.extend(super::default_groups::without_channel(state, channel_id));
                 }
                 ChannelChange::Privacy {
                     invite_only,

@@ -70,16 +70,19 @@ pub fn check_may_post(
     Ok(())
 }
 
-/// `POST /messages`.
 /// The organization's direct-message permissions (Zulip's `direct_message_permission_group` and
-/// `direct_message_initiator_group`). Writing to oneself or to bots is always allowed; otherwise
-/// someone in the conversation must be in the permission group, and a sender outside the
-/// initiator group may only write where the conversation already has messages.
+/// `direct_message_initiator_group`). Bots may always write (their owners are answerable for
+/// them, as in Zulip), and anyone may write to oneself or to bots; otherwise someone in the
+/// conversation must be in the permission group, and a sender outside the initiator group may
+/// only write where the conversation already has messages.
 fn check_direct_permissions(
     state: &Projections,
     me: &User,
     participants: &[UserId],
 ) -> ApiResult<()> {
+    if me.is_bot() {
+        return Ok(());
+    }
     let bots_only = participants
         .iter()
         .filter(|id| **id != me.user_id)
@@ -113,6 +116,7 @@ fn check_direct_permissions(
     Ok(())
 }
 
+/// `POST /messages`.
 pub fn send_message(
     state: &Projections,
     ctx: &Ctx,

@@ -29,8 +29,8 @@ pub struct Notices<'a> {
     creation: Option<Event>,
     /// Accounts the command creates itself (their ids come before the bots').
     reserved: u64,
-    /// Bots created by these notices so far.
-    created: u64,
+    /// Bots created by these notices so far, by address.
+    made: Vec<(String, UserId)>,
     events: Vec<Event>,
     next_id: u64,
     /// Accounts the same command creates, which mentions may name: `(id, full name)`.
@@ -65,7 +65,7 @@ impl<'a> Notices<'a> {
             bot: UserId(0),
             creation: None,
             reserved: new_users,
-            created: 0,
+            made: Vec::new(),
             events: Vec::new(),
             next_id: state.messages.next_id().0,
             new_users: Vec::new(),
@@ -78,13 +78,26 @@ impl<'a> Notices<'a> {
     /// The next messages come from another system bot (made with its first message; a bot
     /// that then sent nothing is not made).
     pub fn sending_as(&mut self, email: &str, name: &str) {
-        match self.state.users.system_bot(email) {
+        let known = self
+            .state
+            .users
+            .system_bot(email)
+            .map(|bot| bot.user_id)
+            .or_else(|| {
+                self.made
+                    .iter()
+                    .find(|(e, _)| e == email)
+                    .map(|(_, id)| *id)
+            });
+        match known {
             Some(bot) => {
-                self.bot = bot.user_id;
+                self.bot = bot;
                 self.creation = None;
             }
             None => {
-                self.bot = UserId(self.state.users.max_id().0 + 1 + self.reserved + self.created);
+                self.bot = UserId(
+                    self.state.users.max_id().0 + 1 + self.reserved + self.made.len() as u64,
+                );
                 self.creation = Some(Event::UserCreated {
                     user_id: self.bot,
                     email: email.into(),
@@ -122,8 +135,10 @@ impl<'a> Notices<'a> {
 
     fn send(&mut self, recipient: Recipient, content: String) -> MessageId {
         if let Some(creation) = self.creation.take() {
+            if let Event::UserCreated { user_id, email, .. } = &creation {
+                self.made.push((email.clone(), *user_id));
+            }
             self.events.push(creation);
-            self.created += 1;
         }
         // Like every message body, stored without trailing white space.
         let content = content.trim_end().to_owned();

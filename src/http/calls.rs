@@ -2,12 +2,14 @@
 //! `GET /calls/bigbluebutton/join`), as Zulip makes them. Jitsi Meet calls need nothing from
 //! the server but its settings: clients make the room's URL themselves.
 //!
-//! Creating a call hands the client a join link that carries the meeting's id, name and
-//! moderator password, sealed under the server's secret so nobody can point it at another
-//! meeting. Following the link (signed in) asks the BigBlueButton server to create the meeting,
-//! through the outgoing-request guard, and sends the browser to the meeting with the person's
-//! name, both requests signed with BigBlueButton's checksum (SHA-256 of the call's name, its
-//! query and the shared secret).
+//! Creating a call hands the client a join link that carries the meeting's id and name and who
+//! made it, sealed under the server's secret so nobody can point it at another meeting.
+//! Following the link (signed in) asks the BigBlueButton server to create the meeting, through
+//! the outgoing-request guard, and sends the browser to the meeting with the person's name: the
+//! one who made the call as its moderator, everyone else as a viewer (Zulip 10, feature level
+//! 337, for BigBlueButton 2.4 and later, which takes a role instead of passwords). Both requests
+//! are signed with BigBlueButton's checksum (SHA-256 of the call's name, its query and the
+//! shared secret).
 
 use super::sealed::{sealed, unsealed};
 use super::{AppState, Auth, Params};
@@ -26,7 +28,9 @@ struct Meeting {
     name: String,
     /// Cameras off (`voice_only`).
     voice_only: bool,
-    moderator: String,
+    /// Who made the call: its moderator (none for links made before roles: all are viewers).
+    #[serde(default)]
+    creator: u64,
 }
 
 /// The purpose join links are sealed for.
@@ -49,7 +53,7 @@ fn configured(state: &AppState) -> ApiResult<&BigBlueButton> {
 /// `GET /calls/bigbluebutton/create`: a join link for a new meeting named `meeting_name`.
 pub async fn create_bigbluebutton(
     state: web::Data<AppState>,
-    _auth: Auth,
+    auth: Auth,
     mut params: Params,
 ) -> ApiResult<HttpResponse> {
     let name = params
@@ -62,8 +66,7 @@ pub async fn create_bigbluebutton(
         meeting_id: format!("zulip-{}", random_digits(12)),
         name,
         voice_only,
-        // Twenty random bytes in base32: 32 characters, as Zulip's.
-        moderator: crate::auth::base32(&random_bytes::<20>()),
+        creator: auth.user_id.0,
     };
     let link = sealed(&state, PURPOSE, &meeting);
     Ok(params.success(json!({
@@ -101,8 +104,6 @@ async fn join(req: &HttpRequest, state: &AppState) -> ApiResult<HttpResponse> {
     let create = query(&[
         ("meetingID", &meeting.meeting_id),
         ("name", &meeting.name),
-        ("moderatorPW", &meeting.moderator),
-        ("attendeePW", &format!("{}a", meeting.moderator)),
         (
             "lockSettingsDisableCam",
             if meeting.voice_only { "true" } else { "false" },
@@ -110,10 +111,15 @@ async fn join(req: &HttpRequest, state: &AppState) -> ApiResult<HttpResponse> {
     ]);
     let create_url = signed_url(&server, "create", &create);
     let created = ask(state, &create_url).await?;
+    let role = if session.user_id.0 == meeting.creator {
+        "MODERATOR"
+    } else {
+        "VIEWER"
+    };
     let join = query(&[
         ("meetingID", &meeting.meeting_id),
-        ("password", &meeting.moderator),
         ("fullName", &full_name),
+        ("role", role),
         ("createTime", &created),
     ]);
     Ok(HttpResponse::Found()
@@ -127,7 +133,8 @@ async fn ask(state: &AppState, url: &str) -> ApiResult<String> {
     let unreachable = || ApiError::bad_request("Error connecting to the BigBlueButton server.");
     let client = state.outgoing.client(TIMEOUT).map_err(|_| unreachable())?;
     let response = client.get(url).send().await.map_err(|e| {
-        tracing::warn!(error = %e, "BigBlueButton server not reached");
+        // Without the address: it carries the meeting and its checksum.
+        tracing::warn!(error = %e.without_url(), "BigBlueButton server not reached");
         unreachable()
     })?;
     if !response.status().is_success() {

@@ -21,6 +21,12 @@ use std::time::{Duration, Instant};
 /// Most bytes of a webhook payload (GitHub allows 25 MB; big pushes are well under this).
 pub const MAX_PAYLOAD_BYTES: usize = 10 * 1024 * 1024;
 
+/// People one request may name for mentions (the rest are shown by name).
+const MAX_PERSON_LOOKUPS: usize = 100;
+
+/// Messages one request may post (a Bitbucket push of many branches, PagerDuty's batches).
+const MAX_POSTS: usize = 100;
+
 /// Zulip's `BOT_OWNER_STREAM_ALERT_WAITPERIOD`: at most one notice to a bot's owner a minute.
 const OWNER_NOTICE_INTERVAL: Duration = Duration::from_secs(60);
 
@@ -134,18 +140,40 @@ async fn handle(
             .map(str::to_owned)
     };
     let param = |name: &str| params.get(name);
+    // People the service names: by their whole address (as Zulip's Jira integration finds
+    // them), by full name, or by the start of an address the bot's owner may see (so that a
+    // payload cannot spell out hidden addresses letter by letter); a bounded number a request.
+    let lookups = std::cell::Cell::new(0usize);
     let person = |query: &PersonQuery<'_>| {
+        lookups.set(lookups.get() + 1);
+        if lookups.get() > MAX_PERSON_LOOKUPS {
+            return None;
+        }
         state.engine.read(|s| {
+            let owner = s
+                .users
+                .get(bot)
+                .and_then(|b| b.bot_owner_id)
+                .and_then(|o| s.users.get(o))?;
             let active = || s.users.members().filter(|u| u.is_active && !u.is_bot());
+            let visible =
+                |u: &&crate::projections::User| crate::render::users::email_visible(s, owner, u);
             let found = match *query {
                 PersonQuery::Email(email) => {
                     active().find(|u| u.email.eq_ignore_ascii_case(email.trim()))
                 }
                 PersonQuery::Name(name) => {
                     let lower = name.trim().to_lowercase();
+                    if lower.chars().count() < 2 {
+                        return None;
+                    }
                     active()
                         .find(|u| u.full_name.to_lowercase() == lower)
-                        .or_else(|| active().find(|u| u.email.to_lowercase().starts_with(&lower)))
+                        .or_else(|| {
+                            active()
+                                .filter(visible)
+                                .find(|u| u.email.to_lowercase().starts_with(&lower))
+                        })
                 }
             };
             found.map(|u| (u.full_name.clone(), u.user_id.0))
@@ -249,6 +277,12 @@ async fn handle(
             .into());
         }
     };
+    if posts.len() > MAX_POSTS {
+        return Err(ApiError::bad_request(format!(
+            "Too many messages in one request (at most {MAX_POSTS})"
+        ))
+        .into());
+    }
     let topic_override = params.get("topic");
     let stream = params.get("stream");
     for (event_type, post) in posts {

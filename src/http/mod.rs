@@ -709,6 +709,15 @@ pub fn app(
                     }
                     hit.map(Option::flatten)
                 }
+                // An address already over its limit (by wrong keys) is refused before its
+                // webhook body is read; its good requests count against their bot.
+                Some(state) if !forwarded && webhook => match req.peer_addr() {
+                    Some(peer) => state
+                        .rate_limiter
+                        .peek(rate_limit::Key::Ip(peer.ip()))
+                        .map(|_| None),
+                    None => Ok(None),
+                },
                 _ => Ok(None),
             };
             match counted {

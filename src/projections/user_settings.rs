@@ -290,7 +290,7 @@ pub fn value_json(value: &RealmValue) -> Value {
 #[derive(Debug, Clone, std::default::Default, serde::Serialize, serde::Deserialize)]
 pub struct UserSettings {
     changed: HashMap<UserId, BTreeMap<String, RealmValue>>,
-    /// The organization's defaults that differ from the table's; a new account starts with them.
+    /// The defaults the organization chose; a new account starts with them.
     /// Absent from snapshots written before they existed.
     #[serde(default)]
     realm_defaults: BTreeMap<String, RealmValue>,
@@ -356,13 +356,10 @@ impl UserSettings {
 
     pub fn apply(&mut self, env: &Envelope) {
         match &env.event {
+            // Kept as the administrators chose it, even when it equals today's table default:
+            // a later version's table must not change what a replay gives.
             Event::RealmUserDefaultChanged { name, value } => {
-                let table = setting(name).map(|s| s.default.value());
-                if table.as_ref() == Some(value) {
-                    self.realm_defaults.remove(name);
-                } else {
-                    self.realm_defaults.insert(name.clone(), value.clone());
-                }
+                self.realm_defaults.insert(name.clone(), value.clone());
             }
             // A new account starts from the organization's defaults (Zulip copies its
             // `RealmUserDefault` row into the new user's).

@@ -324,10 +324,13 @@ fn write_state(answer: &mut Obj<'_>, cx: &Cx<'_>) {
         );
     }
     if cx.wants("default_stream_groups") {
-        out.put(
-            "realm_default_stream_groups",
-            &crate::render::channels::default_groups_json(state),
-        );
+        // Guests are not offered them, as in Zulip.
+        let groups = if me.role == crate::events::Role::Guest {
+            json!([])
+        } else {
+            crate::render::channels::default_groups_json(state)
+        };
+        out.put("realm_default_stream_groups", &groups);
     }
     if cx.wants("realm_playgrounds") {
         out.put(

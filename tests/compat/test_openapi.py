@@ -43,7 +43,7 @@ CHECKS = [
 # Bounds: under two minutes on two cores for some 300 operations. Positive and negative data
 # (`--mode all`), a fixed seed so that a failure can be replayed, one worker (the server has two
 # cores of its own to use).
-MAX_EXAMPLES = 12
+MAX_EXAMPLES = 10
 REQUEST_TIMEOUT_SECS = 10
 SEED = 20251124
 

@@ -716,6 +716,21 @@ async fn erased_content_cannot_be_read_back_from_the_data_directory() {
         .await;
     assert_eq!(status, StatusCode::OK);
     let owner = server.api(Some(&server.owner()));
+    // The organization's icon is an upload erasure must keep.
+    let picture = chronicle::avatars::generated("our icon", 300);
+    let (status, body) = crate::uploads::post_files(
+        &owner,
+        "/realm/icon",
+        &[("file", "icon.png", "image/png", &picture)],
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let icon = owner
+        .fetch(body["icon_url"].as_str().unwrap())
+        .await
+        .bytes()
+        .await
+        .unwrap();
     let (_, before) = owner.get("/admin/projections", &[]).await;
     assert!(
         !before.to_string().contains("supersecret"),
@@ -757,6 +772,13 @@ async fn erased_content_cannot_be_read_back_from_the_data_directory() {
 
     let server = stopped.restart();
     let owner = server.api(Some(&server.owner()));
+    let kept = owner
+        .fetch(&format!("{}/avatar/realm", server.url))
+        .await
+        .bytes()
+        .await
+        .unwrap();
+    assert!(kept == icon, "the uploaded icon survives erasure");
     let (_, after) = owner.get("/admin/projections", &[]).await;
     let without_seq = |v: &serde_json::Value| {
         let mut v = v["projections"].clone();

@@ -2204,6 +2204,14 @@ async fn default_channel_groups_are_kept_and_announced() {
         )
         .await;
     assert_eq!(status, StatusCode::OK);
+    // Guests are not offered default channel groups.
+    let guest = o.server.api(Some(&o.guest.1));
+    let (_, state) = crate::realtime::register(
+        &guest,
+        &[("fetch_event_types", r#"["default_stream_groups"]"#)],
+    )
+    .await;
+    assert_eq!(state["realm_default_stream_groups"], json!([]));
     // Archiving a channel takes it out of the groups.
     let (status, _) = owner
         .call(Method::DELETE, &format!("/streams/{backend}"), &[])

@@ -1343,4 +1343,23 @@ async fn direct_message_permission_groups_are_enforced() {
         )
     );
     assert_eq!(dm(alice, &[*alice_id]).await.0, StatusCode::OK);
+    // Bots may always write (an incoming webhook without a channel writes to its owner).
+    let (_, bot) = alice
+        .post(
+            "/bots",
+            &[
+                ("full_name", "Helper"),
+                ("short_name", "helper"),
+                ("bot_type", "1"),
+            ],
+        )
+        .await;
+    let (_, found) = alice
+        .get(&format!("/users/{}", bot["user_id"].as_u64().unwrap()), &[])
+        .await;
+    let bot = c.server.api(Some(&crate::support::Creds {
+        email: found["user"]["email"].as_str().unwrap().to_owned(),
+        key: bot["api_key"].as_str().unwrap().to_owned(),
+    }));
+    assert_eq!(dm(&bot, &[*alice_id]).await.0, StatusCode::OK);
 }

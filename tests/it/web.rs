@@ -1352,8 +1352,7 @@ async fn video_calls_on_jitsi_and_big_blue_button() {
     let create = &asked[0];
     assert!(
         create.starts_with("/bigbluebutton/api/create?meetingID=zulip-")
-            && create.contains("&name=Design%20review&moderatorPW=")
-            && create.contains("&lockSettingsDisableCam=false&checksum="),
+            && create.contains("&name=Design%20review&lockSettingsDisableCam=false&checksum="),
         "{create}"
     );
     // The join address is signed with the same secret and names Alice.
@@ -1361,8 +1360,9 @@ async fn video_calls_on_jitsi_and_big_blue_button() {
     let (call, query) = join.trim_start_matches("api/").split_once('?').unwrap();
     let (query, checksum) = query.rsplit_once("&checksum=").unwrap();
     assert_eq!(call, "join");
+    // Alice made the call: she moderates it.
     assert!(
-        query.contains("&fullName=Alice%20Adams&createTime=1531155809613"),
+        query.contains("&fullName=Alice%20Adams&role=MODERATOR&createTime=1531155809613"),
         "{query}"
     );
     let expected: String = {
@@ -1373,5 +1373,14 @@ async fn video_calls_on_jitsi_and_big_blue_button() {
             .collect()
     };
     assert_eq!(checksum, expected);
+    // Anyone else who follows the link joins as a viewer.
+    server.create_member("bob@example.com", "Bob Brown").await;
+    let mut bob = Browser::new(&server, "TestBrowser/1.0");
+    bob.login("bob@example.com", "password123", &server.url)
+        .await;
+    let (status, headers, _) = bob.call(Method::GET, &link, &[], None).await;
+    assert_eq!(status, StatusCode::FOUND);
+    let to = headers["location"].to_str().unwrap();
+    assert!(to.contains("&fullName=Bob%20Brown&role=VIEWER&"), "{to}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -86,13 +86,15 @@ pub fn image_changed(
     )
 }
 
-/// `default_stream_groups`: every default channel group, to everyone.
+/// `default_stream_groups`: every default channel group, to everyone but guests (as Zulip,
+/// which offers them to people joining, not to guests).
 pub fn default_channel_groups_changed(state: &Projections) -> Deliveries {
-    to_all(
-        state,
-        json!({"type": "default_stream_groups",
-               "default_stream_groups": crate::render::channels::default_groups_json(state)}),
-    )
+    let event = json!({"type": "default_stream_groups",
+                       "default_stream_groups": crate::render::channels::default_groups_json(state)});
+    active(state)
+        .filter(|u| u.role != crate::events::Role::Guest)
+        .map(|u| (u.user_id, event.clone()))
+        .collect()
 }
 
 /// `custom_profile_fields`: every definition.
