@@ -653,7 +653,7 @@ async fn erased_content_cannot_be_read_back_from_the_data_directory() {
         }
     };
     let secret = send("supersecret-4711 the launch code").await;
-    send("keepme-123 lunch at noon").await;
+    let kept_message = send("keepme-123 lunch at noon").await;
     let (status, _) = alice
         .call(
             reqwest::Method::PATCH,
@@ -731,7 +731,22 @@ async fn erased_content_cannot_be_read_back_from_the_data_directory() {
         .bytes()
         .await
         .unwrap();
-    let (_, before) = owner.get("/admin/projections", &[]).await;
+    // The notifier considers each message after it is sent: the state to compare is the one
+    // it has settled to (it has weighed the last message kept).
+    let started = std::time::Instant::now();
+    let before = loop {
+        let (_, state) = owner.get("/admin/projections", &[]).await;
+        let notices = &state["projections"]["notifications"];
+        if notices["considered_through_message_id"].as_u64() >= Some(kept_message) {
+            break state;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the notifier did not catch up: {}",
+            state["projections"]["notifications"]
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
     assert!(
         !before.to_string().contains("supersecret"),
         "never served once deleted"
