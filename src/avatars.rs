@@ -296,7 +296,7 @@ pub fn still_frame(bytes: &[u8]) -> Result<Vec<u8>, AvatarError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn dimensions(png_bytes: &[u8]) -> (u32, u32) {

@@ -144,6 +144,12 @@ fn remove_unnamed_uploads<'a>(
             removed += 1;
         }
     }
+    // Thumbnails left of bytes already gone (they are derived, so not counted).
+    for hash in store.thumbnail_hashes().map_err(io)? {
+        if !live.contains(&hash) {
+            store.remove(&hash).map_err(io)?;
+        }
+    }
     Ok(removed)
 }
 

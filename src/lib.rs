@@ -87,6 +87,7 @@ pub mod replay;
 pub mod server;
 pub mod snapshot;
 pub mod store;
+pub mod thumbnails;
 pub mod time;
 pub mod uploads;
 pub mod webhooks;

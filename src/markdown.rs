@@ -69,6 +69,119 @@ pub trait Resolver {
     fn custom_emoji(&self, _name: &str) -> Option<String> {
         None
     }
+    /// The preview of the uploaded image at `/user_uploads/{path}`, if it is one.
+    fn upload_image(&self, _path: &str) -> Option<UploadPreview> {
+        None
+    }
+}
+
+/// What a message shows of an uploaded image it links (Zulip's `div.message_inline_image`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadPreview {
+    /// Its size as shown.
+    pub width: u32,
+    pub height: u32,
+    pub content_type: String,
+    pub animated: bool,
+    /// The name of its default thumbnail format (`840x560.webp`).
+    pub thumbnail: String,
+}
+
+/// At most this many uploaded images are previewed in a message (Zulip's
+/// `INLINE_PREVIEW_LIMIT_PER_MESSAGE`).
+const MAX_PREVIEWS: usize = 24;
+
+/// Zulip's preview of an uploaded image a link names: the image's thumbnail inside a link to
+/// the image, titled with the link's text.
+fn preview_html(path: &str, title: &str, preview: &UploadPreview) -> String {
+    let path = escape_html(path);
+    format!(
+        "<div class=\"message_inline_image\"><a href=\"/user_uploads/{path}\" title=\"{}\">\
+         <img {}data-original-content-type=\"{}\" data-original-dimensions=\"{}x{}\" \
+         src=\"/user_uploads/thumbnail/{path}/{}\"></a></div>",
+        escape_html(title),
+        if preview.animated {
+            "data-animated=\"true\" "
+        } else {
+            ""
+        },
+        escape_html(&preview.content_type),
+        preview.width,
+        preview.height,
+        escape_html(&preview.thumbnail),
+    )
+}
+
+/// The text of a node (a link's label), tokens and markup left out.
+fn plain_text<'a>(node: &'a AstNode<'a>) -> String {
+    let mut out = String::new();
+    for d in node.descendants() {
+        match &d.data.borrow().value {
+            NodeValue::Text(t) => out.push_str(t),
+            NodeValue::Code(c) => out.push_str(&c.literal),
+            _ => {}
+        }
+    }
+    out.chars()
+        .filter(|c| !matches!(*c, OPEN | CLOSE | BLOCK))
+        .collect()
+}
+
+/// After each top-level block that links uploaded images, a block token for their previews (in
+/// link order), as Zulip places them; none for links in quotes or code. Answers the tokens'
+/// indices in `replacements`.
+fn preview_uploads<'a>(
+    arena: &'a Arena<AstNode<'a>>,
+    root: &'a AstNode<'a>,
+    resolver: &dyn Resolver,
+    replacements: &mut Vec<String>,
+) -> Vec<usize> {
+    let mut tokens = Vec::new();
+    let mut previewed = 0;
+    let blocks: Vec<_> = root.children().collect();
+    for block in blocks {
+        if matches!(
+            block.data.borrow().value,
+            NodeValue::BlockQuote | NodeValue::CodeBlock(_) | NodeValue::HtmlBlock(_)
+        ) {
+            continue;
+        }
+        let mut html = String::new();
+        for node in block.descendants() {
+            let url = match &node.data.borrow().value {
+                NodeValue::Link(link) => link.url.clone(),
+                _ => continue,
+            };
+            let Some(path) = url.strip_prefix("/user_uploads/") else {
+                continue;
+            };
+            if previewed == MAX_PREVIEWS {
+                break;
+            }
+            if let Some(preview) = resolver.upload_image(path) {
+                html.push_str(&preview_html(path, &plain_text(node), &preview));
+                previewed += 1;
+            }
+        }
+        if html.is_empty() {
+            continue;
+        }
+        replacements.push(html);
+        tokens.push(replacements.len() - 1);
+        let at = comrak::nodes::LineColumn { line: 0, column: 0 };
+        let new = |value| {
+            arena.alloc(AstNode::new(std::cell::RefCell::new(
+                comrak::nodes::Ast::new(value, at),
+            )))
+        };
+        let paragraph = new(NodeValue::Paragraph);
+        paragraph.append(new(NodeValue::Text(format!(
+            "{BLOCK}{}{CLOSE}",
+            replacements.len() - 1
+        ))));
+        block.insert_after(paragraph);
+    }
+    tokens
 }
 
 /// A linkifier's URL if it is safe to link to: http(s) and mailto, and scheme-less URLs as
@@ -297,6 +410,7 @@ fn render_message_tokens(
     let arena = Arena::new();
     let root = parse_document(&arena, &tokenized, &options);
     linkify_document(root, &resolver.linkifiers(), &mut replacements);
+    let previews = preview_uploads(&arena, root, resolver, &mut replacements);
     let mut out = Vec::new();
     // Writing into a Vec cannot fail.
     let _ = format_html(root, &options, &mut out);
@@ -305,6 +419,10 @@ fn render_message_tokens(
     for (i, replacement) in replacements.iter().enumerate() {
         let token = format!("{BLOCK}{i}{CLOSE}");
         if html.contains(&token) {
+            if previews.contains(&i) {
+                // Zulip writes no newline after a preview.
+                html = html.replace(&format!("<p>{token}</p>\n"), replacement);
+            }
             html = html
                 .replace(&format!("<p>{token}</p>"), replacement)
                 .replace(&token, replacement);
@@ -790,6 +908,78 @@ mod tests {
         );
         let wildcard = render_message("@**all** and @**topic**", &Org);
         assert!(wildcard.stream_wildcard && wildcard.topic_wildcard);
+    }
+
+    #[test]
+    fn uploaded_images_are_previewed_as_zulip_previews_them() {
+        struct WithImages;
+        impl Resolver for WithImages {
+            fn user(&self, _: &str, _: Option<u64>) -> Option<(u64, String)> {
+                None
+            }
+            fn channel(&self, _: &str) -> Option<(u64, String)> {
+                None
+            }
+            fn upload_image(&self, path: &str) -> Option<UploadPreview> {
+                let animated = path.ends_with(".gif");
+                path.starts_with("2/ab/").then(|| UploadPreview {
+                    width: 128,
+                    height: if animated { 56 } else { 128 },
+                    content_type: if animated { "image/gif" } else { "image/png" }.into(),
+                    animated,
+                    thumbnail: if animated {
+                        "840x560-anim.webp"
+                    } else {
+                        "840x560.webp"
+                    }
+                    .into(),
+                })
+            }
+        }
+        let render = |text: &str| render_message(text, &WithImages).html;
+        // Zulip's own test case (`test_markdown_thumbnail.py`), byte for byte.
+        assert_eq!(
+            render("[image](/user_uploads/2/ab/x/image.png)"),
+            "<p><a href=\"/user_uploads/2/ab/x/image.png\">image</a></p>\n\
+             <div class=\"message_inline_image\"><a href=\"/user_uploads/2/ab/x/image.png\" \
+             title=\"image\"><img data-original-content-type=\"image/png\" \
+             data-original-dimensions=\"128x128\" \
+             src=\"/user_uploads/thumbnail/2/ab/x/image.png/840x560.webp\"></a></div>"
+        );
+        // Two images and an animation, then more text: the previews follow their paragraph,
+        // in link order, with no newline between them or after them.
+        assert_eq!(
+            render("[a](/user_uploads/2/ab/a.png) and [b `x`](/user_uploads/2/ab/b.gif)\n\nnext"),
+            "<p><a href=\"/user_uploads/2/ab/a.png\">a</a> and <a href=\"/user_uploads/2/ab/b.gif\">b <code>x</code></a></p>\n\
+             <div class=\"message_inline_image\"><a href=\"/user_uploads/2/ab/a.png\" title=\"a\">\
+             <img data-original-content-type=\"image/png\" data-original-dimensions=\"128x128\" \
+             src=\"/user_uploads/thumbnail/2/ab/a.png/840x560.webp\"></a></div>\
+             <div class=\"message_inline_image\"><a href=\"/user_uploads/2/ab/b.gif\" title=\"b x\">\
+             <img data-animated=\"true\" data-original-content-type=\"image/gif\" \
+             data-original-dimensions=\"128x56\" \
+             src=\"/user_uploads/thumbnail/2/ab/b.gif/840x560-anim.webp\"></a></div>\
+             <p>next</p>"
+        );
+        // Not previewed: a file that is no image, links in quotes and code, and past 24.
+        for text in [
+            "[doc](/user_uploads/2/zz/doc.pdf)",
+            "> [q](/user_uploads/2/ab/q.png)",
+            "`[c](/user_uploads/2/ab/c.png)`",
+            "```\n[c](/user_uploads/2/ab/c.png)\n```",
+        ] {
+            assert!(!render(text).contains("message_inline_image"), "{text}");
+        }
+        let many: Vec<String> = (0..30)
+            .map(|i| format!("[{i}](/user_uploads/2/ab/{i}.png)"))
+            .collect();
+        assert_eq!(
+            render(&many.join(" "))
+                .matches("message_inline_image")
+                .count(),
+            24
+        );
+        // Inside a list, the preview follows the whole list.
+        assert!(render("- [l](/user_uploads/2/ab/l.png)\n- two").contains("</ul>\n<div class"));
     }
 
     #[test]

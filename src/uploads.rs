@@ -59,12 +59,97 @@ impl UploadStore {
         std::fs::read(path)
     }
 
-    /// Removes the bytes with this hash (absent already is fine).
+    /// Removes the bytes with this hash, and their thumbnails (absent already is fine).
     pub fn remove(&self, sha256: &str) -> io::Result<()> {
-        match self.path_of(sha256).map(std::fs::remove_file) {
-            Some(Err(e)) if e.kind() != io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
+        let thumbnails = crate::thumbnails::FORMATS
+            .iter()
+            .filter_map(|f| self.thumbnail_path(sha256, &f.name()));
+        for path in self.path_of(sha256).into_iter().chain(thumbnails) {
+            match std::fs::remove_file(path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
         }
+        Ok(())
+    }
+
+    /// Where a thumbnail of the bytes with this hash is kept:
+    /// `uploads/thumbnails/{first two hex digits}/{SHA-256}-{format}` (`None` for a malformed
+    /// hash or a name that is no thumbnail format's). Thumbnails are derived from the bytes
+    /// (`crate::thumbnails`), made again when missing.
+    pub fn thumbnail_path(&self, sha256: &str, format: &str) -> Option<PathBuf> {
+        let known = crate::thumbnails::FORMATS
+            .iter()
+            .any(|f| f.name() == format);
+        (is_sha256(sha256) && known).then(|| {
+            self.dir
+                .join("thumbnails")
+                .join(&sha256[..2])
+                .join(format!("{sha256}-{format}"))
+        })
+    }
+
+    /// Makes and keeps the thumbnails of the stored bytes with this hash, if they are an image
+    /// within the bounds (`crate::thumbnails`): its preview facts, else `None` (an ordinary
+    /// file). Slow on a large image: for the blocking pool.
+    pub fn make_thumbnails(&self, sha256: &str) -> Option<crate::events::UploadedImage> {
+        let bytes = self.read(sha256).ok()?;
+        let (image, thumbnails) = crate::thumbnails::make_all(&bytes)?;
+        for (format, thumbnail) in thumbnails {
+            if let Err(error) = self.put_thumbnail(sha256, &format.name(), &thumbnail) {
+                // Made again when asked for.
+                tracing::warn!(%error, "a thumbnail was not kept");
+            }
+        }
+        Some(image)
+    }
+
+    /// The hashes that have thumbnails kept (`chronicle erase` removes those no upload names).
+    pub fn thumbnail_hashes(&self) -> io::Result<Vec<String>> {
+        let mut out = Vec::new();
+        let entries = match std::fs::read_dir(self.dir.join("thumbnails")) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
+            Err(e) => return Err(e),
+        };
+        for entry in entries {
+            let entry = entry?;
+            if !entry.file_type()?.is_dir() {
+                continue;
+            }
+            for file in std::fs::read_dir(entry.path())? {
+                let file = file?.file_name().to_string_lossy().into_owned();
+                if let Some((hash, _)) = file.split_once('-').filter(|(h, _)| is_sha256(h)) {
+                    out.push(hash.to_owned());
+                }
+            }
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+
+    /// A kept thumbnail (`NotFound` when it has not been made).
+    pub fn read_thumbnail(&self, sha256: &str, format: &str) -> io::Result<Vec<u8>> {
+        let path = self
+            .thumbnail_path(sha256, format)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a thumbnail"))?;
+        std::fs::read(path)
+    }
+
+    /// Keeps a thumbnail: written aside, then renamed into place, so a reader sees all of it or
+    /// none. Not synced: a thumbnail lost in a crash is made again.
+    pub fn put_thumbnail(&self, sha256: &str, format: &str, bytes: &[u8]) -> io::Result<()> {
+        let path = self
+            .thumbnail_path(sha256, format)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a thumbnail"))?;
+        let parent = path.parent().ok_or_else(|| io::Error::other("path"))?;
+        std::fs::create_dir_all(parent)?;
+        let aside = parent.join(format!(".{}", uuid::Uuid::new_v4().simple()));
+        std::fs::write(&aside, bytes)?;
+        std::fs::rename(&aside, &path).inspect_err(|_| {
+            let _ = std::fs::remove_file(&aside);
+        })
     }
 
     /// Every stored hash.
@@ -276,9 +361,30 @@ mod tests {
         );
         // Names from the log never leave the directory.
         assert!(store.path_of("../../secret.key").is_none());
+        // Thumbnails are kept beside the bytes, under a format's name only, and are not uploads.
+        store
+            .put_thumbnail(&hash, "840x560.webp", b"thumb")
+            .unwrap();
+        assert_eq!(
+            store.read_thumbnail(&hash, "840x560.webp").unwrap(),
+            b"thumb"
+        );
+        assert!(store.thumbnail_path(&hash, "../../x").is_none());
+        assert!(store.put_thumbnail("../x", "840x560.webp", b"x").is_err());
+        assert_eq!(store.hashes().unwrap(), vec![hash.clone()]);
+        assert_eq!(store.thumbnail_hashes().unwrap(), vec![hash.clone()]);
         store.remove(&hash).unwrap();
         store.remove(&hash).unwrap();
+        assert!(store.thumbnail_hashes().unwrap().is_empty());
         assert!(store.hashes().unwrap().is_empty());
+        // Removing the bytes removed their thumbnails.
+        assert_eq!(
+            store
+                .read_thumbnail(&hash, "840x560.webp")
+                .unwrap_err()
+                .kind(),
+            io::ErrorKind::NotFound
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! Uploaded avatar and emoji pictures: any bytes are decoded within the bounds on size,
-//! dimensions and memory (the avatar bounds, and the far smaller emoji bounds), or refused,
-//! and read for animation frames; never a crash.
+//! Uploaded avatar and emoji pictures, and uploaded images with their thumbnails: any bytes
+//! are decoded within the bounds on size, dimensions and memory (the avatar bounds, the far
+//! smaller emoji bounds, the thumbnail bounds), or refused, and read for animation frames;
+//! never a crash.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -15,5 +16,12 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(still) = chronicle::avatars::still_frame(data) {
         assert!(still.starts_with(b"\x89PNG"));
+    }
+    if let Some((image, thumbnails)) = chronicle::thumbnails::make_all(data) {
+        assert!(image.width > 0 && image.height > 0);
+        for (format, webp) in thumbnails {
+            assert!(webp.starts_with(b"RIFF") && &webp[8..12] == b"WEBP");
+            assert!(format.animated == image.animated || !format.animated);
+        }
     }
 });

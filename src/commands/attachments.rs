@@ -18,6 +18,8 @@ pub struct StoredUpload {
     pub size: u64,
     pub sha256: String,
     pub content_type: String,
+    /// An image's preview facts, when the bytes are one (`crate::thumbnails::probe`).
+    pub image: Option<crate::events::UploadedImage>,
 }
 
 /// Records an upload, unless it would take the organization past its quota (`None`: none).
@@ -50,6 +52,7 @@ pub fn record_upload(
             size: upload.size,
             sha256: upload.sha256,
             content_type: upload.content_type,
+            image: upload.image,
         }],
         path_id,
     ))

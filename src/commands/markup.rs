@@ -1,5 +1,5 @@
 //! Rendering Markdown against the organization: the mentions, channel links, custom emoji and
-//! linkifiers a message or a profile value may name.
+//! linkifiers a message or a profile value may name, and the uploaded images it previews.
 
 use crate::ids::UserId;
 use crate::markdown::Resolver;
@@ -38,6 +38,18 @@ impl Resolver for OrgResolver<'_> {
             .custom_emoji
             .active_named(name)
             .map(crate::projections::emoji::source_url)
+    }
+
+    fn upload_image(&self, path: &str) -> Option<crate::markdown::UploadPreview> {
+        let attachment = self.0.attachments.by_path(path)?;
+        let image = attachment.image?;
+        Some(crate::markdown::UploadPreview {
+            width: image.width,
+            height: image.height,
+            content_type: attachment.content_type.clone(),
+            animated: image.animated,
+            thumbnail: crate::thumbnails::Format::default_for(&image).name(),
+        })
     }
 
     fn channel(&self, name: &str) -> Option<(u64, String)> {

@@ -329,4 +329,8 @@ impl Resolver for WithNewUsers<'_> {
     fn custom_emoji(&self, name: &str) -> Option<String> {
         self.org.custom_emoji(name)
     }
+
+    fn upload_image(&self, path: &str) -> Option<crate::markdown::UploadPreview> {
+        self.org.upload_image(path)
+    }
 }

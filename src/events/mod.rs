@@ -19,7 +19,7 @@ pub use v2::{
     ProfileFieldData, ProfileFieldSpec, PropagateMode, PushChange, QueuedMail, QueuedPush,
     ReactionType, ReadPlace, RealmImage, RealmValue, Recipient, Role, SenderQueue, StatusEmoji,
     SubscriptionProperty, SystemGroup, TopicPolicy, TopicsPolicy, TwoFactorChange, TypingTarget,
-    UserChange,
+    UploadedImage, UserChange,
 };
 
 use crate::ids::{Seq, UserId};

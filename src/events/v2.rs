@@ -520,6 +520,11 @@ pub enum Event {
         /// Hex SHA-256 of the bytes.
         sha256: String,
         content_type: String,
+        /// What a message's preview of the image needs, read from the bytes within the
+        /// thumbnail bounds when it was uploaded; absent for anything else (and in older
+        /// records).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        image: Option<UploadedImage>,
     },
     /// A user uploaded an avatar (`POST /users/me/avatar`) or went back to the generated one
     /// (`DELETE`, `image: None`). The PNGs are in the data directory's `uploads/`, named by
@@ -869,6 +874,15 @@ pub enum RealmImage {
     Icon,
     Logo,
     NightLogo,
+}
+
+/// An uploaded image a message may preview: its size as shown (after its EXIF orientation)
+/// and whether it moves (a GIF or WebP of more than one frame).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UploadedImage {
+    pub width: u32,
+    pub height: u32,
+    pub animated: bool,
 }
 
 /// An uploaded avatar: the hex SHA-256 of its PNG at Zulip's default size (100 px) and at

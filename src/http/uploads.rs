@@ -1,7 +1,8 @@
 //! Uploaded files: `POST /user_uploads`, downloads at `/user_uploads/{realm_id}/{path}` (API key
 //! in the `Authorization` header, as the mobile app sends it), temporary links
 //! (`GET /api/v1/user_uploads/...`, then `/user_uploads/temporary/{token}/{name}` without
-//! credentials for a minute), `GET /attachments` and `DELETE /attachments/{id}`.
+//! credentials for a minute), thumbnails of images at `/user_uploads/thumbnail/{path}/{format}`,
+//! `GET /attachments` and `DELETE /attachments/{id}`.
 
 use super::{path_id, AppState, Auth, Params};
 use crate::commands::attachments::StoredUpload;
@@ -9,6 +10,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::ids::AttachmentId;
 use crate::projections::access::can_see_upload;
 use crate::render::attachments::attachment_json;
+use crate::thumbnails::Format;
 use crate::uploads::{sanitize_name, sniff_image, Incoming, ReceiveError};
 use actix_web::{web, HttpRequest, HttpResponse};
 use futures_util::StreamExt;
@@ -201,7 +203,18 @@ pub async fn upload_file(
         .await
         .map_err(|e| ApiError::internal(format!("upload storage: {e}")))?
         .map_err(io_error)?;
+    let image = match sniff_image(&head) {
+        Some(_) => {
+            let (store, hash) = (state.uploads.clone(), sha256.clone());
+            web::block(move || store.make_thumbnails(&hash))
+                .await
+                .ok()
+                .flatten()
+        }
+        None => None,
+    };
     let upload = StoredUpload {
+        image,
         content_type: content_type(&head, declared.as_deref()),
         random: uuid::Uuid::new_v4().simple().to_string()[..24].to_owned(),
         name: name.clone(),
@@ -219,22 +232,26 @@ pub async fn upload_file(
     Ok(Params::default().success(json!({"uri": url, "url": url, "filename": name})))
 }
 
-/// The upload at `{realm_id}/{path}` of the request, if `auth` may see it: `(hash, type, name)`.
+/// The `{realm_id}/{path}` of the request.
+fn request_path(req: &HttpRequest) -> String {
+    let realm = req.match_info().get("realm_id").unwrap_or_default();
+    let rest = req.match_info().get("path").unwrap_or_default();
+    format!("{realm}/{rest}")
+}
+
+/// The upload at `path`, if `auth` may see it: `(id, hash, type, name)`.
 fn visible_upload(
     state: &AppState,
     auth: &Auth,
-    req: &HttpRequest,
+    path: &str,
 ) -> ApiResult<(AttachmentId, String, String, String)> {
-    let realm = req.match_info().get("realm_id").unwrap_or_default();
-    let rest = req.match_info().get("path").unwrap_or_default();
-    let path = format!("{realm}/{rest}");
     state.engine.read(|s| {
         let me = s
             .users
             .get(auth.user_id)
             .ok_or_else(|| ApiError::internal("user missing"))?;
         s.attachments
-            .by_path(&path)
+            .by_path(path)
             .filter(|a| can_see_upload(s, me, a))
             .map(|a| {
                 (
@@ -271,26 +288,19 @@ const SAFE_DOWNLOAD_TYPES: &[&str] = &[
     "video/quicktime",
 ];
 
-/// The file's bytes with headers that keep a browser from running them: images inline (their
-/// type was read from the bytes), everything else as a download, never sniffed, sandboxed.
-async fn file_response(
-    state: &AppState,
-    sha256: String,
-    content_type: String,
-    name: String,
-) -> ApiResult<HttpResponse> {
+/// The bytes of an upload: from the upload directory, or in a cluster from the node that took
+/// the upload (checked against its hash, and kept).
+async fn upload_bytes(state: &AppState, sha256: &str) -> ApiResult<Vec<u8>> {
     let store = state.uploads.clone();
-    let hash = sha256.clone();
+    let hash = sha256.to_owned();
     let read = web::block(move || store.read(&hash))
         .await
         .map_err(|e| ApiError::internal(format!("upload storage: {e}")))?;
-    let bytes = match read {
-        Ok(bytes) => bytes,
+    match read {
+        Ok(bytes) => Ok(bytes),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            // In a cluster, the node that took the upload has the file: fetch it, checked
-            // against its hash, and keep it.
             let fetched = match &state.cluster {
-                Some(cluster) => cluster.fetch_upload(&sha256).await,
+                Some(cluster) => cluster.fetch_upload(sha256).await,
                 None => None,
             };
             let Some(bytes) = fetched else {
@@ -306,10 +316,21 @@ async fn file_response(
             if let Ok(Err(error)) = web::block(move || store.put(&kept)).await {
                 tracing::warn!(%error, "a file fetched from another node was not kept");
             }
-            bytes
+            Ok(bytes)
         }
-        Err(e) => return Err(io_error(e)),
-    };
+        Err(e) => Err(io_error(e)),
+    }
+}
+
+/// The file's bytes with headers that keep a browser from running them: images inline (their
+/// type was read from the bytes), everything else as a download, never sniffed, sandboxed.
+async fn file_response(
+    state: &AppState,
+    sha256: String,
+    content_type: String,
+    name: String,
+) -> ApiResult<HttpResponse> {
+    let bytes = upload_bytes(state, &sha256).await?;
     let inline = sniff_image(&bytes).is_some() && content_type.starts_with("image/");
     // Only an image read from the bytes, or a type no browser runs, keeps its recorded type: a
     // client may declare anything (`text/html`, `application/javascript`, an SVG).
@@ -348,8 +369,64 @@ pub async fn download(
             return file_response(&state, sha256, "application/gzip".into(), name).await;
         }
     }
-    let (_, sha256, content_type, name) = visible_upload(&state, &auth, &req)?;
+    if req.match_info().get("realm_id") == Some("thumbnail") {
+        return thumbnail(
+            &state,
+            &auth,
+            req.match_info().get("path").unwrap_or_default(),
+        )
+        .await;
+    }
+    let (_, sha256, content_type, name) = visible_upload(&state, &auth, &request_path(&req))?;
     file_response(&state, sha256, content_type, name).await
+}
+
+/// `GET /user_uploads/thumbnail/{path_id}/{format}`: a thumbnail of an uploaded image, for
+/// whoever may see the image. A format name Zulip's clients may ask for gets the nearest one
+/// made (`crate::thumbnails::Format::serving`); one not yet made (after an import, on another
+/// node) is made before the answer, as Zulip does.
+async fn thumbnail(state: &AppState, auth: &Auth, rest: &str) -> ApiResult<HttpResponse> {
+    let not_found = || ApiError::new(crate::error::ErrorCode::NotFound, "File not found");
+    let (path, requested) = rest.rsplit_once('/').ok_or_else(not_found)?;
+    let (id, sha256, _, _) = visible_upload(state, auth, path)?;
+    let image = state
+        .engine
+        .read(|s| s.attachments.get(id).and_then(|a| a.image))
+        .ok_or_else(not_found)?;
+    let format = Format::serving(requested, &image).ok_or_else(not_found)?;
+    let name = format.name();
+    let store = state.uploads.clone();
+    let (hash, kept_name) = (sha256.clone(), name.clone());
+    let kept = web::block(move || store.read_thumbnail(&hash, &kept_name))
+        .await
+        .map_err(|e| ApiError::internal(format!("upload storage: {e}")))?;
+    let bytes = match kept {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            let original = upload_bytes(state, &sha256).await?;
+            let store = state.uploads.clone();
+            let made = web::block(move || {
+                let thumbnail = crate::thumbnails::make(&original, format)?;
+                if let Err(error) = store.put_thumbnail(&sha256, &name, &thumbnail) {
+                    tracing::warn!(%error, "a thumbnail was not kept");
+                }
+                Some(thumbnail)
+            })
+            .await
+            .map_err(|e| ApiError::internal(format!("upload storage: {e}")))?;
+            made.ok_or_else(|| {
+                tracing::warn!(attachment = id.0, "an uploaded image gave no thumbnail");
+                not_found()
+            })?
+        }
+    };
+    Ok(HttpResponse::Ok()
+        .content_type("image/webp")
+        .insert_header(("Content-Disposition", "inline"))
+        .insert_header(("X-Content-Type-Options", "nosniff"))
+        .insert_header(("Content-Security-Policy", "default-src 'none'; sandbox"))
+        .insert_header(("Cache-Control", "private, immutable"))
+        .body(bytes))
 }
 
 /// `GET /api/v1/user_uploads/{realm_id}/{path}`: a link that works for a minute without
@@ -360,7 +437,7 @@ pub async fn temporary_link(
     req: HttpRequest,
     params: Params,
 ) -> ApiResult<HttpResponse> {
-    let (id, _, _, name) = visible_upload(&state, &auth, &req)?;
+    let (id, _, _, name) = visible_upload(&state, &auth, &request_path(&req))?;
     let expires = crate::time::now_ms() / 1000 + TEMPORARY_LINK_SECS;
     let token = format!(
         "{}-{expires}-{}",

@@ -492,7 +492,8 @@ pub fn write(
             "last_edit_time": last_edit.map(|t| t as f64),
             "edit_history": (!history.is_empty()).then(|| Value::Array(history).to_string()),
             "has_attachment": m.content.contains("/user_uploads/"),
-            "has_image": false, "has_link": m.content.contains("://"),
+            "has_image": m.rendered_content().contains("class=\"message_inline_image\""),
+            "has_link": m.content.contains("://"),
             "is_channel_message": !direct,
         }));
         for holder in state.messages.holders(m.id) {

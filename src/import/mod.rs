@@ -633,6 +633,7 @@ impl Writer {
             size: bytes.len() as u64,
             sha256,
             content_type,
+            image: crate::thumbnails::probe(bytes),
         };
         self.push_at(Some(owner), at_ms, event, None)?;
         self.count("files", 1);

@@ -24,6 +24,9 @@ pub struct Attachment {
     pub size: u64,
     pub sha256: String,
     pub content_type: String,
+    /// An image's preview facts (`crate::thumbnails`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<crate::events::UploadedImage>,
     /// Milliseconds since the epoch.
     pub created_ms: i64,
     /// Messages that link it, ascending.
@@ -156,6 +159,7 @@ impl Attachments {
                 size,
                 sha256,
                 content_type,
+                image,
             } => {
                 self.next_id = self.next_id.max(attachment_id.0 + 1);
                 self.by_path.insert(path_id.clone(), *attachment_id);
@@ -169,6 +173,7 @@ impl Attachments {
                         size: *size,
                         sha256: sha256.clone(),
                         content_type: content_type.clone(),
+                        image: *image,
                         created_ms: env.at,
                         messages: Vec::new(),
                     },

@@ -1026,7 +1026,19 @@ fn limits_and_server_facts(out: &mut Out, state: &Projections, site: &Site) {
         "max_emoji_file_size_mib",
         &crate::commands::emoji::MAX_EMOJI_FILE_SIZE_MIB,
     );
-    out.put("server_thumbnail_formats", &json!([]));
+    let formats: Vec<_> = crate::thumbnails::FORMATS
+        .iter()
+        .map(|f| {
+            json!({
+                "name": f.name(),
+                "max_width": f.max_width,
+                "max_height": f.max_height,
+                "format": crate::thumbnails::EXTENSION,
+                "animated": f.animated,
+            })
+        })
+        .collect();
+    out.put("server_thumbnail_formats", &formats);
     out.put("server_can_summarize_topics", &false);
     // The same for every answer of this build: written once.
     static SUPPORTED: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();

@@ -383,3 +383,195 @@ async fn backups_carry_uploads_and_erasure_removes_unnamed_ones() {
     assert_eq!(resp.status(), StatusCode::NOT_FOUND);
     assert!(restored.stderr().contains("an uploaded file is missing"));
 }
+
+/// A real PNG of `width` × `height` pixels.
+fn png_of(width: u32, height: u32) -> Vec<u8> {
+    let picture = image::RgbImage::from_pixel(width, height, image::Rgb([20, 120, 200]));
+    let mut out = std::io::Cursor::new(Vec::new());
+    picture.write_to(&mut out, image::ImageFormat::Png).unwrap();
+    out.into_inner()
+}
+
+/// A GIF of two 100 × 50 frames.
+fn moving_gif() -> Vec<u8> {
+    use image::codecs::gif::GifEncoder;
+    let mut out = Vec::new();
+    {
+        let mut encoder = GifEncoder::new(&mut out);
+        let frames = [0u8, 200].map(|red| {
+            let picture = image::RgbaImage::from_pixel(100, 50, image::Rgba([red, 10, 10, 255]));
+            image::Frame::from_parts(picture, 0, 0, image::Delay::from_numer_denom_ms(80, 1))
+        });
+        encoder.encode_frames(frames).unwrap();
+    }
+    out
+}
+
+/// A message's rendered content, as `api` fetches it.
+async fn rendered(api: &Api, id: u64) -> String {
+    let (status, body) = api.get(&format!("/messages/{id}"), &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["message"]["content"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn uploaded_images_are_previewed_with_thumbnails() {
+    let c = chat().await;
+    let server = &c.server;
+    let (_, alice) = &c.alice;
+    let (bob_id, bob) = &c.bob;
+    let (_, carol) = &c.carol;
+
+    // The formats clients choose from.
+    let (_, state) = register(bob, &[]).await;
+    assert_eq!(
+        state["server_thumbnail_formats"],
+        json!([
+            {"name": "840x560-anim.webp", "max_width": 840, "max_height": 560, "format": "webp", "animated": true},
+            {"name": "840x560.webp", "max_width": 840, "max_height": 560, "format": "webp", "animated": false},
+        ])
+    );
+
+    let photo = upload(alice, "photo.png", "image/png", &png_of(1000, 500)).await;
+    let path = photo.trim_start_matches("/user_uploads/").to_owned();
+    let id = send(
+        alice,
+        &[
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", "pictures"),
+            ("content", &format!("Look: [photo.png]({photo})")),
+        ],
+    )
+    .await;
+    // Zulip's preview: the thumbnail is made with the upload, so the message has it at once.
+    let expected = format!(
+        "<p>Look: <a href=\"{photo}\">photo.png</a></p>\n\
+         <div class=\"message_inline_image\"><a href=\"{photo}\" title=\"photo.png\">\
+         <img data-original-content-type=\"image/png\" data-original-dimensions=\"1000x500\" \
+         src=\"/user_uploads/thumbnail/{path}/840x560.webp\"></a></div>"
+    );
+    assert_eq!(rendered(bob, id).await, expected);
+
+    // Bob (who may read the message) gets the thumbnail: 840 × 420, WebP, cached privately.
+    let thumbnail = format!("/user_uploads/thumbnail/{path}/840x560.webp");
+    let resp = download(server, Some(bob), &thumbnail).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(resp.headers()["content-type"], "image/webp");
+    assert_eq!(resp.headers()["cache-control"], "private, immutable");
+    assert_eq!(resp.headers()["x-content-type-options"], "nosniff");
+    let made = resp.bytes().await.unwrap().to_vec();
+    let picture = image::load_from_memory(&made).unwrap();
+    assert_eq!((picture.width(), picture.height()), (840, 420));
+    // Another format a client may ask for gets the nearest one made; a malformed name and
+    // anonymous callers get nothing.
+    let nearest = download(
+        server,
+        Some(bob),
+        &format!("/user_uploads/thumbnail/{path}/300x200-anim.webp"),
+    )
+    .await;
+    assert_eq!(nearest.bytes().await.unwrap().to_vec(), made);
+    for bad in ["840x560", "big.webp", ""] {
+        let resp = download(
+            server,
+            Some(bob),
+            &format!("/user_uploads/thumbnail/{path}/{bad}"),
+        )
+        .await;
+        assert_eq!(resp.status(), StatusCode::NOT_FOUND, "{bad}");
+    }
+    assert_eq!(
+        download(server, None, &thumbnail).await.status(),
+        StatusCode::UNAUTHORIZED
+    );
+
+    // An image in a direct message: its thumbnail only for those who may see the image.
+    let secret = upload(alice, "secret.gif", "image/gif", &moving_gif()).await;
+    let secret_path = secret.trim_start_matches("/user_uploads/").to_owned();
+    let dm = send(
+        alice,
+        &[
+            ("type", "direct"),
+            ("to", &format!("[{bob_id}]")),
+            ("content", &format!("[secret.gif]({secret})")),
+        ],
+    )
+    .await;
+    let html = rendered(bob, dm).await;
+    assert!(
+        html.ends_with(&format!(
+            "<img data-animated=\"true\" data-original-content-type=\"image/gif\" \
+             data-original-dimensions=\"100x50\" \
+             src=\"/user_uploads/thumbnail/{secret_path}/840x560-anim.webp\"></a></div>"
+        )),
+        "{html}"
+    );
+    let animated = format!("/user_uploads/thumbnail/{secret_path}/840x560-anim.webp");
+    let resp = download(server, Some(bob), &animated).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let bytes = resp.bytes().await.unwrap().to_vec();
+    let decoder = image::codecs::webp::WebPDecoder::new(std::io::Cursor::new(bytes)).unwrap();
+    assert!(decoder.has_animation());
+    assert_eq!(image::AnimationDecoder::into_frames(decoder).count(), 2);
+    for path in [&animated, &secret] {
+        assert_eq!(
+            download(server, Some(carol), path).await.status(),
+            StatusCode::NOT_FOUND
+        );
+    }
+
+    // A file that is no image (whatever it says it is) is linked without a preview.
+    let fake = upload(alice, "fake.png", "image/png", PNG).await;
+    let plain = send(
+        alice,
+        &[
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", "pictures"),
+            ("content", &format!("[fake.png]({fake})")),
+        ],
+    )
+    .await;
+    assert_eq!(
+        rendered(bob, plain).await,
+        format!("<p><a href=\"{fake}\">fake.png</a></p>")
+    );
+
+    // Thumbnails are derived: cleared, they are made again, the same.
+    std::fs::remove_dir_all(server.dir.join("uploads/thumbnails")).unwrap();
+    let again = download(server, Some(bob), &thumbnail).await;
+    assert_eq!(again.bytes().await.unwrap().to_vec(), made);
+
+    // After a restart: the same rendering (from the log) and the same thumbnail.
+    let creds = bob.creds.clone().unwrap();
+    let alice_creds = alice.creds.clone().unwrap();
+    let server = c.server.stop().restart();
+    let bob = server.api(Some(&creds));
+    let alice = server.api(Some(&alice_creds));
+    assert_eq!(rendered(&bob, id).await, expected);
+    let resp = download(&server, Some(&bob), &thumbnail).await;
+    assert_eq!(resp.bytes().await.unwrap().to_vec(), made);
+
+    // Deleting the upload removes its thumbnails with its bytes.
+    let (_, list) = alice.get("/attachments", &[]).await;
+    let photo_id = list["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "photo.png")
+        .unwrap()["id"]
+        .as_u64()
+        .unwrap();
+    // (Only the photo's thumbnail was made again since the clearing.)
+    let kept = walk(&server.dir.join("uploads/thumbnails"));
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let (status, _) = alice.delete(&format!("/attachments/{photo_id}"), &[]).await;
+    assert_eq!(status, StatusCode::OK);
+    let kept = walk(&server.dir.join("uploads/thumbnails"));
+    assert!(kept.is_empty(), "{kept:?}");
+    assert_eq!(
+        download(&server, Some(&bob), &thumbnail).await.status(),
+        StatusCode::NOT_FOUND
+    );
+}

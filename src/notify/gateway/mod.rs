@@ -213,12 +213,20 @@ impl Gateway {
             }
             let store = self.uploads.clone();
             let data = bytes.clone();
-            let sha256 = tokio::task::spawn_blocking(move || store.put(&data))
-                .await
-                .map_err(|e| Refusal::new("451 4.3.0", e.to_string()))?
-                .map_err(|e| Refusal::new("451 4.3.0", format!("storing an attachment: {e}")))?;
+            let (sha256, image) = tokio::task::spawn_blocking(move || {
+                let sha256 = store.put(&data)?;
+                // An image gets its thumbnails and a preview, as one uploaded through the API.
+                let image =
+                    crate::uploads::sniff_image(&data).and_then(|_| store.make_thumbnails(&sha256));
+                Ok::<_, std::io::Error>((sha256, image))
+            })
+            .await
+            .map_err(|e| Refusal::new("451 4.3.0", e.to_string()))?
+            .map_err(|e| Refusal::new("451 4.3.0", format!("storing an attachment: {e}")))?;
             let upload = crate::commands::attachments::StoredUpload {
-                content_type: content_type.clone(),
+                image,
+                content_type: crate::uploads::sniff_image(bytes)
+                    .map_or_else(|| content_type.clone(), str::to_owned),
                 random: uuid::Uuid::new_v4().simple().to_string()[..24].to_owned(),
                 name: crate::uploads::sanitize_name(name),
                 size: bytes.len() as u64,
