@@ -604,6 +604,7 @@ fn api_routes(api: &mut web::ServiceConfig) {
     endpoint!(api, "/messages/{message_id}/typing", post => messages::set_edit_typing_status);
     endpoint!(api, "/user_uploads", post => uploads::upload_file);
     endpoint!(api, "/user_uploads/{realm_id}/{path:.*}", get => uploads::temporary_link);
+    endpoint!(api, "/thumbnail/status/{realm_id}/{path:.*}", get => uploads::thumbnail_status);
     endpoint!(api, "/attachments", get => uploads::get_attachments);
     endpoint!(api, "/attachments/{attachment_id}", delete => uploads::delete_attachment);
     endpoint!(api, "/register", post => events::register);

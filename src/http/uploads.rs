@@ -480,6 +480,39 @@ pub async fn download_temporary(
     file_response(&state, sha256, content_type, name).await
 }
 
+/// `GET /thumbnail/status/{realm_id}/{path}` (Zulip 12, feature level 479): whether every
+/// thumbnail of the caller's own uploaded image is made (they are made with the upload, and
+/// again on request when missing).
+pub async fn thumbnail_status(
+    state: web::Data<AppState>,
+    auth: Auth,
+    req: HttpRequest,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let path = request_path(&req);
+    let found = state.engine.read(|s| {
+        s.attachments
+            .by_path(&path)
+            .filter(|a| a.owner_id == auth.user_id)
+            .and_then(|a| a.image.map(|image| (a.sha256.clone(), image)))
+    });
+    let (sha256, image) = found.ok_or_else(|| ApiError::bad_request("Invalid attachment"))?;
+    let store = state.uploads.clone();
+    let made = web::block(move || {
+        crate::thumbnails::FORMATS
+            .iter()
+            .filter(|f| image.animated || !f.animated)
+            .all(|f| {
+                store
+                    .thumbnail_path(&sha256, &f.name())
+                    .is_some_and(|p| p.exists())
+            })
+    })
+    .await
+    .map_err(|e| ApiError::internal(format!("upload storage: {e}")))?;
+    Ok(params.success(json!({ "has_thumbnail": made })))
+}
+
 /// `GET /attachments`: the caller's uploads and the space they take.
 pub async fn get_attachments(
     state: web::Data<AppState>,

@@ -538,8 +538,34 @@ async fn uploaded_images_are_previewed_with_thumbnails() {
         format!("<p><a href=\"{fake}\">fake.png</a></p>")
     );
 
+    // The uploader may ask whether they are made; nobody else, and not of a file.
+    let status_of = |path: &str| format!("/thumbnail/status/{path}");
+    let (status, body) = alice.get(&status_of(&path), &[]).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::OK,
+            json!({"result": "success", "msg": "", "has_thumbnail": true})
+        )
+    );
+    let invalid = json!({"result": "error", "msg": "Invalid attachment", "code": "BAD_REQUEST"});
+    for (who, path) in [
+        (bob, path.clone()),
+        (alice, fake.trim_start_matches("/user_uploads/").to_owned()),
+        (alice, "1/nothing/here.png".to_owned()),
+    ] {
+        let (status, body) = who.get(&status_of(&path), &[]).await;
+        assert_eq!(
+            (status, &body),
+            (StatusCode::BAD_REQUEST, &invalid),
+            "{path}"
+        );
+    }
+
     // Thumbnails are derived: cleared, they are made again, the same.
     std::fs::remove_dir_all(server.dir.join("uploads/thumbnails")).unwrap();
+    let (_, body) = alice.get(&status_of(&path), &[]).await;
+    assert_eq!(body["has_thumbnail"], false);
     let again = download(server, Some(bob), &thumbnail).await;
     assert_eq!(again.bytes().await.unwrap().to_vec(), made);
 
