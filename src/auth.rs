@@ -188,11 +188,19 @@ pub fn write_private_file(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     file.sync_all()
 }
 
+/// `N` bytes from the system's random source.
+pub fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut bytes = [0u8; N];
+    OsRng.fill_bytes(&mut bytes);
+    bytes
+}
+
 /// A random nonce (16 bytes, hex) for deriving an API key.
 pub fn new_api_key_nonce() -> String {
-    let mut bytes = [0u8; 16];
-    OsRng.fill_bytes(&mut bytes);
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    random_bytes::<16>()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// A random password of `len` alphanumerics (used for the first owner).

@@ -27,9 +27,8 @@ async fn avatar(state: &AppState, key: &str, medium: bool) -> HttpResponse {
             .engine
             .read(|s| s.realm.image(RealmImage::Icon).map(str::to_owned));
         if let Some(hash) = stored {
-            let store = state.uploads.clone();
-            if let Ok(Ok(bytes)) = web::block(move || store.read(&hash)).await {
-                return png_response(bytes, "public, max-age=31536000");
+            if let Some(found) = stored_png(state, hash).await {
+                return found;
             }
             tracing::warn!(
                 "the organization's uploaded icon is missing; serving the generated one"
@@ -47,10 +46,8 @@ async fn avatar(state: &AppState, key: &str, medium: bool) -> HttpResponse {
         } else {
             image.sha256
         };
-        let store = state.uploads.clone();
-        if let Ok(Ok(bytes)) = web::block(move || store.read(&hash)).await {
-            // The URL carries the version, so a new avatar is a new URL.
-            return png_response(bytes, "public, max-age=31536000");
+        if let Some(found) = stored_png(state, hash).await {
+            return found;
         }
         tracing::warn!(%key, "an uploaded avatar's file is missing; serving the generated one");
     }
@@ -223,6 +220,16 @@ fn icon_url(state: &AppState) -> String {
         .read(|s| crate::render::realm::image_json(s, &state.site, RealmImage::Icon).0)
 }
 
+/// A stored PNG by its hash, cached for a year (the URL that names it changes with it); `None`
+/// when its file is missing.
+async fn stored_png(state: &AppState, hash: String) -> Option<HttpResponse> {
+    let store = state.uploads.clone();
+    match web::block(move || store.read(&hash)).await {
+        Ok(Ok(bytes)) => Some(png_response(bytes, "public, max-age=31536000")),
+        _ => None,
+    }
+}
+
 async fn set_realm_image(
     state: &AppState,
     auth: &Auth,
@@ -250,9 +257,8 @@ pub async fn get_realm_logo(state: web::Data<AppState>, req: HttpRequest) -> Htt
         .engine
         .read(|s| s.realm.image(image).map(str::to_owned));
     if let Some(hash) = stored {
-        let store = state.uploads.clone();
-        if let Ok(Ok(bytes)) = web::block(move || store.read(&hash)).await {
-            return png_response(bytes, "public, max-age=31536000");
+        if let Some(found) = stored_png(&state, hash).await {
+            return found;
         }
         tracing::warn!("the organization's uploaded logo is missing; serving the generated one");
     }

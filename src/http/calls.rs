@@ -216,15 +216,8 @@ fn encode(text: &str) -> String {
     out
 }
 
-fn random_bytes<const N: usize>() -> [u8; N] {
-    use argon2::password_hash::rand_core::{OsRng, RngCore};
-    let mut bytes = [0u8; N];
-    OsRng.fill_bytes(&mut bytes);
-    bytes
-}
-
 fn random_digits(n: usize) -> String {
-    random_bytes::<32>()
+    crate::auth::random_bytes::<32>()
         .iter()
         .take(n)
         .map(|b| char::from(b'0' + b % 10))

@@ -7,6 +7,7 @@ use super::git::{
     branch_from_ref, branch_selected, branch_topic, item_topic, push_commits_message, Commit,
     ItemLine,
 };
+use super::text_at as text;
 use super::{at, req_str, Outcome, Post, Request, Res};
 use serde_json::Value;
 
@@ -34,10 +35,6 @@ pub fn format(req: &Request<'_>) -> Outcome {
         Ok(None) => Outcome::Ignored,
         Err(reason) => Outcome::Malformed(reason),
     }
-}
-
-fn text<'v>(v: &'v Value, path: &[&str]) -> &'v str {
-    at(v, path).and_then(Value::as_str).unwrap_or_default()
 }
 
 fn push(req: &Request<'_>) -> Res<Option<Post>> {

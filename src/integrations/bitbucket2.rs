@@ -7,6 +7,8 @@ use super::git::{
     ends_with_punctuation, item_topic, push_commits_message, short_sha, Commit, ItemLine,
     COMMITS_LIMIT,
 };
+use super::number_at;
+use super::text_at as s;
 use super::{at, truthy, Outcome, Post, Request, Res};
 use serde_json::Value;
 
@@ -90,10 +92,6 @@ pub fn format(req: &Request<'_>) -> Outcome {
     }
 }
 
-fn s<'v>(v: &'v Value, path: &[&str]) -> &'v str {
-    at(v, path).and_then(Value::as_str).unwrap_or_default()
-}
-
 /// A person as Bitbucket names them.
 fn name(user: Option<&Value>) -> String {
     let user = user.cloned().unwrap_or(Value::Null);
@@ -103,14 +101,6 @@ fn name(user: Option<&Value>) -> String {
         }
     }
     "Unknown user".to_owned()
-}
-
-fn number(v: &Value, path: &[&str]) -> String {
-    match at(v, path) {
-        Some(Value::Number(n)) => n.to_string(),
-        Some(Value::String(s)) => s.clone(),
-        _ => String::new(),
-    }
 }
 
 fn render(req: &Request<'_>, event: &str) -> Res<Vec<Post>> {
@@ -162,7 +152,7 @@ fn render(req: &Request<'_>, event: &str) -> Res<Vec<Post>> {
         }
         "issue_created" | "issue_updated" | "issue_commented" => {
             let issue = p.get("issue").cloned().unwrap_or(Value::Null);
-            let id = number(&issue, &["id"]);
+            let id = number_at(&issue, &["id"]).unwrap_or_default();
             let title = s(&issue, &["title"]);
             let assignee = issue
                 .get("assignee")
@@ -261,7 +251,7 @@ fn pull_request(
 ) -> Res<Vec<Post>> {
     let p = req.payload;
     let pr = p.get("pullrequest").cloned().unwrap_or(Value::Null);
-    let id = number(&pr, &["id"]);
+    let id = number_at(&pr, &["id"]).unwrap_or_default();
     let title = s(&pr, &["title"]);
     let url = s(&pr, &["links", "html", "href"]);
     let branches = (

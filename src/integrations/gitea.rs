@@ -7,6 +7,7 @@ use super::git::{
     branch_from_ref, branch_selected, branch_topic, item_topic, push_commits_message,
     release_message, Commit, ItemLine,
 };
+use super::text_at as text;
 use super::{at, req_array, req_str, Outcome, Post, Request, Res};
 use serde_json::Value;
 
@@ -41,16 +42,8 @@ pub fn format(req: &Request<'_>) -> Outcome {
     }
 }
 
-fn text<'v>(v: &'v Value, path: &[&str]) -> &'v str {
-    at(v, path).and_then(Value::as_str).unwrap_or_default()
-}
-
 fn number(v: &Value, path: &[&str]) -> Res<String> {
-    match at(v, path) {
-        Some(Value::Number(n)) => Ok(n.to_string()),
-        Some(Value::String(s)) => Ok(s.clone()),
-        _ => Err(format!("{} is missing", path.join("."))),
-    }
+    super::number_at(v, path).ok_or_else(|| format!("{} is missing", path.join(".")))
 }
 
 fn render(req: &Request<'_>, event: &str) -> Res<Option<Post>> {

@@ -4,6 +4,7 @@
 //! versions and worklogs are ignored. The topic is `KEY: summary`. People Jira names are
 //! silently mentioned when the organization has them (by address), else named.
 
+use super::text_at as text;
 use super::{
     at, git::ends_with_punctuation, silent_mention, Outcome, PersonQuery, Post, Request, Res,
 };
@@ -55,10 +56,6 @@ pub fn format(req: &Request<'_>) -> Outcome {
         },
         Err(reason) => Outcome::Malformed(reason),
     }
-}
-
-fn text<'v>(v: &'v Value, path: &[&str]) -> &'v str {
-    at(v, path).and_then(Value::as_str).unwrap_or_default()
 }
 
 fn render(req: &Request<'_>, event: &str) -> Res<Post> {

@@ -2,7 +2,8 @@
 //! each violated condition, or cleared) and chart snapshots (a JSON body of Slack-style
 //! `attachments`). The topic is `Alert <name>`, or `Snapshots`.
 
-use super::{at, Outcome, Post, Request};
+use super::text_at as s;
+use super::{at, truthy, Outcome, Post, Request};
 use serde_json::Value;
 
 /// Formats a Librato alert or snapshot.
@@ -63,14 +64,6 @@ pub fn format(req: &Request<'_>) -> Outcome {
     }
 }
 
-fn truthy(v: Option<&Value>) -> bool {
-    super::truthy(v)
-}
-
-fn s<'v>(v: &'v Value, path: &[&str]) -> &'v str {
-    at(v, path).and_then(Value::as_str).unwrap_or_default()
-}
-
 fn alert_url(p: &Value) -> Result<String, String> {
     match at(p, &["alert", "id"]) {
         Some(Value::Number(n)) => Ok(format!("https://metrics.librato.com/alerts#/{n}")),
@@ -82,9 +75,7 @@ fn alert_url(p: &Value) -> Result<String, String> {
 /// Seconds since the epoch as Zulip's global time.
 fn time(v: Option<&Value>) -> Result<String, String> {
     let seconds = v.and_then(Value::as_i64).ok_or("a time is missing")?;
-    chrono::DateTime::from_timestamp(seconds, 0)
-        .map(|t| format!("<time:{}>", t.format("%Y-%m-%dT%H:%M:%S+00:00")))
-        .ok_or_else(|| "a time is out of range".to_owned())
+    super::epoch_time(seconds).ok_or_else(|| "a time is out of range".to_owned())
 }
 
 fn cleared(p: &Value) -> Result<String, String> {

@@ -476,6 +476,12 @@ pub(crate) fn global_time(text: &str) -> Option<String> {
     Some(format!("<time:{}>", parsed.format("%Y-%m-%dT%H:%M:%S%:z")))
 }
 
+/// Seconds since the epoch as Zulip's global time, in UTC (`None` out of the calendar's range).
+pub(crate) fn epoch_time(seconds: i64) -> Option<String> {
+    chrono::DateTime::from_timestamp(seconds, 0)
+        .map(|t| format!("<time:{}>", t.format("%Y-%m-%dT%H:%M:%S+00:00")))
+}
+
 /// A formatter step's result: the error is the reason given with [`Outcome::Malformed`].
 pub(crate) type Res<T> = Result<T, String>;
 
@@ -506,6 +512,20 @@ pub(crate) fn opt_str<'v>(v: &'v Value, path: &[&str]) -> Res<Option<&'v str>> {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
         Some(_) => Err(format!("field {} is not a string", path.join("."))),
+    }
+}
+
+/// The string at `path`, or empty when it is absent or not a string.
+pub(crate) fn text_at<'v>(v: &'v Value, path: &[&str]) -> &'v str {
+    at(v, path).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// The number or string at `path`, as text (`None` when it is neither).
+pub(crate) fn number_at(v: &Value, path: &[&str]) -> Option<String> {
+    match at(v, path) {
+        Some(Value::Number(n)) => Some(n.to_string()),
+        Some(Value::String(s)) => Some(s.clone()),
+        _ => None,
     }
 }
 

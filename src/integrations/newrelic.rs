@@ -79,9 +79,7 @@ fn render(p: &Value) -> Result<(String, Post), String> {
             .get(field)
             .and_then(Value::as_i64)
             .ok_or_else(|| format!("{field} is not a number of milliseconds"))?;
-        chrono::DateTime::from_timestamp(ms.div_euclid(1000), 0)
-            .map(|t| format!("<time:{}>", t.format("%Y-%m-%dT%H:%M:%S+00:00")))
-            .ok_or_else(|| format!("{field} is out of range"))
+        super::epoch_time(ms.div_euclid(1000)).ok_or_else(|| format!("{field} is out of range"))
     };
     let state = text("state")?;
     if !EVENT_TYPES.contains(&state) {

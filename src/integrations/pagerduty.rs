@@ -2,6 +2,8 @@
 //! each) and 3 (one `event`). The event type is the action (`triggered`, `acknowledged`,
 //! `resolved`, `priority updated`, ...); the topic is `Incident <number or title>`.
 
+use super::number_at;
+use super::text_at as s;
 use super::{at, Outcome, Post, Request, Res};
 use serde_json::Value;
 
@@ -91,20 +93,8 @@ pub fn format(req: &Request<'_>) -> Outcome {
     }
 }
 
-fn s<'v>(v: &'v Value, path: &[&str]) -> &'v str {
-    at(v, path).and_then(Value::as_str).unwrap_or_default()
-}
-
 fn link(v: &Value, text_key: &str) -> String {
     format!("[{}]({})", s(v, &[text_key]), s(v, &["html_url"]))
-}
-
-fn number(v: &Value, path: &[&str]) -> String {
-    match at(v, path) {
-        Some(Value::Number(n)) => n.to_string(),
-        Some(Value::String(s)) => s.clone(),
-        _ => String::new(),
-    }
 }
 
 fn render(p: &Value) -> Res<Outcome> {
@@ -177,7 +167,7 @@ fn v1(message: &Value, action: &'static str) -> Incident {
     };
     Incident {
         action,
-        label: number(&incident, &["incident_number"]),
+        label: number_at(&incident, &["incident_number"]).unwrap_or_default(),
         url: s(&incident, &["html_url"]).to_owned(),
         service: s(&incident, &["service", "name"]).to_owned(),
         service_url: s(&incident, &["service", "html_url"]).to_owned(),
@@ -194,7 +184,7 @@ fn v2(message: &Value, action: &'static str) -> Res<Incident> {
     let incident = message.get("incident").cloned().unwrap_or(Value::Null);
     Ok(Incident {
         action,
-        label: number(&incident, &["incident_number"]),
+        label: number_at(&incident, &["incident_number"]).unwrap_or_default(),
         url: s(&incident, &["html_url"]).to_owned(),
         service: s(&incident, &["service", "name"]).to_owned(),
         service_url: s(&incident, &["service", "html_url"]).to_owned(),
@@ -225,7 +215,11 @@ fn v3(event: &Value, action: &'static str) -> Incident {
             s(incident, &["html_url"]).to_owned(),
         ),
         None => (
-            format!("{} (#{})", s(&data, &["title"]), number(&data, &["number"])),
+            format!(
+                "{} (#{})",
+                s(&data, &["title"]),
+                number_at(&data, &["number"]).unwrap_or_default()
+            ),
             s(&data, &["html_url"]).to_owned(),
         ),
     };

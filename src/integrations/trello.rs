@@ -3,6 +3,7 @@
 //! items) and to the board (members, lists, its name). The topic is the board's name; the
 //! payload's `action.type` decides. Trello checks the address with a `HEAD` request first.
 
+use super::text_at as s;
 use super::{at, global_time, Outcome, Post, Request, Res};
 use serde_json::Value;
 
@@ -53,10 +54,6 @@ pub fn format(req: &Request<'_>) -> Outcome {
         },
         Err(reason) => Outcome::Malformed(reason),
     }
-}
-
-fn s<'v>(v: &'v Value, path: &[&str]) -> &'v str {
-    at(v, path).and_then(Value::as_str).unwrap_or_default()
 }
 
 fn quote(text: &str) -> String {

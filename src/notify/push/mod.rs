@@ -56,18 +56,9 @@ fn sealing_key(secret: &ServerSecret, user: UserId, device: u64) -> ring::aead::
     ring::aead::LessSafeKey::new(unbound)
 }
 
-fn random_bytes<const N: usize>() -> [u8; N] {
-    use ring::rand::SecureRandom;
-    let mut out = [0u8; N];
-    // The system's random source does not fail on the platforms Chronicle runs on; a zero
-    // nonce would still only repeat under one device's key.
-    let _ = ring::rand::SystemRandom::new().fill(&mut out);
-    out
-}
-
 /// A device's key sealed under the server's secret (for `PushChange::KeySet`).
 pub fn seal_key(secret: &ServerSecret, user: UserId, device: u64, key: &[u8; 32]) -> String {
-    let nonce = random_bytes::<12>();
+    let nonce = crate::auth::random_bytes::<12>();
     let mut sealed = key.to_vec();
     let _ = sealing_key(secret, user, device).seal_in_place_append_tag(
         ring::aead::Nonce::assume_unique_for_key(nonce),
@@ -107,7 +98,7 @@ pub fn unseal_key(
 pub fn encrypt(key: &[u8; 32], payload: &Value) -> String {
     use crypto_secretbox::aead::{Aead, KeyInit};
     let cipher = crypto_secretbox::XSalsa20Poly1305::new(key.into());
-    let nonce = random_bytes::<24>();
+    let nonce = crate::auth::random_bytes::<24>();
     let plaintext = payload.to_string();
     let sealed = cipher
         .encrypt((&nonce).into(), plaintext.as_bytes())
