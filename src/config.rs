@@ -203,6 +203,22 @@ pub struct VideoCallSettings {
     pub big_blue_button_url: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub big_blue_button_secret: Option<String>,
+    /// A Nextcloud server with Talk (at the root of its host, as Zulip's `NEXTCLOUD_SERVER`),
+    /// and the account and app password calls are made with; offered when all three are set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nextcloud_server: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nextcloud_talk_username: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nextcloud_talk_password: Option<String>,
+    /// Constructor Groups: its API URL and the server's access and secret keys; offered when
+    /// all three are set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub constructor_groups_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub constructor_groups_access_key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub constructor_groups_secret_key: Option<String>,
 }
 
 /// `[cluster]`: the log in a NATS JetStream stream.
@@ -560,6 +576,21 @@ pub const KEYS: &[Key] = &[
     key("video_calls.big_blue_button_url"),
     Key {
         name: "video_calls.big_blue_button_secret",
+        secret: true,
+    },
+    key("video_calls.nextcloud_server"),
+    key("video_calls.nextcloud_talk_username"),
+    Key {
+        name: "video_calls.nextcloud_talk_password",
+        secret: true,
+    },
+    key("video_calls.constructor_groups_url"),
+    Key {
+        name: "video_calls.constructor_groups_access_key",
+        secret: true,
+    },
+    Key {
+        name: "video_calls.constructor_groups_secret_key",
         secret: true,
     },
     key("cluster.nats"),

@@ -847,7 +847,8 @@ fn serve_config(
 }
 
 /// Where an export's uploaded files go: `FILE.uploads/` beside the exported log `FILE`.
-/// `[video_calls]` checked: URLs of http(s), a BigBlueButton URL with its secret.
+/// `[video_calls]` checked: URLs of http(s), a BigBlueButton URL with its secret, a Nextcloud
+/// server with its Talk account, Constructor Groups with its keys.
 fn video_calls(
     v: &chronicle::config::VideoCallSettings,
 ) -> Result<chronicle::render::VideoCalls, String> {
@@ -886,9 +887,74 @@ fn video_calls(
                 .into(),
         ),
     };
+    // The three settings of a service go together; a secret may not be blank.
+    let all_or_none =
+        |names: [&str; 3], values: [&Option<String>; 3]| -> Result<Option<[String; 3]>, String> {
+            match values {
+                [None, None, None] => Ok(None),
+                [Some(a), Some(b), Some(c)] if [a, b, c].iter().all(|v| !v.trim().is_empty()) => {
+                    Ok(Some([
+                        a.trim().to_owned(),
+                        b.trim().to_owned(),
+                        c.trim().to_owned(),
+                    ]))
+                }
+                _ => Err(format!(
+                    "video_calls.{}, video_calls.{} and video_calls.{} go together",
+                    names[0], names[1], names[2]
+                )),
+            }
+        };
+    let nextcloud_talk = match all_or_none(
+        [
+            "nextcloud_server",
+            "nextcloud_talk_username",
+            "nextcloud_talk_password",
+        ],
+        [
+            &v.nextcloud_server,
+            &v.nextcloud_talk_username,
+            &v.nextcloud_talk_password,
+        ],
+    )? {
+        None => None,
+        Some([server, username, password]) => {
+            let server = url("nextcloud_server", &server)?;
+            let parsed = reqwest::Url::parse(&server)
+                .map_err(|e| format!("video_calls.nextcloud_server: {e}: {server}"))?;
+            Some(chronicle::render::NextcloudTalk {
+                origin: parsed.origin().ascii_serialization(),
+                username,
+                password,
+            })
+        }
+    };
+    let constructor_groups = match all_or_none(
+        [
+            "constructor_groups_url",
+            "constructor_groups_access_key",
+            "constructor_groups_secret_key",
+        ],
+        [
+            &v.constructor_groups_url,
+            &v.constructor_groups_access_key,
+            &v.constructor_groups_secret_key,
+        ],
+    )? {
+        None => None,
+        Some([base, access_key, secret_key]) => Some(chronicle::render::ConstructorGroups {
+            url: url("constructor_groups_url", &base)?
+                .trim_end_matches('/')
+                .to_owned(),
+            access_key,
+            secret_key,
+        }),
+    };
     Ok(chronicle::render::VideoCalls {
         jitsi_server_url,
         big_blue_button,
+        nextcloud_talk,
+        constructor_groups,
     })
 }
 

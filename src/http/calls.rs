@@ -1,6 +1,8 @@
 //! Video calls on a BigBlueButton server (`GET /calls/bigbluebutton/create`, then the browser's
-//! `GET /calls/bigbluebutton/join`), as Zulip makes them. Jitsi Meet calls need nothing from
-//! the server but its settings: clients make the room's URL themselves.
+//! `GET /calls/bigbluebutton/join`), on Nextcloud Talk (`POST /calls/nextcloud_talk/create`)
+//! and on Constructor Groups (`POST /calls/constructorgroups/create`), as Zulip makes them.
+//! Jitsi Meet calls need nothing from the server but its settings: clients make the room's URL
+//! themselves. Every request to a call service goes through the outgoing-request guard.
 //!
 //! Creating a call hands the client a join link that carries the meeting's id and name and who
 //! made it, sealed under the server's secret so nobody can point it at another meeting.
@@ -214,6 +216,153 @@ fn encode(text: &str) -> String {
         }
     }
     out
+}
+
+/// Nextcloud Talk's limit on a conversation's name.
+const MAX_ROOM_NAME_CHARS: usize = 255;
+/// How long Constructor Groups may take (Zulip's default for call services).
+const CONSTRUCTOR_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// `POST /calls/nextcloud_talk/create` (Zulip 12, feature level 465): a public conversation
+/// (guests may join) named `room_name` on the Nextcloud server, made with the server's Talk
+/// account; answers its call URL.
+pub async fn create_nextcloud_talk(
+    state: web::Data<AppState>,
+    _auth: Auth,
+    mut params: Params,
+) -> ApiResult<HttpResponse> {
+    let name = params
+        .str("room_name")
+        .ok_or_else(|| ApiError::missing("room_name"))?;
+    let server = state.site.video.nextcloud_talk.clone().ok_or_else(|| {
+        ApiError::bad_request("Nextcloud Talk credentials have not been configured")
+    })?;
+    let name = if name.chars().count() > MAX_ROOM_NAME_CHARS {
+        let kept: String = name.chars().take(MAX_ROOM_NAME_CHARS - 3).collect();
+        format!("{kept}...")
+    } else {
+        name
+    };
+    let unreachable = |reason: String| {
+        ApiError::bad_request(format!(
+            "Error connecting to the Nextcloud Talk server: {reason}"
+        ))
+    };
+    let client = state
+        .outgoing
+        .client(TIMEOUT)
+        .map_err(|e| unreachable(e.to_string()))?;
+    let response = client
+        .post(format!(
+            "{}/ocs/v2.php/apps/spreed/api/v4/room",
+            server.origin
+        ))
+        .header("OCS-APIRequest", "true")
+        .header(reqwest::header::ACCEPT, "application/json")
+        .basic_auth(&server.username, Some(&server.password))
+        .json(&json!({"roomType": 3, "roomName": name}))
+        .send()
+        .await
+        .map_err(|e| {
+            let e = e.without_url();
+            tracing::warn!(error = %e, "Nextcloud Talk server not reached");
+            unreachable(e.to_string())
+        })?;
+    let status = response.status();
+    let body = crate::outgoing::read_capped(response, MAX_ANSWER_BYTES)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    if !status.is_success() {
+        let text: String = String::from_utf8_lossy(&body).chars().take(200).collect();
+        tracing::warn!(%status, "Nextcloud Talk server refused a new conversation");
+        return Err(unreachable(format!("HTTP {}: {text}", status.as_u16())));
+    }
+    let failed = || ApiError::bad_request("Failed to create Nextcloud Talk call");
+    let answer: serde_json::Value = serde_json::from_slice(&body).map_err(|_| failed())?;
+    // A conversation's token is letters and digits; anything else is not put in a URL.
+    let token = answer
+        .pointer("/ocs/data/token")
+        .and_then(serde_json::Value::as_str)
+        .filter(|t| !t.is_empty() && t.len() <= 64 && t.bytes().all(|b| b.is_ascii_alphanumeric()))
+        .ok_or_else(failed)?;
+    Ok(params.success(json!({
+        "url": format!("{}/index.php/call/{token}", server.origin),
+    })))
+}
+
+/// `POST /calls/constructorgroups/create` (Zulip 12, feature level 460): a room on Constructor
+/// Groups made for the caller, signed with the server's keys; answers its URL.
+pub async fn create_constructor_groups(
+    state: web::Data<AppState>,
+    auth: Auth,
+    params: Params,
+) -> ApiResult<HttpResponse> {
+    let service = state.site.video.constructor_groups.clone().ok_or_else(|| {
+        ApiError::bad_request("Constructor Groups credentials have not been configured")
+    })?;
+    let (email, full_name) = state
+        .engine
+        .read(|s| {
+            s.users
+                .get(auth.user_id)
+                .map(|u| (u.email.clone(), u.full_name.clone()))
+        })
+        .ok_or_else(|| ApiError::internal("user missing"))?;
+    let failed = || ApiError::bad_request("Failed to create Constructor Groups call");
+    let signature: String =
+        Sha256::digest(format!("{}|{}", service.access_key, service.secret_key).as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+    let room = format!("{full_name}'s Zulip room");
+    let body = json!({
+        "creator_email": email,
+        "name": room,
+        "fallback_name": format!(
+            "{room} ({}-{})",
+            crate::projections::emoji::REALM_ID,
+            auth.user_id.0
+        ),
+    });
+    let client = state
+        .outgoing
+        .client(CONSTRUCTOR_TIMEOUT)
+        .map_err(|_| failed())?;
+    let response = client
+        .post(format!("{}/room/default", service.url))
+        .header(
+            reqwest::header::AUTHORIZATION,
+            format!("Bearer {}|{signature}", service.access_key),
+        )
+        .json(&body)
+        .send()
+        .await
+        .map_err(|e| {
+            tracing::warn!(error = %e.without_url(), "Constructor Groups not reached");
+            failed()
+        })?;
+    if !response.status().is_success() {
+        tracing::warn!(status = %response.status(), "Constructor Groups refused a new room");
+        return Err(failed());
+    }
+    let answer = crate::outgoing::read_capped(response, MAX_ANSWER_BYTES)
+        .await
+        .ok()
+        .flatten()
+        .ok_or_else(failed)?;
+    let answer: serde_json::Value = serde_json::from_slice(&answer).map_err(|_| failed())?;
+    // Only a web address is handed to clients, which put it in a message.
+    let url = answer
+        .get("url")
+        .and_then(serde_json::Value::as_str)
+        .filter(|u| u.starts_with("https://") || u.starts_with("http://"))
+        .ok_or_else(|| {
+            tracing::error!("Constructor Groups answered without a room URL");
+            failed()
+        })?;
+    Ok(params.success(json!({ "url": url })))
 }
 
 fn random_digits(n: usize) -> String {

@@ -444,6 +444,8 @@ fn api_routes(api: &mut web::ServiceConfig) {
     endpoint!(api, "/invites/{invite_id}/resend", post => invitations::resend_invite);
     endpoint!(api, "/realm", patch => realm::update_realm);
     endpoint!(api, "/calls/bigbluebutton/create", get => calls::create_bigbluebutton);
+    endpoint!(api, "/calls/nextcloud_talk/create", post => calls::create_nextcloud_talk);
+    endpoint!(api, "/calls/constructorgroups/create", post => calls::create_constructor_groups);
     endpoint!(api, "/realm/icon",
         post => avatars::upload_realm_icon, delete => avatars::delete_realm_icon);
     endpoint!(api, "/realm/logo",

@@ -176,11 +176,12 @@ pub const SETTINGS: &[Setting] = &[
         Initial::Text("allow_empty_topic"),
     ),
     plain("require_unique_names", Kind::Bool, Initial::Bool(false)),
-    // Video calls: the provider (Zulip's ids: 0 none, 1 Jitsi Meet, 4 BigBlueButton; only
-    // those the server offers are accepted) and the organization's own Jitsi server.
+    // Video calls: the provider (Zulip's ids: 0 none, 1 Jitsi Meet, 4 BigBlueButton, 6
+    // Constructor Groups, 7 Nextcloud Talk; only those the server offers are accepted) and the
+    // organization's own Jitsi server.
     plain(
         "video_chat_provider",
-        Kind::Code(&[0, 1, 2, 3, 4, 5]),
+        Kind::Code(&[0, 1, 2, 3, 4, 5, 6, 7]),
         Initial::Int(1),
     ),
     plain("jitsi_server_url", Kind::Url, Initial::Null),

@@ -33,7 +33,8 @@ pub struct Site {
 }
 
 /// The video call services this server offers organizations (`[video_calls]`), as Zulip's
-/// `JITSI_SERVER_URL` and `BIG_BLUE_BUTTON_URL`/`BIG_BLUE_BUTTON_SECRET`.
+/// `JITSI_SERVER_URL`, `BIG_BLUE_BUTTON_URL`/`BIG_BLUE_BUTTON_SECRET`, `NEXTCLOUD_SERVER` and
+/// its Talk account, and `CONSTRUCTOR_GROUPS_URL` and its keys.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VideoCalls {
     /// The Jitsi Meet server calls are made on unless the organization names its own (none:
@@ -41,6 +42,50 @@ pub struct VideoCalls {
     pub jitsi_server_url: Option<String>,
     /// A BigBlueButton server: its API base URL (ending in `/`) and shared secret.
     pub big_blue_button: Option<BigBlueButton>,
+    /// A Nextcloud server with Talk, and the account calls are made with.
+    pub nextcloud_talk: Option<NextcloudTalk>,
+    /// Constructor Groups' API, and the server's keys.
+    pub constructor_groups: Option<ConstructorGroups>,
+}
+
+/// A Nextcloud server with Talk (`video_calls.nextcloud_server`, `nextcloud_talk_username`,
+/// `nextcloud_talk_password`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct NextcloudTalk {
+    /// `scheme://host[:port]`: Zulip joins absolute paths to it, so any path is dropped.
+    pub origin: String,
+    pub username: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for NextcloudTalk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NextcloudTalk")
+            .field("origin", &self.origin)
+            .field("username", &self.username)
+            .field("password", &"<redacted>")
+            .finish()
+    }
+}
+
+/// Constructor Groups (`video_calls.constructor_groups_url`, `..._access_key`,
+/// `..._secret_key`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct ConstructorGroups {
+    /// The API URL, without a trailing `/`.
+    pub url: String,
+    pub access_key: String,
+    pub secret_key: String,
+}
+
+impl std::fmt::Debug for ConstructorGroups {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConstructorGroups")
+            .field("url", &self.url)
+            .field("access_key", &"<redacted>")
+            .field("secret_key", &"<redacted>")
+            .finish()
+    }
 }
 
 /// A BigBlueButton server (`video_calls.big_blue_button_url`, `..._secret`).
@@ -63,6 +108,8 @@ impl std::fmt::Debug for BigBlueButton {
 pub const VIDEO_CHAT_NONE: i64 = 0;
 pub const VIDEO_CHAT_JITSI: i64 = 1;
 pub const VIDEO_CHAT_BIG_BLUE_BUTTON: i64 = 4;
+pub const VIDEO_CHAT_CONSTRUCTOR_GROUPS: i64 = 6;
+pub const VIDEO_CHAT_NEXTCLOUD_TALK: i64 = 7;
 
 impl VideoCalls {
     /// The providers an organization may choose: (Zulip's key, name, id).
@@ -76,6 +123,20 @@ impl VideoCalls {
                 "big_blue_button",
                 "BigBlueButton",
                 VIDEO_CHAT_BIG_BLUE_BUTTON,
+            ));
+        }
+        if self.constructor_groups.is_some() {
+            out.push((
+                "constructor_groups",
+                "Constructor Groups",
+                VIDEO_CHAT_CONSTRUCTOR_GROUPS,
+            ));
+        }
+        if self.nextcloud_talk.is_some() {
+            out.push((
+                "nextcloud_talk",
+                "Nextcloud Talk",
+                VIDEO_CHAT_NEXTCLOUD_TALK,
             ));
         }
         out

@@ -1384,3 +1384,288 @@ async fn video_calls_on_jitsi_and_big_blue_button() {
     assert!(to.contains("&fullName=Bob%20Brown&role=VIEWER&"), "{to}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// One request a stand-in call service received: its request line, headers (lower-cased
+/// names) and body.
+#[derive(Clone, Debug)]
+struct Received {
+    line: String,
+    headers: std::collections::HashMap<String, String>,
+    body: String,
+}
+
+/// A stand-in for a call service that cannot run here (Nextcloud Talk, Constructor Groups):
+/// keeps each request and answers it with `answer(request)` (status and JSON or text body).
+async fn call_service(
+    answer: fn(&Received) -> (u16, String),
+) -> (String, Arc<Mutex<Vec<Received>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let kept = asked.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut data = Vec::new();
+            let mut buf = [0u8; 4096];
+            let end = loop {
+                if let Some(at) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break at;
+                }
+                match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => break data.len(),
+                    Ok(n) => data.extend_from_slice(&buf[..n]),
+                }
+            };
+            let head = String::from_utf8_lossy(&data[..end]).to_string();
+            let mut lines = head.split("\r\n");
+            let line = lines.next().unwrap_or_default().to_owned();
+            let headers: std::collections::HashMap<String, String> = lines
+                .filter_map(|l| l.split_once(':'))
+                .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+                .collect();
+            let length: usize = headers
+                .get("content-length")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            let mut body = data[(end + 4).min(data.len())..].to_vec();
+            while body.len() < length {
+                match stream.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => body.extend_from_slice(&buf[..n]),
+                }
+            }
+            let request = Received {
+                line,
+                headers,
+                body: String::from_utf8_lossy(&body).to_string(),
+            };
+            let (status, text) = answer(&request);
+            kept.lock().unwrap().push(request);
+            let reply = format!(
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                text.len()
+            );
+            let _ = stream.write_all(reply.as_bytes()).await;
+        }
+    });
+    (url, asked)
+}
+
+/// Nextcloud Talk (feature level 465) and Constructor Groups (460): offered when configured,
+/// each call made on the service as Zulip makes it (checked here against the requests Zulip
+/// sends), and Zulip's errors for a service that refuses or answers nonsense.
+#[tokio::test]
+async fn video_calls_on_nextcloud_talk_and_constructor_groups() {
+    // Not configured: Zulip's refusals.
+    let server = Server::start();
+    let owner = server.api(Some(&server.owner()));
+    let (_, body) = owner
+        .post("/calls/nextcloud_talk/create", &[("room_name", "standup")])
+        .await;
+    assert_eq!(
+        body["msg"],
+        "Nextcloud Talk credentials have not been configured"
+    );
+    let (_, body) = owner.post("/calls/constructorgroups/create", &[]).await;
+    assert_eq!(
+        body["msg"],
+        "Constructor Groups credentials have not been configured"
+    );
+    drop(server);
+
+    let (service, asked) = call_service(|r| {
+        if r.line.starts_with("POST /ocs/v2.php/apps/spreed/api/v4/room ") {
+            let room: Value = serde_json::from_str(&r.body).unwrap_or_default();
+            return match room["roomName"].as_str().unwrap_or_default() {
+                "refused" => (401, "Unauthorized".into()),
+                "nonsense" => (200, "<html>not json</html>".into()),
+                "odd token" => (201, r#"{"ocs": {"data": {"token": "../../x"}}}"#.into()),
+                _ => (
+                    201,
+                    r#"{"ocs": {"meta": {"status": "ok", "statuscode": 201}, "data": {"token": "abc123token", "type": 3}}}"#.into(),
+                ),
+            };
+        }
+        if r.line.starts_with("POST /api/groups/xapi/room/default ") {
+            return (200, r#"{"url": "https://example.constructor.app/groups/room/room-123"}"#.into());
+        }
+        (404, "{}".into())
+    })
+    .await;
+    let dir = std::env::temp_dir().join(format!("chronicle-calls-{}", std::process::id()));
+    // Some of a service's settings but not all stop start-up, naming them.
+    let Err(refused) = Server::start_in_with_env(
+        &dir.join("half"),
+        &[],
+        &[("CHRONICLE_VIDEO_CALLS_NEXTCLOUD_SERVER", "https://cloud.example.com")],
+    ) else {
+        panic!("a Nextcloud server without its account was accepted");
+    };
+    assert!(
+        refused.contains(
+            "video_calls.nextcloud_server, video_calls.nextcloud_talk_username and \
+             video_calls.nextcloud_talk_password go together"
+        ),
+        "{refused}"
+    );
+    let server = Server::start_in_with_env(
+        &dir.join("data"),
+        &["--outgoing-allow", "127.0.0.1/32"],
+        &[
+            // A path is dropped, as Zulip joins absolute paths to the server's address.
+            (
+                "CHRONICLE_VIDEO_CALLS_NEXTCLOUD_SERVER",
+                &format!("{service}/nextcloud"),
+            ),
+            ("CHRONICLE_VIDEO_CALLS_NEXTCLOUD_TALK_USERNAME", "zulip-bot"),
+            (
+                "CHRONICLE_VIDEO_CALLS_NEXTCLOUD_TALK_PASSWORD",
+                "app-pass-9f3k",
+            ),
+            (
+                "CHRONICLE_VIDEO_CALLS_CONSTRUCTOR_GROUPS_URL",
+                &format!("{service}/api/groups/xapi/"),
+            ),
+            (
+                "CHRONICLE_VIDEO_CALLS_CONSTRUCTOR_GROUPS_ACCESS_KEY",
+                "access-7q",
+            ),
+            (
+                "CHRONICLE_VIDEO_CALLS_CONSTRUCTOR_GROUPS_SECRET_KEY",
+                "secret-2w8e",
+            ),
+        ],
+    )
+    .unwrap();
+    let (alice_id, alice) = server
+        .create_member("alice@example.com", "Alice Adams")
+        .await;
+    let owner = server.api(Some(&server.owner()));
+    let alice = server.api(Some(&alice));
+    let (_, state) = crate::realtime::register(&owner, &[]).await;
+    assert_eq!(
+        state["realm_available_video_chat_providers"],
+        json!({"disabled": {"name": "None", "id": 0},
+               "jitsi_meet": {"name": "Jitsi Meet", "id": 1},
+               "constructor_groups": {"name": "Constructor Groups", "id": 6},
+               "nextcloud_talk": {"name": "Nextcloud Talk", "id": 7}})
+    );
+    for provider in ["7", "6"] {
+        let (status, body) = owner
+            .call(
+                Method::PATCH,
+                "/realm",
+                &[("video_chat_provider", provider)],
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+
+    // Nextcloud Talk: a public conversation, made with the server's account.
+    let (status, body) = alice.post("/calls/nextcloud_talk/create", &[]).await;
+    assert_eq!(
+        (status, body["msg"].clone()),
+        (
+            StatusCode::BAD_REQUEST,
+            json!("Missing 'room_name' argument")
+        )
+    );
+    let (status, body) = alice
+        .post(
+            "/calls/nextcloud_talk/create",
+            &[("room_name", "general conversation")],
+        )
+        .await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::OK,
+            json!({"result": "success", "msg": "",
+                   "url": format!("{service}/index.php/call/abc123token")})
+        )
+    );
+    let request = asked.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(
+        request.line,
+        "POST /ocs/v2.php/apps/spreed/api/v4/room HTTP/1.1"
+    );
+    assert_eq!(request.headers["ocs-apirequest"], "true");
+    assert_eq!(request.headers["accept"], "application/json");
+    // Basic zulip-bot:app-pass-9f3k
+    assert_eq!(
+        request.headers["authorization"],
+        "Basic enVsaXAtYm90OmFwcC1wYXNzLTlmM2s="
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&request.body).unwrap(),
+        json!({"roomType": 3, "roomName": "general conversation"})
+    );
+    // A name past Nextcloud's 255 characters is cut, as Zulip cuts it.
+    let long = "é".repeat(300);
+    let (status, _) = alice
+        .post("/calls/nextcloud_talk/create", &[("room_name", &long)])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let sent = asked.lock().unwrap().last().cloned().unwrap();
+    let sent: Value = serde_json::from_str(&sent.body).unwrap();
+    assert_eq!(sent["roomName"], format!("{}...", "é".repeat(252)));
+    for (name, msg) in [
+        (
+            "refused",
+            "Error connecting to the Nextcloud Talk server: HTTP 401: Unauthorized",
+        ),
+        ("nonsense", "Failed to create Nextcloud Talk call"),
+        ("odd token", "Failed to create Nextcloud Talk call"),
+    ] {
+        let (status, body) = alice
+            .post("/calls/nextcloud_talk/create", &[("room_name", name)])
+            .await;
+        assert_eq!(
+            (status, body),
+            (
+                StatusCode::BAD_REQUEST,
+                json!({"result": "error", "msg": msg, "code": "BAD_REQUEST"})
+            ),
+            "{name}"
+        );
+    }
+
+    // Constructor Groups: a room for the caller, signed with the server's keys.
+    let (status, body) = alice.post("/calls/constructorgroups/create", &[]).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::OK,
+            json!({"result": "success", "msg": "",
+                   "url": "https://example.constructor.app/groups/room/room-123"})
+        )
+    );
+    let request = asked.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(request.line, "POST /api/groups/xapi/room/default HTTP/1.1");
+    let signature: String = {
+        use sha2::{Digest, Sha256};
+        Sha256::digest(b"access-7q|secret-2w8e")
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    assert_eq!(
+        request.headers["authorization"],
+        format!("Bearer access-7q|{signature}")
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&request.body).unwrap(),
+        json!({"creator_email": "alice@example.com",
+               "name": "Alice Adams's Zulip room",
+               "fallback_name": format!("Alice Adams's Zulip room (1-{alice_id})")})
+    );
+
+    // The service's secrets are in no log line.
+    let logged = server.stderr();
+    for secret in ["app-pass-9f3k", "secret-2w8e", "enVsaXAtYm90"] {
+        assert!(!logged.contains(secret), "{secret} was logged");
+    }
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
