@@ -1151,55 +1151,31 @@ async fn open_sign_up_confirms_the_address_and_makes_a_member_once() {
 /// A stand-in for a BigBlueButton server (none can run here), checking each request's
 /// checksum as BigBlueButton's API defines it (SHA-256 of the call's name, its query without
 /// the checksum, and the shared secret) and answering `create` as BigBlueButton does. Keeps
-/// the paths it was asked.
-async fn big_blue_button(secret: &'static str) -> (String, Arc<Mutex<Vec<String>>>) {
+/// the requests it was sent.
+async fn big_blue_button(secret: &'static str) -> (String, Arc<Mutex<Vec<Received>>>) {
     use sha2::{Digest, Sha256};
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/bigbluebutton/", listener.local_addr().unwrap());
-    let asked = Arc::new(Mutex::new(Vec::new()));
-    let kept = asked.clone();
-    tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let mut head = Vec::new();
-            let mut buf = [0u8; 4096];
-            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-                match stream.read(&mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => head.extend_from_slice(&buf[..n]),
-                }
-            }
-            let head = String::from_utf8_lossy(&head).to_string();
-            let path = head
-                .split_whitespace()
-                .nth(1)
-                .unwrap_or_default()
-                .to_owned();
-            kept.lock().unwrap().push(path.clone());
-            let (call, query) = path
-                .trim_start_matches("/bigbluebutton/api/")
-                .split_once('?')
-                .unwrap_or_default();
-            let (query, checksum) = query.rsplit_once("&checksum=").unwrap_or_default();
-            let expected: String = Sha256::digest(format!("{call}{query}{secret}").as_bytes())
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect();
-            let body = if checksum == expected {
-                "<response><returncode>SUCCESS</returncode><meetingID>m</meetingID>\
-                 <createTime>1531155809613</createTime></response>"
-            } else {
-                "<response><returncode>FAILED</returncode><messageKey>checksumError</messageKey>\
-                 <message>Checksums do not match</message></response>"
-            };
-            let answer = format!(
-                "HTTP/1.1 200 OK\r\nContent-Type: text/xml\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = stream.write_all(answer.as_bytes()).await;
-        }
-    });
-    (url, asked)
+    let (base, asked) = call_service(move |r| {
+        let path = r.line.split_whitespace().nth(1).unwrap_or_default();
+        let (call, query) = path
+            .trim_start_matches("/bigbluebutton/api/")
+            .split_once('?')
+            .unwrap_or_default();
+        let (query, checksum) = query.rsplit_once("&checksum=").unwrap_or_default();
+        let expected: String = Sha256::digest(format!("{call}{query}{secret}").as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let body = if checksum == expected {
+            "<response><returncode>SUCCESS</returncode><meetingID>m</meetingID>\
+             <createTime>1531155809613</createTime></response>"
+        } else {
+            "<response><returncode>FAILED</returncode><messageKey>checksumError</messageKey>\
+             <message>Checksums do not match</message></response>"
+        };
+        (200, body.to_owned())
+    })
+    .await;
+    (format!("{base}/bigbluebutton/"), asked)
 }
 
 /// Video calls: Jitsi Meet by default (the organization may name its own server or turn calls
@@ -1349,7 +1325,7 @@ async fn video_calls_on_jitsi_and_big_blue_button() {
     let to = headers["location"].to_str().unwrap().to_owned();
     let asked = asked.lock().unwrap().clone();
     assert_eq!(asked.len(), 1, "{asked:?}");
-    let create = &asked[0];
+    let create = asked[0].line.split_whitespace().nth(1).unwrap();
     assert!(
         create.starts_with("/bigbluebutton/api/create?meetingID=zulip-")
             && create.contains("&name=Design%20review&lockSettingsDisableCam=false&checksum="),
@@ -1394,10 +1370,11 @@ struct Received {
     body: String,
 }
 
-/// A stand-in for a call service that cannot run here (Nextcloud Talk, Constructor Groups):
-/// keeps each request and answers it with `answer(request)` (status and JSON or text body).
+/// A stand-in for a call service that cannot run here (BigBlueButton, Nextcloud Talk,
+/// Constructor Groups): keeps each request and answers it with `answer(request)` (a status
+/// and a body, XML when it starts with `<`, else JSON).
 async fn call_service(
-    answer: fn(&Received) -> (u16, String),
+    answer: impl Fn(&Received) -> (u16, String) + Send + 'static,
 ) -> (String, Arc<Mutex<Vec<Received>>>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -1442,8 +1419,13 @@ async fn call_service(
             };
             let (status, text) = answer(&request);
             kept.lock().unwrap().push(request);
+            let kind = if text.starts_with('<') {
+                "text/xml"
+            } else {
+                "application/json"
+            };
             let reply = format!(
-                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                "HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
                 text.len()
             );
             let _ = stream.write_all(reply.as_bytes()).await;
@@ -1498,7 +1480,10 @@ async fn video_calls_on_nextcloud_talk_and_constructor_groups() {
     let Err(refused) = Server::start_in_with_env(
         &dir.join("half"),
         &[],
-        &[("CHRONICLE_VIDEO_CALLS_NEXTCLOUD_SERVER", "https://cloud.example.com")],
+        &[(
+            "CHRONICLE_VIDEO_CALLS_NEXTCLOUD_SERVER",
+            "https://cloud.example.com",
+        )],
     ) else {
         panic!("a Nextcloud server without its account was accepted");
     };
