@@ -12,10 +12,13 @@
 //! node of a cluster, or when the directory was cleared). Their bytes follow from the
 //! upload's bytes alone, so nothing about them goes into the log.
 //!
-//! They are lossless WebP (the pure-Rust encoder has no lossy mode): fitted inside 840 × 560,
-//! never enlarged, turned upright by the EXIF orientation. An animation's thumbnail is an
-//! animated WebP of its frames, written here from the encoder's single frames; frames past the
-//! animation bound are left out, as Zulip does.
+//! They are fitted inside 840 × 560, never enlarged, turned upright by the EXIF orientation.
+//! The pure-Rust WebP encoder has no lossy mode, and a lossless photo would be larger than the
+//! photo, so a JPEG upload's thumbnail is a JPEG (the photo itself when it already fits
+//! upright), served as `image/jpeg` under the format's name: Zulip's API tells clients not to
+//! assume the format of a thumbnail. Anything else (screenshots, drawings) is a lossless WebP.
+//! An animation's thumbnail is an animated WebP of its frames, written here from the encoder's
+//! single frames; frames past the animation bound are left out, as Zulip does.
 
 use crate::events::UploadedImage;
 use image::codecs::gif::GifDecoder;
@@ -212,12 +215,18 @@ pub fn make(bytes: &[u8], format: Format) -> Option<Vec<u8>> {
     }
 }
 
-/// The first frame, upright, fitted, as a lossless WebP.
+/// The JPEG quality of a photo's thumbnail.
+const PHOTO_QUALITY: u8 = 85;
+
+/// The first frame, upright, fitted: a JPEG for a photo (a JPEG upload), a lossless WebP for
+/// anything else (screenshots and drawings, where a lossy encoding blurs text and lossless
+/// WebP is smaller than the PNG).
 fn still(bytes: &[u8], format: Format) -> Option<Vec<u8>> {
     let mut reader = ImageReader::new(Cursor::new(bytes))
         .with_guessed_format()
         .ok()?;
     reader.limits(limits());
+    let photo = reader.format() == Some(ImageFormat::Jpeg);
     let mut decoder = reader.into_decoder().ok()?;
     let (width, height) = decoder.dimensions();
     if u64::from(width) * u64::from(height) > MAX_PIXELS {
@@ -227,8 +236,21 @@ fn still(bytes: &[u8], format: Format) -> Option<Vec<u8>> {
     let mut picture = DynamicImage::from_decoder(decoder).ok()?;
     picture.apply_orientation(orientation);
     let (w, h) = fitted(picture.width(), picture.height(), format);
-    if (w, h) != (picture.width(), picture.height()) {
+    let resized = (w, h) != (picture.width(), picture.height());
+    if resized {
         picture = picture.thumbnail_exact(w, h);
+    }
+    if photo {
+        // A photo that already fits and stands upright is its own thumbnail (no second
+        // loss); else it is encoded again as a JPEG.
+        if !resized && orientation == Orientation::NoTransforms {
+            return Some(bytes.to_vec());
+        }
+        let mut out = Vec::new();
+        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, PHOTO_QUALITY)
+            .encode_image(&picture.to_rgb8())
+            .ok()?;
+        return Some(out);
     }
     // The encoder panics on a buffer of other dimensions than it is told.
     let (w, h) = (picture.width(), picture.height());
@@ -443,6 +465,28 @@ mod tests {
         );
     }
 
+    fn jpeg(width: u32, height: u32) -> Vec<u8> {
+        let picture = RgbImage::from_fn(width, height, |x, y| {
+            Rgb([(x % 256) as u8, (y % 256) as u8, 90])
+        });
+        let mut out = Cursor::new(Vec::new());
+        picture.write_to(&mut out, ImageFormat::Jpeg).unwrap();
+        out.into_inner()
+    }
+
+    #[test]
+    fn a_photo_s_thumbnail_is_a_jpeg_or_the_photo_itself() {
+        // Larger than the box: a JPEG fitted in it.
+        let (_, made) = make_all(&jpeg(1200, 900)).unwrap();
+        assert!(made[0].1.starts_with(b"\xff\xd8\xff"));
+        let thumb = image::load_from_memory(&made[0].1).unwrap();
+        assert_eq!((thumb.width(), thumb.height()), (747, 560));
+        // Already within it and upright: the photo's own bytes.
+        let small = jpeg(300, 200);
+        let (_, made) = make_all(&small).unwrap();
+        assert_eq!(made[0].1, small);
+    }
+
     #[test]
     fn an_animation_gets_an_animated_thumbnail_and_a_still_one() {
         let gif = crate::avatars::tests::gif_of_side(600, 3);
@@ -509,7 +553,10 @@ mod tests {
         with_exif.extend_from_slice(&jpeg[2..]);
         let image = probe(&with_exif).unwrap();
         assert_eq!((image.width, image.height), (20, 40));
-        let thumb = decoded(&make(&with_exif, FORMATS[1]).unwrap());
+        // Turned: encoded again (not the photo's own bytes).
+        let made = make(&with_exif, FORMATS[1]).unwrap();
+        assert_ne!(made, with_exif);
+        let thumb = image::load_from_memory(&made).unwrap();
         assert_eq!((thumb.width(), thumb.height()), (20, 40));
     }
 }

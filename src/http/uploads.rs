@@ -420,8 +420,10 @@ async fn thumbnail(state: &AppState, auth: &Auth, rest: &str) -> ApiResult<HttpR
             })?
         }
     };
+    // A photo's thumbnail is a JPEG (`crate::thumbnails`); its type is read from its bytes.
+    let kind = sniff_image(&bytes).unwrap_or("image/webp");
     Ok(HttpResponse::Ok()
-        .content_type("image/webp")
+        .content_type(kind)
         .insert_header(("Content-Disposition", "inline"))
         .insert_header(("X-Content-Type-Options", "nosniff"))
         .insert_header(("Content-Security-Policy", "default-src 'none'; sandbox"))

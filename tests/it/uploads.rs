@@ -486,6 +486,30 @@ async fn uploaded_images_are_previewed_with_thumbnails() {
         StatusCode::UNAUTHORIZED
     );
 
+    // A photo's thumbnail is a JPEG (Zulip tells clients not to assume the format).
+    let shot = {
+        let picture = image::RgbImage::from_fn(1200, 900, |x, y| {
+            image::Rgb([(x % 250) as u8, (y % 250) as u8, 60])
+        });
+        let mut out = std::io::Cursor::new(Vec::new());
+        picture
+            .write_to(&mut out, image::ImageFormat::Jpeg)
+            .unwrap();
+        out.into_inner()
+    };
+    let shot = upload(alice, "shot.jpg", "image/jpeg", &shot).await;
+    let shot_path = shot.trim_start_matches("/user_uploads/");
+    let resp = download(
+        server,
+        Some(alice),
+        &format!("/user_uploads/thumbnail/{shot_path}/840x560.webp"),
+    )
+    .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(resp.headers()["content-type"], "image/jpeg");
+    let picture = image::load_from_memory(&resp.bytes().await.unwrap()).unwrap();
+    assert_eq!((picture.width(), picture.height()), (747, 560));
+
     // An image in a direct message: its thumbnail only for those who may see the image.
     let secret = upload(alice, "secret.gif", "image/gif", &moving_gif()).await;
     let secret_path = secret.trim_start_matches("/user_uploads/").to_owned();
