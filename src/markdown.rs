@@ -410,7 +410,11 @@ fn render_message_tokens(
     let arena = Arena::new();
     let root = parse_document(&arena, &tokenized, &options);
     linkify_document(root, &resolver.linkifiers(), &mut replacements);
-    let previews = preview_uploads(&arena, root, resolver, &mut replacements);
+    let previews = if tokenized.contains("/user_uploads/") {
+        preview_uploads(&arena, root, resolver, &mut replacements)
+    } else {
+        Vec::new()
+    };
     let mut out = Vec::new();
     // Writing into a Vec cannot fail.
     let _ = format_html(root, &options, &mut out);

@@ -94,6 +94,12 @@ impl UploadStore {
     /// file). Slow on a large image: for the blocking pool.
     pub fn make_thumbnails(&self, sha256: &str) -> Option<crate::events::UploadedImage> {
         let bytes = self.read(sha256).ok()?;
+        // The same bytes uploaded again: their thumbnails are made already.
+        if let Some(image) = crate::thumbnails::probe(&bytes) {
+            if self.has_thumbnails(sha256, &image) {
+                return Some(image);
+            }
+        }
         let (image, thumbnails) = crate::thumbnails::make_all(&bytes)?;
         for (format, thumbnail) in thumbnails {
             if let Err(error) = self.put_thumbnail(sha256, &format.name(), &thumbnail) {
@@ -102,6 +108,17 @@ impl UploadStore {
             }
         }
         Some(image)
+    }
+
+    /// Whether every thumbnail of the image with this hash is kept.
+    pub fn has_thumbnails(&self, sha256: &str, image: &crate::events::UploadedImage) -> bool {
+        crate::thumbnails::FORMATS
+            .iter()
+            .filter(|f| image.animated || !f.animated)
+            .all(|f| {
+                self.thumbnail_path(sha256, &f.name())
+                    .is_some_and(|p| p.exists())
+            })
     }
 
     /// The hashes that have thumbnails kept (`chronicle erase` removes those no upload names).

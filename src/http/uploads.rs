@@ -500,18 +500,9 @@ pub async fn thumbnail_status(
     });
     let (sha256, image) = found.ok_or_else(|| ApiError::bad_request("Invalid attachment"))?;
     let store = state.uploads.clone();
-    let made = web::block(move || {
-        crate::thumbnails::FORMATS
-            .iter()
-            .filter(|f| image.animated || !f.animated)
-            .all(|f| {
-                store
-                    .thumbnail_path(&sha256, &f.name())
-                    .is_some_and(|p| p.exists())
-            })
-    })
-    .await
-    .map_err(|e| ApiError::internal(format!("upload storage: {e}")))?;
+    let made = web::block(move || store.has_thumbnails(&sha256, &image))
+        .await
+        .map_err(|e| ApiError::internal(format!("upload storage: {e}")))?;
     Ok(params.success(json!({ "has_thumbnail": made })))
 }
 

@@ -486,6 +486,22 @@ async fn uploaded_images_are_previewed_with_thumbnails() {
         StatusCode::UNAUTHORIZED
     );
 
+    // The same bytes again, under another name: previewed the same (from the thumbnails made).
+    let again = upload(alice, "again.png", "image/png", &png_of(1000, 500)).await;
+    let again_id = send(
+        alice,
+        &[
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", "pictures"),
+            ("content", &format!("[again.png]({again})")),
+        ],
+    )
+    .await;
+    assert!(rendered(bob, again_id)
+        .await
+        .contains("data-original-dimensions=\"1000x500\""),);
+
     // A photo's thumbnail is a JPEG (Zulip tells clients not to assume the format).
     let shot = {
         let picture = image::RgbImage::from_fn(1200, 900, |x, y| {
@@ -603,25 +619,35 @@ async fn uploaded_images_are_previewed_with_thumbnails() {
     let resp = download(&server, Some(&bob), &thumbnail).await;
     assert_eq!(resp.bytes().await.unwrap().to_vec(), made);
 
-    // Deleting the upload removes its thumbnails with its bytes.
+    // Deleting the upload removes its thumbnails with its bytes, once no other upload holds
+    // the same bytes (again.png does, until it goes too).
     let (_, list) = alice.get("/attachments", &[]).await;
-    let photo_id = list["attachments"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["name"] == "photo.png")
-        .unwrap()["id"]
-        .as_u64()
-        .unwrap();
+    let id_of = |name: &str| {
+        list["attachments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == name)
+            .unwrap()["id"]
+            .as_u64()
+            .unwrap()
+    };
     // (Only the photo's thumbnail was made again since the clearing.)
     let kept = walk(&server.dir.join("uploads/thumbnails"));
     assert_eq!(kept.len(), 1, "{kept:?}");
-    let (status, _) = alice.delete(&format!("/attachments/{photo_id}"), &[]).await;
+    let (status, _) = alice
+        .delete(&format!("/attachments/{}", id_of("photo.png")), &[])
+        .await;
     assert_eq!(status, StatusCode::OK);
-    let kept = walk(&server.dir.join("uploads/thumbnails"));
-    assert!(kept.is_empty(), "{kept:?}");
     assert_eq!(
         download(&server, Some(&bob), &thumbnail).await.status(),
         StatusCode::NOT_FOUND
     );
+    assert_eq!(walk(&server.dir.join("uploads/thumbnails")).len(), 1);
+    let (status, _) = alice
+        .delete(&format!("/attachments/{}", id_of("again.png")), &[])
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let kept = walk(&server.dir.join("uploads/thumbnails"));
+    assert!(kept.is_empty(), "{kept:?}");
 }
