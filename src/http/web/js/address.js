@@ -13,17 +13,28 @@ function decodeHash(text) {
   }
 }
 
+// The views that are not narrows of messages, at Zulip's addresses (#inbox, #recent).
+export const VIEWS = {
+  inbox: [{ operator: "view", operand: "inbox" }],
+  recent: [{ operator: "view", operand: "recent" }],
+};
+export const viewOf = (narrow) => (narrow.length === 1 && narrow[0].operator === "view" ? narrow[0].operand : null);
+
 export function toHash(narrow) {
   if (!narrow.length) return "#";
+  if (viewOf(narrow)) return `#${viewOf(narrow)}`;
   return "#narrow/" + narrow.map((t) => `${t.operator}/${encodeHash(Array.isArray(t.operand) ? t.operand.join(",") : String(t.operand))}`).join("/");
 }
 
 export function fromHash(hash) {
   const parts = hash.replace(/^#/, "").split("/");
+  if (VIEWS[parts[0]] && parts.length === 1) return VIEWS[parts[0]];
   if (parts[0] !== "narrow") return [];
   const out = [];
   for (let i = 1; i + 1 < parts.length; i += 2) {
     const operator = parts[i];
+    // A message link's anchor, not a term (nearOf reads it).
+    if (operator === "near" || operator === "with") continue;
     let operand = decodeHash(parts[i + 1]);
     // Ids, or (for a search by addresses the client does not know) the addresses as typed.
     if (operator === "dm" || operator === "pm-with") {
@@ -36,4 +47,10 @@ export function fromHash(hash) {
     out.push({ operator: name, operand });
   }
   return out;
+}
+
+// The message a link points at (#narrow/.../near/ID), if any.
+export function nearOf(hash) {
+  const match = hash.match(/\/(?:near|with)\/(\d+)(?:\/|$)/);
+  return match ? Number(match[1]) : null;
 }

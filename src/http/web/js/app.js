@@ -5,7 +5,7 @@
 import { firstNarrow, firstPage, firstRegistration } from "./start.js";
 import { api } from "./api.js";
 import { $ } from "./dom.js";
-import { state, load, apply } from "./state.js";
+import { state, load, apply, loadGroups } from "./state.js";
 import * as narrows from "./narrow.js";
 import { ui } from "./ui.js";
 import { registerUntilDone, poll } from "./events.js";
@@ -21,6 +21,9 @@ import * as narrowbar from "./narrowbar.js";
 import * as keys from "./keys.js";
 import * as notify from "./notify.js";
 import * as storage from "./storage.js";
+import * as inbox from "./inbox.js";
+import * as menu from "./menu.js";
+import * as fixing from "./fixing.js";
 import { useCollator } from "./names.js";
 
 let typingExpiryMs = 15000;
@@ -32,6 +35,16 @@ function refresh({ people = true } = {}) {
   compose.refresh();
   typing.render();
   channels.refresh();
+  inbox.render();
+}
+
+// A narrow of messages, or one of the views (Inbox, Recent conversations) drawn in its place.
+function show(narrow, firstPage, near) {
+  menu.close();
+  const view = narrows.viewOf(narrow);
+  if (view) return inbox.open(view);
+  inbox.close();
+  return messages.open(narrow, firstPage, near);
 }
 
 function navigate(narrow) {
@@ -40,7 +53,7 @@ function navigate(narrow) {
   closePanels();
   compose.followNarrow(narrow);
   refresh();
-  return messages.open(narrow);
+  return show(narrow, undefined, narrows.nearOf(location.hash));
 }
 
 function onEvents(events) {
@@ -49,6 +62,7 @@ function onEvents(events) {
     try {
       apply(ev);
       messages.onEvent(ev);
+      inbox.onEvent(ev);
       if (ev.type === "typing") typing.onTyping(ev, typingExpiryMs);
       if (ev.type === "message") notify.onMessage(ev);
     } catch (error) {
@@ -60,8 +74,19 @@ function onEvents(events) {
 
 async function reload(reg) {
   load(reg);
+  loadUserGroups();
   refresh();
-  await messages.open(ui.narrow);
+  await show(ui.narrow);
+}
+
+// The user groups decide what the person may do (perms.js); they come after the first screen.
+async function loadUserGroups() {
+  try {
+    loadGroups((await api("GET", "user_groups")).user_groups);
+    messages.redraw();
+  } catch {
+    // Without them no permission-gated control is offered; the next reload tries again.
+  }
 }
 
 // ---- panels (phones and narrow windows) --------------------------------------------------------
@@ -104,12 +129,15 @@ async function ping() {
 
 function wire() {
   messages.setup();
+  menu.setup();
+  fixing.setupDialogs();
+  sidebar.setup();
   compose.setup();
   emoji.setup();
   channels.setup();
   settings.setup();
   users.setup();
-  keys.setup({ closePanels });
+  keys.setup({ closePanels, togglePanel });
   Object.assign(ui, {
     go: (narrow) => {
       const hash = narrows.toHash(narrow);
@@ -158,7 +186,7 @@ async function main() {
   ui.narrow = narrow;
   compose.followNarrow(narrow);
   refresh({ people: false });
-  await messages.open(narrow, firstPage);
+  await show(narrow, firstPage, narrows.nearOf(location.hash));
   // The first usable screen: what scripts/web-first-screen.py measures from the login. Then
   // the lists are drawn again in the reader's collation, the people list (a thousand entries
   // in a large organization) with them.
@@ -166,6 +194,7 @@ async function main() {
   useCollator();
   refresh();
   messages.catchUp(reg.max_message_id);
+  loadUserGroups();
   ping();
   setInterval(ping, state.pingEvery * 1000);
   storage.watch();

@@ -36,7 +36,7 @@ export function setup() {
   $("compose-to").addEventListener("change", addTypedRecipient);
   $("compose-to").addEventListener("keydown", onRecipientKey);
   $("compose-file").addEventListener("change", attach);
-  $("compose-emoji").addEventListener("click", (e) => ui.pickEmoji(e.currentTarget, (name) => insert(`:${name}: `)));
+  $("compose-emoji").addEventListener("click", (e) => ui.pickEmoji(e.currentTarget, (name) => insertText(`:${name}: `)));
 }
 
 function setMode(mode) {
@@ -193,7 +193,7 @@ async function send() {
   }
 }
 
-function insert(snippet) {
+export function insertText(snippet) {
   const area = text();
   const start = area.selectionStart ?? area.value.length;
   area.setRangeText(snippet, start, area.selectionEnd ?? start, "end");
@@ -209,7 +209,7 @@ async function attach(e) {
   try {
     const answer = await uploadFile(file);
     const name = (answer.filename || file.name).replace(/[[\]]/g, "");
-    insert(`[${name}](${answer.url || answer.uri}) `);
+    insertText(`[${name}](${answer.url || answer.uri}) `);
     toast(`${file.name} attached.`);
   } catch (error) {
     toast(`Upload failed: ${error.message}`);

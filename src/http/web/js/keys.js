@@ -1,18 +1,29 @@
-// Keyboard shortcuts. Letters act only when no field has the cursor; Esc always works.
+// Keyboard shortcuts, Zulip's keys for Zulip's actions. Letters act only when no field has the
+// cursor; Esc always works. The list below is also the help that `?` opens.
 
-import { $, isTyping } from "./dom.js";
-import { state, counts, topicKey, topicHeard } from "./state.js";
+import { $, el, isTyping } from "./dom.js";
+import { state, counts, topicKey, topicHeard, userName } from "./state.js";
 import * as narrows from "./narrow.js";
 import * as compose from "./compose.js";
 import * as messages from "./messages.js";
 import * as emoji from "./emoji.js";
+import * as menu from "./menu.js";
+import * as fixing from "./fixing.js";
+import { toggleReaction } from "./reactions.js";
 import { ui } from "./ui.js";
 import { compareNames } from "./names.js";
 
-export function setup({ closePanels }) {
+let panels = {};
+
+export function setup({ closePanels, togglePanel }) {
+  panels = { closePanels, togglePanel };
+  $("keys-list").replaceChildren(...KEYS.map(([keys, what]) => el("tr", {},
+    el("th", { attrs: { scope: "row" } }, keys.map((k, i) => [i ? " or " : "", el("kbd", { text: k })])), el("td", { text: what }))));
   document.addEventListener("keydown", (e) => {
     if (e.key === "Escape") return escape(e, closePanels);
-    if (e.ctrlKey || e.metaKey || e.altKey || isTyping(e.target) || document.querySelector("dialog[open]")) return;
+    if (e.ctrlKey || e.metaKey || e.altKey || isTyping(e.target) || document.querySelector("dialog[open]") || menu.isOpen()) return;
+    // Enter on a link or a button is theirs.
+    if (e.key === "Enter" && e.target.closest?.("a, button, summary")) return;
     const action = ACTIONS[e.key];
     if (!action) return;
     e.preventDefault();
@@ -20,19 +31,70 @@ export function setup({ closePanels }) {
   });
 }
 
+// The selected message (focused, or last clicked), else the newest in view.
+function target() {
+  const list = messages.current();
+  return messages.selected() || list[list.length - 1];
+}
+
+const withTarget = (fn) => () => { const m = target(); if (m) fn(m); };
+
+const KEYS = [
+  [["j", "↓"], "Select the next message"],
+  [["k", "↑"], "Select the previous message"],
+  [["End"], "Go to the newest message"],
+  [["Enter", "r"], "Reply to the selected message"],
+  [["R"], "Reply directly to its sender"],
+  [["@"], "Reply mentioning its sender"],
+  [[">"], "Quote and reply"],
+  [["e"], "Edit the selected message"],
+  [["i"], "Open the selected message's actions"],
+  [["+"], "React with 👍"],
+  [["U"], "Mark as unread from the selected message"],
+  [["c"], "New channel message"],
+  [["x"], "New direct message"],
+  [["n"], "Next topic with unread messages"],
+  [["/"], "Search"],
+  [["q"], "Filter channels"],
+  [["w"], "Filter people"],
+  [["?"], "This list of shortcuts"],
+  [["Esc"], "Close a menu, a dialog or a panel, or leave a field"],
+];
+
 const ACTIONS = {
+  j: () => messages.select(1),
+  ArrowDown: () => messages.select(1),
+  k: () => messages.select(-1),
+  ArrowUp: () => messages.select(-1),
+  End: () => messages.selectLast(),
+  Enter: withTarget((m) => compose.reply(m)),
+  r: withTarget((m) => compose.reply(m)),
+  R: withTarget((m) => compose.startDm(m.sender_id === state.me.user_id ? [] : [m.sender_id])),
+  "@": withTarget((m) => { compose.reply(m); compose.insertText(`@**${userName(m.sender_id)}** `); }),
+  ">": withTarget((m) => fixing.quote(m)),
+  e: withTarget((m) => messages.editSelected(m)),
+  i: withTarget((m) => {
+    const button = document.querySelector(`#message-list .msg[data-id="${m.id}"] [aria-label="Message actions"]`);
+    if (button) messages.openMenu(m, button);
+  }),
+  "+": withTarget((m) => toggleReaction(m, "+1", !(m.reactions || []).some((r) => r.user_id === state.me.user_id && r.emoji_name === "+1"))),
+  U: withTarget((m) => messages.markUnread(m)),
   c: () => compose.startChannel(),
   x: () => compose.startDm([]),
-  r: () => {
-    const list = messages.current();
-    const m = messages.selected() || list[list.length - 1];
-    if (m) compose.reply(m);
-  },
   n: () => nextUnreadTopic(),
   "/": () => $("search").focus(),
+  q: () => { openPanel("left"); $("channel-search").focus(); },
+  w: () => { openPanel("right"); $("people-filter").focus(); },
+  "?": () => $("keys-dialog").showModal(),
 };
 
+// On a phone or a narrow window the column is a panel: shown first.
+function openPanel(side) {
+  if (!$(side).offsetParent) panels.togglePanel(side);
+}
+
 function escape(e, closePanels) {
+  if (menu.isOpen()) { menu.close(); return; }
   if (emoji.isOpen()) { emoji.close(); return; }
   if (document.querySelector("dialog[open]")) return; // the dialog closes itself on Esc
   if (closePanels()) return;

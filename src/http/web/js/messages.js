@@ -7,16 +7,21 @@ import { $, el, clear, toast } from "./dom.js";
 import { state, markRead, messageDmKey, dmTitle, topicHeard } from "./state.js";
 import * as narrows from "./narrow.js";
 import { setMessageHtml } from "./sanitize.js";
-import { shortTime, longTime, isoTime } from "./time.js";
+import { shortTime, longTime, isoTime, dayLabel, dayOf } from "./time.js";
 import { ui } from "./ui.js";
 import { reactionButtons, toggleReaction } from "./reactions.js";
+import * as perms from "./perms.js";
+import * as fixing from "./fixing.js";
+import * as menu from "./menu.js";
 
 let view = fresh([]);
 let generation = 0;
 const editing = new Set();
 
+// `holdRead`: after "Mark as unread", nothing in this narrow is marked read on sight until
+// another one is opened (as in Zulip).
 function fresh(narrow) {
-  return { narrow, messages: [], foundOldest: false, foundNewest: false, loading: false };
+  return { narrow, messages: [], foundOldest: false, foundNewest: false, loading: false, holdRead: false };
 }
 
 const scroller = () => $("messages");
@@ -26,8 +31,8 @@ export const current = () => view.messages;
 export const selected = () => view.messages.find((m) => m.id === Number(document.activeElement?.closest?.(".msg")?.dataset.id));
 
 // Open a narrow. `firstPage` is an already started fetch (the first screen starts it beside
-// /register).
-export async function open(narrow, firstPage) {
+// /register); `near`, a message to select once it is loaded (a message link's).
+export async function open(narrow, firstPage, near) {
   const mine = ++generation;
   view = fresh(narrow);
   clear(list()).append(el("p", { class: "empty", text: "Loading…" }));
@@ -37,6 +42,7 @@ export async function open(narrow, firstPage) {
     take(page, true);
     renderAll();
     scroller().scrollTop = scroller().scrollHeight;
+    if (near) rowOf(near)?.focus();
     fillViewport();
   } catch (error) {
     if (mine !== generation) return;
@@ -82,9 +88,13 @@ export function setup() {
 
 // ---- rendering -------------------------------------------------------------------------------
 
+// A conversation's messages of one day: a new day starts a new group, whose head shows the date.
 function groupKey(m) {
-  return m.type === "stream" ? `s${m.stream_id}:${m.subject.toLowerCase()}` : `d${messageDmKey(m)}`;
+  const day = dayOf(m.timestamp);
+  return m.type === "stream" ? `s${m.stream_id}:${m.subject.toLowerCase()}:${day}` : `d${messageDmKey(m)}:${day}`;
 }
+
+const rowOf = (id) => list().querySelector(`.msg[data-id="${id}"]`);
 
 function renderAll() {
   observer.disconnect();
@@ -123,12 +133,33 @@ function groupElement(m) {
       el("a", { href: narrows.toHash(narrows.channel(m.stream_id)), text: `#${name}`, class: "group-channel" }),
       el("span", { class: "chevron", text: "›", attrs: { "aria-hidden": "true" } }),
       el("a", { href: narrows.toHash(narrows.topic(m.stream_id, m.subject)), text: m.subject || "(no topic)" }),
+      topicActions(m),
     );
   } else {
     const key = messageDmKey(m);
     head.append(el("a", { href: narrows.toHash(narrows.dm(key)), text: `Direct message with ${dmTitle(key)}` }));
   }
+  head.append(el("time", { class: "group-date", text: dayLabel(m.timestamp), attrs: { datetime: isoTime(m.timestamp).slice(0, 10) } }));
   return el("section", { class: "group", dataset: { key: groupKey(m) } }, head);
+}
+
+// The topic's own controls in its head: resolve or unresolve, rename or move the whole topic.
+// They act through the group's newest message in the list, found when clicked (the group grows).
+function topicActions(m) {
+  const newest = (button) => byId(Number(button.closest(".group").querySelector(".msg:last-of-type")?.dataset.id)) || m;
+  const resolved = perms.isResolved(m.subject);
+  const box = el("span", { class: "topic-actions" });
+  if (perms.mayResolve(m)) {
+    box.append(el("button", { type: "button", class: `icon-btn small${resolved ? " on" : ""}`, text: "✔",
+      attrs: { "aria-label": resolved ? "Mark as unresolved" : "Mark as resolved", title: resolved ? "Mark as unresolved" : "Mark as resolved", "aria-pressed": String(resolved) },
+      on: { click: (e) => fixing.toggleResolved(newest(e.currentTarget)) } }));
+  }
+  if (perms.mayMoveTopic(m) || perms.mayMoveChannel(m)) {
+    box.append(el("button", { type: "button", class: "icon-btn small", text: "✎",
+      attrs: { "aria-label": "Rename or move topic", title: "Rename or move topic" },
+      on: { click: (e) => fixing.openMove(newest(e.currentTarget), "change_all") } }));
+  }
+  return box.childElementCount ? box : null;
 }
 
 function row(m, prev) {
@@ -182,11 +213,39 @@ function actions(m) {
     el("button", { type: "button", class: `icon-btn${starred ? " on" : ""}`, text: starred ? "★" : "☆",
       attrs: { "aria-label": starred ? "Unstar" : "Star", "aria-pressed": String(starred), title: starred ? "Unstar" : "Star" }, on: { click: () => star(m) } }),
   );
-  if (m.sender_id === state.me.user_id) {
+  if (perms.mayEditContent(m)) {
     bar.append(el("button", { type: "button", class: "icon-btn", text: "✎", attrs: { "aria-label": "Edit", title: "Edit" }, on: { click: () => edit(m) } }));
   }
+  bar.append(el("button", { type: "button", class: "icon-btn", text: "⋯",
+    attrs: { "aria-label": "Message actions", title: "Message actions", "aria-haspopup": "menu", "aria-expanded": "false" },
+    on: { click: (e) => openMenu(m, e.currentTarget) } }));
   return bar;
 }
+
+// The message's menu: what the person may do with it, and nothing else.
+export function openMenu(m, anchor) {
+  const items = [
+    ["Quote and reply", () => fixing.quote(m)],
+    ["Copy link to message", () => fixing.copyLink(m)],
+    ["Mark as unread from here", () => markUnread(m)],
+  ];
+  if (perms.mayEditContent(m)) items.push(["Edit message", () => edit(m)]);
+  if (perms.mayMoveTopic(m) || perms.mayMoveChannel(m)) items.push(["Move messages", () => fixing.openMove(m)]);
+  if (perms.mayResolve(m)) items.push([perms.isResolved(m.subject) ? "Mark topic as unresolved" : "Mark topic as resolved", () => fixing.toggleResolved(m)]);
+  if (markers(m) && perms.historyPolicy() !== "none") items.push(["View edit history", () => fixing.showHistory(m)]);
+  if (perms.mayDelete(m)) items.push(["Delete message", () => fixing.confirmDelete(m)]);
+  menu.open(anchor, "Message actions", items);
+}
+
+export async function markUnread(m) {
+  view.holdRead = true;
+  clearTimeout(readTimer);
+  readTimer = 0;
+  pendingRead.clear();
+  await fixing.markUnreadFrom(m, view.narrow);
+}
+
+export const editSelected = (m) => (perms.mayEditContent(m) ? edit(m) : null);
 
 function rerender(id) {
   if (editing.has(id)) return;
@@ -254,7 +313,7 @@ const seen = (entry) => entry.isIntersecting &&
   (entry.intersectionRatio >= 0.5 || entry.intersectionRect.height >= (entry.rootBounds?.height || Infinity) / 2);
 
 const observer = new IntersectionObserver((entries) => {
-  if (document.visibilityState !== "visible") return;
+  if (document.visibilityState !== "visible" || view.holdRead) return;
   for (const entry of entries) {
     if (!seen(entry)) continue;
     const id = Number(entry.target.dataset.id);
@@ -265,7 +324,7 @@ const observer = new IntersectionObserver((entries) => {
 }, { root: null, threshold: [0, 0.25, 0.5, 0.75, 1] });
 
 function observeUnread() {
-  if (document.visibilityState !== "visible") return;
+  if (document.visibilityState !== "visible" || view.holdRead) return;
   for (const node of list().querySelectorAll(".msg.unread")) {
     if (!state.unread.has(Number(node.dataset.id))) continue;
     observer.unobserve(node);
@@ -310,6 +369,8 @@ export function onEvent(ev) {
     case "reaction": return onReaction(ev);
     case "update_message_flags": return onFlags(ev);
     case "realm_user": if (ev.op === "update") renderKeepingScroll(); return;
+    // What the person may do changed: the offered controls follow.
+    case "realm": case "user_group": case "stream": renderKeepingScroll(); return;
     default: return;
   }
 }
@@ -383,7 +444,7 @@ function onFlags(ev) {
     if (!m) continue;
     m.flags = ev.op === "add" ? [...new Set([...(m.flags || []), ev.flag])] : (m.flags || []).filter((f) => f !== ev.flag);
     if (ev.flag === "starred") rerender(id);
-    if (ev.flag === "read") list().querySelector(`.msg[data-id="${id}"]`)?.classList.toggle("unread", state.unread.has(id));
+    if (ev.flag === "read") rowOf(id)?.classList.toggle("unread", state.unread.has(id));
   }
 }
 
@@ -407,3 +468,27 @@ export async function catchUp(maxId) {
     // The next event or narrow change shows them; nothing to tell the person.
   }
 }
+
+// ---- the selected message ------------------------------------------------------------------
+
+// Moves the selection (the focused message) by `step` rows; with nothing selected, starts at
+// the first unread message in view, or else the newest.
+export function select(step) {
+  const rows = [...list().querySelectorAll(".msg")];
+  if (!rows.length) return;
+  const at = rows.indexOf(document.activeElement?.closest?.(".msg"));
+  let next;
+  if (at < 0) next = rows.find((r) => r.classList.contains("unread")) || rows[rows.length - 1];
+  else next = rows[Math.max(0, Math.min(rows.length - 1, at + step))];
+  next.focus();
+  next.scrollIntoView({ block: "nearest" });
+  if (at === 0 && step < 0) loadOlder();
+}
+
+export function selectLast() {
+  scroller().scrollTop = scroller().scrollHeight;
+  const rows = list().querySelectorAll(".msg");
+  rows[rows.length - 1]?.focus();
+}
+
+export const redraw = () => renderKeepingScroll();

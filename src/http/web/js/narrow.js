@@ -5,7 +5,8 @@
 
 import { state, dmKey, dmUserIds, messageDmKey, userName } from "./state.js";
 
-export { toHash, fromHash } from "./address.js";
+export { toHash, fromHash, nearOf, viewOf, VIEWS } from "./address.js";
+import { viewOf } from "./address.js";
 export { fetchPage } from "./requests.js";
 
 export const find = (narrow, op) => narrow.find((term) => term.operator === op)?.operand;
@@ -25,7 +26,7 @@ export const dm = (key) => [{ operator: "dm", operand: key.split(",").map(Number
 // Narrows the sidebar has no entry for (full-text search, senders, attachments, unread, followed
 // topics, several operators): shown as search results, with their terms in the search box.
 export function isSearch(narrow) {
-  if (!narrow.length) return false;
+  if (!narrow.length || viewOf(narrow)) return false;
   const is = find(narrow, "is");
   if (is !== undefined) return narrow.length > 1 || !["starred", "mentioned", "dm"].includes(is);
   if (find(narrow, "dm") !== undefined) return narrow.length > 1;
@@ -39,6 +40,8 @@ export function isSearch(narrow) {
 export function title(narrow, isolate = false) {
   const own = isolate ? (text) => `\u2068${text}\u2069` : (text) => text;
   if (!narrow.length) return "All messages";
+  if (viewOf(narrow) === "inbox") return "Inbox";
+  if (viewOf(narrow) === "recent") return "Recent conversations";
   if (isSearch(narrow)) return "Search results";
   const is = find(narrow, "is");
   if (is === "starred") return "Starred messages";

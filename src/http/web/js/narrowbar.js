@@ -12,7 +12,9 @@ const VISIBILITY = [[0, "Default"], [1, "Muted"], [2, "Unmuted"], [3, "Followed"
 export function render() {
   const narrow = ui.narrow;
   $("narrow-title").textContent = narrows.title(narrow);
-  document.title = `${narrows.title(narrow, true)} · Chronicle`;
+  // The unread count first, as Zulip's tab title shows it: it reads in a row of tabs.
+  const unread = counts().all;
+  document.title = `${unread ? `(${unread > 999 ? "999+" : unread}) ` : ""}${narrows.title(narrow, true)} · Chronicle`;
   const nodes = actions(narrow);
   // The handlers hold the channel and topic: mark the nodes with them so that another narrow's
   // identical-looking buttons are not kept.

@@ -6,6 +6,7 @@ import { api } from "./api.js";
 import { $, el, badge } from "./dom.js";
 import { state, counts, topicKey, topicVisibility, topicHeard, TOPIC_FOLLOWED, dmTitle, dmUserIds, presenceOf } from "./state.js";
 import * as narrows from "./narrow.js";
+import { VIEWS } from "./address.js";
 import { ui, swapIfChanged } from "./ui.js";
 import { openChannels } from "./channels.js";
 import { startDm } from "./compose.js";
@@ -23,13 +24,28 @@ function item(key, narrow, label, count, extra = {}) {
 }
 
 export function render() {
-  swapIfChanged($("left"), sections());
+  swapIfChanged($("left-lists"), sections());
+}
+
+export function setup() {
+  $("channel-search").addEventListener("input", render);
+  $("channel-search").addEventListener("keydown", (e) => {
+    // Enter opens the first channel the filter leaves, and the keys are the app's again.
+    if (e.key !== "Enter") return;
+    e.preventDefault();
+    $("left-lists").querySelector(".channels .nav-item")?.click();
+    e.currentTarget.value = "";
+    e.currentTarget.blur();
+    render();
+  });
 }
 
 function sections() {
   const c = counts();
   return [
     el("ul", { class: "nav" },
+      el("li", {}, item("inbox", VIEWS.inbox, "Inbox", c.all, { icon: icon("▤") })),
+      el("li", {}, item("recent", VIEWS.recent, "Recent conversations", 0, { icon: icon("◷") })),
       el("li", {}, item("all", [], "All messages", c.all, { icon: icon("≡") })),
       el("li", {}, item("mentioned", [{ operator: "is", operand: "mentioned" }], "Mentions", c.mentions, { icon: icon("@") })),
       el("li", {}, item("starred", [{ operator: "is", operand: "starred" }], "Starred", 0, {
@@ -52,8 +68,9 @@ function head(title, addLabel, onAdd) {
 
 function channelItems(c) {
   const openId = narrows.streamOf(ui.narrow);
-  const subs = [...state.subs.values()].sort((a, b) => compareNames(a.name, b.name));
-  if (!subs.length) return [el("li", { class: "hint", text: "No channels yet — press + to join one." })];
+  const filter = $("channel-search").value.trim().toLowerCase();
+  const subs = [...state.subs.values()].filter((s) => s.name.toLowerCase().includes(filter)).sort((a, b) => compareNames(a.name, b.name));
+  if (!subs.length) return [el("li", { class: "hint", text: filter ? "No channel matches." : "No channels yet — press + to join one." })];
   return subs.map((sub) => {
     const li = el("li", {}, item(`s${sub.stream_id}`, narrows.channel(sub.stream_id), sub.name, c.streams.get(sub.stream_id), {
       icon: sub.invite_only ? picture("lock") : icon("#"), dim: sub.is_muted,

@@ -3,11 +3,12 @@
 // modules that make requests, so /register and the first page of messages travel while the rest
 // of the app is still arriving and being compiled.
 
-import { fromHash } from "./address.js";
+import { fromHash, viewOf } from "./address.js";
 import { register, fetchPage } from "./requests.js";
 
 export const firstNarrow = fromHash(location.hash);
-export const firstPage = fetchPage(firstNarrow, "newest");
+// Inbox and Recent conversations are not narrows of messages: their first screen needs none.
+export const firstPage = viewOf(firstNarrow) ? Promise.resolve(null) : fetchPage(firstNarrow, "newest");
 export const firstRegistration = register();
 // Failures are handled where these are awaited (messages.open, registerUntilDone).
 firstPage.catch(() => {});

@@ -5,6 +5,7 @@ export const state = {};
 
 export const ROLE_OWNER = 100;
 export const ROLE_ADMIN = 200;
+export const ROLE_MODERATOR = 300;
 // Zulip's topic visibility policies.
 export const TOPIC_MUTED = 1;
 export const TOPIC_UNMUTED = 2;
@@ -29,6 +30,11 @@ export function load(reg) {
     // Who may read every conversation through the log inspector (a group-setting value).
     inspectLog: reg.realm_can_inspect_log_group,
     settings: reg.user_settings || {},
+    // The organization's settings, by their names without "realm_" (permissions, time limits).
+    realm: Object.fromEntries(Object.entries(reg).filter(([k]) => k.startsWith("realm_")).map(([k, v]) => [k.slice(6), v])),
+    // User groups (id -> {members: Set, subgroups: [ids]}): loaded after the first screen
+    // (loadGroups), then kept by events. Until then no permission reads as granted.
+    groups: new Map(),
     emojiDataUrl: reg.server_emoji_data_url,
     offlineAfter: reg.server_presence_offline_threshold_seconds || 140,
     pingEvery: reg.server_presence_ping_interval_seconds || 60,
@@ -202,7 +208,19 @@ const handlers = {
     }
   },
   realm(ev) {
+    if (ev.op === "update_dict" && ev.data) Object.assign(state.realm, ev.data);
+    if (ev.op === "update") state.realm[ev.property] = ev.value;
     if (ev.op === "update_dict" && ev.data && "can_inspect_log_group" in ev.data) state.inspectLog = ev.data.can_inspect_log_group;
+  },
+  user_group(ev) {
+    const group = state.groups.get(ev.group_id);
+    if (ev.op === "add") setGroup(ev.group);
+    else if (ev.op === "remove") state.groups.delete(ev.group_id);
+    else if (!group) return;
+    else if (ev.op === "add_members") for (const id of ev.user_ids) group.members.add(id);
+    else if (ev.op === "remove_members") for (const id of ev.user_ids) group.members.delete(id);
+    else if (ev.op === "add_subgroups") group.subgroups.push(...ev.direct_subgroup_ids);
+    else if (ev.op === "remove_subgroups") group.subgroups = group.subgroups.filter((id) => !ev.direct_subgroup_ids.includes(id));
   },
   realm_user(ev) {
     const p = ev.person;
@@ -241,6 +259,14 @@ const handlers = {
     if (ev.op === "update") state.realmEmoji = ev.realm_emoji;
   },
 };
+
+function setGroup(g) {
+  state.groups.set(g.id, { name: g.name, members: new Set(g.members || []), subgroups: [...(g.direct_subgroup_ids || [])] });
+}
+
+export function loadGroups(groups) {
+  for (const g of groups) setGroup(g);
+}
 
 export function apply(ev) {
   handlers[ev.type]?.(ev);

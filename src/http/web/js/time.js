@@ -35,3 +35,20 @@ export function longTime(seconds) {
 }
 
 export const isoTime = (seconds) => new Date(seconds * 1000).toISOString();
+
+// The local calendar day of a time, as a comparable key ("2026-11-30").
+export function dayOf(seconds) {
+  const date = new Date(seconds * 1000);
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}`;
+}
+
+// A day as the message list's date separators name it: "Today", "Yesterday", "Mon 3 Mar"
+// this year, "3 Mar 2023" before.
+export function dayLabel(seconds, now = new Date()) {
+  const date = new Date(seconds * 1000);
+  const yesterday = new Date(now.getFullYear(), now.getMonth(), now.getDate() - 1);
+  if (date.toDateString() === now.toDateString()) return "Today";
+  if (date.toDateString() === yesterday.toDateString()) return "Yesterday";
+  const day = `${date.getDate()} ${MONTHS[date.getMonth()].slice(0, 3)}`;
+  return date.getFullYear() === now.getFullYear() ? `${DAYS[date.getDay()].slice(0, 3)} ${day}` : `${day} ${date.getFullYear()}`;
+}

@@ -1,0 +1,174 @@
+// Fixing what was said: moving messages and topics, resolving topics, deleting, the edit
+// history; and the smaller message actions (quote, link, mark as unread). Each is offered only
+// where perms.js says the person may (the message list builds the menu); the server decides.
+
+import { api } from "./api.js";
+import { $, el, toast } from "./dom.js";
+import { state, userName, messageDmKey } from "./state.js";
+import * as narrows from "./narrow.js";
+import * as perms from "./perms.js";
+import { setMessageHtml } from "./sanitize.js";
+import { longTime } from "./time.js";
+import { compareNames } from "./names.js";
+import * as compose from "./compose.js";
+
+// ---- links, quotes, unread -------------------------------------------------------------------
+
+// The message's address: its conversation and `near/ID`, as Zulip's message links are.
+export function messageLink(m) {
+  const conversation = m.type === "stream" ? narrows.topic(m.stream_id, m.subject) : narrows.dm(messageDmKey(m));
+  return `${location.origin}/${narrows.toHash(conversation)}/near/${m.id}`;
+}
+
+export async function copyLink(m) {
+  const link = messageLink(m);
+  try {
+    await navigator.clipboard.writeText(link);
+    toast("Link copied.");
+  } catch {
+    toast(`Link: ${link}`);
+  }
+}
+
+async function rawContent(m) {
+  return (await api("GET", `messages/${m.id}`, { apply_markdown: false })).message.content;
+}
+
+// Zulip's quote: a silent mention of the author, a link to the message, the text in a quote
+// block (with a longer fence when the text holds one).
+export async function quote(m) {
+  let raw;
+  try {
+    raw = await rawContent(m);
+  } catch (error) {
+    toast(`Could not load the message: ${error.message}`);
+    return;
+  }
+  const fence = "`".repeat(Math.max(3, ...[...raw.matchAll(/`{3,}/g)].map((f) => f[0].length + 1)));
+  compose.reply(m);
+  compose.insertText(`@_**${userName(m.sender_id)}|${m.sender_id}** [said](${messageLink(m)}):\n${fence}quote\n${raw}\n${fence}\n`);
+}
+
+// "Mark as unread from here": this message and every later one of the narrow.
+export async function markUnreadFrom(m, narrow) {
+  try {
+    await api("POST", "messages/flags/narrow", {
+      anchor: m.id, include_anchor: true, num_before: 0, num_after: 5000, narrow, op: "remove", flag: "read",
+    });
+  } catch (error) {
+    toast(`Could not mark as unread: ${error.message}`);
+  }
+}
+
+// ---- moving and resolving ------------------------------------------------------------------------
+
+let moving = null;
+
+export function setupDialogs() {
+  $("move-form").addEventListener("submit", (e) => { e.preventDefault(); submitMove(); });
+  $("move-channel").addEventListener("change", () => { $("move-notify-old").disabled = false; });
+  $("confirm-ok").addEventListener("click", () => confirmed?.());
+  for (const button of document.querySelectorAll("dialog .cancel")) button.addEventListener("click", () => button.closest("dialog").close());
+}
+
+// The move dialog: a new topic (when the person may rename topics), a new channel (when they may
+// move between channels), which messages, and the automated notices.
+export function openMove(m, mode = "change_one") {
+  moving = m;
+  const topicOk = perms.mayMoveTopic(m);
+  const channelOk = perms.mayMoveChannel(m);
+  const select = $("move-channel");
+  const targets = [...state.subs.values()].filter((s) => !s.is_archived).sort((a, b) => compareNames(a.name, b.name));
+  select.replaceChildren(...targets.map((s) => el("option", { value: String(s.stream_id), text: `#${s.name}`, attrs: { selected: s.stream_id === m.stream_id } })));
+  $("move-channel-row").hidden = !channelOk;
+  $("move-topic").value = m.subject;
+  $("move-topic").disabled = !topicOk;
+  $("move-mode").value = mode;
+  $("move-notify-new").checked = true;
+  $("move-notify-old").checked = false;
+  $("move-error").hidden = true;
+  $("move-title").textContent = `Move messages from #${state.streams.get(m.stream_id)?.name ?? "?"} › ${m.subject || "general chat"}`;
+  $("move-dialog").showModal();
+  (topicOk ? $("move-topic") : select).focus();
+}
+
+async function submitMove() {
+  const m = moving;
+  const params = {
+    propagate_mode: $("move-mode").value,
+    send_notification_to_old_thread: $("move-notify-old").checked,
+    send_notification_to_new_thread: $("move-notify-new").checked,
+  };
+  const topic = $("move-topic").value.trim();
+  if (!$("move-topic").disabled && topic !== m.subject) params.topic = topic;
+  const channel = Number($("move-channel").value);
+  if (!$("move-channel-row").hidden && channel !== m.stream_id) params.stream_id = channel;
+  if (params.topic === undefined && params.stream_id === undefined) { $("move-dialog").close(); return; }
+  try {
+    await api("PATCH", `messages/${m.id}`, params);
+    $("move-dialog").close();
+  } catch (error) {
+    $("move-error").textContent = error.message;
+    $("move-error").hidden = false;
+  }
+}
+
+// Resolving is a rename of the whole topic to or from Zulip's "✔ " prefix.
+export async function toggleResolved(m) {
+  try {
+    await api("PATCH", `messages/${m.id}`, {
+      topic: perms.resolvedTopic(m.subject), propagate_mode: "change_all",
+      send_notification_to_old_thread: false, send_notification_to_new_thread: true,
+    });
+  } catch (error) {
+    toast(`Could not ${perms.isResolved(m.subject) ? "unresolve" : "resolve"} the topic: ${error.message}`);
+  }
+}
+
+// ---- deleting ----------------------------------------------------------------------------------
+
+let confirmed = null;
+
+export function confirmDelete(m) {
+  $("confirm-title").textContent = "Delete message?";
+  $("confirm-text").textContent = "Deleting a message removes it for everyone. It cannot be undone.";
+  $("confirm-ok").textContent = "Delete";
+  $("confirm-error").hidden = true;
+  confirmed = async () => {
+    try {
+      await api("DELETE", `messages/${m.id}`);
+      $("confirm-dialog").close();
+    } catch (error) {
+      $("confirm-error").textContent = error.message;
+      $("confirm-error").hidden = false;
+    }
+  };
+  $("confirm-dialog").showModal();
+  $("confirm-ok").focus();
+}
+
+// ---- edit history ----------------------------------------------------------------------------
+
+export async function showHistory(m) {
+  let versions;
+  try {
+    versions = (await api("GET", `messages/${m.id}/history`)).message_history;
+  } catch (error) {
+    toast(`Could not load the edit history: ${error.message}`);
+    return;
+  }
+  const channelName = (id) => `#${state.streams.get(id)?.name ?? `channel ${id}`}`;
+  $("history-list").replaceChildren(...versions.map((v, i) => {
+    const what = i === 0 ? "Posted" : [
+      ("prev_content" in v || "prev_rendered_content" in v) && "Edited",
+      "prev_topic" in v && `Topic: ${v.prev_topic || "general chat"} → ${v.topic || "general chat"}`,
+      "prev_stream" in v && `Channel: ${channelName(v.prev_stream)} → ${channelName(v.stream)}`,
+    ].filter(Boolean).join("; ");
+    const content = el("div", { class: "content rendered" });
+    if (v.rendered_content !== undefined) setMessageHtml(content, v.rendered_content);
+    return el("li", { class: "version" },
+      el("p", { class: "version-head" }, el("strong", { text: `${what} by ${userName(v.user_id)}` }), ` · ${longTime(v.timestamp)}`),
+      v.rendered_content !== undefined && (i === 0 || "prev_rendered_content" in v) ? content : null);
+  }));
+  $("history-dialog").showModal();
+}

@@ -1,0 +1,170 @@
+// The two catching-up views that are not lists of messages, drawn in the middle column instead of
+// the message list:
+// - Inbox: every conversation with unread messages, direct messages first, then each channel
+//   (pinned channels first, then by name) with its topics, newest first; from the unread state
+//   alone, so it needs no request. Muted topics, and muted channels' topics that were not
+//   unmuted or followed, are left out, as in Zulip.
+// - Recent conversations: the conversations of the newest messages, newest first, with who
+//   took part, the unread count and the time; one fetch of the newest messages when opened,
+//   then kept by live messages.
+
+import { api } from "./api.js";
+import { $, el, clear, badge } from "./dom.js";
+import { state, counts, topicKey, topicHeard, dmKey, dmTitle, messageDmKey, userName } from "./state.js";
+import * as narrows from "./narrow.js";
+import { shortTime, longTime, isoTime } from "./time.js";
+import { compareNames } from "./names.js";
+import { swapIfChanged } from "./ui.js";
+
+// How many of the newest messages Recent conversations reads (Zulip's first fetch is 400).
+const RECENT_MESSAGES = 1000;
+const RECENT_ROWS = 100;
+
+let kind = null;
+let recent = null; // conversation key -> {narrow, title, max_id, timestamp, senders: [ids]}
+let generation = 0;
+const collapsed = new Set();
+
+const panel = () => $("view-panel");
+
+export const isOpen = () => kind !== null;
+
+export async function open(view) {
+  kind = view;
+  const mine = ++generation;
+  $("messages").hidden = true;
+  panel().hidden = false;
+  clear(panel());
+  if (view === "recent") {
+    recent = null;
+    panel().append(el("p", { class: "empty", text: "Loading…" }));
+    try {
+      const page = await api("GET", "messages", { anchor: "newest", num_before: RECENT_MESSAGES, num_after: 0, narrow: [], apply_markdown: false });
+      if (mine !== generation) return;
+      recent = new Map();
+      for (const m of page.messages) note(m);
+    } catch (error) {
+      if (mine !== generation) return;
+      clear(panel()).append(el("p", { class: "empty", text: `Could not load conversations: ${error.message}` }));
+      return;
+    }
+  }
+  render();
+}
+
+export function close() {
+  if (kind === null) return;
+  kind = null;
+  recent = null;
+  generation++;
+  panel().hidden = true;
+  clear(panel());
+  $("messages").hidden = false;
+}
+
+export function render() {
+  if (kind === "inbox") swapIfChanged(panel(), inboxNodes());
+  if (kind === "recent" && recent) swapIfChanged(panel(), recentNodes());
+}
+
+export function onEvent(ev) {
+  if (kind !== "recent" || !recent) return;
+  if (ev.type === "message") note(ev.message);
+  // A move or a deletion changes which conversations hold what: read them again.
+  if ((ev.type === "update_message" && (ev.new_stream_id !== undefined || ev.orig_subject !== undefined)) || ev.type === "delete_message") open("recent");
+}
+
+// ---- Inbox ---------------------------------------------------------------------------------
+
+function inboxNodes() {
+  const c = counts();
+  const dms = [...c.dms.entries()].map(([key, count]) => ({ key, count, max: newestUnread((w) => w.dm === key) }))
+    .sort((a, b) => b.max - a.max);
+  const channels = new Map();
+  for (const [id, where] of state.unread) {
+    if (where.dm || !topicHeard(where.stream_id, where.topic)) continue;
+    const topics = channels.get(where.stream_id) || new Map();
+    channels.set(where.stream_id, topics);
+    const key = topicKey(where.stream_id, where.topic);
+    const topic = topics.get(key) || { name: where.topic, count: 0, max: 0 };
+    topic.count++;
+    topic.max = Math.max(topic.max, id);
+    topics.set(key, topic);
+  }
+  const streamIds = [...channels.keys()].sort((a, b) => {
+    const sa = state.subs.get(a) || {}; const sb = state.subs.get(b) || {};
+    return (Boolean(sb.pin_to_top) - Boolean(sa.pin_to_top)) || compareNames(sa.name || "", sb.name || "");
+  });
+  if (!dms.length && !streamIds.length) return [el("p", { class: "empty inbox-empty", text: "There are no unread messages in your inbox." })];
+  const out = [];
+  if (dms.length) {
+    out.push(section("dms", "Direct messages", dms.reduce((n, d) => n + d.count, 0),
+      dms.map((d) => row(narrows.dm(d.key), dmTitle(d.key), d.count))));
+  }
+  for (const sid of streamIds) {
+    const topics = [...channels.get(sid).values()].sort((a, b) => b.max - a.max);
+    const name = state.streams.get(sid)?.name || `channel ${sid}`;
+    out.push(section(`s${sid}`, `#${name}`, topics.reduce((n, t) => n + t.count, 0),
+      topics.map((t) => row(narrows.topic(sid, t.name), t.name || "general chat", t.count)), narrows.channel(sid)));
+  }
+  return out;
+}
+
+const newestUnread = (test) => [...state.unread].reduce((max, [id, w]) => (test(w) && id > max ? id : max), 0);
+
+function section(key, title, total, rows, narrow) {
+  const shut = collapsed.has(key);
+  const toggle = el("button", { type: "button", class: "icon-btn small", text: shut ? "▸" : "▾", dataset: { key: `toggle-${key}` },
+    attrs: { "aria-expanded": String(!shut), "aria-label": `${shut ? "Show" : "Hide"} ${title}` },
+    on: { click: () => { if (collapsed.has(key)) collapsed.delete(key); else collapsed.add(key); render(); } } });
+  const heading = narrow ? el("a", { href: narrows.toHash(narrow), text: title, dataset: { key: `head-${key}` } }) : el("span", { text: title });
+  return el("section", { class: "inbox-section", dataset: { key } },
+    el("h3", { class: "inbox-head" }, toggle, heading, badge(total)),
+    shut ? null : el("ul", { class: "inbox-rows" }, rows));
+}
+
+function row(narrow, label, count) {
+  const hash = narrows.toHash(narrow);
+  return el("li", {}, el("a", { href: hash, class: "inbox-row", dataset: { key: hash } }, el("span", { class: "label", text: label }), badge(count)));
+}
+
+// ---- Recent conversations ----------------------------------------------------------------------
+
+function note(m) {
+  const key = m.type === "stream" ? topicKey(m.stream_id, m.subject) : `d${messageDmKey(m)}`;
+  const conv = recent.get(key) || { senders: [], max_id: 0 };
+  if (m.id > conv.max_id) {
+    Object.assign(conv, { max_id: m.id, timestamp: m.timestamp, message: m });
+  }
+  conv.senders = [m.sender_id, ...conv.senders.filter((id) => id !== m.sender_id)];
+  recent.set(key, conv);
+}
+
+function recentNodes() {
+  const c = counts();
+  const convs = [...recent.values()].sort((a, b) => b.max_id - a.max_id).slice(0, RECENT_ROWS);
+  if (!convs.length) return [el("p", { class: "empty", text: "No conversations yet." })];
+  const rows = convs.map((conv) => {
+    const m = conv.message;
+    let where; let topicCell; let count;
+    if (m.type === "stream") {
+      const name = state.streams.get(m.stream_id)?.name || m.display_recipient;
+      where = el("a", { href: narrows.toHash(narrows.channel(m.stream_id)), text: `#${name}` });
+      topicCell = el("a", { href: narrows.toHash(narrows.topic(m.stream_id, m.subject)), text: m.subject || "general chat" });
+      count = c.topics.get(topicKey(m.stream_id, m.subject));
+    } else {
+      const key = dmKey(m.display_recipient.map((r) => r.id));
+      where = el("span", { text: "Direct message" });
+      topicCell = el("a", { href: narrows.toHash(narrows.dm(key)), text: dmTitle(key) });
+      count = c.dms.get(key);
+    }
+    return el("tr", { dataset: { key: String(conv.max_id) } },
+      el("td", {}, where),
+      el("td", {}, topicCell, badge(count)),
+      el("td", { class: "participants", text: conv.senders.slice(0, 4).map(userName).join(", ") + (conv.senders.length > 4 ? ` +${conv.senders.length - 4}` : "") }),
+      el("td", {}, el("time", { text: shortTime(conv.timestamp), attrs: { datetime: isoTime(conv.timestamp), title: longTime(conv.timestamp) } })));
+  });
+  return [el("table", { class: "recent-table" },
+    el("thead", {}, el("tr", {}, ["Channel", "Topic", "Participants", "Time"].map((h) => el("th", { text: h, attrs: { scope: "col" } })))),
+    el("tbody", {}, rows))];
+}
