@@ -3,7 +3,8 @@
 //! Messages are CommonMark with GitHub extensions (comrak), raw HTML escaped, plus Zulip's own
 //! syntax: user mentions `@**Full Name**` (silent `@_**Full Name**`, disambiguated
 //! `@**Full Name|12**`), wildcard mentions (`@**all**`, `@**everyone**`, `@**channel**`,
-//! `@**stream**`, `@**topic**`), and channel links `#**channel**`. Zulip syntax inside code is left
+//! `@**stream**`, `@**topic**`), user group mentions (`@*group*`, silent `@_*group*`), and
+//! channel links `#**channel**`. Zulip syntax inside code is left
 //! alone: it is replaced by placeholder tokens before parsing, outside code only, and the tokens
 //! are swapped for their HTML afterwards. The organization's linkifiers then apply to the text
 //! of the parsed document, never inside code, links or those tokens.
@@ -61,6 +62,10 @@ pub trait Resolver {
     fn user(&self, name: &str, id: Option<u64>) -> Option<(u64, String)>;
     /// A channel by name, as `(channel_id, name)`.
     fn channel(&self, name: &str) -> Option<(u64, String)>;
+    /// A user group that can be mentioned, by name, as `(group_id, name)`.
+    fn user_group(&self, _name: &str) -> Option<(u64, String)> {
+        None
+    }
     /// The organization's linkifiers, in order.
     fn linkifiers(&self) -> Vec<&Compiled> {
         Vec::new()
@@ -265,6 +270,9 @@ pub struct Rendered {
     pub html: String,
     /// Users mentioned by name, not silently.
     pub mentioned: Vec<u64>,
+    /// User groups mentioned, not silently (their members are mentioned; the caller expands
+    /// them, knowing the members).
+    pub mentioned_groups: Vec<u64>,
     pub stream_wildcard: bool,
     pub topic_wildcard: bool,
 }
@@ -533,6 +541,7 @@ fn render_nested(
     // Rendered as a message of its own (its own tokens), then merged.
     let nested = render_message_tokens(&expanded, resolver, &mut inner, replacements);
     rendered.mentioned.extend(inner.mentioned);
+    rendered.mentioned_groups.extend(inner.mentioned_groups);
     rendered.stream_wildcard |= inner.stream_wildcard;
     rendered.topic_wildcard |= inner.topic_wildcard;
     nested
@@ -586,6 +595,21 @@ fn resolve(syntax: &str, resolver: &dyn Resolver, rendered: &mut Rendered) -> Op
             escape_html(topic)
         ));
     }
+    if let Some((silent, name)) = group_mention(syntax) {
+        let (group_id, name) = resolver.user_group(name)?;
+        if !silent {
+            rendered.mentioned_groups.push(group_id);
+        }
+        let (class, prefix) = if silent {
+            ("user-group-mention silent", "")
+        } else {
+            ("user-group-mention", "@")
+        };
+        return Some(format!(
+            "<span class=\"{class}\" data-user-group-id=\"{group_id}\">{prefix}{}</span>",
+            escape_html(&name)
+        ));
+    }
     let (silent, inner) = if let Some(rest) = syntax.strip_prefix("@_**") {
         (true, rest.strip_suffix("**")?)
     } else {
@@ -631,6 +655,19 @@ fn resolve(syntax: &str, resolver: &dyn Resolver, rendered: &mut Rendered) -> Op
         "<span class=\"{class}\" data-user-id=\"{user_id}\">{prefix}{}</span>",
         escape_html(&full_name)
     ))
+}
+
+/// `@*group*` or `@_*group*` (not a user mention's `@**`): whether silent, and the name.
+fn group_mention(syntax: &str) -> Option<(bool, &str)> {
+    if syntax.starts_with("@**") || syntax.starts_with("@_**") {
+        return None;
+    }
+    let (silent, rest) = match syntax.strip_prefix("@_*") {
+        Some(rest) => (true, rest),
+        None => (false, syntax.strip_prefix("@*")?),
+    };
+    let name = rest.strip_suffix('*')?;
+    (!name.is_empty()).then_some((silent, name))
 }
 
 /// Zulip's rendering of a global time: `<time datetime="…Z">` around the text as typed, or an
@@ -747,6 +784,19 @@ fn tokenize_line(line: &str, replace: &mut impl FnMut(&str) -> Option<String>) -
                     }
                 }
             }
+        } else if let Some(prefix) = ["@_*", "@*"].iter().find(|p| rest.starts_with(*p)) {
+            // A user group mention, `@*group*`.
+            if let Some(end) = rest[prefix.len()..].find('*') {
+                let stop = prefix.len() + end + 1;
+                let syntax = &rest[..stop];
+                if end > 0 && !syntax.contains('\n') {
+                    if let Some(token) = replace(syntax) {
+                        out.push_str(&token);
+                        rest = &rest[stop..];
+                        continue;
+                    }
+                }
+            }
         }
         let Some(c) = rest.chars().next() else { break };
         out.push(c);
@@ -768,6 +818,28 @@ mod tests {
         fn channel(&self, name: &str) -> Option<(u64, String)> {
             (name == "general").then(|| (3, "general".into()))
         }
+        fn user_group(&self, name: &str) -> Option<(u64, String)> {
+            (name == "designers").then(|| (9, "designers".into()))
+        }
+    }
+
+    #[test]
+    fn user_group_mentions_render_as_zulip_renders_them() {
+        let r = render_message(
+            "@*designers*, quietly @_*designers*, not @*nobody*, and `@*designers*` in code",
+            &Org,
+        );
+        assert_eq!(
+            r.html,
+            "<p><span class=\"user-group-mention\" data-user-group-id=\"9\">@designers</span>, \
+             quietly <span class=\"user-group-mention silent\" data-user-group-id=\"9\">designers</span>, \
+             not @<em>nobody</em>, and <code>@*designers*</code> in code</p>"
+        );
+        assert_eq!(r.mentioned_groups, vec![9]);
+        assert!(r.mentioned.is_empty());
+        // A user mention is still a user mention.
+        let user = render_message("@**Ada Lovelace** @_**Ada Lovelace**", &Org);
+        assert!(user.mentioned_groups.is_empty() && user.mentioned == vec![7]);
     }
 
     #[test]

@@ -285,7 +285,8 @@ pub fn edit_message(
             } else {
                 truncate(raw, MAX_MESSAGE_LENGTH, "\n[message truncated]")
             };
-            let rendered = render_message(&raw, &OrgResolver(state));
+            let mut rendered = render_message(&raw, &OrgResolver(state));
+            super::messages::check_group_mentions(state, me, &mut rendered)?;
             if let crate::projections::Address::Channel { channel_id, topic } = &message.recipient {
                 if let Some(channel) = state.channels.get(*channel_id) {
                     super::messages::check_wildcard_mentions(state, me, channel, topic, &rendered)?;

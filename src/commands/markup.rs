@@ -29,6 +29,15 @@ impl Resolver for OrgResolver<'_> {
         }
     }
 
+    /// Active user-defined groups (system groups, "role:…", are not mentioned by name).
+    fn user_group(&self, name: &str) -> Option<(u64, String)> {
+        self.0
+            .groups
+            .by_name(name)
+            .filter(|g| g.system.is_none() && !g.deactivated)
+            .map(|g| (g.id.0, g.name.clone()))
+    }
+
     fn linkifiers(&self) -> Vec<&crate::linkify::Compiled> {
         self.0.linkifiers.compiled()
     }

@@ -132,7 +132,8 @@ pub fn send_message(
     }
     super::check_content_characters(content)?;
     let content = truncate(content, MAX_MESSAGE_LENGTH, "\n[message truncated]");
-    let rendered = render_message(&content, &OrgResolver(state));
+    let mut rendered = render_message(&content, &OrgResolver(state));
+    check_group_mentions(state, me, &mut rendered)?;
     let recipient = match to {
         Destination::Channel { channel, topic } => {
             let found = match &channel {
@@ -266,6 +267,41 @@ pub fn send_message(
 /// Zulip's rule for wildcard mentions in large places: `@**all**` (and its synonyms) in a channel
 /// of more than 15 active subscribers, and `@**topic**` in a topic with more than 15
 /// participants (senders and reacters), need `can_mention_many_users_group`.
+/// Zulip's rule for user group mentions: a group is mentioned only by those its
+/// `can_mention_group` allows (a silent mention is anyone's). The groups' members, at this
+/// moment, join the mentioned users.
+pub fn check_group_mentions(
+    state: &Projections,
+    me: &User,
+    rendered: &mut crate::markdown::Rendered,
+) -> ApiResult<()> {
+    for group_id in std::mem::take(&mut rendered.mentioned_groups) {
+        let Some(group) = state.groups.get(crate::ids::GroupId(group_id)) else {
+            continue;
+        };
+        if !state.groups.setting_allows(
+            &state.users,
+            me.user_id,
+            &group.permissions.can_mention_group,
+        ) {
+            return Err(ApiError::bad_request(format!(
+                "You are not allowed to mention user group '{}'.",
+                group.name
+            )));
+        }
+        let members = state
+            .groups
+            .setting_members(&state.users, &crate::events::GroupSetting::Group(group.id));
+        for member in members {
+            if !rendered.mentioned.contains(&member.0) {
+                rendered.mentioned.push(member.0);
+            }
+        }
+        rendered.mentioned_groups.push(group_id);
+    }
+    Ok(())
+}
+
 pub fn check_wildcard_mentions(
     state: &Projections,
     me: &User,

@@ -8,7 +8,9 @@ to target/web-client-screenshots/, with the contrast and accessible-name checks.
 
 import json
 import pathlib
+import struct
 import tempfile
+import zlib
 
 import pytest
 import requests
@@ -76,6 +78,15 @@ def open_topic(browser, site, stream_id, topic, near=None):
     hash_ = f"#narrow/channel/{stream_id}/topic/{topic.replace(' ', '.20')}" + (f"/near/{near}" if near else "")
     browser.driver.get(f"{site.url}/{hash_}")
     browser.wait(lambda: browser.finds("#narrow-title") and browser.find("#narrow-title").text.endswith(topic))
+
+
+def clear_box(browser):
+    """Empties the compose box as a person does, by keys (WebDriver's clear() fires no input
+    event, so the client would not hear of it)."""
+    area = browser.find("#compose-text")
+    area.send_keys(Keys.CONTROL, "a")
+    area.send_keys(Keys.DELETE)
+    browser.wait(lambda: area.get_attribute("value") == "")
 
 
 def keys(browser, *sequence):
@@ -156,9 +167,10 @@ def test_inbox_recent_conversations_and_the_tab_title(site, browsers):
                         for s in bob.finds(".inbox-section")}
     bob.wait(lambda: set(sections()) == {"Direct messages", "#lobby"}, "the Inbox lacks a conversation")
     rows = lambda name: [r.text.split("\n") for r in sections()[name].find_elements(By.CSS_SELECTOR, ".inbox-row")]  # noqa: E731
-    assert rows("#lobby") == [["plans", "2"]]
     owner_name = site.api("GET", "users/me")["full_name"]
-    assert rows("Direct messages") == [[owner_name, "1"]]
+    # (Read by waiting: each message that arrives redraws the view.)
+    bob.wait(lambda: rows("#lobby") == [["plans", "2"]] and rows("Direct messages") == [[owner_name, "1"]],
+             "the Inbox's rows are not the unread conversations")
     # The tab's title leads with the unread count.
     bob.wait(lambda: bob.driver.title.startswith("(3) Inbox"), f"title {bob.driver.title!r}")
     # Live: a new topic comes in at the top of its channel.
@@ -169,7 +181,7 @@ def test_inbox_recent_conversations_and_the_tab_title(site, browsers):
     toggle = sections()["#lobby"].find_element(By.CSS_SELECTOR, "button")
     toggle.click()
     bob.wait(lambda: not rows("#lobby"), "the channel did not fold")
-    assert sections()["#lobby"].find_element(By.CSS_SELECTOR, "button").get_attribute("aria-expanded") == "false"
+    bob.wait(lambda: sections()["#lobby"].find_element(By.CSS_SELECTOR, "button").get_attribute("aria-expanded") == "false")
     views_hold_up(bob, "inbox")
     bob.click(lambda: sections()["#lobby"].find_element(By.CSS_SELECTOR, "button"))
     bob.wait(lambda: rows("#lobby"))
@@ -187,11 +199,12 @@ def test_inbox_recent_conversations_and_the_tab_title(site, browsers):
             out.append([cells[0].text, cells[1].find_element(By.CSS_SELECTOR, "a").text,
                         badge[0].text if badge else "0", cells[2].text])
         return out
-    bob.wait(lambda: len(table()) >= 3, "Recent conversations did not load")
-    first, second, third = bob.wait(lambda: table()[:3])
-    assert first == ["#lobby", "fresh", "1", owner_name], first
-    assert second == ["Direct message", owner_name, "1", owner_name], second
-    assert third == ["#lobby", "plans", "2", owner_name], third
+    expected = [["#lobby", "fresh", "1", owner_name], ["Direct message", owner_name, "1", owner_name],
+                ["#lobby", "plans", "2", owner_name]]
+    try:
+        bob.wait(lambda: table()[:3] == expected)
+    except TimeoutException:
+        pytest.fail(f"Recent conversations: {table()[:3]}")
     post(site, site.ada_auth, "plans", "Ada joins the plans")
     bob.wait(lambda: table()[0] == ["#lobby", "plans", "3", f"Ada, {owner_name}"], "the live message did not move its topic up")
     views_hold_up(bob, "recent")
@@ -234,7 +247,7 @@ def test_selecting_with_the_keyboard_and_the_shortcut_help(site, browsers):
     # @ replies mentioning the sender; Esc leaves the box, the selection stays where it was.
     keys(bob, "@")
     bob.wait(lambda: bob.find("#compose-text").get_attribute("value") == "@**Ada** ", "@ did not mention the sender")
-    bob.find("#compose-text").clear()
+    clear_box(bob)
     keys(bob, Keys.ESCAPE)
     # U marks the selected message and the later ones unread.
     bob.click(lambda: row(bob, ids[1]))
@@ -348,7 +361,7 @@ def test_quote_and_a_message_link(site, browsers):
     ada.wait(lambda: "quote" in text(), "the quote did not reach the compose box")
     link = f"{site.url}/#narrow/channel/{site.lobby}/topic/quotes/near/{said}"
     assert text() == f"@_**Bob|{site.bob}** [said]({link}):\n````quote\nWorth quoting\n```\ncode\n```\n````\n", text()
-    ada.find("#compose-text").clear()
+    clear_box(ada)
     # The link opens the conversation with the message selected.
     many = [post(site, site.ada_auth, "quotes", f"Later line {n}") for n in range(3)]
     bob.driver.get(link)
@@ -366,13 +379,12 @@ def test_controls_follow_the_organizations_permissions_live(site, browsers):
     open_topic(bob, site, site.lobby, "rules")
     bob.wait(lambda: bob.message("Ada's words"))
     # By default a member may edit and delete their own message, and move and resolve topics.
-    assert menu_items(bob, mine) == ["Quote and reply", "Copy link to message", "Mark as unread from here", "Edit message",
-                                     "Move messages", "Mark topic as resolved", "Delete message"]
+    personal = ["Quote and reply", "Copy link to message", "Mark as unread from here", "Remind me about this"]
+    assert menu_items(bob, mine) == personal + ["Edit message", "Move messages", "Mark topic as resolved", "Delete message"]
     keys(bob, Keys.ESCAPE)
     bob.wait(lambda: not bob.find("#popup-menu").is_displayed(), "Esc did not close the menu")
     # Another's message: neither edited nor deleted by a member.
-    assert menu_items(bob, theirs) == ["Quote and reply", "Copy link to message", "Mark as unread from here",
-                                       "Move messages", "Mark topic as resolved"]
+    assert menu_items(bob, theirs) == personal + ["Move messages", "Mark topic as resolved"]
     keys(bob, Keys.ESCAPE)
     assert bob.finds('.group-head [aria-label="Mark as resolved"]') and bob.finds('.group-head [aria-label="Rename or move topic"]')
 
@@ -384,7 +396,7 @@ def test_controls_follow_the_organizations_permissions_live(site, browsers):
               can_resolve_topics_group=admins, can_delete_own_message_group=admins)
         bob.wait(lambda: not bob.finds('.group-head [aria-label="Mark as resolved"]'), "the resolve control stayed")
         assert not bob.finds('.group-head [aria-label="Rename or move topic"]')
-        assert menu_items(bob, mine) == ["Quote and reply", "Copy link to message", "Mark as unread from here", "Edit message"]
+        assert menu_items(bob, mine) == personal + ["Edit message"]
         keys(bob, Keys.ESCAPE)
         # And the server refuses what is no longer offered.
         answer = requests.delete(f"{site.url}/api/v1/messages/{mine}", auth=site.bob_auth, timeout=15).json()
@@ -396,3 +408,176 @@ def test_controls_follow_the_organizations_permissions_live(site, browsers):
         realm(can_move_messages_between_topics_group=everyone, can_move_messages_between_channels_group=site.groups["role:members"],
               can_resolve_topics_group=everyone, can_delete_own_message_group=everyone)
     views_hold_up(bob, "topic-controls")
+
+
+# ---- writing -----------------------------------------------------------------------------------
+
+def typeahead(browser):
+    return [o.find_element(By.CSS_SELECTOR, ".label").text for o in browser.finds('#typeahead [role="option"]')
+            if browser.find("#typeahead").is_displayed()]
+
+
+def compose_text(browser):
+    return browser.find("#compose-text").get_attribute("value")
+
+
+def test_typeahead_for_people_groups_channels_topics_and_emoji(site, browsers):
+    ada, bob = browsers
+    site.api("POST", "user_groups/create", name="designers", description="Design people", members=f"[{site.bob}]")
+    post(site, site.bob_auth, "writing", "Topic for the typeahead")
+    open_topic(ada, site, site.lobby, "writing")
+    ada.wait(lambda: ada.message("Topic for the typeahead"))
+    area = ada.find("#compose-text")
+    area.send_keys("Hi @Bo")
+    ada.wait(lambda: typeahead(ada)[:1] == ["Bob"], "no person suggested")
+    assert area.get_attribute("aria-expanded") == "true"
+    area.send_keys(Keys.ENTER)
+    ada.wait(lambda: compose_text(ada) == "Hi @**Bob** ", compose_text(ada))
+    area.send_keys("and @_Bo")
+    ada.wait(lambda: typeahead(ada)[:1] == ["Bob"])
+    area.send_keys(Keys.TAB)
+    ada.wait(lambda: compose_text(ada).endswith("and @_**Bob** "))
+    area.send_keys("and @desi")
+    ada.wait(lambda: typeahead(ada) == ["designers"], "no group suggested")
+    area.send_keys(Keys.ENTER)
+    ada.wait(lambda: compose_text(ada).endswith("and @*designers* "))
+    area.send_keys("see #lob")
+    ada.wait(lambda: typeahead(ada) == ["#lobby"], "no channel suggested")
+    area.send_keys(Keys.ENTER)
+    ada.wait(lambda: compose_text(ada).endswith("see #**lobby** "))
+    area.send_keys("#**lobby>wri")
+    ada.wait(lambda: typeahead(ada) == ["writing"], "no topic suggested")
+    area.send_keys(Keys.ENTER)
+    ada.wait(lambda: compose_text(ada).endswith("#**lobby>writing** "))
+    area.send_keys(":octop")
+    ada.wait(lambda: typeahead(ada)[:1] == [":octopus:"], "no emoji suggested")
+    # Esc closes the list and leaves the cursor where it was; Enter then sends.
+    area.send_keys(Keys.ESCAPE)
+    ada.wait(lambda: not typeahead(ada))
+    assert ada.js("return document.activeElement.id") == "compose-text"
+    area.send_keys("us: ", Keys.ENTER)
+    sent = "Hi @**Bob** and @_**Bob** and @*designers* see #**lobby** #**lobby>writing** :octopus: "
+    ada.wait(lambda: compose_text(ada) == "", "the message was not sent")
+    last = site.api_as(site.bob_auth, "GET", "messages", anchor="newest", num_before=1, num_after=0,
+                       narrow=json.dumps([{"operator": "topic", "operand": "writing"}]), apply_markdown="false")["messages"][0]
+    assert last["content"] == sent.strip(), last["content"]
+    assert "mentioned" in last["flags"], last["flags"]
+    bob.driver.get(f"{site.url}/#narrow/channel/{site.lobby}/topic/writing")
+    bob.wait(lambda: bob.finds("#message-list .user-mention") and bob.finds("#message-list .user-group-mention"))
+
+
+def test_drafts_survive_a_reload_and_have_their_view(site, browsers):
+    ada, _ = browsers
+    open_topic(ada, site, site.lobby, "drafty")
+    ada.find("#compose-text").send_keys("Unfinished thought")
+    saved = lambda: site.api_as(site.ada_auth, "GET", "drafts")["drafts"]  # noqa: E731
+    ada.wait(lambda: [(d["type"], d["to"], d["topic"], d["content"]) for d in saved()]
+             == [("stream", [site.lobby], "drafty", "Unfinished thought")], "the draft did not reach the server")
+    ada.driver.refresh()
+    ada.wait(lambda: ada.finds("#compose-text") and compose_text(ada) == "Unfinished thought", "the reload lost the draft")
+    # The Drafts view lists it; a draft made elsewhere (another device) comes in live.
+    ada.click(lambda: ada.sidebar_item("Drafts"))
+    ada.wait(lambda: ada.find("#narrow-title").text == "Drafts")
+    cards = lambda: [c.find_element(By.CSS_SELECTOR, ".card-head a").text for c in ada.finds("#view-panel .card")]  # noqa: E731
+    ada.wait(lambda: cards() == ["#lobby › drafty"])
+    site.api_as(site.ada_auth, "POST", "drafts", drafts=json.dumps([{"type": "private", "to": [site.bob], "topic": "",
+                                                                    "content": "Private words", "timestamp": 2_000_000_000}]))
+    ada.wait(lambda: cards() == ["Direct message to Bob", "#lobby › drafty"], "a new draft did not come in live")
+    views_hold_up(ada, "drafts")
+    # Restore opens its conversation with the words in the box.
+    ada.click(lambda: ada.find('#view-panel [aria-label="Restore the draft to Direct message to Bob"]'))
+    ada.wait(lambda: ada.find("#narrow-title").text == "Bob", "Restore did not open the conversation")
+    ada.wait(lambda: compose_text(ada) == "Private words")
+    assert ada.find("#mode-dm").get_attribute("aria-pressed") == "true"
+    assert [c.text for c in ada.finds("#recipients .chip span")] == ["Bob"]
+    # Sending deletes the draft.
+    ada.find("#compose-text").send_keys(Keys.ENTER)
+    ada.wait(lambda: [d["content"] for d in saved()] == ["Unfinished thought"], "sending did not delete the draft")
+    # Deleting from the view, too.
+    ada.click(lambda: ada.sidebar_item("Drafts"))
+    ada.click(lambda: ada.find('#view-panel [aria-label="Delete the draft to #lobby › drafty"]'))
+    ada.wait(lambda: not saved() and ada.find("#view-panel").text.startswith("No drafts"), "the draft was not deleted")
+
+
+def png(width, height):
+    """A small valid PNG: a gradient, RGB."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    rows = b"".join(b"\0" + b"".join(bytes((x * 16 % 256, y * 16 % 256, 128)) for x in range(width))
+                    for y in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+PNG = png(16, 16)
+
+
+def test_files_pasted_or_dropped_are_uploaded(site, browsers):
+    ada, bob = browsers
+    open_topic(ada, site, site.lobby, "files")
+    open_topic(bob, site, site.lobby, "files")
+    # A paste and a drop, as the browser delivers them (a DataTransfer holding a file).
+    for event, name in (("paste", "pasted.png"), ("drop", "dropped.png")):
+        ada.js("""
+            const [kind, name, bytes] = arguments;
+            const data = new DataTransfer();
+            data.items.add(new File([new Uint8Array(bytes)], name, { type: "image/png" }));
+            const target = kind === "paste" ? document.getElementById("compose-text") : document.getElementById("compose");
+            const event = kind === "paste" ? new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true })
+                                           : new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true });
+            target.dispatchEvent(event);
+        """, event, name, list(PNG))
+        ada.wait(lambda: f"[{name}](/user_uploads/" in compose_text(ada), f"the {event}d file was not linked: {compose_text(ada)!r}")
+    assert "Uploading" not in compose_text(ada)
+    ada.find("#compose-text").send_keys(Keys.ENTER)
+    # Both images show as previews, for Bob too.
+    bob.wait(lambda: len(bob.finds("#message-list .message_inline_image img")) == 2, "Bob did not see the two previews")
+
+
+def test_scheduled_messages_and_reminders(site, browsers):
+    ada, _ = browsers
+    open_topic(ada, site, site.lobby, "later")
+    ada.find("#compose-text").send_keys("News for later")
+    ada.find("#compose-schedule").click()
+    ada.wait(lambda: ada.find("#popup-menu").is_displayed())
+    labels = [i.text for i in ada.finds('#popup-menu [role="menuitem"]')]
+    assert labels[0].startswith("Tomorrow at 9:00") and labels[-1] == "Custom time…", labels
+    ada.finds('#popup-menu [role="menuitem"]')[-1].click()
+    ada.wait(lambda: ada.find("#schedule-dialog").is_displayed())
+    views_hold_up(ada, "schedule-dialog")
+    when = ada.js("""
+        const at = new Date(); at.setDate(at.getDate() + 3); at.setHours(10, 30, 0, 0);
+        const input = document.getElementById("schedule-at");
+        input.value = new Date(at.getTime() - at.getTimezoneOffset() * 60000).toISOString().slice(0, 16);
+        return at.getTime() / 1000;
+    """)
+    ada.find("#schedule-ok").click()
+    ada.wait(lambda: not ada.find("#schedule-dialog").is_displayed())
+    pending = lambda: site.api_as(site.ada_auth, "GET", "scheduled_messages")["scheduled_messages"]  # noqa: E731
+    ada.wait(lambda: [(s["content"], s["to"], s["topic"], s["scheduled_delivery_timestamp"]) for s in pending()]
+             == [("News for later", site.lobby, "later", when)], "the message was not scheduled")
+    assert compose_text(ada) == ""
+
+    # A reminder about a message, at the first time offered (tomorrow at 9:00, the browser's time).
+    about = post(site, site.bob_auth, "later", "Remember this")
+    ada.wait(lambda: ada.message("Remember this"))
+    choose(ada, about, "Remind me about this")
+    ada.wait(lambda: [i.text for i in ada.finds('#popup-menu [role="menuitem"]')][:1] != ["Quote and reply"])
+    ada.finds('#popup-menu [role="menuitem"]')[0].click()
+    tomorrow = ada.js("const d = new Date(); return new Date(d.getFullYear(), d.getMonth(), d.getDate() + 1, 9).getTime() / 1000;")
+    reminders = lambda: site.api_as(site.ada_auth, "GET", "reminders")["reminders"]  # noqa: E731
+    ada.wait(lambda: [(r["reminder_target_message_id"], r["scheduled_delivery_timestamp"]) for r in reminders()]
+             == [(about, tomorrow)], "the reminder was not set")
+
+    # The Scheduled messages view lists both; Edit takes the message back into the box.
+    ada.click(lambda: ada.sidebar_item("Scheduled messages"))
+    ada.wait(lambda: ada.find("#narrow-title").text == "Scheduled messages")
+    heads = lambda: [c.find_element(By.CSS_SELECTOR, ".card-head span").text for c in ada.finds("#view-panel .card")]  # noqa: E731
+    ada.wait(lambda: heads() == ["Reminder", "#lobby › later"], heads())
+    views_hold_up(ada, "scheduled")
+    ada.click(lambda: ada.find('#view-panel [aria-label="Delete the reminder"]'))
+    ada.wait(lambda: not reminders() and heads() == ["#lobby › later"], "the reminder was not deleted")
+    ada.click(lambda: ada.find('#view-panel [aria-label="Take the message to #lobby › later back into the compose box"]'))
+    ada.wait(lambda: compose_text(ada) == "News for later" and not pending(), "Edit did not take the message back")
+    ada.wait(lambda: ada.find("#narrow-title").text == "#lobby › later")
+    clear_box(ada)

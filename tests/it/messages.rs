@@ -1363,3 +1363,81 @@ async fn direct_message_permission_groups_are_enforced() {
     }));
     assert_eq!(dm(&bot, &[*alice_id]).await.0, StatusCode::OK);
 }
+
+#[tokio::test]
+async fn user_group_mentions_mention_the_members_whom_the_group_allows() {
+    let c = chat().await;
+    let ((_, alice), (bob_id, bob)) = (&c.alice, &c.bob);
+    let owner = c.server.api(Some(&c.server.owner()));
+    let (status, body) = owner
+        .post(
+            "/user_groups/create",
+            &[
+                ("name", "reviewers"),
+                ("description", "Reviews"),
+                ("members", &format!("[{bob_id}]")),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let group = body["group_id"].as_u64().unwrap();
+    let to = |text| {
+        [
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", "t"),
+            ("content", text),
+        ]
+    };
+    let loud = send(alice, &to("@*reviewers* please look")).await;
+    let quiet = send(alice, &to("@_*reviewers* fyi")).await;
+    async fn mentioned(api: &Api, id: u64) -> bool {
+        let (_, body) = api.get(&format!("/messages/{id}"), &[]).await;
+        body["message"]["flags"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("mentioned"))
+    }
+    // The members are mentioned by the loud mention only; others are not.
+    assert!(mentioned(bob, loud).await);
+    assert!(!mentioned(bob, quiet).await);
+    assert!(!mentioned(alice, loud).await);
+    let (_, body) = bob.get(&format!("/messages/{loud}"), &[]).await;
+    assert_eq!(
+        body["message"]["content"],
+        format!(
+            "<p><span class=\"user-group-mention\" data-user-group-id=\"{group}\">@reviewers</span> please look</p>"
+        )
+    );
+    // Only whom `can_mention_group` allows may mention the group loudly; anyone, silently.
+    let (status, body) = owner
+        .call(
+            Method::PATCH,
+            &format!("/user_groups/{group}"),
+            &[(
+                "can_mention_group",
+                &json!({"new": {"direct_members": [bob_id], "direct_subgroups": []}}).to_string(),
+            )],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = alice.post("/messages", &to("@*reviewers* again")).await;
+    assert_eq!(
+        (status, body["msg"].as_str()),
+        (
+            StatusCode::BAD_REQUEST,
+            Some("You are not allowed to mention user group 'reviewers'.")
+        )
+    );
+    send(alice, &to("@_*reviewers* quietly")).await;
+    send(bob, &to("@*reviewers* from a member allowed")).await;
+    // Editing into a mention follows the same rule.
+    let (status, body) = alice
+        .call(
+            Method::PATCH,
+            &format!("/messages/{quiet}"),
+            &[("content", "@*reviewers* now loud")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+}

@@ -13,10 +13,13 @@ function decodeHash(text) {
   }
 }
 
-// The views that are not narrows of messages, at Zulip's addresses (#inbox, #recent).
+// The views that are not narrows of messages, at Zulip's addresses (#inbox, #recent, #drafts,
+// #scheduled).
 export const VIEWS = {
   inbox: [{ operator: "view", operand: "inbox" }],
   recent: [{ operator: "view", operand: "recent" }],
+  drafts: [{ operator: "view", operand: "drafts" }],
+  scheduled: [{ operator: "view", operand: "scheduled" }],
 };
 export const viewOf = (narrow) => (narrow.length === 1 && narrow[0].operator === "view" ? narrow[0].operand : null);
 

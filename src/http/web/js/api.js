@@ -16,7 +16,7 @@ export class ApiError extends Error {
   }
 }
 
-function csrfToken() {
+export function csrfToken() {
   const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]*)/);
   return match ? decodeURIComponent(match[1]) : "";
 }
@@ -31,9 +31,10 @@ export function encode(params = {}) {
   return out;
 }
 
-// `signal` (optional) aborts the request (the event long-poll, when the page is put away).
-export async function api(method, path, params, { signal } = {}) {
-  const init = { method, credentials: "same-origin", headers: {}, signal };
+// `signal` (optional) aborts the request (the event long-poll, when the page is put away);
+// `keepalive` lets a write outlive the page (a draft saved as the page goes).
+export async function api(method, path, params, { signal, keepalive } = {}) {
+  const init = { method, credentials: "same-origin", headers: {}, signal, keepalive };
   let url = "/json/" + path;
   if (method === "GET" || method === "HEAD") {
     const query = encode(params).toString();
@@ -66,12 +67,6 @@ async function send(url, init) {
     throw error;
   }
   return body;
-}
-
-export function uploadFile(file) {
-  const form = new FormData();
-  form.append("file", file, file.name);
-  return api("POST", "user_uploads", form);
 }
 
 // Static JSON from the same origin (the emoji data), no session semantics needed.

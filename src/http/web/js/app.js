@@ -21,9 +21,11 @@ import * as narrowbar from "./narrowbar.js";
 import * as keys from "./keys.js";
 import * as notify from "./notify.js";
 import * as storage from "./storage.js";
-import * as inbox from "./inbox.js";
+import * as views from "./views.js";
 import * as menu from "./menu.js";
 import * as fixing from "./fixing.js";
+import * as drafts from "./drafts.js";
+import * as later from "./later.js";
 import { useCollator } from "./names.js";
 
 let typingExpiryMs = 15000;
@@ -35,15 +37,15 @@ function refresh({ people = true } = {}) {
   compose.refresh();
   typing.render();
   channels.refresh();
-  inbox.render();
+  views.render();
 }
 
 // A narrow of messages, or one of the views (Inbox, Recent conversations) drawn in its place.
 function show(narrow, firstPage, near) {
   menu.close();
   const view = narrows.viewOf(narrow);
-  if (view) return inbox.open(view);
-  inbox.close();
+  if (view) return views.open(view);
+  views.close();
   return messages.open(narrow, firstPage, near);
 }
 
@@ -62,7 +64,8 @@ function onEvents(events) {
     try {
       apply(ev);
       messages.onEvent(ev);
-      inbox.onEvent(ev);
+      drafts.onEvent(ev);
+      views.onEvent(ev);
       if (ev.type === "typing") typing.onTyping(ev, typingExpiryMs);
       if (ev.type === "message") notify.onMessage(ev);
     } catch (error) {
@@ -77,6 +80,17 @@ async function reload(reg) {
   loadUserGroups();
   refresh();
   await show(ui.narrow);
+}
+
+// The drafts the server keeps: a reload finds the words it interrupted.
+async function loadDrafts() {
+  try {
+    drafts.load((await api("GET", "drafts")).drafts);
+    compose.draftsLoaded();
+    refresh();
+  } catch {
+    // The Drafts view asks again when opened.
+  }
 }
 
 // The user groups decide what the person may do (perms.js); they come after the first screen.
@@ -131,6 +145,7 @@ function wire() {
   messages.setup();
   menu.setup();
   fixing.setupDialogs();
+  later.setup();
   sidebar.setup();
   compose.setup();
   emoji.setup();
@@ -150,9 +165,12 @@ function wire() {
     },
     refresh,
     reply: compose.reply,
+    restoreDraft: compose.restoreDraft,
     pickEmoji: emoji.open,
   });
   addEventListener("hashchange", () => navigate(narrows.fromHash(location.hash)));
+  // The words being written are saved as the page goes (a reload, another page in the tab).
+  addEventListener("pagehide", compose.savePending);
   $("search-form").addEventListener("submit", (e) => {
     e.preventDefault();
     ui.go(narrows.parseSearch($("search").value.trim()));
@@ -195,6 +213,7 @@ async function main() {
   refresh();
   messages.catchUp(reg.max_message_id);
   loadUserGroups();
+  loadDrafts();
   ping();
   setInterval(ping, state.pingEvery * 1000);
   storage.watch();

@@ -1,12 +1,17 @@
 // The compose box: a channel and topic, or people for a direct message; Enter sends. While the
 // text changes it tells the server "typing" (again every 10 s) and "stopped" when done.
 
-import { api, uploadFile } from "./api.js";
+import { api } from "./api.js";
 import { $, el, toast } from "./dom.js";
 import { state, dmKey, messageDmKey } from "./state.js";
 import * as narrows from "./narrow.js";
 import { ui, swapIfChanged } from "./ui.js";
 import { compareNames } from "./names.js";
+import * as typeahead from "./typeahead.js";
+import * as drafts from "./drafts.js";
+import { uploadWithProgress } from "./uploads.js";
+import * as later from "./later.js";
+import { longTime } from "./time.js";
 
 const TYPING_REPEAT_MS = 10000;
 // Where a message goes. The channel is kept here, not read back from the <select>: a select
@@ -19,23 +24,46 @@ let typingSince = 0;
 const text = () => $("compose-text");
 
 export function setup() {
-  $("mode-stream").addEventListener("click", () => { setMode("stream"); $("compose-topic").focus(); });
-  $("mode-dm").addEventListener("click", () => { setMode("dm"); $("compose-to").focus(); });
+  $("mode-stream").addEventListener("click", () => { setMode("stream"); keepDraft(); $("compose-topic").focus(); });
+  $("mode-dm").addEventListener("click", () => { setMode("dm"); keepDraft(); $("compose-to").focus(); });
   $("compose").addEventListener("submit", (e) => { e.preventDefault(); send(); });
+  typeahead.setup(text(), () => compose.mode === "stream");
   text().addEventListener("keydown", (e) => {
+    if (typeahead.onKey(e)) return;
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
   });
   text().addEventListener("input", onTextChange);
   text().addEventListener("blur", stopTyping);
   $("compose-stream").addEventListener("change", () => {
     compose.streamId = Number($("compose-stream").value) || null;
-    stopTyping(); fillTopics(); placeholder();
+    stopTyping(); fillTopics(); placeholder(); keepDraft();
   });
-  $("compose-topic").addEventListener("input", () => { stopTyping(); placeholder(); });
+  $("compose-topic").addEventListener("input", () => { stopTyping(); placeholder(); keepDraft(); });
+  // Files pasted or dropped into the box are uploaded like attached ones.
+  text().addEventListener("paste", (e) => {
+    const files = [...(e.clipboardData?.files || [])];
+    if (!files.length) return;
+    e.preventDefault();
+    for (const file of files) upload(file);
+  });
+  $("compose").addEventListener("dragover", (e) => {
+    if (![...(e.dataTransfer?.types || [])].includes("Files")) return;
+    e.preventDefault();
+    $("compose").classList.add("dropping");
+  });
+  $("compose").addEventListener("dragleave", () => $("compose").classList.remove("dropping"));
+  $("compose").addEventListener("drop", (e) => {
+    $("compose").classList.remove("dropping");
+    const files = [...(e.dataTransfer?.files || [])];
+    if (!files.length) return;
+    e.preventDefault();
+    for (const file of files) upload(file);
+  });
   $("compose-to").addEventListener("focus", fillPeople);
   $("compose-to").addEventListener("change", addTypedRecipient);
   $("compose-to").addEventListener("keydown", onRecipientKey);
   $("compose-file").addEventListener("change", attach);
+  $("compose-schedule").addEventListener("click", (e) => later.choose(e.currentTarget, "Schedule message", scheduleAt));
   $("compose-emoji").addEventListener("click", (e) => ui.pickEmoji(e.currentTarget, (name) => insertText(`:${name}: `)));
 }
 
@@ -100,7 +128,55 @@ export function followNarrow(narrow) {
     setMode("stream");
   }
   refresh();
+  turned();
 }
+
+// The box turned to another conversation: words in it go along (their draft with them); an
+// empty box takes up the draft waiting for the new conversation, if any.
+function turned() {
+  if (text().value.trim()) { keepDraft(); return; }
+  const draft = drafts.findFor(draftOf(""));
+  drafts.adopt(draft);
+  if (draft) text().value = draft.content;
+}
+
+// What the box holds, as Zulip's draft object.
+function draftOf(content) {
+  const where = destination();
+  if (!where) return null;
+  return where.type === "direct" ? { type: "private", to: [...where.to].sort((a, b) => a - b), topic: "", content }
+    : { type: "stream", to: [where.to], topic: where.topic, content };
+}
+
+function keepDraft() {
+  const content = text().value;
+  if (!content.trim()) { drafts.changed(null); return; }
+  // Words with nowhere to go yet (no one added) keep their last draft as it was.
+  const draft = draftOf(content);
+  if (draft) drafts.changed(draft);
+}
+
+// The drafts arrived (after the first screen): a box left empty by a reload gets its draft back.
+export function draftsLoaded() {
+  if (!text().value.trim()) turned();
+}
+
+// "Restore" in the Drafts view: the draft's words and destination into the box.
+export function restoreDraft(draft) {
+  drafts.flush();
+  if (draft.type === "private") { compose.recipients = [...draft.to]; setMode("dm"); } else {
+    compose.streamId = draft.to[0];
+    $("compose-topic").value = draft.topic;
+    setMode("stream");
+  }
+  drafts.adopt(draft);
+  text().value = draft.content;
+  refresh();
+  text().focus();
+}
+
+// The page goes away (a reload, another page): the words being written are saved now.
+export const savePending = () => drafts.flush({ keepalive: true });
 
 export function reply(m) {
   if (m.type === "stream" && state.subs.has(m.stream_id)) {
@@ -112,6 +188,7 @@ export function reply(m) {
     setMode("dm");
   }
   refresh();
+  turned();
   text().focus();
 }
 
@@ -121,6 +198,7 @@ export function startChannel() {
   if (sid && state.subs.has(sid)) compose.streamId = sid;
   $("compose-topic").value = narrows.find(ui.narrow, "topic") ?? "";
   refresh();
+  turned();
   ($("compose-topic").value ? text() : $("compose-topic")).focus();
 }
 
@@ -128,6 +206,7 @@ export function startDm(userIds) {
   compose.recipients = [...userIds];
   setMode("dm");
   refresh();
+  turned();
   (userIds.length ? text() : $("compose-to")).focus();
 }
 
@@ -149,6 +228,7 @@ function addTypedRecipient() {
   input.value = "";
   stopTyping();
   refresh();
+  keepDraft();
 }
 
 function onRecipientKey(e) {
@@ -162,7 +242,7 @@ function renderChips() {
     const name = state.users.get(id)?.full_name || `User ${id}`;
     return el("span", { class: "chip", dataset: { user: String(id) } }, el("span", { text: name }), el("button", {
       type: "button", text: "✕", attrs: { "aria-label": `Remove ${name}` },
-      on: { click: () => { compose.recipients = compose.recipients.filter((r) => r !== id); refresh(); $("compose-to").focus(); } },
+      on: { click: () => { compose.recipients = compose.recipients.filter((r) => r !== id); refresh(); keepDraft(); $("compose-to").focus(); } },
     }));
   }));
 }
@@ -185,12 +265,27 @@ async function send() {
   try {
     await api("POST", "messages", { ...where, content });
     text().value = "";
+    typeahead.close();
+    drafts.sent();
   } catch (error) {
     toast(`Not sent: ${error.message}`);
   } finally {
     $("send").disabled = false;
     text().focus();
   }
+}
+
+// Sends the box's message at `seconds` (Unix time) instead of now. Rejects with the reason.
+async function scheduleAt(seconds) {
+  const content = text().value;
+  const where = destination();
+  if (!content.trim()) throw new Error("Write the message first.");
+  if (!where) throw new Error(compose.mode === "dm" ? "Add someone to send to." : "Choose a channel first.");
+  await api("POST", "scheduled_messages", { ...where, content, scheduled_delivery_timestamp: seconds });
+  stopTyping();
+  text().value = "";
+  drafts.sent();
+  toast(`Scheduled for ${longTime(seconds)}.`);
 }
 
 export function insertText(snippet) {
@@ -201,19 +296,33 @@ export function insertText(snippet) {
   onTextChange();
 }
 
-async function attach(e) {
-  const file = e.currentTarget.files[0];
+function attach(e) {
+  const files = [...e.currentTarget.files];
   e.currentTarget.value = "";
-  if (!file) return;
-  toast(`Uploading ${file.name}…`);
+  for (const file of files) upload(file);
+}
+
+// Zulip's way: a placeholder where the link will go, a progress bar while the bytes travel,
+// then the link (an image's preview comes with the message).
+async function upload(file) {
+  const name = file.name.replace(/[[\]]/g, "") || "file";
+  const placeholder = `[Uploading ${name}…]()`;
+  insertText(`${placeholder} `);
   try {
-    const answer = await uploadFile(file);
-    const name = (answer.filename || file.name).replace(/[[\]]/g, "");
-    insertText(`[${name}](${answer.url || answer.uri}) `);
-    toast(`${file.name} attached.`);
+    const answer = await uploadWithProgress(file);
+    replaceText(placeholder, `[${(answer.filename || name).replace(/[[\]]/g, "")}](${answer.url || answer.uri})`);
   } catch (error) {
+    replaceText(placeholder, "");
     toast(`Upload failed: ${error.message}`);
   }
+}
+
+function replaceText(old, fresh) {
+  const area = text();
+  const at = area.value.indexOf(old);
+  if (at < 0) return;
+  area.setRangeText(fresh, at, at + old.length, "preserve");
+  onTextChange();
 }
 
 // ---- typing notifications ------------------------------------------------------------------------
@@ -226,6 +335,7 @@ function typingParams() {
 }
 
 function onTextChange() {
+  keepDraft();
   if (!text().value.trim()) { stopTyping(); return; }
   const params = typingParams();
   const key = params && JSON.stringify(params);

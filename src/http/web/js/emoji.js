@@ -20,6 +20,11 @@ async function load() {
   return catalog;
 }
 
+// Every emoji a message may name: the standard ones, then the organization's own.
+export async function emojiList() {
+  return [...await load(), ...custom()];
+}
+
 function custom() {
   return Object.values(state.realmEmoji).filter((e) => !e.deactivated)
     .map((e) => ({ name: e.name, names: [e.name], src: e.source_url }));

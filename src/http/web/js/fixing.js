@@ -60,6 +60,11 @@ export async function markUnreadFrom(m, narrow) {
   }
 }
 
+export async function remind(m, seconds) {
+  await api("POST", "reminders", { message_id: m.id, scheduled_delivery_timestamp: seconds });
+  toast(`Reminder set for ${longTime(seconds)}.`);
+}
+
 // ---- moving and resolving ------------------------------------------------------------------------
 
 let moving = null;

@@ -13,6 +13,7 @@ import { reactionButtons, toggleReaction } from "./reactions.js";
 import * as perms from "./perms.js";
 import * as fixing from "./fixing.js";
 import * as menu from "./menu.js";
+import * as later from "./later.js";
 
 let view = fresh([]);
 let generation = 0;
@@ -228,6 +229,7 @@ export function openMenu(m, anchor) {
     ["Quote and reply", () => fixing.quote(m)],
     ["Copy link to message", () => fixing.copyLink(m)],
     ["Mark as unread from here", () => markUnread(m)],
+    ["Remind me about this", () => later.choose(anchor, "Remind me about this message", (at) => fixing.remind(m, at))],
   ];
   if (perms.mayEditContent(m)) items.push(["Edit message", () => edit(m)]);
   if (perms.mayMoveTopic(m) || perms.mayMoveChannel(m)) items.push(["Move messages", () => fixing.openMove(m)]);

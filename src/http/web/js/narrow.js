@@ -42,6 +42,8 @@ export function title(narrow, isolate = false) {
   if (!narrow.length) return "All messages";
   if (viewOf(narrow) === "inbox") return "Inbox";
   if (viewOf(narrow) === "recent") return "Recent conversations";
+  if (viewOf(narrow) === "drafts") return "Drafts";
+  if (viewOf(narrow) === "scheduled") return "Scheduled messages";
   if (isSearch(narrow)) return "Search results";
   const is = find(narrow, "is");
   if (is === "starred") return "Starred messages";

@@ -49,7 +49,10 @@ function sections() {
       el("li", {}, item("all", [], "All messages", c.all, { icon: icon("≡") })),
       el("li", {}, item("mentioned", [{ operator: "is", operand: "mentioned" }], "Mentions", c.mentions, { icon: icon("@") })),
       el("li", {}, item("starred", [{ operator: "is", operand: "starred" }], "Starred", 0, {
-        icon: icon("☆"), note: state.starred.size ? el("span", { class: "note", text: String(state.starred.size) }) : null }))),
+        icon: icon("☆"), note: state.starred.size ? el("span", { class: "note", text: String(state.starred.size) }) : null })),
+      el("li", {}, item("drafts", VIEWS.drafts, "Drafts", 0, {
+        icon: icon("✎"), note: state.drafts?.size ? el("span", { class: "note", text: String(state.drafts.size) }) : null })),
+      el("li", {}, item("scheduled", VIEWS.scheduled, "Scheduled messages", 0, { icon: icon("⏱") }))),
     head("Channels", "Browse and create channels", () => openChannels()),
     el("ul", { class: "nav channels" }, channelItems(c)),
     head("Direct messages", "New direct message", () => startDm([])),

@@ -215,6 +215,7 @@ const handlers = {
   user_group(ev) {
     const group = state.groups.get(ev.group_id);
     if (ev.op === "add") setGroup(ev.group);
+    else if (ev.op === "update" && group) Object.assign(group, ev.data.name ? { name: ev.data.name } : {}, "deactivated" in ev.data ? { deactivated: ev.data.deactivated } : {});
     else if (ev.op === "remove") state.groups.delete(ev.group_id);
     else if (!group) return;
     else if (ev.op === "add_members") for (const id of ev.user_ids) group.members.add(id);
@@ -261,7 +262,7 @@ const handlers = {
 };
 
 function setGroup(g) {
-  state.groups.set(g.id, { name: g.name, members: new Set(g.members || []), subgroups: [...(g.direct_subgroup_ids || [])] });
+  state.groups.set(g.id, { name: g.name, deactivated: Boolean(g.deactivated), members: new Set(g.members || []), subgroups: [...(g.direct_subgroup_ids || [])] });
 }
 
 export function loadGroups(groups) {

@@ -12,7 +12,7 @@ const MONTHS = ["January", "February", "March", "April", "May", "June", "July", 
 
 const pad = (n) => String(n).padStart(2, "0");
 
-function clock(date) {
+export function clock(date) {
   const hours = date.getHours();
   const minutes = pad(date.getMinutes());
   if (state.settings?.twenty_four_hour_time) return `${pad(hours)}:${minutes}`;

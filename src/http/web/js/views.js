@@ -1,5 +1,5 @@
-// The two catching-up views that are not lists of messages, drawn in the middle column instead of
-// the message list:
+// The views that are not lists of messages, drawn in the middle column instead of the message
+// list:
 // - Inbox: every conversation with unread messages, direct messages first, then each channel
 //   (pinned channels first, then by name) with its topics, newest first; from the unread state
 //   alone, so it needs no request. Muted topics, and muted channels' topics that were not
@@ -7,14 +7,19 @@
 // - Recent conversations: the conversations of the newest messages, newest first, with who
 //   took part, the unread count and the time; one fetch of the newest messages when opened,
 //   then kept by live messages.
+// - Drafts: the drafts the server keeps (drafts.js), newest first, to restore or delete.
+// - Scheduled messages: messages to be sent later and reminders, soonest first, to delete or
+//   (a scheduled message) to take back into the compose box.
 
 import { api } from "./api.js";
-import { $, el, clear, badge } from "./dom.js";
+import { $, el, clear, badge, toast } from "./dom.js";
 import { state, counts, topicKey, topicHeard, dmKey, dmTitle, messageDmKey, userName } from "./state.js";
 import * as narrows from "./narrow.js";
 import { shortTime, longTime, isoTime } from "./time.js";
 import { compareNames } from "./names.js";
-import { swapIfChanged } from "./ui.js";
+import { swapIfChanged, ui } from "./ui.js";
+import { setMessageHtml } from "./sanitize.js";
+import * as drafts from "./drafts.js";
 
 // How many of the newest messages Recent conversations reads (Zulip's first fetch is 400).
 const RECENT_MESSAGES = 1000;
@@ -22,6 +27,7 @@ const RECENT_ROWS = 100;
 
 let kind = null;
 let recent = null; // conversation key -> {narrow, title, max_id, timestamp, senders: [ids]}
+let scheduled = null; // {messages, reminders}
 let generation = 0;
 const collapsed = new Set();
 
@@ -49,7 +55,29 @@ export async function open(view) {
       return;
     }
   }
+  if (view === "scheduled" && !(await loadScheduled(mine))) return;
+  if (view === "drafts" && !state.drafts) {
+    try {
+      drafts.load((await api("GET", "drafts")).drafts);
+    } catch (error) {
+      if (mine === generation) clear(panel()).append(el("p", { class: "empty", text: `Could not load drafts: ${error.message}` }));
+      return;
+    }
+    if (mine !== generation) return;
+  }
   render();
+}
+
+async function loadScheduled(mine) {
+  try {
+    const [messages, reminders] = await Promise.all([api("GET", "scheduled_messages"), api("GET", "reminders")]);
+    if (mine !== generation) return false;
+    scheduled = { messages: messages.scheduled_messages, reminders: reminders.reminders };
+    return true;
+  } catch (error) {
+    if (mine === generation) clear(panel()).append(el("p", { class: "empty", text: `Could not load scheduled messages: ${error.message}` }));
+    return false;
+  }
 }
 
 export function close() {
@@ -65,9 +93,15 @@ export function close() {
 export function render() {
   if (kind === "inbox") swapIfChanged(panel(), inboxNodes());
   if (kind === "recent" && recent) swapIfChanged(panel(), recentNodes());
+  if (kind === "drafts" && state.drafts) swapIfChanged(panel(), draftNodes());
+  if (kind === "scheduled" && scheduled) swapIfChanged(panel(), scheduledNodes());
 }
 
 export function onEvent(ev) {
+  if (kind === "scheduled" && (ev.type === "scheduled_messages" || ev.type === "reminders")) {
+    const mine = generation;
+    loadScheduled(mine).then((ok) => { if (ok) render(); });
+  }
   if (kind !== "recent" || !recent) return;
   if (ev.type === "message") note(ev.message);
   // A move or a deletion changes which conversations hold what: read them again.
@@ -167,4 +201,92 @@ function recentNodes() {
   return [el("table", { class: "recent-table" },
     el("thead", {}, el("tr", {}, ["Channel", "Topic", "Participants", "Time"].map((h) => el("th", { text: h, attrs: { scope: "col" } })))),
     el("tbody", {}, rows))];
+}
+
+// ---- Drafts ----------------------------------------------------------------------------------
+
+// Where a draft or a scheduled message goes, in words, and the narrow of that conversation.
+function destinationOf(item) {
+  if (item.type === "stream") {
+    const sid = Array.isArray(item.to) ? item.to[0] : item.to;
+    const name = state.streams.get(sid)?.name || `channel ${sid}`;
+    return { text: `#${name} › ${item.topic || "general chat"}`, narrow: narrows.topic(sid, item.topic) };
+  }
+  const key = dmKey(Array.isArray(item.to) ? item.to : [item.to]);
+  return { text: `Direct message to ${dmTitle(key)}`, narrow: narrows.dm(key) };
+}
+
+function draftNodes() {
+  const list = [...state.drafts.values()].sort((a, b) => b.timestamp - a.timestamp);
+  if (!list.length) return [el("p", { class: "empty", text: "No drafts. What you write is kept here until it is sent." })];
+  return [el("ul", { class: "card-list" }, list.map((d) => {
+    const where = destinationOf(d);
+    return el("li", { class: "card", dataset: { key: `draft-${d.id}` } },
+      el("p", { class: "card-head" }, el("a", { href: narrows.toHash(where.narrow), text: where.text }),
+        el("time", { text: shortTime(d.timestamp), attrs: { datetime: isoTime(d.timestamp), title: longTime(d.timestamp) } })),
+      el("p", { class: "card-text", text: d.content }),
+      el("div", { class: "card-actions" },
+        el("button", { type: "button", text: "Restore", attrs: { "aria-label": `Restore the draft to ${where.text}` },
+          on: { click: () => { ui.go(where.narrow); ui.restoreDraft(d); } } }),
+        el("button", { type: "button", class: "ghost", text: "Delete", attrs: { "aria-label": `Delete the draft to ${where.text}` },
+          on: { click: () => drafts.remove(d.id).catch((error) => toast(`Could not delete the draft: ${error.message}`)) } })));
+  }))];
+}
+
+// ---- Scheduled messages and reminders -------------------------------------------------------------
+
+function scheduledNodes() {
+  const { messages, reminders } = scheduled;
+  if (!messages.length && !reminders.length) return [el("p", { class: "empty", text: "No scheduled messages or reminders." })];
+  const when = (t) => el("time", { text: `${longTime(t)}`, attrs: { datetime: isoTime(t) } });
+  // Soonest first, messages and reminders together.
+  const items = [...messages.map((s) => ({ s })), ...reminders.map((r) => ({ r }))]
+    .sort((a, b) => (a.s || a.r).scheduled_delivery_timestamp - (b.s || b.r).scheduled_delivery_timestamp);
+  const cards = items.map(({ s, r }) => {
+    if (r) {
+      return el("li", { class: "card", dataset: { key: `reminder-${r.reminder_id}` } },
+        el("p", { class: "card-head" }, el("span", { text: "Reminder" }), when(r.scheduled_delivery_timestamp)),
+        rendered(r.rendered_content),
+        el("div", { class: "card-actions" },
+          el("button", { type: "button", class: "ghost", text: "Delete", attrs: { "aria-label": "Delete the reminder" },
+            on: { click: () => unschedule("reminders", r.reminder_id) } })));
+    }
+    const where = destinationOf(s);
+    return el("li", { class: "card", dataset: { key: `scheduled-${s.scheduled_message_id}` } },
+      el("p", { class: "card-head" }, el("span", { text: where.text }), when(s.scheduled_delivery_timestamp)),
+      s.failed ? el("p", { class: "form-error", text: "Could not be sent at its time." }) : null,
+      rendered(s.rendered_content),
+      el("div", { class: "card-actions" },
+        el("button", { type: "button", text: "Edit", attrs: { "aria-label": `Take the message to ${where.text} back into the compose box` },
+          on: { click: () => takeBack(s, where) } }),
+        el("button", { type: "button", class: "ghost", text: "Delete", attrs: { "aria-label": `Delete the message scheduled to ${where.text}` },
+          on: { click: () => unschedule("scheduled_messages", s.scheduled_message_id) } })));
+  });
+  return [el("ul", { class: "card-list" }, cards)];
+}
+
+function rendered(html) {
+  const content = el("div", { class: "content rendered card-text" });
+  setMessageHtml(content, html);
+  return content;
+}
+
+// A scheduled message back into the compose box, as a draft to send or schedule again.
+async function takeBack(s, where) {
+  try {
+    await api("DELETE", `scheduled_messages/${s.scheduled_message_id}`);
+  } catch (error) {
+    toast(`Could not take it back: ${error.message}`);
+    return;
+  }
+  ui.go(where.narrow);
+  ui.restoreDraft({ id: null, type: s.type, to: Array.isArray(s.to) ? s.to : [s.to], topic: s.topic || "", content: s.content });
+}
+
+async function unschedule(kind, id) {
+  try {
+    await api("DELETE", `${kind}/${id}`);
+  } catch (error) {
+    toast(`Could not delete it: ${error.message}`);
+  }
 }
