@@ -246,6 +246,8 @@ pub fn send_message(
                 .is_some_and(|c| c.subscribers.contains(&u)),
             Recipient::Direct { user_ids } => user_ids.contains(&u),
         });
+    // `/poll` and `/todo` make the message a widget, as in Zulip: its first submessage.
+    let widget = widget_content(&content);
     let mut events = vec![Event::MessageSent {
         message_id,
         sender_id: me.user_id,
@@ -261,7 +263,52 @@ pub fn send_message(
         alerted,
     }];
     events.extend(read_for_muters);
+    if let Some(widget) = widget {
+        events.push(Event::SubmessageAdded {
+            submessage_id: state.messages.next_submessage_id(),
+            message_id,
+            sender_id: me.user_id,
+            msg_type: "widget".into(),
+            content: widget.to_string(),
+        });
+    }
     Ok(Decision::new(events, message_id))
+}
+
+/// The widget a message's text starts (Zulip's `get_widget_data`): `/poll Question` with an
+/// option a line, or `/todo Title` with a task a line (`task: description`). List markers
+/// before an option or a task are dropped.
+pub fn widget_content(content: &str) -> Option<serde_json::Value> {
+    let first = content.split_whitespace().next()?;
+    let kind = first
+        .strip_prefix('/')
+        .filter(|k| *k == "poll" || *k == "todo")?;
+    let rest = content.replacen(first, "", 1);
+    let mut lines = rest.lines();
+    let title = lines.next().map(str::trim).unwrap_or_default().to_owned();
+    let items: Vec<&str> = lines
+        .map(|line| {
+            let line = line.trim();
+            line.strip_prefix(['-', '*'])
+                .map(str::trim_start)
+                .unwrap_or(line)
+        })
+        .filter(|line| !line.is_empty())
+        .collect();
+    let extra_data = if kind == "poll" {
+        serde_json::json!({"question": title, "options": items})
+    } else {
+        let tasks: Vec<serde_json::Value> = items
+            .iter()
+            .filter_map(|line| {
+                let (task, desc) = line.split_once(':').unwrap_or((line, ""));
+                let task = task.trim();
+                (!task.is_empty()).then(|| serde_json::json!({"task": task, "desc": desc.trim()}))
+            })
+            .collect();
+        serde_json::json!({"task_list_title": title, "tasks": tasks})
+    };
+    Some(serde_json::json!({"widget_type": kind, "extra_data": extra_data}))
 }
 
 /// Zulip's rule for wildcard mentions in large places: `@**all**` (and its synonyms) in a channel
@@ -396,6 +443,31 @@ mod tests {
     use super::*;
     use crate::commands::channels::ChannelSpec;
     use crate::commands::testing::{msg, Given, OWNER};
+
+    #[test]
+    fn poll_and_todo_widgets_are_read_as_zulip_reads_them() {
+        assert_eq!(
+            widget_content("/poll Lunch?\n- pizza\n* soup\n\n  salad  "),
+            Some(serde_json::json!({"widget_type": "poll",
+                "extra_data": {"question": "Lunch?", "options": ["pizza", "soup", "salad"]}}))
+        );
+        assert_eq!(
+            widget_content("/todo Release\nTag: v2.0 tag\n- Notes\n:no task"),
+            Some(
+                serde_json::json!({"widget_type": "todo", "extra_data": {"task_list_title": "Release",
+                "tasks": [{"task": "Tag", "desc": "v2.0 tag"}, {"task": "Notes", "desc": ""}]}})
+            )
+        );
+        assert_eq!(
+            widget_content("/poll\nA"),
+            Some(
+                serde_json::json!({"widget_type": "poll", "extra_data": {"question": "", "options": ["A"]}})
+            )
+        );
+        for plain in ["/pollster x", "poll x", "/me waves", " ", "say /poll"] {
+            assert_eq!(widget_content(plain), None, "{plain}");
+        }
+    }
 
     fn to_channel(channel: ChannelId, topic: &str) -> Destination {
         Destination::Channel {

@@ -364,7 +364,22 @@ impl Queues {
             }
             map.by_user.clone()
         };
+        // Messages sent in this batch: their `message` events, built from the state after
+        // it, already hold the submessages the batch added (a `/poll`'s widget), which then
+        // need no `submessage` event of their own, as in Zulip.
+        let mut sent_here: BTreeSet<crate::ids::MessageId> = BTreeSet::new();
         for env in batch {
+            match &env.event {
+                crate::events::Event::MessageSent { message_id, .. } => {
+                    sent_here.insert(*message_id);
+                }
+                crate::events::Event::SubmessageAdded { message_id, .. }
+                    if sent_here.contains(message_id) =>
+                {
+                    continue;
+                }
+                _ => {}
+            }
             // A deactivated user's queues end with their access (the client cannot poll them
             // any more, and must not resume one after a reactivation).
             if let crate::events::Event::UserDeactivated { user_id } = &env.event {

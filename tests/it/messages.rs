@@ -1441,3 +1441,71 @@ async fn user_group_mentions_mention_the_members_whom_the_group_allows() {
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
 }
+
+#[tokio::test]
+async fn a_poll_or_todo_message_is_a_widget_from_its_first_event() {
+    use crate::realtime::{drain, register};
+    let c = chat().await;
+    let ((alice_id, alice), (_, bob)) = (&c.alice, &c.bob);
+    let (queue, _) = register(bob, &[]).await;
+    let poll = send(
+        alice,
+        &[
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", "lunch"),
+            ("content", "/poll Where to?\n- Pizza\n- Soup"),
+        ],
+    )
+    .await;
+    let widget = json!({"widget_type": "poll",
+        "extra_data": {"question": "Where to?", "options": ["Pizza", "Soup"]}});
+    // Bob hears the `message` event carrying the widget, and no `submessage` event of its own
+    // (the channel's first message also updates its `first_message_id`).
+    let events = drain(bob, &queue).await;
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["message", "stream"], "{events:?}");
+    let sub = &events[0]["message"]["submessages"];
+    assert_eq!(sub.as_array().unwrap().len(), 1, "{sub}");
+    assert_eq!(
+        (sub[0]["msg_type"].as_str(), sub[0]["sender_id"].as_u64()),
+        (Some("widget"), Some(*alice_id))
+    );
+    let content: Value = serde_json::from_str(sub[0]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(content, widget);
+    // A vote is a submessage of its own, heard as one; the fetched message holds both.
+    let (status, body) = bob
+        .post(
+            "/submessage",
+            &[
+                ("message_id", &poll.to_string()),
+                ("msg_type", "widget"),
+                ("content", r#"{"type":"vote","key":"canned,0","vote":1}"#),
+            ],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let events = drain(bob, &queue).await;
+    assert_eq!(
+        events
+            .iter()
+            .map(|e| e["type"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["submessage"]
+    );
+    let (_, body) = alice.get(&format!("/messages/{poll}"), &[]).await;
+    assert_eq!(body["message"]["submessages"].as_array().unwrap().len(), 2);
+    // Plain messages carry none.
+    let plain = send(
+        alice,
+        &[
+            ("type", "stream"),
+            ("to", "general"),
+            ("topic", "lunch"),
+            ("content", "/pollster"),
+        ],
+    )
+    .await;
+    let (_, body) = alice.get(&format!("/messages/{plain}"), &[]).await;
+    assert_eq!(body["message"]["submessages"], json!([]));
+}

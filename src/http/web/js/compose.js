@@ -12,6 +12,7 @@ import * as drafts from "./drafts.js";
 import { uploadWithProgress } from "./uploads.js";
 import * as later from "./later.js";
 import { longTime } from "./time.js";
+import { setMessageHtml } from "./sanitize.js";
 
 const TYPING_REPEAT_MS = 10000;
 // Where a message goes. The channel is kept here, not read back from the <select>: a select
@@ -30,6 +31,8 @@ export function setup() {
   typeahead.setup(text(), () => compose.mode === "stream");
   text().addEventListener("keydown", (e) => {
     if (typeahead.onKey(e)) return;
+    const shortcut = formatKey(e);
+    if (shortcut) { e.preventDefault(); format(shortcut); return; }
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
   });
   text().addEventListener("input", onTextChange);
@@ -63,6 +66,11 @@ export function setup() {
   $("compose-to").addEventListener("change", addTypedRecipient);
   $("compose-to").addEventListener("keydown", onRecipientKey);
   $("compose-file").addEventListener("change", attach);
+  $("format-bar").addEventListener("click", (e) => {
+    const kind = e.target.closest("[data-format]")?.dataset.format;
+    if (kind) format(kind);
+  });
+  $("compose-preview-toggle").addEventListener("click", () => preview(!previewing()));
   $("compose-schedule").addEventListener("click", (e) => later.choose(e.currentTarget, "Schedule message", scheduleAt));
   $("compose-emoji").addEventListener("click", (e) => ui.pickEmoji(e.currentTarget, (name) => insertText(`:${name}: `)));
 }
@@ -265,6 +273,7 @@ async function send() {
   try {
     await api("POST", "messages", { ...where, content });
     text().value = "";
+    preview(false);
     typeahead.close();
     drafts.sent();
   } catch (error) {
@@ -288,7 +297,64 @@ async function scheduleAt(seconds) {
   toast(`Scheduled for ${longTime(seconds)}.`);
 }
 
+// ---- formatting and preview ----------------------------------------------------------------------
+
+// Markdown put around the selection (or around the caret, to be typed into).
+const FORMATS = {
+  bold: ["**", "**"], italic: ["*", "*"], strike: ["~~", "~~"], link: ["[", "](url)"], code: ["`", "`"],
+  quote: ["```quote\n", "\n```"], spoiler: ["```spoiler Title\n", "\n```"],
+};
+
+// Zulip's compose shortcuts: Ctrl+B, Ctrl+I, Ctrl+Shift+L.
+function formatKey(e) {
+  if (!(e.ctrlKey || e.metaKey) || e.altKey) return null;
+  const key = e.key.toLowerCase();
+  if (key === "b" && !e.shiftKey) return "bold";
+  if (key === "i" && !e.shiftKey) return "italic";
+  if (key === "l" && e.shiftKey) return "link";
+  return null;
+}
+
+function format(kind) {
+  preview(false);
+  const [before, after] = FORMATS[kind];
+  const area = text();
+  const start = area.selectionStart;
+  const end = area.selectionEnd;
+  const selected = area.value.slice(start, end);
+  // A block (quote, spoiler) starts on a line of its own.
+  const lead = before.includes("\n") && start > 0 && area.value[start - 1] !== "\n" ? "\n" : "";
+  area.setRangeText(lead + before + selected + after, start, end, "select");
+  const inner = start + lead.length + before.length;
+  if (kind === "link" && selected) area.setSelectionRange(inner + selected.length + 2, inner + selected.length + 5);
+  else area.setSelectionRange(inner, inner + selected.length);
+  area.focus();
+  onTextChange();
+}
+
+const previewing = () => !$("compose-preview").hidden;
+
+// The message as it will look, rendered by the server (POST /messages/render).
+async function preview(on) {
+  if (on === previewing()) return;
+  const toggle = $("compose-preview-toggle");
+  toggle.setAttribute("aria-pressed", String(on));
+  toggle.textContent = on ? "Edit" : "Preview";
+  $("compose-preview").hidden = !on;
+  text().hidden = on;
+  if (!on) { text().focus(); return; }
+  const box = $("compose-preview");
+  box.textContent = "Rendering…";
+  try {
+    const answer = await api("POST", "messages/render", { content: text().value || " " });
+    if (previewing()) setMessageHtml(box, answer.rendered);
+  } catch (error) {
+    box.textContent = `Could not render the preview: ${error.message}`;
+  }
+}
+
 export function insertText(snippet) {
+  preview(false);
   const area = text();
   const start = area.selectionStart ?? area.value.length;
   area.setRangeText(snippet, start, area.selectionEnd ?? start, "end");

@@ -18,7 +18,7 @@ let panels = {};
 export function setup({ closePanels, togglePanel }) {
   panels = { closePanels, togglePanel };
   $("keys-list").replaceChildren(...KEYS.map(([keys, what]) => el("tr", {},
-    el("th", { attrs: { scope: "row" } }, keys.map((k, i) => [i ? " or " : "", el("kbd", { text: k })])), el("td", { text: what }))));
+    el("th", { attrs: { scope: "row" } }, keys.flatMap((k, i) => [i ? " or " : "", el("kbd", { text: k })])), el("td", { text: what }))));
   document.addEventListener("keydown", (e) => {
     if (e.key === "Escape") return escape(e, closePanels);
     if (e.ctrlKey || e.metaKey || e.altKey || isTyping(e.target) || document.querySelector("dialog[open]") || menu.isOpen()) return;

@@ -14,6 +14,8 @@ import * as perms from "./perms.js";
 import * as fixing from "./fixing.js";
 import * as menu from "./menu.js";
 import * as later from "./later.js";
+import * as widgets from "./widgets.js";
+import * as cards from "./cards.js";
 
 let view = fresh([]);
 let generation = 0;
@@ -141,7 +143,11 @@ function groupElement(m) {
     head.append(el("a", { href: narrows.toHash(narrows.dm(key)), text: `Direct message with ${dmTitle(key)}` }));
   }
   head.append(el("time", { class: "group-date", text: dayLabel(m.timestamp), attrs: { datetime: isoTime(m.timestamp).slice(0, 10) } }));
-  return el("section", { class: "group", dataset: { key: groupKey(m) } }, head);
+  const group = el("section", { class: "group", dataset: { key: groupKey(m) } }, head);
+  // The channel's colour marks its conversations, as in Zulip's recipient bars.
+  const color = m.type === "stream" && state.subs.get(m.stream_id)?.color;
+  if (color) group.style.borderLeft = `4px solid ${color}`;
+  return group;
 }
 
 // The topic's own controls in its head: resolve or unresolve, rename or move the whole topic.
@@ -179,18 +185,38 @@ function row(m, prev) {
 
 function meta(m) {
   return el("div", { class: "msg-meta" },
-    el("span", { class: "sender", text: state.users.get(m.sender_id)?.full_name || m.sender_full_name }),
+    el("button", { type: "button", class: "sender", text: state.users.get(m.sender_id)?.full_name || m.sender_full_name,
+      attrs: { "aria-haspopup": "dialog" }, on: { click: () => cards.openUser(m.sender_id) } }),
     el("time", { text: shortTime(m.timestamp), attrs: { datetime: isoTime(m.timestamp), title: longTime(m.timestamp) } }));
 }
 
 function body(m) {
   const content = el("div", { class: "content rendered" });
-  setMessageHtml(content, m.content);
+  // A poll or a task list shows as its widget, not as the text that made it.
+  const widget = widgets.render(m);
+  if (widget) content.append(widget); else setMessageHtml(content, m.content);
+  spoilers(content);
   const marks = markers(m);
   // Inside the last paragraph, so the marker reads as the end of the text, not a line of its own.
   const last = content.lastElementChild?.tagName === "P" ? content.lastElementChild : content;
   if (marks) last.append(el("span", { class: "edit-marker", text: marks }));
   return content;
+}
+
+// Spoilers stay closed until their header is clicked (or Enter or Space on it).
+function spoilers(content) {
+  for (const header of content.querySelectorAll(".spoiler-header")) {
+    const block = header.closest(".spoiler-block");
+    header.setAttribute("role", "button");
+    header.setAttribute("tabindex", "0");
+    header.setAttribute("aria-expanded", "false");
+    const toggle = () => {
+      const open = block.classList.toggle("open");
+      header.setAttribute("aria-expanded", String(open));
+    };
+    header.addEventListener("click", toggle);
+    header.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); toggle(); } });
+  }
 }
 
 // "(edited)" for content changes, "(moved)" for a new channel or topic; the history when the
@@ -235,6 +261,7 @@ export function openMenu(m, anchor) {
   if (perms.mayMoveTopic(m) || perms.mayMoveChannel(m)) items.push(["Move messages", () => fixing.openMove(m)]);
   if (perms.mayResolve(m)) items.push([perms.isResolved(m.subject) ? "Mark topic as unresolved" : "Mark topic as resolved", () => fixing.toggleResolved(m)]);
   if (markers(m) && perms.historyPolicy() !== "none") items.push(["View edit history", () => fixing.showHistory(m)]);
+  if (state.realm.enable_read_receipts !== false) items.push(["View read receipts", () => cards.showReceipts(m)]);
   if (perms.mayDelete(m)) items.push(["Delete message", () => fixing.confirmDelete(m)]);
   menu.open(anchor, "Message actions", items);
 }
@@ -257,8 +284,18 @@ function rerender(id) {
   const prev = old.previousElementSibling?.classList.contains("msg") ? view.messages[index - 1] : null;
   const fresh = row(view.messages[index], prev);
   const hadFocus = old.contains(document.activeElement);
+  // What the reader was doing in the row survives its redraw: open spoilers, and a field of a
+  // widget being typed into (a new poll option), with its text.
+  const open = [...old.querySelectorAll(".spoiler-block")].map((b) => b.classList.contains("open"));
+  const field = old.contains(document.activeElement) && document.activeElement.tagName === "INPUT" ? document.activeElement : null;
+  const typed = [...old.querySelectorAll(".widget input:not([type=checkbox])")].map((i) => [i.getAttribute("aria-label"), i.value]);
   old.replaceWith(fresh);
-  if (hadFocus) fresh.focus();
+  fresh.querySelectorAll(".spoiler-block").forEach((b, i) => {
+    if (open[i]) { b.classList.add("open"); b.querySelector(".spoiler-header")?.setAttribute("aria-expanded", "true"); }
+  });
+  for (const [label, value] of typed) { const input = fresh.querySelector(`.widget input[aria-label="${CSS.escape(label)}"]`); if (input) input.value = value; }
+  const same = field && fresh.querySelector(`input[aria-label="${CSS.escape(field.getAttribute("aria-label") || "")}"]`);
+  if (same) same.focus(); else if (hadFocus) fresh.focus();
   if (state.unread.has(id)) observer.observe(fresh);
 }
 
@@ -369,6 +406,7 @@ export function onEvent(ev) {
     case "update_message": return onUpdate(ev);
     case "delete_message": return onDelete(ev.message_ids || [ev.message_id]);
     case "reaction": return onReaction(ev);
+    case "submessage": return onSubmessage(ev);
     case "update_message_flags": return onFlags(ev);
     case "realm_user": if (ev.op === "update") renderKeepingScroll(); return;
     // What the person may do changed: the offered controls follow.
@@ -436,6 +474,15 @@ function onReaction(ev) {
   const same = (r) => r.user_id === ev.user_id && r.emoji_code === ev.emoji_code && r.reaction_type === ev.reaction_type;
   if (ev.op === "add" && !m.reactions.some(same)) m.reactions.push({ emoji_name: ev.emoji_name, emoji_code: ev.emoji_code, reaction_type: ev.reaction_type, user_id: ev.user_id });
   if (ev.op === "remove") m.reactions = m.reactions.filter((r) => !same(r));
+  rerender(m.id);
+}
+
+function onSubmessage(ev) {
+  const m = byId(ev.message_id);
+  if (!m) return;
+  m.submessages = m.submessages || [];
+  if (m.submessages.some((s) => s.id === ev.submessage_id)) return;
+  m.submessages.push({ id: ev.submessage_id, message_id: ev.message_id, sender_id: ev.sender_id, msg_type: ev.msg_type, content: ev.content });
   rerender(m.id);
 }
 

@@ -1,5 +1,5 @@
 // The bar above the messages: the narrow's name and what can be done with it — mark it read,
-// mute or unmute the channel, set the topic's visibility.
+// mute, pin or colour the channel, set the topic's visibility.
 
 import { api } from "./api.js";
 import { $, el, toast } from "./dom.js";
@@ -35,8 +35,13 @@ function actions(narrow) {
   } else if (c.streams.get(sid)) {
     out.push(button("read-channel", "Mark channel as read", () => post("mark_stream_as_read", { stream_id: sid })));
   }
-  out.push(button("mute", sub.is_muted ? "Unmute channel" : "Mute channel", () =>
-    post("users/me/subscriptions/properties", { subscription_data: [{ stream_id: sid, property: "is_muted", value: !sub.is_muted }] })));
+  const property = (name, value) => post("users/me/subscriptions/properties", { subscription_data: [{ stream_id: sid, property: name, value }] });
+  out.push(button("mute", sub.is_muted ? "Unmute channel" : "Mute channel", () => property("is_muted", !sub.is_muted)));
+  out.push(button("pin", sub.pin_to_top ? "Unpin channel" : "Pin channel", () => property("pin_to_top", !sub.pin_to_top)));
+  const color = el("input", { type: "color", value: sub.color || "#c2c2c2", dataset: { key: "color" },
+    attrs: { "aria-label": "Channel colour", title: "Channel colour" } });
+  color.addEventListener("change", () => property("color", color.value));
+  out.push(color);
   return out;
 }
 

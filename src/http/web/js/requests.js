@@ -12,7 +12,7 @@ const CAPABILITIES = {
 // the list of all channels and the groups makes a large organization's answer a quarter smaller.
 const FETCH = [
   "realm", "realm_user", "subscription", "message", "update_message_flags", "starred_messages", "user_topic",
-  "presence", "user_settings", "realm_emoji", "recent_private_conversations", "user_status",
+  "presence", "user_settings", "realm_emoji", "recent_private_conversations", "user_status", "channel_folders",
 ];
 
 export function register() {

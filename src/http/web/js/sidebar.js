@@ -13,6 +13,12 @@ import { startDm } from "./compose.js";
 import { compareNames } from "./names.js";
 
 const loadingTopics = new Set();
+const TOPICS_SHOWN = 30;
+const DMS_SHOWN = 25;
+// Channels whose whole topic list is shown ("more topics"), and whether every direct-message
+// conversation is.
+const allTopics = new Set();
+let allDms = false;
 
 function item(key, narrow, label, count, extra = {}) {
   const hash = narrows.toHash(narrow);
@@ -20,7 +26,15 @@ function item(key, narrow, label, count, extra = {}) {
   return el("a", {
     href: hash, class: ["nav-item", active && "active", extra.dim && "dim"].filter(Boolean).join(" "),
     dataset: { key }, attrs: { "aria-current": active ? "page" : null },
-  }, extra.icon || null, el("span", { class: "label", text: label }), extra.note || null, badge(count));
+  }, extra.color ? swatch(extra.color) : null, extra.icon || null, el("span", { class: "label", text: label }), extra.note || null, badge(count));
+}
+
+// A channel's colour (the person's choice, Zulip's `color`): a bar beside its name. Set through
+// the style object, which the page's CSP allows, not a style attribute.
+function swatch(color) {
+  const bar = el("span", { class: "swatch", attrs: { "aria-hidden": "true" } });
+  bar.style.backgroundColor = color;
+  return bar;
 }
 
 export function render() {
@@ -53,11 +67,35 @@ function sections() {
       el("li", {}, item("drafts", VIEWS.drafts, "Drafts", 0, {
         icon: icon("✎"), note: state.drafts?.size ? el("span", { class: "note", text: String(state.drafts.size) }) : null })),
       el("li", {}, item("scheduled", VIEWS.scheduled, "Scheduled messages", 0, { icon: icon("⏱") }))),
-    head("Channels", "Browse and create channels", () => openChannels()),
-    el("ul", { class: "nav channels" }, channelItems(c)),
+    ...channelSections(c),
     head("Direct messages", "New direct message", () => startDm([])),
     el("ul", { class: "nav dms" }, dmItems(c)),
   ];
+}
+
+// Pinned channels first, then one section per channel folder (in the organization's order),
+// then the rest, as Zulip's left sidebar groups them.
+function channelSections(c) {
+  const filter = $("channel-search").value.trim().toLowerCase();
+  const subs = [...state.subs.values()].filter((s) => s.name.toLowerCase().includes(filter)).sort((a, b) => compareNames(a.name, b.name));
+  const out = [head("Channels", "Browse and create channels", () => openChannels())];
+  if (!subs.length) {
+    out.push(el("ul", { class: "nav channels" }, el("li", { class: "hint", text: filter ? "No channel matches." : "No channels yet — press + to join one." })));
+    return out;
+  }
+  const pinned = subs.filter((s) => s.pin_to_top);
+  const folders = [...(state.folders || [])].filter((f) => !f.is_archived).sort((a, b) => (a.order ?? a.id) - (b.order ?? b.id));
+  const inFolder = (f) => subs.filter((s) => !s.pin_to_top && s.folder_id === f.id);
+  const rest = subs.filter((s) => !s.pin_to_top && !folders.some((f) => f.id === s.folder_id));
+  const group = (label, list) => list.length ? [el("h3", { class: "side-sub", text: label }), el("ul", { class: "nav channels" }, channelItems(list, c))] : [];
+  if (!pinned.length && !folders.some((f) => inFolder(f).length)) {
+    out.push(el("ul", { class: "nav channels" }, channelItems(rest, c)));
+    return out;
+  }
+  out.push(...group("Pinned", pinned));
+  for (const f of folders) out.push(...group(f.name, inFolder(f)));
+  out.push(...group(folders.length ? "Other channels" : "Channels", rest));
+  return out;
 }
 
 const icon = (glyph) => el("span", { class: "icon", text: glyph, attrs: { "aria-hidden": "true" } });
@@ -69,14 +107,11 @@ function head(title, addLabel, onAdd) {
     el("button", { type: "button", class: "icon-btn small", text: "+", attrs: { "aria-label": addLabel, title: addLabel }, on: { click: onAdd } }));
 }
 
-function channelItems(c) {
+function channelItems(subs, c) {
   const openId = narrows.streamOf(ui.narrow);
-  const filter = $("channel-search").value.trim().toLowerCase();
-  const subs = [...state.subs.values()].filter((s) => s.name.toLowerCase().includes(filter)).sort((a, b) => compareNames(a.name, b.name));
-  if (!subs.length) return [el("li", { class: "hint", text: filter ? "No channel matches." : "No channels yet — press + to join one." })];
   return subs.map((sub) => {
     const li = el("li", {}, item(`s${sub.stream_id}`, narrows.channel(sub.stream_id), sub.name, c.streams.get(sub.stream_id), {
-      icon: sub.invite_only ? picture("lock") : icon("#"), dim: sub.is_muted,
+      icon: sub.invite_only ? picture("lock") : icon("#"), dim: sub.is_muted, color: sub.color,
     }));
     if (sub.stream_id === openId) li.append(topicItems(sub, c));
     return li;
@@ -86,12 +121,25 @@ function channelItems(c) {
 function topicItems(sub, c) {
   const topics = state.topics.get(sub.stream_id);
   if (!topics) { loadTopics(sub.stream_id); return el("ul", { class: "topics" }, el("li", { class: "hint", text: "Loading topics…" })); }
-  return el("ul", { class: "topics", attrs: { "aria-label": `Topics in ${sub.name}` } }, topics.slice(0, 30).map((t) => {
+  const all = allTopics.has(sub.stream_id);
+  const shown = all ? topics : topics.slice(0, TOPICS_SHOWN);
+  const list = el("ul", { class: "topics", attrs: { "aria-label": `Topics in ${sub.name}` } }, shown.map((t) => {
     const vis = topicVisibility(sub.stream_id, t.name);
     const dim = !topicHeard(sub.stream_id, t.name);
     return el("li", {}, item(`t${sub.stream_id}:${t.name}`, narrows.topic(sub.stream_id, t.name), t.name || "(no topic)",
       c.topics.get(topicKey(sub.stream_id, t.name)), { dim, note: vis === TOPIC_FOLLOWED ? el("span", { class: "note", text: "followed" }) : null }));
   }));
+  if (topics.length > TOPICS_SHOWN) {
+    list.append(el("li", {}, more(`more-topics-${sub.stream_id}`, all ? "fewer topics" : `more topics (${topics.length - TOPICS_SHOWN})`, () => {
+      if (allTopics.has(sub.stream_id)) allTopics.delete(sub.stream_id); else allTopics.add(sub.stream_id);
+      render();
+    })));
+  }
+  return list;
+}
+
+function more(key, text, onClick) {
+  return el("button", { type: "button", class: "more-link", text, dataset: { key }, on: { click: onClick } });
 }
 
 async function loadTopics(streamId) {
@@ -109,11 +157,16 @@ async function loadTopics(streamId) {
 }
 
 function dmItems(c) {
-  const convs = [...state.dms.values()].sort((a, b) => b.max_id - a.max_id).slice(0, 25);
+  const every = [...state.dms.values()].sort((a, b) => b.max_id - a.max_id);
+  const convs = allDms ? every : every.slice(0, DMS_SHOWN);
   if (!convs.length) return [el("li", { class: "hint", text: "No conversations yet." })];
-  return convs.map((conv) => {
+  const items = convs.map((conv) => {
     const ids = dmUserIds(conv.key);
     const dot = ids.length === 1 ? el("span", { class: `dot ${presenceOf(ids[0])}`, attrs: { "aria-hidden": "true" } }) : picture("people");
     return el("li", {}, item(`d${conv.key}`, narrows.dm(conv.key), dmTitle(conv.key), c.dms.get(conv.key), { icon: dot }));
   });
+  if (every.length > DMS_SHOWN) {
+    items.push(el("li", {}, more("more-dms", allDms ? "fewer conversations" : `more conversations (${every.length - DMS_SHOWN})`, () => { allDms = !allDms; render(); })));
+  }
+  return items;
 }

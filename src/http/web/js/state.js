@@ -35,6 +35,8 @@ export function load(reg) {
     // User groups (id -> {members: Set, subgroups: [ids]}): loaded after the first screen
     // (loadGroups), then kept by events. Until then no permission reads as granted.
     groups: new Map(),
+    // Channel folders, in the organization's order (the sidebar's sections).
+    folders: reg.channel_folders || [],
     emojiDataUrl: reg.server_emoji_data_url,
     offlineAfter: reg.server_presence_offline_threshold_seconds || 140,
     pingEvery: reg.server_presence_ping_interval_seconds || 60,
@@ -211,6 +213,11 @@ const handlers = {
     if (ev.op === "update_dict" && ev.data) Object.assign(state.realm, ev.data);
     if (ev.op === "update") state.realm[ev.property] = ev.value;
     if (ev.op === "update_dict" && ev.data && "can_inspect_log_group" in ev.data) state.inspectLog = ev.data.can_inspect_log_group;
+  },
+  channel_folder(ev) {
+    if (ev.op === "add") state.folders.push(ev.channel_folder);
+    if (ev.op === "update") Object.assign(state.folders.find((f) => f.id === ev.channel_folder_id) || {}, ev.data);
+    if (ev.op === "reorder") for (const f of state.folders) f.order = ev.order.indexOf(f.id);
   },
   user_group(ev) {
     const group = state.groups.get(ev.group_id);

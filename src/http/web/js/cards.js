@@ -1,0 +1,74 @@
+// Who someone is and who read what: the user card (opened from a sender's name or the people
+// list: their picture, role, status, local time, profile fields, and what to do next) and a
+// message's read receipts. Both fetch what they show when opened.
+
+import { api } from "./api.js";
+import { $, el, clear, toast } from "./dom.js";
+import { state, userName, ROLE_OWNER, ROLE_ADMIN, ROLE_MODERATOR } from "./state.js";
+import { ui } from "./ui.js";
+import { longTime } from "./time.js";
+import { compareNames } from "./names.js";
+
+const ROLES = { [ROLE_OWNER]: "Owner", [ROLE_ADMIN]: "Administrator", [ROLE_MODERATOR]: "Moderator", 400: "Member", 600: "Guest" };
+let fields = null; // the organization's custom profile fields, by id
+
+// The time where they are, in their time zone (Intl is used here only, on a click, never on
+// the first screen).
+function localTime(zone) {
+  if (!zone) return null;
+  try {
+    return new Date().toLocaleTimeString("en-GB", { timeZone: zone, hour: "2-digit", minute: "2-digit", hour12: !state.settings.twenty_four_hour_time });
+  } catch {
+    return null;
+  }
+}
+
+export async function openUser(userId) {
+  const known = state.users.get(userId);
+  $("card-name").textContent = known?.full_name || userName(userId);
+  const body = clear($("card-body"));
+  body.append(el("p", { class: "hint", text: "Loading…" }));
+  $("user-card").showModal();
+  let user;
+  try {
+    user = (await api("GET", `users/${userId}`, { include_custom_profile_fields: true })).user;
+    if (!fields) fields = new Map((await api("GET", "realm/profile_fields")).custom_fields.map((f) => [String(f.id), f]));
+  } catch (error) {
+    clear(body).append(el("p", { class: "form-error", text: `Could not load this person: ${error.message}` }));
+    return;
+  }
+  const status = state.status.get(userId) || {};
+  const facts = [
+    ["Role", user.is_bot ? "Bot" : ROLES[user.role] || "Member"],
+    // The real address only where the organization lets this person see it (a stand-in
+    // address is not one to write to).
+    user.delivery_email ? ["Email", user.delivery_email] : null,
+    status.status_text ? ["Status", status.status_text] : null,
+    localTime(user.timezone) ? ["Local time", `${localTime(user.timezone)} (${user.timezone})`] : null,
+    user.date_joined ? ["Joined", longTime(Date.parse(user.date_joined) / 1000).replace(/, [^,]*$/, "")] : null,
+    ...Object.entries(user.profile_data || {}).filter(([, v]) => v && v.value).map(([id, v]) => [fields.get(id)?.name || `Field ${id}`, v.value]),
+  ].filter(Boolean);
+  clear(body).append(
+    el("div", { class: "card-top" },
+      el("img", { src: user.avatar_url || known?.avatar_url, alt: "", width: 80, height: 80, class: "card-avatar" }),
+      el("dl", { class: "card-facts" }, facts.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: String(v) })]))),
+    el("div", { class: "card-actions" },
+      userId === state.me.user_id ? null : el("button", { type: "button", class: "primary", text: "Send a direct message",
+        on: { click: () => { $("user-card").close(); ui.go([{ operator: "dm", operand: [userId] }]); } } }),
+      el("button", { type: "button", text: "View messages sent",
+        on: { click: () => { $("user-card").close(); ui.go([{ operator: "sender", operand: user.email }]); } } })));
+}
+
+export async function showReceipts(m) {
+  let ids;
+  try {
+    ids = (await api("GET", `messages/${m.id}/read_receipts`)).user_ids;
+  } catch (error) {
+    toast(`Could not load the read receipts: ${error.message}`);
+    return;
+  }
+  const names = ids.map(userName).sort(compareNames);
+  $("receipts-summary").textContent = names.length ? `Read by ${names.length} ${names.length === 1 ? "person" : "people"}:` : "Nobody has read this message yet.";
+  $("receipts-list").replaceChildren(...names.map((name) => el("li", { text: name })));
+  $("receipts-dialog").showModal();
+}

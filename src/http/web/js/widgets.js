@@ -1,0 +1,140 @@
+// Zulip's message widgets: a message that starts "/poll" or "/todo" carries its widget as its
+// first submessage, and every vote, option, task or check is a submessage after it. The state
+// is folded from the submessages each time the message is drawn (Zulip's rules: poll options
+// are keyed "sender,idx", "canned,i" for the first ones; tasks "idx,sender", "i,canned"; only
+// the author renames). Actions go to the server (POST /submessage) and come back as events.
+
+import { api } from "./api.js";
+import { el, toast } from "./dom.js";
+import { state, userName } from "./state.js";
+
+const MAX_IDX = 1000;
+
+function parse(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+// The message's widget, if it has one its sender started.
+function widgetOf(m) {
+  const first = (m.submessages || [])[0];
+  if (!first || first.msg_type !== "widget" || first.sender_id !== m.sender_id) return null;
+  const content = parse(first.content);
+  if (!content || !["poll", "todo"].includes(content.widget_type)) return null;
+  return content;
+}
+
+export const hasWidget = (m) => widgetOf(m) !== null;
+
+function events(m) {
+  return (m.submessages || []).slice(1).map((s) => ({ sender: s.sender_id, data: parse(s.content) }))
+    .filter((e) => e.data && typeof e.data === "object");
+}
+
+function send(m, data) {
+  return api("POST", "submessage", { message_id: m.id, msg_type: "widget", content: JSON.stringify(data) })
+    .catch((error) => toast(`That did not work: ${error.message}`));
+}
+
+// The widget's element, or null for a message without one.
+export function render(m) {
+  const widget = widgetOf(m);
+  if (!widget) return null;
+  return widget.widget_type === "poll" ? poll(m, widget.extra_data || {}) : todo(m, widget.extra_data || {});
+}
+
+// ---- poll ----------------------------------------------------------------------------------------
+
+function pollState(m, extra) {
+  let question = String(extra.question || "");
+  const options = new Map();
+  let myIdx = 1;
+  const addOption = (sender, idx, text) => {
+    if ([...options.values()].some((o) => o.text === text) || idx < 0 || idx > MAX_IDX) return;
+    options.set(`${sender},${idx}`, { text, votes: new Set() });
+    if (sender === state.me.user_id && myIdx <= idx) myIdx = idx + 1;
+  };
+  (extra.options || []).forEach((text, i) => addOption("canned", i, String(text)));
+  for (const { sender, data } of events(m)) {
+    if (data.type === "new_option" && typeof data.idx === "number" && typeof data.option === "string") addOption(sender, data.idx, data.option);
+    else if (data.type === "question" && sender === m.sender_id && typeof data.question === "string") question = data.question;
+    else if (data.type === "vote" && options.has(data.key) && (data.vote === 1 || data.vote === -1)) {
+      const votes = options.get(data.key).votes;
+      if (data.vote === 1) votes.add(sender); else votes.delete(sender);
+    }
+  }
+  return { question, options, myIdx };
+}
+
+function poll(m, extra) {
+  const { question, options, myIdx } = pollState(m, extra);
+  const list = el("ul", { class: "widget-options" }, [...options].map(([key, option]) => {
+    const mine = option.votes.has(state.me.user_id);
+    const names = [...option.votes].map(userName).join(", ");
+    return el("li", {},
+      el("button", { type: "button", class: `vote${mine ? " on" : ""}`, text: String(option.votes.size),
+        attrs: { "aria-pressed": String(mine), "aria-label": `${mine ? "Remove your vote for" : "Vote for"} ${option.text} (${option.votes.size} votes)` },
+        on: { click: () => send(m, { type: "vote", key, vote: mine ? -1 : 1 }) } }),
+      el("span", { class: "widget-text", text: option.text }),
+      names ? el("span", { class: "widget-note", text: names }) : null);
+  }));
+  const input = el("input", { attrs: { "aria-label": "New option", placeholder: "New option", maxlength: "200" } });
+  const form = el("form", { class: "widget-add", on: { submit: (e) => {
+    e.preventDefault();
+    const text = input.value.trim();
+    if (!text) return;
+    input.value = "";
+    send(m, { type: "new_option", idx: myIdx, option: text });
+  } } }, input, el("button", { type: "submit", text: "Add option" }));
+  return el("div", { class: "widget poll-widget" }, el("h4", { text: question || "Poll" }), list, form);
+}
+
+// ---- todo ----------------------------------------------------------------------------------------
+
+function todoState(m, extra) {
+  let title = String(extra.task_list_title || "");
+  const tasks = new Map();
+  let myIdx = 1;
+  const addTask = (sender, idx, task, desc, completed) => {
+    if ([...tasks.values()].some((t) => t.task === task) || idx < 0 || idx > MAX_IDX) return;
+    tasks.set(`${idx},${sender}`, { task, desc, completed });
+    if (sender === state.me.user_id && myIdx <= idx) myIdx = idx + 1;
+  };
+  (extra.tasks || []).forEach((t, i) => addTask("canned", i, String(t.task || ""), String(t.desc || ""), false));
+  for (const { sender, data } of events(m)) {
+    if (data.type === "new_task" && typeof data.key === "number" && typeof data.task === "string") {
+      addTask(sender, data.key, data.task, String(data.desc || ""), Boolean(data.completed));
+    } else if (data.type === "strike" && tasks.has(data.key)) {
+      const task = tasks.get(data.key);
+      task.completed = !task.completed;
+    } else if (data.type === "new_task_list_title" && sender === m.sender_id && typeof data.title === "string") {
+      title = data.title;
+    }
+  }
+  return { title, tasks, myIdx };
+}
+
+function todo(m, extra) {
+  const { title, tasks, myIdx } = todoState(m, extra);
+  const list = el("ul", { class: "widget-options" }, [...tasks].map(([key, t]) => {
+    const box = el("input", { type: "checkbox", checked: t.completed, attrs: { "aria-label": `${t.task}: done` },
+      on: { change: () => send(m, { type: "strike", key }) } });
+    return el("li", { class: t.completed ? "done" : null },
+      el("label", { class: "check" }, box, el("strong", { class: "widget-text", text: t.task }),
+        t.desc ? el("span", { class: "widget-note", text: t.desc }) : null));
+  }));
+  const task = el("input", { attrs: { "aria-label": "New task", placeholder: "New task", maxlength: "200" } });
+  const desc = el("input", { attrs: { "aria-label": "Description", placeholder: "Description", maxlength: "200" } });
+  const form = el("form", { class: "widget-add", on: { submit: (e) => {
+    e.preventDefault();
+    const text = task.value.trim();
+    if (!text) return;
+    send(m, { type: "new_task", key: myIdx, task: text, desc: desc.value.trim(), completed: false });
+    task.value = "";
+    desc.value = "";
+  } } }, task, desc, el("button", { type: "submit", text: "Add task" }));
+  return el("div", { class: "widget todo-widget" }, el("h4", { text: title || "Task list" }), list, form);
+}
