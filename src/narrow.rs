@@ -360,8 +360,8 @@ impl<'a> Narrow<'a> {
                         == topic_key(&topic_param(term.operand.as_str().unwrap_or_default()))
             }
             "sender" => user_by_operand(state, &term.operand) == Some(message.sender_id),
-            // A personal mention that notifies (Zulip's `mentioned` flag of that person's copy):
-            // not a silent one, a wildcard or a group's.
+            // A mention that notifies that person (Zulip's `mentioned` flag of their copy): by
+            // name or through a group they are in, not a silent one or a wildcard.
             "mentions" => user_by_operand(state, &term.operand)
                 .is_some_and(|user| message.mentioned.contains(&user)),
             "dm" | "pm-with" => {

@@ -195,6 +195,19 @@ class Browser:
         if enter:
             area.send_keys(Keys.ENTER)
 
+    def contrast_holds(self, label):
+        """Every visible text keeps WCAG AA contrast (looked at again until a colour transition
+        ends); fails naming the pieces that fall short."""
+        found = []
+
+        def none_low():
+            found[:] = self.js(LOW_CONTRAST)
+            return not found
+        try:
+            self.wait(none_low)
+        except TimeoutException:
+            pytest.fail(f"low contrast in {label}: {found}")
+
     def shot(self, name):
         SHOTS.mkdir(parents=True, exist_ok=True)
         path = SHOTS / f"{name}.png"
@@ -362,21 +375,12 @@ def test_hotkeys_names_and_dark_theme(site, browsers):
 
     # Text keeps enough contrast, in the light theme and in the dark one, which follows the
     # system setting (a colour transition may still be running: look again until it ends).
-    def contrast_holds(theme):
-        found = []
-        def none_low():
-            found[:] = ada.js(LOW_CONTRAST)
-            return not found
-        try:
-            ada.wait(none_low)
-        except TimeoutException:
-            pytest.fail(f"low contrast in the {theme} theme: {found}")
-    contrast_holds("light")
+    ada.contrast_holds("the light theme")
     light = ada.js("return getComputedStyle(document.body).backgroundColor")
     ada.driver.execute_cdp_cmd("Emulation.setEmulatedMedia",
                                {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
     try:
-        contrast_holds("dark")
+        ada.contrast_holds("the dark theme")
         dark = ada.js("return getComputedStyle(document.body).backgroundColor")
         channels = [int(c) for c in dark[dark.index("(") + 1:dark.index(")")].split(",")[:3]]
         assert light != dark and max(channels) < 80, (light, dark)

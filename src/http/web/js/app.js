@@ -21,11 +21,12 @@ import * as narrowbar from "./narrowbar.js";
 import * as keys from "./keys.js";
 import * as notify from "./notify.js";
 import * as storage from "./storage.js";
-import * as views from "./views.js";
 import * as menu from "./menu.js";
-import * as fixing from "./fixing.js";
 import * as drafts from "./drafts.js";
-import * as later from "./later.js";
+import * as lazy from "./lazy.js";
+
+// Inbox, Recent conversations, Drafts, Scheduled messages (views.js), once one was opened.
+let views = null;
 import { useCollator } from "./names.js";
 
 let typingExpiryMs = 15000;
@@ -37,15 +38,15 @@ function refresh({ people = true } = {}) {
   compose.refresh();
   typing.render();
   channels.refresh();
-  views.render();
+  views?.render();
 }
 
 // A narrow of messages, or one of the views (Inbox, Recent conversations) drawn in its place.
 function show(narrow, firstPage, near) {
   menu.close();
   const view = narrows.viewOf(narrow);
-  if (view) return views.open(view);
-  views.close();
+  if (view) return lazy.views().then((module) => { views = module; return views.open(view); });
+  views?.close();
   return messages.open(narrow, firstPage, near);
 }
 
@@ -65,7 +66,7 @@ function onEvents(events) {
       apply(ev);
       messages.onEvent(ev);
       drafts.onEvent(ev);
-      views.onEvent(ev);
+      views?.onEvent(ev);
       if (ev.type === "typing") typing.onTyping(ev, typingExpiryMs);
       if (ev.type === "message") notify.onMessage(ev);
     } catch (error) {
@@ -144,8 +145,6 @@ async function ping() {
 function wire() {
   messages.setup();
   menu.setup();
-  fixing.setupDialogs();
-  later.setup();
   sidebar.setup();
   compose.setup();
   emoji.setup();
@@ -182,7 +181,7 @@ function wire() {
   $("toggle-left").addEventListener("click", () => togglePanel("left"));
   $("toggle-right").addEventListener("click", () => togglePanel("right"));
   $("scrim").addEventListener("click", closePanels);
-  for (const button of document.querySelectorAll("dialog .close")) button.addEventListener("click", () => button.closest("dialog").close());
+  for (const button of document.querySelectorAll("dialog .close, dialog .cancel")) button.addEventListener("click", () => button.closest("dialog").close());
   // On phones a chosen conversation replaces the open panel.
   $("left").addEventListener("click", (e) => {
     const link = e.target.closest("a");
@@ -209,6 +208,7 @@ async function main() {
   // the lists are drawn again in the reader's collation, the people list (a thousand entries
   // in a large organization) with them.
   performance.mark("chronicle-first-screen");
+  lazy.warm();
   useCollator();
   refresh();
   messages.catchUp(reg.max_message_id);

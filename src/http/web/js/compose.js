@@ -7,10 +7,8 @@ import { state, dmKey, messageDmKey } from "./state.js";
 import * as narrows from "./narrow.js";
 import { ui, swapIfChanged } from "./ui.js";
 import { compareNames } from "./names.js";
-import * as typeahead from "./typeahead.js";
 import * as drafts from "./drafts.js";
-import { uploadWithProgress } from "./uploads.js";
-import * as later from "./later.js";
+import * as lazy from "./lazy.js";
 import { longTime } from "./time.js";
 import { setMessageHtml } from "./sanitize.js";
 
@@ -20,6 +18,8 @@ const TYPING_REPEAT_MS = 10000;
 // to whichever channel came first instead of the one being read.
 const compose = { mode: "stream", recipients: [], streamId: null };
 let typingTarget = null;
+// typeahead.js, loaded when the text area is first used.
+let typeahead = null;
 let typingSince = 0;
 
 const text = () => $("compose-text");
@@ -28,9 +28,13 @@ export function setup() {
   $("mode-stream").addEventListener("click", () => { setMode("stream"); keepDraft(); $("compose-topic").focus(); });
   $("mode-dm").addEventListener("click", () => { setMode("dm"); keepDraft(); $("compose-to").focus(); });
   $("compose").addEventListener("submit", (e) => { e.preventDefault(); send(); });
-  typeahead.setup(text(), () => compose.mode === "stream");
+  text().addEventListener("focus", () => lazy.typeahead().then((module) => {
+    if (typeahead) return;
+    typeahead = module;
+    typeahead.setup(text(), () => compose.mode === "stream");
+  }), { once: true });
   text().addEventListener("keydown", (e) => {
-    if (typeahead.onKey(e)) return;
+    if (typeahead?.onKey(e)) return;
     const shortcut = formatKey(e);
     if (shortcut) { e.preventDefault(); format(shortcut); return; }
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
@@ -71,7 +75,10 @@ export function setup() {
     if (kind) format(kind);
   });
   $("compose-preview-toggle").addEventListener("click", () => preview(!previewing()));
-  $("compose-schedule").addEventListener("click", (e) => later.choose(e.currentTarget, "Schedule message", scheduleAt));
+  $("compose-schedule").addEventListener("click", (e) => {
+    const anchor = e.currentTarget;
+    lazy.later().then((later) => later.choose(anchor, "Schedule message", scheduleAt));
+  });
   $("compose-emoji").addEventListener("click", (e) => ui.pickEmoji(e.currentTarget, (name) => insertText(`:${name}: `)));
 }
 
@@ -274,7 +281,7 @@ async function send() {
     await api("POST", "messages", { ...where, content });
     text().value = "";
     preview(false);
-    typeahead.close();
+    typeahead?.close();
     drafts.sent();
   } catch (error) {
     toast(`Not sent: ${error.message}`);
@@ -375,7 +382,7 @@ async function upload(file) {
   const placeholder = `[Uploading ${name}…]()`;
   insertText(`${placeholder} `);
   try {
-    const answer = await uploadWithProgress(file);
+    const answer = await (await lazy.uploads()).uploadWithProgress(file);
     replaceText(placeholder, `[${(answer.filename || name).replace(/[[\]]/g, "")}](${answer.url || answer.uri})`);
   } catch (error) {
     replaceText(placeholder, "");

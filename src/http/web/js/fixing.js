@@ -69,12 +69,9 @@ export async function remind(m, seconds) {
 
 let moving = null;
 
-export function setupDialogs() {
-  $("move-form").addEventListener("submit", (e) => { e.preventDefault(); submitMove(); });
-  $("move-channel").addEventListener("change", () => { $("move-notify-old").disabled = false; });
-  $("confirm-ok").addEventListener("click", () => confirmed?.());
-  for (const button of document.querySelectorAll("dialog .cancel")) button.addEventListener("click", () => button.closest("dialog").close());
-}
+// The dialogs' own controls, wired once, when this module first loads.
+$("move-form").addEventListener("submit", (e) => { e.preventDefault(); submitMove(); });
+$("confirm-ok").addEventListener("click", () => confirmed?.());
 
 // The move dialog: a new topic (when the person may rename topics), a new channel (when they may
 // move between channels), which messages, and the automated notices.

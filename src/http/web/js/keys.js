@@ -8,7 +8,7 @@ import * as compose from "./compose.js";
 import * as messages from "./messages.js";
 import * as emoji from "./emoji.js";
 import * as menu from "./menu.js";
-import * as fixing from "./fixing.js";
+import * as lazy from "./lazy.js";
 import { toggleReaction } from "./reactions.js";
 import { ui } from "./ui.js";
 import { compareNames } from "./names.js";
@@ -71,7 +71,7 @@ const ACTIONS = {
   r: withTarget((m) => compose.reply(m)),
   R: withTarget((m) => compose.startDm(m.sender_id === state.me.user_id ? [] : [m.sender_id])),
   "@": withTarget((m) => { compose.reply(m); compose.insertText(`@**${userName(m.sender_id)}** `); }),
-  ">": withTarget((m) => fixing.quote(m)),
+  ">": withTarget((m) => lazy.fixing().then((f) => f.quote(m))),
   e: withTarget((m) => messages.editSelected(m)),
   i: withTarget((m) => {
     const button = document.querySelector(`#message-list .msg[data-id="${m.id}"] [aria-label="Message actions"]`);

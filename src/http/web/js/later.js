@@ -24,24 +24,23 @@ export function offers(now = new Date()) {
 
 let chosen = null;
 
-export function setup() {
-  $("schedule-form").addEventListener("submit", async (e) => {
-    e.preventDefault();
-    const at = new Date($("schedule-at").value);
-    if (Number.isNaN(at.getTime()) || at <= new Date()) {
-      $("schedule-error").textContent = "Choose a time in the future.";
-      $("schedule-error").hidden = false;
-      return;
-    }
-    try {
-      await chosen(Math.floor(at.getTime() / 1000));
-      $("schedule-dialog").close();
-    } catch (error) {
-      $("schedule-error").textContent = error.message;
-      $("schedule-error").hidden = false;
-    }
-  });
-}
+// The dialog's form, wired once, when this module first loads.
+$("schedule-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const at = new Date($("schedule-at").value);
+  if (Number.isNaN(at.getTime()) || at <= new Date()) {
+    $("schedule-error").textContent = "Choose a time in the future.";
+    $("schedule-error").hidden = false;
+    return;
+  }
+  try {
+    await chosen(Math.floor(at.getTime() / 1000));
+    $("schedule-dialog").close();
+  } catch (error) {
+    $("schedule-error").textContent = error.message;
+    $("schedule-error").hidden = false;
+  }
+});
 
 // A menu of times at `anchor`; `pick(seconds)` does the work (and may fail with an ApiError).
 export function choose(anchor, title, pick) {

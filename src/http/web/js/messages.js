@@ -11,11 +11,12 @@ import { shortTime, longTime, isoTime, dayLabel, dayOf } from "./time.js";
 import { ui } from "./ui.js";
 import { reactionButtons, toggleReaction } from "./reactions.js";
 import * as perms from "./perms.js";
-import * as fixing from "./fixing.js";
 import * as menu from "./menu.js";
-import * as later from "./later.js";
 import * as widgets from "./widgets.js";
-import * as cards from "./cards.js";
+import * as lazy from "./lazy.js";
+
+// The actions in fixing.js, which loads on first use.
+const fix = (action) => lazy.fixing().then(action);
 
 let view = fresh([]);
 let generation = 0;
@@ -159,12 +160,12 @@ function topicActions(m) {
   if (perms.mayResolve(m)) {
     box.append(el("button", { type: "button", class: `icon-btn small${resolved ? " on" : ""}`, text: "✔",
       attrs: { "aria-label": resolved ? "Mark as unresolved" : "Mark as resolved", title: resolved ? "Mark as unresolved" : "Mark as resolved", "aria-pressed": String(resolved) },
-      on: { click: (e) => fixing.toggleResolved(newest(e.currentTarget)) } }));
+      on: { click: (e) => { const m = newest(e.currentTarget); fix((f) => f.toggleResolved(m)); } } }));
   }
   if (perms.mayMoveTopic(m) || perms.mayMoveChannel(m)) {
     box.append(el("button", { type: "button", class: "icon-btn small", text: "✎",
       attrs: { "aria-label": "Rename or move topic", title: "Rename or move topic" },
-      on: { click: (e) => fixing.openMove(newest(e.currentTarget), "change_all") } }));
+      on: { click: (e) => { const m = newest(e.currentTarget); fix((f) => f.openMove(m, "change_all")); } } }));
   }
   return box.childElementCount ? box : null;
 }
@@ -186,7 +187,7 @@ function row(m, prev) {
 function meta(m) {
   return el("div", { class: "msg-meta" },
     el("button", { type: "button", class: "sender", text: state.users.get(m.sender_id)?.full_name || m.sender_full_name,
-      attrs: { "aria-haspopup": "dialog" }, on: { click: () => cards.openUser(m.sender_id) } }),
+      attrs: { "aria-haspopup": "dialog" }, on: { click: () => lazy.cards().then((c) => c.openUser(m.sender_id)) } }),
     el("time", { text: shortTime(m.timestamp), attrs: { datetime: isoTime(m.timestamp), title: longTime(m.timestamp) } }));
 }
 
@@ -252,17 +253,17 @@ function actions(m) {
 // The message's menu: what the person may do with it, and nothing else.
 export function openMenu(m, anchor) {
   const items = [
-    ["Quote and reply", () => fixing.quote(m)],
-    ["Copy link to message", () => fixing.copyLink(m)],
+    ["Quote and reply", () => fix((f) => f.quote(m))],
+    ["Copy link to message", () => fix((f) => f.copyLink(m))],
     ["Mark as unread from here", () => markUnread(m)],
-    ["Remind me about this", () => later.choose(anchor, "Remind me about this message", (at) => fixing.remind(m, at))],
+    ["Remind me about this", () => lazy.later().then((l) => l.choose(anchor, "Remind me about this message", (at) => fix((f) => f.remind(m, at))))],
   ];
   if (perms.mayEditContent(m)) items.push(["Edit message", () => edit(m)]);
-  if (perms.mayMoveTopic(m) || perms.mayMoveChannel(m)) items.push(["Move messages", () => fixing.openMove(m)]);
-  if (perms.mayResolve(m)) items.push([perms.isResolved(m.subject) ? "Mark topic as unresolved" : "Mark topic as resolved", () => fixing.toggleResolved(m)]);
-  if (markers(m) && perms.historyPolicy() !== "none") items.push(["View edit history", () => fixing.showHistory(m)]);
-  if (state.realm.enable_read_receipts !== false) items.push(["View read receipts", () => cards.showReceipts(m)]);
-  if (perms.mayDelete(m)) items.push(["Delete message", () => fixing.confirmDelete(m)]);
+  if (perms.mayMoveTopic(m) || perms.mayMoveChannel(m)) items.push(["Move messages", () => fix((f) => f.openMove(m))]);
+  if (perms.mayResolve(m)) items.push([perms.isResolved(m.subject) ? "Mark topic as unresolved" : "Mark topic as resolved", () => fix((f) => f.toggleResolved(m))]);
+  if (markers(m) && perms.historyPolicy() !== "none") items.push(["View edit history", () => fix((f) => f.showHistory(m))]);
+  if (state.realm.enable_read_receipts !== false) items.push(["View read receipts", () => lazy.cards().then((c) => c.showReceipts(m))]);
+  if (perms.mayDelete(m)) items.push(["Delete message", () => fix((f) => f.confirmDelete(m))]);
   menu.open(anchor, "Message actions", items);
 }
 
@@ -271,7 +272,8 @@ export async function markUnread(m) {
   clearTimeout(readTimer);
   readTimer = 0;
   pendingRead.clear();
-  await fixing.markUnreadFrom(m, view.narrow);
+  const narrow = view.narrow;
+  await fix((f) => f.markUnreadFrom(m, narrow));
 }
 
 export const editSelected = (m) => (perms.mayEditContent(m) ? edit(m) : null);
