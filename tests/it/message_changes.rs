@@ -1173,7 +1173,10 @@ async fn submessages_attach_widget_data() {
     let o = org().await;
     let (alice_id, alice) = &o.alice;
     let (bob_id, bob) = &o.bob;
-    let id = send(alice, "poll", "/poll Lunch?").await;
+    // Text that starts no widget (a `/poll` message would start its own, see
+    // `messages::a_poll_or_todo_message_is_a_widget_from_its_first_event`): the widget is
+    // attached by its sender's client.
+    let id = send(alice, "poll", "Lunch?").await;
     let (status, body) = bob
         .post("/register", &[("event_types", r#"["submessage"]"#)])
         .await;
