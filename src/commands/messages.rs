@@ -311,9 +311,6 @@ pub fn widget_content(content: &str) -> Option<serde_json::Value> {
     Some(serde_json::json!({"widget_type": kind, "extra_data": extra_data}))
 }
 
-/// Zulip's rule for wildcard mentions in large places: `@**all**` (and its synonyms) in a channel
-/// of more than 15 active subscribers, and `@**topic**` in a topic with more than 15
-/// participants (senders and reacters), need `can_mention_many_users_group`.
 /// Zulip's rule for user group mentions: a group is mentioned only by those its
 /// `can_mention_group` allows (a silent mention is anyone's). The groups' members, at this
 /// moment, join the mentioned users.
@@ -349,6 +346,9 @@ pub fn check_group_mentions(
     Ok(())
 }
 
+/// Zulip's rule for wildcard mentions in large places: `@**all**` (and its synonyms) in a channel
+/// of more than 15 active subscribers, and `@**topic**` in a topic with more than 15
+/// participants (senders and reacters), need `can_mention_many_users_group`.
 pub fn check_wildcard_mentions(
     state: &Projections,
     me: &User,
