@@ -16,7 +16,7 @@ import pytest
 import requests
 from conftest import RunningServer
 
-from test_web_client import Browser, Site, webdriver, CHROMIUM, CHROMEDRIVER
+from test_web_client import Browser, Site, quit_checking_policies, webdriver, CHROMIUM, CHROMEDRIVER
 
 try:
     from selenium.common.exceptions import TimeoutException
@@ -65,11 +65,7 @@ def browsers(site):
         bob.login(site.url, "bob@example.com", "bob-password-1")
         yield ada, bob
     finally:
-        ada.quit()
-        bob.quit()
-        for browser in (ada, bob):
-            bad = [e for e in browser.log if "Content Security Policy" in e["message"] or "Trusted Type" in e["message"]]
-            assert not bad, bad
+        quit_checking_policies(ada, bob)
 
 
 def post(site, auth, topic, content, stream="lobby"):

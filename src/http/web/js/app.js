@@ -164,6 +164,7 @@ function wire() {
     },
     refresh,
     reply: compose.reply,
+    insertText: compose.insertText,
     restoreDraft: compose.restoreDraft,
     pickEmoji: emoji.open,
   });

@@ -10,7 +10,7 @@ import * as perms from "./perms.js";
 import { setMessageHtml } from "./sanitize.js";
 import { longTime } from "./time.js";
 import { compareNames } from "./names.js";
-import * as compose from "./compose.js";
+import { ui } from "./ui.js";
 
 // ---- links, quotes, unread -------------------------------------------------------------------
 
@@ -44,9 +44,10 @@ export async function quote(m) {
     toast(`Could not load the message: ${error.message}`);
     return;
   }
-  const fence = "`".repeat(Math.max(3, ...[...raw.matchAll(/`{3,}/g)].map((f) => f[0].length + 1)));
-  compose.reply(m);
-  compose.insertText(`@_**${userName(m.sender_id)}|${m.sender_id}** [said](${messageLink(m)}):\n${fence}quote\n${raw}\n${fence}\n`);
+  // A fence longer than any run of backticks in the text.
+  const fence = "\x60".repeat(Math.max(3, ...[...raw.matchAll(/\x60{3,}/g)].map((f) => f[0].length + 1)));
+  ui.reply(m);
+  ui.insertText(`@_**${userName(m.sender_id)}|${m.sender_id}** [said](${messageLink(m)}):\n${fence}quote\n${raw}\n${fence}\n`);
 }
 
 // "Mark as unread from here": this message and every later one of the narrow.

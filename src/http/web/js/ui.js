@@ -1,11 +1,12 @@
 // Cross-view calls go through this hub (filled in by app.js), so view modules need not import
-// each other: go(narrow), refresh(), reply(message), restoreDraft(draft), pickEmoji(anchor,
-// onPick), and the current narrow.
+// each other: go(narrow), refresh(), reply(message), insertText(text), restoreDraft(draft),
+// pickEmoji(anchor, onPick), and the current narrow.
 export const ui = {
   narrow: [],
   go: () => {},
   refresh: () => {},
   reply: () => {},
+  insertText: () => {},
   restoreDraft: () => {},
   pickEmoji: () => {},
 };
