@@ -483,7 +483,8 @@ fn memory_row(case: &str, value: f64, baseline: Option<f64>, label: &str) -> Row
 
 /// Scenario `memory`: the resident memory of `chronicle serve` itself, started on seeded data
 /// directories that differ in one thing (10,000 more users; a million more messages in a
-/// 10-member channel, 100,000 in quick mode and scaled; 10,000 registered event queues), against
+/// 10-member channel, 30,000 in quick mode and scaled; 10,000 registered event queues, 2,000 in
+/// quick mode), against
 /// the bytes those take on disk.
 pub async fn memory(quick: bool) -> Result<Vec<Row>, Fatal> {
     let spec = |users, messages| SeedSpec {
@@ -494,19 +495,20 @@ pub async fn memory(quick: bool) -> Result<Vec<Row>, Fatal> {
     };
     let (base, base_disk) = resident_after_start(&spec(10, 0))?;
     let (with_users, users_disk) = resident_after_start(&spec(10_010, 0))?;
-    let messages: u64 = if quick { 100_000 } else { 1_000_000 };
+    // Quick mode (the test command's smoke run, a debug build) keeps to a few seconds a part.
+    let messages: u64 = if quick { 30_000 } else { 1_000_000 };
     let (with_messages, messages_disk) = resident_after_start(&spec(10, messages))?;
     let scale = 1_000_000.0 / messages as f64;
     let grown = |value: u64| value.saturating_sub(base) as f64;
     let disk = |value: u64| value.saturating_sub(base_disk) as f64;
-    // Event queues: 10,000 registrations (25 a user) on a running server.
+    // Event queues: 10,000 registrations (25 a user; 5 in quick mode) on a running server.
     let seeded = seed(&spec(400, 0))?;
     let server = ChildServer::start(&seeded.tmp.path().join("data"))?;
     server.wait_indexed()?;
     let before = server.resident_bytes()?;
     let client = super::load::client()?;
     let url = format!("{}/api/v1/register", server.url);
-    let queues = 10_000u64;
+    let queues: u64 = if quick { 2_000 } else { 10_000 };
     let users = seeded.users.clone();
     let (stats, _) = drive(
         8,
