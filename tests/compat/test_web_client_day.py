@@ -96,6 +96,8 @@ def row(browser, message_id):
     return found[0] if found else None
 
 
+# A wait's message is a plain sentence: one that reads the page would be read at once, outside
+# the wait's retries, and fail on an element a live update had just replaced.
 def act(browser, action):
     """Does `action`, again if a live update replaced an element it used meanwhile."""
     browser.wait(lambda: action() or True)
@@ -173,7 +175,7 @@ def test_inbox_recent_conversations_and_the_tab_title(site, browsers):
     bob.wait(lambda: rows("#lobby") == [["plans", "2"]] and rows("Direct messages") == [[owner_name, "1"]],
              "the Inbox's rows are not the unread conversations")
     # The tab's title leads with the unread count.
-    bob.wait(lambda: bob.driver.title.startswith("(3) Inbox"), f"title {bob.driver.title!r}")
+    bob.wait(lambda: bob.driver.title.startswith("(3) Inbox"), "the title does not lead with the count")
     # Live: a new topic comes in at the top of its channel.
     post(site, owner, "fresh", "Something fresh")
     bob.wait(lambda: [r[0] for r in rows("#lobby")] == ["fresh", "plans"], "a live message did not reach the Inbox")
@@ -441,10 +443,10 @@ def test_typeahead_for_people_groups_channels_topics_and_emoji(site, browsers):
     ]
     for typed, first, key, ending in steps:
         area.send_keys(typed)
-        ada.wait(lambda: typeahead(ada)[:len(first)] == first, f"no suggestion for {typed!r}: {typeahead(ada)}")
+        ada.wait(lambda: typeahead(ada)[:len(first)] == first, f"no suggestion for {typed!r}")
         assert area.get_attribute("aria-expanded") == "true"
         area.send_keys(key)
-        ada.wait(lambda: compose_text(ada).endswith(ending), f"{typed!r} did not become {ending!r}: {compose_text(ada)!r}")
+        ada.wait(lambda: compose_text(ada).endswith(ending), f"{typed!r} did not become {ending!r}")
     area.send_keys(":octop")
     ada.wait(lambda: typeahead(ada)[:1] == [":octopus:"], "no emoji suggested")
     # Esc closes the list and leaves the cursor where it was; Enter then sends.
@@ -523,7 +525,7 @@ def test_files_pasted_or_dropped_are_uploaded(site, browsers):
                                            : new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true });
             target.dispatchEvent(event);
         """, event, name, list(PNG))
-        ada.wait(lambda: f"[{name}](/user_uploads/" in compose_text(ada), f"the {event}d file was not linked: {compose_text(ada)!r}")
+        ada.wait(lambda: f"[{name}](/user_uploads/" in compose_text(ada), f"the {event}d file was not linked")
     assert "Uploading" not in compose_text(ada)
     ada.find("#compose-text").send_keys(Keys.ENTER)
     # Both images show as previews, for Bob too.
@@ -569,7 +571,7 @@ def test_scheduled_messages_and_reminders(site, browsers):
     ada.click(lambda: ada.sidebar_item("Scheduled messages"))
     ada.wait(lambda: ada.find("#narrow-title").text == "Scheduled messages")
     heads = lambda: [c.find_element(By.CSS_SELECTOR, ".card-head span").text for c in ada.finds("#view-panel .card")]  # noqa: E731
-    ada.wait(lambda: heads() == ["Reminder", "#lobby › later"], heads())
+    ada.wait(lambda: heads() == ["Reminder", "#lobby › later"], "the view does not list the reminder and the message")
     views_hold_up(ada, "scheduled")
     ada.click(lambda: ada.find('#view-panel [aria-label="Delete the reminder"]'))
     ada.wait(lambda: not reminders() and heads() == ["#lobby › later"], "the reminder was not deleted")
@@ -660,11 +662,11 @@ def test_channel_colours_pinned_channels_folders_and_more_topics(site, browsers)
     sections = lambda: [h.text for h in ada.finds("#left .side-sub")]  # noqa: E731
     # Pinned from the bar above the messages: a section of its own.
     ada.click(lambda: ada.find('#narrow-actions [data-key="pin"]'))
-    ada.wait(lambda: [s.lower() for s in sections()] == ["pinned", "channels"], f"no Pinned section: {sections()}")
+    ada.wait(lambda: [s.lower() for s in sections()] == ["pinned", "channels"], "no Pinned section")
     # The organization puts #lobby in a folder: another section.
     folder = site.api("POST", "channel_folders/create", name="Work", description="")["channel_folder_id"]
     site.api("PATCH", f"streams/{site.lobby}", folder_id=json.dumps(folder))
-    ada.wait(lambda: [s.lower() for s in sections()] == ["pinned", "work"], f"no folder section: {sections()}")
+    ada.wait(lambda: [s.lower() for s in sections()] == ["pinned", "work"], "no folder section")
     # The colour chosen in the bar marks the channel in the sidebar and its conversations.
     # (Found and changed in one step: a live update may redraw the bar between two.)
     ada.js("const c = document.querySelector('#narrow-actions input[type=color]');"
