@@ -24,12 +24,11 @@ import * as storage from "./storage.js";
 import * as menu from "./menu.js";
 import * as drafts from "./drafts.js";
 import * as lazy from "./lazy.js";
-
-// Inbox, Recent conversations, Drafts, Scheduled messages (views.js), once one was opened.
-let views = null;
 import { useCollator } from "./names.js";
 
 let typingExpiryMs = 15000;
+// Inbox, Recent conversations, Drafts, Scheduled messages (views.js), once one was opened.
+let views = null;
 
 function refresh({ people = true } = {}) {
   sidebar.render();
@@ -166,6 +165,7 @@ function wire() {
     reply: compose.reply,
     insertText: compose.insertText,
     restoreDraft: compose.restoreDraft,
+    loadTopics: sidebar.loadTopics,
     pickEmoji: emoji.open,
   });
   addEventListener("hashchange", () => navigate(narrows.fromHash(location.hash)));

@@ -36,7 +36,7 @@ const ROLE_GROUPS = {
 // groups of an anonymous one.
 async function showInspectPolicy() {
   const who = $("inspect-who");
-  const setting = state.inspectLog;
+  const setting = state.realm.can_inspect_log_group;
   if (setting === undefined) { who.textContent = "the organization's owners"; return; }
   try {
     const { user_groups: groups } = await api("GET", "user_groups");

@@ -12,7 +12,7 @@ import { openChannels } from "./channels.js";
 import { startDm } from "./compose.js";
 import { compareNames } from "./names.js";
 
-const loadingTopics = new Set();
+const loadingTopics = new Map(); // stream id -> the fetch on its way
 const TOPICS_SHOWN = 30;
 const DMS_SHOWN = 25;
 // Channels whose whole topic list is shown ("more topics"), and whether every direct-message
@@ -142,18 +142,23 @@ function more(key, text, onClick) {
   return el("button", { type: "button", class: "more-link", text, dataset: { key }, on: { click: onClick } });
 }
 
-async function loadTopics(streamId) {
-  if (loadingTopics.has(streamId)) return;
-  loadingTopics.add(streamId);
-  try {
-    const answer = await api("GET", `users/me/${streamId}/topics`);
-    state.topics.set(streamId, answer.topics.sort((a, b) => b.max_id - a.max_id));
-  } catch {
-    state.topics.set(streamId, []);
-  } finally {
-    loadingTopics.delete(streamId);
+// A channel's topics into the state, newest first (an empty list when they cannot be had), for
+// the sidebar and the compose box's typeahead; one fetch at a time per channel.
+export function loadTopics(streamId) {
+  if (!loadingTopics.has(streamId)) {
+    loadingTopics.set(streamId, (async () => {
+      try {
+        const answer = await api("GET", `users/me/${streamId}/topics`);
+        state.topics.set(streamId, answer.topics.sort((a, b) => b.max_id - a.max_id));
+      } catch {
+        state.topics.set(streamId, []);
+      } finally {
+        loadingTopics.delete(streamId);
+      }
+      render();
+    })());
   }
-  render();
+  return loadingTopics.get(streamId);
 }
 
 function dmItems(c) {

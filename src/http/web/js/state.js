@@ -27,10 +27,9 @@ export function load(reg) {
     dms: new Map(),         // key -> {user_ids, max_id}
     typing: new Map(),      // conversation key -> Map(user id -> expiry timer)
     realmEmoji: reg.realm_emoji || {},
-    // Who may read every conversation through the log inspector (a group-setting value).
-    inspectLog: reg.realm_can_inspect_log_group,
     settings: reg.user_settings || {},
-    // The organization's settings, by their names without "realm_" (permissions, time limits).
+    // The organization's settings, by their names without "realm_" (permissions, time limits,
+    // `can_inspect_log_group`: who may read every conversation through the log inspector).
     realm: Object.fromEntries(Object.entries(reg).filter(([k]) => k.startsWith("realm_")).map(([k, v]) => [k.slice(6), v])),
     // User groups (id -> {members: Set, subgroups: [ids]}): loaded after the first screen
     // (loadGroups), then kept by events. Until then no permission reads as granted.
@@ -212,7 +211,6 @@ const handlers = {
   realm(ev) {
     if (ev.op === "update_dict" && ev.data) Object.assign(state.realm, ev.data);
     if (ev.op === "update") state.realm[ev.property] = ev.value;
-    if (ev.op === "update_dict" && ev.data && "can_inspect_log_group" in ev.data) state.inspectLog = ev.data.can_inspect_log_group;
   },
   channel_folder(ev) {
     if (ev.op === "add") state.folders.push(ev.channel_folder);
@@ -222,7 +220,10 @@ const handlers = {
   user_group(ev) {
     const group = state.groups.get(ev.group_id);
     if (ev.op === "add") setGroup(ev.group);
-    else if (ev.op === "update" && group) Object.assign(group, ev.data.name ? { name: ev.data.name } : {}, "deactivated" in ev.data ? { deactivated: ev.data.deactivated } : {});
+    else if (ev.op === "update" && group) {
+      if ("name" in ev.data) group.name = ev.data.name;
+      if ("deactivated" in ev.data) group.deactivated = ev.data.deactivated;
+    }
     else if (ev.op === "remove") state.groups.delete(ev.group_id);
     else if (!group) return;
     else if (ev.op === "add_members") for (const id of ev.user_ids) group.members.add(id);

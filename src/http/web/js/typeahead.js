@@ -5,7 +5,7 @@
 
 import { $, el } from "./dom.js";
 import { state } from "./state.js";
-import { api } from "./api.js";
+import { ui } from "./ui.js";
 import { emojiList } from "./emoji.js";
 
 const SHOWN = 8;
@@ -132,15 +132,8 @@ function channels(query) {
 async function topics(channelName, query) {
   const stream = [...state.streams.values()].find((s) => s.name.toLowerCase() === channelName.toLowerCase());
   if (!stream) return [];
-  if (!state.topics.has(stream.stream_id)) {
-    try {
-      const answer = await api("GET", `users/me/${stream.stream_id}/topics`);
-      state.topics.set(stream.stream_id, answer.topics.sort((a, b) => b.max_id - a.max_id));
-    } catch {
-      return [];
-    }
-  }
-  return state.topics.get(stream.stream_id).filter((t) => t.name.toLowerCase().includes(query.toLowerCase()))
+  if (!state.topics.has(stream.stream_id)) await ui.loadTopics(stream.stream_id);
+  return (state.topics.get(stream.stream_id) || []).filter((t) => t.name.toLowerCase().includes(query.toLowerCase()))
     .map((t) => ({ label: t.name || "general chat", note: `#${stream.name}`, text: `#**${stream.name}>${t.name}** ` }));
 }
 

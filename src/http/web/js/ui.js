@@ -1,6 +1,6 @@
 // Cross-view calls go through this hub (filled in by app.js), so view modules need not import
 // each other: go(narrow), refresh(), reply(message), insertText(text), restoreDraft(draft),
-// pickEmoji(anchor, onPick), and the current narrow.
+// loadTopics(streamId), pickEmoji(anchor, onPick), and the current narrow.
 export const ui = {
   narrow: [],
   go: () => {},
@@ -8,6 +8,7 @@ export const ui = {
   reply: () => {},
   insertText: () => {},
   restoreDraft: () => {},
+  loadTopics: async () => {},
   pickEmoji: () => {},
 };
 
