@@ -190,7 +190,7 @@ pub const SETTINGS: &[Setting] = &[
     flag("enable_followed_topic_push_notifications", true),
     flag("enable_followed_topic_audible_notifications", true),
     flag("enable_followed_topic_wildcard_mentions_notify", true),
-    choice("desktop_icon_count_display", ONE_TO_THREE, 1),
+    choice("desktop_icon_count_display", ONE_TO_FOUR, 1),
     choice("realm_name_in_email_notifications_policy", ONE_TO_THREE, 1),
     choice("automatically_follow_topics_policy", ONE_TO_FOUR, 3),
     choice(

@@ -108,6 +108,9 @@ def site():
         server = RunningServer(pathlib.Path(tmp) / "data")
         try:
             s = Site(server)
+            # Enter sends in these tests (Zulip's default for new people is Ctrl+Enter): set as
+            # the organization's default before anyone joins.
+            s.api("PATCH", "realm/user_settings_defaults", enter_sends="true")
             s.ada = s.api("POST", "users", email="ada@example.com", password="ada-password-1", full_name="Ada")["user_id"]
             s.bob = s.api("POST", "users", email="bob@example.com", password="bob-password-1", full_name="Bob")["user_id"]
             s.api("POST", "users/me/subscriptions", subscriptions='[{"name": "lobby", "description": "Talk"}]',
@@ -448,8 +451,8 @@ def test_settings_sessions_and_channels(site, browsers):
     ada, bob = browsers
     # A name and a status set in Bob's settings reach Ada's people list live.
     bob.click(lambda: bob.find("#open-settings"))
-    bob.wait(lambda: bob.find("#settings-dialog").is_displayed())
-    name = bob.find("#full-name")
+    bob.wait(lambda: bob.find("#settings-view").is_displayed() and "#settings/profile" in bob.driver.current_url)
+    name = bob.wait(lambda: bob.find("#full-name"))
     name.clear()
     name.send_keys("Robert")
     bob.find("#name-form button[type=submit]").click()
@@ -466,13 +469,15 @@ def test_settings_sessions_and_channels(site, browsers):
                            headers={"Origin": site.url, "User-Agent": "Bob's other laptop"}, allow_redirects=False)
     assert signed_in.status_code == 303 and "sessionid" in other.cookies
     assert other.get(f"{site.url}/json/users/me").status_code == 200
-    bob.find("#settings-dialog .close").click()
+    bob.find("#settings-close").click()
+    bob.wait(lambda: not bob.finds("#settings-view"), "closing the settings left them open")
     bob.click(lambda: bob.find("#open-settings"))
+    bob.click(lambda: bob.find('.settings-nav a[href="#settings/account-and-privacy"]'))
     end = bob.wait(lambda: bob.finds('#sessions button[aria-label="End the session of Bob\'s other laptop"]'))[0]
     end.click()
     bob.wait(lambda: not bob.finds('#sessions button[aria-label^="End the session"]'), "the ended session is still listed")
     assert other.get(f"{site.url}/json/users/me").status_code == 401
-    bob.find("#settings-dialog .close").click()
+    bob.find("#settings-close").click()
 
     # Ada creates a channel, leaves it and joins it again from the channel browser.
     ada.click(lambda: ada.find('#left button[aria-label="Browse and create channels"]'))
@@ -610,6 +615,7 @@ def test_two_factor_set_up_in_the_settings_and_asked_at_login(site):
     try:
         cleo.login(site.url, "cleo@example.com", "cleo-password-1")
         cleo.click(lambda: cleo.find("#open-settings"))
+        cleo.click(lambda: cleo.find('.settings-nav a[href="#settings/account-and-privacy"]'))
         cleo.click(lambda: cleo.find('#two-factor button'))
         secret = cleo.wait(lambda: cleo.finds(".two-factor-secret") and cleo.find(".two-factor-secret").text)
         qr = cleo.find("#two-factor img.two-factor-qr")
@@ -623,7 +629,7 @@ def test_two_factor_set_up_in_the_settings_and_asked_at_login(site):
         assert len(backup) == 8, backup
         cleo.find("#two-factor button").click()
         cleo.wait(lambda: "10 backup codes left" in cleo.find("#two-factor-state").text)
-        cleo.find("#settings-dialog .close").click()
+        cleo.find("#settings-close").click()
         cleo.find("#logout").click()
         cleo.wait(lambda: "/login/" in cleo.driver.current_url)
 
@@ -652,6 +658,7 @@ def test_an_administrator_opens_the_audit_page_with_the_session(site):
         password = (site.server.data_dir / "initial-password").read_text().strip()
         owner.login(site.url, site.auth[0], password)
         owner.click(lambda: owner.find("#open-settings"))
+        owner.click(lambda: owner.find('.settings-nav a[href="#settings/account-and-privacy"]'))
         link = owner.wait(lambda: owner.find("#admin-link").is_displayed() and owner.find("#admin-link a"))
         assert link.get_attribute("href").endswith("/admin/")
         owner.driver.get(site.url + "/admin/")

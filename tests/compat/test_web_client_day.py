@@ -41,6 +41,7 @@ def site():
         server = RunningServer(pathlib.Path(tmp) / "data", extra_args=["--rate-limit-user", "2000"])
         try:
             s = Site(server)
+            s.api("PATCH", "realm/user_settings_defaults", enter_sends="true")
             s.ada = s.api("POST", "users", email="ada@example.com", password="ada-password-1", full_name="Ada")["user_id"]
             s.bob = s.api("POST", "users", email="bob@example.com", password="bob-password-1", full_name="Bob")["user_id"]
             for name in ("lobby", "design"):

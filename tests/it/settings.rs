@@ -71,6 +71,10 @@ async fn settings_are_stored_announced_and_acted_on() {
         (vec![("web_font_size_px", "40")], "Invalid web_font_size_px"),
         (vec![("dense_mode", "maybe")], "dense_mode is not a boolean"),
         (
+            vec![("desktop_icon_count_display", "5")],
+            "Invalid desktop_icon_count_display",
+        ),
+        (
             vec![("enter_sends", "true"), ("color_scheme", "9")],
             "Invalid color_scheme",
         ),
@@ -81,6 +85,13 @@ async fn settings_are_stored_announced_and_acted_on() {
     let (status, _) = patch(&alice, &[("twenty_four_hour_time", "true")]).await;
     assert_eq!(status, StatusCode::OK);
     assert!(drain(&alice, &modern).await.is_empty());
+    // Zulip 8's four choices for the unread count on the icon (4: none).
+    let (status, _) = patch(&alice, &[("desktop_icon_count_display", "4")]).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        strip(drain(&alice, &modern).await),
+        vec![update("desktop_icon_count_display", json!(4))]
+    );
 
     // `/register`: the object for capable clients, the top level too for older ones.
     let (_, state) = register(

@@ -21,6 +21,8 @@ export const VIEWS = {
   drafts: [{ operator: "view", operand: "drafts" }],
   scheduled: [{ operator: "view", operand: "scheduled" }],
 };
+// The settings pages, at Zulip's addresses: #settings/<section> and #organization/<section>.
+export const isSettingsView = (view) => /^(settings|organization)\//.test(view || "");
 export const viewOf = (narrow) => (narrow.length === 1 && narrow[0].operator === "view" ? narrow[0].operand : null);
 
 export function toHash(narrow) {
@@ -32,6 +34,7 @@ export function toHash(narrow) {
 export function fromHash(hash) {
   const parts = hash.replace(/^#/, "").split("/");
   if (VIEWS[parts[0]] && parts.length === 1) return VIEWS[parts[0]];
+  if (parts[0] === "settings" || parts[0] === "organization") return [{ operator: "view", operand: `${parts[0]}/${parts[1] || ""}` }];
   if (parts[0] !== "narrow") return [];
   const out = [];
   for (let i = 1; i + 1 < parts.length; i += 2) {

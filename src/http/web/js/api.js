@@ -32,8 +32,9 @@ export function encode(params = {}) {
 }
 
 // `signal` (optional) aborts the request (the event long-poll, when the page is put away);
-// `keepalive` lets a write outlive the page (a draft saved as the page goes).
-export async function api(method, path, params, { signal, keepalive } = {}) {
+// `keepalive` lets a write outlive the page (a draft saved as the page goes); `noLogin` keeps a
+// 401 from leaving the page (a wrong password when asking for the API key).
+export async function api(method, path, params, { signal, keepalive, noLogin } = {}) {
   const init = { method, credentials: "same-origin", headers: {}, signal, keepalive };
   let url = "/json/" + path;
   if (method === "GET" || method === "HEAD") {
@@ -44,10 +45,10 @@ export async function api(method, path, params, { signal, keepalive } = {}) {
     if (params instanceof FormData) init.body = params;
     else if (params) init.body = encode(params);
   }
-  return send(url, init);
+  return send(url, init, noLogin);
 }
 
-async function send(url, init) {
+async function send(url, init, noLogin) {
   let response;
   try {
     response = await fetch(url, init);
@@ -55,7 +56,7 @@ async function send(url, init) {
     throw new ApiError(0, null);
   }
   const body = await response.json().catch(() => null);
-  if (response.status === 401) {
+  if (response.status === 401 && !noLogin) {
     // The session is gone (expired, ended elsewhere): the only way on is to log in again.
     location.assign("/login/");
     throw new ApiError(401, body);

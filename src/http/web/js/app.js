@@ -2,9 +2,9 @@
 // event queue. The views read the state; this module decides when they redraw.
 
 // First: it starts the requests the first screen waits for.
-import { firstNarrow, firstPage, firstRegistration } from "./start.js";
+import { firstNarrow, firstPage, firstRegistration, rememberTheme } from "./start.js";
 import { api } from "./api.js";
-import { $ } from "./dom.js";
+import { $, toast } from "./dom.js";
 import { state, load, apply, loadGroups } from "./state.js";
 import * as narrows from "./narrow.js";
 import { ui } from "./ui.js";
@@ -16,7 +16,6 @@ import * as compose from "./compose.js";
 import * as typing from "./typing.js";
 import * as emoji from "./emoji.js";
 import * as channels from "./channels.js";
-import * as settings from "./settings.js";
 import * as narrowbar from "./narrowbar.js";
 import * as keys from "./keys.js";
 import * as notify from "./notify.js";
@@ -27,8 +26,12 @@ import * as lazy from "./lazy.js";
 import { useCollator } from "./names.js";
 
 let typingExpiryMs = 15000;
-// Inbox, Recent conversations, Drafts, Scheduled messages (views.js), once one was opened.
+// Inbox, Recent conversations, Drafts, Scheduled messages (views.js), and the settings pages
+// (settings.js), once one was opened.
 let views = null;
+let settings = null;
+// The address to go back to from the settings pages.
+let beforeSettings = "#";
 
 function refresh({ people = true } = {}) {
   sidebar.render();
@@ -44,12 +47,18 @@ function refresh({ people = true } = {}) {
 function show(narrow, firstPage, near) {
   menu.close();
   const view = narrows.viewOf(narrow);
+  if (narrows.isSettingsView(view)) {
+    views?.close();
+    return lazy.settings().then((module) => { settings = module; return settings.open(view, beforeSettings); });
+  }
+  settings?.close();
   if (view) return lazy.views().then((module) => { views = module; return views.open(view); });
   views?.close();
   return messages.open(narrow, firstPage, near);
 }
 
 function navigate(narrow) {
+  if (!narrows.isSettingsView(narrows.viewOf(ui.narrow))) beforeSettings = narrows.toHash(ui.narrow);
   ui.narrow = narrow;
   $("search").value = narrows.isSearch(narrow) ? narrows.toSearchText(narrow) : "";
   closePanels();
@@ -66,6 +75,8 @@ function onEvents(events) {
       messages.onEvent(ev);
       drafts.onEvent(ev);
       views?.onEvent(ev);
+      settings?.onEvent(ev);
+      if (ev.type === "user_settings") applySettings();
       if (ev.type === "typing") typing.onTyping(ev, typingExpiryMs);
       if (ev.type === "message") notify.onMessage(ev);
     } catch (error) {
@@ -77,6 +88,7 @@ function onEvents(events) {
 
 async function reload(reg) {
   load(reg);
+  applySettings();
   loadUserGroups();
   refresh();
   await show(ui.narrow);
@@ -139,6 +151,25 @@ async function ping() {
   }
 }
 
+// The person's display settings that act on the whole page: the theme (kept in the browser
+// too, so that the next load starts in it before /register answers: start.js) and what Enter
+// does in the compose box.
+function applySettings() {
+  const theme = { 2: "dark", 3: "light" }[state.settings.color_scheme] || "";
+  document.documentElement.dataset.theme = theme;
+  rememberTheme(theme);
+  compose.useEnterSends(state.settings.enter_sends !== false);
+}
+
+async function logout() {
+  try {
+    await api("POST", "logout");
+    location.assign("/login/");
+  } catch (error) {
+    toast(`Could not log out: ${error.message}`);
+  }
+}
+
 // ---- start ---------------------------------------------------------------------------------------
 
 function wire() {
@@ -148,7 +179,6 @@ function wire() {
   compose.setup();
   emoji.setup();
   channels.setup();
-  settings.setup();
   users.setup();
   keys.setup({ closePanels, togglePanel });
   Object.assign(ui, {
@@ -176,9 +206,8 @@ function wire() {
     ui.go(narrows.parseSearch($("search").value.trim()));
     $("search").blur();
   });
-  $("logout").addEventListener("click", settings.logout);
-  $("settings-logout").addEventListener("click", settings.logout);
-  $("open-settings").addEventListener("click", settings.open);
+  $("logout").addEventListener("click", logout);
+  $("open-settings").addEventListener("click", () => { location.hash = "#settings/profile"; });
   $("toggle-left").addEventListener("click", () => togglePanel("left"));
   $("toggle-right").addEventListener("click", () => togglePanel("right"));
   $("scrim").addEventListener("click", closePanels);
@@ -200,6 +229,7 @@ async function main() {
   const narrow = firstNarrow;
   const reg = await registerUntilDone(firstRegistration);
   load(reg);
+  applySettings();
   typingExpiryMs = reg.server_typing_started_expiry_period_milliseconds || typingExpiryMs;
   ui.narrow = narrow;
   compose.followNarrow(narrow);

@@ -56,7 +56,24 @@ export async function openUser(userId) {
       userId === state.me.user_id ? null : el("button", { type: "button", class: "primary", text: "Send a direct message",
         on: { click: () => { $("user-card").close(); ui.go([{ operator: "dm", operand: [userId] }]); } } }),
       el("button", { type: "button", text: "View messages sent",
-        on: { click: () => { $("user-card").close(); ui.go([{ operator: "sender", operand: user.email }]); } } })));
+        on: { click: () => { $("user-card").close(); ui.go([{ operator: "sender", operand: user.email }]); } } }),
+      userId === state.me.user_id ? null : muteButton(userId)));
+}
+
+// Muting: the person's messages arrive read and do not notify (Settings › Muted users lists them).
+function muteButton(userId) {
+  const muted = state.muted.has(userId);
+  const button = el("button", { type: "button", text: muted ? "Unmute" : "Mute", on: { click: async () => {
+    button.disabled = true;
+    try {
+      await api(muted ? "DELETE" : "POST", `users/me/muted_users/${userId}`);
+      $("user-card").close();
+    } catch (error) {
+      toast(`Could not ${muted ? "unmute" : "mute"}: ${error.message}`);
+      button.disabled = false;
+    }
+  } } });
+  return button;
 }
 
 export async function showReceipts(m) {

@@ -1,4 +1,5 @@
-// The compose box: a channel and topic, or people for a direct message; Enter sends. While the
+// The compose box: a channel and topic, or people for a direct message; Enter or Ctrl+Enter sends
+// (the person's `enter_sends`). While the
 // text changes it tells the server "typing" (again every 10 s) and "stopped" when done.
 
 import { api } from "./api.js";
@@ -37,7 +38,7 @@ export function setup() {
     if (typeahead?.onKey(e)) return;
     const shortcut = formatKey(e);
     if (shortcut) { e.preventDefault(); format(shortcut); return; }
-    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); send(); }
+    if (e.key === "Enter" && !e.isComposing && ((e.ctrlKey || e.metaKey) || (enterSends && !e.shiftKey))) { e.preventDefault(); send(); }
   });
   text().addEventListener("input", onTextChange);
   text().addEventListener("blur", stopTyping);
@@ -268,6 +269,15 @@ function destination() {
   if (compose.mode === "dm") return compose.recipients.length ? { type: "direct", to: compose.recipients } : null;
   const sid = compose.streamId;
   return sid ? { type: "stream", to: sid, topic: $("compose-topic").value.trim() } : null;
+}
+
+// The person's `enter_sends`: Enter sends (Shift+Enter adds a line), or Enter adds a line and
+// Ctrl+Enter (⌘+Enter) sends, as in Zulip. Ctrl+Enter sends either way.
+let enterSends = true;
+
+export function useEnterSends(on) {
+  enterSends = on;
+  $("compose-hint").textContent = on ? "Enter sends, Shift+Enter adds a line." : "Ctrl+Enter sends, Enter adds a line.";
 }
 
 async function send() {

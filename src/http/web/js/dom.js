@@ -13,12 +13,20 @@ export function el(tag, props = {}, ...children) {
     else if (key === "attrs") for (const [a, v] of Object.entries(value)) { if (v !== undefined && v !== null && v !== false) node.setAttribute(a, v === true ? "" : v); }
     else if (key === "on") for (const [ev, fn] of Object.entries(value)) node.addEventListener(ev, fn);
     else if (key === "dataset") Object.assign(node.dataset, value);
+    else if (key === "for") node.htmlFor = value; // a label's control (the property's name differs)
     else node[key] = value;
   }
   for (const child of children.flat()) {
     if (child === null || child === undefined || child === false) continue;
     node.append(child instanceof Node ? child : String(child));
   }
+  return node;
+}
+
+// node.append(...children), leaving out the null, undefined and false of conditional parts
+// (which append would write out as text).
+export function add(node, ...children) {
+  node.append(...children.flat().filter((c) => c !== null && c !== undefined && c !== false));
   return node;
 }
 

@@ -11,6 +11,7 @@ import { setMessageHtml } from "./sanitize.js";
 import { longTime } from "./time.js";
 import { compareNames } from "./names.js";
 import { ui } from "./ui.js";
+import { ask } from "./confirm.js";
 
 // ---- links, quotes, unread -------------------------------------------------------------------
 
@@ -72,7 +73,6 @@ let moving = null;
 
 // The dialogs' own controls, wired once, when this module first loads.
 $("move-form").addEventListener("submit", (e) => { e.preventDefault(); submitMove(); });
-$("confirm-ok").addEventListener("click", () => confirmed?.());
 
 // The move dialog: a new topic (when the person may rename topics), a new channel (when they may
 // move between channels), which messages, and the automated notices.
@@ -130,24 +130,11 @@ export async function toggleResolved(m) {
 
 // ---- deleting ----------------------------------------------------------------------------------
 
-let confirmed = null;
-
 export function confirmDelete(m) {
-  $("confirm-title").textContent = "Delete message?";
-  $("confirm-text").textContent = "Deleting a message removes it for everyone. It cannot be undone.";
-  $("confirm-ok").textContent = "Delete";
-  $("confirm-error").hidden = true;
-  confirmed = async () => {
-    try {
-      await api("DELETE", `messages/${m.id}`);
-      $("confirm-dialog").close();
-    } catch (error) {
-      $("confirm-error").textContent = error.message;
-      $("confirm-error").hidden = false;
-    }
-  };
-  $("confirm-dialog").showModal();
-  $("confirm-ok").focus();
+  ask({
+    title: "Delete message?", text: "Deleting a message removes it for everyone. It cannot be undone.", ok: "Delete",
+    run: () => api("DELETE", `messages/${m.id}`),
+  });
 }
 
 // ---- edit history ----------------------------------------------------------------------------

@@ -22,6 +22,8 @@ export function setup({ closePanels, togglePanel }) {
   document.addEventListener("keydown", (e) => {
     if (e.key === "Escape") return escape(e, closePanels);
     if (e.ctrlKey || e.metaKey || e.altKey || isTyping(e.target) || document.querySelector("dialog[open]") || menu.isOpen()) return;
+    // The settings pages are forms: only the keys that leave them (search, filters, help) act.
+    if (document.body.classList.contains("in-settings") && !["/", "q", "w", "?"].includes(e.key)) return;
     // Enter on a link or a button is theirs.
     if (e.key === "Enter" && e.target.closest?.("a, button, summary")) return;
     const action = ACTIONS[e.key];
@@ -58,7 +60,7 @@ const KEYS = [
   [["q"], "Filter channels"],
   [["w"], "Filter people"],
   [["?"], "This list of shortcuts"],
-  [["Esc"], "Close a menu, a dialog or a panel, or leave a field"],
+  [["Esc"], "Close a menu, a dialog, a panel or the settings, or leave a field"],
 ];
 
 const ACTIONS = {
@@ -99,6 +101,8 @@ function escape(e, closePanels) {
   if (document.querySelector("dialog[open]")) return; // the dialog closes itself on Esc
   if (closePanels()) return;
   if (isTyping(e.target)) e.target.blur();
+  // Esc leaves the settings pages, back to where the person was (as ✕ does).
+  else if (document.body.classList.contains("in-settings")) $("settings-close")?.click();
 }
 
 // The first topic with unread messages after the open one (channels by name, topics in the

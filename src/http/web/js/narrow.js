@@ -5,7 +5,7 @@
 
 import { state, dmKey, dmUserIds, messageDmKey, userName } from "./state.js";
 
-export { toHash, fromHash, nearOf, viewOf, VIEWS } from "./address.js";
+export { toHash, fromHash, nearOf, viewOf, isSettingsView, VIEWS } from "./address.js";
 import { viewOf } from "./address.js";
 export { fetchPage } from "./requests.js";
 
@@ -44,6 +44,8 @@ export function title(narrow, isolate = false) {
   if (viewOf(narrow) === "recent") return "Recent conversations";
   if (viewOf(narrow) === "drafts") return "Drafts";
   if (viewOf(narrow) === "scheduled") return "Scheduled messages";
+  if (viewOf(narrow)?.startsWith("settings/")) return "Settings";
+  if (viewOf(narrow)?.startsWith("organization/")) return "Organization settings";
   if (isSearch(narrow)) return "Search results";
   const is = find(narrow, "is");
   if (is === "starred") return "Starred messages";

@@ -6,6 +6,7 @@ import { api } from "./api.js";
 const CAPABILITIES = {
   notification_settings_null: true, bulk_message_deletion: true, user_avatar_url_field_optional: false,
   stream_typing_notifications: true, user_settings_object: true, empty_topic_name: true,
+  linkifier_url_template: true,
 };
 
 // The parts of the initial state this client reads (every event still arrives): leaving out
@@ -13,6 +14,7 @@ const CAPABILITIES = {
 const FETCH = [
   "realm", "realm_user", "subscription", "message", "update_message_flags", "starred_messages", "user_topic",
   "presence", "user_settings", "realm_emoji", "recent_private_conversations", "user_status", "channel_folders",
+  "muted_users", "alert_words",
 ];
 
 export function register() {

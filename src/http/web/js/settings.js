@@ -1,126 +1,117 @@
-// The settings dialog: name, status, two notification switches, who can read every
-// conversation through the log inspector, two-factor authentication, the sessions of this
-// account (each can be ended),
-// and the audit-log link for administrators.
+// The settings pages, drawn in the middle column at Zulip's addresses: #settings/<section> for
+// the person's own settings (prefs.js) and #organization/<section> for the organization's
+// (admin.js, admin_people.js, admin_channels.js). A list of sections on the left, the open
+// section on the right; ✕ goes back to where the person was. Each section draws itself and may
+// return an `onEvent(ev)` that keeps it live; a control the person is changing is left alone.
 
+import { $, el, clear } from "./dom.js";
 import { api } from "./api.js";
-import { $, el, clear, toast } from "./dom.js";
-import { state, isAdmin } from "./state.js";
-import { longTime } from "./time.js";
-import { showTwoFactor } from "./two_factor.js";
+import { state, isAdmin, loadGroups } from "./state.js";
+import * as prefs from "./prefs.js";
+import * as admin from "./admin.js";
+import * as people from "./admin_people.js";
+import * as channels from "./admin_channels.js";
 
-export function setup() {
-  $("name-form").addEventListener("submit", (e) => { e.preventDefault(); saveName(); });
-  $("status-form").addEventListener("submit", (e) => { e.preventDefault(); saveStatus(); });
-  for (const box of document.querySelectorAll("[data-setting]")) box.addEventListener("change", () => saveSwitch(box));
+// [address, title, draw, who may open it]
+const SECTIONS = [
+  ["settings/profile", "Profile", prefs.profile],
+  ["settings/account-and-privacy", "Account & privacy", prefs.account],
+  ["settings/preferences", "Preferences", prefs.preferences],
+  ["settings/notifications", "Notifications", prefs.notifications],
+  ["settings/alert-words", "Alert words", prefs.alertWords],
+  ["settings/muted-users", "Muted users", prefs.mutedUsers],
+  ["settings/your-bots", "Bots", people.yourBots],
+  ["organization/organization-profile", "Organization profile", admin.organizationProfile, isAdmin],
+  ["organization/organization-settings", "Organization settings", admin.organizationSettings, isAdmin],
+  ["organization/organization-permissions", "Organization permissions", admin.organizationPermissions, isAdmin],
+  ["organization/channels", "Channels", channels.channels, isAdmin],
+  ["organization/user-groups", "User groups", people.userGroups],
+  ["organization/users", "Users", people.users, isAdmin],
+  ["organization/invitations", "Invitations", people.invitations, people.mayInvite],
+  ["organization/emoji-settings", "Custom emoji", admin.emoji],
+  ["organization/linkifier-settings", "Linkifiers", admin.linkifiers, isAdmin],
+  ["organization/profile-field-settings", "Custom profile fields", admin.profileFields, isAdmin],
+  ["organization/data-exports-admin", "Data exports", admin.exports, isAdmin],
+];
+
+const allowed = ([, , , may]) => !may || may();
+
+let current = null; // {address, onEvent}
+let back = "#";
+
+const panel = () => $("view-panel");
+
+export const isOpen = () => current !== null;
+
+export function open(address, previous) {
+  if (!current && previous !== undefined) back = previous;
+  // A section the person may not open (or none) shows their profile, at its own address.
+  const section = SECTIONS.find((entry) => entry[0] === address && allowed(entry)) || SECTIONS[0];
+  if (section[0] !== address) history.replaceState(null, "", `#${section[0]}`);
+  $("messages").hidden = true;
+  document.body.classList.add("in-settings");
+  const box = el("section", { class: "settings-section", attrs: { "aria-labelledby": "settings-section-title" } });
+  const page = el("div", { id: "settings-view", class: "settings-view" },
+    el("nav", { class: "settings-nav", attrs: { "aria-label": "Settings sections" } }, nav(section[0])),
+    el("div", { class: "settings-main" },
+      el("div", { class: "settings-head" },
+        el("h2", { id: "settings-section-title", text: section[1] }),
+        el("a", { id: "settings-close", class: "icon-btn close", href: back, attrs: { "aria-label": "Close settings" }, text: "✕" })),
+      box));
+  clear(panel()).append(page);
+  panel().hidden = false;
+  current = { address: section[0], onEvent: null };
+  const mine = current;
+  draw(section, box, mine);
 }
 
-export function open() {
-  $("full-name").value = state.me.full_name;
-  $("status-text").value = state.status.get(state.me.user_id)?.status_text || "";
-  for (const box of document.querySelectorAll("[data-setting]")) box.checked = Boolean(state.settings[box.dataset.setting]);
-  $("admin-link").hidden = !isAdmin();
-  $("settings-dialog").showModal();
-  loadSessions();
-  showTwoFactor($("two-factor"));
-  showInspectPolicy();
-}
-
-const ROLE_GROUPS = {
-  "role:owners": "the organization's owners", "role:administrators": "its administrators and owners",
-  "role:moderators": "its moderators, administrators and owners", "role:members": "all its members",
-  "role:fullmembers": "its full members", "role:everyone": "everyone", "role:nobody": "nobody",
-};
-
-// The organization's `can_inspect_log_group`, in words: a group's name, or the people and
-// groups of an anonymous one.
-async function showInspectPolicy() {
-  const who = $("inspect-who");
-  const setting = state.realm.can_inspect_log_group;
-  if (setting === undefined) { who.textContent = "the organization's owners"; return; }
+async function draw(section, box, mine) {
+  // Group settings are shown by their groups' names: on an address opened at once, before the
+  // groups have come (app.js fetches them after the first screen), they are fetched here.
+  if (!state.groups.size) {
+    try {
+      loadGroups((await api("GET", "user_groups")).user_groups);
+    } catch {
+      // Shown as "Group N" until the groups come.
+    }
+  }
+  if (current !== mine) return;
   try {
-    const { user_groups: groups } = await api("GET", "user_groups");
-    const name = (id) => {
-      const group = groups.find((g) => g.id === id);
-      return group ? (ROLE_GROUPS[group.name] || group.name) : `group ${id}`;
-    };
-    if (typeof setting === "number") { who.textContent = name(setting); return; }
-    const people = (setting.direct_members || []).map((id) => state.users.get(id)?.full_name || `User ${id}`);
-    const parts = [...people, ...(setting.direct_subgroups || []).map(name)];
-    who.textContent = parts.length ? parts.join(", ") : "nobody";
+    const handler = await section[2](box);
+    if (current === mine) current.onEvent = handler || null;
   } catch (error) {
-    who.textContent = "unknown (the groups could not be loaded)";
+    box.append(el("p", { class: "form-error", text: `This page could not be drawn: ${error.message}` }));
   }
 }
 
-async function saveName() {
-  try {
-    await api("PATCH", "settings", { full_name: $("full-name").value.trim() });
-    toast("Name saved.");
-  } catch (error) {
-    toast(`Could not save the name: ${error.message}`);
-  }
+function nav(active) {
+  const link = ([address, title]) => el("li", {}, el("a", {
+    href: `#${address}`, text: title, class: address === active ? "active" : null,
+    attrs: { "aria-current": address === active ? "page" : null },
+  }));
+  const mine = SECTIONS.filter(([a]) => a.startsWith("settings/")).filter(allowed);
+  const org = SECTIONS.filter(([a]) => a.startsWith("organization/")).filter(allowed);
+  return [
+    el("h3", { text: "Personal" }), el("ul", {}, mine.map(link)),
+    org.length ? el("h3", { text: "Organization" }) : null, org.length ? el("ul", {}, org.map(link)) : null,
+  ];
 }
 
-async function saveStatus() {
-  try {
-    await api("POST", "users/me/status", { status_text: $("status-text").value.trim() });
-    toast("Status saved.");
-  } catch (error) {
-    toast(`Could not save the status: ${error.message}`);
-  }
+export function close() {
+  if (!current) return;
+  current = null;
+  document.body.classList.remove("in-settings");
+  panel().hidden = true;
+  clear(panel());
+  $("messages").hidden = false;
 }
 
-async function saveSwitch(box) {
-  const name = box.dataset.setting;
-  if (box.checked && name === "enable_desktop_notifications" && window.Notification?.permission === "default") {
-    Notification.requestPermission();
+export function onEvent(ev) {
+  // A role change can open or close sections: the list is drawn again, the section kept.
+  if (ev.type === "realm_user" && ev.op === "update" && ev.person?.user_id === state.me.user_id && "role" in ev.person) {
+    const address = current?.address;
+    if (address) { current = null; open(address); }
+    return;
   }
-  try {
-    await api("PATCH", "settings", { [name]: box.checked });
-    state.settings[name] = box.checked;
-  } catch (error) {
-    box.checked = !box.checked;
-    toast(`Could not change the setting: ${error.message}`);
-  }
-}
-
-async function loadSessions() {
-  const list = clear($("sessions"));
-  list.append(el("li", { class: "hint", text: "Loading…" }));
-  try {
-    const { sessions } = await api("GET", "sessions");
-    clear(list).append(...sessions.sort((a, b) => b.current - a.current || b.started - a.started).map(session));
-  } catch (error) {
-    clear(list).append(el("li", { class: "hint", text: `Could not load sessions: ${error.message}` }));
-  }
-}
-
-function session(s) {
-  // The client string is whatever the browser sent: text only.
-  return el("li", { class: "session" },
-    el("div", { class: "session-text" },
-      el("span", { class: "session-client", text: s.client || "Unknown browser" }),
-      el("span", { class: "session-when", text: `${s.current ? "This browser · " : ""}since ${longTime(s.started)} · expires ${longTime(s.expires)}` })),
-    el("button", { type: "button", text: s.current ? "Log out" : "End", attrs: { "aria-label": s.current ? "Log out of this browser" : `End the session of ${s.client || "another browser"}` },
-      on: { click: () => end(s) } }));
-}
-
-async function end(s) {
-  try {
-    if (s.current) { await logout(); return; }
-    await api("DELETE", `sessions/${encodeURIComponent(s.id)}`);
-    loadSessions();
-  } catch (error) {
-    toast(`Could not end the session: ${error.message}`);
-  }
-}
-
-export async function logout() {
-  try {
-    await api("POST", "logout");
-    location.assign("/login/");
-  } catch (error) {
-    toast(`Could not log out: ${error.message}`);
-  }
+  current?.onEvent?.(ev);
 }

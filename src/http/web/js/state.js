@@ -13,7 +13,7 @@ export const TOPIC_FOLLOWED = 3;
 
 export function load(reg) {
   Object.assign(state, {
-    me: { user_id: reg.user_id, email: reg.email, full_name: reg.full_name },
+    me: { user_id: reg.user_id, email: reg.email, delivery_email: reg.delivery_email, full_name: reg.full_name },
     users: new Map(),
     subs: new Map(),
     streams: new Map(),
@@ -28,6 +28,8 @@ export function load(reg) {
     typing: new Map(),      // conversation key -> Map(user id -> expiry timer)
     realmEmoji: reg.realm_emoji || {},
     settings: reg.user_settings || {},
+    muted: new Map((reg.muted_users || []).map((m) => [m.id, m.timestamp])), // user id -> since
+    alertWords: reg.alert_words || [],
     // The organization's settings, by their names without "realm_" (permissions, time limits,
     // `can_inspect_log_group`: who may read every conversation through the log inspector).
     realm: Object.fromEntries(Object.entries(reg).filter(([k]) => k.startsWith("realm_")).map(([k, v]) => [k.slice(6), v])),
@@ -263,6 +265,12 @@ const handlers = {
   },
   user_settings(ev) {
     if (ev.op === "update") state.settings[ev.property] = ev.value;
+  },
+  muted_users(ev) {
+    state.muted = new Map(ev.muted_users.map((m) => [m.id, m.timestamp]));
+  },
+  alert_words(ev) {
+    state.alertWords = ev.alert_words;
   },
   realm_emoji(ev) {
     if (ev.op === "update") state.realmEmoji = ev.realm_emoji;

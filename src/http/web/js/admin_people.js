@@ -1,0 +1,255 @@
+// The people pages: one's bots, the user groups, the organization's users (roles, deactivation)
+// and invitations. Lists are drawn from the server's answers and drawn again on the events that
+// change them.
+
+import { api } from "./api.js";
+import { el, add, clear, toast } from "./dom.js";
+import { state, isAdmin, ROLE_OWNER, ROLE_ADMIN, ROLE_MODERATOR, userName } from "./state.js";
+import { longTime } from "./time.js";
+import { allows } from "./perms.js";
+import { form, field, table, button, act, control } from "./forms.js";
+import { ask } from "./confirm.js";
+import { zuliprcLink } from "./prefs.js";
+
+const ROLES = [[ROLE_OWNER, "Owner"], [ROLE_ADMIN, "Administrator"], [ROLE_MODERATOR, "Moderator"], [400, "Member"], [600, "Guest"]];
+const roleName = (role) => ROLES.find(([r]) => r === role)?.[1] || "Member";
+const isOwner = () => state.me.role === ROLE_OWNER;
+
+// A list drawn again after events, at most once per frame.
+function redrawer(draw) {
+  let queued = false;
+  return () => {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(() => { queued = false; draw(); });
+  };
+}
+
+// ---- bots --------------------------------------------------------------------------------------
+
+const BOT_TYPES = [[1, "Generic bot"], [2, "Incoming webhook"], [3, "Outgoing webhook"]];
+
+export function yourBots(box) {
+  const list = el("div", { id: "bot-list" });
+  const keyBox = el("div", { id: "bot-key", class: "bot-key", attrs: { "aria-live": "polite" } });
+  const type = el("select", { id: "bot-type" }, BOT_TYPES.map(([t, label]) => el("option", { value: String(t), text: label })));
+  const name = el("input", { id: "bot-name", required: true, maxLength: 60 });
+  const short = el("input", { id: "bot-short-name", required: true, maxLength: 40, attrs: { autocapitalize: "none" } });
+  const url = el("input", { id: "bot-url", type: "url", placeholder: "https://" });
+  const urlRow = field("Endpoint URL", url, "Called when the bot is mentioned or sent a direct message.");
+  urlRow.hidden = true;
+  type.addEventListener("change", () => { urlRow.hidden = type.value !== "3"; url.required = type.value === "3"; });
+  const mine = () => [...state.users.values()].filter((u) => u.is_bot && u.bot_owner_id === state.me.user_id && u.is_active !== false)
+    .sort((a, b) => a.full_name.localeCompare(b.full_name));
+  const showKey = (bot, apiKey) => clear(keyBox).append(
+    el("p", {}, `${bot.full_name}'s API key: `, el("code", { text: apiKey })),
+    el("div", { class: "row-actions" }, zuliprcLink(bot.email, () => apiKey)));
+  const draw = () => clear(list).append(table("Bots", [
+    ["Name", (b) => b.full_name], ["Address", (b) => b.email], ["Kind", (b) => BOT_TYPES.find(([t]) => t === b.bot_type)?.[1] || ""],
+  ], mine(), (b) => [
+    button("API key", (e) => act(e.currentTarget, "show the key", async () => showKey(b, (await api("GET", `bots/${b.user_id}/api_key`)).api_key)), { attrs: { "aria-label": `API key of ${b.full_name}` } }),
+    button("New key", () => ask({
+      title: `A new API key for ${b.full_name}?`, text: "The bot stops working until it is given the new key.", ok: "Generate",
+      run: async () => showKey(b, (await api("POST", `bots/${b.user_id}/api_key/regenerate`)).api_key),
+    }), { attrs: { "aria-label": `New API key for ${b.full_name}` } }),
+    button("Deactivate", () => ask({
+      title: `Deactivate ${b.full_name}?`, text: "The bot can no longer send messages or use the API.", ok: "Deactivate",
+      run: () => api("DELETE", `bots/${b.user_id}`),
+    }), { class: "small danger-text", attrs: { "aria-label": `Deactivate ${b.full_name}` } }),
+  ], (b) => b.user_id));
+  const creating = isAdmin() || allows(state.realm.can_create_bots_group) || allows(state.realm.can_create_write_only_bots_group);
+  add(box,
+    creating ? form({ id: "bot-form", class: "stack-form narrow-form" }, [
+      field("Kind", type), field("Name", name), field("Username", short, "The bot's address starts with it, followed by -bot."), urlRow,
+      el("button", { type: "submit", class: "primary", text: "Create bot" })], async () => {
+      const params = { bot_type: Number(type.value), full_name: name.value.trim(), short_name: short.value.trim() };
+      if (type.value === "3") Object.assign(params, { payload_url: JSON.stringify(url.value.trim()), interface_type: 1 });
+      const created = await api("POST", "bots", params);
+      showKey({ full_name: params.full_name, email: created.email || `${params.short_name}-bot` }, created.api_key);
+      name.value = short.value = url.value = "";
+    }) : el("p", { class: "hint", text: "Your organization does not let you create bots." }),
+    keyBox, list);
+  draw();
+  const again = redrawer(draw);
+  return (ev) => { if (ev.type === "realm_user" || ev.type === "realm_bot") again(); };
+}
+
+// ---- user groups -------------------------------------------------------------------------------
+
+export async function userGroups(box) {
+  let info = new Map(); // id -> the server's group object (description, permissions)
+  let editing = null;
+  const list = el("div", { id: "group-list" });
+  const editor = el("div", { id: "group-editor" });
+  const name = el("input", { id: "group-name", required: true, maxLength: 100 });
+  const description = el("input", { id: "group-description", maxLength: 1024 });
+  const mayManage = (g) => isAdmin() || allows(state.realm.can_manage_all_groups) || allows(g?.can_manage_group);
+  const mayAdd = (g) => mayManage(g) || allows(g?.can_add_members_group);
+  const named = () => [...state.groups.entries()].filter(([, g]) => !g.name.startsWith("role:") && !g.deactivated)
+    .sort((a, b) => a[1].name.localeCompare(b[1].name));
+  const load = async () => { info = new Map((await api("GET", "user_groups")).user_groups.map((g) => [g.id, g])); };
+  const draw = () => {
+    clear(list).append(table("User groups", [
+      ["Name", ([, g]) => g.name], ["Description", ([id]) => info.get(id)?.description || ""], ["Members", ([, g]) => String(g.members.size)],
+    ], named(), ([id, g]) => [
+      button(mayAdd(info.get(id)) ? "Edit" : "View", () => { editing = id; drawEditor(); }, { attrs: { "aria-label": `Members of ${g.name}` } }),
+      mayManage(info.get(id)) ? button("Deactivate", () => ask({
+        title: `Deactivate ${g.name}?`, text: "Mentions of the group stop notifying its members; its permissions no longer apply.", ok: "Deactivate",
+        run: async () => { await api("POST", `user_groups/${id}/deactivate`); if (editing === id) editing = null; },
+      }), { class: "small danger-text", attrs: { "aria-label": `Deactivate ${g.name}` } }) : null,
+    ], ([id]) => id));
+    drawEditor();
+  };
+  const drawEditor = () => {
+    const g = editing !== null && state.groups.get(editing);
+    if (!g || g.deactivated) { clear(editor); return; }
+    const full = info.get(editing);
+    const adding = mayAdd(full);
+    const members = [...g.members].sort((a, b) => userName(a).localeCompare(userName(b)));
+    const others = [...state.users.values()].filter((u) => !g.members.has(u.user_id) && !u.is_bot && u.is_active !== false)
+      .sort((a, b) => a.full_name.localeCompare(b.full_name));
+    const pick = el("select", { id: "group-add-member" }, el("option", { value: "", text: "Choose a person" }), others.map((u) => el("option", { value: String(u.user_id), text: u.full_name })));
+    const id = editing;
+    const rename = mayManage(full) ? [
+      control({ key: "name", label: "Name", kind: "text", maxLength: 100 }, g.name, (key, value) => api("PATCH", `user_groups/${id}`, { name: value })),
+      control({ key: "description", label: "Description", kind: "text", maxLength: 1024 }, full?.description || "", (key, value) => api("PATCH", `user_groups/${id}`, { description: value })),
+    ] : [];
+    clear(editor).append(el("section", { class: "editor", attrs: { "aria-label": `Group ${g.name}` } },
+      el("h3", { text: g.name }), rename,
+      table("Members", [["Member", (uid) => userName(uid)]], members, adding ? (uid) => [button("Remove", (e) => act(e.currentTarget, "remove the member",
+        () => api("POST", `user_groups/${id}/members`, { delete: [uid] })), { attrs: { "aria-label": `Remove ${userName(uid)} from ${g.name}` } })] : null, (uid) => uid),
+      adding ? form({ class: "setting-row" }, [el("label", { for: "group-add-member", text: "Add" }), pick, el("button", { type: "submit", text: "Add" })], async () => {
+        if (!pick.value) return;
+        await api("POST", `user_groups/${id}/members`, { add: [Number(pick.value)] });
+      }) : null,
+      button("Close", () => { editing = null; drawEditor(); })));
+  };
+  const creating = isAdmin() || allows(state.realm.can_create_groups);
+  add(box,
+    creating ? form({ id: "group-form", class: "stack-form narrow-form" }, [field("Name", name), field("Description", description),
+      el("button", { type: "submit", class: "primary", text: "Create group" })], async () => {
+      const created = await api("POST", "user_groups/create", { name: name.value.trim(), description: description.value.trim(), members: [state.me.user_id] });
+      name.value = description.value = "";
+      // Its event may have come first: the editor opens now, or when it comes.
+      editing = created.group_id;
+      drawEditor();
+    }) : null,
+    list, editor);
+  try {
+    await load();
+  } catch (error) {
+    toast(`Could not load the groups: ${error.message}`);
+  }
+  draw();
+  const again = redrawer(draw);
+  return (ev) => {
+    if (ev.type !== "user_group") return;
+    if (ev.op === "add") info.set(ev.group.id, ev.group);
+    if (ev.op === "update" && info.has(ev.group_id)) Object.assign(info.get(ev.group_id), ev.data);
+    again();
+  };
+}
+
+// ---- users -------------------------------------------------------------------------------------
+
+export async function users(box) {
+  const list = el("div", { id: "user-list" });
+  const filter = el("input", { type: "search", class: "filter", placeholder: "Filter people", attrs: { "aria-label": "Filter people" } });
+  let everyone = [];
+  const roleSelect = (u) => {
+    const mayChange = u.user_id !== state.me.user_id && (isOwner() || u.role !== ROLE_OWNER);
+    const options = ROLES.filter(([r]) => isOwner() || r !== ROLE_OWNER);
+    const select = el("select", { class: "small", disabled: !mayChange, attrs: { "aria-label": `Role of ${u.full_name}` } },
+      (options.some(([r]) => r === u.role) ? options : [[u.role, roleName(u.role)], ...options]).map(([r, label]) => el("option", { value: String(r), text: label, selected: r === u.role })));
+    select.addEventListener("change", async () => {
+      try {
+        await api("PATCH", `users/${u.user_id}`, { role: Number(select.value) });
+        toast(`${u.full_name} is now ${roleName(Number(select.value)).toLowerCase()}.`);
+      } catch (error) {
+        select.value = String(u.role);
+        toast(`Could not change the role: ${error.message}`);
+      }
+    });
+    return select;
+  };
+  const draw = () => {
+    const text = filter.value.trim().toLowerCase();
+    const shown = everyone.filter((u) => !u.is_bot && (!text || u.full_name.toLowerCase().includes(text) || (u.delivery_email || u.email).toLowerCase().includes(text)));
+    clear(list).append(table("Users", [
+      ["Name", (u) => u.full_name], ["Email", (u) => u.delivery_email || u.email], ["Role", (u) => (u.is_active ? roleSelect(u) : "Deactivated")],
+    ], shown, (u) => (u.user_id === state.me.user_id ? [] : u.is_active
+      ? [button("Deactivate", () => ask({
+        title: `Deactivate ${u.full_name}?`, text: "They are logged out everywhere and can no longer log in; their bots are deactivated and their invitations revoked.", ok: "Deactivate",
+        run: () => api("DELETE", `users/${u.user_id}`),
+      }), { class: "small danger-text", attrs: { "aria-label": `Deactivate ${u.full_name}` } })]
+      : [button("Reactivate", (e) => act(e.currentTarget, "reactivate", () => api("POST", `users/${u.user_id}/reactivate`)), { attrs: { "aria-label": `Reactivate ${u.full_name}` } })]),
+    (u) => u.user_id));
+  };
+  const load = async () => {
+    try {
+      everyone = (await api("GET", "users")).members.sort((a, b) => b.is_active - a.is_active || a.full_name.localeCompare(b.full_name));
+      draw();
+    } catch (error) {
+      clear(list).append(el("p", { class: "hint", text: `Could not load the users: ${error.message}` }));
+    }
+  };
+  filter.addEventListener("input", draw);
+  box.append(filter, list);
+  await load();
+  return (ev) => { if (ev.type === "realm_user") load(); };
+}
+
+// ---- invitations -------------------------------------------------------------------------------
+
+export const mayInvite = () => isAdmin() || allows(state.realm.can_invite_users_group);
+
+const EXPIRY = [[1440, "1 day"], [4320, "3 days"], [14400, "10 days"], [43200, "30 days"], [null, "Never"]];
+
+export async function invitations(box) {
+  const list = el("div", { id: "invite-list" });
+  const linkBox = el("div", { id: "invite-link", attrs: { "aria-live": "polite" } });
+  const emails = el("textarea", { id: "invite-emails", rows: 2, placeholder: "one@example.com, two@example.com" });
+  const role = el("select", { id: "invite-as" }, ROLES.filter(([r]) => r === 400 || r === 600 || (r === ROLE_MODERATOR && isAdmin()) || (r === ROLE_ADMIN && isAdmin()) || (r === ROLE_OWNER && isOwner()))
+    .sort((a, b) => (a[0] === 400 ? -1 : b[0] === 400 ? 1 : b[0] - a[0])).map(([r, label]) => el("option", { value: String(r), text: label })));
+  const expiry = el("select", { id: "invite-expiry" }, EXPIRY.map(([m, label]) => el("option", { value: JSON.stringify(m), text: label, selected: m === 14400 })));
+  const channels = [...state.subs.values()].sort((a, b) => a.name.localeCompare(b.name));
+  const picks = el("fieldset", { class: "prefs channel-picks" }, el("legend", { text: "Channels to join" }),
+    el("label", { class: "check" }, el("input", { type: "checkbox", id: "invite-defaults", checked: true }), " The organization's default channels"),
+    channels.map((s) => el("label", { class: "check" }, el("input", { type: "checkbox", value: String(s.stream_id) }), ` #${s.name}`)));
+  const common = () => ({
+    invite_as: Number(role.value), invite_expires_in_minutes: expiry.value,
+    stream_ids: [...picks.querySelectorAll("input[value]:checked")].map((i) => Number(i.value)),
+    include_realm_default_subscriptions: picks.querySelector("#invite-defaults").checked,
+  });
+  const draw = (invites) => clear(list).append(table("Invitations", [
+    ["Who", (i) => (i.is_multiuse ? el("span", {}, "Link: ", el("code", { text: i.link_url || "" })) : i.email)],
+    ["As", (i) => roleName(i.invited_as)], ["By", (i) => userName(i.invited_by_user_id)],
+    ["Expires", (i) => (i.expiry_date ? longTime(i.expiry_date) : "Never")],
+  ], invites, (i) => [
+    i.is_multiuse ? null : button("Resend", (e) => act(e.currentTarget, "resend", async () => { await api("POST", `invites/${i.id}/resend`); toast(`Sent again to ${i.email}.`); }), { attrs: { "aria-label": `Resend the invitation to ${i.email}` } }),
+    button("Revoke", (e) => act(e.currentTarget, "revoke", () => api("DELETE", i.is_multiuse ? `invites/multiuse/${i.id}` : `invites/${i.id}`)), { class: "small danger-text", attrs: { "aria-label": i.is_multiuse ? "Revoke the link" : `Revoke the invitation to ${i.email}` } }),
+  ], (i) => `${i.is_multiuse ? "link" : "email"}-${i.id}`));
+  const load = async () => {
+    try {
+      draw((await api("GET", "invites")).invites);
+    } catch (error) {
+      clear(list).append(el("p", { class: "hint", text: `Could not load the invitations: ${error.message}` }));
+    }
+  };
+  const makeLink = el("button", { type: "button", id: "invite-make-link", text: "Create an invitation link" });
+  makeLink.addEventListener("click", () => act(makeLink, "create the link", async () => {
+    const { invite_link: link } = await api("POST", "invites/multiuse", common());
+    clear(linkBox).append(el("p", {}, "Anyone with this link can join: ", el("code", { text: link })));
+  }));
+  box.append(
+    form({ id: "invite-form", class: "stack-form narrow-form" }, [
+      field("Email addresses", emails, "Separated by commas or new lines."), field("Join as", role), field("Expires after", expiry), picks,
+      el("div", { class: "row-actions" }, el("button", { type: "submit", class: "primary", text: "Send invitations" }), makeLink)], async () => {
+      await api("POST", "invites", { invitee_emails: emails.value.split(/[\s,]+/).filter(Boolean).join(","), ...common() });
+      emails.value = "";
+      toast("Invitations sent.");
+    }),
+    linkBox, list);
+  await load();
+  return (ev) => { if (ev.type === "invites_changed") load(); };
+}

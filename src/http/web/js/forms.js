@@ -1,0 +1,190 @@
+// The settings pages' building blocks: a labelled control per setting that saves itself when
+// changed (and goes back to the saved value when the server refuses), a group-setting picker, a
+// form that submits once at a time, and the table rows of lists with actions. Everything shown
+// goes in through textContent and attributes (dom.js).
+
+import { el, toast } from "./dom.js";
+import { state } from "./state.js";
+
+let ids = 0;
+const nextId = () => `setting-${++ids}`;
+
+// A control's value as the API takes it.
+function read(spec, input) {
+  if (spec.kind === "bool") return input.checked;
+  if (spec.kind === "choice") return spec.options[input.selectedIndex][0];
+  if (spec.kind === "number") return input.value === "" ? null : Number(input.value);
+  return input.value.trim();
+}
+
+// Shows a value in a control, unless the person is changing it.
+export function show(spec, input, value) {
+  if (document.activeElement === input) return;
+  if (spec.kind === "bool") input.checked = Boolean(value);
+  else if (spec.kind === "choice") {
+    const index = spec.options.findIndex(([v]) => String(v) === String(value));
+    input.selectedIndex = Math.max(index, 0);
+  } else input.value = value ?? "";
+}
+
+// One setting: spec {key, label, kind: bool|choice|number|text|long, options: [[value, label]],
+// hint, min, max, maxLength, disabled}; `save(key, value)` sends it. The row's `input` is kept on
+// the element (`row.input`) so live updates can show new values.
+export function control(spec, value, save) {
+  const id = nextId();
+  const attrs = { min: spec.min, max: spec.max, "aria-describedby": spec.hint ? `${id}-hint` : undefined };
+  let input;
+  if (spec.kind === "bool") input = el("input", { type: "checkbox", id, attrs });
+  else if (spec.kind === "choice") input = el("select", { id, attrs }, spec.options.map(([, label]) => el("option", { text: label })));
+  else if (spec.kind === "long") input = el("textarea", { id, rows: 3, attrs, maxLength: spec.maxLength });
+  else input = el("input", { id, type: spec.kind === "number" ? "number" : "text", attrs, maxLength: spec.maxLength });
+  input.dataset.key = spec.key;
+  input.disabled = Boolean(spec.disabled);
+  show(spec, input, value);
+  let saved = value;
+  input.addEventListener("change", async () => {
+    const next = read(spec, input);
+    try {
+      await save(spec.key, next);
+      saved = next;
+      flash(row, "Saved");
+    } catch (error) {
+      show(spec, input, saved);
+      flash(row, "");
+      toast(`Could not save “${spec.label}”: ${error.message}`);
+    }
+  });
+  const label = el("label", { for: id, text: spec.label });
+  const hint = spec.hint ? el("span", { class: "hint", id: `${id}-hint`, text: spec.hint }) : null;
+  const status = el("span", { class: "saved", attrs: { role: "status" } });
+  const row = spec.kind === "bool"
+    ? el("div", { class: "pref check-pref" }, el("label", { class: "check", for: id }, input, ` ${spec.label}`), status, hint)
+    : el("div", { class: "pref" }, label, input, status, hint);
+  row.input = input;
+  row.spec = spec;
+  row.save = save;
+  return row;
+}
+
+// Shows a new value in a control's row, in place; a group setting whose value is not among its
+// choices (an anonymous group) gets a new row. Returns the row now in the page.
+export function update(row, value) {
+  const listed = row.spec.kind !== "choice" || (typeof value !== "object" && row.spec.options.some(([v]) => String(v) === String(value)));
+  if (listed) {
+    show(row.spec, row.input, value);
+    return row;
+  }
+  const fresh = row.spec.group
+    ? groupControl(row.spec.key, row.spec.label, value, row.save, { disabled: row.spec.disabled, hint: row.spec.hint })
+    : control(row.spec, value, row.save);
+  row.replaceWith(fresh);
+  return fresh;
+}
+
+function flash(row, text) {
+  const status = row.querySelector(".saved");
+  status.textContent = text;
+  clearTimeout(row.flashTimer);
+  if (text) row.flashTimer = setTimeout(() => { status.textContent = ""; }, 3000);
+}
+
+// The rows of a settings table, with a function that shows new values from a lookup.
+export function controls(specs, valueOf, save) {
+  const rows = specs.map((spec) => control(spec, valueOf(spec.key), save));
+  const refresh = () => { for (const row of rows) show(row.spec, row.input, valueOf(row.spec.key)); };
+  return { rows, refresh };
+}
+
+// ---- group settings ----------------------------------------------------------------------------
+
+const SYSTEM_GROUPS = [
+  ["role:everyone", "Everyone, guests included"],
+  ["role:members", "Members"],
+  ["role:fullmembers", "Full members"],
+  ["role:moderators", "Moderators, administrators and owners"],
+  ["role:administrators", "Administrators and owners"],
+  ["role:owners", "Owners"],
+  ["role:nobody", "Nobody"],
+];
+
+export const groupByName = (name) => [...state.groups.entries()].find(([, g]) => g.name === name)?.[0];
+
+// The groups a group setting may name: the system groups in their order, then the organization's
+// groups by name (deactivated ones left out).
+export function groupChoices() {
+  const system = SYSTEM_GROUPS.map(([name, label]) => [groupByName(name), label]).filter(([id]) => id !== undefined);
+  const named = [...state.groups.entries()]
+    .filter(([, g]) => !g.name.startsWith("role:") && !g.deactivated)
+    .sort((a, b) => a[1].name.localeCompare(b[1].name))
+    .map(([id, g]) => [id, g.name]);
+  return [...system, ...named];
+}
+
+// A group setting in words: a group's label, or the people and groups of an anonymous one.
+export function groupSettingText(value) {
+  const label = (id) => SYSTEM_GROUPS.find(([name]) => name === state.groups.get(id)?.name)?.[1] || state.groups.get(id)?.name || `Group ${id}`;
+  if (typeof value === "number") return label(value);
+  if (!value || typeof value !== "object") return "Nobody";
+  const parts = [...(value.direct_members || []).map((id) => state.users.get(id)?.full_name || `User ${id}`), ...(value.direct_subgroups || []).map(label)];
+  return parts.length ? parts.join(", ") : "Nobody";
+}
+
+// A picker for a group setting. An anonymous group (people and groups, set through the API) is
+// kept as the first choice, in words, until another is picked. `save(key, groupId)`.
+export function groupControl(key, label, value, save, { disabled, hint } = {}) {
+  const options = groupChoices();
+  if (typeof value !== "number") options.unshift([value, groupSettingText(value)]);
+  return control({ key, label, kind: "choice", options, disabled, hint, group: true }, value, save);
+}
+
+// ---- forms and lists ---------------------------------------------------------------------------
+
+// A form whose submit runs `run(form)` once at a time; an error is shown in the form.
+export function form(props, children, run) {
+  const error = el("p", { class: "form-error", attrs: { role: "alert" }, hidden: true });
+  const node = el("form", { ...props, on: { submit: async (e) => {
+    e.preventDefault();
+    if (node.dataset.busy) return;
+    node.dataset.busy = "1";
+    error.hidden = true;
+    try {
+      await run(node);
+    } catch (failure) {
+      error.textContent = failure.message;
+      error.hidden = false;
+    } finally {
+      delete node.dataset.busy;
+    }
+  } } }, children, error);
+  return node;
+}
+
+// A labelled field for a form: el("input"/"select"/"textarea") with an id, and its label.
+export function field(label, input, hint) {
+  input.id ||= nextId();
+  return el("div", { class: "pref" }, el("label", { for: input.id, text: label }), input, hint ? el("span", { class: "hint", text: hint }) : null);
+}
+
+// A table of items: `columns` [[heading, item -> text or node]]; `actions(item)` gives buttons.
+export function table(caption, columns, items, actions, keyOf) {
+  if (!items.length) return el("p", { class: "empty", text: `No ${caption.toLowerCase()}.` });
+  const head = el("tr", {}, columns.map(([heading]) => el("th", { attrs: { scope: "col" }, text: heading })), actions ? el("th", { attrs: { scope: "col" } }, el("span", { class: "visually-hidden", text: "Actions" })) : null);
+  const rows = items.map((item) => el("tr", { dataset: { key: String(keyOf(item)) } },
+    columns.map(([, cell]) => { const value = cell(item); return el("td", {}, value instanceof Node ? value : String(value ?? "")); }),
+    actions ? el("td", { class: "row-actions" }, actions(item)) : null));
+  return el("table", { class: "settings-table" }, el("caption", { class: "visually-hidden", text: caption }), el("thead", {}, head), el("tbody", {}, rows));
+}
+
+export const button = (text, onClick, props = {}) => el("button", { type: "button", class: "small", text, ...props, on: { click: onClick } });
+
+// Runs a request from a button, with the button disabled meanwhile; failures become a toast.
+export async function act(buttonNode, what, run) {
+  buttonNode.disabled = true;
+  try {
+    await run();
+  } catch (error) {
+    toast(`Could not ${what}: ${error.message}`);
+  } finally {
+    buttonNode.disabled = false;
+  }
+}

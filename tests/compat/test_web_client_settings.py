@@ -1,0 +1,412 @@
+"""The web client's settings pages, as people use them in two headless Chromium browsers: Ada, a
+member, in her own settings, and the organization's owner in the organization's. Each change is
+checked where it lands (the server's state through the API) and where others see it live; what a
+member may not change is not offered. Every page is looked at in both themes (contrast, names of
+controls, a screenshot)."""
+
+import json
+import pathlib
+import tempfile
+
+import pytest
+import requests
+from conftest import RunningServer
+
+from test_web_client import Browser, Site, quit_checking_policies, webdriver, CHROMIUM, CHROMEDRIVER
+from test_web_client_day import PNG, act, views_hold_up
+
+try:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select
+except ImportError:  # pragma: no cover - the skip below says why
+    pass
+
+pytestmark = pytest.mark.skipif(webdriver is None or not CHROMIUM or not CHROMEDRIVER,
+                                reason="needs selenium, chromium and chromedriver")
+
+
+@pytest.fixture(scope="module")
+def site():
+    with tempfile.TemporaryDirectory() as tmp:
+        server = RunningServer(pathlib.Path(tmp) / "data", extra_args=["--rate-limit-user", "2000"])
+        try:
+            s = Site(server)
+            s.api("PATCH", "realm/user_settings_defaults", enter_sends="true")
+            s.ada = s.api("POST", "users", email="ada@example.com", password="ada-password-1", full_name="Ada")["user_id"]
+            s.bob = s.api("POST", "users", email="bob@example.com", password="bob-password-1", full_name="Bob")["user_id"]
+            s.api("POST", "users/me/subscriptions", subscriptions=json.dumps([{"name": "lobby"}]),
+                  principals=f"[{s.ada}, {s.bob}]")
+            s.lobby = s.api("GET", "get_stream_id", stream="lobby")["stream_id"]
+            s.owner_password = (server.data_dir / "initial-password").read_text().strip()
+            s.ada_auth = s.credentials("ada@example.com", "ada-password-1")
+            s.bob_auth = s.credentials("bob@example.com", "bob-password-1")
+            yield s
+        finally:
+            server.stop()
+
+
+@pytest.fixture(scope="module")
+def browsers(site):
+    ada, owner = Browser(), Browser()
+    try:
+        ada.login(site.url, "ada@example.com", "ada-password-1")
+        owner.login(site.url, site.auth[0], site.owner_password)
+        yield ada, owner
+    finally:
+        quit_checking_policies(ada, owner)
+
+
+def open_section(browser, site, address):
+    browser.driver.get(f"{site.url}/#{address}")
+    browser.wait(lambda: browser.finds("#settings-view") and f"#{address}" in browser.driver.current_url
+                 and browser.find(".settings-nav a.active").get_attribute("href").endswith(address),
+                 "the settings section did not open")
+
+
+def setting(browser, key):
+    return browser.find(f'#settings-view [data-key="{key}"]')
+
+
+def settings_of(site, auth):
+    return site.api_as(auth, "POST", "register", fetch_event_types='["user_settings"]')["user_settings"]
+
+
+def realm_of(site):
+    return site.api("POST", "register", fetch_event_types='["realm"]')
+
+
+def saved(browser, key):
+    """The control's row says "Saved" once the server took the change."""
+    browser.wait(lambda: browser.js("return arguments[0].closest('.pref').querySelector('.saved').textContent",
+                                    setting(browser, key)) == "Saved", "the change was not saved")
+
+
+def rows(browser, container):
+    """Each row of a table, its cells' texts joined by spaces."""
+    return [" ".join(cell.text.replace("\n", " ") for cell in r.find_elements(By.CSS_SELECTOR, "td"))
+            for r in browser.finds(f"{container} tbody tr")]
+
+
+def confirm(browser):
+    browser.wait(lambda: browser.find("#confirm-dialog").is_displayed(), "no confirmation was asked")
+    browser.find("#confirm-ok").click()
+    browser.wait(lambda: not browser.find("#confirm-dialog").is_displayed(), "the confirmation stayed open")
+
+
+# ---- a member's own settings ---------------------------------------------------------------------
+
+def test_a_member_is_offered_only_what_she_may_change(site, browsers):
+    ada, _ = browsers
+    ada.click(lambda: ada.find("#open-settings"))
+    ada.wait(lambda: ada.finds("#settings-view") and "#settings/profile" in ada.driver.current_url)
+    links = [a.get_attribute("href").split("#", 1)[1] for a in ada.finds(".settings-nav a")]
+    assert links == ["settings/profile", "settings/account-and-privacy", "settings/preferences", "settings/notifications",
+                     "settings/alert-words", "settings/muted-users", "settings/your-bots", "organization/user-groups",
+                     "organization/invitations", "organization/emoji-settings"], links
+    # An administrator's page typed in the address bar shows her profile instead.
+    ada.driver.get(f"{site.url}/#organization/users")
+    ada.wait(lambda: ada.driver.current_url.endswith("#settings/profile") and ada.find("#settings-section-title").text == "Profile")
+    assert not ada.finds("#user-list")
+    # ✕ goes back to where she was.
+    ada.driver.get(f"{site.url}/#narrow/channel/{site.lobby}")
+    ada.wait(lambda: ada.find("#narrow-title").text == "#lobby")
+    ada.click(lambda: ada.find("#open-settings"))
+    ada.click(lambda: ada.find("#settings-close"))
+    ada.wait(lambda: ada.find("#narrow-title").text == "#lobby" and not ada.finds("#settings-view"), "✕ did not go back")
+    assert ada.find("#compose").is_displayed()
+
+
+def test_theme_enter_and_time_format_follow_the_preferences(site, browsers):
+    ada, _ = browsers
+    open_section(ada, site, "settings/preferences")
+    Select(setting(ada, "color_scheme")).select_by_visible_text("Dark")
+    saved(ada, "color_scheme")
+    assert settings_of(site, site.ada_auth)["color_scheme"] == 2
+    ada.wait(lambda: ada.js("return document.documentElement.dataset.theme") == "dark")
+    dark = ada.js("return getComputedStyle(document.body).backgroundColor")
+    # The page starts in her theme after a reload, whatever the system's.
+    ada.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "light"}]})
+    ada.driver.refresh()
+    ada.wait(lambda: ada.finds("#settings-view"))
+    assert ada.js("return getComputedStyle(document.body).backgroundColor") == dark
+    ada.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+
+    # Ctrl+Enter sends; Enter adds a line.
+    Select(setting(ada, "enter_sends")).select_by_visible_text("Ctrl+Enter sends, Enter adds a line")
+    saved(ada, "enter_sends")
+    ada.driver.get(f"{site.url}/#narrow/channel/{site.lobby}/topic/keys")
+    area = ada.wait(lambda: ada.find("#compose-text"))
+    area.send_keys("line one", Keys.ENTER, "line two")
+    assert area.get_attribute("value") == "line one\nline two"
+    assert ada.find("#compose-hint").get_attribute("textContent") == "Ctrl+Enter sends, Enter adds a line."
+    area.send_keys(Keys.CONTROL, Keys.ENTER)
+    ada.wait(lambda: ada.message("line two"), "Ctrl+Enter did not send")
+
+    # A change made on another device shows at once.
+    open_section(ada, site, "settings/preferences")
+    site.api_as(site.ada_auth, "PATCH", "settings", enter_sends="true", twenty_four_hour_time="true", color_scheme="1")
+    ada.wait(lambda: Select(setting(ada, "twenty_four_hour_time")).first_selected_option.text == "24-hour (17:00)"
+             and Select(setting(ada, "enter_sends")).first_selected_option.text.startswith("Enter sends")
+             and ada.js("return document.documentElement.dataset.theme") == "",
+             "the preferences did not follow a change made elsewhere")
+    views_hold_up(ada, "settings-preferences")
+
+
+def test_notifications_alert_words_and_muted_users(site, browsers):
+    ada, _ = browsers
+    open_section(ada, site, "settings/notifications")
+    box = setting(ada, "enable_offline_email_notifications")
+    assert box.is_selected()
+    box.click()
+    saved(ada, "enable_offline_email_notifications")
+    assert settings_of(site, site.ada_auth)["enable_offline_email_notifications"] is False
+    Select(setting(ada, "email_notifications_batching_period_seconds")).select_by_visible_text("10 minutes")
+    saved(ada, "email_notifications_batching_period_seconds")
+    assert settings_of(site, site.ada_auth)["email_notifications_batching_period_seconds"] == 600
+    views_hold_up(ada, "settings-notifications")
+
+    open_section(ada, site, "settings/alert-words")
+    ada.find("#alert-word").send_keys("pineapple", Keys.ENTER)
+    ada.wait(lambda: rows(ada, "#alert-word-list") == ["pineapple Remove"], "the word is not listed")
+    assert site.api_as(site.ada_auth, "GET", "users/me/alert_words")["alert_words"] == ["pineapple"]
+    site.api_as(site.bob_auth, "POST", "messages", type="stream", to="lobby", topic="fruit", content="The pineapple is ripe")
+    ada.click(lambda: ada.find('#alert-word-list button[aria-label="Remove pineapple"]'))
+    ada.wait(lambda: not ada.finds("#alert-word-list tbody tr"), "the removed word is still listed")
+    assert site.api_as(site.ada_auth, "GET", "users/me/alert_words")["alert_words"] == []
+
+    # Bob muted from his card is listed, and unmuted from the list.
+    ada.driver.get(f"{site.url}/#narrow/channel/{site.lobby}/topic/fruit")
+    ada.wait(lambda: ada.message("ripe"))
+    ada.click(lambda: ada.message("ripe").find_element(By.CSS_SELECTOR, ".sender"))
+    ada.wait(lambda: ada.find("#user-card").is_displayed(), "Bob's card did not open")
+    ada.click(lambda: [b for b in ada.finds("#user-card .card-actions button") if b.text == "Mute"][0])
+    ada.wait(lambda: not ada.find("#user-card").is_displayed())
+    open_section(ada, site, "settings/muted-users")
+    ada.wait(lambda: len(ada.finds("#muted-user-list tbody tr")) == 1 and "Bob" in rows(ada, "#muted-user-list")[0])
+    views_hold_up(ada, "settings-muted-users")
+    ada.click(lambda: ada.find('#muted-user-list button[aria-label="Unmute Bob"]'))
+    ada.wait(lambda: not ada.finds("#muted-user-list tbody tr"), "Bob is still listed as muted")
+    muted = site.api_as(site.ada_auth, "POST", "register", fetch_event_types='["muted_users"]')["muted_users"]
+    assert muted == []
+
+
+def test_profile_avatar_fields_api_key_password_and_bots(site, browsers, tmp_path):
+    ada, _ = browsers
+    field = site.api("POST", "realm/profile_fields", name="Team", field_type="1", hint="Where you work")["id"]
+    open_section(ada, site, "settings/profile")
+    # The avatar.
+    before = ada.find(".settings-avatar").get_attribute("src")
+    picture = tmp_path / "me.png"
+    picture.write_bytes(PNG)
+    ada.find("#avatar-file").send_keys(str(picture))
+    ada.wait(lambda: ada.find(".settings-avatar").get_attribute("src") != before, "the new avatar is not shown")
+    assert site.api("GET", f"users/{site.ada}")["user"]["avatar_url"] != before
+    # A custom profile field, saved as it changes.
+    team = ada.wait(lambda: setting(ada, str(field)))
+    team.send_keys("Compilers", Keys.TAB)
+    ada.wait(lambda: site.api("GET", f"users/{site.ada}", include_custom_profile_fields="true")["user"]["profile_data"]
+             .get(str(field), {}).get("value") == "Compilers", "the profile field was not saved")
+    views_hold_up(ada, "settings-profile")
+
+    # The API key after the password; a wrong one says so and does not log her out.
+    open_section(ada, site, "settings/account-and-privacy")
+    ada.find("#api-key-password").send_keys("not-my-password", Keys.ENTER)
+    ada.wait(lambda: ada.find("#api-key-form .form-error").is_displayed(), "a wrong password was not refused")
+    assert "/login/" not in ada.driver.current_url
+    password = ada.find("#api-key-password")
+    password.clear()
+    password.send_keys("ada-password-1", Keys.ENTER)
+    key = ada.wait(lambda: ada.find("#api-key-value").text)
+    assert key == site.ada_auth[1]
+    views_hold_up(ada, "settings-account")
+
+    # The password.
+    open_section(ada, site, "settings/profile")
+    form = ada.find("#password-form")
+    inputs = form.find_elements(By.CSS_SELECTOR, "input[type=password]")
+    inputs[0].send_keys("wrong-one-1")
+    inputs[1].send_keys("ada-password-2")
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    ada.wait(lambda: "Wrong password" in form.find_element(By.CSS_SELECTOR, ".form-error").text)
+    inputs[0].clear()
+    inputs[0].send_keys("ada-password-1")
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    # It ends her sessions, this one too: the login page says why.
+    ada.wait(lambda: "/login/" in ada.driver.current_url and "password has been changed" in ada.find("#login-error").text,
+             "the password change did not lead to the login page")
+    assert site.credentials("ada@example.com", "ada-password-2")[1] == key
+    ada.login(site.url, "ada@example.com", "ada-password-2")
+
+    # A bot: created, its key shown, deactivated.
+    open_section(ada, site, "settings/your-bots")
+    ada.find("#bot-name").send_keys("Helper")
+    ada.find("#bot-short-name").send_keys("helper")
+    ada.find("#bot-form button[type=submit]").click()
+    ada.wait(lambda: any("Helper" in r for r in rows(ada, "#bot-list")), "the new bot is not listed")
+    bot = next(u for u in site.api("GET", "users")["members"] if u["full_name"] == "Helper")
+    assert bot["bot_owner_id"] == site.ada and bot["bot_type"] == 1
+    ada.wait(lambda: site.api("GET", f"bots/{bot['user_id']}/api_key")["api_key"] in ada.find("#bot-key").text)
+    views_hold_up(ada, "settings-bots")
+    ada.click(lambda: ada.find('#bot-list button[aria-label="Deactivate Helper"]'))
+    confirm(ada)
+    ada.wait(lambda: not ada.finds("#bot-list tbody tr"), "the deactivated bot is still listed")
+    assert site.api("GET", f"users/{bot['user_id']}")["user"]["is_active"] is False
+
+
+# ---- the organization's settings -------------------------------------------------------------------
+
+def test_organization_settings_and_permissions(site, browsers):
+    ada, owner = browsers
+    open_section(owner, site, "organization/organization-profile")
+    name = setting(owner, "name")
+    # (Typed over as a person does: WebDriver's clear() would itself save an empty name.)
+    name.send_keys(Keys.CONTROL, "a")
+    name.send_keys("Chronicle Labs", Keys.TAB)
+    saved(owner, "name")
+    assert requests.get(f"{site.url}/api/v1/server_settings", timeout=15).json()["realm_name"] == "Chronicle Labs"
+    # A value the server refuses: the control goes back to the saved one and says why.
+    name.send_keys(Keys.CONTROL, "a")
+    name.send_keys(Keys.DELETE, Keys.TAB)
+    owner.wait(lambda: name.get_attribute("value") == "Chronicle Labs" and "cannot be blank" in owner.find("#toast").text,
+               "a refused name was kept")
+    views_hold_up(owner, "organization-profile")
+
+    open_section(owner, site, "organization/organization-settings")
+    Select(setting(owner, "message_content_edit_limit_seconds")).select_by_visible_text("1 hour")
+    saved(owner, "message_content_edit_limit_seconds")
+    assert realm_of(site)["realm_message_content_edit_limit_seconds"] == 3600
+    setting(owner, "enable_read_receipts").click()
+    saved(owner, "enable_read_receipts")
+    assert realm_of(site)["realm_enable_read_receipts"] is False
+    views_hold_up(owner, "organization-settings")
+
+    # Ada may add emoji until the owner gives that to administrators.
+    open_section(ada, site, "organization/emoji-settings")
+    ada.wait(lambda: ada.finds("#emoji-form"))
+    open_section(owner, site, "organization/organization-permissions")
+    Select(setting(owner, "can_add_custom_emoji_group")).select_by_visible_text("Administrators and owners")
+    saved(owner, "can_add_custom_emoji_group")
+    admins = next(g["id"] for g in site.api("GET", "user_groups")["user_groups"] if g["name"] == "role:administrators")
+    assert realm_of(site)["realm_can_add_custom_emoji_group"] == admins
+    views_hold_up(owner, "organization-permissions")
+    open_section(ada, site, "organization/emoji-settings")
+    ada.wait(lambda: not ada.finds("#emoji-form") and "does not let you" in ada.find(".settings-section").text)
+    Select(setting(owner, "can_add_custom_emoji_group")).select_by_visible_text("Members")
+    saved(owner, "can_add_custom_emoji_group")
+
+
+def test_channels_groups_users_and_invitations(site, browsers):
+    ada, owner = browsers
+    site.api("POST", "users/me/subscriptions", subscriptions=json.dumps([{"name": "ops"}]))
+    ops = site.api("GET", "get_stream_id", stream="ops")["stream_id"]
+    open_section(owner, site, "organization/channels")
+    owner.click(lambda: owner.find('#channel-admin-list button[aria-label="Edit #ops"]'))
+    description = owner.wait(lambda: setting(owner, "description"))
+    description.send_keys("Operations", Keys.TAB)
+    saved(owner, "description")
+    assert site.api("GET", f"streams/{ops}")["stream"]["description"] == "Operations"
+    Select(owner.find("#channel-add-member")).select_by_visible_text("Bob")
+    owner.find("#channel-editor form button[type=submit]").click()
+    owner.wait(lambda: any("Bob" in r for r in rows(owner, "#channel-editor")), "Bob is not listed as subscribed")
+    assert site.bob in site.api("GET", f"streams/{ops}/members")["subscribers"]
+    views_hold_up(owner, "organization-channels")
+    owner.click(lambda: owner.find('#channel-editor button[aria-label="Unsubscribe Bob from #ops"]'))
+    owner.wait(lambda: not any("Bob" in r for r in rows(owner, "#channel-editor")), "Bob is still listed")
+    assert site.bob not in site.api("GET", f"streams/{ops}/members")["subscribers"]
+    owner.click(lambda: [b for b in owner.finds("#channel-editor button") if b.text == "Archive the channel"][0])
+    confirm(owner)
+    owner.wait(lambda: not owner.finds('#channel-admin-list button[aria-label="Edit #ops"]'), "the archived channel is still listed")
+
+    # A user group, made by the owner, seen by Ada live.
+    open_section(ada, site, "organization/user-groups")
+    open_section(owner, site, "organization/user-groups")
+    owner.find("#group-name").send_keys("reviewers")
+    owner.find("#group-description").send_keys("They review")
+    owner.find("#group-form button[type=submit]").click()
+    owner.wait(lambda: owner.finds("#group-add-member"), "the new group's editor did not open")
+    Select(owner.find("#group-add-member")).select_by_visible_text("Ada")
+    owner.find("#group-editor form button[type=submit]").click()
+    ada.wait(lambda: any(r.startswith("reviewers They review 2") for r in rows(ada, "#group-list")),
+             "Ada does not see the new group with its two members")
+    views_hold_up(owner, "organization-user-groups")
+
+    # Users: a role, a deactivation and a reactivation.
+    open_section(owner, site, "organization/users")
+    Select(owner.wait(lambda: owner.find('#user-list select[aria-label="Role of Bob"]'))).select_by_visible_text("Moderator")
+    owner.wait(lambda: site.api("GET", f"users/{site.bob}")["user"]["role"] == 300, "the role did not change")
+    views_hold_up(owner, "organization-users")
+    owner.click(lambda: owner.find('#user-list button[aria-label="Deactivate Bob"]'))
+    confirm(owner)
+    owner.wait(lambda: owner.finds('#user-list button[aria-label="Reactivate Bob"]'), "Bob is not shown deactivated")
+    assert site.api("GET", f"users/{site.bob}")["user"]["is_active"] is False
+    owner.click(lambda: owner.find('#user-list button[aria-label="Reactivate Bob"]'))
+    owner.wait(lambda: owner.finds('#user-list button[aria-label="Deactivate Bob"]'), "Bob is not shown active again")
+    assert site.api("GET", f"users/{site.bob}")["user"]["is_active"] is True
+
+    # Invitations: by email, and a link; one revoked.
+    open_section(owner, site, "organization/invitations")
+    owner.find("#invite-emails").send_keys("newcomer@example.com")
+    owner.find("#invite-form button[type=submit]").click()
+    owner.wait(lambda: any("newcomer@example.com" in r for r in rows(owner, "#invite-list")), "the invitation is not listed")
+    owner.find("#invite-make-link").click()
+    link = owner.wait(lambda: owner.find("#invite-link code").text)
+    assert link.startswith(site.url) and "/join/" in link
+    owner.wait(lambda: len(owner.finds("#invite-list tbody tr")) == 2)
+    invites = site.api("GET", "invites")["invites"]
+    assert sorted(i["is_multiuse"] for i in invites) == [False, True]
+    views_hold_up(owner, "organization-invitations")
+    owner.click(lambda: owner.find('#invite-list button[aria-label="Revoke the invitation to newcomer@example.com"]'))
+    owner.wait(lambda: len(owner.finds("#invite-list tbody tr")) == 1, "the revoked invitation is still listed")
+    assert [i["is_multiuse"] for i in site.api("GET", "invites")["invites"]] == [True]
+
+
+def test_emoji_linkifiers_profile_fields_and_exports(site, browsers, tmp_path):
+    ada, owner = browsers
+    # Custom emoji: the owner adds one; Ada sees it; the owner deletes it.
+    open_section(ada, site, "organization/emoji-settings")
+    open_section(owner, site, "organization/emoji-settings")
+    picture = tmp_path / "party.png"
+    picture.write_bytes(PNG)
+    owner.find("#emoji-name").send_keys("party")
+    owner.find("#emoji-file").send_keys(str(picture))
+    owner.find("#emoji-form button[type=submit]").click()
+    ada.wait(lambda: any(r.startswith("party") for r in [r.strip() for r in rows(ada, "#emoji-list")]), "Ada does not see the new emoji")
+    assert "party" in {e["name"] for e in site.api("GET", "realm/emoji")["emoji"].values() if not e["deactivated"]}
+    views_hold_up(owner, "organization-emoji")
+    owner.click(lambda: owner.find('#emoji-list button[aria-label="Delete :party:"]'))
+    confirm(owner)
+    ada.wait(lambda: not ada.finds("#emoji-list tbody tr"), "Ada still sees the deleted emoji")
+
+    # A linkifier, used by the next message.
+    open_section(owner, site, "organization/linkifier-settings")
+    pattern, template = owner.finds("#linkifier-form input")
+    pattern.send_keys("#(?P<id>[0-9]+)")
+    template.send_keys("https://tracker.example.com/{id}")
+    owner.find("#linkifier-form button[type=submit]").click()
+    owner.wait(lambda: len(owner.finds("#linkifier-list tbody tr")) == 1, "the linkifier is not listed")
+    sent = site.api("POST", "messages", type="stream", to="lobby", topic="links", content="see #42")["id"]
+    rendered = site.api("GET", f"messages/{sent}")["message"]["content"]
+    assert 'href="https://tracker.example.com/42"' in rendered, rendered
+    views_hold_up(owner, "organization-linkifiers")
+
+    # A custom profile field of options.
+    open_section(owner, site, "organization/profile-field-settings")
+    form = owner.find("#profile-field-form")
+    inputs = form.find_elements(By.CSS_SELECTOR, "input")
+    inputs[0].send_keys("Office")
+    Select(form.find_element(By.CSS_SELECTOR, "select")).select_by_visible_text("List of options")
+    form.find_element(By.CSS_SELECTOR, "textarea").send_keys("Paris\nLima")
+    form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    owner.wait(lambda: any(r.startswith("Office List of options") for r in rows(owner, "#profile-field-list")), "the field is not listed")
+    office = next(f for f in site.api("GET", "realm/profile_fields")["custom_fields"] if f["name"] == "Office")
+    assert sorted(c["text"] for c in json.loads(office["field_data"]).values()) == ["Lima", "Paris"]
+    views_hold_up(owner, "organization-profile-fields")
+
+    # A data export, listed with its file once made.
+    open_section(owner, site, "organization/data-exports-admin")
+    owner.find("#export-form button[type=submit]").click()
+    owner.wait(lambda: owner.finds("#export-list a[href]"), "the export has no file to download", timeout=60)
+    made = site.api("GET", "export/realm")["exports"]
+    assert len(made) == 1 and owner.find("#export-list a[href]").get_attribute("href") == made[0]["export_url"]
+    views_hold_up(owner, "organization-exports")
