@@ -94,8 +94,8 @@ cat "$logs/prepare.log"
 CHRONICLE_BIN="$PWD/target/debug/chronicle" .venv/bin/python -m pytest -q tests/compat 2>&1 \
     | tee "$logs/pytest.log"
 
-step "cargo fuzz smoke run (libFuzzer on the stable toolchain, 3 s a target)"
-scripts/fuzz.sh 3 --dev 2>&1 | tee "$logs/fuzz.log"
+step "cargo fuzz smoke run (libFuzzer on the stable toolchain, 2 s a target)"
+scripts/fuzz.sh 2 --dev 2>&1 | tee "$logs/fuzz.log"
 
 # On the debug build the tests made (with its debug assertions): building the release one as
 # well took CI several minutes, and the smoke run measures nothing it keeps.

@@ -531,6 +531,23 @@ def test_files_pasted_or_dropped_are_uploaded(site, browsers):
     ada.find("#compose-text").send_keys(Keys.ENTER)
     # Both images show as previews, for Bob too.
     bob.wait(lambda: len(bob.finds("#message-list .message_inline_image img")) == 2, "Bob did not see the two previews")
+    # A preview opens the image viewer on the image itself; → and ← move between the two, Esc
+    # closes it.
+    links = [a.get_attribute("href") for a in bob.finds("#message-list .message_inline_image a")]
+    act(bob, lambda: bob.finds("#message-list .message_inline_image img")[0].click())
+    bob.wait(lambda: bob.find("#lightbox").is_displayed(), "the image viewer did not open")
+    image = bob.find("#lightbox-image")
+    bob.wait(lambda: image.get_attribute("src") == links[0] and bob.js("return arguments[0].complete && arguments[0].naturalWidth", image) == 16,
+             "the viewer does not show the first image")
+    assert bob.find("#lightbox-title").text == "pasted.png" and bob.find("#lightbox-count").text == "1 of 2"
+    views_hold_up(bob, "lightbox")
+    keys(bob, Keys.ARROW_RIGHT)
+    bob.wait(lambda: image.get_attribute("src") == links[1] and bob.find("#lightbox-title").text == "dropped.png")
+    assert bob.find("#lightbox-next").get_attribute("disabled") is not None
+    keys(bob, Keys.ARROW_LEFT)
+    bob.wait(lambda: image.get_attribute("src") == links[0])
+    keys(bob, Keys.ESCAPE)
+    bob.wait(lambda: not bob.find("#lightbox").is_displayed(), "Esc did not close the viewer")
 
 
 def test_scheduled_messages_and_reminders(site, browsers):

@@ -8,7 +8,7 @@ import { el, clear, toast } from "./dom.js";
 import { state, isAdmin, ROLE_OWNER, userName } from "./state.js";
 import { longTime } from "./time.js";
 import { allows } from "./perms.js";
-import { controls, form, field, table, button, act, groupControl, update } from "./forms.js";
+import { controls, form, field, table, button, act, groupControl, update, redrawWhenFree } from "./forms.js";
 import { ask } from "./confirm.js";
 
 const isOwner = () => state.me.role === ROLE_OWNER;
@@ -17,7 +17,6 @@ const isOwner = () => state.me.role === ROLE_OWNER;
 
 // A time limit as the API takes it: seconds, or "unlimited" (null or 0 in /register).
 const LIMITS = [["unlimited", "Any time"], [120, "2 minutes"], [600, "10 minutes"], [3600, "1 hour"], [86400, "1 day"], [604800, "1 week"]];
-const withValue = (options, value) => (options.some(([v]) => String(v) === String(value)) ? options : [...options, [value, `${value} seconds`]]);
 
 function realmValue(key) {
   const value = state.realm[key];
@@ -42,6 +41,8 @@ function liveRealm(box, groups) {
   return (ev) => { if (ev.type === "realm") for (const g of groups) g.refresh(); };
 }
 
+// (A channel this page does not know, as a private one the administrator is not in, is added to
+// the list by its number: forms.show.)
 const channelChoices = () => [[-1, "None"], ...[...state.streams.values()]
   .filter((s) => !s.is_archived).sort((a, b) => a.name.localeCompare(b.name)).map((s) => [s.stream_id, `#${s.name}`])];
 
@@ -71,7 +72,7 @@ export function organizationSettings(box) {
   const providers = Object.values(state.realm.available_video_chat_providers || {}).map((p) => [p.id, p.name]);
   const owner = isOwner();
   const weekdays = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"].map((d, i) => [i, d]);
-  const limit = (key, label) => ({ key, label, kind: "choice", options: withValue(LIMITS, realmValue(key)) });
+  const limit = (key, label) => ({ key, label, kind: "choice", options: [...LIMITS], unlisted: (seconds) => `${seconds} seconds` });
   return liveRealm(box, [
     realmGroup("Messages", [
       { key: "allow_message_editing", kind: "bool", label: "Members may edit their messages" },
@@ -93,7 +94,7 @@ export function organizationSettings(box) {
     realmGroup("People", [
       { key: "require_unique_names", kind: "bool", label: "Names must be unique" },
       { key: "name_changes_disabled", kind: "bool", label: "Members may not change their names" },
-      { key: "email_address_visibility", kind: "choice", label: "Who can see email addresses", options: [[1, "Everyone"], [5, "Moderators, administrators and owners"], [3, "Administrators and owners"], [4, "Nobody"]] },
+      { key: "email_address_visibility", kind: "choice", label: "Who can see email addresses", options: [[1, "Everyone"], [2, "Members"], [5, "Moderators, administrators and owners"], [3, "Administrators and owners"], [4, "Nobody"]] },
       { key: "enable_guest_user_indicator", kind: "bool", label: "Mark guests as guests" },
       { key: "enable_guest_user_dm_warning", kind: "bool", label: "Warn when a direct message includes guests" },
       { key: "moderation_request_channel_id", kind: "choice", label: "Message reports go to (a private channel)", options: channelChoices() },
@@ -137,23 +138,25 @@ const PERMISSIONS = {
   can_manage_billing_group: "Who can manage the organization's plan",
 };
 const OWNERS_ONLY = new Set(["can_invite_users_group", "create_multiuse_invite_group", "can_create_groups", "can_manage_all_groups", "can_inspect_log_group"]);
-const words = (key) => key.replace(/_group$/, "").replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase());
+const words = (key) => key.replace(/_groups?$/, "").replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase());
 
 export function organizationPermissions(box) {
-  const keys = Object.keys(state.realm).filter((k) => k.endsWith("_group") && k.startsWith("can_") || k === "create_multiuse_invite_group" || k.startsWith("direct_message_") && k.endsWith("_group"));
+  // Every group setting the server has for the organization.
+  const keys = Object.keys(state.permissionSettings.realm || {}).filter((k) => k in state.realm);
   keys.sort((a, b) => (PERMISSIONS[a] || words(a)).localeCompare(PERMISSIONS[b] || words(b)));
   const save = (key, value) => api("PATCH", "realm", { [key]: { new: value } });
   let rows = [];
   const draw = () => {
     rows = keys.map((key) => {
       const locked = OWNERS_ONLY.has(key) && !isOwner();
-      return groupControl(key, PERMISSIONS[key] || words(key), state.realm[key], save, { disabled: locked, hint: locked ? "Only owners change this." : undefined });
+      return groupControl("realm", key, PERMISSIONS[key] || words(key), state.realm[key], save, { disabled: locked, hint: locked ? "Only owners change this." : undefined });
     });
     clear(box).append(el("fieldset", { class: "prefs" }, el("legend", { text: "Permissions" }), rows));
   };
   draw();
   return (ev) => {
-    if (ev.type === "user_group" && ["add", "remove", "update"].includes(ev.op)) draw();
+    // The choices name the groups: a new, renamed or deactivated group draws them again.
+    if (ev.type === "user_group" && (ev.op === "add" || ev.op === "remove" || (ev.op === "update" && ("name" in ev.data || "deactivated" in ev.data)))) redrawWhenFree(box, draw);
     if (ev.type === "realm" && ev.data) rows = rows.map((row) => (row.spec.key in ev.data ? update(row, ev.data[row.spec.key]) : row));
   };
 }
@@ -272,7 +275,7 @@ export async function exports(box) {
     ["Made", (x) => longTime(x.export_time)], ["By", (x) => (x.acting_user_id ? userName(x.acting_user_id) : "")], ["Kind", (x) => (x.export_type === 2 ? "With private data" : "Public data")], ["File", status],
   ], [...items].sort((a, b) => b.export_time - a.export_time), (x) => (x.deleted_timestamp || x.pending ? [] : [button("Delete", () => ask({
     title: "Delete this export?", text: "Its file is deleted from the server.", ok: "Delete", run: () => api("DELETE", `export/realm/${x.id}`),
-  }))]), (x) => x.id));
+  }), { attrs: { "aria-label": `Delete the export of ${longTime(x.export_time)}` } })]), (x) => x.id));
   box.append(
     el("p", { class: "hint", text: "An export is a file in Zulip's export format: it can be imported into Chronicle or Zulip." }),
     form({ id: "export-form", class: "setting-row" }, [el("label", { for: "export-kind", text: "Export" }), kind,

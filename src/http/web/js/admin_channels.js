@@ -13,6 +13,7 @@ import { ask } from "./confirm.js";
 const PERMISSIONS = {
   can_send_message_group: "Who can post",
   can_subscribe_group: "Who can subscribe themselves",
+  can_create_topic_group: "Who can start new topics",
   can_add_subscribers_group: "Who can subscribe others",
   can_remove_subscribers_group: "Who can unsubscribe others",
   can_administer_channel_group: "Who can administer the channel",
@@ -50,13 +51,18 @@ export async function channels(box) {
     if (!channel()) { editing = null; clear(editor); }
   };
   const loadMembers = async () => {
-    if (editing === null) return;
+    const id = editing;
+    if (id === null) return;
+    let subscribers;
     try {
-      members = (await api("GET", `streams/${editing}/members`)).subscribers;
+      subscribers = (await api("GET", `streams/${id}/members`)).subscribers;
     } catch (error) {
-      toast(`Could not load the subscribers: ${error.message}`);
-      members = [];
+      if (id === editing) toast(`Could not load the subscribers: ${error.message}`);
+      subscribers = [];
     }
+    // Another channel opened meanwhile: this answer is not for it.
+    if (id !== editing) return;
+    members = subscribers;
     drawMembers();
   };
   const drawList = () => swapIfChanged(list, [table("Channels", [
@@ -69,8 +75,8 @@ export async function channels(box) {
     const id = s.stream_id;
     const patch = (params) => api("PATCH", `streams/${id}`, params);
     const savePrivacy = (key, value) => patch({ is_private: value !== "public", history_public_to_subscribers: value !== "private" });
-    const permissions = Object.keys(s).filter((k) => k.endsWith("_group")).sort((a, b) => (PERMISSIONS[a] || a).localeCompare(PERMISSIONS[b] || b))
-      .map((key) => groupControl(key, PERMISSIONS[key] || key.replace(/_/g, " "), s[key], (k, value) => patch({ [k]: { new: value } })));
+    const permissions = Object.keys(state.permissionSettings.stream || {}).filter((k) => k in s).sort((a, b) => (PERMISSIONS[a] || a).localeCompare(PERMISSIONS[b] || b))
+      .map((key) => groupControl("stream", key, PERMISSIONS[key] || key.replace(/_/g, " "), s[key], (k, value) => patch({ [k]: { new: value } })));
     const about = [
       control({ key: "new_name", label: "Name", kind: "text", maxLength: 60 }, s.name, (key, value) => patch({ new_name: value })),
       control({ key: "description", label: "Description", kind: "text", maxLength: 1024 }, s.description, (key, value) => patch({ description: value })),
@@ -112,12 +118,16 @@ export async function channels(box) {
       const s = all.find((c) => c.stream_id === ev.stream_id);
       if (!s) return;
       s[ev.property] = ev.value;
+      // A privacy change carries the related properties beside its value.
+      for (const key of ["history_public_to_subscribers", "is_web_public"]) if (key in ev) s[key] = ev[key];
       if (ev.property === "name") all.sort((a, b) => a.name.localeCompare(b.name));
       drawList();
       if (s === channel()) controls = controls.map((row) => update(row, valueOf(s, row.spec.key)));
     } else if (ev.type === "stream") {
       load();
     }
-    if (ev.type === "subscription" && ["peer_add", "peer_remove", "add", "remove"].includes(ev.op)) loadMembers();
+    // Subscribers of the open channel changed: its list again.
+    const ids = ev.type !== "subscription" ? [] : ev.stream_ids || (ev.subscriptions || []).map((sub) => sub.stream_id ?? sub);
+    if (ev.type === "subscription" && ["peer_add", "peer_remove", "add", "remove"].includes(ev.op) && ids.includes(editing)) loadMembers();
   };
 }

@@ -3,11 +3,11 @@
 // change them.
 
 import { api } from "./api.js";
-import { el, add, clear, toast } from "./dom.js";
+import { $, el, add, clear, toast } from "./dom.js";
 import { state, isAdmin, ROLE_OWNER, ROLE_ADMIN, ROLE_MODERATOR, userName } from "./state.js";
 import { longTime } from "./time.js";
 import { allows } from "./perms.js";
-import { form, field, table, button, act, control } from "./forms.js";
+import { form, field, table, button, act, control, update, redrawWhenFree } from "./forms.js";
 import { ask } from "./confirm.js";
 import { zuliprcLink } from "./prefs.js";
 
@@ -32,7 +32,9 @@ const BOT_TYPES = [[1, "Generic bot"], [2, "Incoming webhook"], [3, "Outgoing we
 export function yourBots(box) {
   const list = el("div", { id: "bot-list" });
   const keyBox = el("div", { id: "bot-key", class: "bot-key", attrs: { "aria-live": "polite" } });
-  const type = el("select", { id: "bot-type" }, BOT_TYPES.map(([t, label]) => el("option", { value: String(t), text: label })));
+  // Those allowed only bots that send messages into the organization may make incoming webhooks.
+  const anyKind = isAdmin() || allows(state.realm.can_create_bots_group);
+  const type = el("select", { id: "bot-type" }, BOT_TYPES.filter(([t]) => anyKind || t === 2).map(([t, label]) => el("option", { value: String(t), text: label })));
   const name = el("input", { id: "bot-name", required: true, maxLength: 60 });
   const short = el("input", { id: "bot-short-name", required: true, maxLength: 40, attrs: { autocapitalize: "none" } });
   const url = el("input", { id: "bot-url", type: "url", placeholder: "https://" });
@@ -41,23 +43,24 @@ export function yourBots(box) {
   type.addEventListener("change", () => { urlRow.hidden = type.value !== "3"; url.required = type.value === "3"; });
   const mine = () => [...state.users.values()].filter((u) => u.is_bot && u.bot_owner_id === state.me.user_id && u.is_active !== false)
     .sort((a, b) => a.full_name.localeCompare(b.full_name));
-  const showKey = (bot, apiKey) => clear(keyBox).append(
-    el("p", {}, `${bot.full_name}'s API key: `, el("code", { text: apiKey })),
-    el("div", { class: "row-actions" }, zuliprcLink(bot.email, () => apiKey)));
+  // (The bot's address is read when the file is made: a new bot's comes with its event.)
+  const showKey = (botId, fullName, apiKey) => clear(keyBox).append(
+    el("p", {}, `${fullName}'s API key: `, el("code", { text: apiKey })),
+    el("div", { class: "row-actions" }, zuliprcLink(() => state.users.get(botId)?.email || "", () => apiKey)));
   const draw = () => clear(list).append(table("Bots", [
     ["Name", (b) => b.full_name], ["Address", (b) => b.email], ["Kind", (b) => BOT_TYPES.find(([t]) => t === b.bot_type)?.[1] || ""],
   ], mine(), (b) => [
-    button("API key", (e) => act(e.currentTarget, "show the key", async () => showKey(b, (await api("GET", `bots/${b.user_id}/api_key`)).api_key)), { attrs: { "aria-label": `API key of ${b.full_name}` } }),
+    button("API key", (e) => act(e.currentTarget, "show the key", async () => showKey(b.user_id, b.full_name, (await api("GET", `bots/${b.user_id}/api_key`)).api_key)), { attrs: { "aria-label": `API key of ${b.full_name}` } }),
     button("New key", () => ask({
       title: `A new API key for ${b.full_name}?`, text: "The bot stops working until it is given the new key.", ok: "Generate",
-      run: async () => showKey(b, (await api("POST", `bots/${b.user_id}/api_key/regenerate`)).api_key),
+      run: async () => showKey(b.user_id, b.full_name, (await api("POST", `bots/${b.user_id}/api_key/regenerate`)).api_key),
     }), { attrs: { "aria-label": `New API key for ${b.full_name}` } }),
     button("Deactivate", () => ask({
       title: `Deactivate ${b.full_name}?`, text: "The bot can no longer send messages or use the API.", ok: "Deactivate",
       run: () => api("DELETE", `bots/${b.user_id}`),
     }), { class: "small danger-text", attrs: { "aria-label": `Deactivate ${b.full_name}` } }),
   ], (b) => b.user_id));
-  const creating = isAdmin() || allows(state.realm.can_create_bots_group) || allows(state.realm.can_create_write_only_bots_group);
+  const creating = anyKind || allows(state.realm.can_create_write_only_bots_group);
   add(box,
     creating ? form({ id: "bot-form", class: "stack-form narrow-form" }, [
       field("Kind", type), field("Name", name), field("Username", short, "The bot's address starts with it, followed by -bot."), urlRow,
@@ -65,7 +68,7 @@ export function yourBots(box) {
       const params = { bot_type: Number(type.value), full_name: name.value.trim(), short_name: short.value.trim() };
       if (type.value === "3") Object.assign(params, { payload_url: JSON.stringify(url.value.trim()), interface_type: 1 });
       const created = await api("POST", "bots", params);
-      showKey({ full_name: params.full_name, email: created.email || `${params.short_name}-bot` }, created.api_key);
+      showKey(created.user_id, params.full_name, created.api_key);
       name.value = short.value = url.value = "";
     }) : el("p", { class: "hint", text: "Your organization does not let you create bots." }),
     keyBox, list);
@@ -98,31 +101,41 @@ export async function userGroups(box) {
         run: async () => { await api("POST", `user_groups/${id}/deactivate`); if (editing === id) editing = null; },
       }), { class: "small danger-text", attrs: { "aria-label": `Deactivate ${g.name}` } }) : null,
     ], ([id]) => id));
-    drawEditor();
   };
+  // The open group: its name and description (updated in place by events) and its members
+  // (drawn again when they change).
+  let renameRows = [];
+  const members = el("div", { id: "group-members" });
   const drawEditor = () => {
     const g = editing !== null && state.groups.get(editing);
-    if (!g || g.deactivated) { clear(editor); return; }
+    if (!g || g.deactivated) { clear(editor); renameRows = []; return; }
     const full = info.get(editing);
-    const adding = mayAdd(full);
-    const members = [...g.members].sort((a, b) => userName(a).localeCompare(userName(b)));
-    const others = [...state.users.values()].filter((u) => !g.members.has(u.user_id) && !u.is_bot && u.is_active !== false)
-      .sort((a, b) => a.full_name.localeCompare(b.full_name));
-    const pick = el("select", { id: "group-add-member" }, el("option", { value: "", text: "Choose a person" }), others.map((u) => el("option", { value: String(u.user_id), text: u.full_name })));
     const id = editing;
-    const rename = mayManage(full) ? [
+    renameRows = mayManage(full) ? [
       control({ key: "name", label: "Name", kind: "text", maxLength: 100 }, g.name, (key, value) => api("PATCH", `user_groups/${id}`, { name: value })),
       control({ key: "description", label: "Description", kind: "text", maxLength: 1024 }, full?.description || "", (key, value) => api("PATCH", `user_groups/${id}`, { description: value })),
     ] : [];
-    clear(editor).append(el("section", { class: "editor", attrs: { "aria-label": `Group ${g.name}` } },
-      el("h3", { text: g.name }), rename,
-      table("Members", [["Member", (uid) => userName(uid)]], members, adding ? (uid) => [button("Remove", (e) => act(e.currentTarget, "remove the member",
+    clear(editor).append(el("section", { class: "editor", attrs: { "aria-labelledby": "group-editor-title" } },
+      el("h3", { id: "group-editor-title", text: g.name }), renameRows, members,
+      button("Close", () => { editing = null; drawEditor(); })));
+    drawMembers();
+  };
+  const drawMembers = () => {
+    const g = editing !== null && state.groups.get(editing);
+    if (!g) return;
+    const id = editing;
+    const adding = mayAdd(info.get(id));
+    const people = [...g.members].sort((a, b) => userName(a).localeCompare(userName(b)));
+    const others = [...state.users.values()].filter((u) => !g.members.has(u.user_id) && !u.is_bot && u.is_active !== false)
+      .sort((a, b) => a.full_name.localeCompare(b.full_name));
+    const pick = el("select", { id: "group-add-member" }, el("option", { value: "", text: "Choose a person" }), others.map((u) => el("option", { value: String(u.user_id), text: u.full_name })));
+    add(clear(members),
+      table("Members", [["Member", (uid) => userName(uid)]], people, adding ? (uid) => [button("Remove", (e) => act(e.currentTarget, "remove the member",
         () => api("POST", `user_groups/${id}/members`, { delete: [uid] })), { attrs: { "aria-label": `Remove ${userName(uid)} from ${g.name}` } })] : null, (uid) => uid),
       adding ? form({ class: "setting-row" }, [el("label", { for: "group-add-member", text: "Add" }), pick, el("button", { type: "submit", text: "Add" })], async () => {
         if (!pick.value) return;
         await api("POST", `user_groups/${id}/members`, { add: [Number(pick.value)] });
-      }) : null,
-      button("Close", () => { editing = null; drawEditor(); })));
+      }) : null);
   };
   const creating = isAdmin() || allows(state.realm.can_create_groups);
   add(box,
@@ -147,6 +160,14 @@ export async function userGroups(box) {
     if (ev.op === "add") info.set(ev.group.id, ev.group);
     if (ev.op === "update" && info.has(ev.group_id)) Object.assign(info.get(ev.group_id), ev.data);
     again();
+    const about = ev.op === "add" ? ev.group.id : ev.group_id;
+    if (about !== editing) return;
+    const g = state.groups.get(editing);
+    if (ev.op === "add" || ev.op === "remove" || !g || g.deactivated) drawEditor();
+    else if (ev.op === "update") {
+      $("group-editor-title").textContent = g.name;
+      renameRows = renameRows.map((row) => (row.spec.key in ev.data ? update(row, ev.data[row.spec.key]) : row));
+    } else drawMembers();
   };
 }
 
@@ -185,12 +206,17 @@ export async function users(box) {
       : [button("Reactivate", (e) => act(e.currentTarget, "reactivate", () => api("POST", `users/${u.user_id}/reactivate`)), { attrs: { "aria-label": `Reactivate ${u.full_name}` } })]),
     (u) => u.user_id));
   };
+  // Only the newest of overlapping loads is drawn; not under a control being used.
+  let generation = 0;
   const load = async () => {
+    const mine = ++generation;
     try {
-      everyone = (await api("GET", "users")).members.sort((a, b) => b.is_active - a.is_active || a.full_name.localeCompare(b.full_name));
-      draw();
+      const members = (await api("GET", "users")).members;
+      if (mine !== generation) return;
+      everyone = members.sort((a, b) => b.is_active - a.is_active || a.full_name.localeCompare(b.full_name));
+      redrawWhenFree(list, draw);
     } catch (error) {
-      clear(list).append(el("p", { class: "hint", text: `Could not load the users: ${error.message}` }));
+      if (mine === generation) clear(list).append(el("p", { class: "hint", text: `Could not load the users: ${error.message}` }));
     }
   };
   filter.addEventListener("input", draw);
@@ -227,7 +253,7 @@ export async function invitations(box) {
     ["Expires", (i) => (i.expiry_date ? longTime(i.expiry_date) : "Never")],
   ], invites, (i) => [
     i.is_multiuse ? null : button("Resend", (e) => act(e.currentTarget, "resend", async () => { await api("POST", `invites/${i.id}/resend`); toast(`Sent again to ${i.email}.`); }), { attrs: { "aria-label": `Resend the invitation to ${i.email}` } }),
-    button("Revoke", (e) => act(e.currentTarget, "revoke", () => api("DELETE", i.is_multiuse ? `invites/multiuse/${i.id}` : `invites/${i.id}`)), { class: "small danger-text", attrs: { "aria-label": i.is_multiuse ? "Revoke the link" : `Revoke the invitation to ${i.email}` } }),
+    button("Revoke", (e) => act(e.currentTarget, "revoke", () => api("DELETE", i.is_multiuse ? `invites/multiuse/${i.id}` : `invites/${i.id}`)), { class: "small danger-text", attrs: { "aria-label": i.is_multiuse ? `Revoke the link made ${longTime(i.invited)}` : `Revoke the invitation to ${i.email}` } }),
   ], (i) => `${i.is_multiuse ? "link" : "email"}-${i.id}`));
   const load = async () => {
     try {

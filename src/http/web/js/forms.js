@@ -17,19 +17,27 @@ function read(spec, input) {
   return input.value.trim();
 }
 
-// Shows a value in a control, unless the person is changing it.
-export function show(spec, input, value) {
-  if (document.activeElement === input) return;
+// Shows a value in a control, unless the person is changing it (`force`: even then, as when
+// the server refused what they chose). A choice the list lacks (set elsewhere, or a value this
+// page has no words for) is added to it as it is, rather than shown as another.
+export function show(spec, input, value, force = false) {
+  if (document.activeElement === input && !force) return;
   if (spec.kind === "bool") input.checked = Boolean(value);
   else if (spec.kind === "choice") {
-    const index = spec.options.findIndex(([v]) => String(v) === String(value));
-    input.selectedIndex = Math.max(index, 0);
+    let index = spec.options.findIndex(([v]) => String(v) === String(value));
+    if (index < 0) {
+      spec.options.push([value, spec.unlisted ? spec.unlisted(value) : String(value)]);
+      input.append(el("option", { text: spec.options[spec.options.length - 1][1] }));
+      index = spec.options.length - 1;
+    }
+    input.selectedIndex = index;
   } else input.value = value ?? "";
 }
 
 // One setting: spec {key, label, kind: bool|choice|number|text|long, options: [[value, label]],
-// hint, min, max, maxLength, disabled}; `save(key, value)` sends it. The row's `input` is kept on
-// the element (`row.input`) so live updates can show new values.
+// unlisted(value) (words for a value the options lack), hint, min, max, maxLength, disabled};
+// `save(key, value)` sends it. The row keeps its input, spec, save and the value last saved
+// (`row.saved`), so live updates can show new values (`update`).
 export function control(spec, value, save) {
   const id = nextId();
   const attrs = { min: spec.min, max: spec.max, "aria-describedby": spec.hint ? `${id}-hint` : undefined };
@@ -41,15 +49,14 @@ export function control(spec, value, save) {
   input.dataset.key = spec.key;
   input.disabled = Boolean(spec.disabled);
   show(spec, input, value);
-  let saved = value;
   input.addEventListener("change", async () => {
     const next = read(spec, input);
     try {
       await save(spec.key, next);
-      saved = next;
+      row.saved = next;
       flash(row, "Saved");
     } catch (error) {
-      show(spec, input, saved);
+      show(spec, input, row.saved, true);
       flash(row, "");
       toast(`Could not save “${spec.label}”: ${error.message}`);
     }
@@ -60,22 +67,21 @@ export function control(spec, value, save) {
   const row = spec.kind === "bool"
     ? el("div", { class: "pref check-pref" }, el("label", { class: "check", for: id }, input, ` ${spec.label}`), status, hint)
     : el("div", { class: "pref" }, label, input, status, hint);
-  row.input = input;
-  row.spec = spec;
-  row.save = save;
+  Object.assign(row, { input, spec, save, saved: value });
   return row;
 }
 
 // Shows a new value in a control's row, in place; a group setting whose value is not among its
 // choices (an anonymous group) gets a new row. Returns the row now in the page.
 export function update(row, value) {
-  const listed = row.spec.kind !== "choice" || (typeof value !== "object" && row.spec.options.some(([v]) => String(v) === String(value)));
+  const listed = !row.spec.group || (typeof value !== "object" && row.spec.options.some(([v]) => String(v) === String(value)));
   if (listed) {
+    row.saved = value;
     show(row.spec, row.input, value);
     return row;
   }
   const fresh = row.spec.group
-    ? groupControl(row.spec.key, row.spec.label, value, row.save, { disabled: row.spec.disabled, hint: row.spec.hint })
+    ? groupControl(row.spec.group, row.spec.key, row.spec.label, value, row.save, { disabled: row.spec.disabled, hint: row.spec.hint })
     : control(row.spec, value, row.save);
   row.replaceWith(fresh);
   return fresh;
@@ -91,7 +97,7 @@ function flash(row, text) {
 // The rows of a settings table, with a function that shows new values from a lookup.
 export function controls(specs, valueOf, save) {
   const rows = specs.map((spec) => control(spec, valueOf(spec.key), save));
-  const refresh = () => { for (const row of rows) show(row.spec, row.input, valueOf(row.spec.key)); };
+  const refresh = () => { for (const row of rows) update(row, valueOf(row.spec.key)); };
   return { rows, refresh };
 }
 
@@ -110,10 +116,14 @@ const SYSTEM_GROUPS = [
 export const groupByName = (name) => [...state.groups.entries()].find(([, g]) => g.name === name)?.[0];
 
 // The groups a group setting may name: the system groups in their order, then the organization's
-// groups by name (deactivated ones left out).
-export function groupChoices() {
-  const system = SYSTEM_GROUPS.map(([name, label]) => [groupByName(name), label]).filter(([id]) => id !== undefined);
-  const named = [...state.groups.entries()]
+// groups by name (deactivated ones left out), as the server allows for the setting
+// (`server_supported_permission_settings`: some take no named groups, or not "nobody" or
+// "everyone").
+export function groupChoices(config = {}) {
+  const system = SYSTEM_GROUPS
+    .filter(([name]) => (name !== "role:nobody" || config.allow_nobody_group !== false) && (name !== "role:everyone" || config.allow_everyone_group !== false))
+    .map(([name, label]) => [groupByName(name), label]).filter(([id]) => id !== undefined);
+  const named = config.require_system_group ? [] : [...state.groups.entries()]
     .filter(([, g]) => !g.name.startsWith("role:") && !g.deactivated)
     .sort((a, b) => a[1].name.localeCompare(b[1].name))
     .map(([id, g]) => [id, g.name]);
@@ -129,15 +139,34 @@ export function groupSettingText(value) {
   return parts.length ? parts.join(", ") : "Nobody";
 }
 
-// A picker for a group setting. An anonymous group (people and groups, set through the API) is
-// kept as the first choice, in words, until another is picked. `save(key, groupId)`.
-export function groupControl(key, label, value, save, { disabled, hint } = {}) {
-  const options = groupChoices();
+// A picker for a group setting of `scope` ("realm", "stream" or "group"). An anonymous group
+// (people and groups, set through the API) is kept as the first choice, in words, until another
+// is picked. `save(key, groupId)`.
+export function groupControl(scope, key, label, value, save, { disabled, hint } = {}) {
+  const options = groupChoices(state.permissionSettings?.[scope]?.[key]);
   if (typeof value !== "number") options.unshift([value, groupSettingText(value)]);
-  return control({ key, label, kind: "choice", options, disabled, hint, group: true }, value, save);
+  return control({ key, label, kind: "choice", options, disabled, hint, group: scope, unlisted: groupSettingText }, value, save);
 }
 
 // ---- forms and lists ---------------------------------------------------------------------------
+
+// Draws a part of a page again: now, or, while the person is in one of its controls, once they
+// have left it (a redraw would take the control from under them).
+export function redrawWhenFree(box, draw) {
+  if (!box.contains(document.activeElement)) {
+    draw();
+    return;
+  }
+  if (box.dataset.redraw) return;
+  box.dataset.redraw = "1";
+  const later = () => setTimeout(() => {
+    if (box.contains(document.activeElement)) return;
+    box.removeEventListener("focusout", later);
+    delete box.dataset.redraw;
+    draw();
+  });
+  box.addEventListener("focusout", later);
+}
 
 // A form whose submit runs `run(form)` once at a time; an error is shown in the form.
 export function form(props, children, run) {

@@ -14,9 +14,10 @@ export const cards = once(() => import("./cards.js"));
 export const later = once(() => import("./later.js"));
 export const typeahead = once(() => import("./typeahead.js"));
 export const uploads = once(() => import("./uploads.js"));
+export const lightbox = once(() => import("./lightbox.js"));
 // The settings pages: not warmed, as they are opened far less often than the rest.
 export const settings = once(() => import("./settings.js"));
 
 export function warm() {
-  for (const load of [fixing, views, cards, later, typeahead, uploads]) load().catch(() => {});
+  for (const load of [fixing, views, cards, later, typeahead, uploads, lightbox]) load().catch(() => {});
 }

@@ -88,6 +88,13 @@ function fillViewport() {
 export function setup() {
   scroller().addEventListener("scroll", () => { if (scroller().scrollTop < 400) loadOlder(); }, { passive: true });
   document.addEventListener("visibilitychange", observeUnread);
+  // An image preview opens the image viewer; a modified or middle click keeps the link's own.
+  list().addEventListener("click", (e) => {
+    const link = e.target.closest?.(".message_inline_image a");
+    if (!link || e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey || e.altKey) return;
+    e.preventDefault();
+    lazy.lightbox().then((viewer) => viewer.open(link));
+  });
 }
 
 // ---- rendering -------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import { el, add, clear, toast } from "./dom.js";
 import { state, isAdmin, userName } from "./state.js";
 import { longTime } from "./time.js";
 import { showTwoFactor } from "./two_factor.js";
-import { controls, control, form, field, table, button, act, groupSettingText } from "./forms.js";
+import { controls, control, form, field, table, button, act, groupSettingText, redrawWhenFree } from "./forms.js";
 import { ask } from "./confirm.js";
 
 const saveSetting = (key, value) => api("PATCH", "settings", { [key]: value });
@@ -84,7 +84,7 @@ export async function profile(box) {
       if (ev.person.avatar_url) avatar.src = ev.person.avatar_url;
       if (ev.person.full_name && document.activeElement !== name) name.value = ev.person.full_name;
     }
-    if (ev.type === "custom_profile_fields") profileFields(fields);
+    if (ev.type === "custom_profile_fields") redrawWhenFree(fields, () => profileFields(fields));
   };
 }
 
@@ -151,14 +151,19 @@ export function account(box) {
   return live;
 }
 
-// The API key is shown after the password (as in Zulip), with a zuliprc file and a new key.
+// The API key is shown after the password (as in Zulip), and the current code for a person with
+// two-factor authentication (the server takes the two together, as its /fetch_api_key does),
+// with a zuliprc file and a new key.
 function showApiKey(box) {
   const password = el("input", { id: "api-key-password", type: "password", autocomplete: "current-password", required: true });
+  const code = el("input", { id: "api-key-code", inputMode: "numeric", autocomplete: "one-time-code", maxLength: 8, size: 8 });
   clear(box).append(
-    el("p", { class: "hint", text: "Your API key lets programs (bots, the terminal client, scripts) act as you. Keep it secret." }),
-    form({ class: "setting-row", id: "api-key-form" }, [username(),el("label", { for: "api-key-password", text: "Password" }), password,
+    el("p", { class: "hint", text: "Your API key lets programs (bots, the terminal client, scripts) act as you. Keep it secret. Asking for it counts as a login: you get the usual login email." }),
+    form({ class: "stack-form narrow-form", id: "api-key-form" }, [username(), field("Password", password),
+      field("Two-factor code", code, "Only if you use two-factor authentication."),
       el("button", { type: "submit", text: "Show the API key" })], async () => {
-      const answer = await api("POST", "fetch_api_key", { username: state.me.delivery_email || state.me.email, password: password.value }, { noLogin: true });
+      const answer = await api("POST", "fetch_api_key", { username: state.me.delivery_email || state.me.email, password: password.value + code.value.trim() }, { noLogin: true });
+      password.value = code.value = "";
       showKey(box, answer.api_key);
     }));
 }
@@ -170,14 +175,15 @@ function showKey(box, apiKey) {
     run: async () => { text.textContent = (await api("POST", "users/me/api_key/regenerate")).api_key; },
   }));
   clear(box).append(el("p", {}, "Your API key: ", text),
-    el("div", { class: "row-actions" }, zuliprcLink(state.me.delivery_email || state.me.email, () => text.textContent), regenerate));
+    el("div", { class: "row-actions" }, zuliprcLink(() => state.me.delivery_email || state.me.email, () => text.textContent), regenerate));
 }
 
-// A zuliprc file for the `zulip` package and the terminal client, made in the browser.
-export function zuliprcLink(email, keyOf) {
+// A zuliprc file for the `zulip` package and the terminal client, made in the browser when
+// clicked (the address and key as they are then).
+export function zuliprcLink(emailOf, keyOf) {
   const link = el("a", { class: "button small", href: "#", download: "zuliprc", text: "Download zuliprc" });
   link.addEventListener("click", () => {
-    const body = `[api]\nemail=${email}\nkey=${keyOf()}\nsite=${location.origin}\n`;
+    const body = `[api]\nemail=${emailOf()}\nkey=${keyOf()}\nsite=${location.origin}\n`;
     link.href = URL.createObjectURL(new Blob([body], { type: "text/plain" }));
     setTimeout(() => URL.revokeObjectURL(link.href), 10000);
   });

@@ -36,20 +36,33 @@ const SECTIONS = [
 
 const allowed = ([, , , may]) => !may || may();
 
-let current = null; // {address, onEvent}
+let current = null; // {address, onEvent, pending: the events that came before onEvent}
 let back = "#";
 
 const panel = () => $("view-panel");
 
 export const isOpen = () => current !== null;
 
-export function open(address, previous) {
+export async function open(address, previous) {
   if (!current && previous !== undefined) back = previous;
+  $("messages").hidden = true;
+  document.body.classList.add("in-settings");
+  const mine = { address, onEvent: null, pending: [] };
+  current = mine;
+  // Who may open a section, and the group settings' choices, depend on the user groups, which
+  // app.js fetches after the first screen: an address opened at once fetches them here first.
+  if (!state.groups.size) {
+    try {
+      loadGroups((await api("GET", "user_groups")).user_groups);
+    } catch {
+      // Sections that need a group's permission stay hidden until the groups come.
+    }
+    if (current !== mine) return;
+  }
   // A section the person may not open (or none) shows their profile, at its own address.
   const section = SECTIONS.find((entry) => entry[0] === address && allowed(entry)) || SECTIONS[0];
   if (section[0] !== address) history.replaceState(null, "", `#${section[0]}`);
-  $("messages").hidden = true;
-  document.body.classList.add("in-settings");
+  mine.address = section[0];
   const box = el("section", { class: "settings-section", attrs: { "aria-labelledby": "settings-section-title" } });
   const page = el("div", { id: "settings-view", class: "settings-view" },
     el("nav", { class: "settings-nav", attrs: { "aria-label": "Settings sections" } }, nav(section[0])),
@@ -60,27 +73,15 @@ export function open(address, previous) {
       box));
   clear(panel()).append(page);
   panel().hidden = false;
-  current = { address: section[0], onEvent: null };
-  const mine = current;
-  draw(section, box, mine);
-}
-
-async function draw(section, box, mine) {
-  // Group settings are shown by their groups' names: on an address opened at once, before the
-  // groups have come (app.js fetches them after the first screen), they are fetched here.
-  if (!state.groups.size) {
-    try {
-      loadGroups((await api("GET", "user_groups")).user_groups);
-    } catch {
-      // Shown as "Group N" until the groups come.
-    }
-  }
-  if (current !== mine) return;
   try {
     const handler = await section[2](box);
-    if (current === mine) current.onEvent = handler || null;
+    if (current !== mine) return;
+    mine.onEvent = handler || (() => {});
+    // Events that came while the section was loading.
+    for (const ev of mine.pending.splice(0)) mine.onEvent(ev);
   } catch (error) {
-    box.append(el("p", { class: "form-error", text: `This page could not be drawn: ${error.message}` }));
+    mine.onEvent = () => {};
+    if (current === mine) box.append(el("p", { class: "form-error", text: `This page could not be drawn: ${error.message}` }));
   }
 }
 
@@ -113,5 +114,7 @@ export function onEvent(ev) {
     if (address) { current = null; open(address); }
     return;
   }
-  current?.onEvent?.(ev);
+  if (!current) return;
+  if (current.onEvent) current.onEvent(ev);
+  else current.pending.push(ev);
 }

@@ -28,6 +28,8 @@ export function load(reg) {
     typing: new Map(),      // conversation key -> Map(user id -> expiry timer)
     realmEmoji: reg.realm_emoji || {},
     settings: reg.user_settings || {},
+    // What each group setting may name (organization, channel and group settings).
+    permissionSettings: reg.server_supported_permission_settings || {},
     muted: new Map((reg.muted_users || []).map((m) => [m.id, m.timestamp])), // user id -> since
     alertWords: reg.alert_words || [],
     // The organization's settings, by their names without "realm_" (permissions, time limits,
@@ -207,7 +209,9 @@ const handlers = {
     if (ev.op === "create") for (const s of ev.streams) if (!state.streams.has(s.stream_id)) state.streams.set(s.stream_id, s);
     if (ev.op === "delete") for (const s of ev.streams) { state.streams.delete(s.stream_id); state.subs.delete(s.stream_id); }
     if (ev.op === "update") {
-      for (const target of [state.streams.get(ev.stream_id), state.subs.get(ev.stream_id)]) if (target) target[ev.property] = ev.value;
+      // A privacy change (`invite_only`) carries the related properties beside its value.
+      const extra = Object.fromEntries(["history_public_to_subscribers", "is_web_public"].filter((k) => k in ev).map((k) => [k, ev[k]]));
+      for (const target of [state.streams.get(ev.stream_id), state.subs.get(ev.stream_id)]) if (target) Object.assign(target, { [ev.property]: ev.value }, extra);
     }
   },
   realm(ev) {
