@@ -6,6 +6,7 @@ history, quotes and message links) with what the other person sees live, and the
 follow the organization's permissions, live too. Screenshots of each new view in both themes go
 to target/web-client-screenshots/, with the contrast and accessible-name checks."""
 
+import contextlib
 import json
 import pathlib
 import struct
@@ -33,10 +34,12 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module")
-def site():
+@contextlib.contextmanager
+def people_site(channels):
+    """A server of its own with Ada and Bob (for whom Enter sends, set as the organization's
+    default before they join: Zulip's default is Ctrl+Enter) in `channels`, with the owner."""
     with tempfile.TemporaryDirectory() as tmp:
-        # The module packs a working day into a minute or two: Ada's browser and her API calls
+        # A module packs a working day into a minute or two: Ada's browser and her API calls
         # make more than Zulip's 200 requests a minute a person, which a day's pace never does.
         server = RunningServer(pathlib.Path(tmp) / "data", extra_args=["--rate-limit-user", "2000"])
         try:
@@ -44,18 +47,25 @@ def site():
             s.api("PATCH", "realm/user_settings_defaults", enter_sends="true")
             s.ada = s.api("POST", "users", email="ada@example.com", password="ada-password-1", full_name="Ada")["user_id"]
             s.bob = s.api("POST", "users", email="bob@example.com", password="bob-password-1", full_name="Bob")["user_id"]
-            for name in ("lobby", "design"):
+            for name in channels:
                 s.api("POST", "users/me/subscriptions", subscriptions=json.dumps([{"name": name}]))
                 s.api("POST", "users/me/subscriptions", subscriptions=json.dumps([{"name": name}]),
                       principals=f"[{s.ada}, {s.bob}]")
             s.lobby = s.api("GET", "get_stream_id", stream="lobby")["stream_id"]
-            s.design = s.api("GET", "get_stream_id", stream="design")["stream_id"]
-            s.groups = {g["name"]: g["id"] for g in s.api("GET", "user_groups")["user_groups"]}
+            s.owner_password = (server.data_dir / "initial-password").read_text().strip()
             s.ada_auth = s.credentials("ada@example.com", "ada-password-1")
             s.bob_auth = s.credentials("bob@example.com", "bob-password-1")
             yield s
         finally:
             server.stop()
+
+
+@pytest.fixture(scope="module")
+def site():
+    with people_site(("lobby", "design")) as s:
+        s.design = s.api("GET", "get_stream_id", stream="design")["stream_id"]
+        s.groups = {g["name"]: g["id"] for g in s.api("GET", "user_groups")["user_groups"]}
+        yield s
 
 
 @pytest.fixture(scope="module")

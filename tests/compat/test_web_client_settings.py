@@ -5,15 +5,12 @@ member may not change is not offered. Every page is looked at in both themes (co
 controls, a screenshot)."""
 
 import json
-import pathlib
-import tempfile
 
 import pytest
 import requests
-from conftest import RunningServer
 
-from test_web_client import Browser, Site, quit_checking_policies, webdriver, CHROMIUM, CHROMEDRIVER
-from test_web_client_day import PNG, act, views_hold_up
+from test_web_client import Browser, quit_checking_policies, webdriver, CHROMIUM, CHROMEDRIVER
+from test_web_client_day import PNG, people_site, views_hold_up
 
 try:
     from selenium.webdriver.common.by import By
@@ -28,22 +25,8 @@ pytestmark = pytest.mark.skipif(webdriver is None or not CHROMIUM or not CHROMED
 
 @pytest.fixture(scope="module")
 def site():
-    with tempfile.TemporaryDirectory() as tmp:
-        server = RunningServer(pathlib.Path(tmp) / "data", extra_args=["--rate-limit-user", "2000"])
-        try:
-            s = Site(server)
-            s.api("PATCH", "realm/user_settings_defaults", enter_sends="true")
-            s.ada = s.api("POST", "users", email="ada@example.com", password="ada-password-1", full_name="Ada")["user_id"]
-            s.bob = s.api("POST", "users", email="bob@example.com", password="bob-password-1", full_name="Bob")["user_id"]
-            s.api("POST", "users/me/subscriptions", subscriptions=json.dumps([{"name": "lobby"}]),
-                  principals=f"[{s.ada}, {s.bob}]")
-            s.lobby = s.api("GET", "get_stream_id", stream="lobby")["stream_id"]
-            s.owner_password = (server.data_dir / "initial-password").read_text().strip()
-            s.ada_auth = s.credentials("ada@example.com", "ada-password-1")
-            s.bob_auth = s.credentials("bob@example.com", "bob-password-1")
-            yield s
-        finally:
-            server.stop()
+    with people_site(("lobby",)) as s:
+        yield s
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import { el, clear, toast } from "./dom.js";
 import { state, isAdmin, ROLE_OWNER, userName } from "./state.js";
 import { longTime } from "./time.js";
 import { allows } from "./perms.js";
-import { controls, form, field, table, button, act, groupControl, update, redrawWhenFree } from "./forms.js";
+import { controls, form, field, table, button, act, groupControl, update, redrawWhenFree, picturePicker } from "./forms.js";
 import { ask } from "./confirm.js";
 
 const isOwner = () => state.me.role === ROLE_OWNER;
@@ -48,20 +48,12 @@ const channelChoices = () => [[-1, "None"], ...[...state.streams.values()]
 
 export function organizationProfile(box) {
   const icon = el("img", { class: "settings-avatar", src: state.realm.icon_url, alt: "", width: 96, height: 96 });
-  const file = el("input", { type: "file", id: "realm-icon-file", class: "visually-hidden", accept: "image/png,image/jpeg,image/gif,image/webp" });
-  file.addEventListener("change", () => {
-    if (!file.files.length) return;
-    const data = new FormData();
-    data.append("file", file.files[0]);
-    file.value = "";
-    api("POST", "realm/icon", data).then(() => toast("Icon saved."), (error) => toast(`Could not save the icon: ${error.message}`));
-  });
   const live = liveRealm(box, [realmGroup("Profile", [
     { key: "name", kind: "text", label: "Organization name", maxLength: 40 },
     { key: "description", kind: "long", label: "Description", maxLength: 1000, hint: "Shown on the login page. Markdown." },
   ])]);
   box.append(el("div", { class: "avatar-row" }, icon, el("div", { class: "avatar-actions" },
-    file, el("label", { for: "realm-icon-file", class: "button small", text: "Upload an icon" }))));
+    picturePicker("realm-icon-file", "Upload an icon", "realm/icon", "icon"))));
   return (ev) => {
     live(ev);
     if (ev.type === "realm" && ev.property === "icon") icon.src = ev.data.icon_url;

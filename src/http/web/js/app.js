@@ -4,7 +4,8 @@
 // First: it starts the requests the first screen waits for.
 import { firstNarrow, firstPage, firstRegistration, rememberTheme } from "./start.js";
 import { api } from "./api.js";
-import { $, toast } from "./dom.js";
+import { $ } from "./dom.js";
+import { logout } from "./session.js";
 import { state, load, apply, loadGroups } from "./state.js";
 import * as narrows from "./narrow.js";
 import { ui } from "./ui.js";
@@ -159,15 +160,6 @@ function applySettings() {
   document.documentElement.dataset.theme = theme;
   rememberTheme(theme);
   compose.useEnterSends(state.settings.enter_sends !== false);
-}
-
-async function logout() {
-  try {
-    await api("POST", "logout");
-    location.assign("/login/");
-  } catch (error) {
-    toast(`Could not log out: ${error.message}`);
-  }
 }
 
 // ---- start ---------------------------------------------------------------------------------------

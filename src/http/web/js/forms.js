@@ -4,6 +4,7 @@
 // goes in through textContent and attributes (dom.js).
 
 import { el, toast } from "./dom.js";
+import { api } from "./api.js";
 import { state } from "./state.js";
 
 let ids = 0;
@@ -202,6 +203,20 @@ export function table(caption, columns, items, actions, keyOf) {
     columns.map(([, cell]) => { const value = cell(item); return el("td", {}, value instanceof Node ? value : String(value ?? "")); }),
     actions ? el("td", { class: "row-actions" }, actions(item)) : null));
   return el("table", { class: "settings-table" }, el("caption", { class: "visually-hidden", text: caption }), el("thead", {}, head), el("tbody", {}, rows));
+}
+
+// A picture upload: a file input (hidden; its label is the button) that sends the chosen file to
+// `path`; the new picture arrives by its event.
+export function picturePicker(id, text, path, what) {
+  const file = el("input", { type: "file", id, class: "visually-hidden", accept: "image/png,image/jpeg,image/gif,image/webp" });
+  file.addEventListener("change", () => {
+    if (!file.files.length) return;
+    const data = new FormData();
+    data.append("file", file.files[0]);
+    file.value = "";
+    api("POST", path, data).then(() => toast(`The ${what} is saved.`), (error) => toast(`Could not save the ${what}: ${error.message}`));
+  });
+  return [file, el("label", { for: id, class: "button small", text })];
 }
 
 export const button = (text, onClick, props = {}) => el("button", { type: "button", class: "small", text, ...props, on: { click: onClick } });

@@ -7,7 +7,8 @@ import { el, add, clear, toast } from "./dom.js";
 import { state, isAdmin, userName } from "./state.js";
 import { longTime } from "./time.js";
 import { showTwoFactor } from "./two_factor.js";
-import { controls, control, form, field, table, button, act, groupSettingText, redrawWhenFree } from "./forms.js";
+import { logout } from "./session.js";
+import { controls, control, form, field, table, button, act, groupSettingText, redrawWhenFree, picturePicker } from "./forms.js";
 import { ask } from "./confirm.js";
 
 const saveSetting = (key, value) => api("PATCH", "settings", { [key]: value });
@@ -32,14 +33,6 @@ const me = () => state.users.get(state.me.user_id) || {};
 
 export async function profile(box) {
   const avatar = el("img", { class: "settings-avatar", src: me().avatar_url, alt: "", width: 96, height: 96 });
-  const file = el("input", { type: "file", id: "avatar-file", class: "visually-hidden", accept: "image/png,image/jpeg,image/gif,image/webp" });
-  file.addEventListener("change", () => {
-    if (!file.files.length) return;
-    const data = new FormData();
-    data.append("file", file.files[0]);
-    file.value = "";
-    api("POST", "users/me/avatar", data).then(() => toast("Avatar saved."), (error) => toast(`Could not save the avatar: ${error.message}`));
-  });
   const removeAvatar = button("Use the generated avatar", () => act(removeAvatar, "remove the avatar", () => api("DELETE", "users/me/avatar")));
 
   const nameLocked = state.realm.name_changes_disabled && !isAdmin();
@@ -51,7 +44,7 @@ export async function profile(box) {
   add(box,
     el("div", { class: "avatar-row" }, avatar,
       el("div", { class: "avatar-actions" },
-        file, el("label", { for: "avatar-file", class: "button small", text: "Upload an avatar" }), removeAvatar,
+        picturePicker("avatar-file", "Upload an avatar", "users/me/avatar", "avatar"), removeAvatar,
         el("span", { class: "hint", text: "PNG, JPEG, GIF or WebP, at most 5 MiB." }))),
     form({ id: "name-form", class: "setting-row" }, [el("label", { for: "full-name", text: "Full name" }), name,
       el("button", { type: "submit", text: "Save", disabled: nameLocked })], async () => {
@@ -216,15 +209,6 @@ function session(s, list) {
           toast(`Could not end the session: ${error.message}`);
         }
       } } }));
-}
-
-export async function logout() {
-  try {
-    await api("POST", "logout");
-    location.assign("/login/");
-  } catch (error) {
-    toast(`Could not log out: ${error.message}`);
-  }
 }
 
 function deactivateSelf() {
