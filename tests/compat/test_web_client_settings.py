@@ -153,7 +153,7 @@ def test_notifications_alert_words_and_muted_users(site, browsers):
     ada.find("#alert-word").send_keys("pineapple", Keys.ENTER)
     ada.wait(lambda: rows(ada, "#alert-word-list") == ["pineapple Remove"], "the word is not listed")
     assert site.api_as(site.ada_auth, "GET", "users/me/alert_words")["alert_words"] == ["pineapple"]
-    site.api_as(site.bob_auth, "POST", "messages", type="stream", to="lobby", topic="fruit", content="The pineapple is ripe")
+    ripe = site.api_as(site.bob_auth, "POST", "messages", type="stream", to="lobby", topic="fruit", content="The pineapple is ripe")["id"]
     ada.click(lambda: ada.find('#alert-word-list button[aria-label="Remove pineapple"]'))
     ada.wait(lambda: not ada.finds("#alert-word-list tbody tr"), "the removed word is still listed")
     assert site.api_as(site.ada_auth, "GET", "users/me/alert_words")["alert_words"] == []
@@ -165,6 +165,12 @@ def test_notifications_alert_words_and_muted_users(site, browsers):
     ada.wait(lambda: ada.find("#user-card").is_displayed(), "Bob's card did not open")
     ada.click(lambda: [b for b in ada.finds("#user-card .card-actions button") if b.text == "Mute"][0])
     ada.wait(lambda: not ada.find("#user-card").is_displayed())
+    # His message is hidden behind a click, as in Zulip.
+    content = f'#message-list .msg[data-id="{ripe}"] .content'
+    ada.wait(lambda: "hidden because you have muted the sender" in ada.find(content).text, "the muted sender's message is shown")
+    assert "ripe" not in ada.find(content).text
+    ada.click(lambda: ada.find(content + " button"))
+    ada.wait(lambda: "The pineapple is ripe" in ada.find(content).text, "the hidden message did not show when asked")
     open_section(ada, site, "settings/muted-users")
     ada.wait(lambda: len(ada.finds("#muted-user-list tbody tr")) == 1 and "Bob" in rows(ada, "#muted-user-list")[0])
     views_hold_up(ada, "settings-muted-users")

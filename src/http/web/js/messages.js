@@ -198,7 +198,17 @@ function meta(m) {
     el("time", { text: shortTime(m.timestamp), attrs: { datetime: isoTime(m.timestamp), title: longTime(m.timestamp) } }));
 }
 
+// The messages of a person one muted are hidden behind a click, as in Zulip; shown ones stay
+// shown until the page is loaded again.
+const revealed = new Set();
+
 function body(m) {
+  if (state.muted.has(m.sender_id) && !revealed.has(m.id)) {
+    return el("div", { class: "content muted-message" },
+      "This message was hidden because you have muted the sender. ",
+      el("button", { type: "button", class: "ghost small", text: "Show it",
+        on: { click: () => { revealed.add(m.id); renderKeepingScroll(); } } }));
+  }
   const content = el("div", { class: "content rendered" });
   // A poll or a task list shows as its widget, not as the text that made it.
   const widget = widgets.render(m);
@@ -418,6 +428,7 @@ export function onEvent(ev) {
     case "submessage": return onSubmessage(ev);
     case "update_message_flags": return onFlags(ev);
     case "realm_user": if (ev.op === "update") renderKeepingScroll(); return;
+    case "muted_users": renderKeepingScroll(); return;
     // What the person may do changed: the offered controls follow.
     case "realm": case "user_group": case "stream": renderKeepingScroll(); return;
     default: return;
