@@ -60,9 +60,10 @@ def realm_of(site):
 
 
 def saved(browser, key):
-    """The control's row says "Saved" once the server took the change."""
-    browser.wait(lambda: browser.js("return arguments[0].closest('.pref').querySelector('.saved').textContent",
-                                    setting(browser, key)) == "Saved", "the change was not saved")
+    """The server took the change: the control's row is marked saved (its visible "Saved" fades
+    after a few seconds, so the lasting mark is what is waited on)."""
+    browser.wait(lambda: browser.js("return arguments[0].closest('.pref').dataset.state", setting(browser, key)) == "saved",
+                 "the change was not saved")
 
 
 def rows(browser, container):

@@ -5,13 +5,12 @@
 
 import { api } from "./api.js";
 import { el, clear, toast } from "./dom.js";
-import { state, isAdmin, ROLE_OWNER, userName } from "./state.js";
+import { state, isAdmin, isOwner, userName } from "./state.js";
 import { longTime } from "./time.js";
 import { allows } from "./perms.js";
-import { controls, form, field, table, button, act, groupControl, update, redrawWhenFree, picturePicker } from "./forms.js";
+import { fieldset, liveFieldsets, form, field, table, button, act, groupControl, update, redrawWhenFree, picturePicker } from "./forms.js";
 import { ask } from "./confirm.js";
 
-const isOwner = () => state.me.role === ROLE_OWNER;
 
 // ---- the organization's own settings -----------------------------------------------------------
 
@@ -30,16 +29,9 @@ function saveRealm(key, value) {
   return api("PATCH", "realm", { [key]: value });
 }
 
-// Controls for organization settings, kept live by `realm` events.
-function realmGroup(title, specs) {
-  const { rows, refresh } = controls(specs, realmValue, saveRealm);
-  return { node: el("fieldset", { class: "prefs" }, el("legend", { text: title }), rows), refresh };
-}
-
-function liveRealm(box, groups) {
-  box.append(...groups.map((g) => g.node));
-  return (ev) => { if (ev.type === "realm") for (const g of groups) g.refresh(); };
-}
+// A fieldset of organization settings, kept live by `realm` events (liveRealm).
+const realmGroup = (title, specs) => fieldset(title, specs, realmValue, saveRealm);
+const liveRealm = (box, sets) => liveFieldsets(box, sets, "realm");
 
 // (A channel this page does not know, as a private one the administrator is not in, is added to
 // the list by its number: forms.show.)

@@ -4,7 +4,7 @@
 
 import { api } from "./api.js";
 import { $, el, add, clear, toast } from "./dom.js";
-import { state, isAdmin, ROLE_OWNER, ROLE_ADMIN, ROLE_MODERATOR, userName } from "./state.js";
+import { state, isAdmin, isOwner, ROLE_OWNER, ROLE_ADMIN, ROLE_MODERATOR, userName } from "./state.js";
 import { longTime } from "./time.js";
 import { allows } from "./perms.js";
 import { form, field, table, button, act, control, update, redrawWhenFree } from "./forms.js";
@@ -13,7 +13,6 @@ import { zuliprcLink } from "./prefs.js";
 
 const ROLES = [[ROLE_OWNER, "Owner"], [ROLE_ADMIN, "Administrator"], [ROLE_MODERATOR, "Moderator"], [400, "Member"], [600, "Guest"]];
 const roleName = (role) => ROLES.find(([r]) => r === role)?.[1] || "Member";
-const isOwner = () => state.me.role === ROLE_OWNER;
 
 // A list drawn again after events, at most once per frame.
 function redrawer(draw) {

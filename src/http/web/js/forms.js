@@ -52,12 +52,16 @@ export function control(spec, value, save) {
   show(spec, input, value);
   input.addEventListener("change", async () => {
     const next = read(spec, input);
+    // The row's `data-state`: saving, then saved or refused (the visible "Saved" fades).
+    row.dataset.state = "saving";
     try {
       await save(spec.key, next);
       row.saved = next;
+      row.dataset.state = "saved";
       flash(row, "Saved");
     } catch (error) {
       show(spec, input, row.saved, true);
+      row.dataset.state = "refused";
       flash(row, "");
       toast(`Could not save “${spec.label}”: ${error.message}`);
     }
@@ -95,11 +99,18 @@ function flash(row, text) {
   if (text) row.flashTimer = setTimeout(() => { status.textContent = ""; }, 3000);
 }
 
-// The rows of a settings table, with a function that shows new values from a lookup.
-export function controls(specs, valueOf, save) {
+// A fieldset of settings read by `valueOf` and sent by `save`, with `refresh()` showing their
+// current values again.
+export function fieldset(title, specs, valueOf, save) {
   const rows = specs.map((spec) => control(spec, valueOf(spec.key), save));
   const refresh = () => { for (const row of rows) update(row, valueOf(row.spec.key)); };
-  return { rows, refresh };
+  return { node: el("fieldset", { class: "prefs" }, el("legend", { text: title }), rows), refresh };
+}
+
+// Puts fieldsets in a page; the handler returned refreshes them on events of `type`.
+export function liveFieldsets(box, sets, type) {
+  box.append(...sets.map((set) => set.node));
+  return (ev) => { if (ev.type === type) for (const set of sets) set.refresh(); };
 }
 
 // ---- group settings ----------------------------------------------------------------------------
@@ -114,13 +125,13 @@ const SYSTEM_GROUPS = [
   ["role:nobody", "Nobody"],
 ];
 
-export const groupByName = (name) => [...state.groups.entries()].find(([, g]) => g.name === name)?.[0];
+const groupByName = (name) => [...state.groups.entries()].find(([, g]) => g.name === name)?.[0];
 
 // The groups a group setting may name: the system groups in their order, then the organization's
 // groups by name (deactivated ones left out), as the server allows for the setting
 // (`server_supported_permission_settings`: some take no named groups, or not "nobody" or
 // "everyone").
-export function groupChoices(config = {}) {
+function groupChoices(config = {}) {
   const system = SYSTEM_GROUPS
     .filter(([name]) => (name !== "role:nobody" || config.allow_nobody_group !== false) && (name !== "role:everyone" || config.allow_everyone_group !== false))
     .map(([name, label]) => [groupByName(name), label]).filter(([id]) => id !== undefined);

@@ -8,21 +8,18 @@ import { state, isAdmin, userName } from "./state.js";
 import { longTime } from "./time.js";
 import { showTwoFactor } from "./two_factor.js";
 import { logout } from "./session.js";
-import { controls, control, form, field, table, button, act, groupSettingText, redrawWhenFree, picturePicker } from "./forms.js";
+import { fieldset, liveFieldsets, control, form, field, table, button, act, groupSettingText, redrawWhenFree, picturePicker } from "./forms.js";
 import { ask } from "./confirm.js";
 
-const saveSetting = (key, value) => api("PATCH", "settings", { [key]: value });
-
-// A section of controls for personal settings, kept live by `user_settings` events.
-function settingsGroup(title, specs) {
-  const { rows, refresh } = controls(specs, (key) => state.settings[key], saveSetting);
-  return { node: el("fieldset", { class: "prefs" }, el("legend", { text: title }), rows), refresh };
+function saveSetting(key, value) {
+  // Desktop notifications need the browser's permission: asked for as they are turned on.
+  if (key === "enable_desktop_notifications" && value && window.Notification?.permission === "default") Notification.requestPermission();
+  return api("PATCH", "settings", { [key]: value });
 }
 
-function liveSettings(box, groups) {
-  box.append(...groups.map((g) => g.node));
-  return (ev) => { if (ev.type === "user_settings") for (const g of groups) g.refresh(); };
-}
+// A fieldset of personal settings, kept live by `user_settings` events (liveSettings).
+const settingsGroup = (title, specs) => fieldset(title, specs, (key) => state.settings[key], saveSetting);
+const liveSettings = (box, sets) => liveFieldsets(box, sets, "user_settings");
 
 // ---- profile -----------------------------------------------------------------------------------
 

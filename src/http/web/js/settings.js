@@ -41,8 +41,6 @@ let back = "#";
 
 const panel = () => $("view-panel");
 
-export const isOpen = () => current !== null;
-
 export async function open(address, previous) {
   if (!current && previous !== undefined) back = previous;
   $("messages").hidden = true;

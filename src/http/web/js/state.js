@@ -73,6 +73,7 @@ function loadUnread(unread) {
 }
 
 export const isAdmin = () => state.me.role === ROLE_OWNER || state.me.role === ROLE_ADMIN;
+export const isOwner = () => state.me.role === ROLE_OWNER;
 export const topicKey = (streamId, topic) => `${streamId}\u0000${topic.toLowerCase()}`;
 export const userName = (id) => state.users.get(id)?.full_name || `User ${id}`;
 
