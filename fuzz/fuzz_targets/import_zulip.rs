@@ -1,17 +1,9 @@
 //! Zulip exports (issue 34): any bytes as an export tarball (`.tar.gz`) are imported or refused
 //! with an error, never a crash, and a refused import leaves no data directory.
+//! The check itself is `checks::import_zulip` (fuzz/checks.rs), which the test suite also runs.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
+#[path = "../checks.rs"]
+mod checks;
 
-fuzz_target!(|data: &[u8]| {
-    let tmp = tempfile::tempdir().expect("a temporary directory");
-    let export = tmp.path().join("zulip-export.tar.gz");
-    std::fs::write(&export, data).expect("the export is written");
-    let target = tmp.path().join("data");
-    let options = chronicle::import::Options::default();
-    let source = chronicle::import::Source::Zulip;
-    if chronicle::import::run(source, &export, &target, &options).is_err() {
-        assert!(!target.exists(), "a refused import left its data directory");
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::import_zulip::check(data));

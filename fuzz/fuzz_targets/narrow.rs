@@ -1,9 +1,8 @@
 //! Narrows, in either form (`[["channel","x"]]` or `[{"operator":...}]`), from any JSON.
+//! The check itself is `checks::narrow` (fuzz/checks.rs), which the test suite also runs.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
+#[path = "../checks.rs"]
+mod checks;
 
-fuzz_target!(|data: &[u8]| {
-    let value = serde_json::from_slice::<serde_json::Value>(data).ok();
-    let _ = chronicle::narrow::parse_narrow(value);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::narrow::check(data));

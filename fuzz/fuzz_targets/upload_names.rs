@@ -1,18 +1,9 @@
 //! What the server reads from an upload's untrusted parts: its file name, its first bytes, and
 //! the upload links in a message's text.
+//! The check itself is `checks::upload_names` (fuzz/checks.rs), which the test suite also runs.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
+#[path = "../checks.rs"]
+mod checks;
 
-fuzz_target!(|data: &[u8]| {
-    let _ = chronicle::uploads::sniff_image(data);
-    let text = String::from_utf8_lossy(data);
-    let name = chronicle::uploads::sanitize_name(&text);
-    assert!(!name.is_empty() && name.len() <= 100);
-    assert!(name
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b)));
-    for path in chronicle::projections::attachments::linked_paths(&text) {
-        assert!(!path.is_empty());
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| checks::upload_names::check(data));

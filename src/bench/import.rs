@@ -154,7 +154,7 @@ fn vm_hwm(status: &str) -> Option<u64> {
 }
 
 pub fn import(quick: bool) -> Result<Vec<Row>, Fatal> {
-    let messages: u64 = if quick { 10_000 } else { 1_000_000 };
+    let messages: u64 = if quick { 5_000 } else { 1_000_000 };
     let tmp = tempfile::tempdir()?;
     let export = tmp.path().join("slack-export.zip");
     let bytes = generate(&export, messages)?;

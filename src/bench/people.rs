@@ -569,8 +569,8 @@ pub async fn people(quick: bool) -> Result<Vec<Row>, Fatal> {
             },
             60,
             60,
+            Duration::from_secs(1),
             Duration::from_secs(2),
-            Duration::from_secs(3),
         )
     } else {
         (

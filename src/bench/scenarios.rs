@@ -1072,7 +1072,7 @@ async fn web_first_screen(server: &InProcess, email: &str, rounds: usize) -> Res
 /// Scenario 6: `GET /messages` narrowed by channel and topic, and by search, over many messages.
 pub async fn narrow_reads(quick: bool) -> Result<Vec<Row>, Fatal> {
     use super::seed::{seed, SeedSpec};
-    let messages = if quick { 20_000 } else { 1_000_000 };
+    let messages = if quick { 10_000 } else { 1_000_000 };
     let seeded = seed(&SeedSpec {
         users: 200,
         channels: 11,

@@ -483,7 +483,7 @@ fn memory_row(case: &str, value: f64, baseline: Option<f64>, label: &str) -> Row
 
 /// Scenario `memory`: the resident memory of `chronicle serve` itself, started on seeded data
 /// directories that differ in one thing (10,000 more users; a million more messages in a
-/// 10-member channel, 30,000 in quick mode and scaled; 10,000 registered event queues, 2,000 in
+/// 10-member channel, 15,000 in quick mode and scaled; 10,000 registered event queues, 2,000 in
 /// quick mode), against
 /// the bytes those take on disk.
 pub async fn memory(quick: bool) -> Result<Vec<Row>, Fatal> {
@@ -496,7 +496,7 @@ pub async fn memory(quick: bool) -> Result<Vec<Row>, Fatal> {
     let (base, base_disk) = resident_after_start(&spec(10, 0))?;
     let (with_users, users_disk) = resident_after_start(&spec(10_010, 0))?;
     // Quick mode (the test command's smoke run, a debug build) keeps to a few seconds a part.
-    let messages: u64 = if quick { 30_000 } else { 1_000_000 };
+    let messages: u64 = if quick { 15_000 } else { 1_000_000 };
     let (with_messages, messages_disk) = resident_after_start(&spec(10, messages))?;
     let scale = 1_000_000.0 / messages as f64;
     let grown = |value: u64| value.saturating_sub(base) as f64;

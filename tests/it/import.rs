@@ -949,7 +949,7 @@ async fn an_mmctl_export_of_mattermost_11_comes_in() {
 /// A Zulip 10.2 export as `manage.py export` lays it out (table and key names from Zulip's
 /// `zerver/lib/export.py` at tag 10.2), of a small organization with one of each thing the
 /// importer reads, as `zulip-export-test.tar.gz`.
-fn zulip_export(dir: &Path) -> PathBuf {
+pub(crate) fn zulip_export(dir: &Path) -> PathBuf {
     let root = dir.join("zulip-export-test");
     std::fs::create_dir_all(root.join("uploads/2/ab/Xy7_token/")).unwrap();
     std::fs::create_dir_all(root.join("emoji/2/emoji/images")).unwrap();

@@ -10,6 +10,7 @@ mod clients;
 mod durability;
 mod emoji;
 mod fixtures;
+mod fuzz_seeds;
 mod import;
 mod integrations;
 mod invitations;
