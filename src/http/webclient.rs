@@ -504,11 +504,15 @@ fn is_version(part: &str) -> bool {
 }
 
 /// A page (`app.html`, `login.html`): never cached, so a new server's client loads at once.
-/// Its files are named under the build's version.
+/// Its files are named under the build's version, and its `{{key}}` marks filled with the
+/// client's texts.
 pub(super) fn page(name: &str) -> HttpResponse {
     let bytes = match version() {
         Some(v) => versioned_pages(v).get(name).cloned(),
-        None => file(name).map(|(bytes, _)| bytes),
+        None => file(name).map(|(bytes, _)| {
+            let texts = file(TEXTS_FILE).and_then(|(table, _)| texts_of(&table));
+            fill_texts(&String::from_utf8_lossy(&bytes), &texts.unwrap_or_default()).into_bytes()
+        }),
     };
     match bytes {
         Some(bytes) => with_page_headers(HttpResponse::Ok())
@@ -519,20 +523,65 @@ pub(super) fn page(name: &str) -> HttpResponse {
     }
 }
 
-/// The compiled-in pages with their files' addresses under `version`, written once.
+/// The compiled-in pages with their files' addresses under `version` and their texts filled
+/// in, written once.
 fn versioned_pages(version: &str) -> &'static HashMap<&'static str, Vec<u8>> {
     static PAGES: OnceLock<HashMap<&'static str, Vec<u8>>> = OnceLock::new();
     PAGES.get_or_init(|| {
         let prefix = format!("\"/static/web/{version}/");
+        let texts = compiled()
+            .get(TEXTS_FILE)
+            .and_then(|(table, _)| texts_of(table))
+            .unwrap_or_default();
         FILES
             .iter()
             .filter(|(name, _)| name.ends_with(".html"))
             .map(|(name, bytes)| {
                 let text = String::from_utf8_lossy(bytes).replace("\"/static/web/", &prefix);
-                (*name, text.into_bytes())
+                (*name, fill_texts(&text, &texts).into_bytes())
             })
             .collect()
     })
+}
+
+/// The module holding every text the client shows (see its head): the pages take theirs from
+/// the same table.
+const TEXTS_FILE: &str = "js/texts.js";
+
+/// The table of `js/texts.js`: the JSON object after `export const TEXTS = `, up to the line
+/// that closes it.
+fn texts_of(module: &[u8]) -> Option<HashMap<String, String>> {
+    let module = std::str::from_utf8(module).ok()?;
+    const START: &str = "export const TEXTS = ";
+    let start = module.find(START)? + START.len();
+    let end = start + module[start..].find("\n};")? + 2;
+    serde_json::from_str(&module[start..end]).ok()
+}
+
+/// `page` with each `{{key}}` mark replaced by its text, escaped for HTML; a mark without a
+/// text stays as it is (the tests rule that out).
+fn fill_texts(page: &str, texts: &HashMap<String, String>) -> String {
+    let mut out = String::with_capacity(page.len());
+    let mut rest = page;
+    while let Some(open) = rest.find("{{") {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 2..];
+        match after
+            .find("}}")
+            .and_then(|close| Some((close, texts.get(&after[..close])?)))
+        {
+            Some((close, text)) => {
+                out.push_str(&crate::markdown::escape_html(text));
+                rest = &after[close + 2..];
+            }
+            None => {
+                out.push_str("{{");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn serve(req: &HttpRequest, path: &str, cache: &'static str) -> HttpResponse {
@@ -694,5 +743,95 @@ mod tests {
             assert_ne!(content_type(name), "application/octet-stream", "{name}");
         }
         assert!(compiled().contains_key("app.html") && compiled().contains_key("login.html"));
+    }
+
+    /// Every text the client shows is in `js/texts.js` (issue 39): each key a module names (a
+    /// quoted `module.key` literal) or a page marks (`{{key}}`) is in the table, every key in
+    /// the table is used, and no module writes a visible text into an element itself.
+    #[test]
+    fn every_text_is_in_the_one_table_and_used() {
+        let texts = texts_of(compiled()[TEXTS_FILE].0).expect("js/texts.js holds its JSON table");
+        assert!(texts.len() > 500, "{} texts", texts.len());
+        let prefixes: std::collections::HashSet<&str> = texts
+            .keys()
+            .filter_map(|k| k.split_once('.'))
+            .map(|(p, _)| p)
+            .collect();
+        let mut used = std::collections::HashSet::new();
+        for (name, bytes) in FILES {
+            let source = String::from_utf8_lossy(bytes);
+            if name.ends_with(".html") {
+                let mut rest = &source[..];
+                while let Some(open) = rest.find("{{") {
+                    let close = rest[open..].find("}}").expect("a closed mark") + open;
+                    used.insert(rest[open + 2..close].to_owned());
+                    rest = &rest[close + 2..];
+                }
+            } else if name.ends_with(".js") && *name != TEXTS_FILE {
+                // Every "prefix.words" in double quotes, wherever it stands.
+                for (at, _) in source.match_indices('"') {
+                    let after = &source[at + 1..];
+                    let Some(end) = after.find(|c: char| {
+                        !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '.')
+                    }) else {
+                        continue;
+                    };
+                    let quoted = &after[..end];
+                    let key_like = after[end..].starts_with('"')
+                        && quoted
+                            .split_once('.')
+                            .is_some_and(|(p, rest)| prefixes.contains(p) && !rest.is_empty());
+                    if key_like {
+                        used.insert(quoted.to_owned());
+                    }
+                }
+                // The places a visible text would be written in directly.
+                for written in [
+                    "text: \"",
+                    "label: \"",
+                    "title: \"",
+                    "placeholder: \"",
+                    "toast(\"",
+                    "\"aria-label\": \"",
+                ] {
+                    for (at, _) in source.match_indices(written) {
+                        let after = &source[at + written.len()..];
+                        let first = after.chars().next().unwrap_or('"');
+                        let example_address = after.starts_with("http");
+                        let shown = &source[at..(at + 60).min(source.len())];
+                        assert!(
+                            !first.is_alphabetic() || example_address,
+                            "{name}: a text written in place: {shown}"
+                        );
+                    }
+                }
+            }
+        }
+        let mut missing: Vec<_> = used.iter().filter(|k| !texts.contains_key(*k)).collect();
+        missing.sort();
+        assert!(missing.is_empty(), "keys with no text: {missing:?}");
+        let mut unused: Vec<_> = texts.keys().filter(|k| !used.contains(*k)).collect();
+        unused.sort();
+        assert!(unused.is_empty(), "texts nothing uses: {unused:?}");
+    }
+
+    #[test]
+    fn pages_get_their_texts_escaped() {
+        let texts = HashMap::from([
+            ("a.b".to_owned(), "Log in".to_owned()),
+            ("a.c".to_owned(), "<Tom & \"Jerry\">".to_owned()),
+        ]);
+        assert_eq!(
+            fill_texts("<p>{{a.b}}</p><i title=\"{{a.c}}\">{{a.x}} {{ }}", &texts),
+            "<p>Log in</p><i title=\"&lt;Tom &amp; &quot;Jerry&quot;&gt;\">{{a.x}} {{ }}"
+        );
+        let page = page("login.html");
+        assert_eq!(page.status(), StatusCode::OK);
+        let served = versioned_pages(version().expect("compiled in"))["login.html"].clone();
+        let served = String::from_utf8(served).unwrap();
+        assert!(
+            served.contains(">Log in</button>") && !served.contains("{{"),
+            "{served}"
+        );
     }
 }

@@ -166,12 +166,31 @@ def test_notifications_alert_words_and_muted_users(site, browsers):
     ada.wait(lambda: ada.find("#user-card").is_displayed(), "Bob's card did not open")
     ada.click(lambda: [b for b in ada.finds("#user-card .card-actions button") if b.text == "Mute"][0])
     ada.wait(lambda: not ada.find("#user-card").is_displayed())
-    # His message is hidden behind a click, as in Zulip.
-    content = f'#message-list .msg[data-id="{ripe}"] .content'
+    # His message is hidden behind a click, with his name and picture, as in Zulip.
+    row = f'#message-list .msg[data-id="{ripe}"]'
+    content = row + " .content"
     ada.wait(lambda: "hidden because you have muted the sender" in ada.find(content).text, "the muted sender's message is shown")
     assert "ripe" not in ada.find(content).text
+    assert ada.find(row + " .sender").text == "Muted user"
+    assert ada.finds(row + " .muted-avatar") and not ada.finds(row + " img.avatar")
+    # He leaves the people list, and a direct message of his own shows nowhere but in his
+    # conversation, asked for by name.
+    ada.wait(lambda: not [p for p in ada.finds("#people .person .name") if p.text == "Bob"], "Bob is still in the people list")
+    ada.driver.get(f"{site.url}/#")
+    ada.wait(lambda: ada.find("#narrow-title").text == "All messages" and ada.finds("#message-list .msg"), "All messages is empty")
+    aside = site.api_as(site.bob_auth, "POST", "messages", type="direct", to=f"[{site.ada}]", content="psst, about the pineapple")["id"]
+    # Events come in order: once this later message is in the list, his has been through too.
+    later = site.api_as(site.ada_auth, "POST", "messages", type="stream", to="lobby", topic="fruit", content="After the aside")["id"]
+    ada.wait(lambda: ada.finds(f'#message-list .msg[data-id="{later}"]'), "a live message did not arrive")
+    assert not ada.finds(f'#message-list .msg[data-id="{aside}"]')
+    assert "Bob" not in ada.find("#left .nav.dms").text
+    ada.driver.get(f"{site.url}/#narrow/dm/{site.bob}")
+    ada.wait(lambda: ada.finds(f'#message-list .msg[data-id="{aside}"]'), "Bob's own conversation does not show his message")
+    ada.driver.get(f"{site.url}/#narrow/channel/{site.lobby}/topic/fruit")
+    ada.wait(lambda: ada.finds(content + " button"))
     ada.click(lambda: ada.find(content + " button"))
     ada.wait(lambda: "The pineapple is ripe" in ada.find(content).text, "the hidden message did not show when asked")
+    assert ada.find(row + " .sender").text == "Bob"
     open_section(ada, site, "settings/muted-users")
     ada.wait(lambda: len(ada.finds("#muted-user-list tbody tr")) == 1 and "Bob" in rows(ada, "#muted-user-list")[0])
     views_hold_up(ada, "settings-muted-users")
@@ -179,6 +198,7 @@ def test_notifications_alert_words_and_muted_users(site, browsers):
     ada.wait(lambda: not ada.finds("#muted-user-list tbody tr"), "Bob is still listed as muted")
     muted = site.api_as(site.ada_auth, "POST", "register", fetch_event_types='["muted_users"]')["muted_users"]
     assert muted == []
+    ada.wait(lambda: [p for p in ada.finds("#people .person .name") if p.text == "Bob"], "Bob did not come back to the people list")
 
 
 def test_profile_avatar_fields_api_key_password_and_bots(site, browsers, tmp_path):

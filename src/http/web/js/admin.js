@@ -10,12 +10,13 @@ import { longTime } from "./time.js";
 import { allows } from "./perms.js";
 import { fieldset, liveFieldsets, form, field, table, button, act, groupControl, update, redrawWhenFree, picturePicker } from "./forms.js";
 import { ask } from "./confirm.js";
+import { t } from "./texts.js";
 
 
 // ---- the organization's own settings -----------------------------------------------------------
 
 // A time limit as the API takes it: seconds, or "unlimited" (null or 0 in /register).
-const LIMITS = [["unlimited", "Any time"], [120, "2 minutes"], [600, "10 minutes"], [3600, "1 hour"], [86400, "1 day"], [604800, "1 week"]];
+const LIMITS = [["unlimited", t("admin.any_time")], [120, t("common.2_minutes")], [600, t("common.10_minutes")], [3600, t("common.1_hour")], [86400, t("common.1_day")], [604800, t("common.1_week")]];
 
 function realmValue(key) {
   const value = state.realm[key];
@@ -35,17 +36,17 @@ const liveRealm = (box, sets) => liveFieldsets(box, sets, "realm");
 
 // (A channel this page does not know, as a private one the administrator is not in, is added to
 // the list by its number: forms.show.)
-const channelChoices = () => [[-1, "None"], ...[...state.streams.values()]
+const channelChoices = () => [[-1, t("common.none")], ...[...state.streams.values()]
   .filter((s) => !s.is_archived).sort((a, b) => a.name.localeCompare(b.name)).map((s) => [s.stream_id, `#${s.name}`])];
 
 export function organizationProfile(box) {
   const icon = el("img", { class: "settings-avatar", src: state.realm.icon_url, alt: "", width: 96, height: 96 });
-  const live = liveRealm(box, [realmGroup("Profile", [
-    { key: "name", kind: "text", label: "Organization name", maxLength: 40 },
-    { key: "description", kind: "long", label: "Description", maxLength: 1000, hint: "Shown on the login page. Markdown." },
+  const live = liveRealm(box, [realmGroup(t("common.profile"), [
+    { key: "name", kind: "text", label: t("admin.organization_name"), maxLength: 40 },
+    { key: "description", kind: "long", label: t("common.description"), maxLength: 1000, hint: t("admin.shown_on_the_login_page_markdown") },
   ])]);
   box.append(el("div", { class: "avatar-row" }, icon, el("div", { class: "avatar-actions" },
-    picturePicker("realm-icon-file", "Upload an icon", "realm/icon", "icon"))));
+    picturePicker("realm-icon-file", t("admin.upload_an_icon"), "realm/icon", ["admin.icon_saved", "admin.could_not_save_the_icon"]))));
   return (ev) => {
     live(ev);
     if (ev.type === "realm" && ev.property === "icon") icon.src = ev.data.icon_url;
@@ -55,39 +56,39 @@ export function organizationProfile(box) {
 export function organizationSettings(box) {
   const providers = Object.values(state.realm.available_video_chat_providers || {}).map((p) => [p.id, p.name]);
   const owner = isOwner();
-  const weekdays = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"].map((d, i) => [i, d]);
+  const weekdays = [t("common.monday"), t("common.tuesday"), t("common.wednesday"), t("common.thursday"), t("common.friday"), t("common.saturday"), t("common.sunday")].map((d, i) => [i, d]);
   const limit = (key, label) => ({ key, label, kind: "choice", options: [...LIMITS], unlisted: (seconds) => `${seconds} seconds` });
   return liveRealm(box, [
-    realmGroup("Messages", [
-      { key: "allow_message_editing", kind: "bool", label: "Members may edit their messages" },
-      limit("message_content_edit_limit_seconds", "Time to edit a message"),
-      limit("message_content_delete_limit_seconds", "Time to delete one's message"),
-      limit("move_messages_within_stream_limit_seconds", "Time to move messages between topics"),
-      limit("move_messages_between_streams_limit_seconds", "Time to move messages between channels"),
-      { key: "message_edit_history_visibility_policy", kind: "choice", label: "Edit history shown", options: [["all", "Edits and moves"], ["moves", "Moves only"], ["none", "None"]] },
-      { key: "topics_policy", kind: "choice", label: "Messages without a topic", options: [["allow_empty_topic", "Allowed"], ["disable_empty_topic", "Not allowed"]] },
-      { key: "enable_read_receipts", kind: "bool", label: "Read receipts" },
-      { key: "message_retention_days", kind: "number", label: "Delete messages older than (days)", min: 1, disabled: !owner, hint: owner ? "Empty keeps messages for ever." : "Only owners change this. Empty keeps messages for ever." },
+    realmGroup(t("common.messages"), [
+      { key: "allow_message_editing", kind: "bool", label: t("admin.members_may_edit_their_messages") },
+      limit("message_content_edit_limit_seconds", t("admin.time_to_edit_a_message")),
+      limit("message_content_delete_limit_seconds", t("admin.time_to_delete_one_s_message")),
+      limit("move_messages_within_stream_limit_seconds", t("admin.time_to_move_messages_between_topics")),
+      limit("move_messages_between_streams_limit_seconds", t("admin.time_to_move_messages_between_channels")),
+      { key: "message_edit_history_visibility_policy", kind: "choice", label: t("admin.edit_history_shown"), options: [["all", t("admin.edits_and_moves")], ["moves", t("admin.moves_only")], ["none", t("common.none")]] },
+      { key: "topics_policy", kind: "choice", label: t("admin.messages_without_a_topic"), options: [["allow_empty_topic", t("admin.allowed")], ["disable_empty_topic", t("admin.not_allowed")]] },
+      { key: "enable_read_receipts", kind: "bool", label: t("common.read_receipts") },
+      { key: "message_retention_days", kind: "number", label: t("admin.delete_messages_older_than_days"), min: 1, disabled: !owner, hint: owner ? t("admin.empty_keeps_messages_for_ever") : t("admin.only_owners_change_this_empty_keeps") },
     ]),
-    realmGroup("Joining", [
-      { key: "invite_required", kind: "bool", label: "Invitations are required to join" },
-      { key: "welcome_message_custom_text", kind: "long", label: "Welcome Bot's message to new members", maxLength: 8000 },
-      { key: "signup_announcements_stream_id", kind: "choice", label: "Announce new members in", options: channelChoices() },
-      { key: "new_stream_announcements_stream_id", kind: "choice", label: "Announce new channels in", options: channelChoices() },
+    realmGroup(t("admin.joining"), [
+      { key: "invite_required", kind: "bool", label: t("admin.invitations_are_required_to_join") },
+      { key: "welcome_message_custom_text", kind: "long", label: t("admin.welcome_bot_s_message_to_new"), maxLength: 8000 },
+      { key: "signup_announcements_stream_id", kind: "choice", label: t("admin.announce_new_members_in"), options: channelChoices() },
+      { key: "new_stream_announcements_stream_id", kind: "choice", label: t("admin.announce_new_channels_in"), options: channelChoices() },
     ]),
-    realmGroup("People", [
-      { key: "require_unique_names", kind: "bool", label: "Names must be unique" },
-      { key: "name_changes_disabled", kind: "bool", label: "Members may not change their names" },
-      { key: "email_address_visibility", kind: "choice", label: "Who can see email addresses", options: [[1, "Everyone"], [2, "Members"], [5, "Moderators, administrators and owners"], [3, "Administrators and owners"], [4, "Nobody"]] },
-      { key: "enable_guest_user_indicator", kind: "bool", label: "Mark guests as guests" },
-      { key: "enable_guest_user_dm_warning", kind: "bool", label: "Warn when a direct message includes guests" },
-      { key: "moderation_request_channel_id", kind: "choice", label: "Message reports go to (a private channel)", options: channelChoices() },
+    realmGroup(t("common.people"), [
+      { key: "require_unique_names", kind: "bool", label: t("admin.names_must_be_unique") },
+      { key: "name_changes_disabled", kind: "bool", label: t("admin.members_may_not_change_their_names") },
+      { key: "email_address_visibility", kind: "choice", label: t("admin.who_can_see_email_addresses"), options: [[1, t("admin.everyone")], [2, t("common.members")], [5, t("common.moderators_administrators_and_owners")], [3, t("common.administrators_and_owners")], [4, t("common.nobody")]] },
+      { key: "enable_guest_user_indicator", kind: "bool", label: t("admin.mark_guests_as_guests") },
+      { key: "enable_guest_user_dm_warning", kind: "bool", label: t("admin.warn_when_a_direct_message_includes") },
+      { key: "moderation_request_channel_id", kind: "choice", label: t("admin.message_reports_go_to_a_private"), options: channelChoices() },
     ]),
-    realmGroup("Email and calls", [
-      { key: "digest_emails_enabled", kind: "bool", label: "Weekly digests to members who were away" },
-      { key: "digest_weekday", kind: "choice", label: "Digest day", options: weekdays },
-      { key: "message_content_allowed_in_email_notifications", kind: "bool", label: "Messages may be shown in emails" },
-      { key: "video_chat_provider", kind: "choice", label: "Video calls", options: providers.length ? providers : [[0, "None"]] },
+    realmGroup(t("admin.email_and_calls"), [
+      { key: "digest_emails_enabled", kind: "bool", label: t("admin.weekly_digests_to_members_who_were") },
+      { key: "digest_weekday", kind: "choice", label: t("admin.digest_day"), options: weekdays },
+      { key: "message_content_allowed_in_email_notifications", kind: "bool", label: t("admin.messages_may_be_shown_in_emails") },
+      { key: "video_chat_provider", kind: "choice", label: t("admin.video_calls"), options: providers.length ? providers : [[0, t("common.none")]] },
     ]),
   ]);
 }
@@ -95,31 +96,31 @@ export function organizationSettings(box) {
 // Zulip's words for the organization's group permissions; a setting not named here is shown by
 // its key.
 const PERMISSIONS = {
-  can_access_all_users_group: "Who can see everyone in the organization",
-  can_add_custom_emoji_group: "Who can add custom emoji",
-  can_add_subscribers_group: "Who can subscribe others to channels",
-  can_create_bots_group: "Who can create any bot",
-  can_create_write_only_bots_group: "Who can create bots that only send messages",
-  can_create_groups: "Who can create user groups",
-  can_create_public_channel_group: "Who can create public channels",
-  can_create_private_channel_group: "Who can create private channels",
-  can_create_web_public_channel_group: "Who can create web-public channels",
-  can_delete_any_message_group: "Who can delete any message",
-  can_delete_own_message_group: "Who can delete their own messages",
-  can_invite_users_group: "Who can send invitations",
-  create_multiuse_invite_group: "Who can create invitation links",
-  can_manage_all_groups: "Who can manage every user group",
-  can_mention_many_users_group: "Who can notify many people with @all",
-  can_move_messages_between_channels_group: "Who can move messages between channels",
-  can_move_messages_between_topics_group: "Who can move messages between topics",
-  can_resolve_topics_group: "Who can resolve topics",
-  can_set_delete_message_policy_group: "Who can set channels' deletion permissions",
-  can_set_topics_policy_group: "Who can set channels' topic rules",
-  can_summarize_topics_group: "Who can summarize topics",
-  direct_message_initiator_group: "Who can start direct message conversations",
-  direct_message_permission_group: "Who can take part in direct messages",
-  can_inspect_log_group: "Who can read every conversation through the log inspector",
-  can_manage_billing_group: "Who can manage the organization's plan",
+  can_access_all_users_group: t("admin.who_can_see_everyone_in_the"),
+  can_add_custom_emoji_group: t("admin.who_can_add_custom_emoji"),
+  can_add_subscribers_group: t("admin.who_can_subscribe_others_to_channels"),
+  can_create_bots_group: t("admin.who_can_create_any_bot"),
+  can_create_write_only_bots_group: t("admin.who_can_create_bots_that_only"),
+  can_create_groups: t("admin.who_can_create_user_groups"),
+  can_create_public_channel_group: t("admin.who_can_create_public_channels"),
+  can_create_private_channel_group: t("admin.who_can_create_private_channels"),
+  can_create_web_public_channel_group: t("admin.who_can_create_web_public_channels"),
+  can_delete_any_message_group: t("common.who_can_delete_any_message"),
+  can_delete_own_message_group: t("common.who_can_delete_their_own_messages"),
+  can_invite_users_group: t("admin.who_can_send_invitations"),
+  create_multiuse_invite_group: t("admin.who_can_create_invitation_links"),
+  can_manage_all_groups: t("admin.who_can_manage_every_user_group"),
+  can_mention_many_users_group: t("admin.who_can_notify_many_people_with"),
+  can_move_messages_between_channels_group: t("admin.who_can_move_messages_between_channels"),
+  can_move_messages_between_topics_group: t("admin.who_can_move_messages_between_topics"),
+  can_resolve_topics_group: t("common.who_can_resolve_topics"),
+  can_set_delete_message_policy_group: t("admin.who_can_set_channels_deletion_permissions"),
+  can_set_topics_policy_group: t("admin.who_can_set_channels_topic_rules"),
+  can_summarize_topics_group: t("admin.who_can_summarize_topics"),
+  direct_message_initiator_group: t("admin.who_can_start_direct_message_conversations"),
+  direct_message_permission_group: t("admin.who_can_take_part_in_direct"),
+  can_inspect_log_group: t("admin.who_can_read_every_conversation_through"),
+  can_manage_billing_group: t("admin.who_can_manage_the_organization_s"),
 };
 const OWNERS_ONLY = new Set(["can_invite_users_group", "create_multiuse_invite_group", "can_create_groups", "can_manage_all_groups", "can_inspect_log_group"]);
 const words = (key) => key.replace(/_groups?$/, "").replace(/_/g, " ").replace(/^./, (c) => c.toUpperCase());
@@ -133,9 +134,9 @@ export function organizationPermissions(box) {
   const draw = () => {
     rows = keys.map((key) => {
       const locked = OWNERS_ONLY.has(key) && !isOwner();
-      return groupControl("realm", key, PERMISSIONS[key] || words(key), state.realm[key], save, { disabled: locked, hint: locked ? "Only owners change this." : undefined });
+      return groupControl("realm", key, PERMISSIONS[key] || words(key), state.realm[key], save, { disabled: locked, hint: locked ? t("admin.only_owners_change_this") : undefined });
     });
-    clear(box).append(el("fieldset", { class: "prefs" }, el("legend", { text: "Permissions" }), rows));
+    clear(box).append(el("fieldset", { class: "prefs" }, el("legend", { text: t("common.permissions") }), rows));
   };
   draw();
   return (ev) => {
@@ -153,26 +154,26 @@ export function emoji(box) {
   const file = el("input", { id: "emoji-file", type: "file", required: true, accept: "image/png,image/jpeg,image/gif,image/webp" });
   const draw = () => {
     const all = Object.values(state.realmEmoji).filter((e) => !e.deactivated).sort((a, b) => a.name.localeCompare(b.name));
-    clear(list).append(table("Custom emoji", [
-      ["Emoji", (e) => el("img", { class: "emoji", src: e.source_url, alt: `:${e.name}:`, width: 24, height: 24 })],
-      ["Name", (e) => e.name], ["Added by", (e) => (e.author_id ? userName(e.author_id) : "")],
-    ], all, (e) => (isAdmin() || e.author_id === state.me.user_id ? [button("Delete", () => ask({
-      title: `Delete :${e.name}:?`, text: "Messages that used it will show its name instead.", ok: "Delete",
+    clear(list).append(table(t("common.custom_emoji"), t("admin.no_custom_emoji"), [
+      [t("common.emoji"), (e) => el("img", { class: "emoji", src: e.source_url, alt: `:${e.name}:`, width: 24, height: 24 })],
+      [t("common.name"), (e) => e.name], [t("admin.added_by"), (e) => (e.author_id ? userName(e.author_id) : "")],
+    ], all, (e) => (isAdmin() || e.author_id === state.me.user_id ? [button(t("common.delete"), () => ask({
+      title: t("admin.delete_2", { name: e.name }), text: t("admin.messages_that_used_it_will_show"), ok: t("common.delete"),
       run: () => api("DELETE", `realm/emoji/${encodeURIComponent(e.name)}`),
-    }), { attrs: { "aria-label": `Delete :${e.name}:` } })] : []), (e) => e.name));
+    }), { attrs: { "aria-label": t("admin.delete_3", { name: e.name }) } })] : []), (e) => e.name));
   };
   // The form follows the organization's `can_add_custom_emoji_group` live.
   const adding = el("div");
   const drawForm = () => clear(adding).append(allows(state.realm.can_add_custom_emoji_group) || isAdmin()
     ? form({ id: "emoji-form", class: "stack-form narrow-form" }, [
-      field("Name", name, "Lower-case letters, digits, - and _."), field("Image", file, "PNG, GIF, JPEG or WebP, at most 5 MiB; shrunk to 64 × 64."),
-      el("button", { type: "submit", class: "primary", text: "Add emoji" })], async () => {
+      field(t("common.name"), name, t("admin.lower_case_letters_digits_and")), field(t("common.image"), file, t("admin.png_gif_jpeg_or_webp_at")),
+      el("button", { type: "submit", class: "primary", text: t("admin.add_emoji") })], async () => {
       const data = new FormData();
       data.append("file", file.files[0]);
       await api("POST", `realm/emoji/${encodeURIComponent(name.value.trim())}`, data);
       name.value = ""; file.value = "";
     })
-    : el("p", { class: "hint", text: "Your organization does not let you add emoji." }));
+    : el("p", { class: "hint", text: t("admin.your_organization_does_not_let_you") }));
   box.append(adding, list);
   drawForm();
   draw();
@@ -188,19 +189,19 @@ export async function linkifiers(box) {
   const list = el("div", { id: "linkifier-list" });
   const pattern = el("input", { required: true, placeholder: "#(?P<id>[0-9]+)" });
   const template = el("input", { required: true, placeholder: "https://github.com/org/repo/issues/{id}" });
-  const draw = (items) => clear(list).append(table("Linkifiers", [["Pattern", (l) => el("code", { text: l.pattern })], ["Link", (l) => el("code", { text: l.url_template })]], items,
-    (l) => [button("Delete", (e) => act(e.currentTarget, "delete the linkifier", async () => { await api("DELETE", `realm/filters/${l.id}`); load(); }), { attrs: { "aria-label": `Delete the linkifier ${l.pattern}` } })], (l) => l.id));
+  const draw = (items) => clear(list).append(table(t("common.linkifiers"), t("admin.no_linkifiers"), [[t("admin.pattern"), (l) => el("code", { text: l.pattern })], [t("admin.link"), (l) => el("code", { text: l.url_template })]], items,
+    (l) => [button(t("common.delete"), (e) => act(e.currentTarget, "admin.could_not_delete_the_linkifier", async () => { await api("DELETE", `realm/filters/${l.id}`); load(); }), { attrs: { "aria-label": t("admin.delete_the_linkifier_2", { pattern: l.pattern }) } })], (l) => l.id));
   const load = async () => {
     try {
       draw((await api("GET", "realm/linkifiers")).linkifiers);
     } catch (error) {
-      clear(list).append(el("p", { class: "hint", text: `Could not load the linkifiers: ${error.message}` }));
+      clear(list).append(el("p", { class: "hint", text: t("admin.could_not_load_the_linkifiers", { message: error.message }) }));
     }
   };
   box.append(
-    el("p", { class: "hint", text: "Text matching a pattern becomes a link in new messages: a regular expression with named groups, and a URL template using them." }),
-    form({ id: "linkifier-form", class: "stack-form narrow-form" }, [field("Pattern", pattern), field("URL template", template),
-      el("button", { type: "submit", class: "primary", text: "Add linkifier" })], async () => {
+    el("p", { class: "hint", text: t("admin.text_matching_a_pattern_becomes_a") }),
+    form({ id: "linkifier-form", class: "stack-form narrow-form" }, [field(t("admin.pattern"), pattern), field(t("admin.url_template"), template),
+      el("button", { type: "submit", class: "primary", text: t("admin.add_linkifier") })], async () => {
       await api("POST", "realm/filters", { pattern: pattern.value.trim(), url_template: template.value.trim() });
       pattern.value = template.value = "";
       await load();
@@ -212,29 +213,29 @@ export async function linkifiers(box) {
 
 // ---- custom profile fields ---------------------------------------------------------------------
 
-const FIELD_TYPES = [[1, "Short text"], [2, "Long text"], [3, "List of options"], [4, "Date"], [5, "Link"], [6, "People"], [7, "External account"], [8, "Pronouns"]];
+const FIELD_TYPES = [[1, t("admin.short_text")], [2, t("admin.long_text")], [3, t("admin.list_of_options")], [4, t("admin.date")], [5, t("admin.link")], [6, t("common.people")], [7, t("admin.external_account")], [8, t("admin.pronouns")]];
 
 export async function profileFields(box) {
   const list = el("div", { id: "profile-field-list" });
   const name = el("input", { required: true, maxLength: 40 });
   const hint = el("input", { maxLength: 80 });
-  const type = el("select", {}, FIELD_TYPES.filter(([t]) => t !== 7).map(([t, label]) => el("option", { value: String(t), text: label })));
+  const type = el("select", {}, FIELD_TYPES.filter(([kind]) => kind !== 7).map(([kind, label]) => el("option", { value: String(kind), text: label })));
   const choices = el("textarea", { rows: 3 });
-  const choicesRow = field("Options, one per line", choices);
+  const choicesRow = field(t("admin.options_one_per_line"), choices);
   choicesRow.hidden = true;
   type.addEventListener("change", () => { choicesRow.hidden = type.value !== "3"; });
-  const draw = (fields) => clear(list).append(table("Custom profile fields", [
-    ["Name", (f) => f.name], ["Type", (f) => FIELD_TYPES.find(([t]) => t === f.type)?.[1] || String(f.type)], ["Hint", (f) => f.hint],
-  ], fields, (f) => [button("Delete", () => ask({
-    title: `Delete the field “${f.name}”?`, text: "Everyone's values for it are deleted too.", ok: "Delete",
+  const draw = (fields) => clear(list).append(table(t("common.custom_profile_fields"), t("admin.no_custom_profile_fields"), [
+    [t("common.name"), (f) => f.name], [t("admin.type"), (f) => FIELD_TYPES.find(([kind]) => kind === f.type)?.[1] || String(f.type)], [t("admin.hint"), (f) => f.hint],
+  ], fields, (f) => [button(t("common.delete"), () => ask({
+    title: t("admin.delete_the_field", { name: f.name }), text: t("admin.everyone_s_values_for_it_are"), ok: t("common.delete"),
     run: () => api("DELETE", `realm/profile_fields/${f.id}`),
-  }), { attrs: { "aria-label": `Delete the field ${f.name}` } })], (f) => f.id));
+  }), { attrs: { "aria-label": t("admin.delete_the_field_2", { name: f.name }) } })], (f) => f.id));
   box.append(
-    form({ id: "profile-field-form", class: "stack-form narrow-form" }, [field("Name", name), field("Type", type), field("Hint", hint), choicesRow,
-      el("button", { type: "submit", class: "primary", text: "Add field" })], async () => {
+    form({ id: "profile-field-form", class: "stack-form narrow-form" }, [field(t("common.name"), name), field(t("admin.type"), type), field(t("admin.hint"), hint), choicesRow,
+      el("button", { type: "submit", class: "primary", text: t("admin.add_field") })], async () => {
       const params = { name: name.value.trim(), hint: hint.value.trim(), field_type: Number(type.value) };
       if (type.value === "3") {
-        const options = choices.value.split("\n").map((t) => t.trim()).filter(Boolean);
+        const options = choices.value.split("\n").map((line) => line.trim()).filter(Boolean);
         params.field_data = Object.fromEntries(options.map((text, i) => [String(i), { text, order: String(i + 1) }]));
       }
       await api("POST", "realm/profile_fields", params);
@@ -244,7 +245,7 @@ export async function profileFields(box) {
   try {
     draw((await api("GET", "realm/profile_fields")).custom_fields);
   } catch (error) {
-    list.append(el("p", { class: "hint", text: `Could not load the fields: ${error.message}` }));
+    list.append(el("p", { class: "hint", text: t("admin.could_not_load_the_fields", { message: error.message }) }));
   }
   return (ev) => { if (ev.type === "custom_profile_fields") draw(ev.fields); };
 }
@@ -253,25 +254,25 @@ export async function profileFields(box) {
 
 export async function exports(box) {
   const list = el("div", { id: "export-list" });
-  const kind = el("select", { id: "export-kind" }, el("option", { value: "1", text: "Public data" }), el("option", { value: "2", text: "Public data and the private data of those who allowed it" }));
-  const status = (x) => (x.deleted_timestamp ? "Deleted" : x.failed_timestamp ? "Failed" : x.pending ? "Being made…" : el("a", { href: x.export_url, text: "Download" }));
-  const draw = (items) => clear(list).append(table("Data exports", [
-    ["Made", (x) => longTime(x.export_time)], ["By", (x) => (x.acting_user_id ? userName(x.acting_user_id) : "")], ["Kind", (x) => (x.export_type === 2 ? "With private data" : "Public data")], ["File", status],
-  ], [...items].sort((a, b) => b.export_time - a.export_time), (x) => (x.deleted_timestamp || x.pending ? [] : [button("Delete", () => ask({
-    title: "Delete this export?", text: "Its file is deleted from the server.", ok: "Delete", run: () => api("DELETE", `export/realm/${x.id}`),
-  }), { attrs: { "aria-label": `Delete the export of ${longTime(x.export_time)}` } })]), (x) => x.id));
+  const kind = el("select", { id: "export-kind" }, el("option", { value: "1", text: t("admin.public_data") }), el("option", { value: "2", text: t("admin.public_data_and_the_private_data") }));
+  const status = (x) => (x.deleted_timestamp ? t("admin.deleted") : x.failed_timestamp ? t("admin.failed") : x.pending ? t("admin.being_made") : el("a", { href: x.export_url, text: t("admin.download") }));
+  const draw = (items) => clear(list).append(table(t("common.data_exports"), t("admin.no_data_exports"), [
+    [t("admin.made"), (x) => longTime(x.export_time)], [t("common.by"), (x) => (x.acting_user_id ? userName(x.acting_user_id) : "")], [t("common.kind"), (x) => (x.export_type === 2 ? t("admin.with_private_data") : t("admin.public_data"))], [t("admin.file"), status],
+  ], [...items].sort((a, b) => b.export_time - a.export_time), (x) => (x.deleted_timestamp || x.pending ? [] : [button(t("common.delete"), () => ask({
+    title: t("admin.delete_this_export"), text: t("admin.its_file_is_deleted_from_the"), ok: t("common.delete"), run: () => api("DELETE", `export/realm/${x.id}`),
+  }), { attrs: { "aria-label": t("admin.delete_the_export_of", { time: longTime(x.export_time) }) } })]), (x) => x.id));
   box.append(
-    el("p", { class: "hint", text: "An export is a file in Zulip's export format: it can be imported into Chronicle or Zulip." }),
-    form({ id: "export-form", class: "setting-row" }, [el("label", { for: "export-kind", text: "Export" }), kind,
-      el("button", { type: "submit", class: "primary", text: "Start an export" })], async () => {
+    el("p", { class: "hint", text: t("admin.an_export_is_a_file_in") }),
+    form({ id: "export-form", class: "setting-row" }, [el("label", { for: "export-kind", text: t("admin.export") }), kind,
+      el("button", { type: "submit", class: "primary", text: t("admin.start_an_export") })], async () => {
       await api("POST", "export/realm", { export_type: Number(kind.value) });
-      toast("The export has started; it is listed below when ready.");
+      toast(t("admin.the_export_has_started_it_is"));
     }),
     list);
   try {
     draw((await api("GET", "export/realm")).exports);
   } catch (error) {
-    list.append(el("p", { class: "hint", text: `Could not load the exports: ${error.message}` }));
+    list.append(el("p", { class: "hint", text: t("admin.could_not_load_the_exports", { message: error.message }) }));
   }
   return (ev) => { if (ev.type === "realm_export") draw(ev.exports); };
 }

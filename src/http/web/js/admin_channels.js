@@ -8,26 +8,27 @@ import { swapIfChanged } from "./ui.js";
 import { state, userName } from "./state.js";
 import { form, table, button, act, control, groupControl, update } from "./forms.js";
 import { ask } from "./confirm.js";
+import { t } from "./texts.js";
 
 // Zulip's words for a channel's group permissions; others are shown by their keys.
 const PERMISSIONS = {
-  can_send_message_group: "Who can post",
-  can_subscribe_group: "Who can subscribe themselves",
-  can_create_topic_group: "Who can start new topics",
-  can_add_subscribers_group: "Who can subscribe others",
-  can_remove_subscribers_group: "Who can unsubscribe others",
-  can_administer_channel_group: "Who can administer the channel",
-  can_move_messages_within_channel_group: "Who can move messages between its topics",
-  can_move_messages_out_of_channel_group: "Who can move messages out of it",
-  can_resolve_topics_group: "Who can resolve topics",
-  can_delete_any_message_group: "Who can delete any message",
-  can_delete_own_message_group: "Who can delete their own messages",
+  can_send_message_group: t("admin_channels.who_can_post"),
+  can_subscribe_group: t("admin_channels.who_can_subscribe_themselves"),
+  can_create_topic_group: t("admin_channels.who_can_start_new_topics"),
+  can_add_subscribers_group: t("admin_channels.who_can_subscribe_others"),
+  can_remove_subscribers_group: t("admin_channels.who_can_unsubscribe_others"),
+  can_administer_channel_group: t("admin_channels.who_can_administer_the_channel"),
+  can_move_messages_within_channel_group: t("admin_channels.who_can_move_messages_between_its"),
+  can_move_messages_out_of_channel_group: t("admin_channels.who_can_move_messages_out_of"),
+  can_resolve_topics_group: t("common.who_can_resolve_topics"),
+  can_delete_any_message_group: t("common.who_can_delete_any_message"),
+  can_delete_own_message_group: t("common.who_can_delete_their_own_messages"),
 };
 
 const PRIVACY = [
-  ["public", "Public: anyone may join and read its history"],
-  ["private-shared", "Private, new subscribers read its history"],
-  ["private", "Private, new subscribers read only what comes after"],
+  ["public", t("admin_channels.public_anyone_may_join_and_read")],
+  ["private-shared", t("admin_channels.private_new_subscribers_read_its_history")],
+  ["private", t("admin_channels.private_new_subscribers_read_only_what")],
 ];
 const privacyOf = (s) => (!s.invite_only ? "public" : s.history_public_to_subscribers ? "private-shared" : "private");
 
@@ -44,7 +45,7 @@ export async function channels(box) {
     try {
       all = (await api("GET", "streams", { include_all: true })).streams.sort((a, b) => a.name.localeCompare(b.name));
     } catch (error) {
-      clear(list).append(el("p", { class: "hint", text: `Could not load the channels: ${error.message}` }));
+      clear(list).append(el("p", { class: "hint", text: t("admin_channels.could_not_load_the_channels", { message: error.message }) }));
       return;
     }
     drawList();
@@ -57,7 +58,7 @@ export async function channels(box) {
     try {
       subscribers = (await api("GET", `streams/${id}/members`)).subscribers;
     } catch (error) {
-      if (id === editing) toast(`Could not load the subscribers: ${error.message}`);
+      if (id === editing) toast(t("admin_channels.could_not_load_the_subscribers", { message: error.message }));
       subscribers = [];
     }
     // Another channel opened meanwhile: this answer is not for it.
@@ -65,9 +66,9 @@ export async function channels(box) {
     members = subscribers;
     drawMembers();
   };
-  const drawList = () => swapIfChanged(list, [table("Channels", [
-    ["Channel", (s) => `#${s.name}`], ["Kind", (s) => (s.invite_only ? "Private" : "Public")], ["Description", (s) => s.description],
-  ], all, (s) => [button("Edit", () => { editing = s.stream_id; members = []; drawEditor(); loadMembers(); }, { attrs: { "aria-label": `Edit #${s.name}` } })], (s) => s.stream_id)]);
+  const drawList = () => swapIfChanged(list, [table(t("common.channels"), t("admin_channels.no_channels"), [
+    [t("common.channel"), (s) => `#${s.name}`], [t("common.kind"), (s) => (s.invite_only ? t("admin_channels.private") : t("admin_channels.public"))], [t("common.description"), (s) => s.description],
+  ], all, (s) => [button(t("common.edit"), () => { editing = s.stream_id; members = []; drawEditor(); loadMembers(); }, { attrs: { "aria-label": t("admin_channels.edit_2", { name: s.name }) } })], (s) => s.stream_id)]);
   const valueOf = (s, key) => (key === "privacy" ? privacyOf(s) : key === "new_name" ? s.name : s[key]);
   const drawEditor = () => {
     const s = channel();
@@ -78,22 +79,22 @@ export async function channels(box) {
     const permissions = Object.keys(state.permissionSettings.stream || {}).filter((k) => k in s).sort((a, b) => (PERMISSIONS[a] || a).localeCompare(PERMISSIONS[b] || b))
       .map((key) => groupControl("stream", key, PERMISSIONS[key] || key.replace(/_/g, " "), s[key], (k, value) => patch({ [k]: { new: value } })));
     const about = [
-      control({ key: "new_name", label: "Name", kind: "text", maxLength: 60 }, s.name, (key, value) => patch({ new_name: value })),
-      control({ key: "description", label: "Description", kind: "text", maxLength: 1024 }, s.description, (key, value) => patch({ description: value })),
-      control({ key: "privacy", label: "Who can see it", kind: "choice", options: PRIVACY }, privacyOf(s), savePrivacy),
+      control({ key: "new_name", label: t("common.name"), kind: "text", maxLength: 60 }, s.name, (key, value) => patch({ new_name: value })),
+      control({ key: "description", label: t("common.description"), kind: "text", maxLength: 1024 }, s.description, (key, value) => patch({ description: value })),
+      control({ key: "privacy", label: t("admin_channels.who_can_see_it"), kind: "choice", options: PRIVACY }, privacyOf(s), savePrivacy),
     ];
     controls = [...about, ...permissions];
-    clear(editor).append(el("section", { class: "editor", attrs: { "aria-label": `Channel settings` } },
-      el("h3", { text: "Channel settings" }),
-      el("fieldset", { class: "prefs" }, el("legend", { text: "About" }), about),
-      el("fieldset", { class: "prefs" }, el("legend", { text: "Permissions" }), permissions),
-      el("h3", { text: "Subscribers" }), memberBox,
+    clear(editor).append(el("section", { class: "editor", attrs: { "aria-label": t("admin_channels.channel_settings") } },
+      el("h3", { text: t("admin_channels.channel_settings") }),
+      el("fieldset", { class: "prefs" }, el("legend", { text: t("admin_channels.about") }), about),
+      el("fieldset", { class: "prefs" }, el("legend", { text: t("common.permissions") }), permissions),
+      el("h3", { text: t("admin_channels.subscribers") }), memberBox,
       el("div", { class: "row-actions" },
-        button("Archive the channel", () => ask({
-          title: `Archive #${s.name}?`, text: "Nobody can post in it any more; its messages stay readable to those who could read them.", ok: "Archive",
+        button(t("admin_channels.archive_the_channel"), () => ask({
+          title: t("admin_channels.archive", { name: s.name }), text: t("admin_channels.nobody_can_post_in_it_any"), ok: t("admin_channels.archive_2"),
           run: async () => { await api("DELETE", `streams/${id}`); editing = null; await load(); },
         }), { class: "danger" }),
-        button("Close", () => { editing = null; clear(editor); }))));
+        button(t("common.close"), () => { editing = null; clear(editor); }))));
     drawMembers();
   };
   const drawMembers = () => {
@@ -101,12 +102,12 @@ export async function channels(box) {
     if (!s) return;
     const others = [...state.users.values()].filter((u) => !members.includes(u.user_id) && u.is_active !== false)
       .sort((a, b) => a.full_name.localeCompare(b.full_name));
-    const pick = el("select", { id: "channel-add-member" }, el("option", { value: "", text: "Choose a person" }), others.map((u) => el("option", { value: String(u.user_id), text: u.full_name })));
+    const pick = el("select", { id: "channel-add-member" }, el("option", { value: "", text: t("common.choose_a_person") }), others.map((u) => el("option", { value: String(u.user_id), text: u.full_name })));
     clear(memberBox).append(
-      table("Subscribers", [["Name", (uid) => userName(uid)]], [...members].sort((a, b) => userName(a).localeCompare(userName(b))),
-        (uid) => [button("Unsubscribe", (e) => act(e.currentTarget, "unsubscribe", () => api("DELETE", "users/me/subscriptions", { subscriptions: [s.name], principals: [uid] })),
-          { attrs: { "aria-label": `Unsubscribe ${userName(uid)} from #${s.name}` } })], (uid) => uid),
-      form({ class: "setting-row" }, [el("label", { for: "channel-add-member", text: "Subscribe" }), pick, el("button", { type: "submit", text: "Subscribe" })], async () => {
+      table(t("admin_channels.subscribers"), t("admin_channels.no_subscribers"), [[t("common.name"), (uid) => userName(uid)]], [...members].sort((a, b) => userName(a).localeCompare(userName(b))),
+        (uid) => [button(t("common.unsubscribe"), (e) => act(e.currentTarget, "admin_channels.could_not_unsubscribe", () => api("DELETE", "users/me/subscriptions", { subscriptions: [s.name], principals: [uid] })),
+          { attrs: { "aria-label": t("admin_channels.unsubscribe_from", { person: userName(uid), channel: s.name }) } })], (uid) => uid),
+      form({ class: "setting-row" }, [el("label", { for: "channel-add-member", text: t("common.subscribe") }), pick, el("button", { type: "submit", text: t("common.subscribe") })], async () => {
         if (!pick.value) return;
         await api("POST", "users/me/subscriptions", { subscriptions: [{ name: s.name }], principals: [Number(pick.value)] });
       }));

@@ -2,10 +2,11 @@
 // header on every write, Zulip's form encoding, and errors turned into ApiError.
 
 import { STORAGE_CODES, refused as storageRefused } from "./storage.js";
+import { t } from "./texts.js";
 
 export class ApiError extends Error {
   constructor(status, body) {
-    super((body && body.msg) || (status ? `Server error (${status})` : "The server cannot be reached"));
+    super((body && body.msg) || (status ? t("api.server_error", { status }) : t("api.the_server_cannot_be_reached")));
     this.status = status;
     this.code = (body && body.code) || (status ? "HTTP_" + status : "NETWORK");
     this.body = body || {};

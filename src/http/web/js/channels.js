@@ -7,6 +7,7 @@ import { state } from "./state.js";
 import * as narrows from "./narrow.js";
 import { ui } from "./ui.js";
 import { compareNames } from "./names.js";
+import { t } from "./texts.js";
 
 let all = [];
 
@@ -18,12 +19,12 @@ export function setup() {
 export async function openChannels() {
   const dialog = $("channels-dialog");
   if (!dialog.open) dialog.showModal();
-  clear($("channel-browser")).append(el("li", { class: "hint", text: "Loading…" }));
+  clear($("channel-browser")).append(el("li", { class: "hint", text: t("common.loading") }));
   try {
     all = (await api("GET", "streams")).streams;
     render();
   } catch (error) {
-    clear($("channel-browser")).append(el("li", { class: "hint", text: `Could not load channels: ${error.message}` }));
+    clear($("channel-browser")).append(el("li", { class: "hint", text: t("channels.could_not_load_channels", { message: error.message }) }));
   }
   $("channel-filter").focus();
 }
@@ -37,7 +38,7 @@ function render() {
   const filter = $("channel-filter").value.trim().toLowerCase();
   const shown = all.filter((s) => !filter || s.name.toLowerCase().includes(filter))
     .sort((a, b) => compareNames(a.name, b.name));
-  clear($("channel-browser")).append(...(shown.length ? shown.map(row) : [el("li", { class: "hint", text: "No channels match." })]));
+  clear($("channel-browser")).append(...(shown.length ? shown.map(row) : [el("li", { class: "hint", text: t("channels.no_channels_match") })]));
 }
 
 function row(stream) {
@@ -47,8 +48,8 @@ function row(stream) {
       el("a", { class: "channel-name", href: narrows.toHash(narrows.channel(stream.stream_id)), text: `${stream.invite_only ? "" : "#"}${stream.name}${stream.invite_only ? " (private)" : ""}`,
         on: { click: () => $("channels-dialog").close() } }),
       stream.description ? el("span", { class: "channel-description", text: stream.description }) : null),
-    el("button", { type: "button", class: subscribed ? "" : "primary", text: subscribed ? "Unsubscribe" : "Subscribe",
-      attrs: { "aria-label": `${subscribed ? "Unsubscribe from" : "Subscribe to"} ${stream.name}` },
+    el("button", { type: "button", class: subscribed ? "" : "primary", text: subscribed ? t("common.unsubscribe") : t("common.subscribe"),
+      attrs: { "aria-label": t(subscribed ? "channels.unsubscribe_from" : "channels.subscribe_to", { name: stream.name }) },
       on: { click: (e) => toggle(stream, subscribed, e.currentTarget) } }));
 }
 
@@ -62,7 +63,7 @@ async function toggle(stream, subscribed, button) {
     else if (!state.subs.has(stream.stream_id)) state.subs.set(stream.stream_id, { ...stream, is_muted: false });
     ui.refresh();
   } catch (error) {
-    toast(`Could not ${subscribed ? "unsubscribe" : "subscribe"}: ${error.message}`);
+    toast(t(subscribed ? "channels.could_not_unsubscribe" : "channels.could_not_subscribe", { message: error.message }));
     button.disabled = false;
   }
 }
@@ -74,12 +75,12 @@ async function create() {
   try {
     await api("POST", "users/me/subscriptions", { subscriptions: [sub], invite_only: $("new-channel-private").checked });
     $("create-channel").reset();
-    toast(`Created #${name}.`);
+    toast(t("channels.created", { name }));
     all = (await api("GET", "streams")).streams;
     render();
     const made = all.find((s) => s.name.toLowerCase() === name.toLowerCase());
     if (made) { $("channels-dialog").close(); ui.go(narrows.channel(made.stream_id)); }
   } catch (error) {
-    toast(`Could not create the channel: ${error.message}`);
+    toast(t("channels.could_not_create_the_channel", { message: error.message }));
   }
 }

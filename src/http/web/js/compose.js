@@ -12,6 +12,7 @@ import * as drafts from "./drafts.js";
 import * as lazy from "./lazy.js";
 import { longTime } from "./time.js";
 import { setMessageHtml } from "./sanitize.js";
+import { t } from "./texts.js";
 
 const TYPING_REPEAT_MS = 10000;
 // Where a message goes. The channel is kept here, not read back from the <select>: a select
@@ -78,7 +79,7 @@ export function setup() {
   $("compose-preview-toggle").addEventListener("click", () => preview(!previewing()));
   $("compose-schedule").addEventListener("click", (e) => {
     const anchor = e.currentTarget;
-    lazy.later().then((later) => later.choose(anchor, "Schedule message", scheduleAt));
+    lazy.later().then((later) => later.choose(anchor, t("common.schedule_message"), scheduleAt));
   });
   $("compose-emoji").addEventListener("click", (e) => ui.pickEmoji(e.currentTarget, (name) => insertText(`:${name}: `)));
 }
@@ -117,7 +118,7 @@ function fillPeople() {
 
 function fillTopics() {
   const topics = state.topics.get(compose.streamId) || [];
-  swapIfChanged($("topic-options"), topics.slice(0, 50).map((t) => el("option", { value: t.name })));
+  swapIfChanged($("topic-options"), topics.slice(0, 50).map((topic) => el("option", { value: topic.name })));
 }
 
 function placeholder() {
@@ -125,11 +126,11 @@ function placeholder() {
   if (compose.mode === "stream") {
     const name = state.subs.get(compose.streamId)?.name;
     const topic = $("compose-topic").value.trim();
-    target = name ? `#${name}${topic ? ` › ${topic}` : ""}` : "a channel";
+    target = name ? `#${name}${topic ? ` › ${topic}` : ""}` : t("compose.a_channel");
   } else {
     target = compose.recipients.length ? compose.recipients.map((id) => state.users.get(id)?.full_name).join(", ") : "…";
   }
-  text().placeholder = `Message ${target}`;
+  text().placeholder = t("compose.message", { target });
 }
 
 // Point the compose box at the conversation being read, whenever one is opened (a draft keeps
@@ -239,7 +240,7 @@ function addTypedRecipient() {
   const input = $("compose-to");
   if (!input.value.trim()) return;
   const user = findUser(input.value);
-  if (!user) { toast(`No one is called “${input.value.trim()}”.`); return; }
+  if (!user) { toast(t("compose.no_one_is_called", { name: input.value.trim() })); return; }
   if (!compose.recipients.includes(user.user_id)) compose.recipients.push(user.user_id);
   input.value = "";
   stopTyping();
@@ -255,9 +256,9 @@ function onRecipientKey(e) {
 
 function renderChips() {
   swapIfChanged($("recipients"), compose.recipients.map((id) => {
-    const name = state.users.get(id)?.full_name || `User ${id}`;
+    const name = state.users.get(id)?.full_name || t("common.user", { id });
     return el("span", { class: "chip", dataset: { user: String(id) } }, el("span", { text: name }), el("button", {
-      type: "button", text: "✕", attrs: { "aria-label": `Remove ${name}` },
+      type: "button", text: "✕", attrs: { "aria-label": t("compose.remove", { name }) },
       on: { click: () => { compose.recipients = compose.recipients.filter((r) => r !== id); refresh(); keepDraft(); $("compose-to").focus(); } },
     }));
   }));
@@ -277,14 +278,14 @@ let enterSends = true;
 
 export function useEnterSends(on) {
   enterSends = on;
-  $("compose-hint").textContent = on ? "Enter sends, Shift+Enter adds a line." : "Ctrl+Enter sends, Enter adds a line.";
+  $("compose-hint").textContent = on ? t("common.enter_sends_shift_enter_adds_a") : t("compose.ctrl_enter_sends_enter_adds_a");
 }
 
 async function send() {
   const content = text().value;
   if (!content.trim()) return;
   const where = destination();
-  if (!where) { toast(compose.mode === "dm" ? "Add someone to send to." : "Choose a channel first."); return; }
+  if (!where) { toast(compose.mode === "dm" ? t("compose.add_someone_to_send_to") : t("compose.choose_a_channel_first")); return; }
   stopTyping();
   $("send").disabled = true;
   try {
@@ -294,7 +295,7 @@ async function send() {
     typeahead?.close();
     drafts.sent();
   } catch (error) {
-    toast(`Not sent: ${error.message}`);
+    toast(t("compose.not_sent", { message: error.message }));
   } finally {
     $("send").disabled = false;
     text().focus();
@@ -305,13 +306,13 @@ async function send() {
 async function scheduleAt(seconds) {
   const content = text().value;
   const where = destination();
-  if (!content.trim()) throw new Error("Write the message first.");
-  if (!where) throw new Error(compose.mode === "dm" ? "Add someone to send to." : "Choose a channel first.");
+  if (!content.trim()) throw new Error(t("compose.write_the_message_first"));
+  if (!where) throw new Error(compose.mode === "dm" ? t("compose.add_someone_to_send_to") : t("compose.choose_a_channel_first"));
   await api("POST", "scheduled_messages", { ...where, content, scheduled_delivery_timestamp: seconds });
   stopTyping();
   text().value = "";
   drafts.sent();
-  toast(`Scheduled for ${longTime(seconds)}.`);
+  toast(t("compose.scheduled_for", { time: longTime(seconds) }));
 }
 
 // ---- formatting and preview ----------------------------------------------------------------------
@@ -356,17 +357,17 @@ async function preview(on) {
   if (on === previewing()) return;
   const toggle = $("compose-preview-toggle");
   toggle.setAttribute("aria-pressed", String(on));
-  toggle.textContent = on ? "Edit" : "Preview";
+  toggle.textContent = on ? t("common.edit") : t("common.preview");
   $("compose-preview").hidden = !on;
   text().hidden = on;
   if (!on) { text().focus(); return; }
   const box = $("compose-preview");
-  box.textContent = "Rendering…";
+  box.textContent = t("compose.rendering");
   try {
     const answer = await api("POST", "messages/render", { content: text().value || " " });
     if (previewing()) setMessageHtml(box, answer.rendered);
   } catch (error) {
-    box.textContent = `Could not render the preview: ${error.message}`;
+    box.textContent = t("compose.could_not_render_the_preview", { message: error.message });
   }
 }
 
@@ -389,14 +390,14 @@ function attach(e) {
 // then the link (an image's preview comes with the message).
 async function upload(file) {
   const name = file.name.replace(/[[\]]/g, "") || "file";
-  const placeholder = `[Uploading ${name}…]()`;
+  const placeholder = t("compose.uploading", { name });
   insertText(`${placeholder} `);
   try {
     const answer = await (await lazy.uploads()).uploadWithProgress(file);
     replaceText(placeholder, `[${(answer.filename || name).replace(/[[\]]/g, "")}](${answer.url || answer.uri})`);
   } catch (error) {
     replaceText(placeholder, "");
-    toast(`Upload failed: ${error.message}`);
+    toast(t("compose.upload_failed", { message: error.message }));
   }
 }
 

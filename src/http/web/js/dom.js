@@ -3,7 +3,7 @@
 
 export const $ = (id) => document.getElementById(id);
 
-// el("button", {class: "x", text: "Hi", attrs: {"aria-label": "..."}, on: {click: fn}}, ...children)
+// el("button", {class: "x", text: t("common.save"), attrs: {"aria-label": t(…)}, on: {click: fn}}, ...children)
 export function el(tag, props = {}, ...children) {
   const node = document.createElement(tag);
   for (const [key, value] of Object.entries(props)) {

@@ -6,6 +6,7 @@ import { getJson } from "./api.js";
 import { $, el, clear } from "./dom.js";
 import { state } from "./state.js";
 import { emojiChar } from "./sanitize.js";
+import { t } from "./texts.js";
 
 const SHOWN = 240;
 let catalog = null;     // [{name, names, char | src}]
@@ -53,12 +54,12 @@ export async function open(anchor, pick) {
   place(picker, anchor);
   $("emoji-search").value = "";
   $("emoji-search").focus();
-  clear($("emoji-grid")).append(el("p", { class: "hint", text: "Loading…" }));
+  clear($("emoji-grid")).append(el("p", { class: "hint", text: t("common.loading") }));
   try {
     await load();
     fill();
   } catch (error) {
-    clear($("emoji-grid")).append(el("p", { class: "hint", text: `Could not load emoji: ${error.message}` }));
+    clear($("emoji-grid")).append(el("p", { class: "hint", text: t("emoji.could_not_load_emoji", { message: error.message }) }));
   }
 }
 
@@ -83,7 +84,7 @@ function fill() {
   const all = [...custom(), ...(catalog || [])];
   const found = query ? all.filter((e) => e.names.some((n) => n.includes(query))) : all;
   const grid = clear($("emoji-grid"));
-  if (!found.length) { grid.append(el("p", { class: "hint", text: "No emoji match." })); return; }
+  if (!found.length) { grid.append(el("p", { class: "hint", text: t("emoji.no_emoji_match") })); return; }
   grid.append(...found.slice(0, SHOWN).map((e) => el("button", {
     type: "button", class: "emoji-choice", title: `:${e.name}:`, attrs: { "aria-label": e.name },
     on: { click: () => choose(e.name) },

@@ -12,6 +12,7 @@ import { longTime } from "./time.js";
 import { compareNames } from "./names.js";
 import { ui } from "./ui.js";
 import { ask } from "./confirm.js";
+import { t } from "./texts.js";
 
 // ---- links, quotes, unread -------------------------------------------------------------------
 
@@ -25,9 +26,9 @@ export async function copyLink(m) {
   const link = messageLink(m);
   try {
     await navigator.clipboard.writeText(link);
-    toast("Link copied.");
+    toast(t("fixing.link_copied"));
   } catch {
-    toast(`Link: ${link}`);
+    toast(t("fixing.link", { link }));
   }
 }
 
@@ -42,7 +43,7 @@ export async function quote(m) {
   try {
     raw = await rawContent(m);
   } catch (error) {
-    toast(`Could not load the message: ${error.message}`);
+    toast(t("common.could_not_load_the_message", { message: error.message }));
     return;
   }
   // A fence longer than any run of backticks in the text.
@@ -58,13 +59,13 @@ export async function markUnreadFrom(m, narrow) {
       anchor: m.id, include_anchor: true, num_before: 0, num_after: 5000, narrow, op: "remove", flag: "read",
     });
   } catch (error) {
-    toast(`Could not mark as unread: ${error.message}`);
+    toast(t("fixing.could_not_mark_as_unread", { message: error.message }));
   }
 }
 
 export async function remind(m, seconds) {
   await api("POST", "reminders", { message_id: m.id, scheduled_delivery_timestamp: seconds });
-  toast(`Reminder set for ${longTime(seconds)}.`);
+  toast(t("fixing.reminder_set_for", { time: longTime(seconds) }));
 }
 
 // ---- moving and resolving ------------------------------------------------------------------------
@@ -90,7 +91,7 @@ export function openMove(m, mode = "change_one") {
   $("move-notify-new").checked = true;
   $("move-notify-old").checked = false;
   $("move-error").hidden = true;
-  $("move-title").textContent = `Move messages from #${state.streams.get(m.stream_id)?.name ?? "?"} › ${m.subject || "general chat"}`;
+  $("move-title").textContent = t("fixing.move_messages_from", { channel: state.streams.get(m.stream_id)?.name ?? "?", topic: m.subject || t("common.general_chat") });
   $("move-dialog").showModal();
   (topicOk ? $("move-topic") : select).focus();
 }
@@ -124,7 +125,7 @@ export async function toggleResolved(m) {
       send_notification_to_old_thread: false, send_notification_to_new_thread: true,
     });
   } catch (error) {
-    toast(`Could not ${perms.isResolved(m.subject) ? "unresolve" : "resolve"} the topic: ${error.message}`);
+    toast(t(perms.isResolved(m.subject) ? "fixing.could_not_unresolve" : "fixing.could_not_resolve", { message: error.message }));
   }
 }
 
@@ -132,7 +133,7 @@ export async function toggleResolved(m) {
 
 export function confirmDelete(m) {
   ask({
-    title: "Delete message?", text: "Deleting a message removes it for everyone. It cannot be undone.", ok: "Delete",
+    title: t("fixing.delete_message"), text: t("fixing.deleting_a_message_removes_it_for"), ok: t("common.delete"),
     run: () => api("DELETE", `messages/${m.id}`),
   });
 }
@@ -144,20 +145,20 @@ export async function showHistory(m) {
   try {
     versions = (await api("GET", `messages/${m.id}/history`)).message_history;
   } catch (error) {
-    toast(`Could not load the edit history: ${error.message}`);
+    toast(t("fixing.could_not_load_the_edit_history", { message: error.message }));
     return;
   }
-  const channelName = (id) => `#${state.streams.get(id)?.name ?? `channel ${id}`}`;
+  const channelName = (id) => `#${state.streams.get(id)?.name ?? t("common.channel_id", { id })}`;
   $("history-list").replaceChildren(...versions.map((v, i) => {
-    const what = i === 0 ? "Posted" : [
-      ("prev_content" in v || "prev_rendered_content" in v) && "Edited",
-      "prev_topic" in v && `Topic: ${v.prev_topic || "general chat"} → ${v.topic || "general chat"}`,
-      "prev_stream" in v && `Channel: ${channelName(v.prev_stream)} → ${channelName(v.stream)}`,
+    const what = i === 0 ? t("fixing.posted") : [
+      ("prev_content" in v || "prev_rendered_content" in v) && t("fixing.edited"),
+      "prev_topic" in v && t("fixing.topic_change", { from: v.prev_topic || t("common.general_chat"), to: v.topic || t("common.general_chat") }),
+      "prev_stream" in v && t("fixing.channel", { from: channelName(v.prev_stream), to: channelName(v.stream) }),
     ].filter(Boolean).join("; ");
     const content = el("div", { class: "content rendered" });
     if (v.rendered_content !== undefined) setMessageHtml(content, v.rendered_content);
     return el("li", { class: "version" },
-      el("p", { class: "version-head" }, el("strong", { text: `${what} by ${userName(v.user_id)}` }), ` · ${longTime(v.timestamp)}`),
+      el("p", { class: "version-head" }, el("strong", { text: t("fixing.by", { what, person: userName(v.user_id) }) }), ` · ${longTime(v.timestamp)}`),
       v.rendered_content !== undefined && (i === 0 || "prev_rendered_content" in v) ? content : null);
   }));
   $("history-dialog").showModal();

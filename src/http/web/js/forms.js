@@ -6,6 +6,7 @@
 import { el, toast } from "./dom.js";
 import { api } from "./api.js";
 import { state } from "./state.js";
+import { t } from "./texts.js";
 
 let ids = 0;
 const nextId = () => `setting-${++ids}`;
@@ -58,12 +59,12 @@ export function control(spec, value, save) {
       await save(spec.key, next);
       row.saved = next;
       row.dataset.state = "saved";
-      flash(row, "Saved");
+      flash(row, t("forms.saved"));
     } catch (error) {
       show(spec, input, row.saved, true);
       row.dataset.state = "refused";
       flash(row, "");
-      toast(`Could not save “${spec.label}”: ${error.message}`);
+      toast(t("forms.could_not_save", { label: spec.label, message: error.message }));
     }
   });
   const label = el("label", { for: id, text: spec.label });
@@ -116,13 +117,13 @@ export function liveFieldsets(box, sets, type) {
 // ---- group settings ----------------------------------------------------------------------------
 
 const SYSTEM_GROUPS = [
-  ["role:everyone", "Everyone, guests included"],
-  ["role:members", "Members"],
-  ["role:fullmembers", "Full members"],
-  ["role:moderators", "Moderators, administrators and owners"],
-  ["role:administrators", "Administrators and owners"],
-  ["role:owners", "Owners"],
-  ["role:nobody", "Nobody"],
+  ["role:everyone", t("forms.everyone_guests_included")],
+  ["role:members", t("common.members")],
+  ["role:fullmembers", t("forms.full_members")],
+  ["role:moderators", t("common.moderators_administrators_and_owners")],
+  ["role:administrators", t("common.administrators_and_owners")],
+  ["role:owners", t("forms.owners")],
+  ["role:nobody", t("common.nobody")],
 ];
 
 const groupByName = (name) => [...state.groups.entries()].find(([, g]) => g.name === name)?.[0];
@@ -144,11 +145,11 @@ function groupChoices(config = {}) {
 
 // A group setting in words: a group's label, or the people and groups of an anonymous one.
 export function groupSettingText(value) {
-  const label = (id) => SYSTEM_GROUPS.find(([name]) => name === state.groups.get(id)?.name)?.[1] || state.groups.get(id)?.name || `Group ${id}`;
+  const label = (id) => SYSTEM_GROUPS.find(([name]) => name === state.groups.get(id)?.name)?.[1] || state.groups.get(id)?.name || t("forms.group", { id });
   if (typeof value === "number") return label(value);
-  if (!value || typeof value !== "object") return "Nobody";
-  const parts = [...(value.direct_members || []).map((id) => state.users.get(id)?.full_name || `User ${id}`), ...(value.direct_subgroups || []).map(label)];
-  return parts.length ? parts.join(", ") : "Nobody";
+  if (!value || typeof value !== "object") return t("common.nobody");
+  const parts = [...(value.direct_members || []).map((id) => state.users.get(id)?.full_name || t("common.user", { id })), ...(value.direct_subgroups || []).map(label)];
+  return parts.length ? parts.join(", ") : t("common.nobody");
 }
 
 // A picker for a group setting of `scope` ("realm", "stream" or "group"). An anonymous group
@@ -206,10 +207,11 @@ export function field(label, input, hint) {
   return el("div", { class: "pref" }, el("label", { for: input.id, text: label }), input, hint ? el("span", { class: "hint", text: hint }) : null);
 }
 
-// A table of items: `columns` [[heading, item -> text or node]]; `actions(item)` gives buttons.
-export function table(caption, columns, items, actions, keyOf) {
-  if (!items.length) return el("p", { class: "empty", text: `No ${caption.toLowerCase()}.` });
-  const head = el("tr", {}, columns.map(([heading]) => el("th", { attrs: { scope: "col" }, text: heading })), actions ? el("th", { attrs: { scope: "col" } }, el("span", { class: "visually-hidden", text: "Actions" })) : null);
+// A table of items, or `empty` (a text) when there are none: `columns` [[heading, item -> text or
+// node]]; `actions(item)` gives buttons.
+export function table(caption, empty, columns, items, actions, keyOf) {
+  if (!items.length) return el("p", { class: "empty", text: empty });
+  const head = el("tr", {}, columns.map(([heading]) => el("th", { attrs: { scope: "col" }, text: heading })), actions ? el("th", { attrs: { scope: "col" } }, el("span", { class: "visually-hidden", text: t("forms.actions") })) : null);
   const rows = items.map((item) => el("tr", { dataset: { key: String(keyOf(item)) } },
     columns.map(([, cell]) => { const value = cell(item); return el("td", {}, value instanceof Node ? value : String(value ?? "")); }),
     actions ? el("td", { class: "row-actions" }, actions(item)) : null));
@@ -217,28 +219,30 @@ export function table(caption, columns, items, actions, keyOf) {
 }
 
 // A picture upload: a file input (hidden; its label is the button) that sends the chosen file to
-// `path`; the new picture arrives by its event.
-export function picturePicker(id, text, path, what) {
+// `path`, then toasts the text of `savedKey` or of `failedKey` ("…: {message}"); the new picture
+// arrives by its event.
+export function picturePicker(id, text, path, [savedKey, failedKey]) {
   const file = el("input", { type: "file", id, class: "visually-hidden", accept: "image/png,image/jpeg,image/gif,image/webp" });
   file.addEventListener("change", () => {
     if (!file.files.length) return;
     const data = new FormData();
     data.append("file", file.files[0]);
     file.value = "";
-    api("POST", path, data).then(() => toast(`The ${what} is saved.`), (error) => toast(`Could not save the ${what}: ${error.message}`));
+    api("POST", path, data).then(() => toast(t(savedKey)), (error) => toast(t(failedKey, { message: error.message })));
   });
   return [file, el("label", { for: id, class: "button small", text })];
 }
 
 export const button = (text, onClick, props = {}) => el("button", { type: "button", class: "small", text, ...props, on: { click: onClick } });
 
-// Runs a request from a button, with the button disabled meanwhile; failures become a toast.
-export async function act(buttonNode, what, run) {
+// Runs a request from a button, with the button disabled meanwhile; a failure becomes a toast,
+// the text of `failedKey` ("Could not …: {message}").
+export async function act(buttonNode, failedKey, run) {
   buttonNode.disabled = true;
   try {
     await run();
   } catch (error) {
-    toast(`Could not ${what}: ${error.message}`);
+    toast(t(failedKey, { message: error.message }));
   } finally {
     buttonNode.disabled = false;
   }

@@ -12,13 +12,14 @@ import * as lazy from "./lazy.js";
 import { toggleReaction } from "./reactions.js";
 import { ui } from "./ui.js";
 import { compareNames } from "./names.js";
+import { t } from "./texts.js";
 
 let panels = {};
 
 export function setup({ closePanels, togglePanel }) {
   panels = { closePanels, togglePanel };
   $("keys-list").replaceChildren(...KEYS.map(([keys, what]) => el("tr", {},
-    el("th", { attrs: { scope: "row" } }, keys.flatMap((k, i) => [i ? " or " : "", el("kbd", { text: k })])), el("td", { text: what }))));
+    el("th", { attrs: { scope: "row" } }, keys.flatMap((k, i) => [i ? t("keys.or") : "", el("kbd", { text: k })])), el("td", { text: what }))));
   document.addEventListener("keydown", (e) => {
     if (e.key === "Escape") return escape(e, closePanels);
     if (e.ctrlKey || e.metaKey || e.altKey || isTyping(e.target) || document.querySelector("dialog[open]") || menu.isOpen()) return;
@@ -42,25 +43,25 @@ function target() {
 const withTarget = (fn) => () => { const m = target(); if (m) fn(m); };
 
 const KEYS = [
-  [["j", "↓"], "Select the next message"],
-  [["k", "↑"], "Select the previous message"],
-  [["End"], "Go to the newest message"],
-  [["Enter", "r"], "Reply to the selected message"],
-  [["R"], "Reply directly to its sender"],
-  [["@"], "Reply mentioning its sender"],
-  [[">"], "Quote and reply"],
-  [["e"], "Edit the selected message"],
-  [["i"], "Open the selected message's actions"],
-  [["+"], "React with 👍"],
-  [["U"], "Mark as unread from the selected message"],
-  [["c"], "New channel message"],
-  [["x"], "New direct message"],
-  [["n"], "Next topic with unread messages"],
-  [["/"], "Search"],
-  [["q"], "Filter channels"],
-  [["w"], "Filter people"],
-  [["?"], "This list of shortcuts"],
-  [["Esc"], "Close a menu, a dialog, a panel or the settings, or leave a field"],
+  [["j", "↓"], t("keys.select_the_next_message")],
+  [["k", "↑"], t("keys.select_the_previous_message")],
+  [[t("keys.end")], t("keys.go_to_the_newest_message")],
+  [[t("keys.enter"), "r"], t("keys.reply_to_the_selected_message")],
+  [["R"], t("keys.reply_directly_to_its_sender")],
+  [["@"], t("keys.reply_mentioning_its_sender")],
+  [[">"], t("common.quote_and_reply")],
+  [["e"], t("keys.edit_the_selected_message")],
+  [["i"], t("keys.open_the_selected_message_s_actions")],
+  [["+"], t("keys.react_with")],
+  [["U"], t("keys.mark_as_unread_from_the_selected")],
+  [["c"], t("keys.new_channel_message")],
+  [["x"], t("common.new_direct_message")],
+  [["n"], t("keys.next_topic_with_unread_messages")],
+  [["/"], t("keys.search")],
+  [["q"], t("common.filter_channels")],
+  [["w"], t("common.filter_people")],
+  [["?"], t("keys.this_list_of_shortcuts")],
+  [[t("keys.esc")], t("keys.close_a_menu_a_dialog_a")],
 ];
 
 const ACTIONS = {
@@ -76,7 +77,7 @@ const ACTIONS = {
   ">": withTarget((m) => lazy.fixing().then((f) => f.quote(m))),
   e: withTarget((m) => messages.editSelected(m)),
   i: withTarget((m) => {
-    const button = document.querySelector(`#message-list .msg[data-id="${m.id}"] [aria-label="Message actions"]`);
+    const button = document.querySelector(`#message-list .msg[data-id="${m.id}"] [aria-label="${CSS.escape(t("messages.message_actions"))}"]`);
     if (button) messages.openMenu(m, button);
   }),
   "+": withTarget((m) => toggleReaction(m, "+1", !(m.reactions || []).some((r) => r.user_id === state.me.user_id && r.emoji_name === "+1"))),
@@ -115,7 +116,7 @@ function nextUnreadTopic() {
   const subs = [...state.subs.values()].sort((a, b) => compareNames(a.name, b.name));
   for (const sub of subs) {
     const unreadTopics = [...state.unread.values()].filter((w) => w.stream_id === sub.stream_id)
-      .map((w) => w.topic).filter((t) => !seen.has(topicKey(sub.stream_id, t)) && seen.add(topicKey(sub.stream_id, t)));
+      .map((w) => w.topic).filter((topic) => !seen.has(topicKey(sub.stream_id, topic)) && seen.add(topicKey(sub.stream_id, topic)));
     for (const topic of unreadTopics) {
       if (topicHeard(sub.stream_id, topic) && c.topics.get(topicKey(sub.stream_id, topic))) {
         order.push(narrows.topic(sub.stream_id, topic));

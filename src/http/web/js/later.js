@@ -4,8 +4,9 @@
 import { $, toast } from "./dom.js";
 import * as menu from "./menu.js";
 import { clock } from "./time.js";
+import { t } from "./texts.js";
 
-const DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
+const DAYS = [t("common.sunday"), t("common.monday"), t("common.tuesday"), t("common.wednesday"), t("common.thursday"), t("common.friday"), t("common.saturday")];
 
 function dayAt(daysAhead, hour, now = new Date()) {
   return new Date(now.getFullYear(), now.getMonth(), now.getDate() + daysAhead, hour, 0, 0);
@@ -15,10 +16,10 @@ function dayAt(daysAhead, hour, now = new Date()) {
 export function offers(now = new Date()) {
   const untilMonday = ((8 - now.getDay()) % 7) || 7;
   const list = [
-    [`Tomorrow at ${clock(dayAt(1, 9, now))}`, dayAt(1, 9, now)],
-    [`Tomorrow at ${clock(dayAt(1, 16, now))}`, dayAt(1, 16, now)],
+    [t("later.tomorrow_at", { clock: clock(dayAt(1, 9, now)) }), dayAt(1, 9, now)],
+    [t("later.tomorrow_at", { clock: clock(dayAt(1, 16, now)) }), dayAt(1, 16, now)],
   ];
-  if (untilMonday > 1) list.push([`${DAYS[1]} at ${clock(dayAt(untilMonday, 9, now))}`, dayAt(untilMonday, 9, now)]);
+  if (untilMonday > 1) list.push([t("later.at", { day: DAYS[1], clock: clock(dayAt(untilMonday, 9, now)) }), dayAt(untilMonday, 9, now)]);
   return list;
 }
 
@@ -29,7 +30,7 @@ $("schedule-form").addEventListener("submit", async (e) => {
   e.preventDefault();
   const at = new Date($("schedule-at").value);
   if (Number.isNaN(at.getTime()) || at <= new Date()) {
-    $("schedule-error").textContent = "Choose a time in the future.";
+    $("schedule-error").textContent = t("later.choose_a_time_in_the_future");
     $("schedule-error").hidden = false;
     return;
   }
@@ -45,7 +46,7 @@ $("schedule-form").addEventListener("submit", async (e) => {
 // A menu of times at `anchor`; `pick(seconds)` does the work (and may fail with an ApiError).
 export function choose(anchor, title, pick) {
   const items = offers().map(([label, date]) => [label, () => pick(Math.floor(date.getTime() / 1000)).catch((error) => toast(error.message))]);
-  items.push(["Custom time…", () => custom(title, pick)]);
+  items.push([t("later.custom_time"), () => custom(title, pick)]);
   menu.open(anchor, title, items);
 }
 

@@ -5,6 +5,7 @@
 // by the sanitizer); the title is set as text.
 
 import { $ } from "./dom.js";
+import { t } from "./texts.js";
 
 let images = [];
 let index = 0;
@@ -34,12 +35,12 @@ function step(by) {
 function show() {
   const link = images[index];
   if (!link) return;
-  const title = link.title || "Image";
+  const title = link.title || t("common.image");
   $("lightbox-title").textContent = title;
   $("lightbox-image").alt = title;
   $("lightbox-image").src = link.href;
   $("lightbox-original").href = link.href;
-  $("lightbox-count").textContent = images.length > 1 ? `${index + 1} of ${images.length}` : "";
+  $("lightbox-count").textContent = images.length > 1 ? t("lightbox.of", { index: index + 1, count: images.length }) : "";
   // A button about to be disabled hands the focus to the other one, so that ← and → still
   // reach the dialog.
   const [prev, next] = [$("lightbox-prev"), $("lightbox-next")];

@@ -1,23 +1,25 @@
 // The form posts by itself; this module only explains a failed attempt and places the cursor.
 // Messages are fixed per code: the query string is never shown, so a crafted link cannot put
 // its own words on the page.
+import { t } from "./texts.js";
+
 const MESSAGES = {
-  invalid: "Wrong email or password. Please try again.",
-  deactivated: "This account has been deactivated.",
-  rate_limited: "Too many attempts. Please wait a minute and try again.",
-  origin: "That login request came from another site and was refused. Please log in here.",
-  missing: "Please enter both your email and your password.",
-  unavailable: "Signing in is not possible right now (the directory may be unreachable). Please try again in a moment.",
-  sso_unavailable: "The sign-in service cannot be reached right now. Please try again in a moment.",
-  sso_refused: "The sign-in service's answer could not be accepted. Please try again.",
-  sso_expired: "That sign-in took too long or was started in another browser. Please start again.",
-  sso_no_address: "The sign-in service did not give a verified email address.",
-  sso_no_account: "There is no account here for that address. Ask an administrator for an invitation.",
-  sso_domain: "Your email address is not in one of the domains allowed to join this organization.",
-  sso_signup_refused: "An account could not be made from what the sign-in service says about you (your name or address). Ask an administrator.",
-  invalid_code: "Invalid token. Please make sure you have entered it correctly.",
-  code_rate_limited: "Too many wrong codes. Please wait a quarter of an hour and try again.",
-  two_factor_expired: "That login took too long. Please log in again.",
+  invalid: t("login.wrong_email_or_password_please_try"),
+  deactivated: t("login.this_account_has_been_deactivated"),
+  rate_limited: t("login.too_many_attempts_please_wait_a"),
+  origin: t("login.that_login_request_came_from_another"),
+  missing: t("login.please_enter_both_your_email_and"),
+  unavailable: t("login.signing_in_is_not_possible_right"),
+  sso_unavailable: t("login.the_sign_in_service_cannot_be"),
+  sso_refused: t("login.the_sign_in_service_s_answer"),
+  sso_expired: t("login.that_sign_in_took_too_long"),
+  sso_no_address: t("login.the_sign_in_service_did_not"),
+  sso_no_account: t("login.there_is_no_account_here_for"),
+  sso_domain: t("common.your_email_address_is_not_in"),
+  sso_signup_refused: t("login.an_account_could_not_be_made"),
+  invalid_code: t("login.invalid_token_please_make_sure_you"),
+  code_rate_limited: t("login.too_many_wrong_codes_please_wait"),
+  two_factor_expired: t("login.that_login_took_too_long_please"),
 };
 
 const query = new URLSearchParams(location.search);
@@ -33,10 +35,10 @@ if (otp && /^[0-9a-fA-F]{64}$/.test(otp)) {
 }
 const box = document.getElementById("login-error");
 if (code) {
-  box.textContent = MESSAGES[code] || "Login failed. Please try again.";
+  box.textContent = MESSAGES[code] || t("login.login_failed_please_try_again");
   box.hidden = false;
 } else if (query.get("reset") === "done") {
-  box.textContent = "Your password has been changed. Log in with the new one.";
+  box.textContent = t("login.your_password_has_been_changed_log");
   box.classList.add("login-notice");
   box.hidden = false;
 }
@@ -50,7 +52,7 @@ if (secondStep === "code" || secondStep === "setup") {
   document.getElementById("two-factor-form").hidden = false;
   if (secondStep === "setup") {
     document.getElementById("two-factor-setup").hidden = false;
-    document.getElementById("two-factor-hint").textContent = "Enter the 6-digit code your authenticator app shows now.";
+    document.getElementById("two-factor-hint").textContent = t("login.enter_the_6_digit_code_your");
     fetch("/login/two_factor/setup")
       .then((answer) => answer.json())
       .then((offer) => {
@@ -75,7 +77,7 @@ fetch("/api/v1/server_settings")
   .then((answer) => answer.json())
   .then((settings) => {
     if (settings.require_email_format_usernames === false) {
-      document.querySelector('label[for="username"]').textContent = "Email or username";
+      document.querySelector('label[for="username"]').textContent = t("login.email_or_username");
       document.getElementById("username").type = "text";
     }
     const external = settings.external_authentication_methods || [];
@@ -89,7 +91,7 @@ fetch("/api/v1/server_settings")
         link.href = otp && /^[0-9a-fA-F]{64}$/.test(otp)
           ? `${method.login_url}?mobile_flow_otp=${otp}`
           : method.login_url;
-        link.textContent = `Log in with ${method.display_name}`;
+        link.textContent = t("login.log_in_with", { display_name: method.display_name });
         list.append(link);
       }
       document.querySelector("form.login-form").after(list);

@@ -4,7 +4,7 @@
 
 import { api } from "./api.js";
 import { $, el, clear, toast } from "./dom.js";
-import { state, markRead, messageDmKey, dmTitle, topicHeard } from "./state.js";
+import { state, markRead, messageDmKey, dmTitle, topicHeard, mutedOneOnOne } from "./state.js";
 import * as narrows from "./narrow.js";
 import { setMessageHtml } from "./sanitize.js";
 import { shortTime, longTime, isoTime, dayLabel, dayOf } from "./time.js";
@@ -14,6 +14,7 @@ import * as perms from "./perms.js";
 import * as menu from "./menu.js";
 import * as widgets from "./widgets.js";
 import * as lazy from "./lazy.js";
+import { t } from "./texts.js";
 
 // The actions in fixing.js, which loads on first use.
 const fix = (action) => lazy.fixing().then(action);
@@ -39,7 +40,7 @@ export const selected = () => view.messages.find((m) => m.id === Number(document
 export async function open(narrow, firstPage, near) {
   const mine = ++generation;
   view = fresh(narrow);
-  clear(list()).append(el("p", { class: "empty", text: "Loading…" }));
+  clear(list()).append(el("p", { class: "empty", text: t("common.loading") }));
   try {
     const page = await (firstPage || narrows.fetchPage(narrow, "newest"));
     if (mine !== generation) return;
@@ -50,7 +51,7 @@ export async function open(narrow, firstPage, near) {
     fillViewport();
   } catch (error) {
     if (mine !== generation) return;
-    clear(list()).append(el("p", { class: "empty", text: `Could not load messages: ${error.message}` }));
+    clear(list()).append(el("p", { class: "empty", text: t("messages.could_not_load_messages", { message: error.message }) }));
   }
 }
 
@@ -73,7 +74,7 @@ async function loadOlder() {
     renderAll();
     scroller().scrollTop = scroller().scrollHeight - fromBottom;
   } catch (error) {
-    toast(`Could not load older messages: ${error.message}`);
+    toast(t("messages.could_not_load_older_messages", { message: error.message }));
   } finally {
     view.loading = false;
   }
@@ -111,10 +112,10 @@ function renderAll() {
   observer.disconnect();
   clear(list());
   if (!view.messages.length) {
-    list().append(el("p", { class: "empty", text: view.foundOldest ? "No messages here yet." : "Loading…" }));
+    list().append(el("p", { class: "empty", text: view.foundOldest ? t("messages.no_messages_here_yet") : t("common.loading") }));
     return;
   }
-  if (view.foundOldest) list().append(el("p", { class: "history-start", text: "No older messages" }));
+  if (view.foundOldest) list().append(el("p", { class: "history-start", text: t("messages.no_older_messages") }));
   let prev = null;
   for (const m of view.messages.filter(shownHere)) { appendRow(m, prev); prev = m; }
   observeUnread();
@@ -122,8 +123,10 @@ function renderAll() {
 
 // "All messages" leaves out muted topics, and muted channels but for their unmuted and
 // followed topics, as Zulip's combined feed does; every other narrow shows what it asked for.
+// A one-on-one conversation with a person one muted shows only where it is asked for by name.
 function shownHere(m) {
-  return view.narrow.length > 0 || m.type !== "stream" || topicHeard(m.stream_id, m.subject);
+  if (m.type !== "stream") return !mutedOneOnOne(messageDmKey(m)) || view.narrow.some((term) => term.operator === "dm");
+  return view.narrow.length > 0 || topicHeard(m.stream_id, m.subject);
 }
 
 function appendRow(m, prev) {
@@ -143,12 +146,12 @@ function groupElement(m) {
     head.append(
       el("a", { href: narrows.toHash(narrows.channel(m.stream_id)), text: `#${name}`, class: "group-channel" }),
       el("span", { class: "chevron", text: "›", attrs: { "aria-hidden": "true" } }),
-      el("a", { href: narrows.toHash(narrows.topic(m.stream_id, m.subject)), text: m.subject || "(no topic)" }),
+      el("a", { href: narrows.toHash(narrows.topic(m.stream_id, m.subject)), text: m.subject || t("common.no_topic") }),
       topicActions(m),
     );
   } else {
     const key = messageDmKey(m);
-    head.append(el("a", { href: narrows.toHash(narrows.dm(key)), text: `Direct message with ${dmTitle(key)}` }));
+    head.append(el("a", { href: narrows.toHash(narrows.dm(key)), text: t("messages.direct_message_with", { people: dmTitle(key) }) }));
   }
   head.append(el("time", { class: "group-date", text: dayLabel(m.timestamp), attrs: { datetime: isoTime(m.timestamp).slice(0, 10) } }));
   const group = el("section", { class: "group", dataset: { key: groupKey(m) } }, head);
@@ -166,12 +169,12 @@ function topicActions(m) {
   const box = el("span", { class: "topic-actions" });
   if (perms.mayResolve(m)) {
     box.append(el("button", { type: "button", class: `icon-btn small${resolved ? " on" : ""}`, text: "✔",
-      attrs: { "aria-label": resolved ? "Mark as unresolved" : "Mark as resolved", title: resolved ? "Mark as unresolved" : "Mark as resolved", "aria-pressed": String(resolved) },
+      attrs: { "aria-label": resolved ? t("messages.mark_as_unresolved") : t("messages.mark_as_resolved"), title: resolved ? t("messages.mark_as_unresolved") : t("messages.mark_as_resolved"), "aria-pressed": String(resolved) },
       on: { click: (e) => { const m = newest(e.currentTarget); fix((f) => f.toggleResolved(m)); } } }));
   }
   if (perms.mayMoveTopic(m) || perms.mayMoveChannel(m)) {
     box.append(el("button", { type: "button", class: "icon-btn small", text: "✎",
-      attrs: { "aria-label": "Rename or move topic", title: "Rename or move topic" },
+      attrs: { "aria-label": t("messages.rename_or_move_topic"), title: t("messages.rename_or_move_topic") },
       on: { click: (e) => { const m = newest(e.currentTarget); fix((f) => f.openMove(m, "change_all")); } } }));
   }
   return box.childElementCount ? box : null;
@@ -181,10 +184,12 @@ function row(m, prev) {
   const continued = prev && prev.sender_id === m.sender_id && m.timestamp - prev.timestamp < 600;
   const classes = ["msg", continued && "continued", state.unread.has(m.id) && "unread",
     (m.flags || []).some((f) => f.endsWith("mentioned")) && "mentioned"].filter(Boolean).join(" ");
-  const article = el("article", { class: classes, dataset: { id: m.id }, attrs: { tabindex: "-1", "aria-label": `${m.sender_full_name}, ${longTime(m.timestamp)}` } });
+  const hidden = hiddenSender(m);
+  const article = el("article", { class: classes, dataset: { id: m.id }, attrs: { tabindex: "-1", "aria-label": `${hidden ? t("common.muted_user") : m.sender_full_name}, ${longTime(m.timestamp)}` } });
   article.append(
     continued ? el("span", { class: "gutter-time", text: shortTime(m.timestamp), attrs: { "aria-hidden": "true" } })
-      : el("img", { class: "avatar", src: state.users.get(m.sender_id)?.avatar_url || m.avatar_url, alt: "", width: 36, height: 36, loading: "lazy" }),
+      : hidden ? el("span", { class: "avatar muted-avatar", attrs: { "aria-hidden": "true" } })
+        : el("img", { class: "avatar", src: state.users.get(m.sender_id)?.avatar_url || m.avatar_url, alt: "", width: 36, height: 36, loading: "lazy" }),
     el("div", { class: "msg-main" }, continued ? null : meta(m), body(m), reactionButtons(m)),
     actions(m),
   );
@@ -193,20 +198,22 @@ function row(m, prev) {
 
 function meta(m) {
   return el("div", { class: "msg-meta" },
-    el("button", { type: "button", class: "sender", text: state.users.get(m.sender_id)?.full_name || m.sender_full_name,
-      attrs: { "aria-haspopup": "dialog" }, on: { click: () => lazy.cards().then((c) => c.openUser(m.sender_id)) } }),
+    hiddenSender(m) ? el("span", { class: "sender", text: t("common.muted_user") })
+      : el("button", { type: "button", class: "sender", text: state.users.get(m.sender_id)?.full_name || m.sender_full_name,
+        attrs: { "aria-haspopup": "dialog" }, on: { click: () => lazy.cards().then((c) => c.openUser(m.sender_id)) } }),
     el("time", { text: shortTime(m.timestamp), attrs: { datetime: isoTime(m.timestamp), title: longTime(m.timestamp) } }));
 }
 
-// The messages of a person one muted are hidden behind a click, as in Zulip; shown ones stay
-// shown until the page is loaded again.
+// The messages of a person one muted are hidden behind a click, with their name and picture, as
+// in Zulip; shown ones stay shown until the page is loaded again.
 const revealed = new Set();
+const hiddenSender = (m) => state.muted.has(m.sender_id) && !revealed.has(m.id);
 
 function body(m) {
-  if (state.muted.has(m.sender_id) && !revealed.has(m.id)) {
+  if (hiddenSender(m)) {
     return el("div", { class: "content muted-message" },
-      "This message was hidden because you have muted the sender. ",
-      el("button", { type: "button", class: "ghost small", text: "Show it",
+      t("messages.this_message_was_hidden_because_you"),
+      el("button", { type: "button", class: "ghost small", text: t("messages.show_it"),
         on: { click: () => { revealed.add(m.id); renderKeepingScroll(); } } }));
   }
   const content = el("div", { class: "content rendered" });
@@ -252,17 +259,17 @@ function markers(m) {
 function actions(m) {
   const starred = state.starred.has(m.id);
   const bar = el("div", { class: "msg-actions" },
-    el("button", { type: "button", class: "icon-btn", text: "☺", attrs: { "aria-label": "Add reaction", title: "Add reaction" },
+    el("button", { type: "button", class: "icon-btn", text: "☺", attrs: { "aria-label": t("common.add_reaction"), title: t("common.add_reaction") },
       on: { click: (e) => ui.pickEmoji(e.currentTarget, (name) => toggleReaction(m, name, true)) } }),
-    el("button", { type: "button", class: "icon-btn", text: "↩", attrs: { "aria-label": "Reply", title: "Reply" }, on: { click: () => ui.reply(m) } }),
+    el("button", { type: "button", class: "icon-btn", text: "↩", attrs: { "aria-label": t("messages.reply"), title: t("messages.reply") }, on: { click: () => ui.reply(m) } }),
     el("button", { type: "button", class: `icon-btn${starred ? " on" : ""}`, text: starred ? "★" : "☆",
-      attrs: { "aria-label": starred ? "Unstar" : "Star", "aria-pressed": String(starred), title: starred ? "Unstar" : "Star" }, on: { click: () => star(m) } }),
+      attrs: { "aria-label": starred ? t("messages.unstar") : t("messages.star"), "aria-pressed": String(starred), title: starred ? t("messages.unstar") : t("messages.star") }, on: { click: () => star(m) } }),
   );
   if (perms.mayEditContent(m)) {
-    bar.append(el("button", { type: "button", class: "icon-btn", text: "✎", attrs: { "aria-label": "Edit", title: "Edit" }, on: { click: () => edit(m) } }));
+    bar.append(el("button", { type: "button", class: "icon-btn", text: "✎", attrs: { "aria-label": t("common.edit"), title: t("common.edit") }, on: { click: () => edit(m) } }));
   }
   bar.append(el("button", { type: "button", class: "icon-btn", text: "⋯",
-    attrs: { "aria-label": "Message actions", title: "Message actions", "aria-haspopup": "menu", "aria-expanded": "false" },
+    attrs: { "aria-label": t("messages.message_actions"), title: t("messages.message_actions"), "aria-haspopup": "menu", "aria-expanded": "false" },
     on: { click: (e) => openMenu(m, e.currentTarget) } }));
   return bar;
 }
@@ -270,18 +277,18 @@ function actions(m) {
 // The message's menu: what the person may do with it, and nothing else.
 export function openMenu(m, anchor) {
   const items = [
-    ["Quote and reply", () => fix((f) => f.quote(m))],
-    ["Copy link to message", () => fix((f) => f.copyLink(m))],
-    ["Mark as unread from here", () => markUnread(m)],
-    ["Remind me about this", () => lazy.later().then((l) => l.choose(anchor, "Remind me about this message", (at) => fix((f) => f.remind(m, at))))],
+    [t("common.quote_and_reply"), () => fix((f) => f.quote(m))],
+    [t("messages.copy_link_to_message"), () => fix((f) => f.copyLink(m))],
+    [t("messages.mark_as_unread_from_here"), () => markUnread(m)],
+    [t("messages.remind_me_about_this"), () => lazy.later().then((l) => l.choose(anchor, t("messages.remind_me_about_this_message"), (at) => fix((f) => f.remind(m, at))))],
   ];
-  if (perms.mayEditContent(m)) items.push(["Edit message", () => edit(m)]);
-  if (perms.mayMoveTopic(m) || perms.mayMoveChannel(m)) items.push(["Move messages", () => fix((f) => f.openMove(m))]);
-  if (perms.mayResolve(m)) items.push([perms.isResolved(m.subject) ? "Mark topic as unresolved" : "Mark topic as resolved", () => fix((f) => f.toggleResolved(m))]);
-  if (markers(m) && perms.historyPolicy() !== "none") items.push(["View edit history", () => fix((f) => f.showHistory(m))]);
-  if (state.realm.enable_read_receipts !== false) items.push(["View read receipts", () => lazy.cards().then((c) => c.showReceipts(m))]);
-  if (perms.mayDelete(m)) items.push(["Delete message", () => fix((f) => f.confirmDelete(m))]);
-  menu.open(anchor, "Message actions", items);
+  if (perms.mayEditContent(m)) items.push([t("messages.edit_message"), () => edit(m)]);
+  if (perms.mayMoveTopic(m) || perms.mayMoveChannel(m)) items.push([t("common.move_messages"), () => fix((f) => f.openMove(m))]);
+  if (perms.mayResolve(m)) items.push([perms.isResolved(m.subject) ? t("messages.mark_topic_as_unresolved") : t("messages.mark_topic_as_resolved"), () => fix((f) => f.toggleResolved(m))]);
+  if (markers(m) && perms.historyPolicy() !== "none") items.push([t("messages.view_edit_history"), () => fix((f) => f.showHistory(m))]);
+  if (state.realm.enable_read_receipts !== false) items.push([t("messages.view_read_receipts"), () => lazy.cards().then((c) => c.showReceipts(m))]);
+  if (perms.mayDelete(m)) items.push([t("messages.delete_message"), () => fix((f) => f.confirmDelete(m))]);
+  menu.open(anchor, t("messages.message_actions"), items);
 }
 
 export async function markUnread(m) {
@@ -325,7 +332,7 @@ async function star(m) {
   try {
     await api("POST", "messages/flags", { messages: [m.id], op: on ? "add" : "remove", flag: "starred" });
   } catch (error) {
-    toast(`Could not ${on ? "star" : "unstar"}: ${error.message}`);
+    toast(t(on ? "messages.could_not_star" : "messages.could_not_unstar", { message: error.message }));
   }
 }
 
@@ -334,20 +341,20 @@ async function edit(m) {
   try {
     raw = (await api("GET", `messages/${m.id}`, { apply_markdown: false })).message.content;
   } catch (error) {
-    toast(`Could not load the message: ${error.message}`);
+    toast(t("common.could_not_load_the_message", { message: error.message }));
     return;
   }
   const node = list().querySelector(`.msg[data-id="${m.id}"] .content`);
   if (!node) return;
   editing.add(m.id);
-  const area = el("textarea", { class: "edit-area", value: raw, attrs: { "aria-label": "Edit message", rows: 3 } });
+  const area = el("textarea", { class: "edit-area", value: raw, attrs: { "aria-label": t("messages.edit_message"), rows: 3 } });
   const done = () => { editing.delete(m.id); rerender(m.id); };
   const save = async () => {
     try {
       if (area.value.trim() && area.value !== raw) await api("PATCH", `messages/${m.id}`, { content: area.value });
       done();
     } catch (error) {
-      toast(`Could not save: ${error.message}`);
+      toast(t("messages.could_not_save", { message: error.message }));
     }
   };
   area.addEventListener("keydown", (e) => {
@@ -355,8 +362,8 @@ async function edit(m) {
     if (e.key === "Escape") { e.stopPropagation(); done(); }
   });
   node.replaceWith(el("div", { class: "edit-box" }, area, el("div", { class: "edit-buttons" },
-    el("button", { type: "button", text: "Cancel", on: { click: done } }),
-    el("button", { type: "button", class: "primary", text: "Save", on: { click: save } }))));
+    el("button", { type: "button", text: t("common.cancel"), on: { click: done } }),
+    el("button", { type: "button", class: "primary", text: t("common.save"), on: { click: save } }))));
   area.focus();
 }
 
@@ -405,7 +412,7 @@ async function flushRead() {
       for (const id of ids) pendingRead.add(id);
       if (!readTimer) readTimer = setTimeout(flushRead, 5000);
     } else {
-      toast(`Could not mark messages as read: ${error.message}`);
+      toast(t("messages.could_not_mark_messages_as_read", { message: error.message }));
     }
   }
 }
@@ -478,7 +485,7 @@ function onUpdate(ev) {
   }
 }
 
-const hasSearch = () => view.narrow.some((t) => ["search", "has"].includes(t.operator));
+const hasSearch = () => view.narrow.some((term) => ["search", "has"].includes(term.operator));
 
 function onDelete(ids) {
   const gone = new Set(ids);

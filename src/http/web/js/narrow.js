@@ -7,6 +7,7 @@ import { state, dmKey, dmUserIds, messageDmKey, userName } from "./state.js";
 
 export { toHash, fromHash, nearOf, viewOf, isSettingsView, VIEWS } from "./address.js";
 import { viewOf } from "./address.js";
+import { t } from "./texts.js";
 export { fetchPage } from "./requests.js";
 
 export const find = (narrow, op) => narrow.find((term) => term.operator === op)?.operand;
@@ -39,24 +40,24 @@ export function isSearch(narrow) {
 // one cannot reorder the rest (the page title, which no style can isolate).
 export function title(narrow, isolate = false) {
   const own = isolate ? (text) => `\u2068${text}\u2069` : (text) => text;
-  if (!narrow.length) return "All messages";
-  if (viewOf(narrow) === "inbox") return "Inbox";
-  if (viewOf(narrow) === "recent") return "Recent conversations";
-  if (viewOf(narrow) === "drafts") return "Drafts";
-  if (viewOf(narrow) === "scheduled") return "Scheduled messages";
-  if (viewOf(narrow)?.startsWith("settings/")) return "Settings";
-  if (viewOf(narrow)?.startsWith("organization/")) return "Organization settings";
-  if (isSearch(narrow)) return "Search results";
+  if (!narrow.length) return t("common.all_messages");
+  if (viewOf(narrow) === "inbox") return t("common.inbox");
+  if (viewOf(narrow) === "recent") return t("common.recent_conversations");
+  if (viewOf(narrow) === "drafts") return t("common.drafts");
+  if (viewOf(narrow) === "scheduled") return t("common.scheduled_messages");
+  if (viewOf(narrow)?.startsWith("settings/")) return t("common.settings");
+  if (viewOf(narrow)?.startsWith("organization/")) return t("common.organization_settings");
+  if (isSearch(narrow)) return t("narrow.search_results");
   const is = find(narrow, "is");
-  if (is === "starred") return "Starred messages";
-  if (is === "mentioned") return "Mentions";
-  if (is === "dm") return "Direct messages";
+  if (is === "starred") return t("narrow.starred_messages");
+  if (is === "mentioned") return t("common.mentions");
+  if (is === "dm") return t("common.direct_messages");
   const dmIds = find(narrow, "dm");
   if (Array.isArray(dmIds)) return dmUserIds(dmKey(dmIds)).map((id) => own(userName(id))).join(", ");
   if (dmIds !== undefined) return own(String(dmIds));
   const name = state.streams.get(streamOf(narrow))?.name || find(narrow, "channel");
-  const t = find(narrow, "topic");
-  return t !== undefined ? `#${own(name)} › ${t ? own(t) : "(no topic)"}` : `#${own(name)}`;
+  const topic = find(narrow, "topic");
+  return topic !== undefined ? `#${own(name)} › ${topic ? own(topic) : t("common.no_topic")}` : `#${own(name)}`;
 }
 
 // ---- live messages ---------------------------------------------------------------------------

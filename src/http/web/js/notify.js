@@ -2,6 +2,7 @@
 // settings ask. The sound is synthesized, so there is no audio file to fetch.
 
 import { state, userName } from "./state.js";
+import { t } from "./texts.js";
 
 let audio = null;
 
@@ -29,7 +30,7 @@ export function onMessage(ev) {
   if (!personal) return;
   if (state.settings.enable_sounds) beep();
   if (state.settings.enable_desktop_notifications && document.hidden && window.Notification?.permission === "granted") {
-    const where = m.type === "private" ? "sent you a direct message" : `mentioned you in #${m.display_recipient}`;
+    const where = m.type === "private" ? t("notify.sent_you_a_direct_message") : t("notify.mentioned_you_in", { display_recipient: m.display_recipient });
     new Notification(`${userName(m.sender_id)} ${where}`, { tag: `chronicle-${m.id}` });
   }
 }

@@ -10,6 +10,7 @@ import { showTwoFactor } from "./two_factor.js";
 import { logout } from "./session.js";
 import { fieldset, liveFieldsets, control, form, field, table, button, act, groupSettingText, redrawWhenFree, picturePicker } from "./forms.js";
 import { ask } from "./confirm.js";
+import { t } from "./texts.js";
 
 function saveSetting(key, value) {
   // Desktop notifications need the browser's permission: asked for as they are turned on.
@@ -30,36 +31,36 @@ const me = () => state.users.get(state.me.user_id) || {};
 
 export async function profile(box) {
   const avatar = el("img", { class: "settings-avatar", src: me().avatar_url, alt: "", width: 96, height: 96 });
-  const removeAvatar = button("Use the generated avatar", () => act(removeAvatar, "remove the avatar", () => api("DELETE", "users/me/avatar")));
+  const removeAvatar = button(t("prefs.use_the_generated_avatar"), () => act(removeAvatar, "prefs.could_not_remove_the_avatar", () => api("DELETE", "users/me/avatar")));
 
   const nameLocked = state.realm.name_changes_disabled && !isAdmin();
   const name = el("input", { id: "full-name", required: true, maxLength: 60, value: state.me.full_name, disabled: nameLocked });
-  const status = el("input", { id: "status-text", maxLength: 60, placeholder: "What are you up to?", value: state.status.get(state.me.user_id)?.status_text || "" });
+  const status = el("input", { id: "status-text", maxLength: 60, placeholder: t("prefs.what_are_you_up_to"), value: state.status.get(state.me.user_id)?.status_text || "" });
   const oldPassword = el("input", { type: "password", autocomplete: "current-password", required: true });
   const newPassword = el("input", { type: "password", autocomplete: "new-password", required: true, minLength: 6 });
 
   add(box,
     el("div", { class: "avatar-row" }, avatar,
       el("div", { class: "avatar-actions" },
-        picturePicker("avatar-file", "Upload an avatar", "users/me/avatar", "avatar"), removeAvatar,
-        el("span", { class: "hint", text: "PNG, JPEG, GIF or WebP, at most 5 MiB." }))),
-    form({ id: "name-form", class: "setting-row" }, [el("label", { for: "full-name", text: "Full name" }), name,
-      el("button", { type: "submit", text: "Save", disabled: nameLocked })], async () => {
+        picturePicker("avatar-file", t("prefs.upload_an_avatar"), "users/me/avatar", ["prefs.avatar_saved", "prefs.could_not_save_the_avatar"]), removeAvatar,
+        el("span", { class: "hint", text: t("prefs.png_jpeg_gif_or_webp_at") }))),
+    form({ id: "name-form", class: "setting-row" }, [el("label", { for: "full-name", text: t("common.full_name") }), name,
+      el("button", { type: "submit", text: t("common.save"), disabled: nameLocked })], async () => {
       await api("PATCH", "settings", { full_name: name.value.trim() });
-      toast("Name saved.");
+      toast(t("prefs.name_saved"));
     }),
-    nameLocked ? el("p", { class: "hint", text: "Your organization does not allow members to change their names." }) : null,
-    form({ id: "status-form", class: "setting-row" }, [el("label", { for: "status-text", text: "Status" }), status,
-      el("button", { type: "submit", text: "Save" })], async () => {
+    nameLocked ? el("p", { class: "hint", text: t("prefs.your_organization_does_not_allow_members") }) : null,
+    form({ id: "status-form", class: "setting-row" }, [el("label", { for: "status-text", text: t("common.status") }), status,
+      el("button", { type: "submit", text: t("common.save") })], async () => {
       await api("POST", "users/me/status", { status_text: status.value.trim() });
-      toast("Status saved.");
+      toast(t("prefs.status_saved"));
     }),
-    el("div", { class: "setting-row" }, el("span", { class: "label-like", text: "Email" }), el("span", { id: "my-email", text: state.me.delivery_email || state.me.email })),
-    el("h3", { text: "Password" }),
-    el("p", { class: "hint", text: "A new password logs you out everywhere, in this browser too." }),
+    el("div", { class: "setting-row" }, el("span", { class: "label-like", text: t("common.email") }), el("span", { id: "my-email", text: state.me.delivery_email || state.me.email })),
+    el("h3", { text: t("common.password") }),
+    el("p", { class: "hint", text: t("prefs.a_new_password_logs_you_out") }),
     form({ id: "password-form", class: "stack-form narrow-form" }, [username(),
-      field("Current password", oldPassword), field("New password", newPassword, "At least 6 characters."),
-      el("button", { type: "submit", class: "primary", text: "Change password" })], async () => {
+      field(t("prefs.current_password"), oldPassword), field(t("common.new_password"), newPassword, t("prefs.at_least_6_characters")),
+      el("button", { type: "submit", class: "primary", text: t("prefs.change_password") })], async () => {
       await api("PATCH", "settings", { old_password: oldPassword.value, new_password: newPassword.value });
       // A new password ends every session that knew the old one, this one too (as Django
       // does for the others): the login page says so.
@@ -86,7 +87,7 @@ async function profileFields(box) {
     [{ custom_fields: fields }, { user: { profile_data: values = {} } }] = await Promise.all([
       api("GET", "realm/profile_fields"), api("GET", `users/${state.me.user_id}`, { include_custom_profile_fields: true })]);
   } catch (error) {
-    clear(box).append(el("p", { class: "hint", text: `Could not load the profile fields: ${error.message}` }));
+    clear(box).append(el("p", { class: "hint", text: t("prefs.could_not_load_the_profile_fields", { message: error.message }) }));
     return;
   }
   const usable = fields.filter((f) => f.type !== 6);
@@ -103,37 +104,37 @@ async function profileFields(box) {
     if (f.type === 5) row.input.type = "url";
     return row;
   });
-  clear(box).append(el("fieldset", { class: "prefs" }, el("legend", { text: "Profile fields" }), rows));
+  clear(box).append(el("fieldset", { class: "prefs" }, el("legend", { text: t("prefs.profile_fields") }), rows));
 }
 
 // ---- account and privacy -----------------------------------------------------------------------
 
 const PRIVACY = [
-  { key: "presence_enabled", kind: "bool", label: "Let others see when I am online" },
-  { key: "send_private_typing_notifications", kind: "bool", label: "Let recipients see when I am typing direct messages" },
-  { key: "send_stream_typing_notifications", kind: "bool", label: "Let others see when I am typing in channels" },
-  { key: "send_read_receipts", kind: "bool", label: "Let others see when I have read messages" },
-  { key: "allow_private_data_export", kind: "bool", label: "Let administrators export my private data" },
+  { key: "presence_enabled", kind: "bool", label: t("prefs.let_others_see_when_i_am") },
+  { key: "send_private_typing_notifications", kind: "bool", label: t("prefs.let_recipients_see_when_i_am") },
+  { key: "send_stream_typing_notifications", kind: "bool", label: t("prefs.let_others_see_when_i_am_2") },
+  { key: "send_read_receipts", kind: "bool", label: t("prefs.let_others_see_when_i_have") },
+  { key: "allow_private_data_export", kind: "bool", label: t("prefs.let_administrators_export_my_private_data") },
 ];
 
 export function account(box) {
   const twoFactor = el("div", { id: "two-factor", class: "two-factor" });
   const sessions = el("ul", { id: "sessions", class: "sessions" });
   const key = el("div", { id: "api-key" });
-  const live = liveSettings(box, [settingsGroup("Privacy", PRIVACY)]);
+  const live = liveSettings(box, [settingsGroup(t("prefs.privacy"), PRIVACY)]);
   add(box,
     el("p", { id: "inspect-policy", class: "policy" },
-      "Who can read every conversation, direct messages and private channels included, through the organization's log inspector: ",
+      t("prefs.who_can_read_every_conversation_direct"),
       el("strong", { id: "inspect-who", text: groupSettingText(state.realm.can_inspect_log_group) }),
-      ". Each use is recorded in the organization's log."),
-    el("h3", { text: "Two-factor authentication" }), twoFactor,
-    el("h3", { text: "API key" }), key,
-    el("h3", { text: "Your sessions" }), sessions,
-    isAdmin() ? el("p", { id: "admin-link" }, el("a", { href: "/admin/", text: "Organization audit log" })) : null,
-    el("h3", { text: "Leave" }),
+      t("prefs.each_use_is_recorded_in_the")),
+    el("h3", { text: t("prefs.two_factor_authentication") }), twoFactor,
+    el("h3", { text: t("common.api_key") }), key,
+    el("h3", { text: t("prefs.your_sessions") }), sessions,
+    isAdmin() ? el("p", { id: "admin-link" }, el("a", { href: "/admin/", text: t("prefs.organization_audit_log") })) : null,
+    el("h3", { text: t("prefs.leave") }),
     el("div", { class: "row-actions" },
-      el("button", { type: "button", id: "settings-logout", text: "Log out", on: { click: logout } }),
-      el("button", { type: "button", class: "danger", text: "Deactivate your account", on: { click: deactivateSelf } })),
+      el("button", { type: "button", id: "settings-logout", text: t("common.log_out"), on: { click: logout } }),
+      el("button", { type: "button", class: "danger", text: t("prefs.deactivate_your_account"), on: { click: deactivateSelf } })),
   );
   showTwoFactor(twoFactor);
   showApiKey(key);
@@ -148,10 +149,10 @@ function showApiKey(box) {
   const password = el("input", { id: "api-key-password", type: "password", autocomplete: "current-password", required: true });
   const code = el("input", { id: "api-key-code", inputMode: "numeric", autocomplete: "one-time-code", maxLength: 8, size: 8 });
   clear(box).append(
-    el("p", { class: "hint", text: "Your API key lets programs (bots, the terminal client, scripts) act as you. Keep it secret. Asking for it counts as a login: you get the usual login email." }),
-    form({ class: "stack-form narrow-form", id: "api-key-form" }, [username(), field("Password", password),
-      field("Two-factor code", code, "Only if you use two-factor authentication."),
-      el("button", { type: "submit", text: "Show the API key" })], async () => {
+    el("p", { class: "hint", text: t("prefs.your_api_key_lets_programs_bots") }),
+    form({ class: "stack-form narrow-form", id: "api-key-form" }, [username(), field(t("common.password"), password),
+      field(t("prefs.two_factor_code"), code, t("prefs.only_if_you_use_two_factor")),
+      el("button", { type: "submit", text: t("prefs.show_the_api_key") })], async () => {
       const answer = await api("POST", "fetch_api_key", { username: state.me.delivery_email || state.me.email, password: password.value + code.value.trim() }, { noLogin: true });
       password.value = code.value = "";
       showKey(box, answer.api_key);
@@ -160,18 +161,18 @@ function showApiKey(box) {
 
 function showKey(box, apiKey) {
   const text = el("code", { id: "api-key-value", text: apiKey });
-  const regenerate = button("Generate a new API key", () => ask({
-    title: "Generate a new API key?", text: "Programs using the current key will stop working until they are given the new one.", ok: "Generate",
+  const regenerate = button(t("prefs.generate_a_new_api_key"), () => ask({
+    title: t("prefs.generate_a_new_api_key_2"), text: t("prefs.programs_using_the_current_key_will"), ok: t("common.generate"),
     run: async () => { text.textContent = (await api("POST", "users/me/api_key/regenerate")).api_key; },
   }));
-  clear(box).append(el("p", {}, "Your API key: ", text),
+  clear(box).append(el("p", {}, t("prefs.your_api_key"), text),
     el("div", { class: "row-actions" }, zuliprcLink(() => state.me.delivery_email || state.me.email, () => text.textContent), regenerate));
 }
 
 // A zuliprc file for the `zulip` package and the terminal client, made in the browser when
 // clicked (the address and key as they are then).
 export function zuliprcLink(emailOf, keyOf) {
-  const link = el("a", { class: "button small", href: "#", download: "zuliprc", text: "Download zuliprc" });
+  const link = el("a", { class: "button small", href: "#", download: "zuliprc", text: t("prefs.download_zuliprc") });
   link.addEventListener("click", () => {
     const body = `[api]\nemail=${emailOf()}\nkey=${keyOf()}\nsite=${location.origin}\n`;
     link.href = URL.createObjectURL(new Blob([body], { type: "text/plain" }));
@@ -181,12 +182,12 @@ export function zuliprcLink(emailOf, keyOf) {
 }
 
 async function loadSessions(list) {
-  clear(list).append(el("li", { class: "hint", text: "Loading…" }));
+  clear(list).append(el("li", { class: "hint", text: t("common.loading") }));
   try {
     const { sessions } = await api("GET", "sessions");
     clear(list).append(...sessions.sort((a, b) => b.current - a.current || b.started - a.started).map((s) => session(s, list)));
   } catch (error) {
-    clear(list).append(el("li", { class: "hint", text: `Could not load sessions: ${error.message}` }));
+    clear(list).append(el("li", { class: "hint", text: t("prefs.could_not_load_sessions", { message: error.message }) }));
   }
 }
 
@@ -194,24 +195,24 @@ function session(s, list) {
   // The client string is whatever the browser sent: text only.
   return el("li", { class: "session" },
     el("div", { class: "session-text" },
-      el("span", { class: "session-client", text: s.client || "Unknown browser" }),
-      el("span", { class: "session-when", text: `${s.current ? "This browser · " : ""}since ${longTime(s.started)} · expires ${longTime(s.expires)}` })),
-    el("button", { type: "button", text: s.current ? "Log out" : "End", attrs: { "aria-label": s.current ? "Log out of this browser" : `End the session of ${s.client || "another browser"}` },
+      el("span", { class: "session-client", text: s.client || t("prefs.unknown_browser") }),
+      el("span", { class: "session-when", text: t(s.current ? "prefs.session_this_browser" : "prefs.session_times", { started: longTime(s.started), expires: longTime(s.expires) }) })),
+    el("button", { type: "button", text: s.current ? t("common.log_out") : t("prefs.end_session"), attrs: { "aria-label": s.current ? t("prefs.log_out_of_this_browser") : t("prefs.end_the_session_of", { client: s.client || t("prefs.another_browser") }) },
       on: { click: async () => {
         try {
           if (s.current) { await logout(); return; }
           await api("DELETE", `sessions/${encodeURIComponent(s.id)}`);
           loadSessions(list);
         } catch (error) {
-          toast(`Could not end the session: ${error.message}`);
+          toast(t("prefs.could_not_end_the_session", { message: error.message }));
         }
       } } }));
 }
 
 function deactivateSelf() {
   ask({
-    title: "Deactivate your account?", ok: "Deactivate",
-    text: "You will be logged out everywhere and your bots deactivated. Only an administrator can reactivate the account.",
+    title: t("prefs.deactivate_your_account_2"), ok: t("common.deactivate"),
+    text: t("prefs.you_will_be_logged_out_everywhere"),
     run: async () => {
       await api("DELETE", "users/me");
       location.assign("/login/");
@@ -225,72 +226,72 @@ function zones() {
   const all = Intl.supportedValuesOf ? Intl.supportedValuesOf("timeZone") : [];
   const current = state.settings.timezone;
   const list = current && !all.includes(current) ? [current, ...all] : all;
-  return [["", "Not set"], ...list.map((zone) => [zone, zone.replace(/_/g, " ")])];
+  return [["", t("prefs.not_set")], ...list.map((zone) => [zone, zone.replace(/_/g, " ")])];
 }
 
 export function preferences(box) {
   const detected = Intl.DateTimeFormat().resolvedOptions().timeZone;
   return liveSettings(box, [
-    settingsGroup("Display", [
-      { key: "color_scheme", kind: "choice", label: "Theme", options: [[1, "Same as the system"], [3, "Light"], [2, "Dark"]] },
-      { key: "twenty_four_hour_time", kind: "choice", label: "Time format", options: [[false, "12-hour (5:00 PM)"], [true, "24-hour (17:00)"]] },
+    settingsGroup(t("prefs.display"), [
+      { key: "color_scheme", kind: "choice", label: t("prefs.theme"), options: [[1, t("prefs.same_as_the_system")], [3, t("prefs.light")], [2, t("prefs.dark")]] },
+      { key: "twenty_four_hour_time", kind: "choice", label: t("prefs.time_format"), options: [[false, t("prefs.12_hour_5_00_pm")], [true, t("prefs.24_hour_17_00")]] },
     ]),
-    settingsGroup("Writing", [
-      { key: "enter_sends", kind: "choice", label: "Sending", options: [[true, "Enter sends, Shift+Enter adds a line"], [false, "Ctrl+Enter sends, Enter adds a line"]] },
+    settingsGroup(t("prefs.writing"), [
+      { key: "enter_sends", kind: "choice", label: t("prefs.sending"), options: [[true, t("prefs.enter_sends_shift_enter_adds_a")], [false, t("prefs.ctrl_enter_sends_enter_adds_a")]] },
     ]),
-    settingsGroup("Time zone", [
-      { key: "timezone", kind: "choice", label: "Your time zone", options: zones(), hint: `Shown to others on your card. This browser's: ${detected}.` },
+    settingsGroup(t("prefs.time_zone"), [
+      { key: "timezone", kind: "choice", label: t("prefs.your_time_zone"), options: zones(), hint: t("prefs.shown_to_others_on_your_card", { detected }) },
     ]),
   ]);
 }
 
 // ---- notifications -----------------------------------------------------------------------------
 
-const FOLLOW_POLICY = [[1, "Topics I take part in"], [2, "Topics I send a message to"], [3, "Topics I start"], [4, "Never"]];
-const BATCHING = [[120, "2 minutes"], [300, "5 minutes"], [600, "10 minutes"], [1800, "30 minutes"], [3600, "1 hour"], [21600, "6 hours"], [86400, "1 day"], [604800, "1 week"]];
+const FOLLOW_POLICY = [[1, t("prefs.topics_i_take_part_in")], [2, t("prefs.topics_i_send_a_message_to")], [3, t("prefs.topics_i_start")], [4, t("common.never")]];
+const BATCHING = [[120, t("common.2_minutes")], [300, t("prefs.5_minutes")], [600, t("common.10_minutes")], [1800, t("prefs.30_minutes")], [3600, t("common.1_hour")], [21600, t("prefs.6_hours")], [86400, t("common.1_day")], [604800, t("common.1_week")]];
 
 export function notifications(box) {
   const period = state.settings.email_notifications_batching_period_seconds;
   const batching = BATCHING.some(([s]) => s === period) ? BATCHING : [[period, `${period} seconds`], ...BATCHING];
   return liveSettings(box, [
-    settingsGroup("Direct messages, mentions and alerts", [
-      { key: "enable_desktop_notifications", kind: "bool", label: "Desktop notifications" },
-      { key: "enable_sounds", kind: "bool", label: "Sound" },
-      { key: "enable_offline_email_notifications", kind: "bool", label: "Email while I am away" },
-      { key: "enable_offline_push_notifications", kind: "bool", label: "Phone notifications while I am away" },
-      { key: "enable_online_push_notifications", kind: "bool", label: "Phone notifications while I am online" },
-      { key: "pm_content_in_desktop_notifications", kind: "bool", label: "Show the message in desktop notifications" },
+    settingsGroup(t("prefs.direct_messages_mentions_and_alerts"), [
+      { key: "enable_desktop_notifications", kind: "bool", label: t("prefs.desktop_notifications") },
+      { key: "enable_sounds", kind: "bool", label: t("prefs.sound") },
+      { key: "enable_offline_email_notifications", kind: "bool", label: t("prefs.email_while_i_am_away") },
+      { key: "enable_offline_push_notifications", kind: "bool", label: t("prefs.phone_notifications_while_i_am_away") },
+      { key: "enable_online_push_notifications", kind: "bool", label: t("prefs.phone_notifications_while_i_am_online") },
+      { key: "pm_content_in_desktop_notifications", kind: "bool", label: t("prefs.show_the_message_in_desktop_notifications") },
     ]),
-    settingsGroup("Followed topics", [
-      { key: "enable_followed_topic_desktop_notifications", kind: "bool", label: "Desktop notifications" },
-      { key: "enable_followed_topic_audible_notifications", kind: "bool", label: "Sound" },
-      { key: "enable_followed_topic_email_notifications", kind: "bool", label: "Email" },
-      { key: "enable_followed_topic_push_notifications", kind: "bool", label: "Phone notifications" },
-      { key: "enable_followed_topic_wildcard_mentions_notify", kind: "bool", label: "Notify me of @all and @topic mentions" },
+    settingsGroup(t("prefs.followed_topics"), [
+      { key: "enable_followed_topic_desktop_notifications", kind: "bool", label: t("prefs.desktop_notifications") },
+      { key: "enable_followed_topic_audible_notifications", kind: "bool", label: t("prefs.sound") },
+      { key: "enable_followed_topic_email_notifications", kind: "bool", label: t("common.email") },
+      { key: "enable_followed_topic_push_notifications", kind: "bool", label: t("prefs.phone_notifications") },
+      { key: "enable_followed_topic_wildcard_mentions_notify", kind: "bool", label: t("prefs.notify_me_of_all_and_topic") },
     ]),
-    settingsGroup("Channels (each channel can differ)", [
-      { key: "enable_stream_desktop_notifications", kind: "bool", label: "Desktop notifications" },
-      { key: "enable_stream_audible_notifications", kind: "bool", label: "Sound" },
-      { key: "enable_stream_email_notifications", kind: "bool", label: "Email" },
-      { key: "enable_stream_push_notifications", kind: "bool", label: "Phone notifications" },
-      { key: "wildcard_mentions_notify", kind: "bool", label: "Notify me of @all and @topic mentions" },
+    settingsGroup(t("prefs.channels_each_channel_can_differ"), [
+      { key: "enable_stream_desktop_notifications", kind: "bool", label: t("prefs.desktop_notifications") },
+      { key: "enable_stream_audible_notifications", kind: "bool", label: t("prefs.sound") },
+      { key: "enable_stream_email_notifications", kind: "bool", label: t("common.email") },
+      { key: "enable_stream_push_notifications", kind: "bool", label: t("prefs.phone_notifications") },
+      { key: "wildcard_mentions_notify", kind: "bool", label: t("prefs.notify_me_of_all_and_topic") },
     ]),
-    settingsGroup("Topics", [
-      { key: "automatically_follow_topics_policy", kind: "choice", label: "Follow automatically", options: FOLLOW_POLICY },
-      { key: "automatically_unmute_topics_in_muted_streams_policy", kind: "choice", label: "Unmute automatically in muted channels", options: FOLLOW_POLICY },
-      { key: "automatically_follow_topics_where_mentioned", kind: "bool", label: "Follow topics where I am mentioned" },
+    settingsGroup(t("prefs.topics"), [
+      { key: "automatically_follow_topics_policy", kind: "choice", label: t("prefs.follow_automatically"), options: FOLLOW_POLICY },
+      { key: "automatically_unmute_topics_in_muted_streams_policy", kind: "choice", label: t("prefs.unmute_automatically_in_muted_channels"), options: FOLLOW_POLICY },
+      { key: "automatically_follow_topics_where_mentioned", kind: "bool", label: t("prefs.follow_topics_where_i_am_mentioned") },
     ]),
-    settingsGroup("Email", [
-      { key: "email_notifications_batching_period_seconds", kind: "choice", label: "Wait before emailing", options: batching, hint: "Messages in this time come in one email." },
-      { key: "message_content_in_email_notifications", kind: "bool", label: "Include the messages in emails" },
-      { key: "realm_name_in_email_notifications_policy", kind: "choice", label: "Organization name in the subject", options: [[1, "When I belong to several"], [2, "Always"], [3, "Never"]] },
-      { key: "enable_digest_emails", kind: "bool", label: "A weekly digest while I am away" },
-      { key: "enable_login_emails", kind: "bool", label: "An email when my account is signed in to" },
-      { key: "enable_marketing_emails", kind: "bool", label: "News about this server" },
+    settingsGroup(t("common.email"), [
+      { key: "email_notifications_batching_period_seconds", kind: "choice", label: t("prefs.wait_before_emailing"), options: batching, hint: t("prefs.messages_in_this_time_come_in") },
+      { key: "message_content_in_email_notifications", kind: "bool", label: t("prefs.include_the_messages_in_emails") },
+      { key: "realm_name_in_email_notifications_policy", kind: "choice", label: t("prefs.organization_name_in_the_subject"), options: [[1, t("prefs.when_i_belong_to_several")], [2, t("prefs.always")], [3, t("common.never")]] },
+      { key: "enable_digest_emails", kind: "bool", label: t("prefs.a_weekly_digest_while_i_am") },
+      { key: "enable_login_emails", kind: "bool", label: t("prefs.an_email_when_my_account_is") },
+      { key: "enable_marketing_emails", kind: "bool", label: t("prefs.news_about_this_server") },
     ]),
-    settingsGroup("Other", [
-      { key: "notification_sound", kind: "choice", label: "Notification sound", options: [["zulip", "Chime"], ["none", "None"]] },
-      { key: "desktop_icon_count_display", kind: "choice", label: "Unread count on the app icon", options: [[1, "All unread messages"], [2, "Direct messages, mentions and followed topics"], [3, "Direct messages and mentions"], [4, "None"]] },
+    settingsGroup(t("prefs.other"), [
+      { key: "notification_sound", kind: "choice", label: t("prefs.notification_sound"), options: [["zulip", t("prefs.chime")], ["none", t("common.none")]] },
+      { key: "desktop_icon_count_display", kind: "choice", label: t("prefs.unread_count_on_the_app_icon"), options: [[1, t("prefs.all_unread_messages")], [2, t("prefs.direct_messages_mentions_and_followed_topics")], [3, t("prefs.direct_messages_and_mentions")], [4, t("common.none")]] },
     ]),
   ]);
 }
@@ -300,12 +301,12 @@ export function notifications(box) {
 export function alertWords(box) {
   const list = el("div", { id: "alert-word-list" });
   const word = el("input", { id: "alert-word", maxLength: 100, required: true });
-  const draw = () => clear(list).append(table("Alert words", [["Word", (w) => w]], state.alertWords, (w) => [
-    button("Remove", (e) => act(e.currentTarget, "remove the word", () => api("DELETE", "users/me/alert_words", { alert_words: [w] })),
-      { attrs: { "aria-label": `Remove ${w}` } })], (w) => w));
+  const draw = () => clear(list).append(table(t("common.alert_words"), t("prefs.no_alert_words"), [[t("prefs.word"), (w) => w]], state.alertWords, (w) => [
+    button(t("common.remove"), (e) => act(e.currentTarget, "prefs.could_not_remove_the_word", () => api("DELETE", "users/me/alert_words", { alert_words: [w] })),
+      { attrs: { "aria-label": t("prefs.remove_2", { word: w }) } })], (w) => w));
   box.append(
-    el("p", { class: "hint", text: "A message containing one of these words, as a whole word and in any case, is highlighted and notifies you like a mention." }),
-    form({ class: "setting-row", id: "alert-word-form" }, [el("label", { for: "alert-word", text: "New word" }), word, el("button", { type: "submit", text: "Add" })], async () => {
+    el("p", { class: "hint", text: t("prefs.a_message_containing_one_of_these") }),
+    form({ class: "setting-row", id: "alert-word-form" }, [el("label", { for: "alert-word", text: t("prefs.new_word") }), word, el("button", { type: "submit", text: t("common.add") })], async () => {
       await api("POST", "users/me/alert_words", { alert_words: [word.value.trim()] });
       word.value = "";
     }),
@@ -318,11 +319,11 @@ export function mutedUsers(box) {
   const list = el("div", { id: "muted-user-list" });
   const draw = () => {
     const muted = [...state.muted.entries()].sort((a, b) => b[1] - a[1]);
-    clear(list).append(table("Muted users", [["Name", ([id]) => userName(id)], ["Since", ([, at]) => longTime(at)]], muted,
-      ([id]) => [button("Unmute", (e) => act(e.currentTarget, "unmute", () => api("DELETE", `users/me/muted_users/${id}`)), { attrs: { "aria-label": `Unmute ${userName(id)}` } })],
+    clear(list).append(table(t("common.muted_users"), t("prefs.no_muted_users"), [[t("common.name"), ([id]) => userName(id)], [t("prefs.since"), ([, at]) => longTime(at)]], muted,
+      ([id]) => [button(t("common.unmute"), (e) => act(e.currentTarget, "prefs.could_not_unmute", () => api("DELETE", `users/me/muted_users/${id}`)), { attrs: { "aria-label": t("prefs.unmute_2", { person: userName(id) }) } })],
       ([id]) => id));
   };
-  box.append(el("p", { class: "hint", text: "Messages from people you mute arrive already read and do not notify you; mute someone from their card." }), list);
+  box.append(el("p", { class: "hint", text: t("prefs.messages_from_people_you_mute_arrive") }), list);
   draw();
   return (ev) => { if (ev.type === "muted_users" || ev.type === "realm_user") draw(); };
 }

@@ -6,6 +6,7 @@ import { el, toast } from "./dom.js";
 import { state, userName } from "./state.js";
 import { emojiChar } from "./sanitize.js";
 import { ui } from "./ui.js";
+import { t } from "./texts.js";
 
 function grouped(m) {
   const groups = new Map();
@@ -38,7 +39,7 @@ export function reactionButtons(m) {
       on: { click: () => toggleReaction(m, g.emoji_name, !mine) },
     }, emojiGlyph(g), el("span", { class: "count", text: String(g.users.length) })));
   }
-  box.append(el("button", { type: "button", class: "reaction add", text: "+", attrs: { "aria-label": "Add reaction", title: "Add reaction" },
+  box.append(el("button", { type: "button", class: "reaction add", text: "+", attrs: { "aria-label": t("common.add_reaction"), title: t("common.add_reaction") },
     on: { click: (e) => ui.pickEmoji(e.currentTarget, (name) => toggleReaction(m, name, true)) } }));
   return box;
 }
@@ -49,6 +50,6 @@ export async function toggleReaction(m, emojiName, add) {
   try {
     await api(add ? "POST" : "DELETE", `messages/${m.id}/reactions`, { emoji_name: emojiName });
   } catch (error) {
-    toast(`Could not ${add ? "add" : "remove"} the reaction: ${error.message}`);
+    toast(t(add ? "reactions.could_not_add" : "reactions.could_not_remove", { message: error.message }));
   }
 }

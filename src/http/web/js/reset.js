@@ -1,20 +1,22 @@
 // The password-reset pages post by themselves; this module only explains a refused attempt and
 // places the cursor. Messages are fixed per code: the query string is never shown.
+import { t } from "./texts.js";
+
 const MESSAGES = {
-  origin: "That request came from another site and was refused. Please try again here.",
-  missing: "Please enter your email address.",
-  disabled: "This organization signs you in through its directory: change your password there.",
-  expired: "That link has expired or has already been used. Ask for a new one here.",
-  mismatch: "The two passwords are not the same. Please type them again.",
-  short: "The password is too short: at least 6 characters, please.",
-  long: "The password is too long: at most 100 characters, please.",
-  busy: "The server is busy. Please try again in a moment.",
+  origin: t("common.that_request_came_from_another_site"),
+  missing: t("common.please_enter_your_email_address"),
+  disabled: t("reset.this_organization_signs_you_in_through"),
+  expired: t("reset.that_link_has_expired_or_has"),
+  mismatch: t("reset.the_two_passwords_are_not_the"),
+  short: t("common.the_password_is_too_short_at"),
+  long: t("common.the_password_is_too_long_at"),
+  busy: t("common.the_server_is_busy_please_try"),
 };
 
 const code = new URLSearchParams(location.search).get("error");
 const box = document.getElementById("reset-error");
 if (code && box) {
-  box.textContent = MESSAGES[code] || "That did not work. Please try again.";
+  box.textContent = MESSAGES[code] || t("common.that_did_not_work_please_try");
   box.hidden = false;
 }
 const first = document.querySelector("form input:not([type=hidden])");

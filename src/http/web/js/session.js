@@ -2,12 +2,13 @@
 
 import { api } from "./api.js";
 import { toast } from "./dom.js";
+import { t } from "./texts.js";
 
 export async function logout() {
   try {
     await api("POST", "logout");
     location.assign("/login/");
   } catch (error) {
-    toast(`Could not log out: ${error.message}`);
+    toast(t("session.could_not_log_out", { message: error.message }));
   }
 }

@@ -11,27 +11,28 @@ import * as prefs from "./prefs.js";
 import * as admin from "./admin.js";
 import * as people from "./admin_people.js";
 import * as channels from "./admin_channels.js";
+import { t } from "./texts.js";
 
 // [address, title, draw, who may open it]
 const SECTIONS = [
-  ["settings/profile", "Profile", prefs.profile],
-  ["settings/account-and-privacy", "Account & privacy", prefs.account],
-  ["settings/preferences", "Preferences", prefs.preferences],
-  ["settings/notifications", "Notifications", prefs.notifications],
-  ["settings/alert-words", "Alert words", prefs.alertWords],
-  ["settings/muted-users", "Muted users", prefs.mutedUsers],
-  ["settings/your-bots", "Bots", people.yourBots],
-  ["organization/organization-profile", "Organization profile", admin.organizationProfile, isAdmin],
-  ["organization/organization-settings", "Organization settings", admin.organizationSettings, isAdmin],
-  ["organization/organization-permissions", "Organization permissions", admin.organizationPermissions, isAdmin],
-  ["organization/channels", "Channels", channels.channels, isAdmin],
-  ["organization/user-groups", "User groups", people.userGroups],
-  ["organization/users", "Users", people.users, isAdmin],
-  ["organization/invitations", "Invitations", people.invitations, people.mayInvite],
-  ["organization/emoji-settings", "Custom emoji", admin.emoji],
-  ["organization/linkifier-settings", "Linkifiers", admin.linkifiers, isAdmin],
-  ["organization/profile-field-settings", "Custom profile fields", admin.profileFields, isAdmin],
-  ["organization/data-exports-admin", "Data exports", admin.exports, isAdmin],
+  ["settings/profile", t("common.profile"), prefs.profile],
+  ["settings/account-and-privacy", t("settings.account_privacy"), prefs.account],
+  ["settings/preferences", t("settings.preferences"), prefs.preferences],
+  ["settings/notifications", t("settings.notifications"), prefs.notifications],
+  ["settings/alert-words", t("common.alert_words"), prefs.alertWords],
+  ["settings/muted-users", t("common.muted_users"), prefs.mutedUsers],
+  ["settings/your-bots", t("common.bots"), people.yourBots],
+  ["organization/organization-profile", t("settings.organization_profile"), admin.organizationProfile, isAdmin],
+  ["organization/organization-settings", t("common.organization_settings"), admin.organizationSettings, isAdmin],
+  ["organization/organization-permissions", t("settings.organization_permissions"), admin.organizationPermissions, isAdmin],
+  ["organization/channels", t("common.channels"), channels.channels, isAdmin],
+  ["organization/user-groups", t("common.user_groups"), people.userGroups],
+  ["organization/users", t("common.users"), people.users, isAdmin],
+  ["organization/invitations", t("common.invitations"), people.invitations, people.mayInvite],
+  ["organization/emoji-settings", t("common.custom_emoji"), admin.emoji],
+  ["organization/linkifier-settings", t("common.linkifiers"), admin.linkifiers, isAdmin],
+  ["organization/profile-field-settings", t("common.custom_profile_fields"), admin.profileFields, isAdmin],
+  ["organization/data-exports-admin", t("common.data_exports"), admin.exports, isAdmin],
 ];
 
 const allowed = ([, , , may]) => !may || may();
@@ -63,11 +64,11 @@ export async function open(address, previous) {
   mine.address = section[0];
   const box = el("section", { class: "settings-section", attrs: { "aria-labelledby": "settings-section-title" } });
   const page = el("div", { id: "settings-view", class: "settings-view" },
-    el("nav", { class: "settings-nav", attrs: { "aria-label": "Settings sections" } }, nav(section[0])),
+    el("nav", { class: "settings-nav", attrs: { "aria-label": t("settings.settings_sections") } }, nav(section[0])),
     el("div", { class: "settings-main" },
       el("div", { class: "settings-head" },
         el("h2", { id: "settings-section-title", text: section[1] }),
-        el("a", { id: "settings-close", class: "icon-btn close", href: back, attrs: { "aria-label": "Close settings" }, text: "✕" })),
+        el("a", { id: "settings-close", class: "icon-btn close", href: back, attrs: { "aria-label": t("settings.close_settings") }, text: "✕" })),
       box));
   clear(panel()).append(page);
   panel().hidden = false;
@@ -79,7 +80,7 @@ export async function open(address, previous) {
     for (const ev of mine.pending.splice(0)) mine.onEvent(ev);
   } catch (error) {
     mine.onEvent = () => {};
-    if (current === mine) box.append(el("p", { class: "form-error", text: `This page could not be drawn: ${error.message}` }));
+    if (current === mine) box.append(el("p", { class: "form-error", text: t("settings.this_page_could_not_be_drawn", { message: error.message }) }));
   }
 }
 
@@ -91,8 +92,8 @@ function nav(active) {
   const mine = SECTIONS.filter(([a]) => a.startsWith("settings/")).filter(allowed);
   const org = SECTIONS.filter(([a]) => a.startsWith("organization/")).filter(allowed);
   return [
-    el("h3", { text: "Personal" }), el("ul", {}, mine.map(link)),
-    org.length ? el("h3", { text: "Organization" }) : null, org.length ? el("ul", {}, org.map(link)) : null,
+    el("h3", { text: t("settings.personal") }), el("ul", {}, mine.map(link)),
+    org.length ? el("h3", { text: t("settings.organization") }) : null, org.length ? el("ul", {}, org.map(link)) : null,
   ];
 }
 

@@ -4,13 +4,14 @@
 
 import { api } from "./api.js";
 import { $, el, badge } from "./dom.js";
-import { state, counts, topicKey, topicVisibility, topicHeard, TOPIC_FOLLOWED, dmTitle, dmUserIds, presenceOf } from "./state.js";
+import { state, counts, topicKey, topicVisibility, topicHeard, TOPIC_FOLLOWED, dmTitle, dmUserIds, presenceOf, mutedOneOnOne } from "./state.js";
 import * as narrows from "./narrow.js";
 import { VIEWS } from "./address.js";
 import { ui, swapIfChanged } from "./ui.js";
 import { openChannels } from "./channels.js";
 import { startDm } from "./compose.js";
 import { compareNames } from "./names.js";
+import { t } from "./texts.js";
 
 const loadingTopics = new Map(); // stream id -> the fetch on its way
 const TOPICS_SHOWN = 30;
@@ -58,17 +59,17 @@ function sections() {
   const c = counts();
   return [
     el("ul", { class: "nav" },
-      el("li", {}, item("inbox", VIEWS.inbox, "Inbox", c.all, { icon: icon("▤") })),
-      el("li", {}, item("recent", VIEWS.recent, "Recent conversations", 0, { icon: icon("◷") })),
-      el("li", {}, item("all", [], "All messages", c.all, { icon: icon("≡") })),
-      el("li", {}, item("mentioned", [{ operator: "is", operand: "mentioned" }], "Mentions", c.mentions, { icon: icon("@") })),
-      el("li", {}, item("starred", [{ operator: "is", operand: "starred" }], "Starred", 0, {
+      el("li", {}, item("inbox", VIEWS.inbox, t("common.inbox"), c.all, { icon: icon("▤") })),
+      el("li", {}, item("recent", VIEWS.recent, t("common.recent_conversations"), 0, { icon: icon("◷") })),
+      el("li", {}, item("all", [], t("common.all_messages"), c.all, { icon: icon("≡") })),
+      el("li", {}, item("mentioned", [{ operator: "is", operand: "mentioned" }], t("common.mentions"), c.mentions, { icon: icon("@") })),
+      el("li", {}, item("starred", [{ operator: "is", operand: "starred" }], t("sidebar.starred"), 0, {
         icon: icon("☆"), note: state.starred.size ? el("span", { class: "note", text: String(state.starred.size) }) : null })),
-      el("li", {}, item("drafts", VIEWS.drafts, "Drafts", 0, {
+      el("li", {}, item("drafts", VIEWS.drafts, t("common.drafts"), 0, {
         icon: icon("✎"), note: state.drafts?.size ? el("span", { class: "note", text: String(state.drafts.size) }) : null })),
-      el("li", {}, item("scheduled", VIEWS.scheduled, "Scheduled messages", 0, { icon: icon("⏱") }))),
+      el("li", {}, item("scheduled", VIEWS.scheduled, t("common.scheduled_messages"), 0, { icon: icon("⏱") }))),
     ...channelSections(c),
-    head("Direct messages", "New direct message", () => startDm([])),
+    head(t("common.direct_messages"), t("common.new_direct_message"), () => startDm([])),
     el("ul", { class: "nav dms" }, dmItems(c)),
   ];
 }
@@ -78,9 +79,9 @@ function sections() {
 function channelSections(c) {
   const filter = $("channel-search").value.trim().toLowerCase();
   const subs = [...state.subs.values()].filter((s) => s.name.toLowerCase().includes(filter)).sort((a, b) => compareNames(a.name, b.name));
-  const out = [head("Channels", "Browse and create channels", () => openChannels())];
+  const out = [head(t("common.channels"), t("sidebar.browse_and_create_channels"), () => openChannels())];
   if (!subs.length) {
-    out.push(el("ul", { class: "nav channels" }, el("li", { class: "hint", text: filter ? "No channel matches." : "No channels yet — press + to join one." })));
+    out.push(el("ul", { class: "nav channels" }, el("li", { class: "hint", text: filter ? t("sidebar.no_channel_matches") : t("sidebar.no_channels_yet_press_to_join") })));
     return out;
   }
   const pinned = subs.filter((s) => s.pin_to_top);
@@ -92,9 +93,9 @@ function channelSections(c) {
     out.push(el("ul", { class: "nav channels" }, channelItems(rest, c)));
     return out;
   }
-  out.push(...group("Pinned", pinned));
+  out.push(...group(t("sidebar.pinned"), pinned));
   for (const f of folders) out.push(...group(f.name, inFolder(f)));
-  out.push(...group(folders.length ? "Other channels" : "Channels", rest));
+  out.push(...group(folders.length ? t("sidebar.other_channels") : t("common.channels"), rest));
   return out;
 }
 
@@ -120,17 +121,17 @@ function channelItems(subs, c) {
 
 function topicItems(sub, c) {
   const topics = state.topics.get(sub.stream_id);
-  if (!topics) { loadTopics(sub.stream_id); return el("ul", { class: "topics" }, el("li", { class: "hint", text: "Loading topics…" })); }
+  if (!topics) { loadTopics(sub.stream_id); return el("ul", { class: "topics" }, el("li", { class: "hint", text: t("sidebar.loading_topics") })); }
   const all = allTopics.has(sub.stream_id);
   const shown = all ? topics : topics.slice(0, TOPICS_SHOWN);
-  const list = el("ul", { class: "topics", attrs: { "aria-label": `Topics in ${sub.name}` } }, shown.map((t) => {
-    const vis = topicVisibility(sub.stream_id, t.name);
-    const dim = !topicHeard(sub.stream_id, t.name);
-    return el("li", {}, item(`t${sub.stream_id}:${t.name}`, narrows.topic(sub.stream_id, t.name), t.name || "(no topic)",
-      c.topics.get(topicKey(sub.stream_id, t.name)), { dim, note: vis === TOPIC_FOLLOWED ? el("span", { class: "note", text: "followed" }) : null }));
+  const list = el("ul", { class: "topics", attrs: { "aria-label": t("sidebar.topics_in", { name: sub.name }) } }, shown.map((topic) => {
+    const vis = topicVisibility(sub.stream_id, topic.name);
+    const dim = !topicHeard(sub.stream_id, topic.name);
+    return el("li", {}, item(`t${sub.stream_id}:${topic.name}`, narrows.topic(sub.stream_id, topic.name), topic.name || t("common.no_topic"),
+      c.topics.get(topicKey(sub.stream_id, topic.name)), { dim, note: vis === TOPIC_FOLLOWED ? el("span", { class: "note", text: t("sidebar.followed") }) : null }));
   }));
   if (topics.length > TOPICS_SHOWN) {
-    list.append(el("li", {}, more(`more-topics-${sub.stream_id}`, all ? "fewer topics" : `more topics (${topics.length - TOPICS_SHOWN})`, () => {
+    list.append(el("li", {}, more(`more-topics-${sub.stream_id}`, all ? t("sidebar.fewer_topics") : t("sidebar.more_topics", { count: topics.length - TOPICS_SHOWN }), () => {
       if (allTopics.has(sub.stream_id)) allTopics.delete(sub.stream_id); else allTopics.add(sub.stream_id);
       render();
     })));
@@ -162,16 +163,16 @@ export function loadTopics(streamId) {
 }
 
 function dmItems(c) {
-  const every = [...state.dms.values()].sort((a, b) => b.max_id - a.max_id);
+  const every = [...state.dms.values()].filter((conv) => !mutedOneOnOne(conv.key)).sort((a, b) => b.max_id - a.max_id);
   const convs = allDms ? every : every.slice(0, DMS_SHOWN);
-  if (!convs.length) return [el("li", { class: "hint", text: "No conversations yet." })];
+  if (!convs.length) return [el("li", { class: "hint", text: t("common.no_conversations_yet") })];
   const items = convs.map((conv) => {
     const ids = dmUserIds(conv.key);
     const dot = ids.length === 1 ? el("span", { class: `dot ${presenceOf(ids[0])}`, attrs: { "aria-hidden": "true" } }) : picture("people");
     return el("li", {}, item(`d${conv.key}`, narrows.dm(conv.key), dmTitle(conv.key), c.dms.get(conv.key), { icon: dot }));
   });
   if (every.length > DMS_SHOWN) {
-    items.push(el("li", {}, more("more-dms", allDms ? "fewer conversations" : `more conversations (${every.length - DMS_SHOWN})`, () => { allDms = !allDms; render(); })));
+    items.push(el("li", {}, more("more-dms", allDms ? t("sidebar.fewer_conversations") : t("sidebar.more_conversations", { count: every.length - DMS_SHOWN }), () => { allDms = !allDms; render(); })));
   }
   return items;
 }

@@ -1,26 +1,28 @@
 // The sign-up pages post by themselves; this module explains a refused attempt (a fixed message
 // per code: the query string is never shown), shows the address a confirmation link is for (as
 // text), and places the cursor.
+import { t } from "./texts.js";
+
 const MESSAGES = {
-  origin: "That request came from another site and was refused. Please try again here.",
-  missing: "Please enter your email address.",
-  invalid: "That is not an email address this organization can take. Please check it.",
-  domain: "Your email address is not in one of the domains allowed to join this organization.",
-  invite_required: "This organization requires an invitation to join. Ask an administrator for one.",
-  disabled: "This organization signs you in through its directory: ask an administrator for an account.",
-  expired: "That link has expired or is not valid. Ask for a new one here.",
-  taken: "An account with this address exists already. Log in, or reset its password.",
+  origin: t("common.that_request_came_from_another_site"),
+  missing: t("common.please_enter_your_email_address"),
+  invalid: t("signup.that_is_not_an_email_address"),
+  domain: t("common.your_email_address_is_not_in"),
+  invite_required: t("signup.this_organization_requires_an_invitation_to"),
+  disabled: t("signup.this_organization_signs_you_in_through"),
+  expired: t("signup.that_link_has_expired_or_is"),
+  taken: t("signup.an_account_with_this_address_exists"),
   name: "Please enter a name (at most 100 characters, without the characters Zulip does not allow).",
-  name_taken: "Someone here has that name already: this organization wants names to be unique.",
-  short: "The password is too short: at least 6 characters, please.",
-  long: "The password is too long: at most 100 characters, please.",
-  busy: "The server is busy. Please try again in a moment.",
+  name_taken: t("signup.someone_here_has_that_name_already"),
+  short: t("common.the_password_is_too_short_at"),
+  long: t("common.the_password_is_too_long_at"),
+  busy: t("common.the_server_is_busy_please_try"),
 };
 
 const code = new URLSearchParams(location.search).get("error");
 const box = document.getElementById("signup-error");
 if (code && box) {
-  box.textContent = MESSAGES[code] || "That did not work. Please try again.";
+  box.textContent = MESSAGES[code] || t("common.that_did_not_work_please_try");
   box.hidden = false;
 }
 

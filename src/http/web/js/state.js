@@ -1,5 +1,6 @@
 // The client's model: folded from the /register answer and then from each event, so that the
 // views only read it. Nothing here touches the DOM.
+import { t } from "./texts.js";
 
 export const state = {};
 
@@ -75,7 +76,7 @@ function loadUnread(unread) {
 export const isAdmin = () => state.me.role === ROLE_OWNER || state.me.role === ROLE_ADMIN;
 export const isOwner = () => state.me.role === ROLE_OWNER;
 export const topicKey = (streamId, topic) => `${streamId}\u0000${topic.toLowerCase()}`;
-export const userName = (id) => state.users.get(id)?.full_name || `User ${id}`;
+export const userName = (id) => state.users.get(id)?.full_name || t("common.user", { id });
 
 // A DM conversation is named by the other people in it; a note to self by my own id.
 export function dmKey(userIds) {
@@ -87,9 +88,13 @@ export function dmUserIds(key) {
   return key.split(",").map(Number);
 }
 
+// As Zulip asks of its clients, a person one muted is "Muted user" in a conversation's name, and
+// a one-on-one conversation with them is hidden (their messages arrive read and notify nobody).
 export function dmTitle(key) {
-  return dmUserIds(key).map(userName).join(", ");
+  return dmUserIds(key).map((id) => (state.muted.has(id) ? t("common.muted_user") : userName(id))).join(", ");
 }
+
+export const mutedOneOnOne = (key) => !key.includes(",") && state.muted.has(Number(key));
 
 function noteDm(userIds, messageId) {
   const key = dmKey(userIds);
@@ -143,7 +148,7 @@ export function presenceOf(userId) {
 export function noteTopic(streamId, topic, messageId) {
   const list = state.topics.get(streamId);
   if (!list) return;
-  const i = list.findIndex((t) => t.name.toLowerCase() === topic.toLowerCase());
+  const i = list.findIndex((entry) => entry.name.toLowerCase() === topic.toLowerCase());
   if (i >= 0) list.splice(i, 1);
   list.unshift({ name: topic, max_id: messageId });
 }

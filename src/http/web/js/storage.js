@@ -5,6 +5,7 @@
 
 import { $ } from "./dom.js";
 import { isAdmin } from "./state.js";
+import { t } from "./texts.js";
 
 export const STORAGE_CODES = new Set(["STORAGE_FULL", "STORAGE_UNAVAILABLE"]);
 
@@ -49,7 +50,7 @@ async function check() {
 
 // A write was refused for the storage's sake: say so until writes go through again.
 export function refused(body) {
-  show((body && body.msg) || "The server cannot save anything right now.");
+  show((body && body.msg) || t("storage.the_server_cannot_save_anything_right"));
   clearTimeout(recheck);
   recheck = setTimeout(check, RECHECK_MS);
 }

@@ -5,10 +5,11 @@
 // of locale data on the first screen.
 
 import { state } from "./state.js";
+import { t } from "./texts.js";
 
-const DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
-const MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
-  "October", "November", "December"];
+const DAYS = [t("common.sunday"), t("common.monday"), t("common.tuesday"), t("common.wednesday"), t("common.thursday"), t("common.friday"), t("common.saturday")];
+const MONTHS = [t("time.january"), t("time.february"), t("time.march"), t("time.april"), t("time.may"), t("time.june"), t("time.july"), t("time.august"), t("time.september"),
+  t("time.october"), t("time.november"), t("time.december")];
 
 const pad = (n) => String(n).padStart(2, "0");
 
@@ -16,7 +17,7 @@ export function clock(date) {
   const hours = date.getHours();
   const minutes = pad(date.getMinutes());
   if (state.settings?.twenty_four_hour_time) return `${pad(hours)}:${minutes}`;
-  return `${hours % 12 || 12}:${minutes} ${hours < 12 ? "AM" : "PM"}`;
+  return t(hours < 12 ? "time.clock_am" : "time.clock_pm", { time: `${hours % 12 || 12}:${minutes}` });
 }
 
 export function shortTime(seconds) {
@@ -47,8 +48,8 @@ export function dayOf(seconds) {
 export function dayLabel(seconds, now = new Date()) {
   const date = new Date(seconds * 1000);
   const yesterday = new Date(now.getFullYear(), now.getMonth(), now.getDate() - 1);
-  if (date.toDateString() === now.toDateString()) return "Today";
-  if (date.toDateString() === yesterday.toDateString()) return "Yesterday";
+  if (date.toDateString() === now.toDateString()) return t("time.today");
+  if (date.toDateString() === yesterday.toDateString()) return t("time.yesterday");
   const day = `${date.getDate()} ${MONTHS[date.getMonth()].slice(0, 3)}`;
   return date.getFullYear() === now.getFullYear() ? `${DAYS[date.getDay()].slice(0, 3)} ${day}` : `${day} ${date.getFullYear()}`;
 }

@@ -7,9 +7,10 @@ import { $, el } from "./dom.js";
 import { state } from "./state.js";
 import { ui } from "./ui.js";
 import { emojiList } from "./emoji.js";
+import { t } from "./texts.js";
 
 const SHOWN = 8;
-const WILDCARDS = [["all", "Notify channel"], ["everyone", "Notify channel"], ["channel", "Notify channel"], ["topic", "Notify topic"]];
+const WILDCARDS = [["all", t("typeahead.notify_channel")], ["everyone", t("typeahead.notify_channel")], ["channel", t("typeahead.notify_channel")], ["topic", t("typeahead.notify_topic")]];
 
 let area = null;
 let choices = [];   // [{label, note, text}]
@@ -96,10 +97,10 @@ async function match(before) {
 // come first.
 function rank(query, text) {
   const q = query.toLowerCase().trim();
-  const t = text.toLowerCase();
+  const lower = text.toLowerCase();
   if (!q) return 1;
-  if (t.startsWith(q)) return 0;
-  const words = t.split(/[\s._@-]+/);
+  if (lower.startsWith(q)) return 0;
+  const words = lower.split(/[\s._@-]+/);
   return q.split(/\s+/).every((part) => words.some((w) => w.startsWith(part))) ? 1 : -1;
 }
 
@@ -117,7 +118,7 @@ function mentions(query, silent) {
     text: `${at}**${u.full_name}${sameName(u) ? `|${u.user_id}` : ""}** `,
   }));
   const groups = best([...state.groups.values()].filter((g) => !g.name.startsWith("role:") && !g.deactivated), query, (g) => g.name)
-    .map((g) => ({ label: g.name, note: "User group", text: `${at}*${g.name}* ` }));
+    .map((g) => ({ label: g.name, note: t("typeahead.user_group"), text: `${at}*${g.name}* ` }));
   const wildcards = silent ? [] : WILDCARDS.filter(([name]) => name !== "topic" || streamOf())
     .filter(([name]) => query && name.startsWith(query.toLowerCase()))
     .map(([name, note]) => ({ label: name, note, text: `@**${name}** ` }));
@@ -133,8 +134,8 @@ async function topics(channelName, query) {
   const stream = [...state.streams.values()].find((s) => s.name.toLowerCase() === channelName.toLowerCase());
   if (!stream) return [];
   if (!state.topics.has(stream.stream_id)) await ui.loadTopics(stream.stream_id);
-  return (state.topics.get(stream.stream_id) || []).filter((t) => t.name.toLowerCase().includes(query.toLowerCase()))
-    .map((t) => ({ label: t.name || "general chat", note: `#${stream.name}`, text: `#**${stream.name}>${t.name}** ` }));
+  return (state.topics.get(stream.stream_id) || []).filter((topic) => topic.name.toLowerCase().includes(query.toLowerCase()))
+    .map((topic) => ({ label: topic.name || t("common.general_chat"), note: `#${stream.name}`, text: `#**${stream.name}>${topic.name}** ` }));
 }
 
 async function emoji(query) {

@@ -5,6 +5,7 @@ import { $ } from "./dom.js";
 import { state, dmKey, userName } from "./state.js";
 import * as narrows from "./narrow.js";
 import { ui } from "./ui.js";
+import { t } from "./texts.js";
 
 const typists = new Map(); // "conversation key|user id" -> {key, user_id, timer}
 
@@ -37,9 +38,9 @@ function narrowKey() {
 export function render() {
   const want = narrowKey();
   const names = want ? [...typists.values()]
-    .filter((t) => (want.exact ? t.key === want.exact : t.key.startsWith(want.prefix)))
-    .map((t) => userName(t.user_id)) : [];
+    .filter((entry) => (want.exact ? entry.key === want.exact : entry.key.startsWith(want.prefix)))
+    .map((entry) => userName(entry.user_id)) : [];
   const unique = [...new Set(names)];
-  $("typing").textContent = !unique.length ? "" : unique.length === 1 ? `${unique[0]} is typing…`
-    : unique.length <= 3 ? `${unique.join(", ")} are typing…` : "Several people are typing…";
+  $("typing").textContent = !unique.length ? "" : unique.length === 1 ? t("typing.is_typing", { name: unique[0] })
+    : unique.length <= 3 ? t("typing.are_typing", { names: unique.join(", ") }) : t("typing.several_people_are_typing");
 }

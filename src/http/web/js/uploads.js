@@ -5,9 +5,10 @@
 import { ApiError, csrfToken } from "./api.js";
 import { $, el } from "./dom.js";
 import { STORAGE_CODES, refused as storageRefused } from "./storage.js";
+import { t } from "./texts.js";
 
 export function uploadWithProgress(file) {
-  const bar = el("progress", { max: 100, value: 0, attrs: { "aria-label": `Uploading ${file.name}` } });
+  const bar = el("progress", { max: 100, value: 0, attrs: { "aria-label": t("uploads.uploading", { name: file.name }) } });
   const row = el("li", {}, el("span", { class: "upload-name", text: file.name }), bar);
   $("uploads").append(row);
   $("uploads").hidden = false;

@@ -13,13 +13,14 @@
 
 import { api } from "./api.js";
 import { $, el, clear, badge, toast } from "./dom.js";
-import { state, counts, topicKey, topicHeard, dmKey, dmTitle, messageDmKey, userName } from "./state.js";
+import { state, counts, topicKey, topicHeard, dmKey, dmTitle, messageDmKey, userName, mutedOneOnOne } from "./state.js";
 import * as narrows from "./narrow.js";
 import { shortTime, longTime, isoTime } from "./time.js";
 import { compareNames } from "./names.js";
 import { swapIfChanged, ui } from "./ui.js";
 import { setMessageHtml } from "./sanitize.js";
 import * as drafts from "./drafts.js";
+import { t } from "./texts.js";
 
 // How many of the newest messages Recent conversations reads (Zulip's first fetch is 400).
 const RECENT_MESSAGES = 1000;
@@ -43,7 +44,7 @@ export async function open(view) {
   clear(panel());
   if (view === "recent") {
     recent = null;
-    panel().append(el("p", { class: "empty", text: "Loading…" }));
+    panel().append(el("p", { class: "empty", text: t("common.loading") }));
     try {
       const page = await api("GET", "messages", { anchor: "newest", num_before: RECENT_MESSAGES, num_after: 0, narrow: [], apply_markdown: false });
       if (mine !== generation) return;
@@ -51,7 +52,7 @@ export async function open(view) {
       for (const m of page.messages) note(m);
     } catch (error) {
       if (mine !== generation) return;
-      clear(panel()).append(el("p", { class: "empty", text: `Could not load conversations: ${error.message}` }));
+      clear(panel()).append(el("p", { class: "empty", text: t("views.could_not_load_conversations", { message: error.message }) }));
       return;
     }
   }
@@ -60,7 +61,7 @@ export async function open(view) {
     try {
       drafts.load((await api("GET", "drafts")).drafts);
     } catch (error) {
-      if (mine === generation) clear(panel()).append(el("p", { class: "empty", text: `Could not load drafts: ${error.message}` }));
+      if (mine === generation) clear(panel()).append(el("p", { class: "empty", text: t("views.could_not_load_drafts", { message: error.message }) }));
       return;
     }
     if (mine !== generation) return;
@@ -75,7 +76,7 @@ async function loadScheduled(mine) {
     scheduled = { messages: messages.scheduled_messages, reminders: reminders.reminders };
     return true;
   } catch (error) {
-    if (mine === generation) clear(panel()).append(el("p", { class: "empty", text: `Could not load scheduled messages: ${error.message}` }));
+    if (mine === generation) clear(panel()).append(el("p", { class: "empty", text: t("views.could_not_load_scheduled_messages", { message: error.message }) }));
     return false;
   }
 }
@@ -129,17 +130,17 @@ function inboxNodes() {
     const sa = state.subs.get(a) || {}; const sb = state.subs.get(b) || {};
     return (Boolean(sb.pin_to_top) - Boolean(sa.pin_to_top)) || compareNames(sa.name || "", sb.name || "");
   });
-  if (!dms.length && !streamIds.length) return [el("p", { class: "empty inbox-empty", text: "There are no unread messages in your inbox." })];
+  if (!dms.length && !streamIds.length) return [el("p", { class: "empty inbox-empty", text: t("views.there_are_no_unread_messages_in") })];
   const out = [];
   if (dms.length) {
-    out.push(section("dms", "Direct messages", dms.reduce((n, d) => n + d.count, 0),
+    out.push(section("dms", t("common.direct_messages"), dms.reduce((n, d) => n + d.count, 0),
       dms.map((d) => row(narrows.dm(d.key), dmTitle(d.key), d.count))));
   }
   for (const sid of streamIds) {
     const topics = [...channels.get(sid).values()].sort((a, b) => b.max - a.max);
-    const name = state.streams.get(sid)?.name || `channel ${sid}`;
-    out.push(section(`s${sid}`, `#${name}`, topics.reduce((n, t) => n + t.count, 0),
-      topics.map((t) => row(narrows.topic(sid, t.name), t.name || "general chat", t.count)), narrows.channel(sid)));
+    const name = state.streams.get(sid)?.name || t("common.channel_id", { id: sid });
+    out.push(section(`s${sid}`, `#${name}`, topics.reduce((n, topic) => n + topic.count, 0),
+      topics.map((topic) => row(narrows.topic(sid, topic.name), topic.name || t("common.general_chat"), topic.count)), narrows.channel(sid)));
   }
   return out;
 }
@@ -149,7 +150,7 @@ const newestUnread = (test) => [...state.unread].reduce((max, [id, w]) => (test(
 function section(key, title, total, rows, narrow) {
   const shut = collapsed.has(key);
   const toggle = el("button", { type: "button", class: "icon-btn small", text: shut ? "▸" : "▾", dataset: { key: `toggle-${key}` },
-    attrs: { "aria-expanded": String(!shut), "aria-label": `${shut ? "Show" : "Hide"} ${title}` },
+    attrs: { "aria-expanded": String(!shut), "aria-label": t(shut ? "views.show_section" : "views.hide_section", { title }) },
     on: { click: () => { if (collapsed.has(key)) collapsed.delete(key); else collapsed.add(key); render(); } } });
   const heading = narrow ? el("a", { href: narrows.toHash(narrow), text: title, dataset: { key: `head-${key}` } }) : el("span", { text: title });
   return el("section", { class: "inbox-section", dataset: { key } },
@@ -176,30 +177,31 @@ function note(m) {
 
 function recentNodes() {
   const c = counts();
-  const convs = [...recent.values()].sort((a, b) => b.max_id - a.max_id).slice(0, RECENT_ROWS);
-  if (!convs.length) return [el("p", { class: "empty", text: "No conversations yet." })];
+  const convs = [...recent.values()].filter((conv) => conv.message.type === "stream" || !mutedOneOnOne(messageDmKey(conv.message)))
+    .sort((a, b) => b.max_id - a.max_id).slice(0, RECENT_ROWS);
+  if (!convs.length) return [el("p", { class: "empty", text: t("common.no_conversations_yet") })];
   const rows = convs.map((conv) => {
     const m = conv.message;
     let where; let topicCell; let count;
     if (m.type === "stream") {
       const name = state.streams.get(m.stream_id)?.name || m.display_recipient;
       where = el("a", { href: narrows.toHash(narrows.channel(m.stream_id)), text: `#${name}` });
-      topicCell = el("a", { href: narrows.toHash(narrows.topic(m.stream_id, m.subject)), text: m.subject || "general chat" });
+      topicCell = el("a", { href: narrows.toHash(narrows.topic(m.stream_id, m.subject)), text: m.subject || t("common.general_chat") });
       count = c.topics.get(topicKey(m.stream_id, m.subject));
     } else {
       const key = dmKey(m.display_recipient.map((r) => r.id));
-      where = el("span", { text: "Direct message" });
+      where = el("span", { text: t("views.direct_message") });
       topicCell = el("a", { href: narrows.toHash(narrows.dm(key)), text: dmTitle(key) });
       count = c.dms.get(key);
     }
     return el("tr", { dataset: { key: String(conv.max_id) } },
       el("td", {}, where),
       el("td", {}, topicCell, badge(count)),
-      el("td", { class: "participants", text: conv.senders.slice(0, 4).map(userName).join(", ") + (conv.senders.length > 4 ? ` +${conv.senders.length - 4}` : "") }),
+      el("td", { class: "participants", text: conv.senders.slice(0, 4).map((id) => (state.muted.has(id) ? t("common.muted_user") : userName(id))).join(", ") + (conv.senders.length > 4 ? ` +${conv.senders.length - 4}` : "") }),
       el("td", {}, el("time", { text: shortTime(conv.timestamp), attrs: { datetime: isoTime(conv.timestamp), title: longTime(conv.timestamp) } })));
   });
   return [el("table", { class: "recent-table" },
-    el("thead", {}, el("tr", {}, ["Channel", "Topic", "Participants", "Time"].map((h) => el("th", { text: h, attrs: { scope: "col" } })))),
+    el("thead", {}, el("tr", {}, [t("common.channel"), t("common.topic"), t("views.participants"), t("views.time")].map((h) => el("th", { text: h, attrs: { scope: "col" } })))),
     el("tbody", {}, rows))];
 }
 
@@ -209,16 +211,16 @@ function recentNodes() {
 function destinationOf(item) {
   if (item.type === "stream") {
     const sid = Array.isArray(item.to) ? item.to[0] : item.to;
-    const name = state.streams.get(sid)?.name || `channel ${sid}`;
-    return { text: `#${name} › ${item.topic || "general chat"}`, narrow: narrows.topic(sid, item.topic) };
+    const name = state.streams.get(sid)?.name || t("common.channel_id", { id: sid });
+    return { text: `#${name} › ${item.topic || t("common.general_chat")}`, narrow: narrows.topic(sid, item.topic) };
   }
   const key = dmKey(Array.isArray(item.to) ? item.to : [item.to]);
-  return { text: `Direct message to ${dmTitle(key)}`, narrow: narrows.dm(key) };
+  return { text: t("views.direct_message_to", { people: dmTitle(key) }), narrow: narrows.dm(key) };
 }
 
 function draftNodes() {
   const list = [...state.drafts.values()].sort((a, b) => b.timestamp - a.timestamp);
-  if (!list.length) return [el("p", { class: "empty", text: "No drafts. What you write is kept here until it is sent." })];
+  if (!list.length) return [el("p", { class: "empty", text: t("views.no_drafts_what_you_write_is") })];
   return [el("ul", { class: "card-list" }, list.map((d) => {
     const where = destinationOf(d);
     return el("li", { class: "card", dataset: { key: `draft-${d.id}` } },
@@ -226,10 +228,10 @@ function draftNodes() {
         el("time", { text: shortTime(d.timestamp), attrs: { datetime: isoTime(d.timestamp), title: longTime(d.timestamp) } })),
       el("p", { class: "card-text", text: d.content }),
       el("div", { class: "card-actions" },
-        el("button", { type: "button", text: "Restore", attrs: { "aria-label": `Restore the draft to ${where.text}` },
+        el("button", { type: "button", text: t("views.restore"), attrs: { "aria-label": t("views.restore_the_draft_to", { text: where.text }) },
           on: { click: () => { ui.go(where.narrow); ui.restoreDraft(d); } } }),
-        el("button", { type: "button", class: "ghost", text: "Delete", attrs: { "aria-label": `Delete the draft to ${where.text}` },
-          on: { click: () => drafts.remove(d.id).catch((error) => toast(`Could not delete the draft: ${error.message}`)) } })));
+        el("button", { type: "button", class: "ghost", text: t("common.delete"), attrs: { "aria-label": t("views.delete_the_draft_to", { text: where.text }) },
+          on: { click: () => drafts.remove(d.id).catch((error) => toast(t("views.could_not_delete_the_draft", { message: error.message }))) } })));
   }))];
 }
 
@@ -237,29 +239,29 @@ function draftNodes() {
 
 function scheduledNodes() {
   const { messages, reminders } = scheduled;
-  if (!messages.length && !reminders.length) return [el("p", { class: "empty", text: "No scheduled messages or reminders." })];
-  const when = (t) => el("time", { text: `${longTime(t)}`, attrs: { datetime: isoTime(t) } });
+  if (!messages.length && !reminders.length) return [el("p", { class: "empty", text: t("views.no_scheduled_messages_or_reminders") })];
+  const when = (seconds) => el("time", { text: `${longTime(seconds)}`, attrs: { datetime: isoTime(seconds) } });
   // Soonest first, messages and reminders together.
   const items = [...messages.map((s) => ({ s })), ...reminders.map((r) => ({ r }))]
     .sort((a, b) => (a.s || a.r).scheduled_delivery_timestamp - (b.s || b.r).scheduled_delivery_timestamp);
   const cards = items.map(({ s, r }) => {
     if (r) {
       return el("li", { class: "card", dataset: { key: `reminder-${r.reminder_id}` } },
-        el("p", { class: "card-head" }, el("span", { text: "Reminder" }), when(r.scheduled_delivery_timestamp)),
+        el("p", { class: "card-head" }, el("span", { text: t("views.reminder") }), when(r.scheduled_delivery_timestamp)),
         rendered(r.rendered_content),
         el("div", { class: "card-actions" },
-          el("button", { type: "button", class: "ghost", text: "Delete", attrs: { "aria-label": "Delete the reminder" },
+          el("button", { type: "button", class: "ghost", text: t("common.delete"), attrs: { "aria-label": t("views.delete_the_reminder") },
             on: { click: () => unschedule("reminders", r.reminder_id) } })));
     }
     const where = destinationOf(s);
     return el("li", { class: "card", dataset: { key: `scheduled-${s.scheduled_message_id}` } },
       el("p", { class: "card-head" }, el("span", { text: where.text }), when(s.scheduled_delivery_timestamp)),
-      s.failed ? el("p", { class: "form-error", text: "Could not be sent at its time." }) : null,
+      s.failed ? el("p", { class: "form-error", text: t("views.could_not_be_sent_at_its") }) : null,
       rendered(s.rendered_content),
       el("div", { class: "card-actions" },
-        el("button", { type: "button", text: "Edit", attrs: { "aria-label": `Take the message to ${where.text} back into the compose box` },
+        el("button", { type: "button", text: t("common.edit"), attrs: { "aria-label": t("views.take_the_message_to_back_into", { text: where.text }) },
           on: { click: () => takeBack(s, where) } }),
-        el("button", { type: "button", class: "ghost", text: "Delete", attrs: { "aria-label": `Delete the message scheduled to ${where.text}` },
+        el("button", { type: "button", class: "ghost", text: t("common.delete"), attrs: { "aria-label": t("views.delete_the_message_scheduled_to", { text: where.text }) },
           on: { click: () => unschedule("scheduled_messages", s.scheduled_message_id) } })));
   });
   return [el("ul", { class: "card-list" }, cards)];
@@ -276,7 +278,7 @@ async function takeBack(s, where) {
   try {
     await api("DELETE", `scheduled_messages/${s.scheduled_message_id}`);
   } catch (error) {
-    toast(`Could not take it back: ${error.message}`);
+    toast(t("views.could_not_take_it_back", { message: error.message }));
     return;
   }
   ui.go(where.narrow);
@@ -287,6 +289,6 @@ async function unschedule(kind, id) {
   try {
     await api("DELETE", `${kind}/${id}`);
   } catch (error) {
-    toast(`Could not delete it: ${error.message}`);
+    toast(t("views.could_not_delete_it", { message: error.message }));
   }
 }

@@ -7,6 +7,7 @@
 import { api } from "./api.js";
 import { el, toast } from "./dom.js";
 import { state, userName } from "./state.js";
+import { t } from "./texts.js";
 
 const MAX_IDX = 1000;
 
@@ -36,7 +37,7 @@ function events(m) {
 
 function send(m, data) {
   return api("POST", "submessage", { message_id: m.id, msg_type: "widget", content: JSON.stringify(data) })
-    .catch((error) => toast(`That did not work: ${error.message}`));
+    .catch((error) => toast(t("common.that_did_not_work", { message: error.message })));
 }
 
 // The widget's element, or null for a message without one.
@@ -76,20 +77,20 @@ function poll(m, extra) {
     const names = [...option.votes].map(userName).join(", ");
     return el("li", {},
       el("button", { type: "button", class: `vote${mine ? " on" : ""}`, text: String(option.votes.size),
-        attrs: { "aria-pressed": String(mine), "aria-label": `${mine ? "Remove your vote for" : "Vote for"} ${option.text} (${option.votes.size} votes)` },
+        attrs: { "aria-pressed": String(mine), "aria-label": t(mine ? "widgets.remove_your_vote_for" : "widgets.vote_for", { option: option.text, count: option.votes.size }) },
         on: { click: () => send(m, { type: "vote", key, vote: mine ? -1 : 1 }) } }),
       el("span", { class: "widget-text", text: option.text }),
       names ? el("span", { class: "widget-note", text: names }) : null);
   }));
-  const input = el("input", { attrs: { "aria-label": "New option", placeholder: "New option", maxlength: "200" } });
+  const input = el("input", { attrs: { "aria-label": t("widgets.new_option"), placeholder: t("widgets.new_option"), maxlength: "200" } });
   const form = el("form", { class: "widget-add", on: { submit: (e) => {
     e.preventDefault();
     const text = input.value.trim();
     if (!text) return;
     input.value = "";
     send(m, { type: "new_option", idx: myIdx, option: text });
-  } } }, input, el("button", { type: "submit", text: "Add option" }));
-  return el("div", { class: "widget poll-widget" }, el("h4", { text: question || "Poll" }), list, form);
+  } } }, input, el("button", { type: "submit", text: t("widgets.add_option") }));
+  return el("div", { class: "widget poll-widget" }, el("h4", { text: question || t("widgets.poll") }), list, form);
 }
 
 // ---- todo ----------------------------------------------------------------------------------------
@@ -99,11 +100,11 @@ function todoState(m, extra) {
   const tasks = new Map();
   let myIdx = 1;
   const addTask = (sender, idx, task, desc, completed) => {
-    if ([...tasks.values()].some((t) => t.task === task) || idx < 0 || idx > MAX_IDX) return;
+    if ([...tasks.values()].some((item) => item.task === task) || idx < 0 || idx > MAX_IDX) return;
     tasks.set(`${idx},${sender}`, { task, desc, completed });
     if (sender === state.me.user_id && myIdx <= idx) myIdx = idx + 1;
   };
-  (extra.tasks || []).forEach((t, i) => addTask("canned", i, String(t.task || ""), String(t.desc || ""), false));
+  (extra.tasks || []).forEach((item, i) => addTask("canned", i, String(item.task || ""), String(item.desc || ""), false));
   for (const { sender, data } of events(m)) {
     if (data.type === "new_task" && typeof data.key === "number" && typeof data.task === "string") {
       addTask(sender, data.key, data.task, String(data.desc || ""), Boolean(data.completed));
@@ -119,15 +120,15 @@ function todoState(m, extra) {
 
 function todo(m, extra) {
   const { title, tasks, myIdx } = todoState(m, extra);
-  const list = el("ul", { class: "widget-options" }, [...tasks].map(([key, t]) => {
-    const box = el("input", { type: "checkbox", checked: t.completed, attrs: { "aria-label": `${t.task}: done` },
+  const list = el("ul", { class: "widget-options" }, [...tasks].map(([key, item]) => {
+    const box = el("input", { type: "checkbox", checked: item.completed, attrs: { "aria-label": t("widgets.task_done", { task: item.task }) },
       on: { change: () => send(m, { type: "strike", key }) } });
-    return el("li", { class: t.completed ? "done" : null },
-      el("label", { class: "check" }, box, el("strong", { class: "widget-text", text: t.task }),
-        t.desc ? el("span", { class: "widget-note", text: t.desc }) : null));
+    return el("li", { class: item.completed ? "done" : null },
+      el("label", { class: "check" }, box, el("strong", { class: "widget-text", text: item.task }),
+        item.desc ? el("span", { class: "widget-note", text: item.desc }) : null));
   }));
-  const task = el("input", { attrs: { "aria-label": "New task", placeholder: "New task", maxlength: "200" } });
-  const desc = el("input", { attrs: { "aria-label": "Description", placeholder: "Description", maxlength: "200" } });
+  const task = el("input", { attrs: { "aria-label": t("widgets.new_task"), placeholder: t("widgets.new_task"), maxlength: "200" } });
+  const desc = el("input", { attrs: { "aria-label": t("common.description"), placeholder: t("common.description"), maxlength: "200" } });
   const form = el("form", { class: "widget-add", on: { submit: (e) => {
     e.preventDefault();
     const text = task.value.trim();
@@ -135,6 +136,6 @@ function todo(m, extra) {
     send(m, { type: "new_task", key: myIdx, task: text, desc: desc.value.trim(), completed: false });
     task.value = "";
     desc.value = "";
-  } } }, task, desc, el("button", { type: "submit", text: "Add task" }));
-  return el("div", { class: "widget todo-widget" }, el("h4", { text: title || "Task list" }), list, form);
+  } } }, task, desc, el("button", { type: "submit", text: t("widgets.add_task") }));
+  return el("div", { class: "widget todo-widget" }, el("h4", { text: title || t("widgets.task_list") }), list, form);
 }
