@@ -955,12 +955,12 @@ const WEB_CLIENT_REGISTER: [(&str, &str); 6] = [
 ];
 
 /// The server's part of the web client's first screen, after the login: the page, every file
-/// of the client (one after another: a browser fetches them six at a time), then
+/// it names (one after another: a browser fetches them six at a time), then
 /// `/json/register` beside the first page of messages, as the client asks for them. What the
 /// browser does with them is not timed here (docs/web-client.md has that measured in Chromium).
 async fn web_first_screen(server: &InProcess, email: &str, rounds: usize) -> Result<Row, Fatal> {
     use crate::http::auth::SESSION_COOKIE;
-    use crate::http::webclient::{compiled_files, CSRF_COOKIE};
+    use crate::http::webclient::CSRF_COOKIE;
     let http = Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .build()?;
@@ -1003,10 +1003,17 @@ async fn web_first_screen(server: &InProcess, email: &str, rounds: usize) -> Res
         .filter(|v| v.ends_with('/'))
         .ok_or("the web client's page names no versioned files")?
         .to_owned();
-    let files: Vec<&str> = compiled_files()
-        .map(|(name, _)| name)
-        .filter(|name| !name.ends_with(".html"))
+    // What the page names: its stylesheet, icons, scripts and the modules they import
+    // (`modulepreload`, which a test keeps equal to the first screen's imports); the modules
+    // loaded later (settings, dialogs) are not part of the first screen.
+    let marker = format!("\"/static/web/{prefix}");
+    let mut files: Vec<String> = app
+        .split(marker.as_str())
+        .skip(1)
+        .filter_map(|rest| rest.split_once('"').map(|(name, _)| name.to_owned()))
         .collect();
+    files.sort();
+    files.dedup();
     let (mut samples, mut errors) = (Vec::new(), 0);
     for _ in 0..rounds {
         let started = Instant::now();

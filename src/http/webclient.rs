@@ -815,6 +815,38 @@ mod tests {
         assert!(unused.is_empty(), "texts nothing uses: {unused:?}");
     }
 
+    /// The page names every module its first screen imports (`modulepreload`), so that the
+    /// browser asks for them all at once rather than one level of imports at a time, and names
+    /// no module the first screen does not import (those load when first used: `lazy.js`).
+    #[test]
+    fn the_page_preloads_exactly_the_first_screens_modules() {
+        let source = |name: &str| String::from_utf8_lossy(compiled()[name].0).into_owned();
+        let page = source("app.html");
+        let named: std::collections::BTreeSet<String> = page
+            .split("\"/static/web/js/")
+            .skip(1)
+            .filter_map(|rest| rest.split_once('"').map(|(name, _)| name.to_owned()))
+            .collect();
+        let mut imported = std::collections::BTreeSet::new();
+        let mut todo = vec!["start.js".to_owned(), "app.js".to_owned()];
+        while let Some(name) = todo.pop() {
+            let module = source(&format!("js/{name}"));
+            if !imported.insert(name) {
+                continue;
+            }
+            // Static imports only: `import … from "./x.js"`, `export … from "./x.js"`,
+            // `import "./x.js"`; `import("./x.js")` loads later.
+            for marker in ["from \"./", "import \"./"] {
+                for piece in module.split(marker).skip(1) {
+                    if let Some((file, _)) = piece.split_once('"') {
+                        todo.push(file.to_owned());
+                    }
+                }
+            }
+        }
+        assert_eq!(named, imported);
+    }
+
     #[test]
     fn pages_get_their_texts_escaped() {
         let texts = HashMap::from([
