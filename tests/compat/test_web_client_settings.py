@@ -371,6 +371,31 @@ def test_channels_groups_users_and_invitations(site, browsers):
     assert [i["is_multiuse"] for i in site.api("GET", "invites")["invites"]] == [True]
 
 
+def test_default_channels(site, browsers):
+    """The owner makes a channel one every new member joins, from the page; a change made
+    through the API shows at once; one removed on the page leaves the list and the server's. (A
+    member is not offered the page: the first test's list of her sections.)"""
+    _, owner = browsers
+    site.api("POST", "users/me/subscriptions", subscriptions=json.dumps([{"name": "welcome"}, {"name": "random"}]))
+    welcome = site.api("GET", "get_stream_id", stream="welcome")["stream_id"]
+    random = site.api("GET", "get_stream_id", stream="random")["stream_id"]
+    defaults = lambda: {s["stream_id"] for s in site.api("GET", "default_streams")["default_streams"]}
+    open_section(owner, site, "organization/default-channels-list")
+    listed = lambda: [r.split(" ")[0] for r in rows(owner, "#default-channel-list")]
+    owner.wait(lambda: "#welcome" in [o.text for o in owner.finds("#default-channel-add option")], "#welcome is not offered")
+    Select(owner.find("#default-channel-add")).select_by_visible_text("#welcome")
+    owner.click(lambda: owner.find("#default-channel-form button[type=submit]"))
+    owner.wait(lambda: "#welcome" in listed(), "the new default channel is not listed")
+    assert welcome in defaults()
+    assert "#welcome" not in [o.text for o in owner.finds("#default-channel-add option")]
+    site.api("POST", "default_streams", stream_id=random)
+    owner.wait(lambda: "#random" in listed(), "a default channel added through the API did not show")
+    views_hold_up(owner, "organization-default-channels")
+    owner.click(lambda: owner.find('#default-channel-list button[aria-label="Remove #welcome from the default channels"]'))
+    owner.wait(lambda: "#welcome" not in listed(), "the removed channel is still listed")
+    assert welcome not in defaults() and random in defaults()
+
+
 def test_emoji_linkifiers_profile_fields_and_exports(site, browsers, tmp_path):
     ada, owner = browsers
     # Custom emoji: the owner adds one; Ada sees it; the owner deletes it.

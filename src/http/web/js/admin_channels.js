@@ -1,12 +1,13 @@
-// The channels page for administrators: every channel of the organization, private ones
+// The channels pages for administrators: every channel of the organization, private ones
 // included; each opens an editor for its name, description, privacy, permissions and
-// subscribers, and can be archived. Drawn again on `stream` and `subscription` events.
+// subscribers, and can be archived. Drawn again on `stream` and `subscription` events. And the
+// default channels, which new members join.
 
 import { api } from "./api.js";
 import { el, clear, toast } from "./dom.js";
 import { swapIfChanged } from "./ui.js";
 import { state, userName } from "./state.js";
-import { form, table, button, act, control, groupControl, update } from "./forms.js";
+import { form, table, button, act, control, groupControl, update, redrawWhenFree } from "./forms.js";
 import { ask } from "./confirm.js";
 import { t } from "./texts.js";
 
@@ -130,5 +131,50 @@ export async function channels(box) {
     // Subscribers of the open channel changed: its list again.
     const ids = ev.type !== "subscription" ? [] : ev.stream_ids || (ev.subscriptions || []).map((sub) => sub.stream_id ?? sub);
     if (ev.type === "subscription" && ["peer_add", "peer_remove", "add", "remove"].includes(ev.op) && ids.includes(editing)) loadMembers();
+  };
+}
+
+// ---- default channels ------------------------------------------------------------------------
+
+// The channels every new member joins (Zulip's "Default channels"): listed, added from the
+// organization's channels, removed; kept live by `default_streams` events (channel ids) and by
+// `stream` events (names, archiving). `GET /default_streams` gives channel objects.
+export async function defaultChannels(box) {
+  const list = el("div", { id: "default-channel-list" });
+  const choice = el("select", { id: "default-channel-add" });
+  let ids = [];
+  const idsOf = (streams) => streams.map((s) => (typeof s === "number" ? s : s.stream_id));
+  const byName = (a, b) => a.name.localeCompare(b.name);
+  const drawList = () => {
+    const defaults = ids.map((id) => state.streams.get(id) || { stream_id: id, name: t("common.channel_id", { id }), description: "" }).sort(byName);
+    clear(list).append(table(t("admin_channels.default_channels"), t("admin_channels.no_default_channels"),
+      [[t("common.channel"), (s) => `#${s.name}`], [t("common.description"), (s) => s.description]], defaults,
+      (s) => [button(t("common.remove"), (e) => act(e.currentTarget, "admin_channels.could_not_remove_the_default",
+        () => api("DELETE", "default_streams", { stream_id: s.stream_id })), { attrs: { "aria-label": t("admin_channels.remove_from_the_defaults", { name: s.name }) } })],
+      (s) => s.stream_id));
+  };
+  // The choices, never redrawn under the person choosing.
+  const drawChoices = () => {
+    const chosen = new Set(ids);
+    const offered = [...state.streams.values()].filter((s) => !s.is_archived && !chosen.has(s.stream_id)).sort(byName);
+    swapIfChanged(choice, offered.map((s) => el("option", { value: String(s.stream_id), text: `#${s.name}` })));
+  };
+  const draw = () => { drawList(); redrawWhenFree(choice, drawChoices); };
+  box.append(
+    el("p", { class: "hint", text: t("admin_channels.new_members_join_these_channels") }),
+    form({ id: "default-channel-form", class: "setting-row" }, [el("label", { for: "default-channel-add", text: t("common.channel") }), choice,
+      el("button", { type: "submit", class: "primary", text: t("common.add") })], async () => {
+      if (choice.value) await api("POST", "default_streams", { stream_id: Number(choice.value) });
+    }),
+    list);
+  try {
+    ids = idsOf((await api("GET", "default_streams")).default_streams);
+    draw();
+  } catch (error) {
+    clear(list).append(el("p", { class: "hint", text: t("admin_channels.could_not_load_the_default_channels", { message: error.message }) }));
+  }
+  return (ev) => {
+    if (ev.type === "default_streams") ids = idsOf(ev.default_streams);
+    if (ev.type === "default_streams" || ev.type === "stream") draw();
   };
 }

@@ -39,7 +39,11 @@ export const selected = () => view.messages.find((m) => m.id === Number(document
 // /register); `near`, a message to select once it is loaded (a message link's).
 export async function open(narrow, firstPage, near) {
   const mine = ++generation;
+  // The same narrow opened again (a reload after a lost queue, an address written another way)
+  // keeps "Mark as unread"'s hold: only another narrow ends it.
+  const hold = view.holdRead && narrows.toHash(view.narrow) === narrows.toHash(narrow);
   view = fresh(narrow);
+  view.holdRead = hold;
   clear(list()).append(el("p", { class: "empty", text: t("common.loading") }));
   try {
     const page = await (firstPage || narrows.fetchPage(narrow, "newest"));
@@ -297,6 +301,8 @@ export async function markUnread(m) {
   readTimer = 0;
   pendingRead.clear();
   const narrow = view.narrow;
+  // A "read" still on its way must reach the server first, or it would mark them read again.
+  await reading;
   await fix((f) => f.markUnreadFrom(m, narrow));
 }
 
@@ -397,10 +403,19 @@ function observeUnread() {
   }
 }
 
-async function flushRead() {
+// The request of the last flushRead, until the server answered it.
+let reading = Promise.resolve();
+
+function flushRead() {
+  reading = reading.then(sendRead).catch((error) => console.error("marking messages read failed", error));
+  return reading;
+}
+
+async function sendRead() {
   readTimer = 0;
   const ids = [...pendingRead];
   pendingRead.clear();
+  if (!ids.length) return;
   markRead(ids);  // counts drop at once; the server's event confirms it later
   for (const id of ids) list().querySelector(`.msg[data-id="${id}"]`)?.classList.remove("unread");
   ui.refresh();

@@ -26,6 +26,7 @@ const SECTIONS = [
   ["organization/organization-settings", t("common.organization_settings"), admin.organizationSettings, isAdmin],
   ["organization/organization-permissions", t("settings.organization_permissions"), admin.organizationPermissions, isAdmin],
   ["organization/channels", t("common.channels"), channels.channels, isAdmin],
+  ["organization/default-channels-list", t("admin_channels.default_channels"), channels.defaultChannels, isAdmin],
   ["organization/user-groups", t("common.user_groups"), people.userGroups],
   ["organization/users", t("common.users"), people.users, isAdmin],
   ["organization/invitations", t("common.invitations"), people.invitations, people.mayInvite],
