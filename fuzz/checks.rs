@@ -5,6 +5,19 @@
 //! panic other than its own assertions.
 #![allow(dead_code)]
 
+/// `bytes` written as `file_name` and imported from `source` into a fresh directory: imported,
+/// or refused with an error that leaves no data directory behind.
+fn imported_or_refused(source: chronicle::import::Source, file_name: &str, bytes: &[u8]) {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let export = tmp.path().join(file_name);
+    std::fs::write(&export, bytes).expect("the export is written");
+    let target = tmp.path().join("data");
+    let options = chronicle::import::Options::default();
+    if chronicle::import::run(source, &export, &target, &options).is_err() {
+        assert!(!target.exists(), "a refused import left its data directory");
+    }
+}
+
 pub mod avatar_image {
     //! Uploaded avatar and emoji pictures, and uploaded images with their thumbnails: any bytes
     //! are decoded within the bounds on size, dimensions and memory (the avatar bounds, the far
@@ -68,20 +81,12 @@ pub mod import_mattermost {
         let Some((&selector, rest)) = data.split_first() else {
             return;
         };
-        let tmp = tempfile::tempdir().expect("a temporary directory");
         let name = if selector % 2 == 0 {
             "import.jsonl"
         } else {
             "export.zip"
         };
-        let export = tmp.path().join(name);
-        std::fs::write(&export, rest).expect("the export is written");
-        let target = tmp.path().join("data");
-        let options = chronicle::import::Options::default();
-        let source = chronicle::import::Source::Mattermost;
-        if chronicle::import::run(source, &export, &target, &options).is_err() {
-            assert!(!target.exists(), "a refused import left its data directory");
-        }
+        super::imported_or_refused(chronicle::import::Source::Mattermost, name, rest);
     }
 }
 
@@ -112,16 +117,7 @@ pub mod import_slack {
             let _ = convert(&String::from_utf8_lossy(rest), &One);
             return;
         }
-        let tmp = tempfile::tempdir().expect("a temporary directory");
-        let export = tmp.path().join("export.zip");
-        std::fs::write(&export, rest).expect("the export is written");
-        let target = tmp.path().join("data");
-        let options = chronicle::import::Options::default();
-        if chronicle::import::run(chronicle::import::Source::Slack, &export, &target, &options)
-            .is_err()
-        {
-            assert!(!target.exists(), "a refused import left its data directory");
-        }
+        super::imported_or_refused(chronicle::import::Source::Slack, "export.zip", rest);
     }
 }
 
@@ -130,15 +126,11 @@ pub mod import_zulip {
     //! with an error, never a crash, and a refused import leaves no data directory.
 
     pub fn check(data: &[u8]) {
-        let tmp = tempfile::tempdir().expect("a temporary directory");
-        let export = tmp.path().join("zulip-export.tar.gz");
-        std::fs::write(&export, data).expect("the export is written");
-        let target = tmp.path().join("data");
-        let options = chronicle::import::Options::default();
-        let source = chronicle::import::Source::Zulip;
-        if chronicle::import::run(source, &export, &target, &options).is_err() {
-            assert!(!target.exists(), "a refused import left its data directory");
-        }
+        super::imported_or_refused(
+            chronicle::import::Source::Zulip,
+            "zulip-export.tar.gz",
+            data,
+        );
     }
 }
 

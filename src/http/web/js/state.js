@@ -90,8 +90,10 @@ export function dmUserIds(key) {
 
 // As Zulip asks of its clients, a person one muted is "Muted user" in a conversation's name, and
 // a one-on-one conversation with them is hidden (their messages arrive read and notify nobody).
+export const shownName = (id) => (state.muted.has(id) ? t("common.muted_user") : userName(id));
+
 export function dmTitle(key) {
-  return dmUserIds(key).map((id) => (state.muted.has(id) ? t("common.muted_user") : userName(id))).join(", ");
+  return dmUserIds(key).map(shownName).join(", ");
 }
 
 export const mutedOneOnOne = (key) => !key.includes(",") && state.muted.has(Number(key));

@@ -13,7 +13,7 @@
 
 import { api } from "./api.js";
 import { $, el, clear, badge, toast } from "./dom.js";
-import { state, counts, topicKey, topicHeard, dmKey, dmTitle, messageDmKey, userName, mutedOneOnOne } from "./state.js";
+import { state, counts, topicKey, topicHeard, dmKey, dmTitle, messageDmKey, mutedOneOnOne, shownName } from "./state.js";
 import * as narrows from "./narrow.js";
 import { shortTime, longTime, isoTime } from "./time.js";
 import { compareNames } from "./names.js";
@@ -197,7 +197,7 @@ function recentNodes() {
     return el("tr", { dataset: { key: String(conv.max_id) } },
       el("td", {}, where),
       el("td", {}, topicCell, badge(count)),
-      el("td", { class: "participants", text: conv.senders.slice(0, 4).map((id) => (state.muted.has(id) ? t("common.muted_user") : userName(id))).join(", ") + (conv.senders.length > 4 ? ` +${conv.senders.length - 4}` : "") }),
+      el("td", { class: "participants", text: conv.senders.slice(0, 4).map(shownName).join(", ") + (conv.senders.length > 4 ? ` +${conv.senders.length - 4}` : "") }),
       el("td", {}, el("time", { text: shortTime(conv.timestamp), attrs: { datetime: isoTime(conv.timestamp), title: longTime(conv.timestamp) } })));
   });
   return [el("table", { class: "recent-table" },
