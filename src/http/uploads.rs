@@ -520,7 +520,7 @@ pub async fn get_attachments(
             .collect();
         json!({
             "attachments": attachments,
-            "upload_space_used": s.attachments.bytes_of(auth.user_id),
+            "upload_space_used": s.attachments.total_bytes(),
         })
     });
     Ok(params.success(body))

@@ -84,14 +84,10 @@ impl Attachments {
         self.by_id.values().filter(move |a| a.owner_id == user)
     }
 
-    /// Bytes of every upload (the organization's quota counts these).
+    /// Bytes of every upload: the organization's quota counts these, and Zulip's
+    /// `upload_space_used` is this sum.
     pub fn total_bytes(&self) -> u64 {
         self.by_id.values().map(|a| a.size).sum()
-    }
-
-    /// Bytes of one user's uploads (`upload_space_used`).
-    pub fn bytes_of(&self, user: UserId) -> u64 {
-        self.owned_by(user).map(|a| a.size).sum()
     }
 
     /// The uploads a message links.

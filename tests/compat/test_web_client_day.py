@@ -669,7 +669,10 @@ def test_spoilers_read_receipts_and_user_cards(site, browsers):
     views_hold_up(ada, "read-receipts")
     keys(ada, Keys.ESCAPE)
 
-    # The sender's name opens their card; it leads to a direct conversation.
+    # The sender's name opens their card, with his status and its emoji; it leads to a direct
+    # conversation.
+    site.api_as(site.bob_auth, "POST", "users/me/status", status_text="On a break", emoji_name="coffee", emoji_code="2615",
+                reaction_type="unicode_emoji")
     bobs = post(site, site.bob_auth, "seeing", "Card me")
     ada.wait(lambda: row(ada, bobs))
     ada.click(lambda: row(ada, bobs).find_element(By.CSS_SELECTOR, ".sender"))
@@ -677,6 +680,8 @@ def test_spoilers_read_receipts_and_user_cards(site, browsers):
     facts = dict(zip([d.text for d in ada.finds("#card-body dt")], [d.text for d in ada.finds("#card-body dd")]))
     # (By default members do not see each other's addresses.)
     assert facts["Role"] == "Member" and "Email" not in facts and facts["Joined"], facts
+    assert facts["Status"] == "\u2615 On a break", facts
+    assert ada.find('#card-body .status-emoji').accessible_name == ":coffee:"
     views_hold_up(ada, "user-card")
     ada.click(lambda: next(b for b in ada.finds("#card-body button") if b.text == "Send a direct message"))
     ada.wait(lambda: ada.find("#narrow-title").text == "Bob", "the card did not open the conversation")

@@ -86,7 +86,7 @@ def test_a_member_is_offered_only_what_she_may_change(site, browsers):
     ada.wait(lambda: ada.finds("#settings-view") and "#settings/profile" in ada.driver.current_url)
     links = [a.get_attribute("href").split("#", 1)[1] for a in ada.finds(".settings-nav a")]
     assert links == ["settings/profile", "settings/account-and-privacy", "settings/preferences", "settings/notifications",
-                     "settings/alert-words", "settings/muted-users", "settings/your-bots", "organization/user-groups",
+                     "settings/alert-words", "settings/muted-users", "settings/uploaded-files", "settings/your-bots", "organization/user-groups",
                      "organization/invitations", "organization/emoji-settings"], links
     # An administrator's page typed in the address bar shows her profile instead.
     ada.driver.get(f"{site.url}/#organization/users")
@@ -445,3 +445,172 @@ def test_emoji_linkifiers_profile_fields_and_exports(site, browsers, tmp_path):
     made = site.api("GET", "export/realm")["exports"]
     assert len(made) == 1 and owner.find("#export-list a[href]").get_attribute("href") == made[0]["export_url"]
     views_hold_up(owner, "organization-exports")
+
+
+def upload(site, auth, name, data):
+    answer = requests.post(f"{site.url}/api/v1/user_uploads", auth=auth, timeout=15, files={"file": (name, data)}).json()
+    assert answer["result"] == "success", answer
+    return answer["url"]
+
+
+def test_uploaded_files(site, browsers):
+    """Ada's uploaded files: each with the message that links it (a link that opens that
+    message), its size; one uploaded meanwhile shows at once; one deleted on the page is gone
+    from the server's list; the space used is the organization's."""
+    ada, _ = browsers
+    notes = upload(site, site.ada_auth, "notes.txt", b"hello")
+    sent = site.api_as(site.ada_auth, "POST", "messages", type="stream", to="lobby", topic="files",
+                       content=f"the [notes]({notes})")["id"]
+    open_section(ada, site, "settings/uploaded-files")
+    ada.wait(lambda: any(r.startswith("notes.txt") for r in rows(ada, "#upload-list")), "the upload is not listed")
+    row = next(r for r in rows(ada, "#upload-list") if r.startswith("notes.txt"))
+    assert f"Message {sent}" in row and row.endswith(" 5 B Delete"), row
+    used = site.api_as(site.ada_auth, "GET", "attachments")["upload_space_used"]
+    assert ada.find("#upload-space").text == f"Your organization's uploads take {used} B.", ada.find("#upload-space").text
+    upload(site, site.ada_auth, "draft.txt", b"draft words")
+    ada.wait(lambda: any(r.startswith("draft.txt ") and r.endswith(" No message 11 B Delete") for r in rows(ada, "#upload-list")),
+             "a new upload did not show live")
+    views_hold_up(ada, "settings-uploaded-files")
+    ada.click(lambda: ada.find('#upload-list button[aria-label="Delete draft.txt"]'))
+    confirm(ada)
+    ada.wait(lambda: not any(r.startswith("draft.txt") for r in rows(ada, "#upload-list")), "the deleted file is still listed")
+    assert [a["name"] for a in site.api_as(site.ada_auth, "GET", "attachments")["attachments"]] == ["notes.txt"]
+    # The message link opens that message alone.
+    ada.click(lambda: ada.find(f'#upload-list a[href="#narrow/id/{sent}"]'))
+    ada.wait(lambda: [m.get_attribute("data-id") for m in ada.finds("#message-list .msg")] == [str(sent)],
+             "the message link did not open the message")
+
+
+def test_linkifiers_and_profile_fields_edited_in_place_and_reordered(site, browsers):
+    """(After the test above that adds the linkifier and the Office field.) The owner edits a
+    linkifier and a field where they are listed, and moves them up the order; the options the
+    field kept keep their keys, so people's choices stay."""
+    _, owner = browsers
+    site.api("POST", "realm/filters", pattern="T(?P<id>[0-9]+)", url_template="https://tasks.example.com/{id}")
+    open_section(owner, site, "organization/linkifier-settings")
+    owner.wait(lambda: len(owner.finds("#linkifier-list tbody tr")) == 2, "the new linkifier is not listed")
+    owner.click(lambda: owner.find('#linkifier-list button[aria-label="Edit the linkifier #(?P<id>[0-9]+)"]'))
+    template = owner.find("#linkifier-edit-template")
+    template.clear()
+    template.send_keys("https://issues.example.com/{id}")
+    views_hold_up(owner, "organization-linkifier-editor")
+    owner.click(lambda: owner.find("#linkifier-editor button[type=submit]"))
+    owner.wait(lambda: not owner.finds("#linkifier-editor") and any("https://issues.example.com/{id}" in r for r in rows(owner, "#linkifier-list")),
+               "the edited linkifier is not listed")
+    listed = lambda: [(l["pattern"], l["url_template"]) for l in site.api("GET", "realm/linkifiers")["linkifiers"]]
+    assert listed() == [("#(?P<id>[0-9]+)", "https://issues.example.com/{id}"), ("T(?P<id>[0-9]+)", "https://tasks.example.com/{id}")]
+    owner.click(lambda: owner.find('#linkifier-list button[aria-label="Move T(?P<id>[0-9]+) up"]'))
+    owner.wait(lambda: rows(owner, "#linkifier-list")[0].startswith("T(?P"), "the linkifier did not move up")
+    assert [p for p, _ in listed()] == ["T(?P<id>[0-9]+)", "#(?P<id>[0-9]+)"]
+
+    fields = lambda: site.api("GET", "realm/profile_fields")["custom_fields"]
+    office = next(f for f in fields() if f["name"] == "Office")
+    before = json.loads(office["field_data"])
+    site.api("POST", "realm/profile_fields", name="Desk", field_type=1, hint="")
+    open_section(owner, site, "organization/profile-field-settings")
+    owner.wait(lambda: any(r.startswith("Desk") for r in rows(owner, "#profile-field-list")), "the new field is not listed")
+    names = lambda: [f["name"] for f in fields()]  # noqa: E731
+    assert names()[-2:] == ["Office", "Desk"], names()
+    owner.click(lambda: owner.find('#profile-field-list button[aria-label="Edit the field Office"]'))
+    name = owner.find("#field-edit-name")
+    name.clear()
+    name.send_keys("Office city")
+    owner.find("#field-edit-options").send_keys("\nOslo")
+    owner.find("#field-edit-summary").click()
+    owner.click(lambda: owner.find("#profile-field-editor button[type=submit]"))
+    owner.wait(lambda: any(r.startswith("Office city") for r in rows(owner, "#profile-field-list")), "the renamed field is not listed")
+    office = next(f for f in fields() if f["id"] == office["id"])
+    after = json.loads(office["field_data"])
+    assert office["name"] == "Office city" and office.get("display_in_profile_summary") is True, office
+    assert {k: v["text"] for k, v in after.items() if v["text"] != "Oslo"} == {k: v["text"] for k, v in before.items()}
+    assert sorted(v["text"] for v in after.values()) == ["Lima", "Oslo", "Paris"]
+    owner.click(lambda: owner.find('#profile-field-list button[aria-label="Move Desk up"]'))
+    owner.wait(lambda: rows(owner, "#profile-field-list")[-1].startswith("Office city"), "the field did not move up")
+    assert names()[-2:] == ["Desk", "Office city"], names()
+
+
+def test_channel_folders_and_allowed_domains(site, browsers):
+    """The owner makes a channel folder and puts #lobby in it: Ada's sidebar gets the section at
+    once, renamed when the folder is; a folder is archived once no channel is in it. The allowed
+    email domains are added, changed and removed on the organization's settings page."""
+    ada, owner = browsers
+    open_section(owner, site, "organization/channel-folders")
+    owner.find("#folder-name").send_keys("Projects")
+    owner.find("#folder-description").send_keys("Work in progress")
+    owner.click(lambda: owner.find("#channel-folder-form button[type=submit]"))
+    owner.wait(lambda: any(r.startswith("Projects Work in progress 0") for r in rows(owner, "#channel-folder-list")), "the folder is not listed")
+    folder = next(f for f in site.api("GET", "channel_folders")["channel_folders"] if f["name"] == "Projects")
+    views_hold_up(owner, "organization-channel-folders")
+
+    open_section(owner, site, "organization/channels")
+    owner.click(lambda: owner.find('#channel-admin-list button[aria-label="Edit #lobby"]'))
+    Select(setting(owner, "folder_id")).select_by_visible_text("Projects")
+    saved(owner, "folder_id")
+    assert site.api("GET", f"streams/{site.lobby}")["stream"]["folder_id"] == folder["id"]
+    ada.driver.get(f"{site.url}/#narrow/channel/{site.lobby}")
+    sections = lambda: [h.text for h in ada.finds("#left .side-sub")]  # noqa: E731
+    ada.wait(lambda: "PROJECTS" in [s.upper() for s in sections()], f"Ada's sidebar has no Projects section")
+
+    open_section(owner, site, "organization/channel-folders")
+    owner.click(lambda: owner.find('#channel-folder-list button[aria-label="Edit the folder Projects"]'))
+    name = owner.find("#folder-edit-name")
+    name.clear()
+    name.send_keys("Ongoing")
+    owner.click(lambda: owner.find("#channel-folder-editor button[type=submit]"))
+    ada.wait(lambda: "ONGOING" in [s.upper() for s in sections()], "the renamed folder did not reach Ada's sidebar")
+    # A folder with channels is not archived (Zulip's rule), in the server's words.
+    archive = lambda: owner.find('#channel-folder-list button[aria-label="Archive the folder Ongoing"]')  # noqa: E731
+    owner.click(archive)
+    owner.wait(lambda: "remove all the channels from this folder" in owner.find("#toast").text, "the refusal was not said")
+    open_section(owner, site, "organization/channels")
+    owner.click(lambda: owner.find('#channel-admin-list button[aria-label="Edit #lobby"]'))
+    Select(setting(owner, "folder_id")).select_by_visible_text("No folder")
+    saved(owner, "folder_id")
+    ada.wait(lambda: "ONGOING" not in [s.upper() for s in sections()], "a channel taken out of the folder stayed in its section")
+    open_section(owner, site, "organization/channel-folders")
+    owner.click(archive)
+    owner.wait(lambda: any(r.startswith("Ongoing (archived)") for r in rows(owner, "#channel-folder-list")), "the folder is not shown archived")
+    assert next(f for f in site.api("GET", "channel_folders", include_archived="true")["channel_folders"] if f["id"] == folder["id"])["is_archived"]
+
+    open_section(owner, site, "organization/organization-settings")
+    owner.find("#realm-domain-name").send_keys("example.com")
+    owner.find("#realm-domain-subdomains").click()
+    owner.click(lambda: owner.find("#realm-domain-form button[type=submit]"))
+    owner.wait(lambda: [r.split(" ")[0] for r in rows(owner, "#realm-domain-list")] == ["example.com"], "the domain is not listed")
+    domains = lambda: site.api("GET", "realm/domains")["domains"]
+    assert domains() == [{"domain": "example.com", "allow_subdomains": True}]
+    owner.click(lambda: owner.find('#realm-domain-list input[aria-label="Allow subdomains of example.com"]'))
+    owner.wait(lambda: domains() == [{"domain": "example.com", "allow_subdomains": False}], "the change did not reach the server")
+    owner.wait(lambda: not owner.find('#realm-domain-list input[aria-label="Allow subdomains of example.com"]').is_selected())
+    setting(owner, "emails_restricted_to_domains").click()
+    saved(owner, "emails_restricted_to_domains")
+    assert realm_of(site)["realm_emails_restricted_to_domains"] is True
+    views_hold_up(owner, "organization-settings-domains")
+    setting(owner, "emails_restricted_to_domains").click()
+    saved(owner, "emails_restricted_to_domains")
+    site.api("POST", "realm/domains", domain="example.org", allow_subdomains="false")
+    owner.wait(lambda: [r.split(" ")[0] for r in rows(owner, "#realm-domain-list")] == ["example.com", "example.org"],
+               "a domain added through the API did not show")
+    owner.click(lambda: owner.find('#realm-domain-list button[aria-label="Remove the domain example.org"]'))
+    owner.wait(lambda: [r.split(" ")[0] for r in rows(owner, "#realm-domain-list")] == ["example.com"], "the removed domain is still listed")
+    assert [d["domain"] for d in domains()] == ["example.com"]
+
+
+def test_a_channel_administrator_gets_its_settings(site, browsers):
+    """Made an administrator of #lobby (its can_administer_channel_group), Ada is offered the
+    Channels section at once, listing #lobby alone, and changes its description there."""
+    ada, _ = browsers
+    open_section(ada, site, "settings/profile")
+    nav = lambda: [a.get_attribute("href").split("#", 1)[1] for a in ada.finds(".settings-nav a")]
+    assert "organization/channels" not in nav()
+    site.api("PATCH", f"streams/{site.lobby}",
+             can_administer_channel_group=json.dumps({"new": {"direct_members": [site.ada], "direct_subgroups": []}}))
+    ada.wait(lambda: "organization/channels" in nav(), "the Channels section was not offered")
+    open_section(ada, site, "organization/channels")
+    ada.wait(lambda: [r.split(" ")[0] for r in rows(ada, "#channel-admin-list")] == ["#lobby"], "she is offered other channels")
+    ada.click(lambda: ada.find('#channel-admin-list button[aria-label="Edit #lobby"]'))
+    description = setting(ada, "description")
+    description.clear()
+    description.send_keys("Where we meet", Keys.TAB)
+    saved(ada, "description")
+    assert site.api("GET", f"streams/{site.lobby}")["stream"]["description"] == "Where we meet"

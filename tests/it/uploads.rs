@@ -181,6 +181,8 @@ async fn uploads_are_shared_through_messages_only() {
     assert_eq!(events[3]["upload_space_used"], 5 + PNG.len());
     let (_, bob_list) = bob.get("/attachments", &[]).await;
     assert_eq!(bob_list["attachments"], json!([]));
+    // The space used is the organization's (Zulip's `upload_space_used`), as its quota counts.
+    assert_eq!(bob_list["upload_space_used"], 5 + PNG.len());
 
     // A temporary link works without credentials, for a minute; a forged one does not.
     let api_path = format!("/user_uploads/{}", url.trim_start_matches("/user_uploads/"));

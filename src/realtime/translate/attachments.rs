@@ -6,7 +6,7 @@ use crate::projections::Projections;
 use crate::render::attachments::attachment_json;
 use serde_json::json;
 
-/// `add`, with the owner's `upload_space_used`.
+/// `add`, with `upload_space_used` (the organization's, as Zulip's).
 pub fn uploaded(state: &Projections, id: AttachmentId) -> Deliveries {
     let Some(a) = state.attachments.get(id) else {
         return Deliveries::new();
@@ -17,12 +17,12 @@ pub fn uploaded(state: &Projections, id: AttachmentId) -> Deliveries {
             "type": "attachment",
             "op": "add",
             "attachment": attachment_json(state, a),
-            "upload_space_used": state.attachments.bytes_of(a.owner_id),
+            "upload_space_used": state.attachments.total_bytes(),
         }),
     )])
 }
 
-/// `remove`, with the owner's `upload_space_used` after it.
+/// `remove`, with `upload_space_used` after it.
 pub fn deleted(state: &Projections, id: AttachmentId, owner: UserId) -> Deliveries {
     Deliveries::from(vec![(
         owner,
@@ -30,7 +30,7 @@ pub fn deleted(state: &Projections, id: AttachmentId, owner: UserId) -> Deliveri
             "type": "attachment",
             "op": "remove",
             "attachment": {"id": id.0},
-            "upload_space_used": state.attachments.bytes_of(owner),
+            "upload_space_used": state.attachments.total_bytes(),
         }),
     )])
 }
@@ -47,7 +47,7 @@ pub fn linked(state: &Projections, message: MessageId) -> Deliveries {
                     "type": "attachment",
                     "op": "update",
                     "attachment": attachment_json(state, a),
-                    "upload_space_used": state.attachments.bytes_of(a.owner_id),
+                    "upload_space_used": state.attachments.total_bytes(),
                 }),
             )
         })

@@ -8,7 +8,7 @@ import { el, clear, toast } from "./dom.js";
 import { state, isAdmin, isOwner, userName } from "./state.js";
 import { longTime } from "./time.js";
 import { allows } from "./perms.js";
-import { fieldset, liveFieldsets, form, field, table, button, act, groupControl, update, redrawWhenFree, picturePicker } from "./forms.js";
+import { fieldset, liveFieldsets, form, field, table, button, act, moveButtons, groupControl, update, redrawWhenFree, picturePicker } from "./forms.js";
 import { ask } from "./confirm.js";
 import { t } from "./texts.js";
 
@@ -58,7 +58,7 @@ export function organizationSettings(box) {
   const owner = isOwner();
   const weekdays = [t("common.monday"), t("common.tuesday"), t("common.wednesday"), t("common.thursday"), t("common.friday"), t("common.saturday"), t("common.sunday")].map((d, i) => [i, d]);
   const limit = (key, label) => ({ key, label, kind: "choice", options: [...LIMITS], unlisted: (seconds) => `${seconds} seconds` });
-  return liveRealm(box, [
+  const live = liveRealm(box, [
     realmGroup(t("common.messages"), [
       { key: "allow_message_editing", kind: "bool", label: t("admin.members_may_edit_their_messages") },
       limit("message_content_edit_limit_seconds", t("admin.time_to_edit_a_message")),
@@ -72,6 +72,7 @@ export function organizationSettings(box) {
     ]),
     realmGroup(t("admin.joining"), [
       { key: "invite_required", kind: "bool", label: t("admin.invitations_are_required_to_join") },
+      { key: "emails_restricted_to_domains", kind: "bool", label: t("admin.only_addresses_in_the_allowed_domains"), disabled: !owner, hint: owner ? t("admin.the_domains_are_listed_below") : t("admin.only_owners_change_this") },
       { key: "welcome_message_custom_text", kind: "long", label: t("admin.welcome_bot_s_message_to_new"), maxLength: 8000 },
       { key: "signup_announcements_stream_id", kind: "choice", label: t("admin.announce_new_members_in"), options: channelChoices() },
       { key: "new_stream_announcements_stream_id", kind: "choice", label: t("admin.announce_new_channels_in"), options: channelChoices() },
@@ -91,6 +92,57 @@ export function organizationSettings(box) {
       { key: "video_chat_provider", kind: "choice", label: t("admin.video_calls"), options: providers.length ? providers : [[0, t("common.none")]] },
     ]),
   ]);
+  const domains = allowedDomains(box, owner);
+  return (ev) => { live(ev); domains(ev); };
+}
+
+// The organization's allowed email domains (`/realm/domains`; owners change them, as in Zulip):
+// while `emails_restricted_to_domains` is on, only their addresses (and their subdomains', where
+// allowed) may join. Kept live by `realm_domains` events.
+function allowedDomains(box, owner) {
+  const list = el("div", { id: "realm-domain-list" });
+  let domains = [];
+  const draw = () => {
+    const subdomains = (d) => {
+      const check = el("input", { type: "checkbox", checked: d.allow_subdomains, disabled: !owner, attrs: { "aria-label": t("admin.allow_subdomains_of", { domain: d.domain }) } });
+      // The `realm_domains` event draws the list again; a refusal puts the box back.
+      check.addEventListener("change", async () => {
+        check.disabled = true;
+        try {
+          await api("PATCH", `realm/domains/${encodeURIComponent(d.domain)}`, { allow_subdomains: check.checked });
+        } catch (error) {
+          check.checked = !check.checked;
+          toast(t("admin.could_not_change_the_domain", { message: error.message }));
+        } finally {
+          check.disabled = false;
+        }
+      });
+      return check;
+    };
+    clear(list).append(table(t("admin.allowed_domains"), t("admin.no_allowed_domains"), [[t("admin.domain"), (d) => d.domain], [t("admin.subdomains_too"), subdomains]],
+      [...domains].sort((a, b) => a.domain.localeCompare(b.domain)),
+      owner ? (d) => [button(t("common.remove"), (e) => act(e.currentTarget, "admin.could_not_remove_the_domain", () => api("DELETE", `realm/domains/${encodeURIComponent(d.domain)}`)),
+        { attrs: { "aria-label": t("admin.remove_the_domain", { domain: d.domain }) } })] : null, (d) => d.domain));
+  };
+  const domain = el("input", { id: "realm-domain-name", required: true, maxLength: 255, placeholder: "example.com", attrs: { autocapitalize: "none" } });
+  const allow = el("input", { type: "checkbox", id: "realm-domain-subdomains" });
+  box.append(el("fieldset", { class: "prefs" }, el("legend", { text: t("admin.allowed_domains") }),
+    el("p", { class: "hint", text: t("admin.addresses_in_these_domains_may_join") }),
+    list,
+    owner ? form({ id: "realm-domain-form", class: "setting-row" }, [el("label", { for: "realm-domain-name", text: t("admin.domain") }), domain,
+      el("label", { class: "check", for: "realm-domain-subdomains" }, allow, ` ${t("admin.subdomains_too")}`),
+      el("button", { type: "submit", class: "primary", text: t("common.add") })], async () => {
+      await api("POST", "realm/domains", { domain: domain.value.trim(), allow_subdomains: allow.checked });
+      domain.value = ""; allow.checked = false;
+    }) : null));
+  api("GET", "realm/domains").then((answer) => { domains = answer.domains; draw(); },
+    (error) => clear(list).append(el("p", { class: "hint", text: t("admin.could_not_load_the_domains", { message: error.message }) })));
+  return (ev) => {
+    if (ev.type !== "realm_domains") return;
+    if (ev.op === "remove") domains = domains.filter((d) => d.domain !== ev.domain);
+    else domains = [...domains.filter((d) => d.domain !== ev.realm_domain.domain), ev.realm_domain];
+    draw();
+  };
 }
 
 // Zulip's words for the organization's group permissions; a setting not named here is shown by
@@ -185,18 +237,45 @@ export function emoji(box) {
 
 // ---- linkifiers --------------------------------------------------------------------------------
 
+// An editor under a list (a linkifier, a profile field): one open at a time, Save and Cancel;
+// `fields` are the form's rows, `save()` sends them. Returns the node to put in place of the
+// last one.
+function editor(id, title, fields, save, close) {
+  return el("section", { id, class: "editor", attrs: { "aria-label": title } },
+    el("h3", { text: title }),
+    form({ class: "stack-form narrow-form" }, [...fields, el("div", { class: "row-actions" },
+      el("button", { type: "submit", class: "primary", text: t("common.save") }),
+      button(t("common.cancel"), close))], async () => { await save(); close(); }));
+}
+
 export async function linkifiers(box) {
   const list = el("div", { id: "linkifier-list" });
+  const editing = el("div");
+  let items = [];
+  let open = null; // the id of the linkifier being edited
   const pattern = el("input", { required: true, placeholder: "#(?P<id>[0-9]+)" });
   const template = el("input", { required: true, placeholder: "https://github.com/org/repo/issues/{id}" });
-  const draw = (items) => clear(list).append(table(t("common.linkifiers"), t("admin.no_linkifiers"), [[t("admin.pattern"), (l) => el("code", { text: l.pattern })], [t("admin.link"), (l) => el("code", { text: l.url_template })]], items,
-    (l) => [button(t("common.delete"), (e) => act(e.currentTarget, "admin.could_not_delete_the_linkifier", async () => { await api("DELETE", `realm/filters/${l.id}`); load(); }), { attrs: { "aria-label": t("admin.delete_the_linkifier_2", { pattern: l.pattern }) } })], (l) => l.id));
-  const load = async () => {
-    try {
-      draw((await api("GET", "realm/linkifiers")).linkifiers);
-    } catch (error) {
-      clear(list).append(el("p", { class: "hint", text: t("admin.could_not_load_the_linkifiers", { message: error.message }) }));
-    }
+  const close = () => { open = null; clear(editing); };
+  const edit = (l) => {
+    open = l.id;
+    const newPattern = el("input", { id: "linkifier-edit-pattern", required: true, value: l.pattern });
+    const newTemplate = el("input", { id: "linkifier-edit-template", required: true, value: l.url_template });
+    clear(editing).append(editor("linkifier-editor", t("admin.edit_the_linkifier", { pattern: l.pattern }),
+      [field(t("admin.pattern"), newPattern), field(t("admin.url_template"), newTemplate)],
+      () => api("PATCH", `realm/filters/${l.id}`, { pattern: newPattern.value.trim(), url_template: newTemplate.value.trim() }), close));
+    newPattern.focus();
+  };
+  // Linkifiers apply in this order: the first whose pattern matches makes the link.
+  const draw = (next) => {
+    items = next;
+    const ids = items.map((l) => l.id);
+    clear(list).append(table(t("common.linkifiers"), t("admin.no_linkifiers"), [[t("admin.pattern"), (l) => el("code", { text: l.pattern })], [t("admin.link"), (l) => el("code", { text: l.url_template })]], items,
+      (l) => [
+        ...moveButtons(ids, l.id, l.pattern, "admin.could_not_reorder_the_linkifiers", (order) => api("PATCH", "realm/linkifiers", { ordered_linkifier_ids: order })),
+        button(t("common.edit"), () => edit(l), { attrs: { "aria-label": t("admin.edit_the_linkifier", { pattern: l.pattern }) } }),
+        button(t("common.delete"), (e) => act(e.currentTarget, "admin.could_not_delete_the_linkifier", () => api("DELETE", `realm/filters/${l.id}`)), { attrs: { "aria-label": t("admin.delete_the_linkifier_2", { pattern: l.pattern }) } })],
+      (l) => l.id));
+    if (open !== null && !ids.includes(open)) close();
   };
   box.append(
     el("p", { class: "hint", text: t("admin.text_matching_a_pattern_becomes_a") }),
@@ -204,10 +283,13 @@ export async function linkifiers(box) {
       el("button", { type: "submit", class: "primary", text: t("admin.add_linkifier") })], async () => {
       await api("POST", "realm/filters", { pattern: pattern.value.trim(), url_template: template.value.trim() });
       pattern.value = template.value = "";
-      await load();
     }),
-    list);
-  await load();
+    list, editing);
+  try {
+    draw((await api("GET", "realm/linkifiers")).linkifiers);
+  } catch (error) {
+    clear(list).append(el("p", { class: "hint", text: t("admin.could_not_load_the_linkifiers", { message: error.message }) }));
+  }
   return (ev) => { if (ev.type === "realm_linkifiers") draw(ev.realm_linkifiers); };
 }
 
@@ -215,8 +297,21 @@ export async function linkifiers(box) {
 
 const FIELD_TYPES = [[1, t("admin.short_text")], [2, t("admin.long_text")], [3, t("admin.list_of_options")], [4, t("admin.date")], [5, t("admin.link")], [6, t("common.people")], [7, t("admin.external_account")], [8, t("admin.pronouns")]];
 
+// A list field's options as Zulip's `field_data` takes them, from one option a line. An option
+// kept from `before` (its text unchanged) keeps its key, so the people who chose it keep it.
+function optionsData(lines, before = {}) {
+  const keys = Object.fromEntries(Object.entries(before).map(([key, option]) => [option.text, key]));
+  let next = Math.max(-1, ...Object.keys(before).map(Number).filter(Number.isFinite)) + 1;
+  const texts = [...new Set(lines.split("\n").map((line) => line.trim()).filter(Boolean))];
+  return Object.fromEntries(texts.map((text, i) => [keys[text] ?? String(next++), { text, order: String(i + 1) }]));
+}
+const optionsText = (data) => Object.values(data).sort((a, b) => Number(a.order) - Number(b.order)).map((o) => o.text).join("\n");
+const parseData = (f) => { try { return JSON.parse(f.field_data || "{}") || {}; } catch { return {}; } };
+
 export async function profileFields(box) {
   const list = el("div", { id: "profile-field-list" });
+  const editing = el("div");
+  let open = null;
   const name = el("input", { required: true, maxLength: 40 });
   const hint = el("input", { maxLength: 80 });
   const type = el("select", {}, FIELD_TYPES.filter(([kind]) => kind !== 7).map(([kind, label]) => el("option", { value: String(kind), text: label })));
@@ -224,24 +319,48 @@ export async function profileFields(box) {
   const choicesRow = field(t("admin.options_one_per_line"), choices);
   choicesRow.hidden = true;
   type.addEventListener("change", () => { choicesRow.hidden = type.value !== "3"; });
-  const draw = (fields) => clear(list).append(table(t("common.custom_profile_fields"), t("admin.no_custom_profile_fields"), [
-    [t("common.name"), (f) => f.name], [t("admin.type"), (f) => FIELD_TYPES.find(([kind]) => kind === f.type)?.[1] || String(f.type)], [t("admin.hint"), (f) => f.hint],
-  ], fields, (f) => [button(t("common.delete"), () => ask({
-    title: t("admin.delete_the_field", { name: f.name }), text: t("admin.everyone_s_values_for_it_are"), ok: t("common.delete"),
-    run: () => api("DELETE", `realm/profile_fields/${f.id}`),
-  }), { attrs: { "aria-label": t("admin.delete_the_field_2", { name: f.name }) } })], (f) => f.id));
+  const close = () => { open = null; clear(editing); };
+  const check = (id, label, on) => el("div", { class: "pref check-pref" }, el("label", { class: "check", for: id }, el("input", { type: "checkbox", id, checked: Boolean(on) }), ` ${label}`));
+  const edit = (f) => {
+    open = f.id;
+    const newName = el("input", { id: "field-edit-name", required: true, maxLength: 40, value: f.name });
+    const newHint = el("input", { id: "field-edit-hint", maxLength: 80, value: f.hint || "" });
+    const options = f.type === 3 ? el("textarea", { id: "field-edit-options", rows: 4, value: optionsText(parseData(f)) }) : null;
+    const summary = check("field-edit-summary", t("admin.show_on_user_cards"), f.display_in_profile_summary);
+    const required = check("field-edit-required", t("admin.required"), f.required);
+    const editable = check("field-edit-editable", t("admin.people_may_edit_their_own_value"), f.editable_by_user !== false);
+    const checked = (row) => row.querySelector("input").checked;
+    clear(editing).append(editor("profile-field-editor", t("admin.edit_the_field", { name: f.name }),
+      [field(t("common.name"), newName), field(t("admin.hint"), newHint), options ? field(t("admin.options_one_per_line"), options) : null, summary, required, editable],
+      () => api("PATCH", `realm/profile_fields/${f.id}`, {
+        name: newName.value.trim(), hint: newHint.value.trim(),
+        display_in_profile_summary: checked(summary), required: checked(required), editable_by_user: checked(editable),
+        ...(options ? { field_data: optionsData(options.value, parseData(f)) } : {}),
+      }), close));
+    newName.focus();
+  };
+  const draw = (fields) => {
+    const ids = fields.map((f) => f.id);
+    clear(list).append(table(t("common.custom_profile_fields"), t("admin.no_custom_profile_fields"), [
+      [t("common.name"), (f) => f.name], [t("admin.type"), (f) => FIELD_TYPES.find(([kind]) => kind === f.type)?.[1] || String(f.type)], [t("admin.hint"), (f) => f.hint],
+    ], fields, (f) => [
+      ...moveButtons(ids, f.id, f.name, "admin.could_not_reorder_the_fields", (order) => api("PATCH", "realm/profile_fields", { order })),
+      button(t("common.edit"), () => edit(f), { attrs: { "aria-label": t("admin.edit_the_field", { name: f.name }) } }),
+      button(t("common.delete"), () => ask({
+        title: t("admin.delete_the_field", { name: f.name }), text: t("admin.everyone_s_values_for_it_are"), ok: t("common.delete"),
+        run: () => api("DELETE", `realm/profile_fields/${f.id}`),
+      }), { attrs: { "aria-label": t("admin.delete_the_field_2", { name: f.name }) } })], (f) => f.id));
+    if (open !== null && !ids.includes(open)) close();
+  };
   box.append(
     form({ id: "profile-field-form", class: "stack-form narrow-form" }, [field(t("common.name"), name), field(t("admin.type"), type), field(t("admin.hint"), hint), choicesRow,
       el("button", { type: "submit", class: "primary", text: t("admin.add_field") })], async () => {
       const params = { name: name.value.trim(), hint: hint.value.trim(), field_type: Number(type.value) };
-      if (type.value === "3") {
-        const options = choices.value.split("\n").map((line) => line.trim()).filter(Boolean);
-        params.field_data = Object.fromEntries(options.map((text, i) => [String(i), { text, order: String(i + 1) }]));
-      }
+      if (type.value === "3") params.field_data = optionsData(choices.value);
       await api("POST", "realm/profile_fields", params);
       name.value = hint.value = choices.value = "";
     }),
-    list);
+    list, editing);
   try {
     draw((await api("GET", "realm/profile_fields")).custom_fields);
   } catch (error) {

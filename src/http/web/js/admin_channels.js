@@ -6,8 +6,9 @@
 import { api } from "./api.js";
 import { el, clear, toast } from "./dom.js";
 import { swapIfChanged } from "./ui.js";
-import { state, userName } from "./state.js";
-import { form, table, button, act, control, groupControl, update, redrawWhenFree } from "./forms.js";
+import { state, isAdmin, userName, ROLE_GUEST } from "./state.js";
+import { allows } from "./perms.js";
+import { form, field, table, button, act, moveButtons, control, groupControl, update, redrawWhenFree } from "./forms.js";
 import { ask } from "./confirm.js";
 import { t } from "./texts.js";
 
@@ -31,6 +32,16 @@ const PRIVACY = [
   ["private-shared", t("admin_channels.private_new_subscribers_read_its_history")],
   ["private", t("admin_channels.private_new_subscribers_read_only_what")],
 ];
+// Who may open a channel's settings: the organization's administrators, for every channel, and a
+// channel's own administrators (its `can_administer_channel_group`; never guests), as the server
+// decides in commands/channels.rs.
+const administers = (s) => isAdmin() || (state.me.role !== ROLE_GUEST && allows(s.can_administer_channel_group));
+export const mayAdministerChannels = () => isAdmin() || [...state.streams.values()].some((s) => !s.is_archived && administers(s));
+
+// The folders a channel may be put in: none, or one of the organization's (not archived).
+const liveFolders = () => state.folders.filter((f) => !f.is_archived).sort((a, b) => (a.order ?? a.id) - (b.order ?? b.id));
+const folderChoices = () => [[null, t("admin_channels.no_folder")], ...liveFolders().map((f) => [f.id, f.name])];
+
 const privacyOf = (s) => (!s.invite_only ? "public" : s.history_public_to_subscribers ? "private-shared" : "private");
 
 export async function channels(box) {
@@ -44,7 +55,8 @@ export async function channels(box) {
   const channel = () => all.find((c) => c.stream_id === editing);
   const load = async () => {
     try {
-      all = (await api("GET", "streams", { include_all: true })).streams.sort((a, b) => a.name.localeCompare(b.name));
+      const answer = await api("GET", "streams", isAdmin() ? { include_all: true } : {});
+      all = answer.streams.filter(administers).sort((a, b) => a.name.localeCompare(b.name));
     } catch (error) {
       clear(list).append(el("p", { class: "hint", text: t("admin_channels.could_not_load_the_channels", { message: error.message }) }));
       return;
@@ -83,6 +95,8 @@ export async function channels(box) {
       control({ key: "new_name", label: t("common.name"), kind: "text", maxLength: 60 }, s.name, (key, value) => patch({ new_name: value })),
       control({ key: "description", label: t("common.description"), kind: "text", maxLength: 1024 }, s.description, (key, value) => patch({ description: value })),
       control({ key: "privacy", label: t("admin_channels.who_can_see_it"), kind: "choice", options: PRIVACY }, privacyOf(s), savePrivacy),
+      control({ key: "folder_id", label: t("admin_channels.folder"), kind: "choice", options: folderChoices(), unlisted: (id) => t("admin_channels.folder_id", { id }) },
+        s.folder_id ?? null, (key, value) => patch({ folder_id: value })),
     ];
     controls = [...about, ...permissions];
     clear(editor).append(el("section", { class: "editor", attrs: { "aria-label": t("admin_channels.channel_settings") } },
@@ -177,4 +191,58 @@ export async function defaultChannels(box) {
     if (ev.type === "default_streams") ids = idsOf(ev.default_streams);
     if (ev.type === "default_streams" || ev.type === "stream") draw();
   };
+}
+
+// ---- channel folders ---------------------------------------------------------------------------
+
+// The organization's channel folders (Zulip 11's): the sidebar's sections, in this order. Made,
+// renamed, described, reordered, archived and brought back here; a channel is put in one from
+// its settings (Channels, above). Kept live by `channel_folder` events, which state.js folds.
+export function channelFolders(box) {
+  const list = el("div", { id: "channel-folder-list" });
+  const editing = el("div");
+  const name = el("input", { id: "folder-name", required: true, maxLength: 60 });
+  const description = el("input", { id: "folder-description", maxLength: 1024 });
+  let open = null;
+  const close = () => { open = null; clear(editing); };
+  const edit = (f) => {
+    open = f.id;
+    const newName = el("input", { id: "folder-edit-name", required: true, maxLength: 60, value: f.name });
+    const newDescription = el("input", { id: "folder-edit-description", maxLength: 1024, value: f.description || "" });
+    clear(editing).append(el("section", { id: "channel-folder-editor", class: "editor", attrs: { "aria-label": t("admin_channels.edit_the_folder", { name: f.name }) } },
+      el("h3", { text: t("admin_channels.edit_the_folder", { name: f.name }) }),
+      form({ class: "stack-form narrow-form" }, [field(t("common.name"), newName), field(t("common.description"), newDescription), el("div", { class: "row-actions" },
+        el("button", { type: "submit", class: "primary", text: t("common.save") }), button(t("common.cancel"), close))], async () => {
+        await api("PATCH", `channel_folders/${f.id}`, { name: newName.value.trim(), description: newDescription.value.trim() });
+        close();
+      })));
+    newName.focus();
+  };
+  const channelCount = (f) => [...state.streams.values()].filter((s) => s.folder_id === f.id && !s.is_archived).length;
+  const draw = () => {
+    const folders = [...state.folders].sort((a, b) => (a.order ?? a.id) - (b.order ?? b.id));
+    const ids = folders.map((f) => f.id);
+    const archive = (f, value) => button(value ? t("admin_channels.archive_2") : t("admin_channels.unarchive"),
+      (e) => act(e.currentTarget, "admin_channels.could_not_change_the_folder", () => api("PATCH", `channel_folders/${f.id}`, { is_archived: value })),
+      { attrs: { "aria-label": t(value ? "admin_channels.archive_the_folder" : "admin_channels.unarchive_the_folder", { name: f.name }) } });
+    clear(list).append(table(t("admin_channels.channel_folders"), t("admin_channels.no_channel_folders"), [
+      [t("common.name"), (f) => (f.is_archived ? t("admin_channels.archived_name", { name: f.name }) : f.name)],
+      [t("common.description"), (f) => f.description],
+      [t("common.channels"), (f) => String(channelCount(f))],
+    ], folders, (f) => [
+      ...moveButtons(ids, f.id, f.name, "admin_channels.could_not_reorder_the_folders", (order) => api("PATCH", "channel_folders", { order })),
+      button(t("common.edit"), () => edit(f), { attrs: { "aria-label": t("admin_channels.edit_the_folder", { name: f.name }) } }),
+      archive(f, !f.is_archived)], (f) => f.id));
+    if (open !== null && !ids.includes(open)) close();
+  };
+  box.append(
+    el("p", { class: "hint", text: t("admin_channels.folders_group_channels_in_the") }),
+    form({ id: "channel-folder-form", class: "stack-form narrow-form" }, [field(t("common.name"), name), field(t("common.description"), description),
+      el("button", { type: "submit", class: "primary", text: t("admin_channels.add_folder") })], async () => {
+      await api("POST", "channel_folders/create", { name: name.value.trim(), description: description.value.trim() });
+      name.value = description.value = "";
+    }),
+    list, editing);
+  draw();
+  return (ev) => { if (ev.type === "channel_folder" || ev.type === "stream") draw(); };
 }

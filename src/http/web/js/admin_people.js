@@ -4,7 +4,7 @@
 
 import { api } from "./api.js";
 import { $, el, add, clear, toast } from "./dom.js";
-import { state, isAdmin, isOwner, ROLE_OWNER, ROLE_ADMIN, ROLE_MODERATOR, userName } from "./state.js";
+import { state, isAdmin, isOwner, ROLE_OWNER, ROLE_ADMIN, ROLE_MODERATOR, ROLE_MEMBER, ROLE_GUEST, userName } from "./state.js";
 import { longTime } from "./time.js";
 import { allows } from "./perms.js";
 import { form, field, table, button, act, control, update, redrawWhenFree } from "./forms.js";
@@ -12,7 +12,7 @@ import { ask } from "./confirm.js";
 import { zuliprcLink } from "./prefs.js";
 import { t } from "./texts.js";
 
-const ROLES = [[ROLE_OWNER, t("common.owner")], [ROLE_ADMIN, t("common.administrator")], [ROLE_MODERATOR, t("common.moderator")], [400, t("common.member")], [600, t("common.guest")]];
+const ROLES = [[ROLE_OWNER, t("common.owner")], [ROLE_ADMIN, t("common.administrator")], [ROLE_MODERATOR, t("common.moderator")], [ROLE_MEMBER, t("common.member")], [ROLE_GUEST, t("common.guest")]];
 const roleName = (role) => ROLES.find(([r]) => r === role)?.[1] || t("common.member");
 
 // A list drawn again after events, at most once per frame.
@@ -235,8 +235,8 @@ export async function invitations(box) {
   const list = el("div", { id: "invite-list" });
   const linkBox = el("div", { id: "invite-link", attrs: { "aria-live": "polite" } });
   const emails = el("textarea", { id: "invite-emails", rows: 2, placeholder: t("admin_people.one_example_com_two_example_com") });
-  const role = el("select", { id: "invite-as" }, ROLES.filter(([r]) => r === 400 || r === 600 || (r === ROLE_MODERATOR && isAdmin()) || (r === ROLE_ADMIN && isAdmin()) || (r === ROLE_OWNER && isOwner()))
-    .sort((a, b) => (a[0] === 400 ? -1 : b[0] === 400 ? 1 : b[0] - a[0])).map(([r, label]) => el("option", { value: String(r), text: label })));
+  const role = el("select", { id: "invite-as" }, ROLES.filter(([r]) => r === ROLE_MEMBER || r === ROLE_GUEST || (r === ROLE_MODERATOR && isAdmin()) || (r === ROLE_ADMIN && isAdmin()) || (r === ROLE_OWNER && isOwner()))
+    .sort((a, b) => (a[0] === ROLE_MEMBER ? -1 : b[0] === ROLE_MEMBER ? 1 : b[0] - a[0])).map(([r, label]) => el("option", { value: String(r), text: label })));
   const expiry = el("select", { id: "invite-expiry" }, EXPIRY.map(([m, label]) => el("option", { value: JSON.stringify(m), text: label, selected: m === 14400 })));
   const channels = [...state.subs.values()].sort((a, b) => a.name.localeCompare(b.name));
   const picks = el("fieldset", { class: "prefs channel-picks" }, el("legend", { text: t("admin_people.channels_to_join") }),

@@ -4,13 +4,14 @@
 
 import { api } from "./api.js";
 import { $, el, clear, toast } from "./dom.js";
-import { state, userName, ROLE_OWNER, ROLE_ADMIN, ROLE_MODERATOR } from "./state.js";
+import { state, userName, ROLE_OWNER, ROLE_ADMIN, ROLE_MODERATOR, ROLE_MEMBER, ROLE_GUEST } from "./state.js";
 import { ui } from "./ui.js";
 import { longTime } from "./time.js";
 import { compareNames } from "./names.js";
+import { emojiGlyph } from "./reactions.js";
 import { t } from "./texts.js";
 
-const ROLES = { [ROLE_OWNER]: t("common.owner"), [ROLE_ADMIN]: t("common.administrator"), [ROLE_MODERATOR]: t("common.moderator"), 400: t("common.member"), 600: t("common.guest") };
+const ROLES = { [ROLE_OWNER]: t("common.owner"), [ROLE_ADMIN]: t("common.administrator"), [ROLE_MODERATOR]: t("common.moderator"), [ROLE_MEMBER]: t("common.member"), [ROLE_GUEST]: t("common.guest") };
 let fields = null; // the organization's custom profile fields, by id
 
 // The time where they are, in their time zone (Intl is used here only, on a click, never on
@@ -44,7 +45,7 @@ export async function openUser(userId) {
     // The real address only where the organization lets this person see it (a stand-in
     // address is not one to write to).
     user.delivery_email ? [t("common.email"), user.delivery_email] : null,
-    status.status_text ? [t("common.status"), status.status_text] : null,
+    status.status_text || status.emoji_name ? [t("common.status"), statusNode(status)] : null,
     localTime(user.timezone) ? [t("cards.local_time"), `${localTime(user.timezone)} (${user.timezone})`] : null,
     user.date_joined ? [t("cards.joined"), longTime(Date.parse(user.date_joined) / 1000).replace(/, [^,]*$/, "")] : null,
     ...Object.entries(user.profile_data || {}).filter(([, v]) => v && v.value).map(([id, v]) => [fields.get(id)?.name || t("cards.field", { id }), v.value]),
@@ -52,13 +53,20 @@ export async function openUser(userId) {
   clear(body).append(
     el("div", { class: "card-top" },
       el("img", { src: user.avatar_url || known?.avatar_url, alt: "", width: 80, height: 80, class: "card-avatar" }),
-      el("dl", { class: "card-facts" }, facts.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: String(v) })]))),
+      el("dl", { class: "card-facts" }, facts.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", {}, v instanceof Node ? v : String(v))]))),
     el("div", { class: "card-actions" },
       userId === state.me.user_id ? null : el("button", { type: "button", class: "primary", text: t("cards.send_a_direct_message"),
         on: { click: () => { $("user-card").close(); ui.go([{ operator: "dm", operand: [userId] }]); } } }),
       el("button", { type: "button", text: t("cards.view_messages_sent"),
         on: { click: () => { $("user-card").close(); ui.go([{ operator: "sender", operand: user.email }]); } } }),
       userId === state.me.user_id ? null : muteButton(userId)));
+}
+
+// A status: its emoji (named for screen readers) and its text.
+function statusNode(status) {
+  const emoji = status.emoji_name ? el("span", { class: "status-emoji", attrs: { role: "img", "aria-label": `:${status.emoji_name}:` } },
+    emojiGlyph({ reaction_type: status.reaction_type || "unicode_emoji", emoji_code: status.emoji_code, emoji_name: status.emoji_name })) : null;
+  return el("span", {}, emoji, emoji && status.status_text ? " " : null, status.status_text || null);
 }
 
 // Muting: the person's messages arrive read and do not notify (Settings › Muted users lists them).

@@ -233,6 +233,23 @@ export function picturePicker(id, text, path, [savedKey, failedKey]) {
   return [file, el("label", { for: id, class: "button small", text })];
 }
 
+// "Move up" and "Move down" for an item of an ordered list (linkifiers, profile fields, channel
+// folders): `save(ids)` sends the new order of every item's id; the first item has no "up" and
+// the last no "down". `name` is the item's name for the buttons' accessible names.
+export function moveButtons(ids, id, name, failedKey, save) {
+  const at = ids.indexOf(id);
+  const move = (by) => (e) => {
+    const order = [...ids];
+    order.splice(at, 1);
+    order.splice(at + by, 0, id);
+    return act(e.currentTarget, failedKey, () => save(order));
+  };
+  return [
+    at > 0 ? button("↑", move(-1), { attrs: { "aria-label": t("forms.move_up", { name }) } }) : null,
+    at < ids.length - 1 ? button("↓", move(1), { attrs: { "aria-label": t("forms.move_down", { name }) } }) : null,
+  ];
+}
+
 export const button = (text, onClick, props = {}) => el("button", { type: "button", class: "small", text, ...props, on: { click: onClick } });
 
 // Runs a request from a button, with the button disabled meanwhile; a failure becomes a toast,

@@ -83,7 +83,7 @@ export function matches(narrow, m) {
 
 // ---- search ------------------------------------------------------------------------------------
 
-const OPERATORS = new Set(["channel", "stream", "topic", "sender", "is", "has", "dm"]);
+const OPERATORS = new Set(["channel", "stream", "topic", "sender", "is", "has", "dm", "id"]);
 
 // "channel:general topic:"big plans" is:starred hello" -> narrow terms; unknown words search.
 export function parseSearch(text) {

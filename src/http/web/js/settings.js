@@ -11,6 +11,7 @@ import * as prefs from "./prefs.js";
 import * as admin from "./admin.js";
 import * as people from "./admin_people.js";
 import * as channels from "./admin_channels.js";
+import { uploadedFiles } from "./uploaded.js";
 import { t } from "./texts.js";
 
 // [address, title, draw, who may open it]
@@ -21,12 +22,14 @@ const SECTIONS = [
   ["settings/notifications", t("settings.notifications"), prefs.notifications],
   ["settings/alert-words", t("common.alert_words"), prefs.alertWords],
   ["settings/muted-users", t("common.muted_users"), prefs.mutedUsers],
+  ["settings/uploaded-files", t("uploaded.uploaded_files"), uploadedFiles],
   ["settings/your-bots", t("common.bots"), people.yourBots],
   ["organization/organization-profile", t("settings.organization_profile"), admin.organizationProfile, isAdmin],
   ["organization/organization-settings", t("common.organization_settings"), admin.organizationSettings, isAdmin],
   ["organization/organization-permissions", t("settings.organization_permissions"), admin.organizationPermissions, isAdmin],
-  ["organization/channels", t("common.channels"), channels.channels, isAdmin],
+  ["organization/channels", t("common.channels"), channels.channels, channels.mayAdministerChannels],
   ["organization/default-channels-list", t("admin_channels.default_channels"), channels.defaultChannels, isAdmin],
+  ["organization/channel-folders", t("admin_channels.channel_folders"), channels.channelFolders, isAdmin],
   ["organization/user-groups", t("common.user_groups"), people.userGroups],
   ["organization/users", t("common.users"), people.users, isAdmin],
   ["organization/invitations", t("common.invitations"), people.invitations, people.mayInvite],
@@ -109,7 +112,10 @@ export function close() {
 
 export function onEvent(ev) {
   // A role change can open or close sections: the list is drawn again, the section kept.
-  if (ev.type === "realm_user" && ev.op === "update" && ev.person?.user_id === state.me.user_id && "role" in ev.person) {
+  const mine = ev.type === "realm_user" && ev.op === "update" && ev.person?.user_id === state.me.user_id && "role" in ev.person;
+  // So can a channel's administrators changing (the Channels section).
+  const channelAdmins = ev.type === "stream" && ev.op === "update" && ev.property === "can_administer_channel_group" && !isAdmin();
+  if (mine || channelAdmins) {
     const address = current?.address;
     if (address) { current = null; open(address); }
     return;

@@ -7,6 +7,8 @@ export const state = {};
 export const ROLE_OWNER = 100;
 export const ROLE_ADMIN = 200;
 export const ROLE_MODERATOR = 300;
+export const ROLE_MEMBER = 400;
+export const ROLE_GUEST = 600;
 // Zulip's topic visibility policies.
 export const TOPIC_MUTED = 1;
 export const TOPIC_UNMUTED = 2;
@@ -269,7 +271,7 @@ const handlers = {
   },
   user_status(ev) {
     const current = { ...(state.status.get(ev.user_id) || {}) };
-    for (const key of ["status_text", "emoji_name", "emoji_code", "away"]) if (key in ev) current[key] = ev[key];
+    for (const key of ["status_text", "emoji_name", "emoji_code", "reaction_type", "away"]) if (key in ev) current[key] = ev[key];
     state.status.set(ev.user_id, current);
   },
   user_topic(ev) {
