@@ -10,7 +10,7 @@ use crate::events::INCOMING_WEBHOOK_BOT;
 use crate::events::OUTGOING_WEBHOOK_BOT;
 use crate::events::{BotConfig, BotService, Event, Role, UserChange};
 use crate::ids::{ChannelId, UserId};
-use crate::projections::Projections;
+use crate::projections::{Projections, User};
 
 /// Zulip's `UserProfile.MAX_NAME_LENGTH`.
 pub const MAX_FULL_NAME_LENGTH: usize = 100;
@@ -50,6 +50,54 @@ pub fn validate_email(email: &str) -> bool {
 pub fn email_taken(state: &Projections, email: &str) -> bool {
     state.users.by_email(email).is_some()
         || crate::projections::email_key(email) == super::notices::NOTIFICATION_BOT_EMAIL
+}
+
+/// Why `user` may not take `email` as their address now, in Zulip's words (`PATCH /settings`
+/// `email`, and again when the confirmation link is opened): the organization's
+/// `email_changes_disabled` (administrators excepted), a malformed address, one with an
+/// account, or one outside the allowed domains.
+pub fn email_change_refusal(state: &Projections, user: &User, email: &str) -> Option<ApiError> {
+    if user.is_bot() {
+        return Some(ApiError::bad_request("A bot's address cannot be changed."));
+    }
+    if state.realm.flag("email_changes_disabled") && !user.role.is_admin() {
+        return Some(ApiError::bad_request(
+            "Email address changes are disabled in this organization.",
+        ));
+    }
+    if !validate_email(email) {
+        return Some(ApiError::bad_request("Invalid address."));
+    }
+    let same_address =
+        crate::projections::email_key(email) == crate::projections::email_key(&user.email);
+    if !same_address && email_taken(state, email) {
+        return Some(ApiError::bad_request("Already has an account."));
+    }
+    if super::realm_domains::email_refusal(state, email).is_some() {
+        return Some(super::realm_domains::not_allowed(email));
+    }
+    None
+}
+
+/// A person's own address change, confirmed from the new address: `from` is the address the
+/// link was made for, so a link works once (and not after another change).
+pub fn change_own_email(
+    state: &Projections,
+    ctx: &Ctx,
+    from: &str,
+    to: &str,
+) -> ApiResult<Decision> {
+    let me = actor(state, ctx)?;
+    if me.email != from {
+        return Err(ApiError::bad_request("Invalid confirmation link"));
+    }
+    if let Some(refusal) = email_change_refusal(state, me, to) {
+        return Err(refusal);
+    }
+    Ok(Decision::events(vec![Event::UserEmailChanged {
+        user_id: me.user_id,
+        email: to.to_owned(),
+    }]))
 }
 
 /// Zulip's `check_full_name`: trimmed, non-empty, at most 100 characters, no control characters.

@@ -13,6 +13,7 @@ pub mod channels;
 pub mod desktop_flow;
 pub mod devices;
 pub mod drafts;
+pub mod email_change;
 pub mod emoji;
 pub mod events;
 pub mod exports;
@@ -355,6 +356,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     endpoint!(cfg, "/accounts/send_confirm/", get => signup::sent_page);
     endpoint!(cfg, "/accounts/do_confirm/{key}",
         get => signup::confirm_page, post => signup::create_account);
+    endpoint!(cfg, "/accounts/confirm_new_email/{key}/", get => email_change::confirm);
     endpoint!(cfg, "/accounts/password/reset/{user_id}/{token}/",
         get => password_reset::confirm_page, post => password_reset::set_password);
     endpoint!(cfg, "/avatar/realm/logo", get => avatars::get_realm_logo);
@@ -889,7 +891,8 @@ pub fn path_id(req: &actix_web::HttpRequest, name: &str) -> Result<u64, ApiError
 /// carries one (a sign-up or reset link, an invitation, the desktop app's login token) is
 /// replaced.
 pub fn loggable_path(path: &str) -> String {
-    const SECRET_AFTER: [&str; 5] = [
+    const SECRET_AFTER: [&str; 6] = [
+        "/accounts/confirm_new_email/",
         "/accounts/do_confirm/",
         "/accounts/login/subdomain/",
         "/accounts/password/reset/",
@@ -912,6 +915,10 @@ mod loggable_path_tests {
         assert_eq!(
             loggable_path("/accounts/do_confirm/eyJlbWFpbCI.abc"),
             "/accounts/do_confirm/[redacted]"
+        );
+        assert_eq!(
+            loggable_path("/accounts/confirm_new_email/eyJ1c2VyX2lk.abc/"),
+            "/accounts/confirm_new_email/[redacted]"
         );
         assert_eq!(
             loggable_path("/accounts/password/reset/2/1764-abcdef/"),

@@ -94,6 +94,8 @@ pub enum Key {
     SignUp(String),
     /// A person's wrong two-factor codes.
     TwoFactor(u64),
+    /// Confirmation emails for a person's new address.
+    EmailChange(u64),
 }
 
 /// A key's kind, for the refusal counter.
@@ -139,7 +141,7 @@ impl RateLimiter {
             Key::User(_) => limits.per_user,
             Key::Ip(_) => limits.per_ip,
             Key::Login(_) => limits.failed_logins,
-            Key::PasswordReset(_) | Key::SignUp(_) => PASSWORD_RESETS,
+            Key::PasswordReset(_) | Key::SignUp(_) | Key::EmailChange(_) => PASSWORD_RESETS,
             Key::TwoFactor(_) => TWO_FACTOR_FAILURES,
         }
     }
@@ -164,7 +166,7 @@ impl RateLimiter {
             Key::User(_) => KeyKind::User,
             Key::Ip(_) => KeyKind::Ip,
             Key::Login(_) => KeyKind::Login,
-            Key::PasswordReset(_) | Key::SignUp(_) => KeyKind::PasswordReset,
+            Key::PasswordReset(_) | Key::SignUp(_) | Key::EmailChange(_) => KeyKind::PasswordReset,
             Key::TwoFactor(_) => KeyKind::TwoFactor,
         };
         let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());

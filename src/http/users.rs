@@ -354,8 +354,14 @@ pub async fn update_settings(
     };
     let settings = read_user_settings(&mut params, |_| true)?;
     let timezone = params.str("timezone");
+    // A new address is confirmed from itself: here it is checked and the link mailed.
+    let email = params.str("email");
+    if let Some(email) = &email {
+        super::email_change::start(&state, &auth, email)?;
+    }
     state
-        .answer(&auth, params, move |s, ctx| {
+        .engine
+        .execute(Some(auth.user_id), move |s, ctx| {
             crate::commands::users::update_own_settings(
                 s,
                 ctx,
@@ -365,7 +371,12 @@ pub async fn update_settings(
                 timezone.clone(),
             )
         })
-        .await
+        .await?;
+    let reply = match email {
+        Some(_) => json!({"account_email": super::email_change::CHECK_YOUR_EMAIL}),
+        None => json!({}),
+    };
+    Ok(params.success(reply))
 }
 
 /// The stored settings a request names, among those `wanted` takes, parsed by the kind of each

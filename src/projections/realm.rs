@@ -232,6 +232,9 @@ pub const SETTINGS: &[Setting] = &[
         Initial::Int(3),
     ),
     plain("name_changes_disabled", Kind::Bool, Initial::Bool(false)),
+    // Whether members may change their own address (administrators always may), confirmed from
+    // the new address (`PATCH /settings` `email`).
+    plain("email_changes_disabled", Kind::Bool, Initial::Bool(false)),
     plain(
         "enable_guest_user_indicator",
         Kind::Bool,

@@ -558,8 +558,6 @@ fn realm_data(out: &mut Out, cx: &Cx<'_>) {
     );
     out.put("realm_is_zephyr_mirror_realm", &false);
     out.put("realm_disallow_disposable_email_addresses", &false);
-    // An address changes only by SCIM or the directory: nobody changes their own.
-    out.put("realm_email_changes_disabled", &true);
     out.put("realm_avatar_changes_disabled", &false);
     out.put("realm_want_advertise_in_communities_directory", &false);
     out.put("realm_default_code_block_language", &"");

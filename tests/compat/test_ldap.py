@@ -296,6 +296,10 @@ timeout_secs = 3
         me = api(server, "GET", "/users/me", auth=(alice["email"], alice["api_key"])).json()
         assert me["full_name"] == "Alice Anderson"
         assert me["role"] == 200
+        # Her address is the directory's to change, not hers (the sync finds people by it).
+        moved = api(server, "PATCH", "/settings", auth=(alice["email"], alice["api_key"]),
+                    data={"email": "alice@elsewhere.example.com"})
+        assert (moved.status_code, moved.json()["msg"]) == (400, "Your address is managed by your organization's directory."), moved.text
         # Her directory photo is her avatar (the generated one is version 1), her phone number
         # her "Phone".
         assert me["avatar_url"].endswith("?version=2"), me["avatar_url"]

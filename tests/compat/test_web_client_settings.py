@@ -5,6 +5,7 @@ member may not change is not offered. Every page is looked at in both themes (co
 controls, a screenshot)."""
 
 import json
+import re
 
 import pytest
 import requests
@@ -614,3 +615,37 @@ def test_a_channel_administrator_gets_its_settings(site, browsers):
     description.send_keys("Where we meet", Keys.TAB)
     saved(ada, "description")
     assert site.api("GET", f"streams/{site.lobby}")["stream"]["description"] == "Where we meet"
+
+
+def confirmation_link(site, since):
+    """The newest address-change link in the server's outbox (no mail relay is configured), of
+    the mails beyond the first `since`."""
+    outbox = site.server.data_dir / "outbox"
+    mails = sorted(p for p in outbox.glob("*email-change-*")) if outbox.exists() else []
+    if len(mails) <= since:
+        return None
+    found = re.search(r"(https?://\S+/accounts/confirm_new_email/\S+/)", mails[-1].read_text())
+    return found.group(1) if found else None
+
+
+def test_an_address_changed_from_the_profile(site, browsers):
+    """(Last: Ada's address changes.) Ada asks for a new address on her profile; nothing changes
+    until the link mailed to it is opened, and then her profile shows it at once."""
+    ada, _ = browsers
+    open_section(ada, site, "settings/profile")
+    assert ada.find("#my-email").text == "ada@example.com"
+    ada.click(lambda: ada.find("#change-email"))
+    ada.find("#new-email").send_keys("ada@new.example.com")
+    views_hold_up(ada, "settings-profile-email")
+    ada.click(lambda: ada.find("#email-form button[type=submit]"))
+    ada.wait(lambda: ada.finds("#email-sent") and "ada@new.example.com" in ada.find("#email-sent").text, "no link was promised")
+    link = ada.wait(lambda: confirmation_link(site, 0), "no confirmation link was mailed")
+    assert ada.find("#my-email").text == "ada@example.com"
+    assert "Your address is changed" in requests.get(link, timeout=15).text
+    ada.wait(lambda: ada.find("#my-email").text == "ada@new.example.com", "the new address did not show")
+    # Back, by the same way, for anything that runs after.
+    renamed = ("ada@new.example.com", site.ada_auth[1])
+    site.api_as(renamed, "PATCH", "settings", email="ada@example.com")
+    link = ada.wait(lambda: confirmation_link(site, 1), "no second confirmation link was mailed")
+    assert "Your address is changed" in requests.get(link, timeout=15).text
+    ada.wait(lambda: ada.find("#my-email").text == "ada@example.com")

@@ -1083,7 +1083,7 @@ async fn register_describes_integrations_stop_words_and_limits() {
         (
             &json!(6),
             &json!(100),
-            &json!(true),
+            &json!(false),
             &json!("chronicle.invalid")
         )
     );

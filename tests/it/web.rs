@@ -1654,3 +1654,162 @@ async fn video_calls_on_nextcloud_talk_and_constructor_groups() {
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The outbox's emails whose file name has `kind`, each as (subject, the line holding `part`).
+fn mails_with(server: &Server, kind: &str, part: &str) -> Vec<(String, Option<String>)> {
+    outbox_mails(server, kind)
+        .iter()
+        .map(|mail| {
+            (
+                line_with(mail, "Subject:").unwrap_or_default(),
+                line_with(mail, part),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_address_changes_once_confirmed_from_the_new_one() {
+    let server = Server::start();
+    let (alice_id, alice) = server.create_member("alice@example.com", "Alice").await;
+    server.create_member("bob@example.com", "Bob").await;
+    let owner = server.api(Some(&server.owner()));
+    let me = server.api(Some(&alice));
+    let (queue, state) = crate::realtime::register(&me, &[]).await;
+    assert_eq!(state["realm_email_changes_disabled"], false);
+    let patch = |email: &'static str| {
+        let me = &me;
+        async move {
+            me.call(Method::PATCH, "/settings", &[("email", email)])
+                .await
+        }
+    };
+    let refused = |msg: &str| {
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"result": "error", "msg": msg, "code": "BAD_REQUEST"}),
+        )
+    };
+
+    // Refusals in Zulip's words: a taken address, a malformed one, and any while the
+    // organization disables changes.
+    assert_eq!(
+        patch("BOB@example.com").await,
+        refused("Already has an account.")
+    );
+    assert_eq!(patch("not-an-address").await, refused("Invalid address."));
+    owner
+        .call(
+            Method::PATCH,
+            "/realm",
+            &[("email_changes_disabled", "true")],
+        )
+        .await;
+    assert_eq!(
+        patch("alice@new.example.com").await,
+        refused("Email address changes are disabled in this organization.")
+    );
+    owner
+        .call(
+            Method::PATCH,
+            "/realm",
+            &[("email_changes_disabled", "false")],
+        )
+        .await;
+    assert!(outbox_mails(&server, "email-change").is_empty());
+
+    // Asked for: a link mailed to the new address; nothing changes until it is opened.
+    let (status, body) = patch("alice@new.example.com").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["account_email"],
+        "Check your email for a confirmation link."
+    );
+    let mails = mails_with(&server, "email-change-", "/accounts/confirm_new_email/");
+    assert_eq!(mails.len(), 1, "{mails:?}");
+    assert!(
+        mails[0].0.contains("Verify your new email address"),
+        "{mails:?}"
+    );
+    let link = mails[0].1.clone().expect("a confirmation link");
+    let raw = std::fs::read_dir(server.dir.join("outbox"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .find(|m| m.contains("/accounts/confirm_new_email/"))
+        .unwrap();
+    assert!(raw.contains("To: alice@new.example.com"), "{raw}");
+    assert_eq!(
+        me.get("/users/me", &[]).await.1["email"],
+        "alice@example.com"
+    );
+
+    // A forged link does nothing; the real one changes the address, once.
+    let client = Client::new();
+    let page = |url: String| {
+        let client = client.clone();
+        async move {
+            let resp = client.get(url).send().await.unwrap();
+            assert_eq!(resp.status(), StatusCode::OK);
+            resp.text().await.unwrap()
+        }
+    };
+    let forged = link.replacen("/confirm_new_email/", "/confirm_new_email/x", 1);
+    assert!(page(forged)
+        .await
+        .contains("This link cannot change your address"));
+    let done = page(link.clone()).await;
+    assert!(done.contains("Your address is changed"), "{done}");
+    assert!(page(link.clone())
+        .await
+        .contains("This link cannot change your address"));
+
+    // The key works with the new address (and no longer with the old, as an API key goes with
+    // its address); the person hears of it; the old address is told.
+    let renamed = Creds {
+        email: "alice@new.example.com".into(),
+        key: alice.key.clone(),
+    };
+    let me = server.api(Some(&renamed));
+    assert_eq!(
+        server.api(Some(&alice)).get("/users/me", &[]).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    let events = crate::realtime::drain(&me, &queue).await;
+    assert!(
+        events.iter().any(|e| e["type"] == "realm_user"
+            && e["person"]
+                == json!({"user_id": alice_id, "delivery_email": "alice@new.example.com"})),
+        "{events:?}"
+    );
+    let (status, body) = server.api(Some(&renamed)).get("/users/me", &[]).await;
+    assert_eq!(
+        (status, &body["email"]),
+        (StatusCode::OK, &json!("alice@new.example.com"))
+    );
+    let told = mails_with(&server, "email-changed-", "was changed from");
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(told[0]
+        .1
+        .as_deref()
+        .is_some_and(|l| l.contains("alice@example.com") && l.contains("alice@new.example.com")));
+
+    // The change is in the log (the link's key is not), and survives a restart.
+    let key = link
+        .rsplit("/confirm_new_email/")
+        .next()
+        .unwrap()
+        .trim_end_matches('/');
+    let stopped = server.stop();
+    let log = crate::support::run_ok([
+        "log".as_ref(),
+        "--data-dir".as_ref(),
+        stopped.dir.as_os_str(),
+    ]);
+    assert!(log.contains("UserEmailChanged") && !log.contains(key));
+    let server = stopped.restart();
+    let (status, body) = server.api(Some(&renamed)).get("/users/me", &[]).await;
+    assert_eq!(
+        (status, &body["email"]),
+        (StatusCode::OK, &json!("alice@new.example.com"))
+    );
+}

@@ -80,6 +80,7 @@ export function organizationSettings(box) {
     realmGroup(t("common.people"), [
       { key: "require_unique_names", kind: "bool", label: t("admin.names_must_be_unique") },
       { key: "name_changes_disabled", kind: "bool", label: t("admin.members_may_not_change_their_names") },
+      { key: "email_changes_disabled", kind: "bool", label: t("admin.members_may_not_change_their_addresses") },
       { key: "email_address_visibility", kind: "choice", label: t("admin.who_can_see_email_addresses"), options: [[1, t("admin.everyone")], [2, t("common.members")], [5, t("common.moderators_administrators_and_owners")], [3, t("common.administrators_and_owners")], [4, t("common.nobody")]] },
       { key: "enable_guest_user_indicator", kind: "bool", label: t("admin.mark_guests_as_guests") },
       { key: "enable_guest_user_dm_warning", kind: "bool", label: t("admin.warn_when_a_direct_message_includes") },

@@ -38,6 +38,21 @@ export async function profile(box) {
   const status = el("input", { id: "status-text", maxLength: 60, placeholder: t("prefs.what_are_you_up_to"), value: state.status.get(state.me.user_id)?.status_text || "" });
   const oldPassword = el("input", { type: "password", autocomplete: "current-password", required: true });
   const newPassword = el("input", { type: "password", autocomplete: "new-password", required: true, minLength: 6 });
+  // A new address is confirmed from itself (a link mailed to it); the address shown changes
+  // when the link is opened, by the `realm_user` event.
+  const myEmail = el("span", { id: "my-email", text: state.me.delivery_email || state.me.email });
+  const emailLocked = state.realm.email_changes_disabled && !isAdmin();
+  const emailBox = el("div");
+  const changeEmail = button(t("prefs.change_your_address"), () => {
+    const input = el("input", { id: "new-email", type: "email", required: true, maxLength: 254, autocomplete: "email" });
+    clear(emailBox).append(form({ id: "email-form", class: "setting-row" }, [el("label", { for: "new-email", text: t("prefs.new_address") }), input,
+      el("button", { type: "submit", class: "primary", text: t("prefs.send_a_confirmation_link") }), button(t("common.cancel"), () => clear(emailBox))], async () => {
+      const address = input.value.trim();
+      await api("PATCH", "settings", { email: address });
+      clear(emailBox).append(el("p", { id: "email-sent", class: "hint", attrs: { role: "status" }, text: t("prefs.open_the_link_we_sent_to", { address }) }));
+    }));
+    input.focus();
+  }, { id: "change-email" });
 
   add(box,
     el("div", { class: "avatar-row" }, avatar,
@@ -55,7 +70,9 @@ export async function profile(box) {
       await api("POST", "users/me/status", { status_text: status.value.trim() });
       toast(t("prefs.status_saved"));
     }),
-    el("div", { class: "setting-row" }, el("span", { class: "label-like", text: t("common.email") }), el("span", { id: "my-email", text: state.me.delivery_email || state.me.email })),
+    el("div", { class: "setting-row" }, el("span", { class: "label-like", text: t("common.email") }), myEmail, emailLocked ? null : changeEmail),
+    emailLocked ? el("p", { class: "hint", text: t("prefs.your_organization_does_not_allow_address") }) : null,
+    emailBox,
     el("h3", { text: t("common.password") }),
     el("p", { class: "hint", text: t("prefs.a_new_password_logs_you_out") }),
     form({ id: "password-form", class: "stack-form narrow-form" }, [username(),
@@ -74,6 +91,7 @@ export async function profile(box) {
     if (ev.type === "realm_user" && ev.op === "update" && ev.person?.user_id === state.me.user_id) {
       if (ev.person.avatar_url) avatar.src = ev.person.avatar_url;
       if (ev.person.full_name && document.activeElement !== name) name.value = ev.person.full_name;
+      if (ev.person.delivery_email) { myEmail.textContent = ev.person.delivery_email; clear(emailBox); }
     }
     if (ev.type === "custom_profile_fields") redrawWhenFree(fields, () => profileFields(fields));
   };

@@ -252,8 +252,9 @@ const handlers = {
     if (ev.op === "add") state.users.set(p.user_id, p);
     else if (ev.op === "update" && state.users.has(p.user_id)) {
       const user = state.users.get(p.user_id);
-      for (const [k, v] of Object.entries(p)) if (k !== "user_id") user[k] = v;
-      if (p.user_id === state.me.user_id) Object.assign(state.me, { full_name: user.full_name, role: user.role });
+      // `new_email` is Zulip's name for a changed `email`.
+      for (const [k, v] of Object.entries(p)) if (k !== "user_id") user[k === "new_email" ? "email" : k] = v;
+      if (p.user_id === state.me.user_id) Object.assign(state.me, { full_name: user.full_name, role: user.role, email: user.email, delivery_email: user.delivery_email ?? state.me.delivery_email });
     } else if (ev.op === "remove") state.users.delete(p.user_id);
   },
   presence(ev) {
