@@ -222,6 +222,27 @@ def test_inbox_recent_conversations_and_the_tab_title(site, browsers):
     bob.wait(lambda: table()[0] == ["#lobby", "plans", "3", f"Ada, {owner_name}"], "the live message did not move its topic up")
     views_hold_up(bob, "recent")
 
+    # Its filters: words (here a topic), unread only, those Bob took part in, and muting (a
+    # muted topic is left out of the standard view, shown when muted ones are included).
+    topics = lambda: [r[1] for r in table()]  # noqa: E731
+    act(bob, lambda: bob.find("#recent-filter-text").send_keys("plan"))
+    bob.wait(lambda: topics() == ["plans"], "the words did not filter")
+    act(bob, lambda: bob.find("#recent-filter-text").send_keys(Keys.CONTROL, "a", Keys.NULL, Keys.BACKSPACE))
+    post(site, site.bob_auth, "bobs own", "Bob writes here")
+    bob.wait(lambda: topics()[0] == "bobs own")
+    bob.click(lambda: bob.find("#recent-unread"))
+    bob.wait(lambda: "bobs own" not in topics() and "plans" in topics(), "unread only kept a read conversation")
+    bob.click(lambda: bob.find("#recent-unread"))
+    bob.click(lambda: bob.find("#recent-participated"))
+    bob.wait(lambda: "bobs own" in topics() and all("Bob" in r[3] for r in table()), "participated kept a conversation without Bob")
+    bob.click(lambda: bob.find("#recent-participated"))
+    site.api_as(site.bob_auth, "POST", "user_topics", stream_id=site.lobby, topic="fresh", visibility_policy=1)
+    bob.wait(lambda: "fresh" not in topics() and "plans" in topics(), "a muted topic stayed in the standard view")
+    Select(bob.find("#recent-muting")).select_by_value("all")
+    bob.wait(lambda: "fresh" in topics(), "including muted did not show the muted topic")
+    Select(bob.find("#recent-muting")).select_by_value("standard")
+    site.api_as(site.bob_auth, "POST", "user_topics", stream_id=site.lobby, topic="fresh", visibility_policy=0)
+
     # A row opens its conversation, whose group head names the day.
     bob.click(lambda: next(a for a in bob.finds(".recent-table a") if a.text == "plans"))
     bob.wait(lambda: bob.find("#narrow-title").text == "#lobby › plans")
@@ -556,6 +577,21 @@ def test_files_pasted_or_dropped_are_uploaded(site, browsers):
     assert bob.find("#lightbox-next").get_attribute("disabled") is not None
     keys(bob, Keys.ARROW_LEFT)
     bob.wait(lambda: image.get_attribute("src") == links[0])
+    # Zoom: + twice (the button, then the key), a drag pans the zoomed image, 0 fits it again;
+    # the next image starts fitted.
+    scale = lambda: float(image.get_attribute("data-scale") or 1)  # noqa: E731
+    assert bob.find("#lightbox-zoom-out").get_attribute("disabled") is not None
+    bob.click(lambda: bob.find("#lightbox-zoom-in"))
+    keys(bob, "+")
+    bob.wait(lambda: scale() == 2.25, f"zooming in did not scale the image: {scale()}")
+    before = bob.js("return getComputedStyle(arguments[0]).transform", image)
+    ActionChains(bob.driver).move_to_element(bob.find("#lightbox-stage")).click_and_hold().move_by_offset(20, 10).release().perform()
+    bob.wait(lambda: bob.js("return getComputedStyle(arguments[0]).transform", image) != before, "dragging did not pan")
+    keys(bob, "0")
+    bob.wait(lambda: scale() == 1 and bob.js("return arguments[0].style.transform", image) == "", "0 did not fit the image")
+    bob.click(lambda: bob.find("#lightbox-zoom-in"))
+    keys(bob, Keys.ARROW_RIGHT)
+    bob.wait(lambda: image.get_attribute("src") == links[1] and scale() == 1, "the next image did not start fitted")
     keys(bob, Keys.ESCAPE)
     bob.wait(lambda: not bob.find("#lightbox").is_displayed(), "Esc did not close the viewer")
 
@@ -634,6 +670,17 @@ def test_polls_and_task_lists_work_both_ways(site, browsers):
     # Bob takes his vote back.
     bob.click(lambda: row(bob, poll).find_element(By.CSS_SELECTOR, '[aria-label^="Remove your vote for Pizza"]'))
     ada.wait(lambda: widget_rows(ada, poll)[0] == ["0", "Pizza"])
+    # Ada, its author, renames the question in place; Bob, who may not, is not offered it. A vote
+    # arriving while she types keeps her field and her words.
+    assert not row(bob, poll).find_elements(By.CSS_SELECTOR, '[aria-label="Edit the question"]')
+    ada.click(lambda: row(ada, poll).find_element(By.CSS_SELECTOR, 'button[aria-label="Edit the question"]'))
+    question = lambda: row(ada, poll).find_element(By.CSS_SELECTOR, 'input[aria-label="Edit the question"]')  # noqa: E731
+    act(ada, lambda: (question().clear(), question().send_keys("Lunch on Friday?")))
+    bob.click(lambda: row(bob, poll).find_element(By.CSS_SELECTOR, '[aria-label^="Vote for Soup"]'))
+    ada.wait(lambda: widget_rows(ada, poll)[1] == ["1", "Soup", "Bob"], "Ada did not see Bob's second vote")
+    assert question().get_attribute("value") == "Lunch on Friday?"
+    act(ada, lambda: question().send_keys(Keys.ENTER))
+    bob.wait(lambda: row(bob, poll).find_element(By.CSS_SELECTOR, "h4").text == "Lunch on Friday?", "Bob did not see the new question")
 
     # A task list: Ada writes it, Bob checks a task off and adds one.
     tasks = post(site, site.ada_auth, "widgets", "/todo Release\n- Tag: v2.0\n- Notes")
@@ -643,6 +690,10 @@ def test_polls_and_task_lists_work_both_ways(site, browsers):
              "Ada did not see the task checked")
     act(bob, lambda: row(bob, tasks).find_element(By.CSS_SELECTOR, 'input[aria-label="New task"]').send_keys("Announce", Keys.ENTER))
     ada.wait(lambda: widget_rows(ada, tasks) == [["Tag", "v2.0"], ["Notes"], ["Announce"]], "Ada did not see Bob's task")
+    ada.click(lambda: row(ada, tasks).find_element(By.CSS_SELECTOR, 'button[aria-label="Edit the title"]'))
+    title = lambda: row(ada, tasks).find_element(By.CSS_SELECTOR, 'input[aria-label="Edit the title"]')  # noqa: E731
+    act(ada, lambda: (title().clear(), title().send_keys("Release 2.0", Keys.ENTER)))
+    bob.wait(lambda: row(bob, tasks).find_element(By.CSS_SELECTOR, "h4").text == "Release 2.0", "Bob did not see the new title")
     views_hold_up(ada, "widgets")
 
 

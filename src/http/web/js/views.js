@@ -13,7 +13,7 @@
 
 import { api } from "./api.js";
 import { $, el, clear, badge, toast } from "./dom.js";
-import { state, counts, topicKey, topicHeard, dmKey, dmTitle, messageDmKey, mutedOneOnOne, shownName } from "./state.js";
+import { state, counts, topicKey, topicHeard, topicVisibility, TOPIC_FOLLOWED, dmKey, dmTitle, messageDmKey, mutedOneOnOne, shownName } from "./state.js";
 import * as narrows from "./narrow.js";
 import { shortTime, longTime, isoTime } from "./time.js";
 import { compareNames } from "./names.js";
@@ -28,6 +28,12 @@ const RECENT_ROWS = 100;
 
 let kind = null;
 let recent = null; // conversation key -> {narrow, title, max_id, timestamp, senders: [ids]}
+// Recent conversations' reach: the oldest message read and how many rows show; "Load older"
+// reads the next messages and shows more.
+let reach = { oldest: null, rows: 0, done: false };
+// Its filters, as Zulip's: a text (channel, topic, people), unread only, those one took part
+// in, and which muting to follow (standard: muted topics and channels left out, as elsewhere).
+const filters = { text: "", unread: false, participated: false, muting: "standard" };
 let scheduled = null; // {messages, reminders}
 let generation = 0;
 const collapsed = new Set();
@@ -49,6 +55,7 @@ export async function open(view) {
       const page = await api("GET", "messages", { anchor: "newest", num_before: RECENT_MESSAGES, num_after: 0, narrow: [], apply_markdown: false });
       if (mine !== generation) return;
       recent = new Map();
+      reach = { oldest: page.messages[0]?.id ?? null, rows: RECENT_ROWS, done: Boolean(page.found_oldest) };
       for (const m of page.messages) note(m);
     } catch (error) {
       if (mine !== generation) return;
@@ -93,7 +100,7 @@ export function close() {
 
 export function render() {
   if (kind === "inbox") swapIfChanged(panel(), inboxNodes());
-  if (kind === "recent" && recent) swapIfChanged(panel(), recentNodes());
+  if (kind === "recent" && recent) drawRecent();
   if (kind === "drafts" && state.drafts) swapIfChanged(panel(), draftNodes());
   if (kind === "scheduled" && scheduled) swapIfChanged(panel(), scheduledNodes());
 }
@@ -165,21 +172,88 @@ function row(narrow, label, count) {
 
 // ---- Recent conversations ----------------------------------------------------------------------
 
-function note(m) {
+// A message into its conversation; `older` for one read before those already noted (its
+// sender goes after them, as the senders are latest first).
+function note(m, older = false) {
   const key = m.type === "stream" ? topicKey(m.stream_id, m.subject) : `d${messageDmKey(m)}`;
   const conv = recent.get(key) || { senders: [], max_id: 0 };
   if (m.id > conv.max_id) {
     Object.assign(conv, { max_id: m.id, timestamp: m.timestamp, message: m });
   }
-  conv.senders = [m.sender_id, ...conv.senders.filter((id) => id !== m.sender_id)];
+  if (older) { if (!conv.senders.includes(m.sender_id)) conv.senders.push(m.sender_id); }
+  else conv.senders = [m.sender_id, ...conv.senders.filter((id) => id !== m.sender_id)];
   recent.set(key, conv);
+}
+
+// The filter bar stays while the list under it is drawn again (a live message, a read), so
+// the person typing in it keeps their place.
+function drawRecent() {
+  let bar = $("recent-filters");
+  let box = $("recent-list");
+  if (!bar || !box) {
+    bar = filterBar();
+    box = el("div", { id: "recent-list" });
+    clear(panel()).append(bar, box);
+  }
+  swapIfChanged(box, recentNodes());
+}
+
+function filterBar() {
+  const redraw = () => drawRecent();
+  const text = el("input", { type: "search", id: "recent-filter-text", class: "filter", value: filters.text, placeholder: t("views.filter_conversations"), attrs: { "aria-label": t("views.filter_conversations") },
+    on: { input: () => { filters.text = text.value; redraw(); } } });
+  const check = (key, label) => el("label", { class: "check" }, el("input", { type: "checkbox", id: `recent-${key}`, checked: filters[key],
+    on: { change: (e) => { filters[key] = e.currentTarget.checked; redraw(); } } }), ` ${label}`);
+  const muting = el("select", { id: "recent-muting", attrs: { "aria-label": t("views.muted_conversations") }, on: { change: () => { filters.muting = muting.value; redraw(); } } },
+    [["standard", t("views.standard_view")], ["all", t("views.include_muted")], ["followed", t("views.followed_only")]]
+      .map(([value, label]) => el("option", { value, text: label, selected: filters.muting === value })));
+  return el("div", { id: "recent-filters", class: "view-filters" }, text, check("unread", t("views.unread")), check("participated", t("views.participated")), muting);
+}
+
+// Whether a conversation passes the filters.
+function shown(conv, c) {
+  const m = conv.message;
+  if (m.type !== "stream") {
+    if (mutedOneOnOne(messageDmKey(m))) return false;
+    if (filters.muting === "followed") return false;
+  } else if (filters.muting === "standard" && !topicHeard(m.stream_id, m.subject)) return false;
+  else if (filters.muting === "followed" && topicVisibility(m.stream_id, m.subject) !== TOPIC_FOLLOWED) return false;
+  if (filters.unread && !unreadOf(m, c)) return false;
+  if (filters.participated && !conv.senders.includes(state.me.user_id)) return false;
+  const text = filters.text.trim().toLowerCase();
+  if (!text) return true;
+  const words = m.type === "stream"
+    ? [state.streams.get(m.stream_id)?.name || "", m.subject]
+    : [dmTitle(dmKey(m.display_recipient.map((r) => r.id)))];
+  return [...words, ...conv.senders.map(shownName)].some((w) => String(w).toLowerCase().includes(text));
+}
+
+const unreadOf = (m, c) => (m.type === "stream" ? c.topics.get(topicKey(m.stream_id, m.subject)) : c.dms.get(dmKey(m.display_recipient.map((r) => r.id)))) || 0;
+
+// The next messages before the oldest read, and more rows.
+async function loadOlder(button) {
+  button.disabled = true;
+  const mine = generation;
+  try {
+    const page = await api("GET", "messages", { anchor: reach.oldest, include_anchor: false, num_before: RECENT_MESSAGES, num_after: 0, narrow: [], apply_markdown: false });
+    if (mine !== generation || !recent) return;
+    for (const m of [...page.messages].reverse()) note(m, true);
+    reach = { oldest: page.messages[0]?.id ?? reach.oldest, rows: reach.rows + RECENT_ROWS, done: page.found_oldest || !page.messages.length };
+    drawRecent();
+  } catch (error) {
+    toast(t("views.could_not_load_conversations", { message: error.message }));
+    button.disabled = false;
+  }
 }
 
 function recentNodes() {
   const c = counts();
-  const convs = [...recent.values()].filter((conv) => conv.message.type === "stream" || !mutedOneOnOne(messageDmKey(conv.message)))
-    .sort((a, b) => b.max_id - a.max_id).slice(0, RECENT_ROWS);
-  if (!convs.length) return [el("p", { class: "empty", text: t("common.no_conversations_yet") })];
+  const all = [...recent.values()].filter((conv) => shown(conv, c)).sort((a, b) => b.max_id - a.max_id);
+  const convs = all.slice(0, reach.rows);
+  const more = all.length > convs.length || !reach.done
+    ? el("button", { type: "button", id: "recent-more", class: "small", text: t("views.load_older_conversations"), on: { click: (e) => (all.length > convs.length ? (reach.rows += RECENT_ROWS, drawRecent()) : loadOlder(e.currentTarget)) } })
+    : null;
+  if (!convs.length) return [el("p", { class: "empty", text: recent.size ? t("views.no_conversation_matches") : t("common.no_conversations_yet") }), more];
   const rows = convs.map((conv) => {
     const m = conv.message;
     let where; let topicCell; let count;
@@ -202,7 +276,7 @@ function recentNodes() {
   });
   return [el("table", { class: "recent-table" },
     el("thead", {}, el("tr", {}, [t("common.channel"), t("common.topic"), t("views.participants"), t("views.time")].map((h) => el("th", { text: h, attrs: { scope: "col" } })))),
-    el("tbody", {}, rows))];
+    el("tbody", {}, rows)), more];
 }
 
 // ---- Drafts ----------------------------------------------------------------------------------

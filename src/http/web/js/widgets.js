@@ -2,7 +2,7 @@
 // first submessage, and every vote, option, task or check is a submessage after it. The state
 // is folded from the submessages each time the message is drawn (Zulip's rules: poll options
 // are keyed "sender,idx", "canned,i" for the first ones; tasks "idx,sender", "i,canned"; only
-// the author renames). Actions go to the server (POST /submessage) and come back as events.
+// the author renames, in place here). Actions go to the server (POST /submessage) and come back as events.
 
 import { api } from "./api.js";
 import { el, toast } from "./dom.js";
@@ -45,6 +45,36 @@ export function render(m) {
   const widget = widgetOf(m);
   if (!widget) return null;
   return widget.widget_type === "poll" ? poll(m, widget.extra_data || {}) : todo(m, widget.extra_data || {});
+}
+
+// The widget's heading: the poll's question or the list's title. Its author renames it in
+// place (✎: a field, Enter or Save, Esc or Cancel), as Zulip's web app does; the new name goes
+// out as a submessage and comes back as its event. A redraw meanwhile (another's vote) keeps the
+// field open, its text kept by the message list with the other widget fields'.
+const renaming = new Set();
+
+function heading(m, text, fallback, label, dataOf) {
+  const head = el("div", { class: "widget-head" });
+  const shown = () => {
+    head.replaceChildren(el("h4", { text: text || fallback }), m.sender_id === state.me.user_id
+      ? el("button", { type: "button", class: "icon-btn small", text: "✎", attrs: { "aria-label": label },
+        on: { click: () => { renaming.add(m.id); editing(); head.querySelector("input").focus(); } } })
+      : null);
+  };
+  const editing = () => {
+    const input = el("input", { value: text, attrs: { "aria-label": label, maxlength: "200" } });
+    const stop = () => { renaming.delete(m.id); shown(); };
+    input.addEventListener("keydown", (e) => { if (e.key === "Escape") { e.stopPropagation(); stop(); } });
+    head.replaceChildren(el("form", { class: "widget-add", on: { submit: (e) => {
+      e.preventDefault();
+      const value = input.value.trim();
+      renaming.delete(m.id);
+      if (value && value !== text) send(m, dataOf(value));
+      shown();
+    } } }, input, el("button", { type: "submit", text: t("common.save") }), el("button", { type: "button", text: t("common.cancel"), on: { click: stop } })));
+  };
+  if (renaming.has(m.id)) editing(); else shown();
+  return head;
 }
 
 // ---- poll ----------------------------------------------------------------------------------------
@@ -90,7 +120,7 @@ function poll(m, extra) {
     input.value = "";
     send(m, { type: "new_option", idx: myIdx, option: text });
   } } }, input, el("button", { type: "submit", text: t("widgets.add_option") }));
-  return el("div", { class: "widget poll-widget" }, el("h4", { text: question || t("widgets.poll") }), list, form);
+  return el("div", { class: "widget poll-widget" }, heading(m, question, t("widgets.poll"), t("widgets.edit_the_question"), (value) => ({ type: "question", question: value })), list, form);
 }
 
 // ---- todo ----------------------------------------------------------------------------------------
@@ -137,5 +167,5 @@ function todo(m, extra) {
     task.value = "";
     desc.value = "";
   } } }, task, desc, el("button", { type: "submit", text: t("widgets.add_task") }));
-  return el("div", { class: "widget todo-widget" }, el("h4", { text: title || t("widgets.task_list") }), list, form);
+  return el("div", { class: "widget todo-widget" }, heading(m, title, t("widgets.task_list"), t("widgets.edit_the_title"), (value) => ({ type: "new_task_list_title", title: value })), list, form);
 }
