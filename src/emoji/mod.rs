@@ -10,6 +10,10 @@ use std::sync::OnceLock;
 
 const UNICODE_TABLE: &str = include_str!("unicode_emoji.tsv");
 
+/// Each emoji of the table with its Unicode group, in Unicode's order
+/// (`scripts/gen-emoji-groups.py`, from Unicode's emoji-test.txt): the picker's categories.
+const GROUPS_TABLE: &str = include_str!("emoji_groups.tsv");
+
 /// The short names Slack and Mattermost give emoji (iamcal/emoji-data, MIT licence), with
 /// their code points: how imports find the Zulip emoji a reaction named there is.
 const IAMCAL_TABLE: &str = include_str!("iamcal_names.tsv");
@@ -80,6 +84,8 @@ pub fn unicode_name_count() -> usize {
 /// The emoji data file the mobile app loads from `server_emoji_data_url`:
 /// `{"code_to_names": {code: [canonical name, aliases...]}}`, in the table's order, with the name
 /// its content is served under (`emoji_api.<hash>.json`, so that it can be cached for ever).
+/// It also carries `emoji_catalog` (group → codes, in Unicode's order), the key Zulip's own
+/// emoji data gives its web app's picker; clients that do not know it pass it by.
 pub struct ApiFile {
     pub name: String,
     pub json: String,
@@ -106,7 +112,22 @@ pub fn api_file() -> &'static ApiFile {
                 .collect();
             code_to_names.insert(code.to_owned(), serde_json::json!(names));
         }
-        let json = serde_json::json!({ "code_to_names": code_to_names }).to_string();
+        let mut emoji_catalog = serde_json::Map::new();
+        for line in GROUPS_TABLE.lines().filter(|l| !l.starts_with('#')) {
+            if let Some((code, group)) = line.split_once('\t') {
+                let codes = emoji_catalog
+                    .entry(group.to_owned())
+                    .or_insert_with(|| serde_json::json!([]));
+                if let Some(codes) = codes.as_array_mut() {
+                    codes.push(serde_json::json!(code));
+                }
+            }
+        }
+        let json = serde_json::json!({
+            "code_to_names": code_to_names,
+            "emoji_catalog": emoji_catalog,
+        })
+        .to_string();
         let hash = {
             use sha2::{Digest, Sha256};
             let digest = Sha256::digest(json.as_bytes());
@@ -137,6 +158,25 @@ mod tests {
         );
         assert_eq!(table["1f419"], serde_json::json!(["octopus"]));
         assert_eq!(table.len(), UNICODE_TABLE.lines().count() - 1);
+        // Every emoji in one group, in Unicode's order, and the groups in theirs.
+        let catalog = parsed["emoji_catalog"].as_object().unwrap();
+        let grouped: Vec<&str> = catalog
+            .values()
+            .flat_map(|codes| {
+                codes
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c.as_str().unwrap())
+            })
+            .collect();
+        assert_eq!(grouped.len(), table.len());
+        assert!(grouped.iter().all(|code| table.contains_key(*code)));
+        assert_eq!(catalog["Smileys & Emotion"][0], "1f600");
+        assert!(catalog["Animals & Nature"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("1f419")));
         assert!(file.name.starts_with("emoji_api.") && file.name.ends_with(".json"));
         assert_eq!(file.name.len(), "emoji_api.".len() + 16 + ".json".len());
     }

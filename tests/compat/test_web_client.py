@@ -290,6 +290,17 @@ def test_reply_reaction_and_edit(site, browsers):
     reaction = ada.message("the plan is ready").find_element(By.CSS_SELECTOR, ".reaction:not(.add)")
     assert reaction.find_element(By.CSS_SELECTOR, ".count").text == "1"
     bob.wait(lambda: bob.finds(".reaction.mine"), "Bob's own reaction is not marked as his")
+    # Opened again, the picker shows its categories: first the popular ones, the one Bob just
+    # used leading; a category button shows that Unicode group.
+    bob.hover_action(bob.message("sounds good"), "Add reaction")
+    bob.wait(lambda: bob.find("#emoji-picker").is_displayed())
+    grid = lambda: [b.get_attribute("aria-label") for b in bob.finds("#emoji-grid button")]  # noqa: E731
+    bob.wait(lambda: grid()[:3] == ["+1", "tada", "smile"], f"the popular emoji are not first: {grid()[:6]}")
+    assert bob.find('#emoji-tabs button[aria-pressed="true"]').get_attribute("aria-label") == "Popular and recently used"
+    bob.click(lambda: bob.find('#emoji-tabs button[aria-label="Animals & nature"]'))
+    bob.wait(lambda: "octopus" in grid() and "+1" not in grid(), "the category did not show its emoji")
+    ActionChains(bob.driver).send_keys(Keys.ESCAPE).perform()
+    bob.wait(lambda: not bob.find("#emoji-picker").is_displayed(), "Esc did not close the picker")
 
     ada.hover_action(ada.message("the plan is ready"), "Edit")
     area = ada.wait(lambda: ada.finds(".edit-area") and ada.find(".edit-area"))
