@@ -315,7 +315,12 @@ def test_typing_notice_and_direct_message(site, browsers):
     ada, bob = browsers
     ada.compose("I am still typ", enter=False)
     bob.wait(lambda: "Ada is typing" in bob.find("#typing").text, "Bob saw no typing notice")
+    # Five seconds without a change send "stopped" (the notice would otherwise last the server's
+    # 45 s); typing again starts it again.
+    bob.wait(lambda: bob.find("#typing").text == "", "the notice stayed while Ada was idle", timeout=12)
     area = ada.find("#compose-text")
+    area.send_keys("ing")
+    bob.wait(lambda: "Ada is typing" in bob.find("#typing").text, "typing again did not show the notice")
     area.send_keys(Keys.CONTROL, "a")
     area.send_keys(Keys.DELETE)
     bob.wait(lambda: bob.find("#typing").text == "", "the typing notice did not go away")

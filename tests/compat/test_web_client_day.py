@@ -312,6 +312,68 @@ def test_selecting_with_the_keyboard_and_the_shortcut_help(site, browsers):
     keys(bob, "w")
     bob.wait(lambda: bob.js("return document.activeElement.id") == "people-filter", "w did not focus the people filter")
     keys(bob, Keys.ESCAPE)
+    # Ctrl+S stars the selected message; p opens the next direct conversation with unread
+    # messages; t and I open Recent conversations and the Inbox.
+    open_topic(bob, site, site.lobby, "keys")
+    bob.click(lambda: row(bob, ids[0]))
+    ctrl_s = lambda: ActionChains(bob.driver).key_down(Keys.CONTROL).send_keys("s").key_up(Keys.CONTROL).perform()  # noqa: E731
+    ctrl_s()
+    starred = lambda: site.api_as(site.bob_auth, "POST", "register", fetch_event_types='["starred_messages"]')["starred_messages"]  # noqa: E731
+    bob.wait(lambda: ids[0] in starred(), "Ctrl+S did not star the message")
+    ctrl_s()
+    bob.wait(lambda: ids[0] not in starred(), "Ctrl+S did not unstar it")
+    site.api_as(site.ada_auth, "POST", "messages", type="private", to=f"[{site.bob}]", content="A word for p")
+    bob.wait(lambda: bob.sidebar_item("Ada"))
+    bob.find("#messages").click()
+    keys(bob, "p")
+    bob.wait(lambda: bob.find("#narrow-title").text == "Ada", "p did not open the unread direct conversation")
+    bob.find("#messages").click()
+    keys(bob, "t")
+    bob.wait(lambda: bob.find("#narrow-title").text == "Recent conversations", "t did not open Recent conversations")
+    keys(bob, "I")
+    bob.wait(lambda: bob.find("#narrow-title").text == "Inbox", "I did not open the Inbox")
+
+
+def test_formatting_buttons_and_the_preview(site, browsers):
+    """The formatting bar wraps the selection (bold by Ctrl+B), makes lists of the selected
+    lines, and the preview shows the message as the server renders it."""
+    ada, _ = browsers
+    open_topic(ada, site, site.lobby, "formatting")
+    area = ada.find("#compose-text")
+    area.send_keys("plan")
+    area.send_keys(Keys.CONTROL, "a", Keys.NULL)
+    area.send_keys(Keys.CONTROL, "b", Keys.NULL)
+    ada.wait(lambda: compose_text(ada) == "**plan**", f"Ctrl+B did not make it bold: {compose_text(ada)!r}")
+    clear_box(ada)
+    area.send_keys("eggs", Keys.SHIFT, Keys.ENTER, Keys.NULL, "milk")
+    area.send_keys(Keys.CONTROL, "a", Keys.NULL)
+    ada.click(lambda: ada.find('#format-bar [data-format="bullets"]'))
+    ada.wait(lambda: compose_text(ada) == "- eggs\n- milk", f"no bulleted list: {compose_text(ada)!r}")
+    clear_box(ada)
+    area.send_keys("first", Keys.SHIFT, Keys.ENTER, Keys.NULL, "second")
+    area.send_keys(Keys.CONTROL, "a", Keys.NULL)
+    ada.click(lambda: ada.find('#format-bar [data-format="numbers"]'))
+    ada.wait(lambda: compose_text(ada) == "1. first\n2. second", f"no numbered list: {compose_text(ada)!r}")
+    ada.click(lambda: ada.find("#compose-preview-toggle"))
+    ada.wait(lambda: ada.find("#compose-preview").find_elements(By.CSS_SELECTOR, "ol li"), "the preview shows no list")
+    assert [li.text for li in ada.finds("#compose-preview ol li")] == ["first", "second"]
+    views_hold_up(ada, "compose-preview")
+    ada.click(lambda: ada.find("#compose-preview-toggle"))
+    ada.wait(lambda: ada.find("#compose-text").is_displayed())
+    clear_box(ada)
+
+    # A global time shows in the reader's time zone (here Tokyo's), what was written as its
+    # tooltip.
+    ada.driver.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": "Asia/Tokyo"})
+    try:
+        open_topic(ada, site, site.lobby, "formatting")
+        said = post(site, site.bob_auth, "formatting", "Call at <time:2026-03-05T15:00:00+00:00>")
+        ada.wait(lambda: row(ada, said) and row(ada, said).find_elements(By.CSS_SELECTOR, ".content time"))
+        shown = row(ada, said).find_element(By.CSS_SELECTOR, ".content time")
+        assert shown.text == "Friday, 6 March 2026, 12:00 AM", shown.text
+        assert "2026-03-05" in shown.get_attribute("title"), shown.get_attribute("title")
+    finally:
+        ada.driver.execute_cdp_cmd("Emulation.setTimezoneOverride", {"timezoneId": ""})
 
 
 # ---- fixing ----------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 // The compose box: a channel and topic, or people for a direct message; Enter or Ctrl+Enter sends
 // (the person's `enter_sends`). While the
-// text changes it tells the server "typing" (again every 10 s) and "stopped" when done.
+// text changes it tells the server "typing" (again every 10 s) and "stopped" when done or after
+// 5 s without a change.
 
 import { api } from "./api.js";
 import { $, el, toast } from "./dom.js";
@@ -15,6 +16,9 @@ import { setMessageHtml } from "./sanitize.js";
 import { t } from "./texts.js";
 
 const TYPING_REPEAT_MS = 10000;
+// Zulip's wait after the last change before "stopped" goes out by itself.
+const TYPING_IDLE_MS = 5000;
+let typingIdle = 0;
 // Where a message goes. The channel is kept here, not read back from the <select>: a select
 // whose options are not drawn yet drops the value it is given, and a reload once sent a message
 // to whichever channel came first instead of the one being read.
@@ -333,8 +337,22 @@ function formatKey(e) {
   return null;
 }
 
+// A list: each line of the selection (or the caret's line) gets "- " or "1. ", "2. ", ….
+function formatList(numbered) {
+  const area = text();
+  const start = area.value.lastIndexOf("\n", area.selectionStart - 1) + 1;
+  const endBreak = area.value.indexOf("\n", Math.max(area.selectionEnd, area.selectionStart));
+  const end = endBreak < 0 ? area.value.length : endBreak;
+  const lines = area.value.slice(start, end).split("\n");
+  const listed = lines.map((line, i) => `${numbered ? `${i + 1}.` : "-"} ${line}`).join("\n");
+  area.setRangeText(listed, start, end, "end");
+  area.focus();
+  onTextChange();
+}
+
 function format(kind) {
   preview(false);
+  if (kind === "bullets" || kind === "numbers") { formatList(kind === "numbers"); return; }
   const [before, after] = FORMATS[kind];
   const area = text();
   const start = area.selectionStart;
@@ -424,6 +442,8 @@ function onTextChange() {
   const params = typingParams();
   const key = params && JSON.stringify(params);
   if (key !== typingTarget) stopTyping();
+  clearTimeout(typingIdle);
+  if (params) typingIdle = setTimeout(stopTyping, TYPING_IDLE_MS);
   if (!params || (key === typingTarget && Date.now() - typingSince < TYPING_REPEAT_MS)) return;
   typingTarget = key;
   typingSince = Date.now();
@@ -431,6 +451,7 @@ function onTextChange() {
 }
 
 function stopTyping() {
+  clearTimeout(typingIdle);
   if (!typingTarget) return;
   const params = JSON.parse(typingTarget);
   typingTarget = null;

@@ -2,7 +2,7 @@
 // cursor; Esc always works. The list below is also the help that `?` opens.
 
 import { $, el, isTyping } from "./dom.js";
-import { state, counts, topicKey, topicHeard, userName } from "./state.js";
+import { state, counts, topicKey, topicHeard, userName, mutedOneOnOne } from "./state.js";
 import * as narrows from "./narrow.js";
 import * as compose from "./compose.js";
 import * as messages from "./messages.js";
@@ -22,6 +22,14 @@ export function setup({ closePanels, togglePanel }) {
     el("th", { attrs: { scope: "row" } }, keys.flatMap((k, i) => [i ? t("keys.or") : "", el("kbd", { text: k })])), el("td", { text: what }))));
   document.addEventListener("keydown", (e) => {
     if (e.key === "Escape") return escape(e, closePanels);
+    // Ctrl+S (⌘+S) stars the selected message, as in Zulip (and keeps the browser's "save page"
+    // away while the list has the keyboard).
+    if ((e.ctrlKey || e.metaKey) && !e.altKey && e.key.toLowerCase() === "s" && !isTyping(e.target) && !document.querySelector("dialog[open]")
+      && !document.body.classList.contains("in-settings")) {
+      e.preventDefault();
+      withTarget((m) => messages.star(m))();
+      return;
+    }
     if (e.ctrlKey || e.metaKey || e.altKey || isTyping(e.target) || document.querySelector("dialog[open]") || menu.isOpen()) return;
     // The settings pages are forms: only the keys that leave them (search, filters, help) act.
     if (document.body.classList.contains("in-settings") && !["/", "q", "w", "?"].includes(e.key)) return;
@@ -54,9 +62,13 @@ const KEYS = [
   [["i"], t("keys.open_the_selected_message_s_actions")],
   [["+"], t("keys.react_with")],
   [["U"], t("keys.mark_as_unread_from_the_selected")],
+  [["Ctrl+S"], t("keys.star_the_selected_message")],
   [["c"], t("keys.new_channel_message")],
   [["x"], t("common.new_direct_message")],
   [["n"], t("keys.next_topic_with_unread_messages")],
+  [["p"], t("keys.next_unread_direct_message")],
+  [["I"], t("keys.inbox")],
+  [["t"], t("keys.recent_conversations")],
   [["/"], t("keys.search")],
   [["q"], t("common.filter_channels")],
   [["w"], t("common.filter_people")],
@@ -85,6 +97,9 @@ const ACTIONS = {
   c: () => compose.startChannel(),
   x: () => compose.startDm([]),
   n: () => nextUnreadTopic(),
+  p: () => nextUnreadDm(),
+  I: () => { location.hash = "#inbox"; },
+  t: () => { location.hash = "#recent"; },
   "/": () => $("search").focus(),
   q: () => { openPanel("left"); $("channel-search").focus(); },
   w: () => { openPanel("right"); $("people-filter").focus(); },
@@ -104,6 +119,15 @@ function escape(e, closePanels) {
   if (isTyping(e.target)) e.target.blur();
   // Esc leaves the settings pages, back to where the person was (as ✕ does).
   else if (document.body.classList.contains("in-settings")) $("settings-close")?.click();
+}
+
+// The direct conversation with the oldest unread message, other than the open one (Zulip's `p`).
+function nextUnreadDm() {
+  const here = narrows.toHash(ui.narrow);
+  const oldest = new Map();
+  for (const [id, where] of state.unread) if (where.dm && !mutedOneOnOne(where.dm) && (!oldest.has(where.dm) || id < oldest.get(where.dm))) oldest.set(where.dm, id);
+  const next = [...oldest.entries()].sort((a, b) => a[1] - b[1]).map(([key]) => narrows.dm(key)).find((n) => narrows.toHash(n) !== here);
+  if (next) ui.go(next);
 }
 
 // The first topic with unread messages after the open one (channels by name, topics in the

@@ -333,7 +333,8 @@ function rerender(id) {
 
 // ---- actions -----------------------------------------------------------------------------------
 
-async function star(m) {
+// Stars or unstars a message (the ☆ button, Ctrl+S).
+export async function star(m) {
   const on = !state.starred.has(m.id);
   try {
     await api("POST", "messages/flags", { messages: [m.id], op: on ? "add" : "remove", flag: "starred" });

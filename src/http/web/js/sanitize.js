@@ -2,6 +2,8 @@
 // module keeps an allowlist of that HTML and nothing else. The page's CSP enforces Trusted
 // Types, so no HTML sink (innerHTML, DOMParser, ...) takes a plain string anywhere.
 
+import { longTime } from "./time.js";
+
 const ELEMENTS = new Set([
   "P", "BR", "STRONG", "B", "EM", "I", "DEL", "S", "A", "CODE", "PRE", "BLOCKQUOTE", "UL", "OL",
   "LI", "SPAN", "DIV", "IMG", "H1", "H2", "H3", "H4", "H5", "H6", "TABLE", "THEAD", "TBODY",
@@ -118,4 +120,16 @@ export function setMessageHtml(container, html) {
   const body = parse(html || "");
   container.replaceChildren(...[...body.childNodes].map((node) => document.adoptNode(node)));
   showEmoji(container);
+  showTimes(container);
+}
+
+// A global time (<time datetime="…Z">, Zulip's `<time:…>`) shows in the reader's time zone and
+// clock, as in Zulip's web app; what the sender wrote stays as its tooltip.
+function showTimes(root) {
+  for (const time of root.querySelectorAll("time[datetime]")) {
+    const ms = Date.parse(time.getAttribute("datetime"));
+    if (Number.isNaN(ms)) continue;
+    time.title = time.textContent;
+    time.textContent = longTime(ms / 1000);
+  }
 }
