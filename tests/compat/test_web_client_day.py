@@ -847,3 +847,31 @@ def test_a_fresh_word_with_digits_is_found_by_search(site, browsers):
         search.send_keys(query, Keys.ENTER)
         ada.wait(lambda: ada.find("#narrow-title").text == "Search results")
         ada.wait(lambda: ada.message("build42 passed"), f"searching {query!r} did not find the message")
+
+
+def test_search_negation_and_suggestions(site, browsers):
+    """A "-" before a term leaves its messages out (as in Zulip), the box keeps the narrow's
+    terms with their "-", and the box suggests operators, channels and people as one types."""
+    ada, _ = browsers
+    post(site, site.bob_auth, "builds", "zebra7 in builds")
+    kept = post(site, site.bob_auth, "other", "zebra7 elsewhere")
+    ada.driver.get(f"{site.url}/#inbox")
+    ada.wait(lambda: ada.find("#narrow-title").text == "Inbox")
+    search = ada.find("#search")
+    options = lambda: [o.get_attribute("value") for o in ada.finds("#search-suggestions option")]  # noqa: E731
+    search.send_keys("zebra7 -topic:bu")
+    ada.wait(lambda: options() == [], "a topic has no suggestions here")
+    search.send_keys(Keys.CONTROL, "a", Keys.NULL, "zebra7 chan")
+    ada.wait(lambda: "zebra7 channel:" in options() and "zebra7 channels:" in options(), f"no operator suggested: {options()}")
+    search.send_keys("nel:lob")
+    ada.wait(lambda: options() == ["zebra7 channel:lobby"], f"no channel suggested: {options()}")
+    search.send_keys(Keys.CONTROL, "a", Keys.NULL, "zebra7 sender:bo")
+    # (Bob's address as Ada's client knows it: the organization may show her a stand-in.)
+    bob_email = site.api_as(site.ada_auth, "GET", f"users/{site.bob}")["user"]["email"]
+    ada.wait(lambda: options() == [f"zebra7 sender:{bob_email}"], f"no person suggested: {options()}")
+    search.send_keys(Keys.CONTROL, "a", Keys.NULL, "zebra7 -topic:builds", Keys.ENTER)
+    ada.wait(lambda: ada.find("#narrow-title").text == "Search results")
+    ada.wait(lambda: [m.get_attribute("data-id") for m in ada.finds("#message-list .msg")] == [str(kept)],
+             "the negated topic's message was not left out")
+    assert ada.find("#search").get_attribute("value") == "-topic:builds zebra7"
+    assert "/-topic/builds/" in ada.driver.current_url, ada.driver.current_url

@@ -28,7 +28,8 @@ export const viewOf = (narrow) => (narrow.length === 1 && narrow[0].operator ===
 export function toHash(narrow) {
   if (!narrow.length) return "#";
   if (viewOf(narrow)) return `#${viewOf(narrow)}`;
-  return "#narrow/" + narrow.map((t) => `${t.operator}/${encodeHash(Array.isArray(t.operand) ? t.operand.join(",") : String(t.operand))}`).join("/");
+  // A negated term is "-operator", as in Zulip's addresses.
+  return "#narrow/" + narrow.map((t) => `${t.negated ? "-" : ""}${t.operator}/${encodeHash(Array.isArray(t.operand) ? t.operand.join(",") : String(t.operand))}`).join("/");
 }
 
 export function fromHash(hash) {
@@ -38,7 +39,8 @@ export function fromHash(hash) {
   if (parts[0] !== "narrow") return [];
   const out = [];
   for (let i = 1; i + 1 < parts.length; i += 2) {
-    const operator = parts[i];
+    const negated = parts[i].startsWith("-");
+    const operator = negated ? parts[i].slice(1) : parts[i];
     // A message link's anchor, not a term (nearOf reads it).
     if (operator === "near" || operator === "with") continue;
     let operand = decodeHash(parts[i + 1]);
@@ -49,8 +51,9 @@ export function fromHash(hash) {
     }
     // Our own links carry the id; Zulip-style ones "id-name".
     else if ((operator === "channel" || operator === "stream") && /^\d+(-|$)/.test(operand)) operand = parseInt(operand, 10);
-    const name = { stream: "channel", "pm-with": "dm" }[operator] || operator;
-    out.push({ operator: name, operand });
+    else if (operator === "dm-including" && /^\d+$/.test(operand)) operand = Number(operand);
+    const name = { stream: "channel", "pm-with": "dm", streams: "channels" }[operator] || operator;
+    out.push(negated ? { operator: name, operand, negated: true } : { operator: name, operand });
   }
   return out;
 }

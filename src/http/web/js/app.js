@@ -193,6 +193,10 @@ function wire() {
   addEventListener("hashchange", () => navigate(narrows.fromHash(location.hash)));
   // The words being written are saved as the page goes (a reload, another page in the tab).
   addEventListener("pagehide", compose.savePending);
+  // Suggestions as the person types (a list the browser shows under the box).
+  $("search").addEventListener("input", () => {
+    $("search-suggestions").replaceChildren(...narrows.suggestions($("search").value).map((value) => Object.assign(document.createElement("option"), { value })));
+  });
   $("search-form").addEventListener("submit", (e) => {
     e.preventDefault();
     ui.go(narrows.parseSearch($("search").value.trim()));
