@@ -165,7 +165,7 @@ pub const SETTINGS: &[Setting] = &[
     flag("enable_stream_audible_notifications", false),
     Setting {
         name: "notification_sound",
-        kind: Kind::TextIn(&["zulip", "none"]),
+        kind: Kind::TextIn(&["zulip", "chime", "ding", "none"]),
         default: Default::Text("zulip"),
     },
     flag("enable_desktop_notifications", true),
@@ -248,7 +248,10 @@ pub fn has_realm_default(name: &str) -> bool {
 /// The choices clients offer beside the settings (`available_notification_sounds`,
 /// `emojiset_choices`), in both the user's settings and the organization's defaults.
 pub fn add_choices(map: &mut Map<String, Value>) {
-    map.insert("available_notification_sounds".into(), json!(["zulip"]));
+    map.insert(
+        "available_notification_sounds".into(),
+        json!(["chime", "ding", "zulip"]),
+    );
     map.insert(
         "emojiset_choices".into(),
         json!([

@@ -460,6 +460,24 @@ def test_quote_and_a_message_link(site, browsers):
     link = f"{site.url}/#narrow/channel/{site.lobby}/topic/quotes/near/{said}"
     assert text() == f"@_**Bob|{site.bob}** [said]({link}):\n````quote\nWorth quoting\n```\ncode\n```\n````\n", text()
     clear_box(ada)
+    # Forwarding: the same quote in a new direct message, whose people are chosen first.
+    choose(ada, said, "Forward message")
+    ada.wait(lambda: "quote" in text() and ada.find("#dm-fields").is_displayed(), "the forward did not open a direct message")
+    assert text().startswith(f"@_**Bob|{site.bob}** [said]({link})") and ada.js("return document.activeElement.id") == "compose-to"
+    ada.find("#compose-to").send_keys("Bob", Keys.ENTER)
+    ada.click(lambda: ada.find("#compose-text"))
+    ada.find("#compose-text").send_keys(Keys.CONTROL, Keys.ENTER)
+    forwarded = lambda: site.api_as(site.bob_auth, "GET", "messages", anchor="newest", num_before=1, num_after=0,  # noqa: E731
+                                    narrow=json.dumps([{"operator": "dm", "operand": [site.ada]}]))["messages"]
+    ada.wait(lambda: forwarded() and "Worth quoting" in forwarded()[0]["content"], "the forwarded message did not reach Bob")
+    # Collapsing: the message folds to a line, for Ada alone, and expands again.
+    open_topic(ada, site, site.lobby, "quotes")
+    choose(ada, said, "Collapse message")
+    ada.wait(lambda: row(ada, said).find_elements(By.CSS_SELECTOR, ".collapsed-message"), "the message did not collapse")
+    assert "Worth quoting" not in row(ada, said).text
+    assert "collapsed" in site.api_as(site.ada_auth, "GET", f"messages/{said}")["message"]["flags"]
+    ada.click(lambda: row(ada, said).find_element(By.CSS_SELECTOR, ".collapsed-message button"))
+    ada.wait(lambda: "Worth quoting" in row(ada, said).text, "the message did not expand")
     # The link opens the conversation with the message selected.
     many = [post(site, site.ada_auth, "quotes", f"Later line {n}") for n in range(3)]
     bob.driver.get(link)
@@ -875,3 +893,25 @@ def test_search_negation_and_suggestions(site, browsers):
              "the negated topic's message was not left out")
     assert ada.find("#search").get_attribute("value") == "-topic:builds zebra7"
     assert "/-topic/builds/" in ada.driver.current_url, ada.driver.current_url
+
+
+def test_a_topic_followed_from_its_head(site, browsers):
+    """The topic's head offers its visibility, as Zulip's recipient bar does: Bob follows the
+    topic from there, the server has it, and the button says so; then back to the default."""
+    _, bob = browsers
+    said = post(site, site.ada_auth, "heads", "Follow me")
+    open_topic(bob, site, site.lobby, "heads")
+    bob.wait(lambda: row(bob, said))
+    button = lambda: bob.find(".group-head .topic-visibility")  # noqa: E731
+    assert button().get_attribute("aria-label") == "Topic: Default"
+    bob.click(button)
+    bob.wait(lambda: bob.find("#popup-menu").is_displayed())
+    assert [i.text for i in bob.finds('#popup-menu [role="menuitem"]')] == ["✓ Default", "Muted", "Unmuted", "Followed"]
+    bob.click(lambda: next(i for i in bob.finds('#popup-menu [role="menuitem"]') if i.text == "Followed"))
+    policy = lambda: [t["visibility_policy"] for t in site.api_as(site.bob_auth, "POST", "register", fetch_event_types='["user_topic"]')["user_topics"]  # noqa: E731
+                      if t["stream_id"] == site.lobby and t["topic_name"] == "heads"]
+    bob.wait(lambda: policy() == [3], "the topic was not followed")
+    bob.wait(lambda: button().get_attribute("aria-label") == "Topic: Followed", "the button does not say the topic is followed")
+    bob.click(button)
+    bob.click(lambda: next(i for i in bob.finds('#popup-menu [role="menuitem"]') if i.text == "Default"))
+    bob.wait(lambda: policy() in ([], [0]), "the topic did not go back to the default")

@@ -202,6 +202,50 @@ def test_notifications_alert_words_and_muted_users(site, browsers):
     ada.wait(lambda: [p for p in ada.finds("#people .person .name") if p.text == "Bob"], "Bob did not come back to the people list")
 
 
+# The page's Notification and document.hidden, recorded: headless Chromium shows no desktop
+# notifications, so the test keeps what the client asked the browser to show.
+RECORD_NOTIFICATIONS = """
+window.__notes = [];
+window.Notification = class { constructor(title, options) { window.__notes.push([title, options.body]); } };
+window.Notification.permission = "granted";
+Object.defineProperty(document, "hidden", { configurable: true, get: () => true });
+"""
+
+
+def test_each_channel_notifies_as_set(site, browsers):
+    """Ada turns desktop notifications on for #lobby alone: a message there notifies her, with
+    its words; set back to the defaults (off), the next does not; a direct message does, with
+    its words. A sound is chosen from three."""
+    ada, _ = browsers
+    open_section(ada, site, "settings/notifications")
+    desktop = lambda: ada.find('#channel-notifications input[aria-label="Desktop notifications for #lobby"]')  # noqa: E731
+    ada.wait(lambda: desktop() and not desktop().is_selected(), "the channel's box does not show the default (off)")
+    ada.click(desktop)
+    # (As a client that tells an unset setting from a set one sees it.)
+    own = lambda: next(s for s in site.api_as(site.ada_auth, "POST", "register", fetch_event_types='["subscription"]',  # noqa: E731
+                                              client_capabilities='{"notification_settings_null": true}')["subscriptions"]
+                       if s["name"] == "lobby")
+    ada.wait(lambda: own()["desktop_notifications"] is True, "the channel's setting did not reach the server")
+    ada.wait(lambda: ada.finds('#channel-notifications button[aria-label="Default notifications for #lobby"]'))
+    Select(setting(ada, "notification_sound")).select_by_visible_text("Ding")
+    saved(ada, "notification_sound")
+    assert settings_of(site, site.ada_auth)["notification_sound"] == "ding"
+    views_hold_up(ada, "settings-notifications-channels")
+
+    ada.js(RECORD_NOTIFICATIONS)
+    notes = lambda: ada.js("return window.__notes")  # noqa: E731
+    site.api_as(site.bob_auth, "POST", "messages", type="stream", to="lobby", topic="ring", content="Lunch is **ready**")
+    ada.wait(lambda: notes() == [["Bob wrote in #lobby › ring", "Lunch is ready"]], f"no notification for #lobby: {notes()}")
+    ada.click(lambda: ada.find('#channel-notifications button[aria-label="Default notifications for #lobby"]'))
+    ada.wait(lambda: not own()["desktop_notifications"], "Default did not set the channel back")
+    ada.wait(lambda: not desktop().is_selected() and not ada.finds('#channel-notifications button[aria-label="Default notifications for #lobby"]'))
+    site.api_as(site.bob_auth, "POST", "messages", type="stream", to="lobby", topic="ring", content="Second call")
+    site.api_as(site.bob_auth, "POST", "messages", type="direct", to=f"[{site.ada}]", content="Just you")
+    ada.wait(lambda: len(notes()) == 2, f"the direct message did not notify: {notes()}")
+    assert notes()[1] == ["Bob sent you a direct message", "Just you"], notes()
+    ada.driver.refresh()
+
+
 def test_profile_avatar_fields_api_key_password_and_bots(site, browsers, tmp_path):
     ada, _ = browsers
     field = site.api("POST", "realm/profile_fields", name="Team", field_type="1", hint="Where you work")["id"]

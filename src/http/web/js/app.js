@@ -185,6 +185,7 @@ function wire() {
     },
     refresh,
     reply: compose.reply,
+    startDm: compose.startDm,
     insertText: compose.insertText,
     restoreDraft: compose.restoreDraft,
     loadTopics: sidebar.loadTopics,

@@ -39,17 +39,33 @@ async function rawContent(m) {
 // Zulip's quote: a silent mention of the author, a link to the message, the text in a quote
 // block (with a longer fence when the text holds one).
 export async function quote(m) {
+  const text = await quoteOf(m);
+  if (text === null) return;
+  ui.reply(m);
+  ui.insertText(text);
+}
+
+// "Forward message": the same quote in a new direct message, its people still to be chosen.
+export async function forward(m) {
+  const text = await quoteOf(m);
+  if (text === null) return;
+  ui.startDm([]);
+  ui.insertText(text);
+  $("compose-to").focus();
+}
+
+// The message quoted as Zulip quotes it, or null (said in a toast) when it cannot be loaded.
+async function quoteOf(m) {
   let raw;
   try {
     raw = await rawContent(m);
   } catch (error) {
     toast(t("common.could_not_load_the_message", { message: error.message }));
-    return;
+    return null;
   }
   // A fence longer than any run of backticks in the text.
   const fence = "\x60".repeat(Math.max(3, ...[...raw.matchAll(/\x60{3,}/g)].map((f) => f[0].length + 1)));
-  ui.reply(m);
-  ui.insertText(`@_**${userName(m.sender_id)}|${m.sender_id}** [said](${messageLink(m)}):\n${fence}quote\n${raw}\n${fence}\n`);
+  return `@_**${userName(m.sender_id)}|${m.sender_id}** [said](${messageLink(m)}):\n${fence}quote\n${raw}\n${fence}\n`;
 }
 
 // "Mark as unread from here": this message and every later one of the narrow.

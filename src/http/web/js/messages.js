@@ -4,7 +4,7 @@
 
 import { api } from "./api.js";
 import { $, el, clear, toast } from "./dom.js";
-import { state, markRead, messageDmKey, dmTitle, topicHeard, mutedOneOnOne } from "./state.js";
+import { state, markRead, messageDmKey, dmTitle, topicHeard, topicVisibility, mutedOneOnOne } from "./state.js";
 import * as narrows from "./narrow.js";
 import { setMessageHtml } from "./sanitize.js";
 import { shortTime, longTime, isoTime, dayLabel, dayOf } from "./time.js";
@@ -176,12 +176,38 @@ function topicActions(m) {
       attrs: { "aria-label": resolved ? t("messages.mark_as_unresolved") : t("messages.mark_as_resolved"), title: resolved ? t("messages.mark_as_unresolved") : t("messages.mark_as_resolved"), "aria-pressed": String(resolved) },
       on: { click: (e) => { const m = newest(e.currentTarget); fix((f) => f.toggleResolved(m)); } } }));
   }
+  if (state.subs.has(m.stream_id)) box.append(visibilityButton(m));
   if (perms.mayMoveTopic(m) || perms.mayMoveChannel(m)) {
     box.append(el("button", { type: "button", class: "icon-btn small", text: "✎",
       attrs: { "aria-label": t("messages.rename_or_move_topic"), title: t("messages.rename_or_move_topic") },
       on: { click: (e) => { const m = newest(e.currentTarget); fix((f) => f.openMove(m, "change_all")); } } }));
   }
   return box.childElementCount ? box : null;
+}
+
+// The topic's visibility from its head, as Zulip's recipient bars offer it: a button showing
+// it (🔔 default, 🔕 muted, 🔊 unmuted, 👁 followed) that opens the four choices.
+const VISIBILITY = [[0, "🔔", "narrowbar.default"], [1, "🔕", "narrowbar.muted"], [2, "🔊", "narrowbar.unmuted"], [3, "👁", "narrowbar.followed"]];
+
+function visibilityButton(m) {
+  const policy = topicVisibility(m.stream_id, m.subject);
+  const [, glyph, key] = VISIBILITY.find(([value]) => value === policy) || VISIBILITY[0];
+  const label = t("messages.topic_visibility", { state: t(key) });
+  return el("button", { type: "button", class: "icon-btn small topic-visibility", text: glyph,
+    attrs: { "aria-label": label, title: label, "aria-haspopup": "menu", "aria-expanded": "false" },
+    on: { click: (e) => menu.open(e.currentTarget, t("messages.topic_notifications"), VISIBILITY.map(([value, , text]) => [
+      `${value === policy ? "✓ " : ""}${t(text)}`,
+      () => api("POST", "user_topics", { stream_id: m.stream_id, topic: m.subject, visibility_policy: value })
+        .catch((error) => toast(t("common.that_did_not_work", { message: error.message }))),
+    ])) } });
+}
+
+// A topic's visibility changed: its heads' buttons show it.
+function onUserTopic(ev) {
+  for (const button of list().querySelectorAll(".group-head .topic-visibility")) {
+    const m = byId(Number(button.closest(".group").querySelector(".msg")?.dataset.id));
+    if (m && m.stream_id === ev.stream_id && m.subject.toLowerCase() === ev.topic_name.toLowerCase()) button.replaceWith(visibilityButton(m));
+  }
 }
 
 function row(m, prev) {
@@ -219,6 +245,12 @@ function body(m) {
       t("messages.this_message_was_hidden_because_you"),
       el("button", { type: "button", class: "ghost small", text: t("messages.show_it"),
         on: { click: () => { revealed.add(m.id); renderKeepingScroll(); } } }));
+  }
+  // A collapsed message (Zulip's `collapsed` flag, kept by the server for this person) shows a
+  // line that expands it.
+  if ((m.flags || []).includes("collapsed")) {
+    return el("div", { class: "content collapsed-message" },
+      el("button", { type: "button", class: "ghost small", text: t("messages.expand_message"), on: { click: () => setCollapsed(m, false) } }));
   }
   const content = el("div", { class: "content rendered" });
   // A poll or a task list shows as its widget, not as the text that made it.
@@ -282,9 +314,11 @@ function actions(m) {
 export function openMenu(m, anchor) {
   const items = [
     [t("common.quote_and_reply"), () => fix((f) => f.quote(m))],
+    [t("messages.forward_message"), () => fix((f) => f.forward(m))],
     [t("messages.copy_link_to_message"), () => fix((f) => f.copyLink(m))],
     [t("messages.mark_as_unread_from_here"), () => markUnread(m)],
     [t("messages.remind_me_about_this"), () => lazy.later().then((l) => l.choose(anchor, t("messages.remind_me_about_this_message"), (at) => fix((f) => f.remind(m, at))))],
+    (m.flags || []).includes("collapsed") ? [t("messages.expand_message"), () => setCollapsed(m, false)] : [t("messages.collapse_message"), () => setCollapsed(m, true)],
   ];
   if (perms.mayEditContent(m)) items.push([t("messages.edit_message"), () => edit(m)]);
   if (perms.mayMoveTopic(m) || perms.mayMoveChannel(m)) items.push([t("common.move_messages"), () => fix((f) => f.openMove(m))]);
@@ -293,6 +327,16 @@ export function openMenu(m, anchor) {
   if (state.realm.enable_read_receipts !== false) items.push([t("messages.view_read_receipts"), () => lazy.cards().then((c) => c.showReceipts(m))]);
   if (perms.mayDelete(m)) items.push([t("messages.delete_message"), () => fix((f) => f.confirmDelete(m))]);
   menu.open(anchor, t("messages.message_actions"), items);
+}
+
+// Collapses or expands a message for this person; the flag's event redraws it (here and in
+// their other tabs).
+async function setCollapsed(m, on) {
+  try {
+    await api("POST", "messages/flags", { messages: [m.id], op: on ? "add" : "remove", flag: "collapsed" });
+  } catch (error) {
+    toast(t("common.that_did_not_work", { message: error.message }));
+  }
 }
 
 export async function markUnread(m) {
@@ -452,6 +496,7 @@ export function onEvent(ev) {
     case "update_message_flags": return onFlags(ev);
     case "realm_user": if (ev.op === "update") renderKeepingScroll(); return;
     case "muted_users": renderKeepingScroll(); return;
+    case "user_topic": onUserTopic(ev); return;
     // What the person may do changed: the offered controls follow.
     case "realm": case "user_group": case "stream": renderKeepingScroll(); return;
     default: return;
@@ -535,7 +580,7 @@ function onFlags(ev) {
     const m = byId(id);
     if (!m) continue;
     m.flags = ev.op === "add" ? [...new Set([...(m.flags || []), ev.flag])] : (m.flags || []).filter((f) => f !== ev.flag);
-    if (ev.flag === "starred") rerender(id);
+    if (ev.flag === "starred" || ev.flag === "collapsed") rerender(id);
     if (ev.flag === "read") rowOf(id)?.classList.toggle("unread", state.unread.has(id));
   }
 }

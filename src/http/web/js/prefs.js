@@ -10,11 +10,14 @@ import { showTwoFactor } from "./two_factor.js";
 import { logout } from "./session.js";
 import { fieldset, liveFieldsets, control, form, field, table, button, act, groupSettingText, redrawWhenFree, picturePicker } from "./forms.js";
 import { ask } from "./confirm.js";
+import { play } from "./notify.js";
 import { t } from "./texts.js";
 
 function saveSetting(key, value) {
   // Desktop notifications need the browser's permission: asked for as they are turned on.
   if (key === "enable_desktop_notifications" && value && window.Notification?.permission === "default") Notification.requestPermission();
+  // A sound chosen plays once, to be heard.
+  if (key === "notification_sound") play(value);
   return api("PATCH", "settings", { [key]: value });
 }
 
@@ -268,10 +271,46 @@ export function preferences(box) {
 const FOLLOW_POLICY = [[1, t("prefs.topics_i_take_part_in")], [2, t("prefs.topics_i_send_a_message_to")], [3, t("prefs.topics_i_start")], [4, t("common.never")]];
 const BATCHING = [[120, t("common.2_minutes")], [300, t("prefs.5_minutes")], [600, t("common.10_minutes")], [1800, t("prefs.30_minutes")], [3600, t("common.1_hour")], [21600, t("prefs.6_hours")], [86400, t("common.1_day")], [604800, t("common.1_week")]];
 
+// Each subscribed channel's own notification settings (the subscription's properties; unset, the
+// defaults above apply and are shown), as Zulip's table on this page: a change sets the
+// channel's own value; "Default", shown where one differs from the defaults, sets them to the
+// defaults, as Zulip's web app does.
+const CHANNEL_TRIGGERS = [
+  ["desktop_notifications", "enable_stream_desktop_notifications", "prefs.desktop_notifications"],
+  ["audible_notifications", "enable_stream_audible_notifications", "prefs.sound"],
+  ["email_notifications", "enable_stream_email_notifications", "common.email"],
+  ["push_notifications", "enable_stream_push_notifications", "prefs.phone_notifications"],
+];
+
+function channelTriggers(box) {
+  const setProperty = (sub, property, value) => api("POST", "users/me/subscriptions/properties", { subscription_data: [{ stream_id: sub.stream_id, property, value }] });
+  const draw = () => {
+    const subs = [...state.subs.values()].filter((s) => !s.is_archived).sort((a, b) => a.name.localeCompare(b.name));
+    const cell = (sub, [property, fallback, label]) => {
+      const own = sub[property];
+      const check = el("input", { type: "checkbox", checked: Boolean(own ?? state.settings[fallback]),
+        attrs: { "aria-label": t("prefs.trigger_for_channel", { trigger: t(label), channel: sub.name }) } });
+      check.addEventListener("change", () => act(check, "prefs.could_not_save_the_channel_setting", () => setProperty(sub, property, check.checked)));
+      return check;
+    };
+    clear(box).append(table(t("prefs.channels"), t("prefs.no_subscribed_channels"),
+      [[t("common.channel"), (sub) => `#${sub.name}`], ...CHANNEL_TRIGGERS.map((trigger) => [t(trigger[2]), (sub) => cell(sub, trigger)])], subs,
+      (sub) => (CHANNEL_TRIGGERS.some(([property, fallback]) => (sub[property] ?? state.settings[fallback]) !== state.settings[fallback])
+        ? [button(t("prefs.default"), (e) => act(e.currentTarget, "prefs.could_not_save_the_channel_setting",
+          () => api("POST", "users/me/subscriptions/properties", { subscription_data: CHANNEL_TRIGGERS.map(([property, fallback]) => ({ stream_id: sub.stream_id, property, value: Boolean(state.settings[fallback]) })) })),
+        { attrs: { "aria-label": t("prefs.default_notifications_for", { channel: sub.name }) } })] : []),
+      (sub) => sub.stream_id));
+  };
+  draw();
+  return (ev) => { if (ev.type === "subscription" || ev.type === "user_settings") redrawWhenFree(box, draw); };
+}
+
 export function notifications(box) {
   const period = state.settings.email_notifications_batching_period_seconds;
   const batching = BATCHING.some(([s]) => s === period) ? BATCHING : [[period, `${period} seconds`], ...BATCHING];
-  return liveSettings(box, [
+  const perChannel = el("div", { id: "channel-notifications" });
+  const channelsLive = channelTriggers(perChannel);
+  const live = liveSettings(box, [
     settingsGroup(t("prefs.direct_messages_mentions_and_alerts"), [
       { key: "enable_desktop_notifications", kind: "bool", label: t("prefs.desktop_notifications") },
       { key: "enable_sounds", kind: "bool", label: t("prefs.sound") },
@@ -308,10 +347,13 @@ export function notifications(box) {
       { key: "enable_marketing_emails", kind: "bool", label: t("prefs.news_about_this_server") },
     ]),
     settingsGroup(t("prefs.other"), [
-      { key: "notification_sound", kind: "choice", label: t("prefs.notification_sound"), options: [["zulip", t("prefs.chime")], ["none", t("common.none")]] },
+      { key: "notification_sound", kind: "choice", label: t("prefs.notification_sound"), options: [["zulip", t("prefs.sound_zulip")], ["chime", t("prefs.chime")], ["ding", t("prefs.sound_ding")], ["none", t("common.none")]],
+        hint: t("prefs.a_chosen_sound_plays_once") },
       { key: "desktop_icon_count_display", kind: "choice", label: t("prefs.unread_count_on_the_app_icon"), options: [[1, t("prefs.all_unread_messages")], [2, t("prefs.direct_messages_mentions_and_followed_topics")], [3, t("prefs.direct_messages_and_mentions")], [4, t("common.none")]] },
     ]),
   ]);
+  box.append(el("h3", { text: t("prefs.each_channel") }), el("p", { class: "hint", text: t("prefs.a_channel_follows_the_defaults_above") }), perChannel);
+  return (ev) => { live(ev); channelsLive(ev); };
 }
 
 // ---- alert words and muted users --------------------------------------------------------------

@@ -123,6 +123,11 @@ export function setMessageHtml(container, html) {
   showTimes(container);
 }
 
+// A message's text without its markup (for a desktop notification), from the cleaned tree.
+export function messageText(html) {
+  return parse(html || "").textContent.replace(/\s+/g, " ").trim();
+}
+
 // A global time (<time datetime="…Z">, Zulip's `<time:…>`) shows in the reader's time zone and
 // clock, as in Zulip's web app; what the sender wrote stays as its tooltip.
 function showTimes(root) {

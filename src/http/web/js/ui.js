@@ -1,11 +1,12 @@
 // Cross-view calls go through this hub (filled in by app.js), so view modules need not import
-// each other: go(narrow), refresh(), reply(message), insertText(text), restoreDraft(draft),
+// each other: go(narrow), refresh(), reply(message), startDm(userIds), insertText(text), restoreDraft(draft),
 // loadTopics(streamId), pickEmoji(anchor, onPick), and the current narrow.
 export const ui = {
   narrow: [],
   go: () => {},
   refresh: () => {},
   reply: () => {},
+  startDm: () => {},
   insertText: () => {},
   restoreDraft: () => {},
   loadTopics: async () => {},
