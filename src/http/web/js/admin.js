@@ -125,7 +125,7 @@ function allowedDomains(box, owner) {
       owner ? (d) => [button(t("common.remove"), (e) => act(e.currentTarget, "admin.could_not_remove_the_domain", () => api("DELETE", `realm/domains/${encodeURIComponent(d.domain)}`)),
         { attrs: { "aria-label": t("admin.remove_the_domain", { domain: d.domain }) } })] : null, (d) => d.domain));
   };
-  const domain = el("input", { id: "realm-domain-name", required: true, maxLength: 255, placeholder: "example.com", attrs: { autocapitalize: "none" } });
+  const domain = el("input", { id: "realm-domain-name", required: true, maxLength: 255, placeholder: t("admin.domain_example"), attrs: { autocapitalize: "none" } });
   const allow = el("input", { type: "checkbox", id: "realm-domain-subdomains" });
   box.append(el("fieldset", { class: "prefs" }, el("legend", { text: t("admin.allowed_domains") }),
     el("p", { class: "hint", text: t("admin.addresses_in_these_domains_may_join") }),

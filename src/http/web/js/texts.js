@@ -41,6 +41,7 @@ export const TEXTS = {
   "admin.deleted": "Deleted",
   "admin.digest_day": "Digest day",
   "admin.domain": "Domain",
+  "admin.domain_example": "example.com",
   "admin.download": "Download",
   "admin.edit_history_shown": "Edit history shown",
   "admin.edit_the_field": "Edit the field {name}",
