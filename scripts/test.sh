@@ -93,7 +93,7 @@ if ! wait "$preparing"; then
     exit 1
 fi
 cat "$logs/prepare.log"
-CHRONICLE_BIN="$PWD/target/debug/chronicle" .venv/bin/python -m pytest -q tests/compat 2>&1 \
+CHRONICLE_BIN="$PWD/target/debug/chronicle" .venv/bin/python -m pytest -q --durations=25 tests/compat 2>&1 \
     | tee "$logs/pytest.log"
 
 # On the debug build the tests made (with its debug assertions): building the release one as

@@ -322,6 +322,8 @@ def test_selecting_with_the_keyboard_and_the_shortcut_help(site, browsers):
     bob.wait(lambda: ids[0] in starred(), "Ctrl+S did not star the message")
     ctrl_s()
     bob.wait(lambda: ids[0] not in starred(), "Ctrl+S did not unstar it")
+    # (Everything else read first: `p` opens the conversation with the oldest unread message.)
+    site.api_as(site.bob_auth, "POST", "mark_all_as_read")
     site.api_as(site.ada_auth, "POST", "messages", type="private", to=f"[{site.bob}]", content="A word for p")
     bob.wait(lambda: bob.sidebar_item("Ada"))
     bob.find("#messages").click()
@@ -495,7 +497,8 @@ def test_controls_follow_the_organizations_permissions_live(site, browsers):
     open_topic(bob, site, site.lobby, "rules")
     bob.wait(lambda: bob.message("Ada's words"))
     # By default a member may edit and delete their own message, and move and resolve topics.
-    personal = ["Quote and reply", "Copy link to message", "Mark as unread from here", "Remind me about this"]
+    personal = ["Quote and reply", "Forward message", "Copy link to message", "Mark as unread from here", "Remind me about this",
+                "Collapse message"]
     assert menu_items(bob, mine) == personal + ["Edit message", "Move messages", "Mark topic as resolved", "View read receipts",
                                                 "Delete message"]
     keys(bob, Keys.ESCAPE)
