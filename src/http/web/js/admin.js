@@ -8,7 +8,7 @@ import { el, clear, toast } from "./dom.js";
 import { state, isAdmin, isOwner, userName } from "./state.js";
 import { longTime } from "./time.js";
 import { allows } from "./perms.js";
-import { fieldset, liveFieldsets, form, field, table, button, act, moveButtons, groupControl, update, redrawWhenFree, picturePicker } from "./forms.js";
+import { fieldset, liveFieldsets, form, field, table, button, act, moveButtons, editor, groupControl, update, redrawWhenFree, picturePicker } from "./forms.js";
 import { ask } from "./confirm.js";
 import { t } from "./texts.js";
 
@@ -237,17 +237,6 @@ export function emoji(box) {
 }
 
 // ---- linkifiers --------------------------------------------------------------------------------
-
-// An editor under a list (a linkifier, a profile field): one open at a time, Save and Cancel;
-// `fields` are the form's rows, `save()` sends them. Returns the node to put in place of the
-// last one.
-function editor(id, title, fields, save, close) {
-  return el("section", { id, class: "editor", attrs: { "aria-label": title } },
-    el("h3", { text: title }),
-    form({ class: "stack-form narrow-form" }, [...fields, el("div", { class: "row-actions" },
-      el("button", { type: "submit", class: "primary", text: t("common.save") }),
-      button(t("common.cancel"), close))], async () => { await save(); close(); }));
-}
 
 export async function linkifiers(box) {
   const list = el("div", { id: "linkifier-list" });

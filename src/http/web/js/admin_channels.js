@@ -8,7 +8,7 @@ import { el, clear, toast } from "./dom.js";
 import { swapIfChanged } from "./ui.js";
 import { state, isAdmin, userName, ROLE_GUEST } from "./state.js";
 import { allows } from "./perms.js";
-import { form, field, table, button, act, moveButtons, control, groupControl, update, redrawWhenFree } from "./forms.js";
+import { form, field, table, button, act, moveButtons, editor, control, groupControl, update, redrawWhenFree } from "./forms.js";
 import { ask } from "./confirm.js";
 import { t } from "./texts.js";
 
@@ -209,13 +209,9 @@ export function channelFolders(box) {
     open = f.id;
     const newName = el("input", { id: "folder-edit-name", required: true, maxLength: 60, value: f.name });
     const newDescription = el("input", { id: "folder-edit-description", maxLength: 1024, value: f.description || "" });
-    clear(editing).append(el("section", { id: "channel-folder-editor", class: "editor", attrs: { "aria-label": t("admin_channels.edit_the_folder", { name: f.name }) } },
-      el("h3", { text: t("admin_channels.edit_the_folder", { name: f.name }) }),
-      form({ class: "stack-form narrow-form" }, [field(t("common.name"), newName), field(t("common.description"), newDescription), el("div", { class: "row-actions" },
-        el("button", { type: "submit", class: "primary", text: t("common.save") }), button(t("common.cancel"), close))], async () => {
-        await api("PATCH", `channel_folders/${f.id}`, { name: newName.value.trim(), description: newDescription.value.trim() });
-        close();
-      })));
+    clear(editing).append(editor("channel-folder-editor", t("admin_channels.edit_the_folder", { name: f.name }),
+      [field(t("common.name"), newName), field(t("common.description"), newDescription)],
+      () => api("PATCH", `channel_folders/${f.id}`, { name: newName.value.trim(), description: newDescription.value.trim() }), close));
     newName.focus();
   };
   const channelCount = (f) => [...state.streams.values()].filter((s) => s.folder_id === f.id && !s.is_archived).length;

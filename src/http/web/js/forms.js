@@ -233,6 +233,16 @@ export function picturePicker(id, text, path, [savedKey, failedKey]) {
   return [file, el("label", { for: id, class: "button small", text })];
 }
 
+// An editor under a list (a linkifier, a profile field, a channel folder): one open at a time,
+// Save and Cancel; `fields` are the form's rows, `save()` sends them, then `close()` runs.
+export function editor(id, title, fields, save, close) {
+  return el("section", { id, class: "editor", attrs: { "aria-label": title } },
+    el("h3", { text: title }),
+    form({ class: "stack-form narrow-form" }, [...fields, el("div", { class: "row-actions" },
+      el("button", { type: "submit", class: "primary", text: t("common.save") }),
+      button(t("common.cancel"), close))], async () => { await save(); close(); }));
+}
+
 // "Move up" and "Move down" for an item of an ordered list (linkifiers, profile fields, channel
 // folders): `save(ids)` sends the new order of every item's id; the first item has no "up" and
 // the last no "down". `name` is the item's name for the buttons' accessible names.
