@@ -989,7 +989,7 @@ async fn web_first_screen(server: &InProcess, email: &str, rounds: usize) -> Res
     }
     let cookie = cookies.join("; ");
     // The files at the addresses the page names (under the build's version), as a browser
-    // with nothing cached fetches them.
+    // with nothing cached fetches them (taking gzip, as every browser does).
     let app = http
         .get(format!("{base}/"))
         .header("Cookie", &cookie)
@@ -1029,6 +1029,7 @@ async fn web_first_screen(server: &InProcess, email: &str, rounds: usize) -> Res
             let got = http
                 .get(format!("{base}/static/web/{prefix}{file}"))
                 .header("Cookie", &cookie)
+                .header("Accept-Encoding", "gzip, deflate, br, zstd")
                 .send()
                 .await?;
             ok &= got.status().is_success() && got.bytes().await.is_ok();

@@ -387,6 +387,45 @@ async fn the_client_files_are_served_with_their_tags_and_nothing_else_is() {
         .await
         .unwrap();
     assert_eq!(resp.status(), StatusCode::NOT_MODIFIED);
+    assert_eq!(headers["vary"], "Accept-Encoding");
+    assert!(!headers.contains_key("content-encoding"));
+    // A browser takes gzip: the same bytes compressed, under a tag of their own.
+    let gzipped = |accept: &'static str, tag: Option<String>| {
+        let mut req = browser
+            .client
+            .get(format!("{}/static/web/js/app.js", server.url))
+            .header("Accept-Encoding", accept);
+        if let Some(tag) = tag {
+            req = req.header("If-None-Match", tag);
+        }
+        req.send()
+    };
+    let resp = gzipped("br, gzip, deflate", None).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(resp.headers()["content-encoding"], "gzip");
+    assert_eq!(resp.headers()["vary"], "Accept-Encoding");
+    let gzip_tag = resp.headers()["etag"].to_str().unwrap().to_owned();
+    assert_ne!(gzip_tag, etag);
+    let compressed = resp.bytes().await.unwrap();
+    assert!(
+        compressed.len() * 2 < body.len(),
+        "{} bytes",
+        compressed.len()
+    );
+    let mut unpacked = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(&compressed[..]),
+        &mut unpacked,
+    )
+    .unwrap();
+    assert_eq!(unpacked, body);
+    let resp = gzipped("gzip", Some(gzip_tag)).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::NOT_MODIFIED);
+    assert_eq!(resp.headers()["content-encoding"], "gzip");
+    // Refused by `q=0`: the plain bytes.
+    let resp = gzipped("gzip;q=0, identity", None).await.unwrap();
+    assert!(!resp.headers().contains_key("content-encoding"));
+    assert_eq!(resp.text().await.unwrap(), body);
     // Encoded, so that the client sends the dots as they are (it would resolve `..` itself).
     for missing in [
         "/static/web/nope.js",
