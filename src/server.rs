@@ -831,6 +831,8 @@ pub async fn serve_with(
             Some((handle, actix_web::rt::spawn(server)))
         }
     };
+    // The client's files are compressed once, aside, rather than by the first visitor.
+    std::thread::spawn(crate::http::webclient::prepare_files);
     let server = actix_web::HttpServer::new(move || crate::http::app(data.clone()))
         .listen(listener)?
         .shutdown_timeout(10)

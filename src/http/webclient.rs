@@ -731,8 +731,13 @@ struct Compiled {
     gzip: Option<(Vec<u8>, String)>,
 }
 
-/// The compiled-in files with their tags, hashed and compressed once (about 30 ms at the first
-/// request of the client's files).
+/// Hashes and compresses the compiled-in files (tens of milliseconds), which the server does
+/// aside at start-up; a request that comes first waits for it.
+pub fn prepare_files() {
+    compiled();
+}
+
+/// The compiled-in files with their tags, hashed and compressed once.
 fn compiled() -> &'static HashMap<&'static str, Compiled> {
     static TABLE: OnceLock<HashMap<&'static str, Compiled>> = OnceLock::new();
     TABLE.get_or_init(|| {
