@@ -357,13 +357,20 @@ impl Queues {
 
     /// Delivers a durable batch: called by the engine with the state right after it.
     pub fn publish(&self, state: &Projections, batch: &[Envelope]) {
-        let by_user: HashMap<UserId, Vec<Arc<Queue>>> = {
+        // The map is looked up per recipient rather than copied whole: with thousands of
+        // people connected, a copy per batch cost more than the deliveries.
+        let public_readers: Vec<Arc<Queue>> = {
             let map = self.map();
             if map.by_id.is_empty() {
                 return;
             }
-            map.by_user.clone()
+            map.by_id
+                .values()
+                .filter(|q| q.options.all_public_streams)
+                .cloned()
+                .collect()
         };
+        let listening = |user: UserId| self.map().by_user.contains_key(&user);
         // Messages sent in this batch: their `message` events, built from the state after
         // it, already hold the submessages the batch added (a `/poll`'s widget), which then
         // need no `submessage` event of their own, as in Zulip.
@@ -386,22 +393,25 @@ impl Queues {
                 self.drop_user_queues(*user_id);
             }
             let mut told: BTreeSet<UserId> = BTreeSet::new();
-            for event in translate::client_events(state, &self.site, &self.secret, env) {
-                let Some(user_queues) = by_user.get(&event.user_id) else {
+            for event in translate::client_events(state, &self.site, &self.secret, env, &listening)
+            {
+                let Some(user_queues) = self.map().by_user.get(&event.user_id).cloned() else {
                     continue;
                 };
                 if event.kind() == "message" {
                     told.insert(event.user_id);
                 }
-                for q in user_queues {
+                for q in &user_queues {
                     deliver(state, q, env, &event);
                 }
             }
             // Queues registered with `all_public_streams` also see public channel messages
             // their user was not sent.
-            if let Some(message) = public_channel_message(state, env) {
-                for q in by_user.values().flatten() {
-                    if !q.options.all_public_streams || told.contains(&q.user_id) {
+            if let Some(message) =
+                public_channel_message(state, env).filter(|_| !public_readers.is_empty())
+            {
+                for q in &public_readers {
+                    if told.contains(&q.user_id) {
                         continue;
                     }
                     let Some(viewer) = state.users.get(q.user_id).filter(|u| u.is_active) else {

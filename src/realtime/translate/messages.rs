@@ -51,6 +51,7 @@ pub fn message_sent(
     message_id: MessageId,
     sender_id: UserId,
     sender_queue: Option<&SenderQueue>,
+    listening: &dyn Fn(UserId) -> bool,
 ) -> Deliveries {
     let Some(message) = state.messages.get(message_id) else {
         return Deliveries::new();
@@ -58,6 +59,7 @@ pub fn message_sent(
     let mut out: Deliveries =
         recipients(&state.channels, &state.users, &message.recipient, sender_id)
             .into_iter()
+            .filter(|user_id| listening(*user_id))
             .filter_map(|user_id| {
                 let viewer = state.users.get(user_id).filter(|u| u.is_active)?;
                 let mut event = message_event(state, site, viewer, message);

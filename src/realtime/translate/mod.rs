@@ -17,6 +17,7 @@ mod users;
 
 use crate::auth::ServerSecret;
 use crate::events::{Envelope, Event};
+use crate::ids::UserId;
 use crate::projections::Projections;
 use crate::render::Site;
 use serde_json::json;
@@ -25,7 +26,9 @@ pub use event::{ClientEvent, Deliveries, MessageSource, Variants};
 pub use messages::message_event;
 
 /// The client events of one durable event, each with the user it is for. `state` is the
-/// state right after the event's batch.
+/// state right after the event's batch. `listening` tells whether a user has a queue at all:
+/// the events that are built per recipient (a message's, with each reader's flags) are built
+/// only for those who have.
 ///
 /// Long by the number of stored events, not by logic: one arm per event (no catch-all, so a
 /// new event does not compile until it is decided what clients hear of it), each handing its
@@ -35,6 +38,7 @@ pub fn client_events(
     site: &Site,
     secret: &ServerSecret,
     env: &Envelope,
+    listening: &dyn Fn(UserId) -> bool,
 ) -> Deliveries {
     match &env.event {
         Event::RealmCreated { .. }
@@ -220,6 +224,7 @@ pub fn client_events(
                 *message_id,
                 *sender_id,
                 sender_queue.as_deref(),
+                listening,
             );
             out.extend(attachments::linked(state, *message_id));
             out
