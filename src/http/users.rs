@@ -10,11 +10,12 @@ use crate::error::{ApiError, ApiResult};
 use crate::events::Role;
 use crate::ids::UserId;
 use crate::projections::{Projections, User};
+use crate::render::fields::JsonBuf;
 use crate::render::realm::profile_data_json;
 use crate::render::users::avatar_url;
 use crate::render::users::email_visible;
 use crate::render::users::placeholder_email;
-use crate::render::users::user_json;
+use crate::render::users::{user_json, UserShape, Viewer};
 use crate::time::iso8601_ms;
 use actix_web::{web, HttpRequest, HttpResponse};
 use serde_json::{json, Value};
@@ -56,24 +57,44 @@ pub async fn get_users(
             .collect(),
     };
     // A few hundred people per hold of the read state: a list of tens of thousands takes
-    // a tenth of a second to write out, and the writer (then every reader behind it) must not
-    // wait that long. Each person is written whole from one state.
-    let mut members = Vec::with_capacity(ids.len());
+    // a tenth of a second to write out the first time, and the writer (then every reader
+    // queued behind it) must not wait that long. Each person is written whole from one state,
+    // from the text kept for them since they last changed (`UserCards`, as `/register` does).
+    let shape = UserShape {
+        profile_data: with_profile,
+        is_active: true,
+    };
+    let mut parts = Vec::with_capacity(ids.len().div_ceil(USERS_PER_READ));
     for part in ids.chunks(USERS_PER_READ) {
-        state.engine.read(|s| {
+        let text = state.engine.read(|s| {
             let viewer = s
                 .users
                 .get(auth.user_id)
                 .ok_or_else(|| ApiError::internal("authenticated user missing"))?;
-            members.extend(
-                part.iter()
-                    .filter_map(|id| s.users.get(*id).filter(|u| !u.is_system_bot()))
-                    .map(|u: &User| user_json(s, &state.site, viewer, u, with_profile)),
-            );
-            Ok::<(), ApiError>(())
+            let users = part
+                .iter()
+                .filter_map(|id| s.users.get(*id).filter(|u| !u.is_system_bot()));
+            let mut text = JsonBuf::with_capacity(part.len() * 512);
+            let viewer = Viewer::new(s, viewer);
+            state
+                .site
+                .cards
+                .write_shaped(&mut text, s, &state.site, &viewer, users, shape);
+            Ok::<JsonBuf, ApiError>(text)
         })?;
+        if text.failed() {
+            return Err(ApiError::internal("a user could not be written"));
+        }
+        parts.push(text);
     }
-    Ok(params.success(json!({ "members": members })))
+    let size = parts.iter().map(JsonBuf::len).sum::<usize>() + 128;
+    params.success_with(size, |o| {
+        // Each part is an array: their items joined make the one list.
+        o.field_with("members", |out| {
+            let items = parts.iter().map(JsonBuf::as_bytes).filter(|p| p.len() > 2);
+            out.array(items, |out, part| out.text(&part[1..part.len() - 1]));
+        })
+    })
 }
 
 /// `GET /users/{user_id}` and `GET /users/{email}`: one account. An email finds the account

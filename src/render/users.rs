@@ -217,7 +217,8 @@ pub struct UserCards {
 struct Cards {
     /// The users' and the profile fields' stamps the texts were written under.
     stamps: Option<(Stamp, Stamp)>,
-    texts: std::collections::HashMap<(UserId, bool), Box<[u8]>>,
+    /// By user, whether the real address shows, and the shape (profile data, `is_active`).
+    texts: std::collections::HashMap<(UserId, bool, bool, bool), Box<[u8]>>,
 }
 
 /// How `realm_users` and `realm_non_active_users` show a user: `is_active` is left out, since
@@ -237,9 +238,23 @@ impl UserCards {
         viewer: &Viewer<'_>,
         users: impl IntoIterator<Item = &'u User>,
     ) {
+        self.write_shaped(out, state, site, viewer, users, LISTED);
+    }
+
+    /// Writes `users` as an array of user objects of `shape` as `viewer` sees them (`GET
+    /// /users` asks for `is_active`, and for profile data or not).
+    pub fn write_shaped<'u>(
+        &self,
+        out: &mut JsonBuf,
+        state: &Projections,
+        site: &Site,
+        viewer: &Viewer<'_>,
+        users: impl IntoIterator<Item = &'u User>,
+        shape: UserShape,
+    ) {
         let write_one = |user: &User| {
             let mut text = JsonBuf::with_capacity(512);
-            text.object(|o| user_fields(o, state, site, viewer, user, LISTED));
+            text.object(|o| user_fields(o, state, site, viewer, user, shape));
             text
         };
         let stamps = (state.users.stamp(), state.profile_fields.stamp());
@@ -251,7 +266,12 @@ impl UserCards {
             cards.stamps = Some(stamps);
         }
         out.array(users, |out, user| {
-            let key = (user.user_id, viewer.sees_email_of(user));
+            let key = (
+                user.user_id,
+                viewer.sees_email_of(user),
+                shape.profile_data,
+                shape.is_active,
+            );
             match cards.texts.get(&key) {
                 Some(text) => out.text(text),
                 None => {

@@ -149,6 +149,25 @@ async fn user_lists_and_lookups() {
     let (_, body) = as_alice.get("/users/1", &[]).await;
     assert_eq!(body["user"]["delivery_email"], OWNER);
     assert_eq!(body["user"]["email"], OWNER);
+    // The list, whose people's texts are kept between answers, says so too, and shows a
+    // new name at once.
+    let (_, body) = as_alice.get("/users", &[]).await;
+    assert_eq!(body["members"][0]["delivery_email"], OWNER);
+    let renamed = owner
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/users/{alice_id}"),
+            &[("full_name", "Alice Liddell")],
+        )
+        .await;
+    assert_eq!(renamed.0, StatusCode::OK, "{}", renamed.1);
+    let (_, body) = as_alice.get("/users", &[]).await;
+    assert_eq!(body["members"][1]["full_name"], "Alice Liddell");
+    let (_, body) = owner
+        .get("/users", &[("include_custom_profile_fields", "true")])
+        .await;
+    assert_eq!(body["members"][1]["full_name"], "Alice Liddell");
+    assert_eq!(body["members"][1]["profile_data"], json!({}));
     assert_eq!(set("4").await.0, StatusCode::OK);
     let (_, body) = owner.get(&format!("/users/{alice_id}"), &[]).await;
     assert_eq!(body["user"]["delivery_email"], Value::Null);
