@@ -251,12 +251,30 @@ macro_rules! endpoint {
     ($cfg:expr, $path:expr, $($method:ident => $handler:expr),+ $(,)?) => {
         $cfg.service(
             web::resource($path)
+                .app_data(Pattern($path))
                 $(.route(web::$method().to($handler)))+
                 .default_service(web::to(|| async {
                     method_not_allowed(&[$(stringify!($method)),+])
                 })),
         )
     };
+}
+
+/// The pattern a resource was registered under, kept with it so that the metrics read the
+/// route of an answered request back (`HttpRequest::match_pattern` matches the path against
+/// the route table again, which costs more than most requests).
+#[derive(Clone, Copy)]
+struct Pattern(&'static str);
+
+/// The scope a path is under (the part of a route's pattern above the resource's own).
+fn scope_of(path: &str) -> &'static str {
+    ["/api/v1", "/json", "/scim/v2"]
+        .into_iter()
+        .find(|scope| {
+            path.strip_prefix(scope)
+                .is_some_and(|rest| rest.starts_with('/'))
+        })
+        .unwrap_or("")
 }
 
 /// The whole route table.
@@ -790,14 +808,23 @@ pub fn app(
         .wrap_fn(|req, srv| {
             // Every answer is counted by its route's pattern (never the raw path: ids and names
             // would make a series each), method and status, and timed.
-            let route = req
-                .match_pattern()
-                .unwrap_or_else(|| "unmatched".to_owned());
+            let scope = scope_of(req.path());
             let method = req.method().as_str().to_owned();
             let started = std::time::Instant::now();
             let response = srv.call(req);
             async move {
                 let result = response.await;
+                let route = result
+                    .as_ref()
+                    .ok()
+                    .and_then(|res| {
+                        let req = res.request();
+                        match req.app_data::<Pattern>() {
+                            Some(Pattern(pattern)) => Some(format!("{scope}{pattern}")),
+                            None => req.match_pattern(),
+                        }
+                    })
+                    .unwrap_or_else(|| "unmatched".to_owned());
                 let status = match &result {
                     Ok(res) => res.status().as_u16(),
                     Err(error) => error.as_response_error().status_code().as_u16(),

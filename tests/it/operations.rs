@@ -160,6 +160,15 @@ async fn metrics_on_the_main_address_need_the_configured_token() {
     let server = Server::start_with(&["--config", &file.display().to_string()]);
     let (status, _) = server.api(None).get("/server_settings", &[]).await;
     assert_eq!(status, StatusCode::OK);
+    // A route with a part in its pattern, a method it does not take, no route at all.
+    let owner = server.api(Some(&server.owner()));
+    assert_eq!(owner.get("/users/1", &[]).await.0, StatusCode::OK);
+    let (status, _) = owner.call(reqwest::Method::PUT, "/users/1", &[]).await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(
+        owner.get("/no/such/route", &[]).await.0,
+        StatusCode::NOT_FOUND
+    );
     let url = format!("{}/metrics", server.url);
     let client = reqwest::Client::new();
     let refused = client.get(&url).send().await.unwrap();
@@ -185,6 +194,13 @@ async fn metrics_on_the_main_address_need_the_configured_token() {
         ),
         "{text}"
     );
+    for series in [
+        "chronicle_http_requests_total{method=\"GET\",route=\"/api/v1/users/{user_id}\",status=\"200\"} 1",
+        "chronicle_http_requests_total{method=\"PUT\",route=\"/api/v1/users/{user_id}\",status=\"405\"} 1",
+        "chronicle_http_requests_total{method=\"GET\",route=\"unmatched\",status=\"404\"} 1",
+    ] {
+        assert!(text.contains(series), "{series} in {text}");
+    }
     assert!(text.contains("chronicle_people 1"), "{text}");
     // The token is a secret: not in the server's log.
     assert!(!server.stderr().contains("a-long-metrics-token"));
