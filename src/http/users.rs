@@ -79,7 +79,7 @@ pub async fn get_users(
             state
                 .site
                 .cards
-                .write_shaped(&mut text, s, &state.site, &viewer, users, shape);
+                .write(&mut text, s, &state.site, &viewer, users, shape);
             Ok::<JsonBuf, ApiError>(text)
         })?;
         if text.failed() {

@@ -16,7 +16,7 @@ use crate::render::fields::{Fields, JsonBuf, Obj};
 use crate::render::groups::group_json;
 use crate::render::realm::realm_setting_json;
 use crate::render::users::bot_json;
-use crate::render::users::{avatar_url, user_fields, UserShape};
+use crate::render::users::{avatar_url, user_fields, UserShape, LISTED};
 use crate::render::Site;
 use crate::render::{ZULIP_FEATURE_LEVEL, ZULIP_MERGE_BASE, ZULIP_VERSION};
 use serde::Serialize;
@@ -629,11 +629,11 @@ fn people(out: &mut Out, cx: &Cx<'_>) {
     let viewer = crate::render::users::Viewer::new(state, me);
     out.put_with("realm_users", |b| {
         let users = state.users.members().filter(|u| u.is_active);
-        site.cards.write(b, state, site, &viewer, users);
+        site.cards.write(b, state, site, &viewer, users, LISTED);
     });
     out.put_with("realm_non_active_users", |b| {
         let users = state.users.members().filter(|u| !u.is_active);
-        site.cards.write(b, state, site, &viewer, users);
+        site.cards.write(b, state, site, &viewer, users, LISTED);
     });
     let bot = UserShape {
         profile_data: false,

@@ -223,27 +223,16 @@ struct Cards {
 
 /// How `realm_users` and `realm_non_active_users` show a user: `is_active` is left out, since
 /// the list a user is in says it.
-const LISTED: UserShape = UserShape {
+pub const LISTED: UserShape = UserShape {
     profile_data: true,
     is_active: false,
 };
 
 impl UserCards {
-    /// Writes `users` as an array of user objects as `viewer` sees them in `/register`.
+    /// Writes `users` as an array of user objects of `shape` as `viewer` sees them:
+    /// [`LISTED`] in `/register`; `GET /users` asks for `is_active`, and for profile data or
+    /// not.
     pub fn write<'u>(
-        &self,
-        out: &mut JsonBuf,
-        state: &Projections,
-        site: &Site,
-        viewer: &Viewer<'_>,
-        users: impl IntoIterator<Item = &'u User>,
-    ) {
-        self.write_shaped(out, state, site, viewer, users, LISTED);
-    }
-
-    /// Writes `users` as an array of user objects of `shape` as `viewer` sees them (`GET
-    /// /users` asks for `is_active`, and for profile data or not).
-    pub fn write_shaped<'u>(
         &self,
         out: &mut JsonBuf,
         state: &Projections,
