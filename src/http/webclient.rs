@@ -594,6 +594,7 @@ fn serve(req: &HttpRequest, path: &str, cache: &'static str) -> HttpResponse {
     };
     // The compressed form when the browser takes it (every browser does): a third of the
     // bytes, compressed once per build rather than per request.
+    let compressible = found.gzip.is_some();
     let (body, etag, gzipped) = match found.gzip {
         Some((gzip, etag)) if accepts_gzip(req) => (gzip, etag, true),
         _ => (found.bytes, found.etag, false),
@@ -611,7 +612,7 @@ fn serve(req: &HttpRequest, path: &str, cache: &'static str) -> HttpResponse {
         .insert_header((header::CONTENT_TYPE, content_type(path)))
         .insert_header((header::CACHE_CONTROL, cache))
         .insert_header((header::ETAG, etag));
-    if found.compressible {
+    if compressible {
         response.insert_header((header::VARY, "Accept-Encoding"));
     }
     if gzipped {
@@ -672,7 +673,6 @@ pub(super) fn redirect(to: &str) -> HttpResponse {
 struct Found {
     bytes: actix_web::web::Bytes,
     etag: String,
-    compressible: bool,
     gzip: Option<(actix_web::web::Bytes, String)>,
 }
 
@@ -689,14 +689,12 @@ fn file(path: &str) -> Option<Found> {
         return Some(Found {
             bytes: Bytes::from(bytes),
             etag,
-            compressible: false,
             gzip: None,
         });
     }
     compiled().get(path).map(|file| Found {
         bytes: Bytes::from_static(file.bytes),
         etag: file.etag.clone(),
-        compressible: file.gzip.is_some(),
         gzip: file
             .gzip
             .as_ref()
@@ -746,16 +744,12 @@ fn compiled() -> &'static HashMap<&'static str, Compiled> {
             .map(|(name, bytes)| {
                 let text = content_type(name).starts_with("text/")
                     || content_type(name).starts_with("image/svg");
+                let etag = tag_of(bytes);
                 let gzip = text
                     .then(|| gzipped(bytes))
                     .flatten()
                     .filter(|gzip| gzip.len() < bytes.len())
-                    .map(|gzip| {
-                        let tag = tag_of(bytes);
-                        let tag = format!("{}-gzip\"", &tag[..tag.len() - 1]);
-                        (gzip, tag)
-                    });
-                let etag = tag_of(bytes);
+                    .map(|gzip| (gzip, format!("{}-gzip\"", &etag[..etag.len() - 1])));
                 (*name, Compiled { bytes, etag, gzip })
             })
             .collect()

@@ -359,17 +359,12 @@ impl Queues {
     pub fn publish(&self, state: &Projections, batch: &[Envelope]) {
         // The map is looked up per recipient rather than copied whole: with thousands of
         // people connected, a copy per batch cost more than the deliveries.
-        let public_readers: Vec<Arc<Queue>> = {
-            let map = self.map();
-            if map.by_id.is_empty() {
-                return;
-            }
-            map.by_id
-                .values()
-                .filter(|q| q.options.all_public_streams)
-                .cloned()
-                .collect()
-        };
+        if self.is_empty() {
+            return;
+        }
+        // The queues that see every public channel's messages, found once per batch and only
+        // for a batch that sends one.
+        let public_readers: std::cell::OnceCell<Vec<Arc<Queue>>> = std::cell::OnceCell::new();
         let listening = |user: UserId| self.map().by_user.contains_key(&user);
         // Messages sent in this batch: their `message` events, built from the state after
         // it, already hold the submessages the batch added (a `/poll`'s widget), which then
@@ -407,10 +402,16 @@ impl Queues {
             }
             // Queues registered with `all_public_streams` also see public channel messages
             // their user was not sent.
-            if let Some(message) =
-                public_channel_message(state, env).filter(|_| !public_readers.is_empty())
-            {
-                for q in &public_readers {
+            if let Some(message) = public_channel_message(state, env) {
+                let readers = public_readers.get_or_init(|| {
+                    let map = self.map();
+                    map.by_id
+                        .values()
+                        .filter(|q| q.options.all_public_streams)
+                        .cloned()
+                        .collect()
+                });
+                for q in readers {
                     if told.contains(&q.user_id) {
                         continue;
                     }

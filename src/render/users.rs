@@ -153,7 +153,7 @@ pub fn user_json(
 }
 
 /// Which optional fields a user object carries.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct UserShape {
     /// `profile_data`, for humans.
     pub profile_data: bool,
@@ -217,8 +217,8 @@ pub struct UserCards {
 struct Cards {
     /// The users' and the profile fields' stamps the texts were written under.
     stamps: Option<(Stamp, Stamp)>,
-    /// By user, whether the real address shows, and the shape (profile data, `is_active`).
-    texts: std::collections::HashMap<(UserId, bool, bool, bool), Box<[u8]>>,
+    /// By user, whether the real address shows, and the shape.
+    texts: std::collections::HashMap<(UserId, bool, UserShape), Box<[u8]>>,
 }
 
 /// How `realm_users` and `realm_non_active_users` show a user: `is_active` is left out, since
@@ -255,12 +255,7 @@ impl UserCards {
             cards.stamps = Some(stamps);
         }
         out.array(users, |out, user| {
-            let key = (
-                user.user_id,
-                viewer.sees_email_of(user),
-                shape.profile_data,
-                shape.is_active,
-            );
+            let key = (user.user_id, viewer.sees_email_of(user), shape);
             match cards.texts.get(&key) {
                 Some(text) => out.text(text),
                 None => {
