@@ -160,14 +160,15 @@ fn decode_body(body: &[u8]) -> Result<Envelope, DecodeError> {
 impl Envelope {
     /// Encodes the envelope into a stored record linked to the record before it.
     pub fn encode(&self, link: &RecordHash) -> Result<Vec<u8>, rmp_serde::encode::Error> {
-        let body = rmp_serde::to_vec_named(self)?;
-        let mut rest = Vec::with_capacity(body.len() + 33);
-        rest.push(CHAIN_MARK);
-        rest.extend_from_slice(link);
-        rest.extend_from_slice(&body);
-        let mut record = Vec::with_capacity(rest.len() + 4);
-        record.extend_from_slice(&crc32fast::hash(&rest).to_be_bytes());
-        record.extend_from_slice(&rest);
+        // One buffer, sized for a message so that it seldom grows: the checksum's place, the
+        // chain's mark and link, then the body, encoded in place.
+        let mut record = Vec::with_capacity(1024);
+        record.extend_from_slice(&[0; 4]);
+        record.push(CHAIN_MARK);
+        record.extend_from_slice(link);
+        rmp_serde::encode::write_named(&mut record, self)?;
+        let checksum = crc32fast::hash(&record[4..]);
+        record[..4].copy_from_slice(&checksum.to_be_bytes());
         Ok(record)
     }
 
