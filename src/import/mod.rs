@@ -34,6 +34,7 @@ use crate::store::{EventLog, SledLog};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Why an import stopped: one line, naming the file (and line or message) where it applies.
 #[derive(Debug, Clone, PartialEq)]
@@ -129,10 +130,11 @@ pub struct NewChannel {
     pub history_public: Option<bool>,
 }
 
-type Batch = Vec<(Seq, Vec<u8>)>;
+type Batch = Vec<Envelope>;
 
-/// The log, stored on a thread of its own: while sled stores one batch, the import reads,
-/// renders, seals and folds the next (the importer's two cores).
+/// The log, sealed and stored by two threads of its own: while one links a batch's records
+/// into the hash chain and the other has sled store the batch before, the import reads,
+/// renders and folds the next (sled's own threads write its buffers to the disk).
 struct LogThread {
     batches: Option<std::sync::mpsc::SyncSender<Batch>>,
     thread: Option<std::thread::JoinHandle<Result<(), ImportError>>>,
@@ -144,11 +146,27 @@ impl LogThread {
         let thread = std::thread::Builder::new()
             .name("import-log".into())
             .spawn(move || {
-                for batch in incoming {
-                    log.append_batch(&batch)?;
-                }
-                log.flush()?;
-                Ok(())
+                std::thread::scope(|scope| {
+                    let (sealed_out, sealed) =
+                        std::sync::mpsc::sync_channel::<Vec<(Seq, Vec<u8>)>>(1);
+                    let sealer = std::thread::Builder::new()
+                        .name("import-seal".into())
+                        .spawn_scoped(scope, move || seal(incoming, sealed_out))
+                        .map_err(|e| ImportError::new(format!("writing the log: {e}")))?;
+                    // Storing stops at the first error; the sealer then stops at its next
+                    // batch, and the import at the one after.
+                    let stored = (|| {
+                        for records in sealed {
+                            log.append_batch(&records)?;
+                        }
+                        log.flush()?;
+                        Ok(())
+                    })();
+                    let sealing = sealer.join().unwrap_or_else(|_| {
+                        Err(ImportError::new("writing the log: its thread failed"))
+                    });
+                    sealing.and(stored)
+                })
             });
         match thread {
             Ok(thread) => LogThread {
@@ -199,12 +217,36 @@ impl Drop for LogThread {
     }
 }
 
+/// Encodes each batch's events into records linked into the hash chain, in order, for the
+/// thread that stores them (until it stops taking them).
+fn seal(
+    incoming: std::sync::mpsc::Receiver<Batch>,
+    sealed: std::sync::mpsc::SyncSender<Vec<(Seq, Vec<u8>)>>,
+) -> Result<(), ImportError> {
+    let mut chain = Chain::after(crate::events::GENESIS);
+    for batch in incoming {
+        let records = batch
+            .iter()
+            .map(|env| {
+                let record = chain
+                    .seal(env)
+                    .map_err(|e| ImportError::new(format!("encoding an event: {e}")))?;
+                Ok((env.seq, record))
+            })
+            .collect::<Result<Vec<_>, ImportError>>()?;
+        drop(batch);
+        if sealed.send(records).is_err() {
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// The log being written and the state it folds to.
 pub struct Writer {
     log: LogThread,
     seq: u64,
-    batch: Vec<(Seq, Vec<u8>)>,
-    chain: Chain,
+    batch: Batch,
     now_ms: i64,
     pub state: Projections,
     secret: ServerSecret,
@@ -212,6 +254,8 @@ pub struct Writer {
     uploads: crate::uploads::UploadStore,
     /// Reactions name emoji as Slack and Mattermost do (iamcal's names), not as Zulip does.
     pub iamcal_names: bool,
+    /// The client every imported message was sent from, one string for them all.
+    client: Arc<str>,
     pub report: Report,
 }
 
@@ -223,13 +267,13 @@ impl Writer {
             log: LogThread::start(SledLog::open(&layout.log())?),
             seq: 0,
             batch: Vec::new(),
-            chain: Chain::after(crate::events::GENESIS),
             now_ms: crate::time::now_ms(),
             state: Projections::unindexed(),
             secret,
             nonces: BTreeMap::new(),
             uploads: crate::uploads::UploadStore::new(&layout.uploads()),
             iamcal_names: false,
+            client: "import".into(),
             report: Report {
                 source: source.to_owned(),
                 archive_sha256: sha256.to_owned(),
@@ -257,12 +301,8 @@ impl Writer {
             schema_version: SCHEMA_VERSION,
             event,
         };
-        let record = self
-            .chain
-            .seal(&env)
-            .map_err(|e| ImportError::new(format!("encoding an event: {e}")))?;
-        self.batch.push((env.seq, record));
         self.state.apply(&env);
+        self.batch.push(env);
         if self.batch.len() >= 10_000 {
             self.log.append(std::mem::take(&mut self.batch))?;
         }
@@ -474,30 +514,43 @@ impl Writer {
         sent_ms: i64,
         last_edit_ms: Option<i64>,
     ) -> Result<Option<MessageId>, ImportError> {
-        let content = clean_content(content);
-        if content.trim().is_empty() {
-            return Ok(None);
+        match prepare(&self.state, content) {
+            Some(prepared) => self
+                .send_prepared(sender, recipient, prepared, sent_ms, last_edit_ms)
+                .map(Some),
+            None => Ok(None),
         }
-        let rendered = crate::markdown::render_message(&content, &OrgResolver(&self.state));
+    }
+
+    /// A message prepared beforehand; its id is the next one.
+    pub fn send_prepared(
+        &mut self,
+        sender: UserId,
+        recipient: Recipient,
+        prepared: Prepared,
+        sent_ms: i64,
+        last_edit_ms: Option<i64>,
+    ) -> Result<MessageId, ImportError> {
         let message_id = self.state.messages.next_id();
-        let is_me_message = content.starts_with("/me ") && !content.contains('\n');
+        let is_me_message =
+            prepared.content.starts_with("/me ") && !prepared.content.contains('\n');
         let event = Event::MessageSent {
             message_id,
             sender_id: sender,
             recipient,
-            content: content.into(),
-            rendered_content: rendered.html.into(),
-            client: "import".into(),
+            content: prepared.content,
+            rendered_content: prepared.html,
+            client: self.client.clone(),
             is_me_message,
-            mentioned: rendered.mentioned.into_iter().map(UserId).collect(),
-            stream_wildcard: rendered.stream_wildcard,
-            topic_wildcard: rendered.topic_wildcard,
+            mentioned: prepared.mentioned,
+            stream_wildcard: prepared.stream_wildcard,
+            topic_wildcard: prepared.topic_wildcard,
             sender_queue: None,
             alerted: Vec::new(),
         };
         self.push_at(Some(sender), sent_ms, event, last_edit_ms)?;
         self.count("messages", 1);
-        Ok(Some(message_id))
+        Ok(message_id)
     }
 
     /// A reaction with an emoji named as Zulip names them, or one of the organization's custom
@@ -800,6 +853,34 @@ impl Writer {
         std::fs::write(layout.dir.join("import-report.json"), report)?;
         Ok(self.report)
     }
+}
+
+/// A message's content, cleaned and rendered, in the form its event holds.
+pub struct Prepared {
+    pub content: Arc<str>,
+    html: Arc<str>,
+    mentioned: Vec<UserId>,
+    stream_wildcard: bool,
+    topic_wildcard: bool,
+}
+
+/// A message's content cleaned and rendered against `state`, ahead of its sending: the part of
+/// it that reads no more than the organization's people, channels and settings, which an
+/// importer may do on another thread while those stand still. `None` when nothing is left to
+/// show.
+pub fn prepare(state: &Projections, content: &str) -> Option<Prepared> {
+    let content = clean_content(content);
+    if content.trim().is_empty() {
+        return None;
+    }
+    let rendered = crate::markdown::render_message(&content, &OrgResolver(state));
+    Some(Prepared {
+        content: content.into(),
+        html: rendered.html.into(),
+        mentioned: rendered.mentioned.into_iter().map(UserId).collect(),
+        stream_wildcard: rendered.stream_wildcard,
+        topic_wildcard: rendered.topic_wildcard,
+    })
 }
 
 /// A message's content as a client could send it: without control characters (some exports

@@ -12,6 +12,8 @@
 //!   `<mailto:a@b|a@b>` → `mailto:a@b`;
 //! - then the three entities Slack escapes (`&lt;`, `&gt;`, `&amp;`) are decoded.
 
+use std::borrow::Cow;
+
 /// What a Slack id refers to, for links and mentions.
 pub trait Names {
     /// A user's Chronicle id and full name.
@@ -52,7 +54,12 @@ pub fn without_token(url: &str) -> String {
 
 /// Converts one message text.
 pub fn convert(text: &str, names: &dyn Names) -> String {
-    let linked = angle_brackets(text, names);
+    // Each step leaves text without its construct as it is, uncopied (most messages have none).
+    let linked = if text.contains('<') {
+        Cow::Owned(angle_brackets(text, names))
+    } else {
+        Cow::Borrowed(text)
+    };
     let mut out = String::with_capacity(linked.len());
     // Formatting applies outside code spans and blocks only.
     for (code, part) in code_split(&linked) {
@@ -64,7 +71,7 @@ pub fn convert(text: &str, names: &dyn Names) -> String {
             out.push_str(&markers(&part, '_', "*"));
         }
     }
-    decode_entities(&out)
+    decode_entities(out)
 }
 
 /// `<…>` constructs: mentions, channel links, special mentions and links.
@@ -172,7 +179,10 @@ fn is_boundary(c: char) -> bool {
 }
 
 /// Replaces `marker…marker` spans by `zulip…zulip` where Slack would format them.
-fn markers(text: &str, marker: char, zulip: &str) -> String {
+fn markers<'a>(text: &'a str, marker: char, zulip: &str) -> Cow<'a, str> {
+    if !text.contains(marker) {
+        return Cow::Borrowed(text);
+    }
     let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len() + 8);
     let mut i = 0;
@@ -213,11 +223,14 @@ fn markers(text: &str, marker: char, zulip: &str) -> String {
         out.push(chars[i]);
         i += 1;
     }
-    out
+    Cow::Owned(out)
 }
 
 /// Slack escapes exactly these three in message text.
-fn decode_entities(text: &str) -> String {
+fn decode_entities(text: String) -> String {
+    if !text.contains('&') {
+        return text;
+    }
     text.replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&amp;", "&")

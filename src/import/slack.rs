@@ -9,11 +9,15 @@
 //! exports append). Slack keeps no read state in an export: everything imported is read.
 //! Join, leave, rename and pin notices are dropped (Zulip drops them too).
 
-use super::archive::Archive;
+use super::archive::{parse_json, Archive};
 use super::mrkdwn::{self, Names};
-use super::{thread_topic, unique_name, ImportError, NewChannel, NewUser, Options, Taken, Writer};
+use super::{
+    prepare, thread_topic, unique_name, ImportError, NewChannel, NewUser, Options, Prepared, Taken,
+    Writer,
+};
 use crate::events::{Recipient, Role};
 use crate::ids::{ChannelId, UserId};
+use crate::projections::Projections;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -166,9 +170,11 @@ struct Pending {
     ts: i64,
     conversation: usize,
     /// Where it came from, for the report.
-    at: String,
+    at: At,
     sender: UserId,
-    text: String,
+    /// Cleaned and rendered while the files are read (nothing a message's rendering reads
+    /// changes while Slack's messages are sent).
+    message: Prepared,
     thread_ts: Option<i64>,
     edited: Option<i64>,
     reactions: Vec<(String, Vec<String>)>,
@@ -176,12 +182,12 @@ struct Pending {
 
 /// Slack's `ts` ("1516454482.000120", or a number) in microseconds.
 fn micros(ts: &Value) -> Option<i64> {
-    let text = match ts {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
+    let text: std::borrow::Cow<str> = match ts {
+        Value::String(s) => s.as_str().into(),
+        Value::Number(n) => n.to_string().into(),
         _ => return None,
     };
-    let (secs, frac) = text.split_once('.').unwrap_or((&text, ""));
+    let (secs, frac) = text.split_once('.').unwrap_or((&*text, ""));
     let secs: i64 = secs.parse().ok()?;
     if !(0..=32_503_680_000).contains(&secs) || !frac.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -567,7 +573,7 @@ pub fn import(
     }
 
     // Every message of every conversation, then all of them in time order.
-    let mut pending = read_messages(archive, w, &conversations, &ids)?;
+    let (mut pending, files) = read_messages(archive, w, &conversations, &ids)?;
     pending.sort_by_key(|p| (p.ts, p.conversation));
     let topics = thread_topics(&pending, &conversations);
     // Each message is dropped once sent: the state grows as the read messages shrink.
@@ -589,27 +595,28 @@ pub fn import(
             }
         };
         let ms = p.ts / 1000;
-        let Some(message_id) =
-            w.send(p.sender, recipient, &p.text, ms, p.edited.map(|e| e / 1000))?
-        else {
-            w.skip(
-                "message",
-                &p.at,
-                "nothing to show once control characters are left out",
-            );
-            continue;
-        };
+        let message_id = w.send_prepared(
+            p.sender,
+            recipient,
+            p.message,
+            ms,
+            p.edited.map(|e| e / 1000),
+        )?;
         for (name, users) in &p.reactions {
             let name = without_skin_tone(name);
             for user in users {
                 let Some((user_id, _)) = ids.users.get(user) else {
-                    w.skip("reaction", &p.at, format!("by an unknown user {user}"));
+                    w.skip(
+                        "reaction",
+                        p.at.text(&files),
+                        format!("by an unknown user {user}"),
+                    );
                     continue;
                 };
                 if !w.react(message_id, *user_id, name, ms)? {
                     w.skip(
                         "reaction",
-                        &p.at,
+                        p.at.text(&files),
                         format!(":{name}: is not an emoji Zulip knows (Slack's custom emoji are not in its export)"),
                     );
                 }
@@ -627,114 +634,216 @@ fn without_skin_tone(name: &str) -> &str {
     name.split("::").next().unwrap_or(name)
 }
 
-/// Reads every day file of every conversation.
+/// Reads every day file of every conversation. The files are parsed and converted on this
+/// thread and a helper, each taking the next file when free (while this one also unpacks
+/// them); what they give is put back in the files' order, so that the import and its report
+/// do not depend on which thread was faster.
 fn read_messages(
     archive: &mut Archive,
     w: &mut Writer,
     conversations: &[Conversation],
     ids: &Ids,
-) -> Result<Vec<Pending>, ImportError> {
+) -> Result<(Vec<Pending>, Vec<String>), ImportError> {
     let mut by_dir: HashMap<&str, usize> = HashMap::new();
     for (i, c) in conversations.iter().enumerate() {
         by_dir.entry(c.dir.as_str()).or_insert(i);
     }
-    let names: Vec<String> = archive.names().map(str::to_owned).collect();
-    let mut pending = Vec::new();
-    for name in names {
+    let mut files: Vec<(String, usize)> = Vec::new();
+    for name in archive.names() {
         let Some((dir, file)) = name.rsplit_once('/') else {
             continue;
         };
         if !file.ends_with(".json") {
             continue;
         }
-        let Some(&conversation) = by_dir.get(dir) else {
-            w.skip(
+        match by_dir.get(dir) {
+            Some(&conversation) => files.push((name.to_owned(), conversation)),
+            None => w.skip(
                 "file",
-                &name,
+                name,
                 "no channel or conversation of the export has this directory",
-            );
-            continue;
-        };
-        let day: Vec<DayEntry> = archive.json_as(&name, "a JSON list of messages")?;
-        for (i, entry) in day.iter().enumerate() {
-            let at = format!("{name}, message {}", i + 1);
-            let Some(message) = &entry.0 else {
-                continue;
-            };
-            if message.r#type != "message" {
-                continue;
-            }
-            let subtype = text_of(&message.subtype);
-            if DROPPED_SUBTYPES.contains(&subtype) || subtype == "tombstone" {
-                w.count("notices dropped", 1);
-                continue;
-            }
-            let Some(ts) = micros(&message.ts) else {
-                w.skip(
-                    "message",
-                    at,
-                    format!("its ts {} is not a Slack time", message.ts),
-                );
-                continue;
-            };
-            let author = message.user.as_str().or_else(|| message.bot_id.as_str());
-            let Some((sender, _)) = author.and_then(|a| ids.users.get(a)) else {
-                w.skip(
-                    "message",
-                    at,
-                    format!(
-                        "sent by {}, who is not among the export's users",
-                        author.unwrap_or("nobody")
-                    ),
-                );
-                continue;
-            };
-            let mut text = mrkdwn::convert(text_of(&message.text), ids);
-            if subtype == "me_message" {
-                text = format!("/me {text}");
-            }
-            let extra = attachments_text(message, ids);
-            if !extra.is_empty() {
-                if !text.trim().is_empty() {
-                    text.push_str("\n\n");
-                }
-                text.push_str(&extra);
-            }
-            if text.trim().is_empty() {
-                w.skip(
-                    "message",
-                    at,
-                    "nothing to show: no text, file or attachment",
-                );
-                continue;
-            }
-            let reactions = message
-                .reactions
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|r| {
-                    let users = r["users"]
-                        .as_array()?
-                        .iter()
-                        .filter_map(|u| u.as_str().map(str::to_owned))
-                        .collect();
-                    Some((r["name"].as_str()?.to_owned(), users))
-                })
-                .collect();
-            pending.push(Pending {
-                ts,
-                conversation,
-                at,
-                sender: *sender,
-                text,
-                thread_ts: micros(&message.thread_ts),
-                edited: micros(&message.edited["ts"]),
-                reactions,
-            });
+            ),
         }
     }
-    Ok(pending)
+    let state = &w.state;
+    let read = |index: usize, bytes: &[u8]| {
+        let (name, conversation) = &files[index];
+        parse_json::<Vec<DayEntry>>(name, bytes, "a JSON list of messages").map(|day| {
+            let place = DayFile {
+                name,
+                file: index,
+                conversation: *conversation,
+            };
+            read_day(&day, place, ids, state)
+        })
+    };
+    let mut days: Vec<(usize, Result<DayRead, ImportError>)> = std::thread::scope(|scope| {
+        let (to_helper, helper_in) = std::sync::mpsc::sync_channel::<(usize, Vec<u8>)>(1);
+        let helper = scope.spawn(|| {
+            helper_in
+                .into_iter()
+                .map(|(index, bytes)| (index, read(index, &bytes)))
+                .collect::<Vec<_>>()
+        });
+        let mut days = Vec::with_capacity(files.len());
+        for (index, (name, _)) in files.iter().enumerate() {
+            let bytes = match archive.read(name) {
+                Ok(bytes) => bytes,
+                Err(error) => {
+                    days.push((index, Err(error)));
+                    break;
+                }
+            };
+            match to_helper.try_send((index, bytes)) {
+                Ok(()) => {}
+                Err(std::sync::mpsc::TrySendError::Full((index, bytes)))
+                | Err(std::sync::mpsc::TrySendError::Disconnected((index, bytes))) => {
+                    days.push((index, read(index, &bytes)))
+                }
+            }
+        }
+        drop(to_helper);
+        days.extend(helper.join().unwrap_or_default());
+        days
+    });
+    days.sort_by_key(|(index, _)| *index);
+    let mut pending = Vec::new();
+    for (_, day) in days {
+        let day = day?;
+        if day.notices > 0 {
+            w.count("notices dropped", day.notices);
+        }
+        for (at, why) in day.skipped {
+            w.skip("message", at, why);
+        }
+        pending.extend(day.pending);
+    }
+    Ok((pending, files.into_iter().map(|(name, _)| name).collect()))
+}
+
+/// What one day file gave.
+#[derive(Default)]
+struct DayRead {
+    pending: Vec<Pending>,
+    /// Join, leave and such notices, dropped.
+    notices: u64,
+    /// Messages skipped: where, and why.
+    skipped: Vec<(String, String)>,
+}
+
+/// Where a message was read: its day file (an index into the files read) and its place there.
+#[derive(Clone, Copy)]
+struct At {
+    file: u32,
+    message: u32,
+}
+
+impl At {
+    /// As the report says it.
+    fn text(self, files: &[String]) -> String {
+        let name = files.get(self.file as usize).map_or("", String::as_str);
+        format!("{name}, message {}", self.message)
+    }
+}
+
+/// A day file being read: its name, its place among the files read, and its conversation.
+struct DayFile<'a> {
+    name: &'a str,
+    file: usize,
+    conversation: usize,
+}
+
+/// The messages of a day file, rendered against `state`.
+fn read_day(day: &[DayEntry], place: DayFile, ids: &Ids, state: &Projections) -> DayRead {
+    let DayFile {
+        name,
+        file,
+        conversation,
+    } = place;
+    let mut out = DayRead::default();
+    for (i, entry) in day.iter().enumerate() {
+        let at = || format!("{name}, message {}", i + 1);
+        let Some(message) = &entry.0 else {
+            continue;
+        };
+        if message.r#type != "message" {
+            continue;
+        }
+        let subtype = text_of(&message.subtype);
+        if DROPPED_SUBTYPES.contains(&subtype) || subtype == "tombstone" {
+            out.notices += 1;
+            continue;
+        }
+        let Some(ts) = micros(&message.ts) else {
+            out.skipped
+                .push((at(), format!("its ts {} is not a Slack time", message.ts)));
+            continue;
+        };
+        let author = message.user.as_str().or_else(|| message.bot_id.as_str());
+        let Some((sender, _)) = author.and_then(|a| ids.users.get(a)) else {
+            out.skipped.push((
+                at(),
+                format!(
+                    "sent by {}, who is not among the export's users",
+                    author.unwrap_or("nobody")
+                ),
+            ));
+            continue;
+        };
+        let mut text = mrkdwn::convert(text_of(&message.text), ids);
+        if subtype == "me_message" {
+            text = format!("/me {text}");
+        }
+        let extra = attachments_text(message, ids);
+        if !extra.is_empty() {
+            if !text.trim().is_empty() {
+                text.push_str("\n\n");
+            }
+            text.push_str(&extra);
+        }
+        if text.trim().is_empty() {
+            out.skipped.push((
+                at(),
+                "nothing to show: no text, file or attachment".to_owned(),
+            ));
+            continue;
+        }
+        let Some(prepared) = prepare(state, &text) else {
+            out.skipped.push((
+                at(),
+                "nothing to show once control characters are left out".to_owned(),
+            ));
+            continue;
+        };
+        let reactions = message
+            .reactions
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|r| {
+                let users = r["users"]
+                    .as_array()?
+                    .iter()
+                    .filter_map(|u| u.as_str().map(str::to_owned))
+                    .collect();
+                Some((r["name"].as_str()?.to_owned(), users))
+            })
+            .collect();
+        out.pending.push(Pending {
+            ts,
+            conversation,
+            at: At {
+                file: file as u32,
+                message: i as u32 + 1,
+            },
+            sender: *sender,
+            message: prepared,
+            thread_ts: micros(&message.thread_ts),
+            edited: micros(&message.edited["ts"]),
+            reactions,
+        });
+    }
+    out
 }
 
 /// Files (as links to Slack) and attachments (their text) of a message.
@@ -907,7 +1016,7 @@ fn thread_topics(
         if !replies.contains(&(conversation, t)) {
             continue;
         }
-        let topic = thread_topic(t / 1000, root.map(|r| r.text.as_str()), "Slack thread");
+        let topic = thread_topic(t / 1000, root.map(|r| &*r.message.content), "Slack thread");
         let name = unique_name(&topic, 60, taken.entry(conversation).or_default());
         out.insert((conversation, t), name);
     }
