@@ -703,9 +703,13 @@ fn read_messages(
             }
         }
         drop(to_helper);
-        days.extend(helper.join().unwrap_or_default());
-        days
-    });
+        // A helper that panicked took the files it was given with it: the import stops.
+        let helped = helper
+            .join()
+            .map_err(|_| ImportError::new("reading the day files: a thread failed"))?;
+        days.extend(helped);
+        Ok::<_, ImportError>(days)
+    })?;
     days.sort_by_key(|(index, _)| *index);
     let mut pending = Vec::new();
     for (_, day) in days {
@@ -742,8 +746,13 @@ impl At {
     /// As the report says it.
     fn text(self, files: &[String]) -> String {
         let name = files.get(self.file as usize).map_or("", String::as_str);
-        format!("{name}, message {}", self.message)
+        place_text(name, self.message as usize)
     }
+}
+
+/// A message's place as the report says it: its day file and its number there (from 1).
+fn place_text(file: &str, message: usize) -> String {
+    format!("{file}, message {message}")
 }
 
 /// A day file being read: its name, its place among the files read, and its conversation.
@@ -762,7 +771,7 @@ fn read_day(day: &[DayEntry], place: DayFile, ids: &Ids, state: &Projections) ->
     } = place;
     let mut out = DayRead::default();
     for (i, entry) in day.iter().enumerate() {
-        let at = || format!("{name}, message {}", i + 1);
+        let at = || place_text(name, i + 1);
         let Some(message) = &entry.0 else {
             continue;
         };
