@@ -145,15 +145,15 @@ async fn search_latency(
 }
 
 /// The number of messages: `$CHRONICLE_BENCH_HISTORY_MESSAGES` when it is set (to study one
-/// size), else ten million (10,000 when quick: the test command's smoke run, on a debug
-/// build, where 200,000 took a minute and a half of CI's twenty, 50,000 some 45 s and 20,000
-/// some 20 s).
+/// size), else ten million (5,000 when quick: the test command's smoke run, on a debug
+/// build, where 200,000 took a minute and a half of CI's twenty, 50,000 some 45 s, 20,000
+/// some 20 s and 10,000 some 15 s).
 fn total_messages(quick: bool) -> u64 {
     std::env::var("CHRONICLE_BENCH_HISTORY_MESSAGES")
         .ok()
         .and_then(|n| n.parse::<u64>().ok())
         .filter(|n| *n >= WINDOWS)
-        .unwrap_or(if quick { 10_000 } else { 10_000_000 })
+        .unwrap_or(if quick { 5_000 } else { 10_000_000 })
 }
 
 /// Moves the data directory to `$CHRONICLE_BENCH_KEEP_DATA` when it is set (and names no

@@ -388,7 +388,7 @@ async fn one_size(subscribers: u64, windows: usize, window: Duration) -> Result<
 /// one.
 pub async fn sustained(quick: bool) -> Result<Vec<Row>, Fatal> {
     let (windows, window) = if quick {
-        (2, Duration::from_secs(3))
+        (2, Duration::from_secs(2))
     } else {
         (4, Duration::from_secs(15))
     };
@@ -483,7 +483,7 @@ fn memory_row(case: &str, value: f64, baseline: Option<f64>, label: &str) -> Row
 
 /// Scenario `memory`: the resident memory of `chronicle serve` itself, started on seeded data
 /// directories that differ in one thing (10,000 more users; a million more messages in a
-/// 10-member channel, 15,000 in quick mode and scaled; 10,000 registered event queues, 2,000 in
+/// 10-member channel, 8,000 in quick mode and scaled; 10,000 registered event queues, 1,000 in
 /// quick mode), against
 /// the bytes those take on disk.
 pub async fn memory(quick: bool) -> Result<Vec<Row>, Fatal> {
@@ -496,19 +496,19 @@ pub async fn memory(quick: bool) -> Result<Vec<Row>, Fatal> {
     let (base, base_disk) = resident_after_start(&spec(10, 0))?;
     let (with_users, users_disk) = resident_after_start(&spec(10_010, 0))?;
     // Quick mode (the test command's smoke run, a debug build) keeps to a few seconds a part.
-    let messages: u64 = if quick { 15_000 } else { 1_000_000 };
+    let messages: u64 = if quick { 8_000 } else { 1_000_000 };
     let (with_messages, messages_disk) = resident_after_start(&spec(10, messages))?;
     let scale = 1_000_000.0 / messages as f64;
     let grown = |value: u64| value.saturating_sub(base) as f64;
     let disk = |value: u64| value.saturating_sub(base_disk) as f64;
-    // Event queues: 10,000 registrations (25 a user; 5 in quick mode) on a running server.
+    // Event queues: 10,000 registrations (25 a user; 2 or 3 in quick mode) on a running server.
     let seeded = seed(&spec(400, 0))?;
     let server = ChildServer::start(&seeded.tmp.path().join("data"))?;
     server.wait_indexed()?;
     let before = server.resident_bytes()?;
     let client = super::load::client()?;
     let url = format!("{}/api/v1/register", server.url);
-    let queues: u64 = if quick { 2_000 } else { 10_000 };
+    let queues: u64 = if quick { 1_000 } else { 10_000 };
     let users = seeded.users.clone();
     let (stats, _) = drive(
         8,
