@@ -1,6 +1,14 @@
-//! The bytes of an export: a zip file or a directory, read entry by entry within bounds.
+//! The bytes of an export: a zip file, a gzipped tar file or a directory, read entry by entry
+//! within bounds.
 //!
-//! Nothing is unpacked to disk. Every entry name is checked before anything is read: names
+//! A zip file is read in place. A tar.gz, which can only be read from its start, is unpacked by
+//! a thread of its own while the import reads what has landed: the entries an importer names
+//! as streamed (Zulip's message files) are held in memory until it takes them, within a
+//! budget, and every other entry goes to a scratch directory. An export whose tar lists its
+//! message files in order after what the import needs first (Chronicle's own exports) is thus
+//! imported as it is inflated, without its messages touching the disk; one in another order
+//! (Zulip's tar follows its file system's order) waits for what it needs, and the entries that
+//! come before are written to scratch. Every entry name is checked before anything is read: names
 //! are UTF-8 whether or not the zip marks them so (Slack does not), and a name that is absolute,
 //! holds a `..` component, a backslash or a NUL, refuses the whole archive, since an export
 //! that tries to climb out of its directory is not an export. What an archive may expand to is
@@ -10,10 +18,11 @@
 
 use super::ImportError;
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// More than this much expanded data *and* more than [`MAX_RATIO`] times the archive is
 /// refused (Zulip's rule for uploaded exports), unless the operator allows more
@@ -70,6 +79,8 @@ pub struct Archive {
 enum Kind {
     Zip(Box<zip::ZipArchive<File>>, BTreeMap<String, usize>),
     Dir(PathBuf),
+    /// A tar.gz being unpacked (into its scratch directory, and memory) while it is read.
+    Tar(Unpacking),
     /// One JSON or JSON Lines file (Mattermost's bare `import.jsonl`), its one entry.
     File(PathBuf),
 }
@@ -100,9 +111,17 @@ fn checked_name(raw: &[u8], archive: &Path) -> Result<String, ImportError> {
 
 impl Archive {
     /// Opens a zip file, a gzipped tar file (unpacked into `scratch`, an empty directory the
-    /// caller removes), a JSON (Lines) file, or a directory.
+    /// caller removes after dropping the archive), a JSON (Lines) file, or a directory.
     /// More than `floor` bytes expanded *and* more than ten times the archive is refused.
-    pub fn open_in(path: &Path, scratch: &Path, floor: u64) -> Result<Archive, ImportError> {
+    /// `streamed` names the entries of a tar.gz the importer takes one by one as it goes (see
+    /// [`Archive::take`]): with it, the tar is read while the import runs; without it, it is
+    /// unpacked whole before this returns.
+    pub fn open_in(
+        path: &Path,
+        scratch: &Path,
+        floor: u64,
+        streamed: Option<fn(&str) -> bool>,
+    ) -> Result<Archive, ImportError> {
         let mut magic = [0u8; 2];
         let gzipped = File::open(path)
             .and_then(|mut f| f.read_exact(&mut magic))
@@ -111,67 +130,54 @@ impl Archive {
         if !gzipped {
             return Archive::open(path, floor);
         }
+        Archive::open_tar(path, scratch, floor, streamed, HELD_BUDGET)
+    }
+
+    /// [`Archive::open_in`] for a tar.gz, holding at most `budget` bytes of streamed entries.
+    fn open_tar(
+        path: &Path,
+        scratch: &Path,
+        floor: u64,
+        streamed: Option<fn(&str) -> bool>,
+        budget: u64,
+    ) -> Result<Archive, ImportError> {
         let size = std::fs::metadata(path)
             .map_err(|e| ImportError::new(format!("{}: {e}", path.display())))?
             .len();
-        let allowed = floor.max(size.saturating_mul(MAX_RATIO));
-        let file =
-            File::open(path).map_err(|e| ImportError::new(format!("{}: {e}", path.display())))?;
-        let mut tar = tar::Archive::new(Bounded {
-            inner: flate2::read::GzDecoder::new(file),
-            // The files, and their headers (a 512-byte block each, and some padding).
-            left: allowed.saturating_add(allowed / 16).saturating_add(1 << 20),
-        });
-        let damaged = |e: std::io::Error| {
-            ImportError::new(format!("{}: a damaged tar.gz file ({e})", path.display()))
-        };
-        let mut total: u64 = 0;
-        for (count, entry) in tar.entries().map_err(damaged)?.enumerate() {
-            if count >= MAX_ENTRIES {
-                return Err(ImportError::new(format!(
-                    "{}: more than {MAX_ENTRIES} entries; refused",
-                    path.display()
-                )));
-            }
-            let mut entry = entry.map_err(damaged)?;
-            let name = checked_name(&entry.path_bytes(), path)?;
-            let kind = entry.header().entry_type();
-            if kind.is_dir() || name.is_empty() {
-                continue;
-            }
-            if !kind.is_file() {
-                return Err(ImportError::new(format!(
-                    "{}: the entry {name:?} is a link or a device, not a file; refused",
-                    path.display()
-                )));
-            }
-            let declared = entry.header().size().map_err(damaged)?;
-            total = total.saturating_add(declared);
-            if total > allowed {
-                return Err(too_large(path, floor));
-            }
-            let target = scratch.join(&name);
-            if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| ImportError::new(format!("{}: {e}", parent.display())))?;
-            }
-            let mut out = File::create(&target)
-                .map_err(|e| ImportError::new(format!("{}: {e}", target.display())))?;
-            let copied =
-                std::io::copy(&mut (&mut entry).take(declared), &mut out).map_err(damaged)?;
-            if copied != declared {
-                return Err(ImportError::new(format!(
-                    "{name}: cut short in the archive"
-                )));
-            }
-        }
-        let mut archive = Archive::open_dir(scratch)?;
         let mut hasher = Sha256::new();
         let mut file =
             File::open(path).map_err(|e| ImportError::new(format!("{}: {e}", path.display())))?;
         std::io::copy(&mut file, &mut hasher)
             .map_err(|e| ImportError::new(format!("{}: {e}", path.display())))?;
-        archive.sha256 = hex(&hasher.finalize());
+        let file =
+            File::open(path).map_err(|e| ImportError::new(format!("{}: {e}", path.display())))?;
+        let shared = Arc::new(Shared::default());
+        let unpacker = Unpacker {
+            path: path.to_path_buf(),
+            scratch: scratch.to_path_buf(),
+            floor,
+            allowed: floor.max(size.saturating_mul(MAX_RATIO)),
+            streamed,
+            budget,
+            shared: shared.clone(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("import-unpack".into())
+            .spawn(move || unpacker.run(file))?;
+        let mut archive = Archive {
+            kind: Kind::Tar(Unpacking {
+                shared,
+                thread: Some(thread),
+                scratch: scratch.to_path_buf(),
+            }),
+            entries: BTreeMap::new(),
+            sha256: hex(&hasher.finalize()),
+            read: 0,
+            allowed: u64::MAX,
+        };
+        if streamed.is_none() {
+            archive.finish()?;
+        }
         Ok(archive)
     }
 
@@ -289,21 +295,64 @@ impl Archive {
         })
     }
 
-    /// Every file's name, in order.
+    /// Every file's name, in order. A streamed tar.gz lists them once [`Archive::finish`]ed.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.entries.keys().map(String::as_str)
     }
 
-    pub fn contains(&self, name: &str) -> bool {
-        self.entries.contains_key(name)
+    /// Whether the export holds `name` (for a tar.gz being unpacked: once it has landed, or
+    /// the unpacking has ended without it; an unpacking that failed is the error).
+    pub fn contains(&self, name: &str) -> Result<bool, ImportError> {
+        match &self.kind {
+            Kind::Tar(unpacking) => Ok(unpacking.landed(name)?.is_some()),
+            _ => Ok(self.entries.contains_key(name)),
+        }
+    }
+
+    /// The entry named `file` at the top of the export or in its one top-level directory (the
+    /// shortest such name; in a tar.gz being unpacked, the first to land).
+    pub fn find_top(&self, file: &str) -> Result<Option<String>, ImportError> {
+        let top = |name: &str| {
+            name.strip_suffix(file)
+                .is_some_and(|dir| dir.is_empty() || dir.find('/') == Some(dir.len() - 1))
+        };
+        match &self.kind {
+            Kind::Tar(unpacking) => unpacking.first_landed(top),
+            _ => Ok(self
+                .names()
+                .filter(|n| top(n))
+                .min_by_key(|n| n.len())
+                .map(str::to_owned)),
+        }
+    }
+
+    /// Waits for a tar.gz's unpacking to end and answers its error if it failed (then lists
+    /// its entries in [`Archive::names`]); nothing to wait for in other archives.
+    pub fn finish(&mut self) -> Result<(), ImportError> {
+        if let Kind::Tar(unpacking) = &self.kind {
+            self.entries = unpacking.ended()?;
+        }
+        Ok(())
+    }
+
+    /// The bytes of a streamed entry, which are let go: a second take of it is an error.
+    pub fn take(&mut self, name: &str) -> Result<Vec<u8>, ImportError> {
+        if let Kind::Tar(unpacking) = &self.kind {
+            if let Some(bytes) = unpacking.take_held(name)? {
+                self.read += bytes.len() as u64;
+                return Ok(bytes);
+            }
+        }
+        self.read(name)
     }
 
     /// The bytes of one entry, no more than it declared.
     pub fn read(&mut self, name: &str) -> Result<Vec<u8>, ImportError> {
-        let declared = *self
-            .entries
-            .get(name)
-            .ok_or_else(|| ImportError::new(format!("{name}: missing from the export")))?;
+        let declared = match &self.kind {
+            Kind::Tar(unpacking) => unpacking.landed(name)?,
+            _ => self.entries.get(name).copied(),
+        }
+        .ok_or_else(|| ImportError::new(format!("{name}: missing from the export")))?;
         if self.read.saturating_add(declared) > self.allowed {
             return Err(ImportError::new(format!(
                 "{name}: the archive expands to more than is allowed; refused (an export you \
@@ -332,6 +381,14 @@ impl Archive {
                     .and_then(|f| f.take(declared.saturating_add(1)).read_to_end(&mut out))
                     .map_err(|e| ImportError::new(format!("{name}: {e}")))?;
             }
+            Kind::Tar(unpacking) => match unpacking.held(name)? {
+                Some(bytes) => out = bytes,
+                None => {
+                    File::open(unpacking.scratch.join(name))
+                        .and_then(|f| f.take(declared.saturating_add(1)).read_to_end(&mut out))
+                        .map_err(|e| ImportError::new(format!("{name}: {e}")))?;
+                }
+            },
         }
         if out.len() as u64 > declared {
             return Err(ImportError::new(format!(
@@ -379,6 +436,275 @@ pub fn parse_json<T: serde::de::DeserializeOwned>(
     })
 }
 
+/// What a tar.gz's unpacking thread holds in memory at most, for the entries the importer
+/// takes as it goes (a Zulip message file is some 5 MB): past it, the thread waits for the
+/// importer to take some, or writes to scratch when the importer waits for a later entry.
+const HELD_BUDGET: u64 = 64 << 20;
+
+/// A tar.gz being unpacked by its thread, seen from the reading side.
+struct Unpacking {
+    shared: Arc<Shared>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    scratch: PathBuf,
+}
+
+/// What the unpacking thread and the reader share.
+#[derive(Default)]
+struct Shared {
+    state: Mutex<Landing>,
+    /// Signalled on every change of `state`.
+    changed: Condvar,
+}
+
+/// The entries landed so far, and how the unpacking goes.
+#[derive(Default)]
+struct Landing {
+    /// Entry name → declared size, for every entry landed (in memory or in scratch).
+    entries: BTreeMap<String, u64>,
+    /// The names in the order they landed (the tar's).
+    order: Vec<String>,
+    /// Streamed entries held in memory until taken, and their bytes in all.
+    held: HashMap<String, Vec<u8>>,
+    held_bytes: u64,
+    /// Whether the reader waits for an entry that has not landed.
+    waiting: bool,
+    /// The end: every entry landed, or why the unpacking stopped.
+    ended: Option<Result<(), String>>,
+    /// The reader is gone: stop.
+    cancelled: bool,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Landing> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn wait<'a>(&self, guard: MutexGuard<'a, Landing>) -> MutexGuard<'a, Landing> {
+        self.changed.wait(guard).unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Unpacking {
+    /// Waits until an entry for which `found` answers something has landed, or the unpacking
+    /// has ended (`None`; its error if it failed).
+    fn until<T>(
+        &self,
+        mut found: impl FnMut(&Landing) -> Option<T>,
+    ) -> Result<Option<T>, ImportError> {
+        let mut landing = self.shared.lock();
+        let answer = loop {
+            if let Some(answer) = found(&landing) {
+                break Ok(Some(answer));
+            }
+            match &landing.ended {
+                Some(Ok(())) => break Ok(None),
+                Some(Err(why)) => break Err(ImportError::new(why.clone())),
+                None => {}
+            }
+            if !landing.waiting {
+                landing.waiting = true;
+                self.shared.changed.notify_all();
+            }
+            landing = self.shared.wait(landing);
+        };
+        landing.waiting = false;
+        answer
+    }
+
+    /// The declared size of `name` once it has landed; `None` if the archive ended without it.
+    fn landed(&self, name: &str) -> Result<Option<u64>, ImportError> {
+        self.until(|l| l.entries.get(name).copied())
+    }
+
+    /// The first entry landed whose name `top` accepts.
+    fn first_landed(&self, top: impl Fn(&str) -> bool) -> Result<Option<String>, ImportError> {
+        let mut seen = 0;
+        self.until(|l| {
+            let found = l.order[seen..].iter().find(|n| top(n)).cloned();
+            seen = l.order.len();
+            found
+        })
+    }
+
+    /// A copy of `name`'s bytes if they are held in memory (once it has landed).
+    fn held(&self, name: &str) -> Result<Option<Vec<u8>>, ImportError> {
+        self.landed(name)?;
+        Ok(self.shared.lock().held.get(name).cloned())
+    }
+
+    /// `name`'s bytes if they are held in memory, let go of (once it has landed).
+    fn take_held(&self, name: &str) -> Result<Option<Vec<u8>>, ImportError> {
+        if self.landed(name)?.is_none() {
+            return Ok(None);
+        }
+        let mut landing = self.shared.lock();
+        let bytes = landing.held.remove(name);
+        if let Some(bytes) = &bytes {
+            landing.held_bytes -= bytes.len() as u64;
+            self.shared.changed.notify_all();
+        }
+        Ok(bytes)
+    }
+
+    /// Waits for the end of the unpacking; every entry, or why it failed.
+    fn ended(&self) -> Result<BTreeMap<String, u64>, ImportError> {
+        self.until(|_| None::<()>)?;
+        Ok(self.shared.lock().entries.clone())
+    }
+}
+
+impl Drop for Unpacking {
+    fn drop(&mut self) {
+        self.shared.lock().cancelled = true;
+        self.shared.changed.notify_all();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The unpacking thread's work.
+struct Unpacker {
+    path: PathBuf,
+    scratch: PathBuf,
+    floor: u64,
+    allowed: u64,
+    streamed: Option<fn(&str) -> bool>,
+    /// At most this many bytes of streamed entries in memory.
+    budget: u64,
+    shared: Arc<Shared>,
+}
+
+impl Unpacker {
+    fn run(self, file: File) {
+        // A panic here would leave the reader waiting for an end that never comes.
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.entries(file)))
+            .unwrap_or_else(|_| {
+                Err(ImportError::new(format!(
+                    "{}: unpacking the tar.gz failed",
+                    self.path.display()
+                )))
+            });
+        let mut landing = self.shared.lock();
+        landing.ended = Some(result.map_err(|e| e.to_string()));
+        self.shared.changed.notify_all();
+    }
+
+    /// Whether a streamed entry of `size` bytes is to be held in memory: when the budget has
+    /// room (waiting for the reader to take some while it reads on), not when the reader waits
+    /// for a later entry. `None`: stop, the reader is gone.
+    fn hold(&self, size: u64) -> Option<bool> {
+        if size > self.budget {
+            return Some(false);
+        }
+        let mut landing = self.shared.lock();
+        loop {
+            if landing.cancelled {
+                return None;
+            }
+            if landing.held_bytes + size <= self.budget {
+                return Some(true);
+            }
+            if landing.waiting {
+                return Some(false);
+            }
+            landing = self.shared.wait(landing);
+        }
+    }
+
+    fn entries(&self, file: File) -> Result<(), ImportError> {
+        let path = &self.path;
+        let mut tar = tar::Archive::new(Bounded {
+            inner: flate2::read::GzDecoder::new(std::io::BufReader::with_capacity(1 << 16, file)),
+            // The files, and their headers (a 512-byte block each, and some padding).
+            left: self
+                .allowed
+                .saturating_add(self.allowed / 16)
+                .saturating_add(1 << 20),
+        });
+        let damaged = |e: std::io::Error| {
+            ImportError::new(format!("{}: a damaged tar.gz file ({e})", path.display()))
+        };
+        let mut total: u64 = 0;
+        for (count, entry) in tar.entries().map_err(damaged)?.enumerate() {
+            if count >= MAX_ENTRIES {
+                return Err(ImportError::new(format!(
+                    "{}: more than {MAX_ENTRIES} entries; refused",
+                    path.display()
+                )));
+            }
+            let mut entry = entry.map_err(damaged)?;
+            let name = checked_name(&entry.path_bytes(), path)?;
+            let kind = entry.header().entry_type();
+            if kind.is_dir() || name.is_empty() {
+                continue;
+            }
+            if !kind.is_file() {
+                return Err(ImportError::new(format!(
+                    "{}: the entry {name:?} is a link or a device, not a file; refused",
+                    path.display()
+                )));
+            }
+            let declared = entry.header().size().map_err(damaged)?;
+            total = total.saturating_add(declared);
+            if total > self.allowed {
+                return Err(too_large(path, self.floor));
+            }
+            let streamed = self.streamed.is_some_and(|streamed| streamed(&name));
+            let held = if streamed {
+                match self.hold(declared) {
+                    Some(held) => held,
+                    None => return Ok(()),
+                }
+            } else {
+                false
+            };
+            let short = || ImportError::new(format!("{name}: cut short in the archive"));
+            let mut bytes = None;
+            if held {
+                let mut out = Vec::with_capacity(declared as usize);
+                (&mut entry)
+                    .take(declared)
+                    .read_to_end(&mut out)
+                    .map_err(damaged)?;
+                if out.len() as u64 != declared {
+                    return Err(short());
+                }
+                bytes = Some(out);
+            } else {
+                let target = self.scratch.join(&name);
+                if let Some(parent) = target.parent() {
+                    std::fs::create_dir_all(parent)
+                        .map_err(|e| ImportError::new(format!("{}: {e}", parent.display())))?;
+                }
+                let mut out = File::create(&target)
+                    .map_err(|e| ImportError::new(format!("{}: {e}", target.display())))?;
+                let copied =
+                    std::io::copy(&mut (&mut entry).take(declared), &mut out).map_err(damaged)?;
+                if copied != declared {
+                    return Err(short());
+                }
+            }
+            let mut landing = self.shared.lock();
+            if landing.cancelled {
+                return Ok(());
+            }
+            // A name given twice: the later entry is the one read, as when unpacked by tar.
+            if let Some(earlier) = landing.held.remove(&name) {
+                landing.held_bytes -= earlier.len() as u64;
+            }
+            if let Some(bytes) = bytes {
+                landing.held_bytes += bytes.len() as u64;
+                landing.held.insert(name.clone(), bytes);
+            }
+            landing.order.push(name.clone());
+            landing.entries.insert(name, declared);
+            self.shared.changed.notify_all();
+        }
+        Ok(())
+    }
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -413,5 +739,115 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("not UTF-8"));
+    }
+
+    /// A tar.gz of `entries` (name, bytes), in that order, at `path`; cut to `keep` bytes.
+    fn tar_gz(path: &Path, entries: &[(&str, &[u8])], keep: Option<usize>) {
+        let mut tar = tar::Builder::new(flate2::write::GzEncoder::new(
+            Vec::new(),
+            flate2::Compression::default(),
+        ));
+        for (name, bytes) in entries {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(bytes.len() as u64);
+            header.set_mode(0o600);
+            header.set_cksum();
+            tar.append_data(&mut header, name, *bytes).unwrap();
+        }
+        let mut gz = tar.into_inner().unwrap().finish().unwrap();
+        if let Some(keep) = keep {
+            gz.truncate(keep);
+        }
+        std::fs::write(path, gz).unwrap();
+    }
+
+    fn streamed(name: &str) -> bool {
+        name.starts_with("x/m-")
+    }
+
+    #[test]
+    fn a_tar_gz_is_read_while_it_unpacks_whatever_its_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("export.tar.gz");
+        let big = vec![b'm'; 300];
+        // Streamed entries before and after what the reader asks for first; a budget that
+        // holds one of them, so that the others wait for it or go to scratch.
+        tar_gz(
+            &path,
+            &[
+                ("x/m-1", b"one"),
+                ("x/m-2", &big),
+                ("x/uploads/a/realm.json", b"an upload"),
+                ("x/realm.json", b"{}"),
+                ("x/m-3", b"three"),
+                ("x/m-4", b"four"),
+                ("x/notes.txt", b"notes"),
+            ],
+            None,
+        );
+        let scratch = dir.path().join("scratch");
+        std::fs::create_dir(&scratch).unwrap();
+        let mut archive = Archive::open_tar(&path, &scratch, 1 << 30, Some(streamed), 6).unwrap();
+        assert_eq!(
+            archive.find_top("realm.json").unwrap().as_deref(),
+            Some("x/realm.json")
+        );
+        assert_eq!(archive.read("x/realm.json").unwrap(), b"{}");
+        assert_eq!(archive.take("x/m-1").unwrap(), b"one");
+        assert_eq!(archive.take("x/m-2").unwrap(), big);
+        assert_eq!(archive.read("x/m-3").unwrap(), b"three");
+        assert_eq!(archive.take("x/m-3").unwrap(), b"three");
+        assert!(
+            archive.take("x/m-3").is_err(),
+            "a streamed entry is taken once"
+        );
+        assert_eq!(archive.take("x/m-4").unwrap(), b"four");
+        assert!(!archive.contains("x/m-5").unwrap());
+        assert!(archive.contains("x/notes.txt").unwrap());
+        archive.finish().unwrap();
+        assert_eq!(archive.names().count(), 7);
+        assert_eq!(archive.read("x/notes.txt").unwrap(), b"notes");
+    }
+
+    #[test]
+    fn a_tar_gz_damaged_past_what_was_read_fails_at_its_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("export.tar.gz");
+        // Bytes that do not compress, so that the cut falls inside the second file.
+        let mut x: u64 = 1;
+        let noise: Vec<u8> = (0..200_000)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (x >> 56) as u8
+            })
+            .collect();
+        tar_gz(
+            &path,
+            &[
+                ("x/realm.json", b"{}"),
+                ("x/m-1", &noise),
+                ("x/m-2", &noise),
+            ],
+            Some(60_000),
+        );
+        let scratch = dir.path().join("scratch");
+        std::fs::create_dir(&scratch).unwrap();
+        let mut archive =
+            Archive::open_tar(&path, &scratch, 1 << 30, Some(streamed), 1 << 20).unwrap();
+        assert_eq!(archive.read("x/realm.json").unwrap(), b"{}");
+        let error = archive.contains("x/m-2").unwrap_err().to_string();
+        assert!(error.contains("a damaged tar.gz file"), "{error}");
+        let error = archive.finish().unwrap_err().to_string();
+        assert!(error.contains("a damaged tar.gz file"), "{error}");
+        // Unpacked whole before it answers, the same archive is refused at once.
+        let scratch = dir.path().join("scratch-whole");
+        std::fs::create_dir(&scratch).unwrap();
+        let error = Archive::open_in(&path, &scratch, 1 << 30, None)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(error.contains("a damaged tar.gz file"), "{error}");
     }
 }

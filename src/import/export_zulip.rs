@@ -18,7 +18,7 @@ use crate::projections::message::{flags, Address};
 use crate::projections::Projections;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// `migration_status.json` as a stock Zulip 10.2 server (the release tarball, its `uv.lock`'s
 /// packages, migrated) writes it. Zulip 10.x's `manage.py import` compares each app's list of
@@ -748,7 +748,42 @@ pub fn write(
     let file = options.open(out)?;
     let gz = flate2::write::GzEncoder::new(file, flate2::Compression::default());
     let mut tar = tar::Builder::new(gz);
-    tar.append_dir_all(dir_name, &root)?;
+    tar.append_dir(dir_name, &root)?;
+    for (relative, path) in in_reading_order(&root)? {
+        let name = format!("{dir_name}/{relative}");
+        if path.is_dir() {
+            tar.append_dir(&name, &path)?;
+        } else {
+            tar.append_path_with_name(&path, &name)?;
+        }
+    }
     tar.into_inner()?.finish()?.sync_all()?;
     Ok(counts)
+}
+
+/// The files and directories under `root` (names relative to it, `/`-separated) in the order
+/// an importer reads them: `realm.json` and the other tables, then the directories of avatars,
+/// emoji and uploads, then the message files by number. Zulip's own tarball follows its file
+/// system's order; in this one, Chronicle's importer reads each entry as it is inflated.
+fn in_reading_order(root: &Path) -> std::io::Result<Vec<(String, PathBuf)>> {
+    let mut found = Vec::new();
+    let mut stack = vec![(String::new(), root.to_path_buf())];
+    while let Some((prefix, dir)) = stack.pop() {
+        for item in std::fs::read_dir(&dir)? {
+            let item = item?;
+            let name = format!("{prefix}{}", item.file_name().to_string_lossy());
+            if item.file_type()?.is_dir() {
+                stack.push((format!("{name}/"), item.path()));
+            }
+            found.push((name, item.path()));
+        }
+    }
+    let rank = |name: &str| match name {
+        "realm.json" => 0,
+        _ if name.starts_with("messages-") => 3,
+        _ if name.contains('/') || !name.ends_with(".json") => 2,
+        _ => 1,
+    };
+    found.sort_by(|(a, _), (b, _)| (rank(a), a).cmp(&(rank(b), b)));
+    Ok(found)
 }

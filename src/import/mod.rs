@@ -967,7 +967,7 @@ pub fn unique_name(name: &str, max: usize, taken: &mut Taken) -> String {
 }
 
 /// A channel or a direct conversation (every participant, ascending): where a read mark is.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ReadKey {
     Channel(ChannelId),
     Direct(Vec<UserId>),
@@ -1032,7 +1032,10 @@ pub fn run(
     let scratch = tempfile::Builder::new()
         .prefix(&format!(".{name}.unpacking-"))
         .tempdir_in(&parent)?;
-    let mut archive = archive::Archive::open_in(input, scratch.path(), options.max_expanded)?;
+    // Zulip's message files are taken from a tar.gz as it is unpacked (see `archive`).
+    let streamed = (source == Source::Zulip).then_some(zulip::streamed as fn(&str) -> bool);
+    let mut archive =
+        archive::Archive::open_in(input, scratch.path(), options.max_expanded, streamed)?;
     let layout = Layout::new(staging.path());
     let built = (|| {
         let mut writer = Writer::open(&layout, source.name(), &archive.sha256)?;
@@ -1042,6 +1045,8 @@ pub fn run(
             Source::Mattermost => mattermost::import(&mut archive, &mut writer, options)?,
             Source::Zulip => zulip::import(&mut archive, &mut writer, options)?,
         };
+        // A tar.gz read while it was unpacked is whole and sound to its end, or nothing is kept.
+        archive.finish()?;
         writer.finish(&layout, owner)
     })()?;
     // Into place: an empty target directory gives way to the finished one.

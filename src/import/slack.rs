@@ -315,7 +315,7 @@ fn listed_emails(options: &Options) -> Result<HashMap<String, String>, ImportErr
 
 /// Reads a JSON list that must be there (`users.json`, `channels.json`) or may be.
 fn list(archive: &mut Archive, name: &str, required: bool) -> Result<Vec<Value>, ImportError> {
-    if !archive.contains(name) {
+    if !archive.contains(name)? {
         if required {
             return Err(ImportError::new(format!(
                 "{name}: missing from the export (is this a Slack export?)"
@@ -335,9 +335,9 @@ pub fn import(
     w: &mut Writer,
     options: &Options,
 ) -> Result<UserId, ImportError> {
-    let users_file = if archive.contains("users.json") {
+    let users_file = if archive.contains("users.json")? {
         "users.json"
-    } else if archive.contains("org_users.json") {
+    } else if archive.contains("org_users.json")? {
         "org_users.json"
     } else {
         "users.json"

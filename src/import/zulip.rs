@@ -23,8 +23,9 @@ use crate::events::{
     TopicPolicy,
 };
 use crate::ids::{ChannelId, GroupId, MessageId, UserId};
+use crate::projections::{FastMap, FastSet};
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 fn text(value: &Value) -> &str {
     value.as_str().unwrap_or_default()
@@ -81,7 +82,7 @@ struct Edit {
 }
 
 /// The `@**Name|12**` mentions (silent ones too) with the new ids; other ids are left alone.
-fn rewrite_mentions(content: &str, users: &HashMap<u64, UserId>) -> String {
+fn rewrite_mentions(content: &str, users: &FastMap<u64, UserId>) -> String {
     let mut out = String::with_capacity(content.len());
     let mut rest = content;
     while let Some(at) = rest.find("**") {
@@ -136,13 +137,23 @@ fn rewrite_uploads(content: &str, new_paths: &HashMap<String, String>) -> String
 /// The export's directory inside the archive (`zulip-export-…/`, or none).
 fn base_of(archive: &Archive) -> Result<String, ImportError> {
     archive
-        .names()
-        .filter(|n| *n == "realm.json" || n.ends_with("/realm.json"))
-        .min_by_key(|n| n.len())
+        .find_top("realm.json")?
         .map(|n| n.strip_suffix("realm.json").unwrap_or_default().to_owned())
         .ok_or_else(|| {
             ImportError::new("realm.json: missing from the export (is this a Zulip export?)")
         })
+}
+
+/// The entries of a tar.gz export taken one by one as the import goes: the message files.
+pub fn streamed(name: &str) -> bool {
+    let file = name.rsplit('/').next().unwrap_or(name);
+    file.starts_with("messages-") && file.ends_with(".json")
+}
+
+/// The `n`th message file (from 1), if the export has it.
+fn message_file(archive: &Archive, base: &str, n: u32) -> Result<Option<String>, ImportError> {
+    let file = format!("{base}messages-{n:06}.json");
+    Ok(archive.contains(&file)?.then_some(file))
 }
 
 /// Imports the export; returns the owner.
@@ -154,7 +165,7 @@ pub fn import(
     let base = base_of(archive)?;
     let realm = archive.json(&format!("{base}realm.json"))?;
     let attachments_file = format!("{base}attachment.json");
-    if !archive.contains(&attachments_file) {
+    if !archive.contains(&attachments_file)? {
         return Err(ImportError::new(format!(
             "{attachments_file}: missing from the export (every Zulip export has it)"
         )));
@@ -214,7 +225,7 @@ pub fn import(
             })?,
     };
     w.create_realm(&name, text(&realm_row["description"]))?;
-    let mut users: HashMap<u64, UserId> = HashMap::new();
+    let mut users: FastMap<u64, UserId> = FastMap::default();
     let mut emails = BTreeSet::new();
     let mut deactivate = Vec::new();
     let mut owner = UserId(1);
@@ -295,7 +306,7 @@ pub fn import(
 
     // Uploaded avatars (avatars/records.json): the original of each person's latest one.
     let avatar_records = format!("{base}avatars/records.json");
-    if archive.contains(&avatar_records) {
+    if archive.contains(&avatar_records)? {
         let records = archive.json(&avatar_records)?;
         let mut latest: BTreeMap<UserId, (bool, u64, String)> = BTreeMap::new();
         for record in records.as_array().into_iter().flatten() {
@@ -315,7 +326,7 @@ pub fn import(
             }
         }
         for (user_id, (_, _, file)) in latest {
-            if !archive.contains(&file) {
+            if !archive.contains(&file)? {
                 w.skip("avatar", &file, "not in the export");
                 continue;
             }
@@ -334,22 +345,33 @@ pub fn import(
             emoji_names.insert(old, text(&e["name"]).to_owned());
         }
     }
-    if archive.contains(&emoji_records) {
+    if archive.contains(&emoji_records)? {
         let records = archive.json(&emoji_records)?;
-        for record in records.as_array().into_iter().flatten() {
+        let records = records.as_array().map(Vec::as_slice).unwrap_or_default();
+        // Zulip lists an emoji twice, its image and the `.original` it was made from: the
+        // original is read, once. (What the records list is looked up, not what the archive
+        // might hold: a tar.gz being unpacked can only say "absent" at its end.)
+        let listed: BTreeSet<&str> = records.iter().map(|r| text(&r["path"])).collect();
+        for record in records {
             let emoji_name = text(&record["name"]).to_owned();
             let at = format!("{emoji_records}: {emoji_name}");
             if record["deactivated"].as_bool() == Some(true) {
                 continue;
             }
-            let path = format!("{base}emoji/{}", text(&record["path"]));
-            let original = format!("{path}.original");
-            let file = if archive.contains(&original) {
-                original
+            let listed_path = text(&record["path"]);
+            if listed_path
+                .strip_suffix(".original")
+                .is_some_and(|image| listed.contains(image))
+            {
+                continue;
+            }
+            let original = format!("{listed_path}.original");
+            let file = if listed.contains(original.as_str()) {
+                format!("{base}emoji/{original}")
             } else {
-                path
+                format!("{base}emoji/{listed_path}")
             };
-            if !archive.contains(&file) {
+            if !archive.contains(&file)? {
                 w.skip(
                     "custom emoji",
                     at,
@@ -413,7 +435,7 @@ pub fn import(
         }
         channels.insert(old, channel_id);
     }
-    let mut targets: HashMap<u64, Target> = HashMap::new();
+    let mut targets: FastMap<u64, Target> = FastMap::default();
     for r in table(&realm, "zerver_recipient") {
         let (Some(rid), Some(kind), Some(type_id)) =
             (id(&r["id"]), r["type"].as_u64(), id(&r["type_id"]))
@@ -508,13 +530,13 @@ pub fn import(
     // Uploads: their bytes, and the new path of each old one.
     let uploads_records = format!("{base}uploads/records.json");
     let mut upload_paths: Vec<(String, String)> = Vec::new();
-    if archive.contains(&uploads_records) {
+    if archive.contains(&uploads_records)? {
         let records = archive.json(&uploads_records)?;
         for record in records.as_array().into_iter().flatten() {
             let path = text(&record["path"]).to_owned();
             let file = format!("{base}uploads/{path}");
             let at = format!("{uploads_records}: {path}");
-            if !archive.contains(&file) {
+            if !archive.contains(&file)? {
                 w.skip("file", at, format!("{file} is not in the export"));
                 continue;
             }
@@ -540,20 +562,16 @@ pub fn import(
         let content = rewrite_mentions(content, &users);
         rewrite_uploads(&content, &upload_paths)
     };
-    let mut messages: HashMap<u64, MessageId> = HashMap::new();
+    let mut messages: FastMap<u64, MessageId> = FastMap::default();
     let mut copies_read = Flags::default();
     let mut presence = Presence::new(members, former);
     // Copies a file holds for a message of a later file (Zulip's exporter keeps them together;
     // this is for exports that do not).
-    let mut ahead: HashMap<u64, Vec<(UserId, u64)>> = HashMap::new();
+    let mut ahead: FastMap<u64, Vec<(UserId, u64)>> = FastMap::default();
     let mut skipped_bots = 0;
     // The files are parsed on a thread of their own, a file ahead of the one being written:
     // JSON parsing (mostly the copies' rows) and converting and writing take turns on two
     // cores instead of one.
-    let files: Vec<String> = (1..)
-        .map(|n| format!("{base}messages-{n:06}.json"))
-        .take_while(|file| archive.contains(file))
-        .collect();
     std::thread::scope(|scope| -> Result<(), ImportError> {
         let (to_parse, parse_in) = std::sync::mpsc::sync_channel::<(String, Vec<u8>)>(1);
         type Parsed = (String, Result<MessageFile, ImportError>);
@@ -568,27 +586,40 @@ pub fn import(
             }
         });
         let gone = |_| ImportError::new("the message files' parser stopped");
-        let mut next = files.iter();
+        // Each file is taken from the archive as it is sent (a tar.gz's is let go of there),
+        // and the files end at the first number missing.
+        let mut number = 0;
+        let mut next = |archive: &mut Archive| -> Result<Option<(String, Vec<u8>)>, ImportError> {
+            number += 1;
+            match message_file(archive, &base, number)? {
+                Some(file) => {
+                    let bytes = archive.take(&file)?;
+                    Ok(Some((file, bytes)))
+                }
+                None => {
+                    number -= 1;
+                    Ok(None)
+                }
+            }
+        };
         let mut in_flight = 0;
-        for file in next.by_ref().take(2) {
-            to_parse
-                .send((file.clone(), archive.read(file)?))
-                .map_err(gone)?;
-            in_flight += 1;
+        for _ in 0..2 {
+            if let Some(file) = next(archive)? {
+                to_parse.send(file).map_err(gone)?;
+                in_flight += 1;
+            }
         }
         while in_flight > 0 {
             let (file, chunk) = parsed
                 .recv()
                 .map_err(|_| ImportError::new("the message files' parser stopped"))?;
             in_flight -= 1;
-            if let Some(following) = next.next() {
-                to_parse
-                    .send((following.clone(), archive.read(following)?))
-                    .map_err(gone)?;
+            if let Some(following) = next(archive)? {
+                to_parse.send(following).map_err(gone)?;
                 in_flight += 1;
             }
             let chunk: MessageFile = chunk?;
-            let mut copies: HashMap<u64, Vec<(UserId, u64)>> = HashMap::new();
+            let mut copies: FastMap<u64, Vec<(UserId, u64)>> = FastMap::default();
             for row in chunk.zerver_usermessage {
                 if let (Some(user), Some(message), Some(mask)) = (
                     row.user_profile.and_then(|u| users.get(&u).copied()),
@@ -841,9 +872,47 @@ struct CopyRow {
     flags_mask: Option<u64>,
 }
 
+/// A non-negative integer, or `None` for anything else (read past without building a `Value`:
+/// there are three of these in each of the tens of millions of copies' rows).
 fn number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    use serde::Deserialize;
-    Ok(Value::deserialize(d)?.as_u64())
+    use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+    struct Lenient;
+    impl<'de> Visitor<'de> for Lenient {
+        type Value = Option<u64>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_u64<E>(self, v: u64) -> Result<Option<u64>, E> {
+            Ok(Some(v))
+        }
+        fn visit_i64<E>(self, v: i64) -> Result<Option<u64>, E> {
+            Ok(u64::try_from(v).ok())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Option<u64>, E> {
+            Ok(None)
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Option<u64>, E> {
+            Ok(None)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Option<u64>, E> {
+            Ok(None)
+        }
+        fn visit_unit<E>(self) -> Result<Option<u64>, E> {
+            Ok(None)
+        }
+        fn visit_none<E>(self) -> Result<Option<u64>, E> {
+            Ok(None)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<u64>, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<u64>, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+    }
+    d.deserialize_any(Lenient)
 }
 
 /// Who is in which channel while the messages go in. Zulip keeps a copy of a channel message
@@ -854,7 +923,8 @@ fn number<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Erro
 struct Presence {
     members: BTreeMap<ChannelId, BTreeSet<UserId>>,
     former: BTreeMap<ChannelId, BTreeSet<UserId>>,
-    joined: HashSet<(UserId, ChannelId)>,
+    /// Who is in each channel at the moment (looked up for every copy of every message).
+    joined: FastMap<ChannelId, FastSet<UserId>>,
     /// Former members in their channel at the moment.
     present_former: BTreeMap<ChannelId, BTreeSet<UserId>>,
 }
@@ -867,7 +937,7 @@ impl Presence {
         Presence {
             members,
             former,
-            joined: HashSet::new(),
+            joined: FastMap::default(),
             present_former: BTreeMap::new(),
         }
     }
@@ -880,12 +950,13 @@ impl Presence {
         held: &[(UserId, u64)],
     ) -> Result<(), ImportError> {
         let holds = |user: &UserId| held.iter().any(|(u, _)| u == user);
+        let joined = self.joined.entry(channel_id).or_default();
         if let Some(present) = self.present_former.get_mut(&channel_id) {
             let leaving: Vec<UserId> = present.iter().filter(|u| !holds(u)).copied().collect();
             if !leaving.is_empty() {
                 for user in &leaving {
                     present.remove(user);
-                    self.joined.remove(&(*user, channel_id));
+                    joined.remove(user);
                 }
                 w.push(
                     None,
@@ -901,7 +972,7 @@ impl Presence {
         };
         let mut joining = BTreeSet::new();
         for (user, _) in held {
-            if self.joined.contains(&(*user, channel_id)) {
+            if joined.contains(user) {
                 continue;
             }
             if in_set(&self.members, user) {
@@ -914,9 +985,7 @@ impl Presence {
                     .insert(*user);
             }
         }
-        for user in &joining {
-            self.joined.insert((*user, channel_id));
-        }
+        joined.extend(joining.iter().copied());
         w.subscribe(channel_id, &joining)
     }
 
@@ -934,9 +1003,10 @@ impl Presence {
             }
         }
         for (channel_id, users) in self.members {
+            let joined = self.joined.get(&channel_id);
             let late: BTreeSet<UserId> = users
                 .into_iter()
-                .filter(|u| !self.joined.contains(&(*u, channel_id)))
+                .filter(|u| !joined.is_some_and(|j| j.contains(u)))
                 .collect();
             w.subscribe(channel_id, &late)?;
         }
@@ -947,11 +1017,13 @@ impl Presence {
 /// The read and starred flags of the copies, gathered as the messages go in and written at
 /// the end: per person, their starred messages, the last message they hold in each place,
 /// and their unread copies.
+/// They are hashed maps, looked up for each of the copies (tens of millions in a large
+/// export); the read marks go in by place, its key found once a message.
 #[derive(Default)]
 struct Flags {
-    starred: BTreeMap<UserId, Vec<MessageId>>,
-    last_held: BTreeMap<(UserId, ReadKey), MessageId>,
-    unread: BTreeMap<UserId, Vec<MessageId>>,
+    starred: FastMap<UserId, Vec<MessageId>>,
+    last_held: FastMap<ReadKey, FastMap<UserId, MessageId>>,
+    unread: FastMap<UserId, Vec<MessageId>>,
 }
 
 impl Flags {
@@ -968,6 +1040,7 @@ impl Flags {
                 ReadKey::Direct(user_ids.to_vec())
             }
         };
+        let last_held = self.last_held.entry(key).or_default();
         for (user, mask) in held {
             if mask & 2 != 0 {
                 self.starred.entry(*user).or_default().push(message_id);
@@ -975,10 +1048,7 @@ impl Flags {
             if mask & 1 == 0 {
                 self.unread.entry(*user).or_default().push(message_id);
             }
-            let last = self
-                .last_held
-                .entry((*user, key.clone()))
-                .or_insert(message_id);
+            let last = last_held.entry(*user).or_insert(message_id);
             *last = (*last).max(message_id);
         }
     }
@@ -988,7 +1058,16 @@ impl Flags {
     /// came, is read). Answers the places given a mark.
     fn write(mut self, w: &mut Writer) -> Result<BTreeSet<(UserId, ReadKey)>, ImportError> {
         let mut given = BTreeSet::new();
-        let mut marks = std::mem::take(&mut self.last_held).into_iter().peekable();
+        // By person, then place: the order the events go in.
+        let marks: BTreeMap<(UserId, ReadKey), MessageId> = std::mem::take(&mut self.last_held)
+            .into_iter()
+            .flat_map(|(key, marks)| {
+                marks
+                    .into_iter()
+                    .map(move |(user, mark)| ((user, key.clone()), mark))
+            })
+            .collect();
+        let mut marks = marks.into_iter().peekable();
         while let Some(((user_id, _), _)) = marks.peek() {
             let user_id = *user_id;
             let mut starred = self.starred.remove(&user_id).unwrap_or_default();
@@ -1162,7 +1241,7 @@ fn organization_settings(
     realm: &Value,
     base: &str,
     w: &mut Writer,
-    users: &HashMap<u64, UserId>,
+    users: &FastMap<u64, UserId>,
     owner: UserId,
 ) -> Result<(), ImportError> {
     use crate::commands::{linkifiers, mutes, presence, profile_fields, reactions, Decision};
@@ -1335,7 +1414,7 @@ fn organization_settings(
 /// edits (`prev_content`) and topic moves (`prev_topic`, or the legacy `prev_subject`, and
 /// `topic`). A message that was moved between channels keeps its last place: its topic moves
 /// are not replayed (its content edits are).
-fn edit_history(raw: &Value, users: &HashMap<u64, UserId>) -> Vec<Edit> {
+fn edit_history(raw: &Value, users: &FastMap<u64, UserId>) -> Vec<Edit> {
     let Some(text) = raw.as_str() else {
         return Vec::new();
     };
@@ -1391,7 +1470,7 @@ mod tests {
 
     #[test]
     fn mentions_get_the_new_ids() {
-        let users = HashMap::from([(12, UserId(3)), (7, UserId(9))]);
+        let users: FastMap<u64, UserId> = [(12, UserId(3)), (7, UserId(9))].into_iter().collect();
         assert_eq!(
             rewrite_mentions(
                 "hi @**Ada|12** and @_**Bob|7**, **bold** @**all** @**Eve|99**",
@@ -1399,5 +1478,21 @@ mod tests {
             ),
             "hi @**Ada|3** and @_**Bob|9**, **bold** @**all** @**Eve|99**"
         );
+    }
+
+    #[test]
+    fn a_copy_row_field_of_the_wrong_type_is_as_if_missing() {
+        let rows: Vec<CopyRow> = serde_json::from_str(
+            r#"[{"user_profile": 3, "message": 18446744073709551615, "flags_mask": 0, "id": 1},
+                {"user_profile": "3", "message": -1, "flags_mask": 1.5},
+                {"user_profile": [1, {"a": [2]}], "message": {"x": null}, "flags_mask": null},
+                {"user_profile": true}]"#,
+        )
+        .expect("rows of any types are read");
+        let fields = |r: &CopyRow| (r.user_profile, r.message, r.flags_mask);
+        assert_eq!(fields(&rows[0]), (Some(3), Some(u64::MAX), Some(0)));
+        assert_eq!(fields(&rows[1]), (None, None, None));
+        assert_eq!(fields(&rows[2]), (None, None, None));
+        assert_eq!(fields(&rows[3]), (None, None, None));
     }
 }
