@@ -958,6 +958,8 @@ pub(crate) fn zulip_export(dir: &Path) -> PathBuf {
         .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
         .unwrap();
     std::fs::write(root.join("emoji/2/emoji/images/17.png"), &png).unwrap();
+    // Zulip (since 5.0) keeps the image an emoji was made from beside it, and lists both.
+    std::fs::write(root.join("emoji/2/emoji/images/17.png.original"), &png).unwrap();
     // Max's uploaded avatar: the original, and Zulip's thumbnail beside it.
     std::fs::create_dir_all(root.join("avatars/2")).unwrap();
     let mut face = Vec::new();
@@ -1180,6 +1182,9 @@ pub(crate) fn zulip_export(dir: &Path) -> PathBuf {
         "emoji/records.json",
         &json!([{"realm_id": 2, "author": 11, "path": "2/emoji/images/17.png",
                  "s3_path": "2/emoji/images/17.png", "file_name": "17.png",
+                 "name": "zulip_party", "deactivated": false},
+                {"realm_id": 2, "author": 11, "path": "2/emoji/images/17.png.original",
+                 "s3_path": "2/emoji/images/17.png.original", "file_name": "17.png",
                  "name": "zulip_party", "deactivated": false}]),
     );
     // The tarball, as `tar -czf` writes it: one top-level directory.
