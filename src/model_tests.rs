@@ -802,9 +802,12 @@ async fn run(ops: Vec<Op>) -> Session {
     let state = engine.read(Projections::clone);
     let mut finished = Vec::new();
     for client in clients {
-        let events = crate::realtime::poll(&client.queue, None, true, Duration::ZERO)
+        let events: Vec<Value> = crate::realtime::poll(&client.queue, None, true, Duration::ZERO)
             .await
-            .unwrap();
+            .unwrap()
+            .iter()
+            .map(|text| serde_json::from_str(text).unwrap())
+            .collect();
         let (fresh, _) = register(&state, &site, &secret, client.user_id, None);
         finished.push(Finished {
             user_id: client.user_id,

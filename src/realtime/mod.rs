@@ -29,7 +29,7 @@ pub const DEFAULT_QUEUE_LIFESPAN: Duration = Duration::from_secs(600);
 pub const MAX_QUEUE_LIFESPAN: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Events a queue holds before it is dropped (the client then re-registers): bounds memory.
 pub const MAX_QUEUE_EVENTS: usize = 10_000;
-/// The JSON text a queue holds (as [`json_size`] counts it) before it is dropped: a client that
+/// The JSON text a queue holds before it is dropped: a client that
 /// stops polling costs at most this much until its queue expires.
 pub const MAX_QUEUE_BYTES: usize = 2 * 1024 * 1024;
 /// Queues one user may hold. Registering another drops the user's least recently polled idle
@@ -85,9 +85,8 @@ impl QueueOptions {
 }
 
 struct QueueState {
-    /// Event id, its size by [`json_size`], the event.
-    events: VecDeque<(i64, usize, Value)>,
-    /// The sum of the held events' sizes.
+    events: VecDeque<Held>,
+    /// The sum of the held events' lengths.
     bytes: usize,
     next_id: i64,
     last_poll: Instant,
@@ -97,6 +96,17 @@ struct QueueState {
     poll_generation: u64,
     /// Overflowed or displaced: the client must register again.
     dropped: bool,
+}
+
+/// An event as its queue holds it: written as JSON text (its id included) once, when it is put
+/// in the queue, and handed to each poll as it is. With thousands of people connected, a queue
+/// of trees (cloned for each poll, written out by it, dropped by the next) cost more processor
+/// time in the allocator than the deliveries themselves.
+struct Held {
+    id: i64,
+    text: Arc<str>,
+    /// For a `message` event, its message (see [`Queue::held_message_ids`]).
+    message_id: Option<MessageId>,
 }
 
 /// One client's event queue.
@@ -118,47 +128,42 @@ impl QueueState {
     }
 }
 
-/// About how many bytes `value` takes as JSON text, without writing it (escapes not counted).
-pub fn json_size(value: &Value) -> usize {
-    match value {
-        Value::Null => 4,
-        Value::Bool(_) => 5,
-        Value::Number(_) => 12,
-        Value::String(s) => s.len() + 2,
-        Value::Array(items) => 2 + items.iter().map(|v| json_size(v) + 1).sum::<usize>(),
-        Value::Object(map) => {
-            2 + map
-                .iter()
-                .map(|(k, v)| k.len() + 4 + json_size(v))
-                .sum::<usize>()
-        }
-    }
-}
-
 impl Queue {
     fn lock(&self) -> std::sync::MutexGuard<'_, QueueState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn push(&self, event: Value) {
+        let message_id = match &event["type"] {
+            Value::String(kind) if kind == "message" => {
+                event["message"]["id"].as_u64().map(MessageId)
+            }
+            _ => None,
+        };
         let mut state = self.lock();
         if state.dropped {
             return;
         }
-        let size = json_size(&event) + ",\"id\":".len() + 20;
-        if state.events.len() >= MAX_QUEUE_EVENTS || state.bytes + size > MAX_QUEUE_BYTES {
+        let id = state.next_id;
+        let mut event = event;
+        if let Value::Object(map) = &mut event {
+            map.insert("id".into(), json!(id));
+        }
+        // An event is a tree of strings, numbers and string-keyed maps: it always writes.
+        let text: Arc<str> = serde_json::to_string(&event).unwrap_or_default().into();
+        if state.events.len() >= MAX_QUEUE_EVENTS || state.bytes + text.len() > MAX_QUEUE_BYTES {
             state.drop_events();
         } else {
-            let id = state.next_id;
             state.next_id += 1;
-            let mut event = event;
-            if let Value::Object(map) = &mut event {
-                map.insert("id".into(), json!(id));
-            }
-            state.bytes += size;
-            state.events.push_back((id, size, event));
+            state.bytes += text.len();
+            state.events.push_back(Held {
+                id,
+                text,
+                message_id,
+            });
         }
         drop(state);
+        drop(event);
         self.notify.notify_waiters();
     }
 
@@ -168,9 +173,7 @@ impl Queue {
         self.lock()
             .events
             .iter()
-            .filter(|(_, _, event)| event["type"] == "message")
-            .filter_map(|(_, _, event)| event["message"]["id"].as_u64())
-            .map(MessageId)
+            .filter_map(|held| held.message_id)
             .collect()
     }
 
@@ -182,11 +185,11 @@ impl Queue {
     /// Drops events the client has seen (ids up to `last_event_id`).
     fn prune(&self, last_event_id: i64) {
         let mut state = self.lock();
-        while let Some(&(id, size, _)) = state.events.front() {
-            if id > last_event_id {
+        while let Some(held) = state.events.front() {
+            if held.id > last_event_id {
                 break;
             }
-            state.bytes -= size;
+            state.bytes -= held.text.len();
             state.events.pop_front();
         }
     }
@@ -396,8 +399,9 @@ impl Queues {
                 if event.kind() == "message" {
                     told.insert(event.user_id);
                 }
-                for q in &user_queues {
-                    deliver(state, q, env, &event);
+                let mut event = event;
+                for (n, q) in user_queues.iter().enumerate() {
+                    deliver(state, q, env, &mut event, n + 1 == user_queues.len());
                 }
             }
             // Queues registered with `all_public_streams` also see public channel messages
@@ -418,8 +422,8 @@ impl Queues {
                     let Some(viewer) = state.users.get(q.user_id).filter(|u| u.is_active) else {
                         continue;
                     };
-                    let event = translate::message_event(state, &self.site, viewer, message);
-                    deliver(state, q, env, &event);
+                    let mut event = translate::message_event(state, &self.site, viewer, message);
+                    deliver(state, q, env, &mut event, true);
                 }
             }
         }
@@ -437,8 +441,9 @@ fn public_channel_message<'a>(state: &'a Projections, env: &Envelope) -> Option<
 }
 
 /// Puts one client event in one queue, if the queue takes it: the event type it asked for,
-/// the capabilities the event needs, its narrow; fitted to the queue by `adapt`.
-fn deliver(state: &Projections, q: &Queue, env: &Envelope, event: &ClientEvent) {
+/// the capabilities the event needs, its narrow; fitted to the queue by `adapt`. The `last`
+/// queue to be given the event takes its body rather than a copy.
+fn deliver(state: &Projections, q: &Queue, env: &Envelope, event: &mut ClientEvent, last: bool) {
     let event_type = event.kind();
     // Channel typing goes only to clients that declared they handle it.
     let channel_typing = event_type == "typing" && event.body["message_type"] == "stream";
@@ -465,8 +470,15 @@ fn deliver(state: &Projections, q: &Queue, env: &Envelope, event: &ClientEvent) 
             return;
         }
     }
-    let adapted = adapt(state, event, q);
-    if event_type == "delete_message" && !q.options.capabilities.bulk_message_deletion {
+    let legacy_deletion =
+        event_type == "delete_message" && !q.options.capabilities.bulk_message_deletion;
+    let body = if last {
+        std::mem::take(&mut event.body)
+    } else {
+        event.body.clone()
+    };
+    let adapted = adapt(state, &event.variants, body, q);
+    if legacy_deletion {
         // Older clients get one event per message, with `message_id`.
         for one in legacy_deletions(&adapted) {
             q.push(one);
@@ -494,11 +506,11 @@ fn legacy_deletions(event: &Value) -> Vec<Value> {
 
 /// Fits a client event to what the queue registered for: its capabilities pick among the
 /// event's variants, and notification settings that follow the user's defaults are filled in
-/// for clients that do not take null.
-fn adapt(state: &Projections, event: &ClientEvent, queue: &Queue) -> Value {
+/// for clients that do not take null. `body` is the event's body, to be fitted; `variants` its
+/// variants.
+fn adapt(state: &Projections, variants: &translate::Variants, body: Value, queue: &Queue) -> Value {
     let options = &queue.options;
     let capabilities = &options.capabilities;
-    let variants = &event.variants;
     if let Some(simplified) = variants
         .simplified_presence
         .as_ref()
@@ -511,22 +523,25 @@ fn adapt(state: &Projections, event: &ClientEvent, queue: &Queue) -> Value {
         .as_ref()
         .filter(|_| !capabilities.archived_channels)
     {
-        return if event.body["value"] == json!(true) {
-            json!({"type": "stream", "op": "delete", "streams": [stream], "stream_ids": [event.body["stream_id"]]})
+        return if body["value"] == json!(true) {
+            json!({"type": "stream", "op": "delete", "streams": [stream], "stream_ids": [body["stream_id"]]})
         } else {
             json!({"type": "stream", "op": "create", "streams": [stream]})
         };
     }
-    let event_type = event.kind();
-    let op = event.body["op"].as_str().unwrap_or_default();
-    if event_type == "user_group" && op == "update" && !capabilities.include_deactivated_groups {
-        if let Some(replacement) = group_deactivation_as_membership(state, &event.body) {
+    let kind = |body: &Value, of: &str| body["type"] == of;
+    if kind(&body, "user_group")
+        && body["op"] == "update"
+        && !capabilities.include_deactivated_groups
+    {
+        if let Some(replacement) = group_deactivation_as_membership(state, &body) {
             return replacement;
         }
     }
-    let mut body = event.body.clone();
-    if event_type == "subscription" && !capabilities.notification_settings_null {
-        fill_subscription_defaults(state, queue.user_id, op, &mut body);
+    let mut body = body;
+    if kind(&body, "subscription") && !capabilities.notification_settings_null {
+        let op = body["op"].as_str().unwrap_or_default().to_owned();
+        fill_subscription_defaults(state, queue.user_id, &op, &mut body);
     }
     if let Some(origin) = &variants.sender_queue {
         if origin.queue_id == queue.id {
@@ -655,13 +670,14 @@ impl Queues {
 /// Long-polls a queue: returns its events after `last_event_id` at once if there are any (or
 /// if `dont_block`), else waits until one arrives or `heartbeat` passes, then returns a
 /// heartbeat. A newer poll of the same queue ends this one with no events (a queue has one
-/// parked poll at most); a queue dropped meanwhile answers `BadQueue`.
+/// parked poll at most); a queue dropped meanwhile answers `BadQueue`. The events come as the
+/// queue holds them, JSON text.
 pub async fn poll(
     queue: &Queue,
     last_event_id: Option<i64>,
     dont_block: bool,
     heartbeat: Duration,
-) -> Result<Vec<Value>, PollError> {
+) -> Result<Vec<Arc<str>>, PollError> {
     if let Some(last) = last_event_id {
         queue.prune(last);
     }
@@ -687,8 +703,8 @@ pub async fn poll(
     crate::metrics::get().parked_polls.inc();
     let _polling = Polling(queue);
     let deadline = tokio::time::Instant::now() + heartbeat;
-    let pending = |state: &QueueState| -> Vec<Value> {
-        state.events.iter().map(|(_, _, e)| e.clone()).collect()
+    let pending = |state: &QueueState| -> Vec<Arc<str>> {
+        state.events.iter().map(|held| held.text.clone()).collect()
     };
     loop {
         let notified = queue.notify.notified();
@@ -814,15 +830,25 @@ mod tests {
     }
 
     #[test]
-    fn json_size_is_close_to_the_written_length() {
-        let value = json!({"type": "message", "ids": [1, 22, 333], "flags": ["read"],
-            "message": {"content": "hello there", "topic": "", "is_me": false, "x": null}});
-        let written = serde_json::to_string(&value).unwrap().len();
-        let counted = json_size(&value);
-        assert!(
-            counted >= written && counted < written * 2,
-            "{counted} vs {written}"
+    fn a_held_event_is_its_json_with_its_id_and_knows_its_message() {
+        let queues = queues();
+        let queue = queues.register(UserId(1), options(DEFAULT_QUEUE_LIFESPAN), Seq(0));
+        queue.push(json!({"type": "typing", "op": "start"}));
+        queue.push(
+            json!({"type": "message", "message": {"id": 7, "content": "a \"b\""}, "flags": []}),
         );
+        let state = queue.lock();
+        let texts: Vec<&str> = state.events.iter().map(|h| &*h.text).collect();
+        assert_eq!(
+            texts,
+            [
+                r#"{"type":"typing","op":"start","id":0}"#,
+                r#"{"type":"message","message":{"id":7,"content":"a \"b\""},"flags":[],"id":1}"#,
+            ]
+        );
+        assert_eq!(state.bytes, texts[0].len() + texts[1].len());
+        drop(state);
+        assert_eq!(queue.held_message_ids(), [MessageId(7)]);
     }
 
     #[test]
@@ -889,8 +915,9 @@ mod tests {
         let queues = queues();
         let queue = queues.register(UserId(1), only_messages, Seq(0));
         queues.announce_restart();
-        let events = queue.lock().events.clone();
-        assert_eq!(events.len(), 1);
-        assert_eq!(events[0].2["type"], "restart");
+        let state = queue.lock();
+        assert_eq!(state.events.len(), 1);
+        let event: Value = serde_json::from_str(&state.events[0].text).unwrap();
+        assert_eq!(event["type"], "restart");
     }
 }

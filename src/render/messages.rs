@@ -42,6 +42,45 @@ pub fn submessages_json(message: &Message) -> Value {
         .collect()
 }
 
+/// [`message_json`] (with Markdown applied) for many viewers of one message, built once for all
+/// who see it alike. It depends on the viewer only through the addresses it shows: the sender's,
+/// a direct message's people's, the reactors'. Anyone not among those people sees what anyone
+/// else does who sees hidden addresses as they do. A message to a channel of hundreds was
+/// built once per subscriber.
+pub struct SharedMessageJson<'a> {
+    message: &'a Message,
+    /// The people whose addresses the JSON shows: each sees their own.
+    shown: Vec<UserId>,
+    /// The JSON for viewers who do not (index 0) and do (1) see hidden addresses.
+    built: [Option<Value>; 2],
+}
+
+impl<'a> SharedMessageJson<'a> {
+    pub fn new(message: &'a Message) -> SharedMessageJson<'a> {
+        let mut shown = vec![message.sender_id];
+        if let Address::Direct { user_ids } = &message.recipient {
+            shown.extend(user_ids.iter().copied());
+        }
+        shown.extend(message.reactions().iter().map(|r| r.user_id));
+        SharedMessageJson {
+            message,
+            shown,
+            built: [None, None],
+        }
+    }
+
+    /// The message as `viewer` sees it, as [`message_json`] writes it.
+    pub fn get(&mut self, state: &Projections, site: &Site, viewer: &User) -> Value {
+        if self.shown.contains(&viewer.user_id) {
+            return message_json(state, site, viewer, self.message, true, false);
+        }
+        let sight = usize::from(crate::render::users::sees_hidden_emails(state, viewer));
+        self.built[sight]
+            .get_or_insert_with(|| message_json(state, site, viewer, self.message, true, false))
+            .clone()
+    }
+}
+
 /// A message as `viewer` sees it (without `flags`, which callers add where Zulip has them).
 pub fn message_json(
     state: &Projections,

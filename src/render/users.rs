@@ -76,7 +76,7 @@ impl<'a> Viewer<'a> {
 }
 
 /// Whether `viewer` sees the real addresses of people other than themselves and bots.
-fn sees_hidden_emails(state: &Projections, viewer: &User) -> bool {
+pub(crate) fn sees_hidden_emails(state: &Projections, viewer: &User) -> bool {
     let visibility = match state.realm.value("email_address_visibility") {
         crate::events::RealmValue::Int(code) => code,
         _ => 3,

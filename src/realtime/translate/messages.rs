@@ -11,7 +11,9 @@ use crate::projections::messages::recipients;
 use crate::projections::Address;
 use crate::projections::{Message, Projections, User};
 use crate::render::channels::muted_topics_json;
-use crate::render::messages::{message_flags, message_json, shown_topic, topic_links_json};
+use crate::render::messages::{
+    message_flags, message_json, shown_topic, topic_links_json, SharedMessageJson,
+};
 use crate::render::users::shown_email;
 use crate::render::Site;
 use serde_json::{json, Value};
@@ -29,6 +31,16 @@ pub fn message_event(
     message: &Message,
 ) -> ClientEvent {
     let json = message_json(state, site, viewer, message, true, false);
+    message_event_of(state, viewer, message, json)
+}
+
+/// [`message_event`] with the message's JSON as `viewer` sees it already built.
+fn message_event_of(
+    state: &Projections,
+    viewer: &User,
+    message: &Message,
+    json: Value,
+) -> ClientEvent {
     let flags = message_flags(state, viewer.user_id, message.id);
     ClientEvent {
         user_id: viewer.user_id,
@@ -56,13 +68,15 @@ pub fn message_sent(
     let Some(message) = state.messages.get(message_id) else {
         return Deliveries::new();
     };
+    let mut shared = SharedMessageJson::new(message);
     let mut out: Deliveries =
         recipients(&state.channels, &state.users, &message.recipient, sender_id)
             .into_iter()
             .filter(|user_id| listening(*user_id))
             .filter_map(|user_id| {
                 let viewer = state.users.get(user_id).filter(|u| u.is_active)?;
-                let mut event = message_event(state, site, viewer, message);
+                let json = shared.get(state, site, viewer);
+                let mut event = message_event_of(state, viewer, message, json);
                 if user_id == sender_id {
                     event.variants.sender_queue = sender_queue.cloned();
                 }
