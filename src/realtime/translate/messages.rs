@@ -42,9 +42,15 @@ fn message_event_of(
     json: Value,
 ) -> ClientEvent {
     let flags = message_flags(state, viewer.user_id, message.id);
+    // Built as a map, which takes `json` as it is: `json!` would write it into a new tree,
+    // every key allocated again, once per recipient.
+    let mut body = serde_json::Map::new();
+    body.insert("type".into(), Value::from("message"));
+    body.insert("message".into(), json);
+    body.insert("flags".into(), Value::from(flags));
     ClientEvent {
         user_id: viewer.user_id,
-        body: json!({"type": "message", "message": json, "flags": flags}),
+        body: Value::Object(body),
         variants: Variants {
             message_source: Some(MessageSource {
                 content: message.content.clone(),
