@@ -109,6 +109,27 @@ struct Held {
     message_id: Option<MessageId>,
 }
 
+/// The text of an event as its queue holds it: its fields in order, `message` (already written)
+/// after `type` when given, and `id` last.
+fn held_text(event: &Value, message: Option<&str>, id: i64) -> Arc<str> {
+    use crate::render::fields::{Fields, JsonBuf};
+    let mut buf = JsonBuf::with_capacity(message.map_or(0, str::len) + 128);
+    buf.object(|o| {
+        if let Value::Object(fields) = event {
+            for (key, value) in fields {
+                o.field(key, value);
+                if let (Some(json), "type") = (message, key.as_str()) {
+                    o.field_with("message", |b| b.text(json.as_bytes()));
+                }
+            }
+        }
+        o.field("id", &id);
+    });
+    // An event is a tree of strings, numbers and string-keyed maps: it always writes.
+    let bytes = buf.into_bytes().unwrap_or_default();
+    String::from_utf8(bytes).unwrap_or_default().into()
+}
+
 /// One client's event queue.
 pub struct Queue {
     pub id: String,
@@ -134,8 +155,17 @@ impl Queue {
     }
 
     fn push(&self, event: Value) {
-        let message_id = match &event["type"] {
-            Value::String(kind) if kind == "message" => {
+        self.push_with(event, None);
+    }
+
+    /// Puts `event` in the queue as JSON text, with its id. A `message` event's message object
+    /// may come as text already written (`message`, shared by everyone who sees the message
+    /// alike): `event` has no `message` field then, and the text goes in second place, after
+    /// `type`, where a client finds it.
+    fn push_with(&self, event: Value, message: Option<&translate::MessageSource>) {
+        let message_id = match (message, &event["type"]) {
+            (Some(message), _) => Some(message.id),
+            (None, Value::String(kind)) if kind == "message" => {
                 event["message"]["id"].as_u64().map(MessageId)
             }
             _ => None,
@@ -145,12 +175,7 @@ impl Queue {
             return;
         }
         let id = state.next_id;
-        let mut event = event;
-        if let Value::Object(map) = &mut event {
-            map.insert("id".into(), json!(id));
-        }
-        // An event is a tree of strings, numbers and string-keyed maps: it always writes.
-        let text: Arc<str> = serde_json::to_string(&event).unwrap_or_default().into();
+        let text = held_text(&event, message.map(|m| &*m.json), id);
         if state.events.len() >= MAX_QUEUE_EVENTS || state.bytes + text.len() > MAX_QUEUE_BYTES {
             state.drop_events();
         } else {
@@ -459,9 +484,13 @@ fn deliver(state: &Projections, q: &Queue, env: &Envelope, event: &mut ClientEve
     }
     // A narrowed queue takes only the message events its narrow matches.
     if event_type == "message" && !q.options.narrow.is_empty() {
-        let matches = event.body["message"]["id"]
-            .as_u64()
-            .and_then(|id| state.messages.get(crate::ids::MessageId(id)))
+        let matches = event
+            .variants
+            .message_source
+            .as_ref()
+            .map(|m| m.id)
+            .or_else(|| event.body["message"]["id"].as_u64().map(MessageId))
+            .and_then(|id| state.messages.get(id))
             .zip(state.users.get(q.user_id))
             .is_some_and(|(message, viewer)| {
                 crate::narrow::narrow_matches(state, viewer, &q.options.narrow, message)
@@ -477,14 +506,14 @@ fn deliver(state: &Projections, q: &Queue, env: &Envelope, event: &mut ClientEve
     } else {
         event.body.clone()
     };
-    let adapted = adapt(state, &event.variants, body, q);
+    let (adapted, message) = adapt(state, &event.variants, body, q);
     if legacy_deletion {
         // Older clients get one event per message, with `message_id`.
         for one in legacy_deletions(&adapted) {
             q.push(one);
         }
     } else {
-        q.push(adapted);
+        q.push_with(adapted, message);
     }
 }
 
@@ -507,8 +536,14 @@ fn legacy_deletions(event: &Value) -> Vec<Value> {
 /// Fits a client event to what the queue registered for: its capabilities pick among the
 /// event's variants, and notification settings that follow the user's defaults are filled in
 /// for clients that do not take null. `body` is the event's body, to be fitted; `variants` its
-/// variants.
-fn adapt(state: &Projections, variants: &translate::Variants, body: Value, queue: &Queue) -> Value {
+/// variants. A `message` event's message object stays the shared text it was written as
+/// (returned, to be put in place as the event is queued) unless this client needs it changed.
+fn adapt<'v>(
+    state: &Projections,
+    variants: &'v translate::Variants,
+    body: Value,
+    queue: &Queue,
+) -> (Value, Option<&'v translate::MessageSource>) {
     let options = &queue.options;
     let capabilities = &options.capabilities;
     if let Some(simplified) = variants
@@ -516,18 +551,19 @@ fn adapt(state: &Projections, variants: &translate::Variants, body: Value, queue
         .as_ref()
         .filter(|_| capabilities.simplified_presence_events)
     {
-        return simplified.clone();
+        return (simplified.clone(), None);
     }
     if let Some(stream) = variants
         .archived_channel
         .as_ref()
         .filter(|_| !capabilities.archived_channels)
     {
-        return if body["value"] == json!(true) {
+        let replacement = if body["value"] == json!(true) {
             json!({"type": "stream", "op": "delete", "streams": [stream], "stream_ids": [body["stream_id"]]})
         } else {
             json!({"type": "stream", "op": "create", "streams": [stream]})
         };
+        return (replacement, None);
     }
     let kind = |body: &Value, of: &str| body["type"] == of;
     if kind(&body, "user_group")
@@ -535,7 +571,7 @@ fn adapt(state: &Projections, variants: &translate::Variants, body: Value, queue
         && !capabilities.include_deactivated_groups
     {
         if let Some(replacement) = group_deactivation_as_membership(state, &body) {
-            return replacement;
+            return (replacement, None);
         }
     }
     let mut body = body;
@@ -553,16 +589,37 @@ fn adapt(state: &Projections, variants: &translate::Variants, body: Value, queue
             body[*field] = json!(topic);
         }
     }
-    if let (Some(source), Some(message)) = (&variants.message_source, body.get_mut("message")) {
-        if !options.apply_markdown {
-            message["content"] = json!(&*source.content);
-            message["content_type"] = json!("text/x-markdown");
-        }
-        if capabilities.empty_topic_name && message["type"] == "stream" {
-            message["subject"] = json!(source.topic);
+    let Some(source) = &variants.message_source else {
+        return (body, None);
+    };
+    // Only the empty topic is shown otherwise than it is stored.
+    let stored_topic =
+        capabilities.empty_topic_name && source.in_channel && source.topic.is_empty();
+    if options.apply_markdown && !stored_topic {
+        return (body, Some(source));
+    }
+    // This client's message object differs from the shared one: built as a tree, changed, and
+    // put in its place after `type`.
+    let mut message: Value = serde_json::from_str(&source.json).unwrap_or(Value::Null);
+    if !options.apply_markdown {
+        message["content"] = json!(&*source.content);
+        message["content_type"] = json!("text/x-markdown");
+    }
+    if stored_topic {
+        message["subject"] = json!(source.topic);
+    }
+    let Value::Object(fields) = body else {
+        return (body, None);
+    };
+    let mut with_message = serde_json::Map::new();
+    for (key, value) in fields {
+        let is_type = key == "type";
+        with_message.insert(key, value);
+        if is_type {
+            with_message.insert("message".into(), std::mem::take(&mut message));
         }
     }
-    body
+    (Value::Object(with_message), None)
 }
 
 /// For clients that do not list deactivated groups: a group's deactivation as its removal,
@@ -849,6 +906,69 @@ mod tests {
         assert_eq!(state.bytes, texts[0].len() + texts[1].len());
         drop(state);
         assert_eq!(queue.held_message_ids(), [MessageId(7)]);
+    }
+
+    /// A message event's message object written once for everyone is put in place, after
+    /// `type`, as each queue takes the event; a client that needs it otherwise (its Markdown
+    /// source, the empty topic as stored) gets its own copy changed.
+    #[test]
+    fn a_shared_message_text_is_put_in_place_or_changed_for_the_clients_that_need_it() {
+        let source = |topic: &str| {
+            translate::MessageSource {
+            id: MessageId(8),
+            json: r#"{"id":8,"content":"<p>hi</p>","subject":"general chat","content_type":"text/html","type":"stream"}"#.into(),
+            content: "hi".into(),
+            topic: topic.into(),
+            in_channel: true,
+        }
+        };
+        let variants = |topic: &str| translate::Variants {
+            message_source: Some(source(topic)),
+            ..translate::Variants::default()
+        };
+        let body = || json!({"type": "message", "flags": ["read"], "local_message_id": "1.5"});
+        let queues = queues();
+        let plain = QueueOptions {
+            apply_markdown: false,
+            ..options(DEFAULT_QUEUE_LIFESPAN)
+        };
+        let mut stored_topics = options(DEFAULT_QUEUE_LIFESPAN);
+        stored_topics.capabilities.empty_topic_name = true;
+        let state = Projections::default();
+        let mut texts = Vec::new();
+        for (options, topic) in [
+            (options(DEFAULT_QUEUE_LIFESPAN), ""),
+            (stored_topics.clone(), "lunch"),
+            (plain, "lunch"),
+            (stored_topics, ""),
+        ] {
+            let queue = queues.register(UserId(1), options, Seq(0));
+            let variants = variants(topic);
+            let (body, shared) = adapt(&state, &variants, body(), &queue);
+            queue.push_with(body, shared);
+            assert_eq!(queue.held_message_ids(), [MessageId(8)]);
+            texts.push(queue.lock().events[0].text.to_string());
+        }
+        let with = |message: &str| {
+            format!(
+                r#"{{"type":"message","message":{message},"flags":["read"],"local_message_id":"1.5","id":0}}"#
+            )
+        };
+        let shared = r#"{"id":8,"content":"<p>hi</p>","subject":"general chat","content_type":"text/html","type":"stream"}"#;
+        assert_eq!(texts[0], with(shared));
+        assert_eq!(texts[1], with(shared));
+        assert_eq!(
+            texts[2],
+            with(
+                r#"{"id":8,"content":"hi","subject":"general chat","content_type":"text/x-markdown","type":"stream"}"#
+            )
+        );
+        assert_eq!(
+            texts[3],
+            with(
+                r#"{"id":8,"content":"<p>hi</p>","subject":"","content_type":"text/html","type":"stream"}"#
+            )
+        );
     }
 
     #[test]

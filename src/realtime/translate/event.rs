@@ -1,7 +1,7 @@
 //! A client event for one user, with what differs between clients as typed fields.
 
 use crate::events::SenderQueue;
-use crate::ids::UserId;
+use crate::ids::{MessageId, UserId};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -33,12 +33,19 @@ pub struct Variants {
     pub archived_channel: Option<Value>,
 }
 
-/// A message's Markdown source (for queues registered without `apply_markdown`) and its
-/// stored topic (for queues with `empty_topic_name`).
+/// A `message` event's message object, written as JSON text once for everyone who sees the
+/// message alike (the event's `body` has no `message` field; it is put in place as the event is
+/// queued), with what clients that see it otherwise need: its Markdown source (for queues
+/// registered without `apply_markdown`) and its stored topic (for queues with
+/// `empty_topic_name`).
 #[derive(Debug, Clone)]
 pub struct MessageSource {
+    pub id: MessageId,
+    pub json: Arc<str>,
     pub content: Arc<str>,
     pub topic: String,
+    /// A channel message (a direct message's topic is not shown).
+    pub in_channel: bool,
 }
 
 impl From<(UserId, Value)> for ClientEvent {

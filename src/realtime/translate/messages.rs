@@ -11,13 +11,12 @@ use crate::projections::messages::recipients;
 use crate::projections::Address;
 use crate::projections::{Message, Projections, User};
 use crate::render::channels::muted_topics_json;
-use crate::render::messages::{
-    message_flags, message_json, shown_topic, topic_links_json, SharedMessageJson,
-};
+use crate::render::messages::{message_flags, shown_topic, topic_links_json, SharedMessageJson};
 use crate::render::users::shown_email;
 use crate::render::Site;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// Zulip sends no typing notifications for channels with more subscribers than this.
 const MAX_CHANNEL_TYPING_AUDIENCE: usize = 100;
@@ -30,31 +29,31 @@ pub fn message_event(
     viewer: &User,
     message: &Message,
 ) -> ClientEvent {
-    let json = message_json(state, site, viewer, message, true, false);
+    let json = SharedMessageJson::new(message).get(state, site, viewer);
     message_event_of(state, viewer, message, json)
 }
 
-/// [`message_event`] with the message's JSON as `viewer` sees it already built.
+/// [`message_event`] with the message's JSON as `viewer` sees it already written.
 fn message_event_of(
     state: &Projections,
     viewer: &User,
     message: &Message,
-    json: Value,
+    json: Arc<str>,
 ) -> ClientEvent {
     let flags = message_flags(state, viewer.user_id, message.id);
-    // Built as a map, which takes `json` as it is: `json!` would write it into a new tree,
-    // every key allocated again, once per recipient.
     let mut body = serde_json::Map::new();
     body.insert("type".into(), Value::from("message"));
-    body.insert("message".into(), json);
     body.insert("flags".into(), Value::from(flags));
     ClientEvent {
         user_id: viewer.user_id,
         body: Value::Object(body),
         variants: Variants {
             message_source: Some(MessageSource {
+                id: message.id,
+                json,
                 content: message.content.clone(),
                 topic: message.topic().to_owned(),
+                in_channel: message.channel().is_some(),
             }),
             ..Variants::default()
         },
