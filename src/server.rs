@@ -227,6 +227,43 @@ pub fn tune_allocator() {
     }
 }
 
+/// Raises this process's limit of open files (sockets included) to its hard limit, or to
+/// `at_least` where the process may raise the hard limit too (a privileged one), and returns the
+/// limit now in force. Every open client parks a long-poll on a connection of its own, and a
+/// shell's usual limit (1,024) would turn people away long before the processor is busy;
+/// systemd's unit sets `LimitNOFILE` instead.
+pub fn raise_open_files_limit(at_least: Option<u64>) -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit with a valid pointer to an rlimit of this process.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+            return 0;
+        }
+        if let Some(wanted) = at_least.filter(|n| *n > limit.rlim_max) {
+            let raised = libc::rlimit {
+                rlim_cur: wanted,
+                rlim_max: wanted,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                return wanted;
+            }
+        }
+        if limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit {
+                rlim_cur: limit.rlim_max,
+                ..limit
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                return raised.rlim_cur;
+            }
+        }
+    }
+    limit.rlim_cur
+}
+
 /// The fewest arenas malloc may make (see [`tune_allocator`]): more than the threads a server
 /// keeps running on a small machine (HTTP workers, the writer, sled's I/O threads, the
 /// snapshot, notification, disk and password threads).
@@ -435,6 +472,17 @@ pub async fn serve_with(
     on_ready: impl FnOnce(Running),
 ) -> Result<Stopped, Fatal> {
     let layout = Layout::new(&config.data_dir);
+    let open_files = raise_open_files_limit(None);
+    tracing::info!(
+        open_files,
+        "open files allowed (each connected client holds one)"
+    );
+    if open_files < 4096 {
+        tracing::warn!(
+            open_files,
+            "few open files allowed: each open client parks a long-poll on a connection of its own; raise the limit (systemd: LimitNOFILE)"
+        );
+    }
     // The address is taken first, and answers `/health` (200) and `/ready` (503) while the state
     // is loaded, so that a load balancer or systemd sees a server that is starting, not one
     // that is gone.
