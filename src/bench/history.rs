@@ -62,44 +62,6 @@ fn measure(
     ))
 }
 
-/// Searches as people type them, drawn from the corpus the messages were: a word, two words of
-/// one quotation, a phrase of two neighbouring words, and the first letters of a word (the
-/// last word typed is a prefix). Words of three letters or more, no stop words.
-fn search_queries(count: usize) -> Vec<String> {
-    use crate::analyzer::{is_stop_word, tokens, Kind};
-    let fallback = || vec!["Message 1: a typical short chat line.".to_owned()];
-    let texts = super::corpus::texts().map_or_else(fallback, <[String]>::to_vec);
-    let mut queries = Vec::with_capacity(count);
-    let mut k = 0usize;
-    while queries.len() < count && k < count * 20 {
-        let text = &texts[k.wrapping_mul(7919) % texts.len()];
-        let words: Vec<String> = tokens(text)
-            .filter(|t| t.kind == Kind::Word && t.text.chars().all(char::is_alphabetic))
-            .map(|t| t.text.to_lowercase())
-            .collect();
-        let searchable: Vec<&String> = words
-            .iter()
-            .filter(|w| w.chars().count() >= 3 && !is_stop_word(w))
-            .collect();
-        k += 1;
-        if searchable.len() < 2 || words.len() < 2 {
-            continue;
-        }
-        let pick = |n: usize| searchable[n % searchable.len()];
-        let query = match queries.len() % 4 {
-            0 => format!("{} ", pick(k)),
-            1 => format!("{} {} ", pick(k), pick(k / 2 + 1)),
-            2 => {
-                let at = k % (words.len() - 1);
-                format!("\"{} {}\"", words[at], words[at + 1])
-            }
-            _ => pick(k).chars().take(4).collect(),
-        };
-        queries.push(query);
-    }
-    queries
-}
-
 /// Runs `queries` one after another as `user` (newest 50 of each search's results): p50 and
 /// p99 in ms, and how many failed.
 async fn search_latency(
@@ -200,7 +162,7 @@ pub async fn history(quick: bool) -> Result<Vec<Row>, Fatal> {
     server.wait_indexed()?;
     let idle = server.resident_bytes()?;
     let client = super::load::client()?;
-    let queries = search_queries(if quick { 40 } else { 400 });
+    let queries = super::corpus::search_queries(if quick { 40 } else { 400 });
     let (mut rates, mut sent, mut errors) = (Vec::new(), 0u64, 0u64);
     let mut points = Vec::new();
     for w in 0..WINDOWS {

@@ -12,8 +12,12 @@
 //! number of people whose window stayed within Mattermost's three health limits (average
 //! request time ≤ 100 ms, p99 ≤ 2 s, errors ≤ 0.025 %) is the figure. The load generator runs
 //! on the same two cores as the server, which the figure carries.
+//!
+//! Two organizations are served, one after the other ([`organizations`]): a large one (25,000
+//! people, 200,000 messages), and one of 10,000 people with ten million messages of real text
+//! that everyone has read.
 
-use super::seed::{seed, SeedSpec};
+use super::seed::{seed_styled, SeedSpec, SeedStyle};
 use super::sustained::ChildServer;
 use super::Row;
 use crate::server::Fatal;
@@ -57,6 +61,8 @@ struct Shared {
     poll_failures: Mutex<Vec<String>>,
     /// People whose registration ended (well or not).
     registered: AtomicU64,
+    /// What people search for (empty: numbers of the synthetic history).
+    searches: Vec<String>,
 }
 
 /// One simulated person.
@@ -99,20 +105,11 @@ impl Person {
     }
 }
 
-fn raise_open_files() {
-    // Every person holds a parked long-poll: thousands of sockets on both sides.
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit with a valid pointer to an rlimit of this process.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 {
-            limit.rlim_cur = limit.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        }
-    }
-}
+/// Open files the generator (and the server, its child) may have: every person holds a
+/// parked long-poll, a socket on both sides. The production unit's `LimitNOFILE`
+/// (`docs/systemd/chronicle.service`), where this process may raise its hard limit; else its
+/// hard limit, which bounds the people it can simulate.
+const OPEN_FILES: u64 = 65_536;
 
 /// The actions, after the frequencies of Mattermost's load test (its `simulcontroller`), each
 /// mapped to what Zulip's web client sends for it. Mattermost's "unread check" (1.0) and
@@ -135,6 +132,9 @@ const KINDS: [(&str, f64); 13] = [
     ("channels", 0.015),
 ];
 
+/// The loopback addresses (127.0.1.1 and on) people's long-polls come from.
+const POLL_SOURCES: u8 = 16;
+
 /// Topics per channel that people write in.
 const TOPICS: u64 = 8;
 
@@ -143,6 +143,7 @@ async fn act(
     base: &str,
     person: &mut Person,
     actions: &mut u64,
+    searches: &[String],
 ) -> (usize, Result<(), reqwest::Error>) {
     *actions += 1;
     let total: f64 = KINDS.iter().map(|(_, f)| f).sum();
@@ -312,8 +313,13 @@ async fn act(
                 get("users").send().await?.error_for_status()?;
             }
             "search" => {
-                // A word a few hundred of the seeded messages hold.
-                let word = format!("{}", (person.next() * 997.0) as u64);
+                // What people search for in a history of real text: words, a phrase, a
+                // prefix, drawn from the same text. In the synthetic history, a number a few
+                // hundred of the seeded messages hold.
+                let word = match searches.len() {
+                    0 => format!("{}", (person.next() * 997.0) as u64),
+                    n => searches[(person.next() * n as f64) as usize % n].clone(),
+                };
                 let narrow = serde_json::json!([{"operator": "search", "operand": word}]);
                 read(&get, narrow, "newest", 20, 0, person.id).await?;
             }
@@ -559,7 +565,7 @@ async fn live(
             break;
         }
         let started = Instant::now();
-        let (kind, done) = act(&http, &base, &mut person, &mut actions).await;
+        let (kind, done) = act(&http, &base, &mut person, &mut actions, &shared.searches).await;
         let ms = started.elapsed().as_secs_f64() * 1000.0;
         let mut window = shared.window.lock().unwrap_or_else(|p| p.into_inner());
         match done {
@@ -611,37 +617,122 @@ fn channels_of_everyone(spec: &SeedSpec) -> Vec<Vec<u64>> {
     out
 }
 
-/// The scenario: steps of people until a health limit is crossed.
-pub async fn people(quick: bool) -> Result<Vec<Row>, Fatal> {
-    raise_open_files();
-    let (spec, first, step, settle, window) = if quick {
-        (
-            SeedSpec {
-                users: 240,
-                channels: 12,
-                subscribers_per_channel: 40,
-                messages: 3_000,
-            },
-            60,
-            60,
-            Duration::from_secs(1),
-            Duration::from_secs(2),
-        )
-    } else {
-        (
-            SeedSpec {
-                users: 25_000,
-                channels: 500,
-                subscribers_per_channel: 200,
-                messages: 200_000,
-            },
-            1000,
-            500,
-            Duration::from_secs(20),
-            Duration::from_secs(30),
+/// An organization the scenario serves, and the ramp of people over it.
+struct Org {
+    /// How the report names it.
+    name: String,
+    spec: SeedSpec,
+    style: SeedStyle,
+    /// The first step, and the least a step adds.
+    first: usize,
+    step: usize,
+}
+
+/// The organizations: a large one (25,000 people, 200,000 messages of history), and one of
+/// 10,000 people with ten million messages of real text, all of them read, as in an
+/// organization with years behind it.
+fn organizations(quick: bool) -> Vec<Org> {
+    let large = SeedSpec {
+        users: if quick { 240 } else { 25_000 },
+        channels: if quick { 12 } else { 500 },
+        subscribers_per_channel: if quick { 40 } else { 200 },
+        messages: if quick { 3_000 } else { 200_000 },
+    };
+    let history = SeedSpec {
+        users: if quick { 120 } else { 10_000 },
+        channels: if quick { 6 } else { 200 },
+        subscribers_per_channel: if quick { 40 } else { 200 },
+        messages: if quick { 5_000 } else { 10_000_000 },
+    };
+    let name = |spec: &SeedSpec, text: &str| {
+        format!(
+            "organization of {} people, {} channels, {} messages{text}",
+            count_text(spec.users),
+            spec.channels,
+            count_text(spec.messages),
         )
     };
-    let seeded = seed(&spec)?;
+    vec![
+        Org {
+            name: name(&large, ""),
+            spec: large,
+            style: SeedStyle::default(),
+            first: if quick { 60 } else { 1000 },
+            step: if quick { 60 } else { 500 },
+        },
+        Org {
+            name: name(&history, " of real text, all read"),
+            spec: history,
+            style: SeedStyle {
+                corpus_text: true,
+                history_read: true,
+            },
+            first: if quick { 60 } else { 2500 },
+            step: if quick { 60 } else { 1250 },
+        },
+    ]
+}
+
+/// `25000` as "25,000".
+fn count_text(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
+}
+
+/// The scenario: for each organization, steps of people until a health limit is crossed.
+pub async fn people(quick: bool) -> Result<Vec<Row>, Fatal> {
+    let open_files = crate::server::raise_open_files_limit(Some(OPEN_FILES));
+    println!(
+        "people: up to {open_files} open files for the generator and the server: at most {} people with a connection each",
+        ceiling(open_files)
+    );
+    let (settle, window) = if quick {
+        (Duration::from_secs(1), Duration::from_secs(2))
+    } else {
+        (Duration::from_secs(20), Duration::from_secs(30))
+    };
+    let mut rows = Vec::new();
+    for org in organizations(quick) {
+        rows.extend(serve(org, settle, window, open_files).await?);
+    }
+    Ok(rows)
+}
+
+/// The most people whose parked long-polls the server can hold under `open_files`: each takes a
+/// socket, and the rest is kept for the actions' connections ([`ACTION_CONNECTIONS`]) and the
+/// server's own files (its log, listeners, event descriptors).
+fn ceiling(open_files: u64) -> usize {
+    open_files.saturating_sub(2 * ACTION_CONNECTIONS as u64) as usize
+}
+
+/// The connections the people's actions share, at most, kept open between requests (a
+/// thousand actions a second of some ten milliseconds each keep a few dozen busy).
+const ACTION_CONNECTIONS: usize = 256;
+
+/// Ramps people up on one organization until a health limit is crossed.
+async fn serve(
+    org: Org,
+    settle: Duration,
+    window: Duration,
+    open_files: u64,
+) -> Result<Vec<Row>, Fatal> {
+    let ceiling = ceiling(open_files);
+    let Org {
+        name,
+        spec,
+        style,
+        first,
+        step,
+    } = org;
+    println!("people: {name}");
+    let seeded = seed_styled(&spec, style)?;
     let data = seeded.tmp.path().join("data");
     let server = ChildServer::start(&data)?;
     server.wait_indexed()?;
@@ -649,14 +740,29 @@ pub async fn people(quick: bool) -> Result<Vec<Row>, Fatal> {
     // Idle connections are dropped before the server's keep-alive (5 s) closes them, as a
     // browser's are: a request sent on a connection the server is closing fails.
     let http = reqwest::Client::builder()
-        .pool_max_idle_per_host(1024)
+        .pool_max_idle_per_host(ACTION_CONNECTIONS)
         .pool_idle_timeout(Duration::from_secs(3))
         .timeout(Duration::from_secs(30))
         .build()?;
-    let polls = reqwest::Client::builder()
-        .pool_max_idle_per_host(usize::MAX)
-        .timeout(Duration::from_secs(120))
-        .build()?;
+    // Each person's parked long-poll holds a connection. All from one address to the
+    // server's one port, they would share that address's 28,232 ephemeral ports
+    // (`ip_local_port_range`), as no real crowd does: at 11,389 people the kernel's search for a
+    // free port (`__inet_hash_connect`) took two fifths of the generator's time, and near
+    // 17,000 connections failed. People's polls come from several loopback addresses instead.
+    let polls = (0..POLL_SOURCES)
+        .map(|k| {
+            reqwest::Client::builder()
+                .pool_max_idle_per_host(usize::MAX)
+                .timeout(Duration::from_secs(120))
+                .local_address(std::net::IpAddr::V4(std::net::Ipv4Addr::new(
+                    127,
+                    0,
+                    1,
+                    k + 1,
+                )))
+                .build()
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let shared = Arc::new(Shared {
         window: Mutex::new(Window::default()),
         stop: AtomicBool::new(false),
@@ -664,9 +770,13 @@ pub async fn people(quick: bool) -> Result<Vec<Row>, Fatal> {
         poll_errors: AtomicU64::new(0),
         poll_failures: Mutex::new(Vec::new()),
         registered: AtomicU64::new(0),
+        searches: match style.corpus_text {
+            true => super::corpus::search_queries(400),
+            false => Vec::new(),
+        },
     });
-    // People 2.. (1 is the owner); each person's peers are a few others.
-    let everyone: Vec<&(u64, String, String)> = seeded.users.iter().skip(1).collect();
+    // Everyone, the owner too; each person's peers are a few others.
+    let everyone: Vec<&(u64, String, String)> = seeded.users.iter().collect();
     let subscriptions = channels_of_everyone(&spec);
     let mut tasks = Vec::new();
     let mut served = 0usize;
@@ -693,7 +803,7 @@ pub async fn people(quick: bool) -> Result<Vec<Row>, Fatal> {
                 person,
                 base.clone(),
                 http.clone(),
-                polls.clone(),
+                polls[*id as usize % polls.len()].clone(),
                 shared.clone(),
             )));
         }
@@ -707,8 +817,17 @@ pub async fn people(quick: bool) -> Result<Vec<Row>, Fatal> {
         }
         tokio::time::sleep(settle).await;
         *shared.window.lock().unwrap_or_else(|p| p.into_inner()) = Window::default();
+        let polls_before = (
+            shared.polls.load(Ordering::Relaxed),
+            shared.poll_errors.load(Ordering::Relaxed),
+        );
         tokio::time::sleep(window).await;
         let seen = std::mem::take(&mut *shared.window.lock().unwrap_or_else(|p| p.into_inner()));
+        // A long-poll that failed is a request that failed, as an action is.
+        let (polls_answered, polls_failed) = (
+            shared.polls.load(Ordering::Relaxed) - polls_before.0,
+            shared.poll_errors.load(Ordering::Relaxed) - polls_before.1,
+        );
         let mut times = seen.times_ms;
         times.sort_by(f64::total_cmp);
         let n = times.len() as f64;
@@ -717,15 +836,14 @@ pub async fn people(quick: bool) -> Result<Vec<Row>, Fatal> {
             .get(((n - 1.0) * 0.99).max(0.0) as usize)
             .copied()
             .unwrap_or(0.0);
-        let error_rate = seen.errors as f64 / (n + seen.errors as f64).max(1.0);
+        let failed = (seen.errors + polls_failed) as f64;
+        let error_rate = failed / (n + polls_answered as f64 + failed).max(1.0);
         println!(
-            "people: {count} people, {:.0} actions/s, mean {mean:.1} ms, p99 {p99:.1} ms, errors {error_rate:.5} ({} timed out, {} not connected, {} refused by status); {} polls answered, {} failed",
+            "people: {count} people, {:.0} actions/s, mean {mean:.1} ms, p99 {p99:.1} ms, errors {error_rate:.5} (actions: {} timed out, {} not connected, {} refused by status); {polls_answered} polls answered, {polls_failed} failed",
             n / window.as_secs_f64(),
             seen.timeouts,
             seen.connects,
             seen.statuses,
-            shared.polls.load(Ordering::Relaxed),
-            shared.poll_errors.load(Ordering::Relaxed),
         );
         let kinds: Vec<String> = KINDS
             .iter()
@@ -761,14 +879,15 @@ pub async fn people(quick: bool) -> Result<Vec<Row>, Fatal> {
         }
         // Steps grow with the crowd (half again, at least `step`), so that a large organization
         // is reached in a dozen steps; the goal is a step of its own, so that the figure says
-        // whether it is met.
+        // whether it is met, and so is the most people the open-file limit lets the server
+        // hold a connection for.
         let next = count + step.max(count / 2);
-        count = if count < GOAL && GOAL < next {
-            GOAL
-        } else {
-            next
-        }
-        .min(everyone.len());
+        count = [GOAL, ceiling]
+            .into_iter()
+            .filter(|c| count < *c && *c < next)
+            .min()
+            .unwrap_or(next)
+            .min(everyone.len());
     }
     shared.stop.store(true, Ordering::SeqCst);
     for task in tasks {
@@ -783,11 +902,14 @@ pub async fn people(quick: bool) -> Result<Vec<Row>, Fatal> {
             everyone.len()
         ),
     };
+    let limit = format!(
+        "{limit}; {open_files} open files allowed a process here, so at most {ceiling} people connected"
+    );
     let (_, actions, mean, p99, errors) = best.unwrap_or_default();
     rows.push(Row {
         scenario: "people".into(),
         case: format!(
-            "people served (Mattermost's action mix and pace, an action every {AVG_IDLE_SECONDS:.0} s on average; a long-poll parked each; generator on the same 2 cores); {limit}"
+            "people served, {name} (Mattermost's action mix and pace, an action every {AVG_IDLE_SECONDS:.0} s on average; a long-poll parked each; generator on the same 2 cores); {limit}"
         ),
         value: served as f64,
         unit: "people".into(),
@@ -802,7 +924,9 @@ pub async fn people(quick: bool) -> Result<Vec<Row>, Fatal> {
     });
     rows.push(Row {
         scenario: "people".into(),
-        case: format!("mean action time at {served} people (limit 100 ms); {errors} errors"),
+        case: format!(
+            "mean action time at {served} people, {name} (limit 100 ms); {errors} errors"
+        ),
         value: mean,
         unit: "ms".into(),
         p50_ms: None,
@@ -816,7 +940,7 @@ pub async fn people(quick: bool) -> Result<Vec<Row>, Fatal> {
     });
     rows.push(Row {
         scenario: "people".into(),
-        case: format!("resident memory with {served}+ people connected"),
+        case: format!("resident memory with {served}+ people connected, {name}"),
         value: resident as f64 / 1e6,
         unit: "MB".into(),
         p50_ms: None,

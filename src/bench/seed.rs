@@ -5,13 +5,14 @@
 use crate::auth::ServerSecret;
 use crate::commands::groups::ensure_system_groups;
 use crate::events::{
-    ChannelPermissions, Envelope, Event, GroupSetting, NewSubscription, Recipient, Role,
+    ChannelPermissions, Envelope, Event, GroupSetting, NewSubscription, ReadPlace, Recipient, Role,
     TopicsPolicy, SCHEMA_VERSION,
 };
 use crate::ids::{ChannelId, GroupId, MessageId, Seq, UserId};
 use crate::projections::Projections;
 use crate::server::{Fatal, Layout};
 use crate::store::{EventLog, SledLog};
+use std::sync::Arc;
 
 /// What to put in the organization.
 pub struct SeedSpec {
@@ -20,6 +21,18 @@ pub struct SeedSpec {
     /// Every user is subscribed to channel 1; each other channel gets this many subscribers.
     pub subscribers_per_channel: u64,
     pub messages: u64,
+}
+
+/// How the seeded history reads.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SeedStyle {
+    /// Messages are quotations of the corpus (`corpus`), rendered by the server's Markdown
+    /// renderer, instead of a short synthetic line each.
+    pub corpus_text: bool,
+    /// Everyone has read every message of their channels, as in an organization with years of
+    /// history (a `MessagesReadThrough` per person and channel, as imports write); else every
+    /// seeded message is unread by its recipients.
+    pub history_read: bool,
 }
 
 /// A seeded data directory and the credentials of its users (owner first).
@@ -81,9 +94,39 @@ pub fn members(spec: &SeedSpec, c: u64) -> Vec<u64> {
 }
 
 pub fn seed(spec: &SeedSpec) -> Result<Seeded, Fatal> {
+    seed_styled(spec, SeedStyle::default())
+}
+
+/// [`seed`], with the history as `style` says.
+pub fn seed_styled(spec: &SeedSpec, style: SeedStyle) -> Result<Seeded, Fatal> {
     let tmp = tempfile::tempdir()?;
-    let users = seed_in(&tmp.path().join("data"), spec)?;
+    let users = write_seed(&tmp.path().join("data"), spec, style)?;
     Ok(Seeded { tmp, users })
+}
+
+/// Renders nothing as a mention or a channel link: the corpus names no one of the seeded
+/// organization.
+struct NoNames;
+
+impl crate::markdown::Resolver for NoNames {
+    fn user(&self, _: &str, _: Option<u64>) -> Option<(u64, String)> {
+        None
+    }
+    fn channel(&self, _: &str) -> Option<(u64, String)> {
+        None
+    }
+}
+
+/// The corpus's quotations with their HTML, rendered once each.
+fn rendered_corpus() -> Vec<(Arc<str>, Arc<str>)> {
+    super::corpus::texts()
+        .unwrap_or_default()
+        .iter()
+        .map(|text| {
+            let html = crate::markdown::render_message(text, &NoNames).html;
+            (Arc::from(text.as_str()), Arc::from(html))
+        })
+        .collect()
 }
 
 /// Writes the organization to the data directory `dir` (created; it must not hold one yet),
@@ -91,6 +134,14 @@ pub fn seed(spec: &SeedSpec) -> Result<Seeded, Fatal> {
 pub fn seed_in(
     dir: &std::path::Path,
     spec: &SeedSpec,
+) -> Result<Vec<(u64, String, String)>, Fatal> {
+    write_seed(dir, spec, SeedStyle::default())
+}
+
+fn write_seed(
+    dir: &std::path::Path,
+    spec: &SeedSpec,
+    style: SeedStyle,
 ) -> Result<Vec<(u64, String, String)>, Fatal> {
     if dir.join("secret.key").exists() {
         return Err(format!("{} already holds an organization", dir.display()).into());
@@ -194,6 +245,13 @@ pub fn seed_in(
             },
         )?;
     }
+    let corpus = if style.corpus_text {
+        rendered_corpus()
+    } else {
+        Vec::new()
+    };
+    // The newest message of each channel, for read marks.
+    let mut newest = vec![0u64; spec.channels as usize + 1];
     for m in 1..=spec.messages {
         // Channel 1 has everyone; keep its share small so copies stay proportionate.
         let channel = if spec.channels > 1 {
@@ -201,7 +259,19 @@ pub fn seed_in(
         } else {
             1
         };
+        newest[channel as usize] = m;
         let sender = 1 + (m * 13) % spec.users;
+        let (content, rendered_content) = match corpus.is_empty() {
+            false => corpus[(m.wrapping_mul(7919) % corpus.len() as u64) as usize].clone(),
+            true => (
+                format!("Message {m}: the quick brown fox number {} jumps", m % 997).into(),
+                format!(
+                    "<p>Message {m}: the quick brown fox number {} jumps</p>",
+                    m % 997
+                )
+                .into(),
+            ),
+        };
         w.push(
             Some(UserId(sender)),
             Event::MessageSent {
@@ -211,13 +281,8 @@ pub fn seed_in(
                     channel_id: ChannelId(channel),
                     topic: format!("topic {}", m % 50),
                 },
-                content: format!("Message {m}: the quick brown fox number {} jumps", m % 997)
-                    .into(),
-                rendered_content: format!(
-                    "<p>Message {m}: the quick brown fox number {} jumps</p>",
-                    m % 997
-                )
-                .into(),
+                content,
+                rendered_content,
                 client: "seed".into(),
                 is_me_message: false,
                 mentioned: Vec::new(),
@@ -227,6 +292,23 @@ pub fn seed_in(
                 alerted: Vec::new(),
             },
         )?;
+    }
+    if style.history_read {
+        for c in 1..=spec.channels {
+            let Some(&through) = newest.get(c as usize).filter(|m| **m > 0) else {
+                continue;
+            };
+            for u in members(spec, c) {
+                w.push(
+                    Some(UserId(u)),
+                    Event::MessagesReadThrough {
+                        user_id: UserId(u),
+                        place: ReadPlace::Channel(ChannelId(c)),
+                        message_id: MessageId(through),
+                    },
+                )?;
+            }
+        }
     }
     w.finish()?;
     Ok(users)
