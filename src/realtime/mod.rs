@@ -913,37 +913,38 @@ mod tests {
     /// source, the empty topic as stored) gets its own copy changed.
     #[test]
     fn a_shared_message_text_is_put_in_place_or_changed_for_the_clients_that_need_it() {
-        let source = |topic: &str| {
-            translate::MessageSource {
-            id: MessageId(8),
-            json: r#"{"id":8,"content":"<p>hi</p>","subject":"general chat","content_type":"text/html","type":"stream"}"#.into(),
-            content: "hi".into(),
-            topic: topic.into(),
-            in_channel: true,
-        }
-        };
-        let variants = |topic: &str| translate::Variants {
-            message_source: Some(source(topic)),
+        // A channel message's object as written for everyone, in the empty topic and in "lunch".
+        const IN_EMPTY_TOPIC: &str =
+            r#"{"id":8,"content":"<p>hi</p>","subject":"general chat","type":"stream"}"#;
+        const IN_LUNCH: &str =
+            r#"{"id":8,"content":"<p>hi</p>","subject":"lunch","type":"stream"}"#;
+        let variants = |topic: &str, json: &str| translate::Variants {
+            message_source: Some(translate::MessageSource {
+                id: MessageId(8),
+                json: json.into(),
+                content: "hi".into(),
+                topic: topic.into(),
+                in_channel: true,
+            }),
             ..translate::Variants::default()
         };
         let body = || json!({"type": "message", "flags": ["read"], "local_message_id": "1.5"});
-        let queues = queues();
         let plain = QueueOptions {
             apply_markdown: false,
             ..options(DEFAULT_QUEUE_LIFESPAN)
         };
         let mut stored_topics = options(DEFAULT_QUEUE_LIFESPAN);
         stored_topics.capabilities.empty_topic_name = true;
-        let state = Projections::default();
+        let (queues, state) = (queues(), Projections::default());
         let mut texts = Vec::new();
-        for (options, topic) in [
-            (options(DEFAULT_QUEUE_LIFESPAN), ""),
-            (stored_topics.clone(), "lunch"),
-            (plain, "lunch"),
-            (stored_topics, ""),
+        for (options, topic, json) in [
+            (options(DEFAULT_QUEUE_LIFESPAN), "", IN_EMPTY_TOPIC),
+            (stored_topics.clone(), "lunch", IN_LUNCH),
+            (plain, "lunch", IN_LUNCH),
+            (stored_topics, "", IN_EMPTY_TOPIC),
         ] {
             let queue = queues.register(UserId(1), options, Seq(0));
-            let variants = variants(topic);
+            let variants = variants(topic, json);
             let (body, shared) = adapt(&state, &variants, body(), &queue);
             queue.push_with(body, shared);
             assert_eq!(queue.held_message_ids(), [MessageId(8)]);
@@ -954,21 +955,14 @@ mod tests {
                 r#"{{"type":"message","message":{message},"flags":["read"],"local_message_id":"1.5","id":0}}"#
             )
         };
-        let shared = r#"{"id":8,"content":"<p>hi</p>","subject":"general chat","content_type":"text/html","type":"stream"}"#;
-        assert_eq!(texts[0], with(shared));
-        assert_eq!(texts[1], with(shared));
-        assert_eq!(
-            texts[2],
-            with(
-                r#"{"id":8,"content":"hi","subject":"general chat","content_type":"text/x-markdown","type":"stream"}"#
-            )
-        );
-        assert_eq!(
-            texts[3],
-            with(
-                r#"{"id":8,"content":"<p>hi</p>","subject":"","content_type":"text/html","type":"stream"}"#
-            )
-        );
+        // Shared as written: HTML, and a topic shown as it is stored.
+        assert_eq!(texts[0], with(IN_EMPTY_TOPIC));
+        assert_eq!(texts[1], with(IN_LUNCH));
+        // Changed: the Markdown source; the empty topic as stored.
+        let source = r#"{"id":8,"content":"hi","subject":"lunch","type":"stream","content_type":"text/x-markdown"}"#;
+        assert_eq!(texts[2], with(source));
+        let stored = r#"{"id":8,"content":"<p>hi</p>","subject":"","type":"stream"}"#;
+        assert_eq!(texts[3], with(stored));
     }
 
     #[test]
