@@ -104,26 +104,14 @@ pub fn seed_styled(spec: &SeedSpec, style: SeedStyle) -> Result<Seeded, Fatal> {
     Ok(Seeded { tmp, users })
 }
 
-/// Renders nothing as a mention or a channel link: the corpus names no one of the seeded
-/// organization.
-struct NoNames;
-
-impl crate::markdown::Resolver for NoNames {
-    fn user(&self, _: &str, _: Option<u64>) -> Option<(u64, String)> {
-        None
-    }
-    fn channel(&self, _: &str) -> Option<(u64, String)> {
-        None
-    }
-}
-
-/// The corpus's quotations with their HTML, rendered once each.
+/// The corpus's quotations with their HTML, rendered once each, with nothing resolved as a
+/// mention or a channel link (the corpus names no one of the seeded organization).
 fn rendered_corpus() -> Vec<(Arc<str>, Arc<str>)> {
     super::corpus::texts()
         .unwrap_or_default()
         .iter()
         .map(|text| {
-            let html = crate::markdown::render_message(text, &NoNames).html;
+            let html = crate::markdown::render_description(text);
             (Arc::from(text.as_str()), Arc::from(html))
         })
         .collect()
