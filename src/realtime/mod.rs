@@ -109,19 +109,33 @@ struct Held {
     message_id: Option<MessageId>,
 }
 
+/// A `message` event's message object as a queue takes it: already written, to be put in place.
+#[derive(Debug, Clone, Copy)]
+struct MessageText<'a> {
+    id: MessageId,
+    json: &'a str,
+}
+
 /// The text of an event as its queue holds it: its fields in order, `message` (already written)
-/// after `type` when given, and `id` last.
+/// after `type` when given, and `id` last (the queue's, in place of any the body had).
 fn held_text(event: &Value, message: Option<&str>, id: i64) -> Arc<str> {
     use crate::render::fields::{Fields, JsonBuf};
     let mut buf = JsonBuf::with_capacity(message.map_or(0, str::len) + 128);
     buf.object(|o| {
+        let mut message = message;
         if let Value::Object(fields) = event {
-            for (key, value) in fields {
+            for (key, value) in fields.iter().filter(|(key, _)| *key != "id") {
                 o.field(key, value);
-                if let (Some(json), "type") = (message, key.as_str()) {
-                    o.field_with("message", |b| b.text(json.as_bytes()));
+                if key == "type" {
+                    if let Some(json) = message.take() {
+                        o.field_with("message", |b| b.text(json.as_bytes()));
+                    }
                 }
             }
+        }
+        // Every message event has a `type`; were one without, its message would still be kept.
+        if let Some(json) = message {
+            o.field_with("message", |b| b.text(json.as_bytes()));
         }
         o.field("id", &id);
     });
@@ -162,7 +176,7 @@ impl Queue {
     /// may come as text already written (`message`, shared by everyone who sees the message
     /// alike): `event` has no `message` field then, and the text goes in second place, after
     /// `type`, where a client finds it.
-    fn push_with(&self, event: Value, message: Option<&translate::MessageSource>) {
+    fn push_with(&self, event: Value, message: Option<MessageText<'_>>) {
         let message_id = match (message, &event["type"]) {
             (Some(message), _) => Some(message.id),
             (None, Value::String(kind)) if kind == "message" => {
@@ -175,7 +189,7 @@ impl Queue {
             return;
         }
         let id = state.next_id;
-        let text = held_text(&event, message.map(|m| &*m.json), id);
+        let text = held_text(&event, message.map(|m| m.json), id);
         if state.events.len() >= MAX_QUEUE_EVENTS || state.bytes + text.len() > MAX_QUEUE_BYTES {
             state.drop_events();
         } else {
@@ -536,14 +550,16 @@ fn legacy_deletions(event: &Value) -> Vec<Value> {
 /// Fits a client event to what the queue registered for: its capabilities pick among the
 /// event's variants, and notification settings that follow the user's defaults are filled in
 /// for clients that do not take null. `body` is the event's body, to be fitted; `variants` its
-/// variants. A `message` event's message object stays the shared text it was written as
-/// (returned, to be put in place as the event is queued) unless this client needs it changed.
+/// variants. A `message` event's message object stays a shared text (returned, to be put in
+/// place as the event is queued): the one it was written as, or for a client without
+/// `apply_markdown` the same with the Markdown source, written once for all such clients. Only
+/// a client shown the empty topic as stored gets a copy of its own.
 fn adapt<'v>(
     state: &Projections,
     variants: &'v translate::Variants,
     body: Value,
     queue: &Queue,
-) -> (Value, Option<&'v translate::MessageSource>) {
+) -> (Value, Option<MessageText<'v>>) {
     let options = &queue.options;
     let capabilities = &options.capabilities;
     if let Some(simplified) = variants
@@ -595,19 +611,25 @@ fn adapt<'v>(
     // Only the empty topic is shown otherwise than it is stored.
     let stored_topic =
         capabilities.empty_topic_name && source.in_channel && source.topic.is_empty();
-    if options.apply_markdown && !stored_topic {
-        return (body, Some(source));
+    if !stored_topic {
+        let json = if options.apply_markdown {
+            &source.json
+        } else {
+            source.markdown_json.get_or_init(|| {
+                let message = changed_message(source, false, false);
+                // A tree of strings, numbers and string-keyed maps: it always writes.
+                serde_json::to_string(&message).unwrap_or_default().into()
+            })
+        };
+        let text = MessageText {
+            id: source.id,
+            json,
+        };
+        return (body, Some(text));
     }
-    // This client's message object differs from the shared one: built as a tree, changed, and
-    // put in its place after `type`.
-    let mut message: Value = serde_json::from_str(&source.json).unwrap_or(Value::Null);
-    if !options.apply_markdown {
-        message["content"] = json!(&*source.content);
-        message["content_type"] = json!("text/x-markdown");
-    }
-    if stored_topic {
-        message["subject"] = json!(source.topic);
-    }
+    // This client's message object is its own: built as a tree, changed, and put in its place
+    // after `type`.
+    let mut message = changed_message(source, options.apply_markdown, stored_topic);
     let Value::Object(fields) = body else {
         return (body, None);
     };
@@ -620,6 +642,24 @@ fn adapt<'v>(
         }
     }
     (Value::Object(with_message), None)
+}
+
+/// A message event's shared message object as a tree, with the Markdown source in place of the
+/// HTML unless `apply_markdown`, and the topic as it is stored if `stored_topic`.
+fn changed_message(
+    source: &translate::MessageSource,
+    apply_markdown: bool,
+    stored_topic: bool,
+) -> Value {
+    let mut message: Value = serde_json::from_str(&source.json).unwrap_or(Value::Null);
+    if !apply_markdown {
+        message["content"] = json!(&*source.content);
+        message["content_type"] = json!("text/x-markdown");
+    }
+    if stored_topic {
+        message["subject"] = json!(source.topic);
+    }
+    message
 }
 
 /// For clients that do not list deactivated groups: a group's deactivation as its removal,
@@ -906,6 +946,16 @@ mod tests {
         assert_eq!(state.bytes, texts[0].len() + texts[1].len());
         drop(state);
         assert_eq!(queue.held_message_ids(), [MessageId(7)]);
+        // The queue's id is the one an event has, in place of any its body had; a message
+        // already written is kept even in a body without `type`.
+        assert_eq!(
+            &*held_text(&json!({"op": "x", "id": 99}), None, 2),
+            r#"{"op":"x","id":2}"#
+        );
+        assert_eq!(
+            &*held_text(&json!({"flags": []}), Some(r#"{"id":7}"#), 3),
+            r#"{"flags":[],"message":{"id":7},"id":3}"#
+        );
     }
 
     /// A message event's message object written once for everyone is put in place, after
@@ -925,6 +975,7 @@ mod tests {
                 content: "hi".into(),
                 topic: topic.into(),
                 in_channel: true,
+                markdown_json: Arc::default(),
             }),
             ..translate::Variants::default()
         };
@@ -963,6 +1014,24 @@ mod tests {
         assert_eq!(texts[2], with(source));
         let stored = r#"{"id":8,"content":"<p>hi</p>","subject":"","type":"stream"}"#;
         assert_eq!(texts[3], with(stored));
+
+        // The Markdown-source text is written once, by the first plain queue, for every event
+        // that shares the message's text.
+        let plain = QueueOptions {
+            apply_markdown: false,
+            ..options(DEFAULT_QUEUE_LIFESPAN)
+        };
+        let variants = variants("lunch", IN_LUNCH);
+        let (first, second) = (
+            queues.register(UserId(2), plain.clone(), Seq(0)),
+            queues.register(UserId(3), plain, Seq(0)),
+        );
+        let (_, one) = adapt(&state, &variants, body(), &first);
+        let (_, other) = adapt(&state, &variants, body(), &second);
+        let (one, other) = (one.unwrap(), other.unwrap());
+        assert_eq!(one.json, source);
+        assert!(std::ptr::eq(one.json, other.json));
+        assert_eq!(one.id, MessageId(8));
     }
 
     #[test]

@@ -758,6 +758,104 @@ async fn narrowed_queues_and_all_public_streams() {
     assert_eq!(body["code"], "BAD_NARROW");
 }
 
+/// One message to a channel reaches each of its recipients' queues with the addresses that
+/// recipient may see and in the form the queue asked for (HTML, or the Markdown source):
+/// recipients who see it alike are given one shared text, written once.
+#[tokio::test]
+async fn a_message_event_shows_each_recipient_its_own_view() {
+    let chat = crate::messages::chat().await;
+    let (alice_id, alice) = &chat.alice;
+    let (_, bob) = &chat.bob;
+    let owner = chat.server.api(Some(&chat.server.owner()));
+    // Real addresses for administrators only.
+    let (status, body) = owner
+        .call(
+            Method::PATCH,
+            "/realm",
+            &[("email_address_visibility", "3")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = owner
+        .post(
+            "/users/me/subscriptions",
+            &[("subscriptions", r#"[{"name": "general"}]"#)],
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let asking = |apply_markdown: &'static str| {
+        [
+            ("event_types", r#"["message"]"#),
+            ("apply_markdown", apply_markdown),
+        ]
+    };
+    let (owner_html, _) = register(&owner, &asking("true")).await;
+    let (owner_source, _) = register(&owner, &asking("false")).await;
+    let (bob_html, _) = register(bob, &asking("true")).await;
+    let (bob_source, _) = register(bob, &asking("false")).await;
+    let (alice_source, _) = register(alice, &asking("false")).await;
+    let channel = chat.channel.to_string();
+    let id = crate::messages::send(
+        alice,
+        &[
+            ("type", "stream"),
+            ("to", &channel),
+            ("topic", "plans"),
+            ("content", "**soon**"),
+        ],
+    )
+    .await;
+    let hidden = format!("user{alice_id}@");
+    for (who, api, queue, sees_address, html) in [
+        ("owner", &owner, &owner_html, true, true),
+        ("owner", &owner, &owner_source, true, false),
+        ("bob", bob, &bob_html, false, true),
+        ("bob", bob, &bob_source, false, false),
+        ("alice", alice, &alice_source, true, false),
+    ] {
+        let events = drain(api, queue).await;
+        assert_eq!(kinds(&events), ["message:"], "{who}: {events:?}");
+        let message = &events[0]["message"];
+        let shown = (
+            message["id"].as_u64(),
+            message["sender_id"].as_u64(),
+            message["content"].as_str(),
+            message["content_type"].as_str(),
+            message["subject"].as_str(),
+        );
+        let expected = if html {
+            ("<p><strong>soon</strong></p>", "text/html")
+        } else {
+            ("**soon**", "text/x-markdown")
+        };
+        assert_eq!(
+            shown,
+            (
+                Some(id),
+                Some(*alice_id),
+                Some(expected.0),
+                Some(expected.1),
+                Some("plans")
+            ),
+            "{who}"
+        );
+        let address = message["sender_email"].as_str().unwrap();
+        if sees_address {
+            assert_eq!(address, "alice@example.com", "{who}");
+        } else {
+            assert!(address.starts_with(&hidden), "{who}: {address}");
+        }
+        // Each event is one object with one of each key, `message` right after `type`.
+        let keys: Vec<&str> = events[0]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys, ["type", "message", "flags", "id"], "{who}");
+    }
+}
+
 #[tokio::test]
 async fn a_deactivation_ends_the_users_queues() {
     let server = Server::start();

@@ -3,7 +3,7 @@
 use crate::events::SenderQueue;
 use crate::ids::{MessageId, UserId};
 use serde_json::Value;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// One Zulip client event for one user. `body` is the event as a client without any of the
 /// capabilities below receives it; `variants` says what changes for the clients that have
@@ -46,7 +46,14 @@ pub struct MessageSource {
     pub topic: String,
     /// A channel message (a direct message's topic is not shown).
     pub in_channel: bool,
+    /// `json` with the Markdown source in place of the HTML, for queues registered without
+    /// `apply_markdown` (bots, the Python client): written by the first such queue to take the
+    /// event, and shared by every event that shares `json`.
+    pub markdown_json: MarkdownJson,
 }
+
+/// A message's Markdown-source text, written when first wanted and shared once written.
+pub type MarkdownJson = Arc<OnceLock<Arc<str>>>;
 
 impl From<(UserId, Value)> for ClientEvent {
     /// An event that is the same for every client.

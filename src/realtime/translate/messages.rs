@@ -2,7 +2,7 @@
 //! submessages, typing and topic visibility.
 
 use super::audience::{active_holders, first_message_changes};
-use super::event::{ClientEvent, Deliveries, MessageSource, Variants};
+use super::event::{ClientEvent, Deliveries, MarkdownJson, MessageSource, Variants};
 use crate::events::{
     Envelope, Event, MessageFlag, MessageMove, Recipient, SenderQueue, TopicPolicy, TypingTarget,
 };
@@ -30,7 +30,7 @@ pub fn message_event(
     message: &Message,
 ) -> ClientEvent {
     let json = SharedMessageJson::new(message).get(state, site, viewer);
-    message_event_of(state, viewer, message, json)
+    message_event_of(state, viewer, message, json, Arc::default())
 }
 
 /// [`message_event`] with the message's JSON as `viewer` sees it already written.
@@ -39,6 +39,7 @@ fn message_event_of(
     viewer: &User,
     message: &Message,
     json: Arc<str>,
+    markdown_json: MarkdownJson,
 ) -> ClientEvent {
     let flags = message_flags(state, viewer.user_id, message.id);
     let mut body = serde_json::Map::new();
@@ -54,6 +55,7 @@ fn message_event_of(
                 content: message.content.clone(),
                 topic: message.topic().to_owned(),
                 in_channel: message.channel().is_some(),
+                markdown_json,
             }),
             ..Variants::default()
         },
@@ -74,6 +76,8 @@ pub fn message_sent(
         return Deliveries::new();
     };
     let mut shared = SharedMessageJson::new(message);
+    // The Markdown-source text of each shared text, written at most once for all its events.
+    let mut markdown_texts: Vec<(Arc<str>, MarkdownJson)> = Vec::new();
     let mut out: Deliveries =
         recipients(&state.channels, &state.users, &message.recipient, sender_id)
             .into_iter()
@@ -81,7 +85,16 @@ pub fn message_sent(
             .filter_map(|user_id| {
                 let viewer = state.users.get(user_id).filter(|u| u.is_active)?;
                 let json = shared.get(state, site, viewer);
-                let mut event = message_event_of(state, viewer, message, json);
+                let markdown_json = match markdown_texts.iter().find(|(j, _)| Arc::ptr_eq(j, &json))
+                {
+                    Some((_, cell)) => cell.clone(),
+                    None => {
+                        let cell = MarkdownJson::default();
+                        markdown_texts.push((json.clone(), cell.clone()));
+                        cell
+                    }
+                };
+                let mut event = message_event_of(state, viewer, message, json, markdown_json);
                 if user_id == sender_id {
                     event.variants.sender_queue = sender_queue.cloned();
                 }
