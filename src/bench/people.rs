@@ -401,6 +401,34 @@ struct EventId {
     id: i64,
 }
 
+/// A long-poll without an answer the generator could read.
+enum PollFailure {
+    /// No answer, or not all of it.
+    Http(reqwest::Error),
+    /// An answer that is not `Polled`: its status, why, and its bytes (their start and end are
+    /// shown).
+    Unreadable(reqwest::StatusCode, serde_json::Error, bytes::Bytes),
+}
+
+impl std::fmt::Display for PollFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PollFailure::Http(e) if e.is_timeout() => write!(f, "timed out"),
+            PollFailure::Http(e) if e.is_connect() => write!(f, "not connected"),
+            PollFailure::Http(e) => write!(f, "{e}"),
+            PollFailure::Unreadable(status, e, bytes) => {
+                let start = String::from_utf8_lossy(&bytes[..bytes.len().min(120)]);
+                let end = String::from_utf8_lossy(&bytes[bytes.len().saturating_sub(80)..]);
+                write!(
+                    f,
+                    "{status}, {e}, {} bytes: {start:?} … {end:?}",
+                    bytes.len()
+                )
+            }
+        }
+    }
+}
+
 /// `POST /register`: the queue.
 #[derive(serde::Deserialize)]
 struct Registered {
@@ -534,9 +562,16 @@ async fn live(
                     ])
                     .send()
                     .await;
-                let body: Result<Polled, _> = match answer {
-                    Ok(answer) => answer.json().await,
-                    Err(e) => Err(e),
+                let body: Result<Polled, PollFailure> = match answer {
+                    Ok(answer) => {
+                        let status = answer.status();
+                        match answer.bytes().await {
+                            Ok(bytes) => serde_json::from_slice(&bytes)
+                                .map_err(|e| PollFailure::Unreadable(status, e, bytes)),
+                            Err(e) => Err(PollFailure::Http(e)),
+                        }
+                    }
+                    Err(e) => Err(PollFailure::Http(e)),
                 };
                 match body {
                     Ok(body) if body.result == "success" => {
@@ -552,9 +587,7 @@ async fn live(
                         shared.poll_errors.fetch_add(1, Ordering::Relaxed);
                         let why = match &failed {
                             Ok(body) => format!("{} {}", body.code, body.msg),
-                            Err(e) if e.is_timeout() => "timed out".to_owned(),
-                            Err(e) if e.is_connect() => "not connected".to_owned(),
-                            Err(e) => e.to_string(),
+                            Err(failure) => failure.to_string(),
                         };
                         {
                             let mut failures = shared
