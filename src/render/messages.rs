@@ -10,7 +10,7 @@ use crate::projections::Address;
 use crate::projections::{Message, Projections, User};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// `topic_links` of a topic, with the organization's current linkifiers.
 pub fn topic_links_json(state: &Projections, topic: &str) -> Value {
@@ -83,8 +83,20 @@ pub struct SharedMessageJson<'a> {
     /// The people whose addresses the JSON shows: each sees their own.
     shown: Vec<UserId>,
     /// The text for viewers who do not (index 0) and do (1) see hidden addresses.
-    written: [Option<Arc<str>>; 2],
+    written: [Option<SharedText>; 2],
 }
+
+/// A message's JSON text as a viewer sees it, shared by everyone who sees it alike, with room for
+/// the same text with the Markdown source in place of the HTML (for clients without
+/// `apply_markdown`), written by the first one who wants it and shared as the text is.
+#[derive(Debug, Clone)]
+pub struct SharedText {
+    pub json: Arc<str>,
+    pub markdown_json: MarkdownJson,
+}
+
+/// A message's Markdown-source text, written when first wanted and shared once written.
+pub type MarkdownJson = Arc<OnceLock<Arc<str>>>;
 
 impl<'a> SharedMessageJson<'a> {
     pub fn new(message: &'a Message) -> SharedMessageJson<'a> {
@@ -101,7 +113,7 @@ impl<'a> SharedMessageJson<'a> {
     }
 
     /// The message as `viewer` sees it, as [`message_json`] writes it.
-    pub fn get(&mut self, state: &Projections, site: &Site, viewer: &User) -> Arc<str> {
+    pub fn get(&mut self, state: &Projections, site: &Site, viewer: &User) -> SharedText {
         let write = || {
             let how = MessageView {
                 apply_markdown: true,
@@ -111,7 +123,10 @@ impl<'a> SharedMessageJson<'a> {
             buf.object(|o| write_message(o, state, site, viewer, self.message, how));
             // Plain data with string keys: it always writes.
             let bytes = buf.into_bytes().unwrap_or_default();
-            Arc::<str>::from(String::from_utf8(bytes).unwrap_or_default())
+            SharedText {
+                json: Arc::from(String::from_utf8(bytes).unwrap_or_default()),
+                markdown_json: MarkdownJson::default(),
+            }
         };
         if self.shown.contains(&viewer.user_id) {
             return write();

@@ -2,8 +2,9 @@
 
 use crate::events::SenderQueue;
 use crate::ids::{MessageId, UserId};
+use crate::render::messages::MarkdownJson;
 use serde_json::Value;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// One Zulip client event for one user. `body` is the event as a client without any of the
 /// capabilities below receives it; `variants` says what changes for the clients that have
@@ -51,9 +52,6 @@ pub struct MessageSource {
     /// event, and shared by every event that shares `json`.
     pub markdown_json: MarkdownJson,
 }
-
-/// A message's Markdown-source text, written when first wanted and shared once written.
-pub type MarkdownJson = Arc<OnceLock<Arc<str>>>;
 
 impl From<(UserId, Value)> for ClientEvent {
     /// An event that is the same for every client.

@@ -2,7 +2,7 @@
 //! submessages, typing and topic visibility.
 
 use super::audience::{active_holders, first_message_changes};
-use super::event::{ClientEvent, Deliveries, MarkdownJson, MessageSource, Variants};
+use super::event::{ClientEvent, Deliveries, MessageSource, Variants};
 use crate::events::{
     Envelope, Event, MessageFlag, MessageMove, Recipient, SenderQueue, TopicPolicy, TypingTarget,
 };
@@ -11,12 +11,13 @@ use crate::projections::messages::recipients;
 use crate::projections::Address;
 use crate::projections::{Message, Projections, User};
 use crate::render::channels::muted_topics_json;
-use crate::render::messages::{message_flags, shown_topic, topic_links_json, SharedMessageJson};
+use crate::render::messages::{
+    message_flags, shown_topic, topic_links_json, SharedMessageJson, SharedText,
+};
 use crate::render::users::shown_email;
 use crate::render::Site;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
-use std::sync::Arc;
 
 /// Zulip sends no typing notifications for channels with more subscribers than this.
 const MAX_CHANNEL_TYPING_AUDIENCE: usize = 100;
@@ -29,8 +30,8 @@ pub fn message_event(
     viewer: &User,
     message: &Message,
 ) -> ClientEvent {
-    let json = SharedMessageJson::new(message).get(state, site, viewer);
-    message_event_of(state, viewer, message, json, Arc::default())
+    let text = SharedMessageJson::new(message).get(state, site, viewer);
+    message_event_of(state, viewer, message, text)
 }
 
 /// [`message_event`] with the message's JSON as `viewer` sees it already written.
@@ -38,8 +39,7 @@ fn message_event_of(
     state: &Projections,
     viewer: &User,
     message: &Message,
-    json: Arc<str>,
-    markdown_json: MarkdownJson,
+    text: SharedText,
 ) -> ClientEvent {
     let flags = message_flags(state, viewer.user_id, message.id);
     let mut body = serde_json::Map::new();
@@ -51,11 +51,11 @@ fn message_event_of(
         variants: Variants {
             message_source: Some(MessageSource {
                 id: message.id,
-                json,
+                json: text.json,
                 content: message.content.clone(),
                 topic: message.topic().to_owned(),
                 in_channel: message.channel().is_some(),
-                markdown_json,
+                markdown_json: text.markdown_json,
             }),
             ..Variants::default()
         },
@@ -76,25 +76,14 @@ pub fn message_sent(
         return Deliveries::new();
     };
     let mut shared = SharedMessageJson::new(message);
-    // The Markdown-source text of each shared text, written at most once for all its events.
-    let mut markdown_texts: Vec<(Arc<str>, MarkdownJson)> = Vec::new();
     let mut out: Deliveries =
         recipients(&state.channels, &state.users, &message.recipient, sender_id)
             .into_iter()
             .filter(|user_id| listening(*user_id))
             .filter_map(|user_id| {
                 let viewer = state.users.get(user_id).filter(|u| u.is_active)?;
-                let json = shared.get(state, site, viewer);
-                let markdown_json = match markdown_texts.iter().find(|(j, _)| Arc::ptr_eq(j, &json))
-                {
-                    Some((_, cell)) => cell.clone(),
-                    None => {
-                        let cell = MarkdownJson::default();
-                        markdown_texts.push((json.clone(), cell.clone()));
-                        cell
-                    }
-                };
-                let mut event = message_event_of(state, viewer, message, json, markdown_json);
+                let text = shared.get(state, site, viewer);
+                let mut event = message_event_of(state, viewer, message, text);
                 if user_id == sender_id {
                     event.variants.sender_queue = sender_queue.cloned();
                 }
