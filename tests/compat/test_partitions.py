@@ -121,6 +121,11 @@ def answer(method, url, **kwargs):
         return None
 
 
+def serving(url):
+    got = answer("GET", f"{url}/api/v1/server_settings")
+    return got is not None and got[0] == 200
+
+
 class Cluster:
     SERVERS = ("n1", "n2", "n3")
     NODES = ("c1", "c2", "c3")
@@ -182,8 +187,9 @@ class Cluster:
         self.run(name, [BIN, "serve", "--data-dir", str(data), "--cluster", self.nats[server],
                         "--stream", "part", "--bind", f"{self.net.address(name)}:9000",
                         "--rate-limit-user", "0", "--rate-limit-ip", "0", "--heartbeat-secs", "2"])
-        wait_for(f"{name} did not start",
-                 lambda: answer("GET", f"{self.node_url(name)}/api/v1/server_settings") is not None)
+        # Until the state is loaded the address answers every request with a 503 of Zulip's
+        # shape (and the first node writes secret.key only then), so only a 200 means serving.
+        wait_for(f"{name} did not start", lambda: serving(self.node_url(name)))
 
     def stop(self):
         for name in (*self.NODES, *self.SERVERS):
