@@ -60,7 +60,7 @@ async fn a_user_over_the_queue_bound_loses_the_queue_polled_longest_ago() {
 
 #[tokio::test]
 async fn a_second_long_poll_of_a_queue_ends_the_first_with_no_events() {
-    let server = Server::start();
+    let server = Server::start_observed();
     let owner = server.api(Some(&server.owner()));
     let (queue, _) = register(&owner, &[]).await;
     // Each long-poll on a task of its own, as two clients of one queue would.
@@ -68,7 +68,7 @@ async fn a_second_long_poll_of_a_queue_ends_the_first_with_no_events() {
         tokio::spawn(async move { api.get("/events", &[("queue_id", &queue)]).await })
     };
     let first = long_poll(server.api(Some(&server.owner())), queue.clone());
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    server.wait_parked(1).await;
     let second = long_poll(server.api(Some(&server.owner())), queue.clone());
     // Unsuperseded, it would wait for the 45-55 s heartbeat.
     let (status, body) = tokio::time::timeout(Duration::from_secs(10), first)

@@ -170,7 +170,7 @@ async fn settings_are_stored_announced_and_acted_on() {
 
 #[tokio::test]
 async fn clients_hear_of_a_restart_and_register_again() {
-    let server = Server::start();
+    let server = Server::start_observed();
     let (_, alice) = server.create_member("alice@example.com", "Alice").await;
     let creds = alice.clone();
     let alice = server.api(Some(&alice));
@@ -183,8 +183,8 @@ async fn clients_hear_of_a_restart_and_register_again() {
                 .await
         })
     };
-    // Let the poll park, then stop the server as an operator would (SIGTERM).
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // Once the poll is parked, the server is stopped as an operator would (SIGTERM).
+    server.wait_parked(1).await;
     let stopped = tokio::task::spawn_blocking(move || server.stop())
         .await
         .unwrap();

@@ -10,6 +10,9 @@ use std::time::Duration;
 
 pub const OWNER: &str = "owner@chronicle.local";
 
+/// The token that opens `/metrics` of a server started by [`Server::start_observed`].
+const METRICS_TOKEN: &str = "a-test-metrics-token";
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_chronicle")
 }
@@ -56,6 +59,50 @@ impl Server {
         let mut server = Server::start_in_with(&dir, args).expect("server starts");
         server._tmp = Some(tmp);
         server
+    }
+
+    /// A fresh organization whose `/metrics` the test reads ([`Server::metric`]), opened on the
+    /// main address by a token.
+    pub fn start_observed() -> Server {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("data");
+        let token = [("CHRONICLE_METRICS_TOKEN", METRICS_TOKEN)];
+        let mut server = Server::start_in_with_env(&dir, &[], &token).expect("server starts");
+        server._tmp = Some(tmp);
+        server
+    }
+
+    /// A gauge's or counter's value, summed over its series, from the `/metrics` of a server
+    /// started by [`Server::start_observed`].
+    pub async fn metric(&self, name: &str) -> f64 {
+        let answer = Client::new()
+            .get(format!("{}/metrics", self.url))
+            .bearer_auth(METRICS_TOKEN)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), StatusCode::OK, "no /metrics to read");
+        let text = answer.text().await.unwrap();
+        text.lines()
+            .filter(|line| {
+                line.strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
+            })
+            .filter_map(|line| line.rsplit_once(' ')?.1.parse::<f64>().ok())
+            .sum()
+    }
+
+    /// Waits (up to 30 s) until `count` long-polls are parked on a server started by
+    /// [`Server::start_observed`]: a request sent from another task is known to have arrived.
+    pub async fn wait_parked(&self, count: usize) {
+        let start = std::time::Instant::now();
+        while self.metric("chronicle_parked_long_polls").await != count as f64 {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "{count} long-polls were not parked in 30 s"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// Starts on an existing (or empty) data dir; `Err(stderr)` if the process exits instead.
