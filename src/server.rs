@@ -619,11 +619,12 @@ pub async fn serve_with(
         None => None,
         Some(spec) => {
             let shared = Arc::new(crate::store::jetstream::SharedSnapshots::open(spec)?);
-            Some(crate::engine::AfterSnapshot(Arc::new(move |path| {
-                if let Err(error) = shared.upload(path) {
-                    tracing::warn!(%error, "snapshot not shared");
-                }
-            })))
+            Some(crate::engine::AfterSnapshot(Arc::new(
+                move |path| match shared.upload(path) {
+                    Ok(()) => tracing::info!(path = %path.display(), "snapshot shared"),
+                    Err(error) => tracing::warn!(%error, "snapshot not shared"),
+                },
+            )))
         }
     };
     let snapshots = (config.snapshot_every > 0).then(|| crate::engine::SnapshotPolicy {
