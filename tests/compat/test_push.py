@@ -101,13 +101,20 @@ def pushes_to(bouncer, app):
     return found
 
 
-def test_the_server_says_push_works_and_an_app_registers(setup):
+@pytest.fixture(scope="module")
+def ben_app(setup):
+    """Ben's app, registered once for the module's tests (the first one looks at it closely)."""
     server, bouncer, people = setup
-    assert api(server, "GET", "/server_settings").json()["push_notifications_enabled"] is True
-    ben = people["ben"][1]
-    app = App(server, ben, bouncer.public_key, "fcm-token-ben-1")
+    app = App(server, people["ben"][1], bouncer.public_key, "fcm-token-ben-1")
     assert app.answer.status_code == 200, app.answer.text
     wait_for(lambda: app.device()["push_token_id"] == token_id_of(app.token), "the registration")
+    return app
+
+
+def test_the_server_says_push_works_and_an_app_registers(setup, ben_app):
+    server, bouncer, people = setup
+    assert api(server, "GET", "/server_settings").json()["push_notifications_enabled"] is True
+    app = ben_app
     device = app.device()
     assert device == {"push_key_id": app.key_id, "push_token_id": token_id_of(app.token),
                       "pending_push_token_id": None,
@@ -122,15 +129,11 @@ def test_the_server_says_push_works_and_an_app_registers(setup):
         if path.is_file():
             blob = path.read_bytes()
             assert app.key not in blob and key_text.encode() not in blob, path
-    setup_app[0] = app
 
 
-setup_app = [None]
-
-
-def test_a_message_is_pushed_encrypted_and_taken_away_when_read(setup):
+def test_a_message_is_pushed_encrypted_and_taken_away_when_read(setup, ben_app):
     server, bouncer, people = setup
-    app = setup_app[0]
+    app = ben_app
     (ada_id, ada), (ben_id, ben) = people["ada"], people["ben"]
     answer = api(server, "POST", "/messages", auth=ada, data={
         "type": "direct", "to": f"[{ben_id}]", "content": "Are you **free** at 3?"})
@@ -151,9 +154,9 @@ def test_a_message_is_pushed_encrypted_and_taken_away_when_read(setup):
     assert not bouncer.failures, bouncer.failures
 
 
-def test_the_test_notification_and_its_errors(setup):
+def test_the_test_notification_and_its_errors(setup, ben_app):
     server, bouncer, people = setup
-    app = setup_app[0]
+    app = ben_app
     ben = people["ben"][1]
     answer = api(server, "POST", "/mobile_push/e2ee/test_notification", auth=ben,
                  data={"device_id": str(app.device_id)})
@@ -195,9 +198,9 @@ def test_a_refused_registration_shows_on_the_device(setup):
     assert answer.json()["msg"] == "Invalid `push_key`"
 
 
-def test_a_service_that_is_down_gets_the_push_once_it_is_back(setup):
+def test_a_service_that_is_down_gets_the_push_once_it_is_back(setup, ben_app):
     server, bouncer, people = setup
-    app = setup_app[0]
+    app = ben_app
     ada, (ben_id, _) = people["ada"][1], people["ben"]
     bouncer.down = True
     try:

@@ -116,7 +116,7 @@ def act(browser, action):
 
 def menu_items(browser, message_id):
     """Opens the message's actions menu and returns the labels it offers."""
-    act(browser, lambda: browser.hover_action(row(browser, message_id), "Message actions"))
+    browser.hover_action(lambda: row(browser, message_id), "Message actions")
     browser.wait(lambda: browser.find("#popup-menu").is_displayed(), "the message menu did not open")
     return [item.text for item in browser.finds('#popup-menu [role="menuitem"]')]
 

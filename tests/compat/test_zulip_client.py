@@ -11,6 +11,31 @@ def owner_client(server):
     return zulip.Client(config_file=str(server.zuliprc))
 
 
+def listen_in_thread(client, on_event, event_types):
+    """Runs `client.call_on_each_event` in a thread and returns once its queue is registered
+    (its `register` has returned), so that what the test does next is heard."""
+    import threading
+
+    registered = threading.Event()
+    register = client.register
+
+    def register_and_tell(*args, **kwargs):
+        answer = register(*args, **kwargs)
+        registered.set()
+        return answer
+
+    client.register = register_and_tell
+
+    def listen():
+        try:
+            client.call_on_each_event(on_event, event_types=event_types)
+        except SystemExit:  # on_event's way out of the loop
+            pass
+
+    threading.Thread(target=listen, daemon=True).start()
+    assert registered.wait(30), "call_on_each_event did not register a queue"
+
+
 def test_client_is_built_from_the_written_zuliprc(server):
     client = owner_client(server)
     # Client() already called GET /server_settings; the feature level steers its behaviour.
@@ -139,18 +164,7 @@ def test_call_on_each_event_sees_a_committed_change(server):
             done.set()
             raise SystemExit  # leaves call_on_each_event's loop
 
-    def listen():
-        try:
-            client.call_on_each_event(on_event, event_types=["channel_folder"])
-        except SystemExit:
-            pass
-
-    listener = threading.Thread(target=listen, daemon=True)
-    listener.start()
-    # Give the listener time to register its queue; then make the change.
-    import time
-
-    time.sleep(1)
+    listen_in_thread(client, on_event, ["channel_folder"])
     made = owner_client(server).call_endpoint(
         url="channel_folders/create", method="POST", request={"name": "Live", "description": ""}
     )
@@ -335,7 +349,6 @@ def test_channel_administration_and_groups_through_the_client(server):
 def test_live_events_for_messages_reactions_and_typing(server):
     """`call_on_each_event` hears another user's message, reaction and typing as they happen."""
     import threading
-    import time
 
     owner = owner_client(server)
     created = owner.create_user(
@@ -357,16 +370,7 @@ def test_live_events_for_messages_reactions_and_typing(server):
             done.set()
             raise SystemExit
 
-    def listen():
-        try:
-            owner_client(server).call_on_each_event(
-                on_event, event_types=["message", "reaction", "typing"]
-            )
-        except SystemExit:
-            pass
-
-    threading.Thread(target=listen, daemon=True).start()
-    time.sleep(1)
+    listen_in_thread(owner_client(server), on_event, ["message", "reaction", "typing"])
     sent = peer.send_message({"type": "private", "to": [1], "content": "ping"})
     assert sent["result"] == "success", sent
     reacted = peer.add_reaction({"message_id": sent["id"], "emoji_name": "wave"})
@@ -546,7 +550,9 @@ def test_scheduled_messages_and_reminders_through_the_client(server):
     client = owner_client(server)
     assert client.add_subscriptions(streams=[{"name": "compat-later"}])["result"] == "success"
     stream_id = client.get_stream_id("compat-later")["stream_id"]
-    at = int(time.time()) + 5
+    # An hour ahead while it is listed; the edit then moves it to two seconds ahead (a time
+    # close from the start could come before a loaded machine had listed and edited it).
+    at = int(time.time()) + 3600
     created = client.call_endpoint(
         "scheduled_messages",
         method="POST",
@@ -566,7 +572,8 @@ def test_scheduled_messages_and_reminders_through_the_client(server):
     edited = client.call_endpoint(
         f"scheduled_messages/{created['scheduled_message_id']}",
         method="PATCH",
-        request={"content": "sent by the delivery job, edited"},
+        request={"content": "sent by the delivery job, edited",
+                 "scheduled_delivery_timestamp": int(time.time()) + 2},
     )
     assert edited["result"] == "success", edited
     deadline = time.time() + 25

@@ -25,7 +25,7 @@ def pane(session):
     ).stdout
 
 
-def wait_for(session, text, seconds=20):
+def wait_for(session, text, seconds=60):
     deadline = time.time() + seconds
     while time.time() < deadline:
         screen = pane(session)
