@@ -314,7 +314,13 @@ fn render_parsed(source: &str, resolver: &dyn Resolver) -> Rendered {
         .collect();
     let mut rendered = Rendered::default();
     let mut replacements: Vec<String> = Vec::new();
-    let clean = expand_zulip_fences(&clean, resolver, &mut rendered, &mut replacements, 0);
+    let clean = expand_zulip_fences(
+        &clean,
+        resolver,
+        &mut rendered,
+        &mut replacements,
+        Nesting::default(),
+    );
     rendered.html = render_message_tokens(&clean, resolver, &mut rendered, replacements);
     rendered.mentioned.sort_unstable();
     rendered.mentioned.dedup();
@@ -426,28 +432,69 @@ fn render_message_tokens(
     let mut out = Vec::new();
     // Writing into a Vec cannot fail.
     let _ = format_html(root, &options, &mut out);
-    let mut html = String::from_utf8(out).unwrap_or_default();
-    // Block tokens (spoilers) stand alone in a paragraph, which they replace whole.
-    for (i, replacement) in replacements.iter().enumerate() {
-        let token = format!("{BLOCK}{i}{CLOSE}");
-        if html.contains(&token) {
-            if previews.contains(&i) {
-                // Zulip writes no newline after a preview.
-                html = html.replace(&format!("<p>{token}</p>\n"), replacement);
+    let html = String::from_utf8(out).unwrap_or_default();
+    let mut html = substitute_tokens(&html, &replacements, &previews);
+    html.truncate(html.trim_end().len());
+    html
+}
+
+/// `html` with each token put back: `OPEN i CLOSE` by replacement `i`, and a block token
+/// (`BLOCK i CLOSE`: a spoiler, a preview), which stands alone in a paragraph, by replacement
+/// `i` in place of the whole paragraph (and of its newline for a preview: Zulip writes none
+/// after one). One pass from left to right: a message may hold thousands of tokens.
+fn substitute_tokens(html: &str, replacements: &[String], previews: &[usize]) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html;
+    while let Some(at) = rest.find([OPEN, BLOCK]) {
+        let block = rest[at..].starts_with(BLOCK);
+        let marker = if block { BLOCK } else { OPEN }.len_utf8();
+        let after = &rest[at + marker..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        let replacement = after[..digits]
+            .parse::<usize>()
+            .ok()
+            .and_then(|i| Some((i, replacements.get(i)?)))
+            .filter(|_| after[digits..].starts_with(CLOSE));
+        let Some((i, replacement)) = replacement else {
+            // Not a token of ours: kept as it is.
+            out.push_str(&rest[..at + marker]);
+            rest = after;
+            continue;
+        };
+        let mut before = &rest[..at];
+        let mut tail = &after[digits + CLOSE.len_utf8()..];
+        if block {
+            if let (Some(b), Some(t)) = (before.strip_suffix("<p>"), tail.strip_prefix("</p>")) {
+                before = b;
+                tail = t;
+                if previews.contains(&i) {
+                    tail = tail.strip_prefix('\n').unwrap_or(tail);
+                }
             }
-            html = html
-                .replace(&format!("<p>{token}</p>"), replacement)
-                .replace(&token, replacement);
         }
+        out.push_str(before);
+        out.push_str(replacement);
+        rest = tail;
     }
-    for (i, replacement) in replacements.iter().enumerate() {
-        html = html.replace(&format!("{OPEN}{i}{CLOSE}"), replacement);
-    }
-    html.trim_end().to_owned()
+    out.push_str(rest);
+    out
 }
 
 /// How deep spoilers may nest inside spoilers before the inner ones stay as code.
 const MAX_SPOILER_DEPTH: usize = 4;
+
+/// How deep ```` ```quote ```` fences may nest before the inner ones stay as code. Each level
+/// is a call of [`expand_zulip_fences`] on a copy of its body: without a bound, a message of
+/// unclosed quote fences (a few bytes a line) would recurse once per line, past any thread's
+/// stack, and abort the server.
+const MAX_QUOTE_DEPTH: usize = 32;
+
+/// How deep [`expand_zulip_fences`] is in spoilers and in quotes.
+#[derive(Clone, Copy, Default)]
+struct Nesting {
+    spoilers: usize,
+    quotes: usize,
+}
 
 /// Zulip's fenced blocks with a meaning of their own, before the CommonMark parse: ```` ```quote ````
 /// becomes a block quote (its lines prefixed with `>`), ```` ```spoiler Header ```` a spoiler
@@ -458,7 +505,7 @@ fn expand_zulip_fences(
     resolver: &dyn Resolver,
     rendered: &mut Rendered,
     replacements: &mut Vec<String>,
-    depth: usize,
+    nesting: Nesting,
 ) -> String {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let mut out = String::with_capacity(text.len());
@@ -486,8 +533,12 @@ fn expand_zulip_fences(
         let body: String = lines[i + 1..body_end].concat();
         let next = end.map_or(lines.len(), |e| e + 1);
         match kind {
-            "quote" => {
-                let inner = expand_zulip_fences(&body, resolver, rendered, replacements, depth);
+            "quote" if nesting.quotes < MAX_QUOTE_DEPTH => {
+                let inner = Nesting {
+                    quotes: nesting.quotes + 1,
+                    ..nesting
+                };
+                let inner = expand_zulip_fences(&body, resolver, rendered, replacements, inner);
                 for quoted in inner.split_inclusive('\n') {
                     out.push('>');
                     if !quoted.trim().is_empty() {
@@ -498,9 +549,9 @@ fn expand_zulip_fences(
                 }
                 out.push('\n');
             }
-            "spoiler" if depth < MAX_SPOILER_DEPTH => {
-                let header = render_nested(rest, resolver, rendered, depth);
-                let content = render_nested(&body, resolver, rendered, depth);
+            "spoiler" if nesting.spoilers < MAX_SPOILER_DEPTH => {
+                let header = render_nested(rest, resolver, rendered, nesting);
+                let content = render_nested(&body, resolver, rendered, nesting);
                 let header = if header.is_empty() {
                     String::new()
                 } else {
@@ -533,11 +584,15 @@ fn render_nested(
     text: &str,
     resolver: &dyn Resolver,
     rendered: &mut Rendered,
-    depth: usize,
+    nesting: Nesting,
 ) -> String {
     let mut inner = Rendered::default();
     let mut replacements = Vec::new();
-    let expanded = expand_zulip_fences(text, resolver, &mut inner, &mut replacements, depth + 1);
+    let nesting = Nesting {
+        spoilers: nesting.spoilers + 1,
+        ..nesting
+    };
+    let expanded = expand_zulip_fences(text, resolver, &mut inner, &mut replacements, nesting);
     // Rendered as a message of its own (its own tokens), then merged.
     let nested = render_message_tokens(&expanded, resolver, &mut inner, replacements);
     rendered.mentioned.extend(inner.mentioned);
@@ -924,6 +979,47 @@ mod tests {
         assert_eq!(
             render_message("~~~quote\nopen", &Org).html,
             "<blockquote>\n<p>open</p>\n</blockquote>"
+        );
+    }
+
+    #[test]
+    fn quotes_nest_to_a_bound_on_a_small_stack() {
+        // Unclosed quote fences, one a line, as deep as a message allows: before the bound each
+        // was a call of its own, and this overflowed the 2 MiB stack of the server's threads.
+        let text = "```quote\n".repeat(crate::commands::messages::MAX_MESSAGE_LENGTH / 9) + "deep";
+        let html = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || render_message(&text, &Org).html)
+            .unwrap()
+            .join()
+            .unwrap();
+        // 32 quotes, then the rest is a code block holding the inner fences as text.
+        assert_eq!(html.matches("<blockquote>").count(), MAX_QUOTE_DEPTH);
+        assert_eq!(html.matches("<pre><code").count(), 1, "{html:.2000}");
+        assert!(html.contains("```quote\n```quote\n"), "{html:.2000}");
+        assert!(html.contains("deep"));
+    }
+
+    #[test]
+    fn thousands_of_tokens_are_put_back_in_one_pass() {
+        let text = ":+1: @**Ada Lovelace** ".repeat(2000);
+        let html = render_message(&text, &Org).html;
+        assert_eq!(html.matches("emoji-1f44d").count(), 2000);
+        assert_eq!(html.matches("data-user-id=\"7\"").count(), 2000);
+        assert!(!html.contains([OPEN, CLOSE, BLOCK]));
+        // Text that only looks like a token is kept (the markers cannot come from a message:
+        // they are taken out first).
+        assert_eq!(
+            substitute_tokens(&format!("a{OPEN}9{CLOSE}b{OPEN}x"), &["R".into()], &[]),
+            format!("a{OPEN}9{CLOSE}b{OPEN}x")
+        );
+        assert_eq!(
+            substitute_tokens(
+                &format!("<p>{BLOCK}0{CLOSE}</p>\n<p>{BLOCK}1{CLOSE}</p>\n{OPEN}0{CLOSE}"),
+                &["S".into(), "P".into()],
+                &[1]
+            ),
+            "S\nPS"
         );
     }
 
