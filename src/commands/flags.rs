@@ -26,11 +26,13 @@ pub fn update_flags(
         // Read/collapsed only apply to copies; starring may create a historical copy.
         let has = current.is_some_and(|bits| bits & bit != 0);
         let applies = current.is_some() || flag == MessageFlag::Starred;
-        if applies && has != add && !changed.contains(&id) {
+        if applies && has != add {
             changed.push(id);
         }
     }
-    changed.sort();
+    // Sorted, then repeats dropped (a request may name an id many times).
+    changed.sort_unstable();
+    changed.dedup();
     if changed.is_empty() {
         return Ok(Decision::new(Vec::new(), changed));
     }

@@ -319,7 +319,15 @@ pub fn check_group_mentions(
     me: &User,
     rendered: &mut crate::markdown::Rendered,
 ) -> ApiResult<()> {
+    // A group mentioned many times is looked at once; members are gathered in a set (a
+    // message may mention a large group thousands of times).
+    let mut mentioned: std::collections::BTreeSet<u64> =
+        rendered.mentioned.iter().copied().collect();
+    let mut seen = std::collections::BTreeSet::new();
     for group_id in std::mem::take(&mut rendered.mentioned_groups) {
+        if !seen.insert(group_id) {
+            continue;
+        }
         let Some(group) = state.groups.get(crate::ids::GroupId(group_id)) else {
             continue;
         };
@@ -336,13 +344,10 @@ pub fn check_group_mentions(
         let members = state
             .groups
             .setting_members(&state.users, &crate::events::GroupSetting::Group(group.id));
-        for member in members {
-            if !rendered.mentioned.contains(&member.0) {
-                rendered.mentioned.push(member.0);
-            }
-        }
+        mentioned.extend(members.into_iter().map(|member| member.0));
         rendered.mentioned_groups.push(group_id);
     }
+    rendered.mentioned = mentioned.into_iter().collect();
     Ok(())
 }
 

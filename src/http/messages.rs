@@ -218,6 +218,12 @@ pub async fn render_message(
     mut params: Params,
 ) -> ApiResult<HttpResponse> {
     let content = params.required_str("content")?;
+    // Rendered as a send would render it: what is past the longest message is cut off first.
+    let content = crate::commands::messages::truncate(
+        &content,
+        crate::commands::messages::MAX_MESSAGE_LENGTH,
+        "\n[message truncated]",
+    );
     let rendered = state.engine.read(|s| {
         crate::markdown::render_message(&content, &crate::commands::markup::OrgResolver(s)).html
     });
@@ -419,7 +425,19 @@ pub async fn get_messages(
     mut params: Params,
 ) -> ApiResult<HttpResponse> {
     let narrow_raw: Option<Value> = params.json("narrow")?;
-    let message_ids: Option<Vec<u64>> = params.json("message_ids")?;
+    // A set, as Zulip's query makes it: each message once, in id order, at most as many as a
+    // range may ask for (a list repeating one id would otherwise multiply the answer).
+    let message_ids = params
+        .json::<Vec<u64>>("message_ids")?
+        .map(|ids| ids.into_iter().collect::<std::collections::BTreeSet<u64>>());
+    if message_ids
+        .as_ref()
+        .is_some_and(|ids| ids.len() as u64 > MAX_MESSAGES_PER_FETCH)
+    {
+        return Err(ApiError::bad_request(format!(
+            "Too many messages requested (maximum {MAX_MESSAGES_PER_FETCH})."
+        )));
+    }
     let apply_markdown = params.bool("apply_markdown")?.unwrap_or(true);
     let allow_empty = params.bool("allow_empty_topic_name")?.unwrap_or(false);
     let _client_gravatar = params.bool("client_gravatar")?;
@@ -883,9 +901,12 @@ pub async fn get_messages_matching_narrow(
     auth: Auth,
     mut params: Params,
 ) -> ApiResult<HttpResponse> {
-    let ids: Vec<u64> = params
-        .json("msg_ids")?
-        .ok_or_else(|| ApiError::missing("msg_ids"))?;
+    // Each message looked at once, however often the list names it.
+    let ids: std::collections::BTreeSet<u64> = params
+        .json::<Vec<u64>>("msg_ids")?
+        .ok_or_else(|| ApiError::missing("msg_ids"))?
+        .into_iter()
+        .collect();
     let terms = parse_narrow(Some(
         params
             .json::<Value>("narrow")?

@@ -89,6 +89,17 @@ async fn render_previews_without_storing() {
             "<p><strong>hi</strong> <span class=\"user-mention\" data-user-id=\"{bob_id}\">@Bob Brown</span></p>"
         )
     );
+    // Rendered as a send renders: cut off past the longest message.
+    let long = "word ".repeat(3000);
+    let (status, body) = alice.post("/messages/render", &[("content", &long)]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let rendered = body["rendered"].as_str().unwrap();
+    assert!(
+        rendered.ends_with("<br />\n[message truncated]</p>"),
+        "{rendered:.300}"
+    );
+    // 10,000 characters less the 20 of "\n[message truncated]": 1,996 words of five.
+    assert_eq!(rendered.matches("word").count(), 1996);
     let (status, body) = alice.post("/messages/render", &[]).await;
     assert_eq!(
         (status, body),
@@ -428,4 +439,42 @@ async fn a_bots_key_can_be_read_and_regenerated_by_its_owner() {
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     let (status, _) = as_bot(&new_key).get("/users/me", &[]).await;
     assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn messages_by_id_come_once_each_in_id_order() {
+    let c = chat().await;
+    let (_, alice) = &c.alice;
+    let channel = c.channel.to_string();
+    let mut ids = Vec::new();
+    for content in ["first", "second"] {
+        let params = [
+            ("type", "stream"),
+            ("to", channel.as_str()),
+            ("topic", "t"),
+            ("content", content),
+        ];
+        ids.push(crate::messages::send(alice, &params).await);
+    }
+    let (first, second) = (ids[0], ids[1]);
+    // Repeated, out of order, and an id that names nothing: each message once, by id.
+    let asked = json!([second, first, second, first, second, 999_999]).to_string();
+    let (status, body) = alice.get("/messages", &[("message_ids", &asked)]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let got: Vec<&Value> = body["messages"].as_array().unwrap().iter().collect();
+    assert_eq!(
+        got.iter().map(|m| m["id"].clone()).collect::<Vec<_>>(),
+        vec![json!(first), json!(second)]
+    );
+    // At most as many different ids as a range may ask for.
+    let too_many = json!((1..=5001).collect::<Vec<u64>>()).to_string();
+    let (status, body) = alice.get("/messages", &[("message_ids", &too_many)]).await;
+    assert_eq!(
+        (status, body),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"result": "error", "msg": "Too many messages requested (maximum 5000).",
+                   "code": "BAD_REQUEST"})
+        )
+    );
 }
