@@ -41,6 +41,11 @@ pub fn reply_text(text: &str, include_quotes: bool, include_footer: bool) -> Str
 
 /// Where the quoted part of a reply begins, if it has one.
 fn quote_start(lines: &[&str]) -> Option<usize> {
+    // Where the closing run of quoted and blank lines begins: found once, from the end (an
+    // email of many `>` lines before a last line of text would otherwise be read again from
+    // each of them).
+    let quoted = |l: &str| l.trim().is_empty() || l.trim_start().starts_with('>');
+    let closing_quotes = lines.len() - lines.iter().rev().take_while(|l| quoted(l)).count();
     for (i, line) in lines.iter().enumerate() {
         let trimmed = line.trim();
         let lower = trimmed.to_ascii_lowercase();
@@ -70,11 +75,7 @@ fn quote_start(lines: &[&str]) -> Option<usize> {
             return Some(i);
         }
         // A closing block of quoted lines (with blank lines between them).
-        if trimmed.starts_with('>')
-            && lines[i..]
-                .iter()
-                .all(|l| l.trim().is_empty() || l.trim_start().starts_with('>'))
-        {
+        if trimmed.starts_with('>') && i >= closing_quotes {
             return Some(i);
         }
     }
@@ -84,15 +85,24 @@ fn quote_start(lines: &[&str]) -> Option<usize> {
 /// The topic an email's subject makes: without its `Re:`/`Fwd:` prefixes (in the languages
 /// Zulip knows them in) and control characters; Zulip's placeholder when nothing is left.
 pub fn topic_from_subject(subject: &str) -> String {
-    let mut topic: String = subject.chars().filter(|c| !c.is_control()).collect();
+    let cleaned: String = subject.chars().filter(|c| !c.is_control()).collect();
+    // Prefixes are stepped over in place, looking at a few characters at a time: a subject of
+    // thousands of "Re:" costs no more than reading it.
+    let mut topic = cleaned.as_str();
     loop {
         let trimmed = topic.trim_start();
-        let lower = trimmed.to_lowercase();
+        let head: String = trimmed
+            .chars()
+            .take(4)
+            .flat_map(char::to_lowercase)
+            .collect();
         let prefix = ["re:", "fwd:", "fw:", "aw:", "sv:", "wg:", "tr:", "rv:"]
             .iter()
-            .find(|p| lower.starts_with(*p));
-        match prefix {
-            Some(p) => topic = trimmed[p.len()..].to_owned(),
+            .find(|p| head.starts_with(*p));
+        // A prefix matched in lower case is ASCII in the subject too, so its length is its
+        // length there; `get` keeps that an assumption that cannot panic.
+        match prefix.and_then(|p| trimmed.get(p.len()..)) {
+            Some(after) => topic = after,
             None => {
                 // "[3]" counters some clients add.
                 let bracket = trimmed.strip_prefix('[').and_then(|rest| {
@@ -100,7 +110,7 @@ pub fn topic_from_subject(subject: &str) -> String {
                     n.chars().all(|c| c.is_ascii_digit()).then_some(after)
                 });
                 match bracket {
-                    Some(after) if !after.is_empty() => topic = after.to_owned(),
+                    Some(after) if !after.is_empty() => topic = after,
                     _ => break,
                 }
             }
@@ -149,6 +159,12 @@ mod tests {
         );
         assert!(reply_text(gmail, true, false).contains("Lunch at noon?"));
         assert_eq!(reply_text("\n> only a quote\n", false, false), NO_BODY);
+        // Many quoted lines before a last line of reply: all kept (the closing run of quotes
+        // is found once, from the end, however many lines there are).
+        let many = "> q\n".repeat(200_000) + "mine";
+        assert_eq!(reply_text(&many, false, false), many);
+        let closing = "mine\n".to_owned() + &"> q\n\n".repeat(200_000);
+        assert_eq!(reply_text(&closing, false, false), "mine");
     }
 
     #[test]
@@ -165,5 +181,10 @@ mod tests {
             topic_from_subject("Regarding the plan"),
             "Regarding the plan"
         );
+        // Prefixes by the hundred thousand are stepped over in place.
+        let long = "Re: [3] ".repeat(100_000) + "Plans";
+        assert_eq!(topic_from_subject(&long), "Plans");
+        assert_eq!(topic_from_subject("RE:Ärger"), "Ärger");
+        assert_eq!(topic_from_subject("Ää: x"), "Ää: x");
     }
 }
