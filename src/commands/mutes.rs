@@ -89,8 +89,9 @@ fn clean_words(words: Vec<String>) -> ApiResult<Vec<String>> {
 
 /// `POST /users/me/alert_words`: adds the words the caller does not have yet (in any case).
 pub fn add_alert_words(state: &Projections, ctx: &Ctx, words: Vec<String>) -> ApiResult<Decision> {
+    use crate::projections::alert_words::MAX_ALERT_WORDS;
     let me = actor(state, ctx)?;
-    let mut known: Vec<String> = state
+    let mut known: std::collections::HashSet<String> = state
         .alert_words
         .of(me.user_id)
         .iter()
@@ -98,13 +99,17 @@ pub fn add_alert_words(state: &Projections, ctx: &Ctx, words: Vec<String>) -> Ap
         .collect();
     let mut new = Vec::new();
     for word in clean_words(words)? {
-        if !known.contains(&word.to_lowercase()) {
-            known.push(word.to_lowercase());
+        if known.insert(word.to_lowercase()) {
             new.push(word);
         }
     }
     if new.is_empty() {
         return Ok(Decision::events(Vec::new()));
+    }
+    if known.len() > MAX_ALERT_WORDS {
+        return Err(ApiError::bad_request(format!(
+            "Too many alert words (limit: {MAX_ALERT_WORDS})"
+        )));
     }
     Ok(Decision::events(vec![Event::AlertWordsAdded {
         user_id: me.user_id,
@@ -136,4 +141,32 @@ pub fn remove_alert_words(
         user_id: me.user_id,
         words: gone,
     }]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::commands::testing::{msg, Given};
+    use crate::events::Role;
+    use crate::projections::alert_words::MAX_ALERT_WORDS;
+
+    #[test]
+    fn alert_words_are_kept_once_in_any_case_up_to_the_limit() {
+        let mut given = Given::org();
+        let alice = given.user("alice@example.com", Role::Member);
+        let words = |range: std::ops::Range<usize>| range.map(|i| format!("word{i}")).collect();
+        given.ok(alice, |s, c| {
+            add_alert_words(s, c, words(0..MAX_ALERT_WORDS - 1))
+        });
+        // Repeats, in any case, are not new words: the list is one short of the limit still.
+        let again = vec!["WORD0".to_owned(), "word1".to_owned(), "word0".to_owned()];
+        let decided = given.decided(alice, |s, c| add_alert_words(s, c, again));
+        assert!(decided.events.is_empty());
+        given.ok(alice, |s, c| add_alert_words(s, c, vec!["Last".to_owned()]));
+        assert_eq!(given.state.alert_words.of(alice).len(), MAX_ALERT_WORDS);
+        let refused = given.refused(alice, |s, c| {
+            add_alert_words(s, c, vec!["one more".to_owned(), "LAST".to_owned()])
+        });
+        assert_eq!(msg(&refused), "Too many alert words (limit: 1000)");
+    }
 }

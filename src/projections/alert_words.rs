@@ -9,6 +9,10 @@ use std::collections::BTreeMap;
 /// Zulip's longest alert word.
 pub const MAX_ALERT_WORD_LENGTH: usize = 100;
 
+/// The most alert words one person may have: every message to them is searched for each, on
+/// the path that writes it. Zulip sets no number; a thousand is more than anyone keeps.
+pub const MAX_ALERT_WORDS: usize = 1000;
+
 /// Every user's alert words, as typed, in the order added.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct AlertWords {
