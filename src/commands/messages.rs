@@ -319,6 +319,10 @@ pub fn check_group_mentions(
     me: &User,
     rendered: &mut crate::markdown::Rendered,
 ) -> ApiResult<()> {
+    if rendered.mentioned_groups.is_empty() {
+        // Most messages: nothing to check, and the mentioned stay as the renderer left them.
+        return Ok(());
+    }
     // A group mentioned many times is looked at once; members are gathered in a set (a
     // message may mention a large group thousands of times).
     let mut mentioned: std::collections::BTreeSet<u64> =
