@@ -199,6 +199,9 @@ def test_acknowledged_writes_survive_killing_the_node_and_the_stream_leader(clus
     served = requests.get(f"{url}/api/v1/admin/projections", auth=auth, timeout=60).json()
     served = served["projections"]
     node.stop()
+    # The restarted leader may still be catching up: the stream is read once every replica is
+    # current (writes resuming, waited for above, need only two of the three).
+    wait_for("JetStream does not answer", cluster.ready, 120)
     verified = cluster.chronicle("verify", "--data-dir", str(data), "--cluster", cluster.urls)
     assert "chain: intact" in verified.stdout
     # A replay of the stream from event 1 gives the state the node served.
@@ -457,6 +460,9 @@ def test_three_nodes_survive_kills_and_agree_with_the_stream(cluster, tmp_path):
         states = list(dumps.values())
         assert states[0]["seq"] == states[1]["seq"] == states[2]["seq"]
         assert states[0] == states[1] == states[2]
+        # Read from the stream once every replica is current (the restarted leader may still
+        # be catching up).
+        wait_for("JetStream does not answer", lambda: cluster.ready(stream), 120)
         replayed = json.loads(cluster.chronicle(
             "dump", "--data-dir", str(dirs[0]), "--cluster", cluster.urls, "--stream", stream,
             "--at-seq", str(states[0]["seq"])).stdout)
